@@ -1,0 +1,124 @@
+use chrono::{DateTime, Utc};
+
+use super::{IllegalTransition, TaskGid, illegal};
+
+/// Where an incoming task stands in triage (table `executor_queue`, column `status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum QueueStatus {
+    /// Taken in, not yet looked at by the analyzer.
+    Pending,
+    /// The analyzer wants a human to look before it can be approved.
+    ForReview,
+    /// Analyzed and feasible; waiting for a human's go.
+    AwaitingGo,
+    /// A human said go: the runner turns it into a run.
+    Approved,
+    /// Filtered out or judged not worth doing.
+    Skip,
+    /// Its run finished.
+    Done,
+}
+
+super::named_enum!(QueueStatus, "queue status", {
+    Pending => "pending",
+    ForReview => "for_review",
+    AwaitingGo => "awaiting_go",
+    Approved => "approved",
+    Skip => "skip",
+    Done => "done",
+});
+
+impl QueueStatus {
+    /// The statuses this one may move to. This table is the queue's state machine.
+    pub fn next(self) -> &'static [QueueStatus] {
+        use QueueStatus::*;
+        match self {
+            Pending => &[ForReview, AwaitingGo, Skip],
+            ForReview => &[AwaitingGo, Approved, Skip],
+            AwaitingGo => &[Approved, Skip],
+            Approved => &[Done],
+            Skip => &[Pending],
+            Done => &[],
+        }
+    }
+
+    pub fn check(self, to: QueueStatus) -> Result<(), IllegalTransition> {
+        if self.next().contains(&to) {
+            Ok(())
+        } else {
+            Err(illegal("task", self, to, self.next().iter().copied()))
+        }
+    }
+}
+
+/// One row of `executor_queue`: a task from a tracker and what triage made of it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Task {
+    pub id: i64,
+    pub task_gid: TaskGid,
+    pub added_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub source: Option<String>,
+    pub description: Option<String>,
+    pub notes: Option<String>,
+    pub status: QueueStatus,
+    pub priority: Option<i32>,
+    pub complexity: Option<String>,
+    pub feasibility: Option<String>,
+    pub analysis_summary: Option<String>,
+    pub executor_run_id: Option<i64>,
+    /// Which repository (a key of `[repos]` in the config) the work happens in.
+    pub repo: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::QueueStatus::{self, *};
+
+    /// The table, written out independently of `next()` so a slip in either shows.
+    const LEGAL: &[(QueueStatus, QueueStatus)] = &[
+        (Pending, ForReview),
+        (Pending, AwaitingGo),
+        (Pending, Skip),
+        (ForReview, AwaitingGo),
+        (ForReview, Approved),
+        (ForReview, Skip),
+        (AwaitingGo, Approved),
+        (AwaitingGo, Skip),
+        (Approved, Done),
+        (Skip, Pending),
+    ];
+
+    #[test]
+    fn every_pair_is_legal_exactly_when_the_table_says_so() {
+        for &from in QueueStatus::ALL {
+            for &to in QueueStatus::ALL {
+                let expected = LEGAL.contains(&(from, to));
+                assert_eq!(from.check(to).is_ok(), expected, "{from} -> {to}");
+            }
+        }
+    }
+
+    #[test]
+    fn refusal_names_the_allowed_moves() {
+        let err = Done.check(Pending).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "task cannot go from done to pending; from done it can go to: nothing (final)"
+        );
+        let err = AwaitingGo.check(Done).unwrap_err().to_string();
+        assert!(err.ends_with("it can go to: approved, skip"), "{err}");
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for &s in QueueStatus::ALL {
+            assert_eq!(s.as_str().parse::<QueueStatus>().unwrap(), s);
+        }
+        let err = "approve".parse::<QueueStatus>().unwrap_err().to_string();
+        assert!(
+            err.contains("expected one of: pending, for_review"),
+            "{err}"
+        );
+    }
+}
