@@ -1,0 +1,182 @@
+//! Versioned migrations, embedded in the binary, one file per version and backend with the same meaning.
+
+use super::{BeginWrite, Pool, Result, Store, StoreError, now, on_pool};
+
+struct Migration {
+    version: i64,
+    sqlite: &'static str,
+    postgres: &'static str,
+}
+
+const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    sqlite: include_str!("../../migrations/sqlite/0001_init.sql"),
+    postgres: include_str!("../../migrations/postgres/0001_init.sql"),
+}];
+
+/// The newest schema this build knows.
+pub const KNOWN_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].version;
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct MigrateReport {
+    pub from: i64,
+    pub to: i64,
+    pub applied: Vec<i64>,
+}
+
+impl Store {
+    /// The schema version recorded in the database; 0 for an empty database.
+    pub async fn schema_version(&self) -> Result<i64> {
+        let exists: i64 = match &self.pool {
+            Pool::Sqlite(p) => {
+                sqlx::query_scalar(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'executor_schema'",
+                )
+                .fetch_one(p)
+                .await?
+            }
+            Pool::Postgres(p) => {
+                sqlx::query_scalar(
+                    "SELECT count(*) FROM information_schema.tables \
+                     WHERE table_schema = current_schema() AND table_name = 'executor_schema'",
+                )
+                .fetch_one(p)
+                .await?
+            }
+        };
+        if exists == 0 {
+            return Ok(0);
+        }
+        let v: Option<i64> = on_pool!(self, |p| {
+            sqlx::query_scalar("SELECT max(version) FROM executor_schema")
+                .fetch_one(p)
+                .await?
+        });
+        Ok(v.unwrap_or(0))
+    }
+
+    /// Refuses a database that is newer than this build, before anything is written.
+    pub async fn refuse_newer_schema(&self) -> Result<i64> {
+        let found = self.schema_version().await?;
+        if found > KNOWN_VERSION {
+            return Err(StoreError::TooNew {
+                found,
+                known: KNOWN_VERSION,
+            });
+        }
+        Ok(found)
+    }
+
+    /// Fails unless the schema is exactly the one this build knows.
+    pub async fn check_schema(&self) -> Result<()> {
+        let found = self.refuse_newer_schema().await?;
+        if found < KNOWN_VERSION {
+            return Err(StoreError::NeedsMigration {
+                found,
+                known: KNOWN_VERSION,
+            });
+        }
+        Ok(())
+    }
+
+    /// Applies every migration newer than the database, each in its own transaction. Safe to run from
+    /// several processes at once: the write lock (SQLite) or an advisory lock (PostgreSQL) serializes
+    /// them, and each re-reads the version under the lock.
+    pub async fn migrate(&self) -> Result<MigrateReport> {
+        let from = self.refuse_newer_schema().await?;
+        let mut applied = Vec::new();
+        for m in MIGRATIONS.iter().filter(|m| m.version > from) {
+            let done = match &self.pool {
+                Pool::Sqlite(p) => {
+                    let mut tx = p.begin_write().await?;
+                    if current_in_tx_sqlite(&mut tx).await? >= m.version {
+                        false
+                    } else {
+                        sqlx::raw_sql(m.sqlite).execute(&mut *tx).await?;
+                        sqlx::query(
+                            "INSERT INTO executor_schema (version, applied_at) VALUES ($1, $2)",
+                        )
+                        .bind(m.version)
+                        .bind(now())
+                        .execute(&mut *tx)
+                        .await?;
+                        tx.commit().await?;
+                        true
+                    }
+                }
+                Pool::Postgres(p) => {
+                    let mut tx = p.begin_write().await?;
+                    // Any constant shared by all executors works as the lock key.
+                    sqlx::query("SELECT pg_advisory_xact_lock(7411939)")
+                        .execute(&mut *tx)
+                        .await?;
+                    if current_in_tx_pg(&mut tx).await? >= m.version {
+                        false
+                    } else {
+                        sqlx::raw_sql(m.postgres).execute(&mut *tx).await?;
+                        sqlx::query(
+                            "INSERT INTO executor_schema (version, applied_at) VALUES ($1, $2)",
+                        )
+                        .bind(m.version)
+                        .bind(now())
+                        .execute(&mut *tx)
+                        .await?;
+                        tx.commit().await?;
+                        true
+                    }
+                }
+            };
+            if done {
+                applied.push(m.version);
+            }
+        }
+        let to = self.refuse_newer_schema().await?;
+        Ok(MigrateReport { from, to, applied })
+    }
+}
+
+async fn current_in_tx_sqlite(tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>) -> Result<i64> {
+    let exists: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'executor_schema'",
+    )
+    .fetch_one(&mut **tx)
+    .await?;
+    if exists == 0 {
+        return Ok(0);
+    }
+    let v: Option<i64> = sqlx::query_scalar("SELECT max(version) FROM executor_schema")
+        .fetch_one(&mut **tx)
+        .await?;
+    Ok(v.unwrap_or(0))
+}
+
+async fn current_in_tx_pg(tx: &mut sqlx::Transaction<'static, sqlx::Postgres>) -> Result<i64> {
+    let exists: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM information_schema.tables \
+         WHERE table_schema = current_schema() AND table_name = 'executor_schema'",
+    )
+    .fetch_one(&mut **tx)
+    .await?;
+    if exists == 0 {
+        return Ok(0);
+    }
+    let v: Option<i64> = sqlx::query_scalar("SELECT max(version) FROM executor_schema")
+        .fetch_one(&mut **tx)
+        .await?;
+    Ok(v.unwrap_or(0))
+}
+
+impl Store {
+    /// Test support: pretend a future executor migrated this database.
+    #[doc(hidden)]
+    pub async fn force_schema_version_for_tests(&self, version: i64) -> Result<()> {
+        on_pool!(self, |p| {
+            sqlx::query("INSERT INTO executor_schema (version, applied_at) VALUES ($1, $2)")
+                .bind(version)
+                .bind(now())
+                .execute(p)
+                .await?;
+        });
+        Ok(())
+    }
+}

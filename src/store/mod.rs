@@ -1,0 +1,122 @@
+//! The database. Every read and write of executor's state goes through `Store`, whose operations are
+//! named for what they mean (`set_run_state_if`, `create_run_for_task`, `claim_run`) rather than being
+//! general updates.
+//!
+//! Architecture invariant: only `store` writes SQL, and SQL text is always a literal in this module:
+//! values (task text above all) travel as bound parameters, never spliced into a statement.
+//!
+//! One code path serves SQLite and PostgreSQL: queries use `$1` placeholders, which both accept, and the
+//! `on_pool!` macro expands the same body once per backend, so each expansion is fully typed.
+
+mod events;
+mod migrate;
+mod open;
+mod row;
+mod runs;
+mod tasks;
+
+pub use events::{Event, EventFilter};
+pub use migrate::{KNOWN_VERSION, MigrateReport};
+pub use runs::{RunFilter, StatusCounts};
+pub use tasks::{NewTask, TaskFilter, Upserted};
+
+use chrono::{DateTime, SubsecRound, Utc};
+use sqlx::{PgPool, SqlitePool};
+
+use crate::domain::IllegalTransition;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open database {url}: {source}")]
+    Open { url: String, source: sqlx::Error },
+    #[error("database error: {0}")]
+    Db(#[from] sqlx::Error),
+    #[error("no task with gid '{0}' (see `executor queue list`)")]
+    UnknownTask(String),
+    #[error("no run with id {0} (see `executor runs list`)")]
+    UnknownRun(i64),
+    #[error(transparent)]
+    Illegal(#[from] IllegalTransition),
+    #[error(
+        "{0} was changed by another process at the same moment; nothing was written, run the command again"
+    )]
+    Conflict(String),
+    #[error(
+        "the database is at schema version {found}, newer than this executor knows (up to {known}); \
+         upgrade executor. Nothing was written."
+    )]
+    TooNew { found: i64, known: i64 },
+    #[error(
+        "the database is at schema version {found} and needs migrating to {known}: run `executor migrate`"
+    )]
+    NeedsMigration { found: i64, known: i64 },
+    #[error("unreadable value in the database: {0}")]
+    Corrupt(String),
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Which database holds the state. Chosen by `database.url`.
+#[derive(Clone, Debug)]
+pub(crate) enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+#[derive(Clone, Debug)]
+pub struct Store {
+    pub(crate) pool: Pool,
+}
+
+/// Expands `$body` once for each backend with `$pool` bound to that backend's pool, so one text serves
+/// both and the compiler checks each expansion with its own types.
+macro_rules! on_pool {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match &$store.pool {
+            $crate::store::Pool::Sqlite($pool) => $body,
+            $crate::store::Pool::Postgres($pool) => $body,
+        }
+    };
+}
+pub(crate) use on_pool;
+
+/// Starts a transaction that will write. SQLite takes the write lock up front (`BEGIN IMMEDIATE`), so a
+/// transaction that reads before it writes waits for other writers through the busy timeout instead of
+/// failing with SQLITE_BUSY when it upgrades.
+pub(crate) trait BeginWrite {
+    type Db: sqlx::Database;
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, Self::Db>>;
+}
+
+impl BeginWrite for SqlitePool {
+    type Db = sqlx::Sqlite;
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>> {
+        Ok(self.begin_with("BEGIN IMMEDIATE").await?)
+    }
+}
+
+impl BeginWrite for PgPool {
+    type Db = sqlx::Postgres;
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
+        Ok(self.begin().await?)
+    }
+}
+
+/// The current time at the precision both databases keep (microseconds), so a value read back equals the
+/// value written.
+pub fn now() -> DateTime<Utc> {
+    Utc::now().trunc_subsecs(6)
+}
+
+impl Store {
+    pub fn backend(&self) -> &'static str {
+        match self.pool {
+            Pool::Sqlite(_) => "sqlite",
+            Pool::Postgres(_) => "postgres",
+        }
+    }
+
+    pub async fn close(&self) {
+        on_pool!(self, |p| p.close().await)
+    }
+}

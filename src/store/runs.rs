@@ -1,0 +1,298 @@
+//! Runs: creating them from approved tasks, moving them through their state machine, and leases that
+//! let several runner processes (on several hosts) share one database safely.
+
+use chrono::{DateTime, Duration, Utc};
+
+use super::events::{NewEvent, insert_event, kind};
+use super::row::{Cols, narrow};
+use super::{BeginWrite, Result, Store, StoreError, now, on_pool};
+use crate::domain::{Actor, QueueStatus, Run, RunState, TaskGid};
+
+#[derive(Debug, Clone, Default)]
+pub struct RunFilter {
+    pub state: Option<RunState>,
+    pub task_gid: Option<TaskGid>,
+    pub limit: Option<i64>,
+}
+
+/// Counts by queue status and by run state, like the seed's "Current State".
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct StatusCounts {
+    pub queue: Vec<(String, i64)>,
+    pub runs: Vec<(String, i64)>,
+}
+
+pub(crate) fn run_from_row(r: &impl Cols) -> Result<Run> {
+    Ok(Run {
+        id: r.req_int("id")?,
+        task_gid: r.parsed("task_gid")?,
+        repo: r.text("repo")?,
+        worktree_path: r.text("worktree_path")?,
+        branch_name: r.text("branch_name")?,
+        pr_url: r.text("pr_url")?,
+        pr_number: r.int("pr_number")?,
+        thread_id: r.text("thread_id")?,
+        started_at: r.req_time("started_at")?,
+        updated_at: r.req_time("updated_at")?,
+        completed_at: r.time("completed_at")?,
+        state: r.parsed("state")?,
+        ci_attempts: narrow("ci_attempts", r.req_int("ci_attempts")?)?,
+        worker_session_id: r.text("worker_session_id")?,
+        worker_last_update: r.time("worker_last_update")?,
+        worker_pid: r
+            .int("worker_pid")?
+            .map(|v| narrow("worker_pid", v))
+            .transpose()?,
+        worker_stuck_count: narrow("worker_stuck_count", r.req_int("worker_stuck_count")?)?,
+        head_sha: r.text("head_sha")?,
+        review_verdict: r.text("review_verdict")?,
+        review_sha: r.text("review_sha")?,
+        lease_owner: r.text("lease_owner")?,
+        lease_expires_at: r.time("lease_expires_at")?,
+        cost_usd: r.real("cost_usd")?.unwrap_or(0.0),
+        input_tokens: r.int("input_tokens")?.unwrap_or(0),
+        output_tokens: r.int("output_tokens")?.unwrap_or(0),
+    })
+}
+
+impl Store {
+    /// Turns an approved task into a run. Atomic and unique: whatever the number of processes trying at
+    /// once, a task gets at most one active run (a partial unique index enforces it, and the task's
+    /// `executor_run_id` is set in the same transaction). Returns `None` when the task is not approved or
+    /// already has a run.
+    pub async fn create_run_for_task(&self, gid: &TaskGid, actor: Actor) -> Result<Option<Run>> {
+        let at = now();
+        let id: Option<i64> = on_pool!(self, |p| {
+            let mut tx = p.begin_write().await?;
+            let id: Option<i64> = sqlx::query_scalar(
+                "INSERT INTO executor_runs (task_gid, repo, started_at, updated_at, state) \
+                 SELECT task_gid, repo, $2, $2, 'queued' FROM executor_queue \
+                 WHERE task_gid = $1 AND status = 'approved' AND executor_run_id IS NULL \
+                 ON CONFLICT (task_gid) WHERE state IN ('queued','in_progress','pr','complete') DO NOTHING \
+                 RETURNING id",
+            )
+            .bind(gid.as_str())
+            .bind(at)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if let Some(id) = id {
+                sqlx::query("UPDATE executor_queue SET executor_run_id = $1, updated_at = $2 WHERE task_gid = $3")
+                    .bind(id)
+                    .bind(at)
+                    .bind(gid.as_str())
+                    .execute(&mut *tx)
+                    .await?;
+                let ev = NewEvent {
+                    actor,
+                    task_gid: Some(gid.as_str()),
+                    run_id: Some(id),
+                    kind: kind::RUN_CREATED,
+                    from_state: None,
+                    to_state: Some(RunState::Queued.as_str()),
+                    reason: Some("task approved"),
+                };
+                insert_event!(&mut *tx, ev)?;
+                tx.commit().await?;
+            }
+            id
+        });
+        match id {
+            Some(id) => Ok(Some(self.run(id).await?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Approved tasks that have no run yet, in the order the runner should start them.
+    pub async fn approved_tasks_without_run(&self, limit: i64) -> Result<Vec<TaskGid>> {
+        let gids: Vec<String> = on_pool!(self, |p| {
+            sqlx::query_scalar(
+                "SELECT task_gid FROM executor_queue WHERE status = 'approved' AND executor_run_id IS NULL \
+                 ORDER BY priority IS NULL, priority, added_at, id LIMIT $1",
+            )
+            .bind(limit)
+            .fetch_all(p)
+            .await?
+        });
+        gids.iter()
+            .map(|g| TaskGid::parse(g).map_err(|e| StoreError::Corrupt(e.to_string())))
+            .collect()
+    }
+
+    pub async fn find_run(&self, id: i64) -> Result<Option<Run>> {
+        on_pool!(self, |p| {
+            sqlx::query("SELECT * FROM executor_runs WHERE id = $1")
+                .bind(id)
+                .fetch_optional(p)
+                .await?
+                .map(|r| run_from_row(&r))
+                .transpose()
+        })
+    }
+
+    pub async fn run(&self, id: i64) -> Result<Run> {
+        self.find_run(id).await?.ok_or(StoreError::UnknownRun(id))
+    }
+
+    /// Runs, newest first.
+    pub async fn list_runs(&self, f: &RunFilter) -> Result<Vec<Run>> {
+        let state = f.state.map(|s| s.as_str());
+        let gid = f.task_gid.as_ref().map(|g| g.as_str());
+        on_pool!(self, |p| {
+            sqlx::query(
+                "SELECT * FROM executor_runs WHERE ($1 IS NULL OR state = $1) AND ($2 IS NULL OR task_gid = $2) \
+                 ORDER BY id DESC LIMIT $3",
+            )
+            .bind(state)
+            .bind(gid)
+            .bind(f.limit.unwrap_or(i64::MAX))
+            .fetch_all(p)
+            .await?
+            .iter()
+            .map(run_from_row)
+            .collect()
+        })
+    }
+
+    /// Runs the runner still drives (every state but abandoned), oldest first.
+    pub async fn active_runs(&self) -> Result<Vec<Run>> {
+        on_pool!(self, |p| {
+            sqlx::query("SELECT * FROM executor_runs WHERE state IN ('queued','in_progress','pr','complete') ORDER BY id")
+                .fetch_all(p)
+                .await?
+                .iter()
+                .map(run_from_row)
+                .collect()
+        })
+    }
+
+    /// The one way a run's state changes. Legal only from `from` (checked against the state machine and,
+    /// atomically, against the database); when `holder` is given, only while that lease owner holds the
+    /// run. Writes the event in the same transaction. Entering `complete` stamps `completed_at` and marks
+    /// the task done; leaving it clears the stamp.
+    pub async fn set_run_state_if(
+        &self,
+        run_id: i64,
+        from: RunState,
+        to: RunState,
+        holder: Option<&str>,
+        actor: Actor,
+        reason: &str,
+    ) -> Result<Run> {
+        from.check(to)?;
+        let at = now();
+        let completed_at: Option<DateTime<Utc>> = (to == RunState::Complete).then_some(at);
+        let changed = on_pool!(self, |p| {
+            let mut tx = p.begin_write().await?;
+            let gid: Option<String> = sqlx::query_scalar(
+                "UPDATE executor_runs SET state = $1, updated_at = $2, \
+                   completed_at = CASE WHEN $1 = 'complete' THEN $3 WHEN $1 = 'pr' THEN NULL ELSE completed_at END \
+                 WHERE id = $4 AND state = $5 AND ($6 IS NULL OR lease_owner = $6) RETURNING task_gid",
+            )
+            .bind(to.as_str())
+            .bind(at)
+            .bind(completed_at)
+            .bind(run_id)
+            .bind(from.as_str())
+            .bind(holder)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if let Some(gid) = &gid {
+                let ev = NewEvent {
+                    actor,
+                    task_gid: Some(gid),
+                    run_id: Some(run_id),
+                    kind: kind::RUN_STATE,
+                    from_state: Some(from.as_str()),
+                    to_state: Some(to.as_str()),
+                    reason: Some(reason),
+                };
+                insert_event!(&mut *tx, ev)?;
+                if to == RunState::Complete {
+                    // The task's own state machine moves approved → done once; a run that comes back to
+                    // pr and completes again finds the task done already.
+                    let n = sqlx::query(
+                        "UPDATE executor_queue SET status = 'done', updated_at = $1 WHERE task_gid = $2 AND status = 'approved'",
+                    )
+                    .bind(at)
+                    .bind(gid)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                    if n == 1 {
+                        let ev = NewEvent {
+                            kind: kind::QUEUE_STATUS,
+                            from_state: Some(QueueStatus::Approved.as_str()),
+                            to_state: Some(QueueStatus::Done.as_str()),
+                            ..ev
+                        };
+                        insert_event!(&mut *tx, ev)?;
+                    }
+                }
+                tx.commit().await?;
+            }
+            gid.is_some()
+        });
+        if !changed {
+            let current = self.run(run_id).await?;
+            if current.state != from {
+                return Err(StoreError::Conflict(format!(
+                    "run {run_id} (expected {from}, found {})",
+                    current.state
+                )));
+            }
+            return Err(StoreError::Conflict(format!(
+                "run {run_id} (its lease is held by another runner)"
+            )));
+        }
+        self.run(run_id).await
+    }
+
+    /// Claims a run for work: succeeds when nobody holds its lease, the lease expired, or `owner` already
+    /// holds it (a renewal). Returns whether `owner` now holds it.
+    pub async fn claim_run(&self, run_id: i64, owner: &str, ttl: Duration) -> Result<bool> {
+        let at = now();
+        let n = on_pool!(self, |p| {
+            sqlx::query(
+                "UPDATE executor_runs SET lease_owner = $1, lease_expires_at = $2 \
+                 WHERE id = $3 AND (lease_owner IS NULL OR lease_owner = $1 OR lease_expires_at < $4)",
+            )
+            .bind(owner)
+            .bind(at + ttl)
+            .bind(run_id)
+            .bind(at)
+            .execute(p)
+            .await?
+            .rows_affected()
+        });
+        Ok(n == 1)
+    }
+
+    /// Gives up `owner`'s lease on a run (no-op if it holds none).
+    pub async fn release_run(&self, run_id: i64, owner: &str) -> Result<()> {
+        on_pool!(self, |p| {
+            sqlx::query("UPDATE executor_runs SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1 AND lease_owner = $2")
+                .bind(run_id)
+                .bind(owner)
+                .execute(p)
+                .await?;
+        });
+        Ok(())
+    }
+
+    pub async fn status_counts(&self) -> Result<StatusCounts> {
+        let (queue, runs): (Vec<(String, i64)>, Vec<(String, i64)>) = on_pool!(self, |p| {
+            let q = sqlx::query_as(
+                "SELECT status, count(*) FROM executor_queue GROUP BY status ORDER BY status",
+            )
+            .fetch_all(p)
+            .await?;
+            let r = sqlx::query_as(
+                "SELECT state, count(*) FROM executor_runs GROUP BY state ORDER BY state",
+            )
+            .fetch_all(p)
+            .await?;
+            (q, r)
+        });
+        Ok(StatusCounts { queue, runs })
+    }
+}

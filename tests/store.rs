@@ -1,0 +1,564 @@
+//! The store conformance suite: every test runs on SQLite and on PostgreSQL.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::Duration;
+use common::TestDb;
+use executor::domain::{Actor, QueueStatus, RunState, TaskGid};
+use executor::store::{
+    EventFilter, KNOWN_VERSION, NewTask, RunFilter, Store, StoreError, TaskFilter, Upserted,
+};
+
+on_both_databases!(
+    migrations_apply_once_and_record_the_version,
+    a_newer_database_is_refused_and_left_untouched,
+    adding_a_known_gid_updates_it_without_losing_status_or_history,
+    queue_status_changes_are_checked_and_recorded,
+    a_run_is_created_only_for_an_approved_task_and_only_once,
+    run_state_changes_are_checked_conditional_and_recorded,
+    leases_exclude_other_owners_until_they_expire,
+    fifty_tasks_and_eight_claimers_give_one_run_each_claimed_once,
+    status_counts_and_listings_filter,
+);
+
+fn gid(s: &str) -> TaskGid {
+    TaskGid::parse(s).unwrap()
+}
+
+fn task(desc: &str) -> NewTask {
+    NewTask {
+        source: Some("my_tasks_inbox".into()),
+        description: Some(desc.into()),
+        ..Default::default()
+    }
+}
+
+async fn approved(store: &Store, g: &str) -> TaskGid {
+    let g = gid(g);
+    store
+        .upsert_task(&g, &task("work"), Actor::Cli)
+        .await
+        .unwrap();
+    store
+        .set_task_status(&g, QueueStatus::AwaitingGo, Actor::Analyzer, None)
+        .await
+        .unwrap();
+    store
+        .set_task_status(&g, QueueStatus::Approved, Actor::Cli, None)
+        .await
+        .unwrap();
+    g
+}
+
+async fn migrations_apply_once_and_record_the_version(db: TestDb) {
+    let store = Store::open(&db.url).await.unwrap();
+    assert_eq!(store.schema_version().await.unwrap(), 0);
+    assert!(matches!(
+        store.check_schema().await,
+        Err(StoreError::NeedsMigration { found: 0, .. })
+    ));
+    let report = store.migrate().await.unwrap();
+    assert_eq!((report.from, report.to), (0, KNOWN_VERSION));
+    assert_eq!(report.applied.len() as i64, KNOWN_VERSION);
+    let again = store.migrate().await.unwrap();
+    assert!(again.applied.is_empty());
+    store.check_schema().await.unwrap();
+}
+
+async fn a_newer_database_is_refused_and_left_untouched(db: TestDb) {
+    let store = db.open().await;
+    let g = gid("1207");
+    store.upsert_task(&g, &task("x"), Actor::Cli).await.unwrap();
+    // Simulate a database written by a future executor.
+    store
+        .force_schema_version_for_tests(KNOWN_VERSION + 5)
+        .await
+        .unwrap();
+    let err = store.migrate().await.unwrap_err();
+    assert!(matches!(err, StoreError::TooNew { .. }), "{err}");
+    assert!(err.to_string().contains("upgrade executor"), "{err}");
+    assert!(matches!(
+        store.check_schema().await,
+        Err(StoreError::TooNew { .. })
+    ));
+    assert_eq!(store.schema_version().await.unwrap(), KNOWN_VERSION + 5);
+    assert_eq!(
+        store.task(&g).await.unwrap().description.as_deref(),
+        Some("x")
+    );
+}
+
+async fn adding_a_known_gid_updates_it_without_losing_status_or_history(db: TestDb) {
+    let store = db.open().await;
+    let g = gid("1207");
+    let (t, what) = store
+        .upsert_task(&g, &task("first"), Actor::Cli)
+        .await
+        .unwrap();
+    assert_eq!((what, t.status), (Upserted::Added, QueueStatus::Pending));
+    store
+        .set_task_status(
+            &g,
+            QueueStatus::AwaitingGo,
+            Actor::Analyzer,
+            Some("feasible"),
+        )
+        .await
+        .unwrap();
+
+    let (t, what) = store
+        .upsert_task(
+            &g,
+            &NewTask {
+                description: Some("second".into()),
+                ..Default::default()
+            },
+            Actor::Cli,
+        )
+        .await
+        .unwrap();
+    assert_eq!(what, Upserted::Updated);
+    assert_eq!(t.status, QueueStatus::AwaitingGo, "status kept");
+    assert_eq!(t.description.as_deref(), Some("second"));
+    assert_eq!(
+        t.source.as_deref(),
+        Some("my_tasks_inbox"),
+        "a field not given is kept"
+    );
+
+    let (_, what) = store
+        .upsert_task(&g, &task("second"), Actor::Cli)
+        .await
+        .unwrap();
+    assert_eq!(what, Upserted::Unchanged);
+
+    let kinds: Vec<String> = store
+        .events(&EventFilter {
+            task_gid: Some(g),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(kinds, ["task_added", "queue_status", "task_updated"]);
+}
+
+async fn queue_status_changes_are_checked_and_recorded(db: TestDb) {
+    let store = db.open().await;
+    let g = gid("A-1");
+    store.upsert_task(&g, &task("t"), Actor::Cli).await.unwrap();
+    let err = store
+        .set_task_status(&g, QueueStatus::Approved, Actor::Cli, None)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("from pending it can go to: for_review, awaiting_go, skip"),
+        "{err}"
+    );
+    assert_eq!(
+        store.task(&g).await.unwrap().status,
+        QueueStatus::Pending,
+        "nothing written"
+    );
+
+    store
+        .set_task_status(&g, QueueStatus::Skip, Actor::Analyzer, Some("figma link"))
+        .await
+        .unwrap();
+    store
+        .set_task_status(&g, QueueStatus::Pending, Actor::Cli, Some("re-analyze"))
+        .await
+        .unwrap();
+    let events = store
+        .events(&EventFilter {
+            task_gid: Some(g.clone()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let moves: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == "queue_status")
+        .map(|e| {
+            (
+                e.actor.as_str(),
+                e.from_state.as_deref(),
+                e.to_state.as_deref(),
+                e.reason.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        moves,
+        [
+            (
+                "analyzer",
+                Some("pending"),
+                Some("skip"),
+                Some("figma link")
+            ),
+            ("cli", Some("skip"), Some("pending"), Some("re-analyze")),
+        ]
+    );
+    let missing = store
+        .set_task_status(&gid("nope"), QueueStatus::Skip, Actor::Cli, None)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        missing.to_string(),
+        "no task with gid 'nope' (see `executor queue list`)"
+    );
+}
+
+async fn a_run_is_created_only_for_an_approved_task_and_only_once(db: TestDb) {
+    let store = db.open().await;
+    let pending = gid("p1");
+    store
+        .upsert_task(&pending, &task("t"), Actor::Cli)
+        .await
+        .unwrap();
+    assert!(
+        store
+            .create_run_for_task(&pending, Actor::Runner)
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    let g = approved(&store, "a1").await;
+    assert_eq!(
+        store.approved_tasks_without_run(10).await.unwrap(),
+        [g.clone()]
+    );
+    let run = store
+        .create_run_for_task(&g, Actor::Runner)
+        .await
+        .unwrap()
+        .expect("a run");
+    assert_eq!((run.state, &run.task_gid), (RunState::Queued, &g));
+    assert!(
+        store
+            .create_run_for_task(&g, Actor::Runner)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(store.task(&g).await.unwrap().executor_run_id, Some(run.id));
+    assert!(
+        store
+            .approved_tasks_without_run(10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+async fn run_state_changes_are_checked_conditional_and_recorded(db: TestDb) {
+    let store = db.open().await;
+    let g = approved(&store, "r1").await;
+    let run = store
+        .create_run_for_task(&g, Actor::Runner)
+        .await
+        .unwrap()
+        .unwrap();
+    let id = run.id;
+
+    let err = store
+        .set_run_state_if(id, RunState::Queued, RunState::Pr, None, Actor::Runner, "x")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Illegal(_)), "{err}");
+    let err = store
+        .set_run_state_if(
+            id,
+            RunState::InProgress,
+            RunState::Pr,
+            None,
+            Actor::Runner,
+            "stale",
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Conflict(_)), "{err}");
+    assert!(
+        err.to_string()
+            .contains("expected in_progress, found queued"),
+        "{err}"
+    );
+
+    assert!(
+        store
+            .claim_run(id, "host-a", Duration::minutes(5))
+            .await
+            .unwrap()
+    );
+    let err = store
+        .set_run_state_if(
+            id,
+            RunState::Queued,
+            RunState::InProgress,
+            Some("host-b"),
+            Actor::Runner,
+            "x",
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("lease is held by another runner"),
+        "{err}"
+    );
+
+    store
+        .set_run_state_if(
+            id,
+            RunState::Queued,
+            RunState::InProgress,
+            Some("host-a"),
+            Actor::Runner,
+            "worker",
+        )
+        .await
+        .unwrap();
+    store
+        .set_run_state_if(
+            id,
+            RunState::InProgress,
+            RunState::Pr,
+            None,
+            Actor::Runner,
+            "pr opened",
+        )
+        .await
+        .unwrap();
+    let done = store
+        .set_run_state_if(
+            id,
+            RunState::Pr,
+            RunState::Complete,
+            None,
+            Actor::Runner,
+            "green",
+        )
+        .await
+        .unwrap();
+    assert!(done.completed_at.is_some());
+    assert_eq!(store.task(&g).await.unwrap().status, QueueStatus::Done);
+    let back = store
+        .set_run_state_if(
+            id,
+            RunState::Complete,
+            RunState::Pr,
+            None,
+            Actor::Runner,
+            "comment",
+        )
+        .await
+        .unwrap();
+    assert!(back.completed_at.is_none());
+    store
+        .set_run_state_if(
+            id,
+            RunState::Pr,
+            RunState::Complete,
+            None,
+            Actor::Runner,
+            "green again",
+        )
+        .await
+        .unwrap();
+    assert_eq!(store.task(&g).await.unwrap().status, QueueStatus::Done);
+
+    let trail: Vec<_> = store
+        .events(&EventFilter {
+            run_id: Some(id),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| {
+            format!(
+                "{}:{}->{}",
+                e.kind,
+                e.from_state.unwrap_or_default(),
+                e.to_state.unwrap_or_default()
+            )
+        })
+        .collect();
+    assert_eq!(
+        trail,
+        [
+            "run_created:->queued",
+            "run_state:queued->in_progress",
+            "run_state:in_progress->pr",
+            "run_state:pr->complete",
+            "queue_status:approved->done",
+            "run_state:complete->pr",
+            "run_state:pr->complete",
+        ]
+    );
+}
+
+async fn leases_exclude_other_owners_until_they_expire(db: TestDb) {
+    let store = db.open().await;
+    let g = approved(&store, "l1").await;
+    let id = store
+        .create_run_for_task(&g, Actor::Runner)
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+    assert!(
+        store
+            .claim_run(id, "a", Duration::minutes(5))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .claim_run(id, "b", Duration::minutes(5))
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .claim_run(id, "a", Duration::minutes(5))
+            .await
+            .unwrap(),
+        "renewal"
+    );
+    store.release_run(id, "b").await.unwrap();
+    assert_eq!(
+        store.run(id).await.unwrap().lease_owner.as_deref(),
+        Some("a"),
+        "only the holder releases"
+    );
+    store.release_run(id, "a").await.unwrap();
+    assert!(
+        store
+            .claim_run(id, "b", Duration::milliseconds(-1))
+            .await
+            .unwrap(),
+        "free after release"
+    );
+    assert!(
+        store
+            .claim_run(id, "c", Duration::minutes(5))
+            .await
+            .unwrap(),
+        "b's lease had expired"
+    );
+}
+
+async fn fifty_tasks_and_eight_claimers_give_one_run_each_claimed_once(db: TestDb) {
+    let store = db.open().await;
+    for i in 0..50 {
+        approved(&store, &format!("c{i:02}")).await;
+    }
+    let mut claimers = Vec::new();
+    for c in 0..8 {
+        // Each claimer has its own pool, as separate processes would.
+        let store = Store::open(&db.url).await.unwrap();
+        claimers.push(tokio::spawn(async move {
+            let owner = format!("claimer-{c}");
+            let mut created = Vec::new();
+            let mut claimed = Vec::new();
+            for g in store.approved_tasks_without_run(100).await.unwrap() {
+                if let Some(run) = store.create_run_for_task(&g, Actor::Runner).await.unwrap() {
+                    created.push(run.id);
+                }
+            }
+            for run in store.active_runs().await.unwrap() {
+                if store
+                    .claim_run(run.id, &owner, Duration::hours(1))
+                    .await
+                    .unwrap()
+                {
+                    claimed.push(run.id);
+                }
+            }
+            (owner, created, claimed)
+        }));
+    }
+    let mut created = Vec::new();
+    let mut claimed_by: HashMap<i64, Vec<String>> = HashMap::new();
+    for c in claimers {
+        let (owner, made, claimed) = c.await.unwrap();
+        created.extend(made);
+        for id in claimed {
+            claimed_by.entry(id).or_default().push(owner.clone());
+        }
+    }
+    let runs = store.list_runs(&RunFilter::default()).await.unwrap();
+    assert_eq!(runs.len(), 50, "one run per task");
+    assert_eq!(created.len(), 50, "each run created exactly once");
+    let gids: HashSet<_> = runs.iter().map(|r| r.task_gid.clone()).collect();
+    assert_eq!(gids.len(), 50);
+    // Claimers that finished creating early may see only part of the runs, but no run is claimed twice,
+    // and each claimed run's lease names its single claimer.
+    for run in &runs {
+        if let Some(owners) = claimed_by.get(&run.id) {
+            assert_eq!(owners.len(), 1, "run {} claimed by {owners:?}", run.id);
+            assert_eq!(run.lease_owner.as_ref(), Some(&owners[0]));
+        }
+    }
+    let unclaimed: Vec<_> = runs
+        .iter()
+        .filter(|r| r.lease_owner.is_none())
+        .map(|r| r.id)
+        .collect();
+    for id in unclaimed {
+        assert!(
+            store
+                .claim_run(id, "late", Duration::hours(1))
+                .await
+                .unwrap()
+        );
+    }
+    let all_claimed = store.list_runs(&RunFilter::default()).await.unwrap();
+    assert!(all_claimed.iter().all(|r| r.lease_owner.is_some()));
+}
+
+async fn status_counts_and_listings_filter(db: TestDb) {
+    let store = db.open().await;
+    approved(&store, "s1").await;
+    let g2 = gid("s2");
+    store
+        .upsert_task(
+            &g2,
+            &NewTask {
+                source: Some("user_reports".into()),
+                ..Default::default()
+            },
+            Actor::Cli,
+        )
+        .await
+        .unwrap();
+    let counts = store.status_counts().await.unwrap();
+    assert_eq!(
+        counts.queue,
+        [("approved".to_string(), 1), ("pending".to_string(), 1)]
+    );
+    let pending = store
+        .list_tasks(&TaskFilter {
+            status: Some(QueueStatus::Pending),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].task_gid, g2);
+    let by_source = store
+        .list_tasks(&TaskFilter {
+            source: Some("user_reports".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(by_source.len(), 1);
+}
