@@ -233,7 +233,7 @@ async fn a_run_is_created_only_for_an_approved_task_and_only_once(db: TestDb) {
     let g = approved(&store, "a1").await;
     assert_eq!(
         store.approved_tasks_without_run(10).await.unwrap(),
-        [g.clone()]
+        std::slice::from_ref(&g)
     );
     let run = store
         .create_run_for_task(&g, Actor::Runner)

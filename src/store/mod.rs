@@ -17,6 +17,7 @@ mod tasks;
 
 pub use events::{Event, EventFilter};
 pub use migrate::{KNOWN_VERSION, MigrateReport};
+pub use open::redact_url;
 pub use runs::{RunFilter, StatusCounts};
 pub use tasks::{NewTask, TaskFilter, Upserted};
 

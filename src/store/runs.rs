@@ -22,6 +22,8 @@ pub struct StatusCounts {
     pub runs: Vec<(String, i64)>,
 }
 
+type Counts = Vec<(String, i64)>;
+
 pub(crate) fn run_from_row(r: &impl Cols) -> Result<Run> {
     Ok(Run {
         id: r.req_int("id")?,
@@ -280,7 +282,7 @@ impl Store {
     }
 
     pub async fn status_counts(&self) -> Result<StatusCounts> {
-        let (queue, runs): (Vec<(String, i64)>, Vec<(String, i64)>) = on_pool!(self, |p| {
+        let (queue, runs): (Counts, Counts) = on_pool!(self, |p| {
             let q = sqlx::query_as(
                 "SELECT status, count(*) FROM executor_queue GROUP BY status ORDER BY status",
             )

@@ -1,0 +1,54 @@
+use std::path::Path;
+
+use anyhow::Context as _;
+
+use crate::config::{Config, ConfigSource, locate};
+use crate::store::{MigrateReport, Store, redact_url};
+
+/// What every command needs: the config and an open, migrated store.
+pub struct Context {
+    pub config: Config,
+    pub store: Store,
+    /// What opening did to the schema (shown by `executor migrate`).
+    pub migrated: MigrateReport,
+}
+
+impl Context {
+    pub async fn open(flag: Option<&Path>) -> anyhow::Result<Context> {
+        let config = load_config(flag)?;
+        let url = config.database_url();
+        let store = Store::open(&url).await?;
+        // A newer schema is refused before anything is written; an older one is brought up to date, so
+        // that cron jobs keep working across an upgrade.
+        let migrated = store.migrate().await?;
+        if !migrated.applied.is_empty() && migrated.from > 0 {
+            eprintln!(
+                "note: migrated the database {} from schema {} to {}",
+                redact_url(&url),
+                migrated.from,
+                migrated.to
+            );
+        }
+        Ok(Context {
+            config,
+            store,
+            migrated,
+        })
+    }
+}
+
+pub fn load_config(flag: Option<&Path>) -> anyhow::Result<Config> {
+    match locate(flag) {
+        ConfigSource::File { path, explicit } => {
+            if explicit && !path.exists() {
+                anyhow::bail!(
+                    "config file {} does not exist; create one with `executor init --config {}`",
+                    path.display(),
+                    path.display()
+                );
+            }
+            Config::load(&path).context("loading the config")
+        }
+        ConfigSource::Defaults => Ok(Config::default()),
+    }
+}

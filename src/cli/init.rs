@@ -1,0 +1,102 @@
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+
+use super::output::json;
+use crate::config::{Config, TEMPLATE};
+use crate::store::{Store, redact_url};
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Where the database, work logs and worktrees go (default: the user's data directory).
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// Overwrite an existing config file.
+    #[arg(long)]
+    force: bool,
+}
+
+/// Writes the commented config (to --config, or ./executor.toml) and creates the database.
+pub async fn run(config_flag: Option<&Path>, args: InitArgs, as_json: bool) -> anyhow::Result<()> {
+    let path = config_flag
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("executor.toml"));
+    let existed = path.exists();
+    if existed && !args.force && args.data_dir.is_some() {
+        bail!(
+            "{} exists, so --data-dir would not apply; edit its [paths] data_dir, or add --force to overwrite it",
+            path.display()
+        );
+    }
+    if existed && !args.force {
+        // An existing config is kept: init still makes sure the database exists and is migrated.
+        eprintln!(
+            "note: {} exists and is kept (use --force to overwrite it)",
+            path.display()
+        );
+    } else {
+        let text = match &args.data_dir {
+            Some(dir) => {
+                let dir = std::path::absolute(dir).context("resolving --data-dir")?;
+                let dir = dir.to_str().context("--data-dir must be valid UTF-8")?;
+                let quoted = toml_string(dir);
+                TEMPLATE.replacen("data_dir = \"\"", &format!("data_dir = {quoted}"), 1)
+            }
+            None => TEMPLATE.to_string(),
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    let config = Config::load(&path)?;
+    let data_dir = config.data_dir();
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("creating {}", data_dir.display()))?;
+    let url = config.database_url();
+    let store = Store::open(&url).await?;
+    let report = store.migrate().await?;
+    store.close().await;
+    let config_path = std::path::absolute(&path).unwrap_or(path);
+    if as_json {
+        return json(&serde_json::json!({
+            "config": config_path,
+            "data_dir": data_dir,
+            "database": redact_url(&url),
+            "schema_version": report.to,
+        }));
+    }
+    println!(
+        "config:    {}{}",
+        config_path.display(),
+        if existed && !args.force {
+            " (kept)"
+        } else {
+            ""
+        }
+    );
+    println!("data dir:  {}", data_dir.display());
+    println!(
+        "database:  {} (schema version {})",
+        redact_url(&url),
+        report.to
+    );
+    println!();
+    println!("Next: add a repository under [repos] in the config, then");
+    println!("  executor queue add --gid 1 --description \"…\"   # queue a task");
+    println!("  executor approve 1                              # say go");
+    println!("  executor status                                 # see where things stand");
+    if config_flag.is_some() {
+        println!(
+            "(pass --config {} or set EXECUTOR_CONFIG to use this config from elsewhere)",
+            config_path.display()
+        );
+    }
+    Ok(())
+}
+
+fn toml_string(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}

@@ -1,0 +1,134 @@
+//! The command-line surface. Architecture invariant: only `cli` (and later `web`) print; the library
+//! below returns values and errors.
+
+mod context;
+mod init;
+mod output;
+mod queue;
+mod runs;
+mod status;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub use context::Context;
+
+/// executor turns a tracker backlog into reviewed, CI-green pull requests by running AI coding agents
+/// (Claude Code, Codex, any command) in git worktrees. Tasks enter a queue, are triaged, wait for a human's
+/// approval, and then become runs that a deterministic runner drives to a pull request.
+#[derive(Debug, Parser)]
+#[command(
+    name = "executor",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    /// Config file. Otherwise $EXECUTOR_CONFIG, ./executor.toml, then ~/.config/executor/executor.toml.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Print machine-readable JSON instead of tables.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write a commented executor.toml and create the database; say where both are.
+    Init(init::InitArgs),
+    /// The incoming tasks: add, list, show.
+    #[command(subcommand)]
+    Queue(queue::QueueCommand),
+    /// Approve tasks (awaiting_go or for_review → approved); the runner turns them into runs.
+    Approve {
+        /// One or more task gids.
+        #[arg(required = true, value_name = "GID")]
+        gids: Vec<String>,
+        /// Also approve tasks still pending, without waiting for the analyzer (recorded in the history
+        /// as pending → awaiting_go → approved).
+        #[arg(long)]
+        skip_triage: bool,
+    },
+    /// Skip a task (it will not be worked on); `queue requeue` brings it back for re-analysis.
+    Skip {
+        #[arg(value_name = "GID")]
+        gid: String,
+        /// Why, for the history.
+        #[arg(long)]
+        reason: String,
+    },
+    /// Concrete runs: list and show.
+    #[command(subcommand)]
+    Runs(runs::RunsCommand),
+    /// Counts by queue status and run state.
+    Status,
+    /// The audit trail of every status and state change (oldest first).
+    Events(status::EventsArgs),
+    /// Apply database migrations (every command also checks the schema version).
+    Migrate,
+}
+
+/// Runs the command line and maps the outcome to an exit code: 0 success, 1 error, 2 usage.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            if e.downcast_ref::<UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+/// A mistake in how the command was called (exit code 2), as opposed to a failure doing it.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let json = cli.json;
+    match cli.command {
+        Command::Init(args) => init::run(cli.config.as_deref(), args, json).await,
+        command => {
+            let ctx = Context::open(cli.config.as_deref()).await?;
+            let result = dispatch(&ctx, command, json).await;
+            ctx.store.close().await;
+            result
+        }
+    }
+}
+
+async fn dispatch(ctx: &Context, command: Command, json: bool) -> anyhow::Result<()> {
+    match command {
+        Command::Init(_) => unreachable!("handled before the store is opened"),
+        Command::Queue(c) => queue::run(ctx, c, json).await,
+        Command::Approve { gids, skip_triage } => {
+            queue::approve(ctx, &gids, skip_triage, json).await
+        }
+        Command::Skip { gid, reason } => queue::skip(ctx, &gid, &reason, json).await,
+        Command::Runs(c) => runs::run(ctx, c, json).await,
+        Command::Status => status::status(ctx, json).await,
+        Command::Events(args) => status::events(ctx, args, json).await,
+        Command::Migrate => status::migrate(ctx, json),
+    }
+}

@@ -1,0 +1,395 @@
+use std::io::Read;
+use std::path::PathBuf;
+
+use anyhow::{Context as _, bail};
+use clap::{Args, Subcommand};
+
+use super::output::{ago, json, opt, short, table};
+use super::{Context, UsageError};
+use crate::domain::{Actor, QueueStatus, TaskGid};
+use crate::store::{EventFilter, NewTask, RunFilter, TaskFilter, Upserted, now};
+
+#[derive(Debug, Subcommand)]
+pub enum QueueCommand {
+    /// Add a task, or update the description/notes/source of one already queued (its status and history
+    /// are kept). Without --gid, reads JSON (one object or an array) from --from-json or standard input.
+    Add(AddArgs),
+    /// List tasks, most urgent first.
+    List {
+        #[arg(long, value_parser = parse_status)]
+        status: Option<QueueStatus>,
+        #[arg(long)]
+        source: Option<String>,
+        /// Show at most this many.
+        #[arg(long)]
+        limit: Option<i64>,
+    },
+    /// Every field of a task, its analysis, its run and its full history.
+    Show {
+        #[arg(value_name = "GID")]
+        gid: String,
+    },
+    /// Send a skipped task back to pending, for the analyzer to look at again.
+    Requeue {
+        #[arg(value_name = "GID")]
+        gid: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// The tracker's id: letters, digits, '.', '_', '-'; no leading '.'; at most 128 characters.
+    #[arg(long)]
+    gid: Option<String>,
+    /// Where the task came from (e.g. my_tasks_inbox, user_reports).
+    #[arg(long)]
+    source: Option<String>,
+    #[arg(long)]
+    description: Option<String>,
+    #[arg(long)]
+    notes: Option<String>,
+    /// The repository (a name under [repos] in the config).
+    #[arg(long)]
+    repo: Option<String>,
+    /// 1 is the most urgent.
+    #[arg(long)]
+    priority: Option<i32>,
+    /// A JSON file with one task object or an array of them ("-" for standard input). Keys: task_gid (or
+    /// gid), source, description, notes, repo, priority.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["gid", "source", "description", "notes", "repo", "priority"])]
+    from_json: Option<PathBuf>,
+}
+
+fn parse_status(s: &str) -> Result<QueueStatus, String> {
+    s.parse()
+        .map_err(|e: crate::domain::UnknownName| e.to_string())
+}
+
+pub fn parse_gid(s: &str) -> anyhow::Result<TaskGid> {
+    TaskGid::parse(s).map_err(|e| UsageError(e.to_string()).into())
+}
+
+pub async fn run(ctx: &Context, command: QueueCommand, as_json: bool) -> anyhow::Result<()> {
+    match command {
+        QueueCommand::Add(args) => add(ctx, args, as_json).await,
+        QueueCommand::List {
+            status,
+            source,
+            limit,
+        } => {
+            list(
+                ctx,
+                TaskFilter {
+                    status,
+                    source,
+                    limit,
+                },
+                as_json,
+            )
+            .await
+        }
+        QueueCommand::Show { gid } => show(ctx, &parse_gid(&gid)?, as_json).await,
+        QueueCommand::Requeue { gid, reason } => {
+            let gid = parse_gid(&gid)?;
+            let reason = reason.unwrap_or_else(|| "requeued for re-analysis".into());
+            let task = ctx
+                .store
+                .set_task_status(&gid, QueueStatus::Pending, Actor::Cli, Some(&reason))
+                .await?;
+            if as_json {
+                return json(&task);
+            }
+            println!("{gid}: skip → pending");
+            Ok(())
+        }
+    }
+}
+
+/// The tasks an `add` call describes, validated before anything is written.
+fn tasks_to_add(args: AddArgs) -> anyhow::Result<Vec<(TaskGid, NewTask)>> {
+    let from_json = |text: &str, origin: &str| -> anyhow::Result<Vec<NewTask>> {
+        let value: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| UsageError(format!("{origin} is not valid JSON: {e}")))?;
+        let items = match value {
+            serde_json::Value::Array(items) => items,
+            one => vec![one],
+        };
+        items
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| {
+                serde_json::from_value(v)
+                    .map_err(|e| UsageError(format!("{origin}, task #{}: {e}", i + 1)).into())
+            })
+            .collect()
+    };
+    let tasks = match (args.gid, args.from_json) {
+        (Some(gid), _) => vec![NewTask {
+            task_gid: Some(parse_gid(&gid)?),
+            source: args.source,
+            description: args.description,
+            notes: args.notes,
+            repo: args.repo,
+            priority: args.priority,
+        }],
+        (None, Some(path)) if path.as_os_str() != "-" => {
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            from_json(&text, &path.display().to_string())?
+        }
+        (None, _) => {
+            if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                bail!(UsageError(
+                    "give --gid (and --description …), --from-json FILE, or JSON on standard input"
+                        .into()
+                ));
+            }
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("reading standard input")?;
+            from_json(&text, "standard input")?
+        }
+    };
+    tasks
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| match t.task_gid.clone() {
+            Some(gid) => Ok((gid, t)),
+            None => Err(UsageError(format!("task #{} has no task_gid", i + 1)).into()),
+        })
+        .collect()
+}
+
+async fn add(ctx: &Context, args: AddArgs, as_json: bool) -> anyhow::Result<()> {
+    let tasks = tasks_to_add(args)?;
+    let mut results = Vec::new();
+    for (gid, t) in &tasks {
+        let (task, what) = ctx.store.upsert_task(gid, t, Actor::Cli).await?;
+        if !as_json {
+            match what {
+                Upserted::Added => println!("added {gid} (pending)"),
+                Upserted::Updated => println!("updated {gid} (status {} kept)", task.status),
+                Upserted::Unchanged => {
+                    println!("unchanged {gid} (already queued with the same fields)")
+                }
+            }
+        }
+        results.push(serde_json::json!({ "result": what, "task": task }));
+    }
+    if as_json { json(&results) } else { Ok(()) }
+}
+
+async fn list(ctx: &Context, filter: TaskFilter, as_json: bool) -> anyhow::Result<()> {
+    let tasks = ctx.store.list_tasks(&filter).await?;
+    if as_json {
+        return json(&tasks);
+    }
+    if tasks.is_empty() {
+        println!(
+            "no tasks{}",
+            if filter.status.is_some() || filter.source.is_some() {
+                " match"
+            } else {
+                " yet: add one with `executor queue add`"
+            }
+        );
+        return Ok(());
+    }
+    let now = now();
+    let rows: Vec<Vec<String>> = tasks
+        .iter()
+        .map(|t| {
+            vec![
+                t.task_gid.to_string(),
+                t.status.to_string(),
+                opt(&t.priority),
+                opt(&t.source),
+                opt(&t.executor_run_id),
+                ago(t.updated_at, now),
+                short(t.description.as_deref().unwrap_or(""), 60),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "GID",
+            "STATUS",
+            "PRIO",
+            "SOURCE",
+            "RUN",
+            "UPDATED",
+            "DESCRIPTION",
+        ],
+        &rows,
+    );
+    Ok(())
+}
+
+async fn show(ctx: &Context, gid: &TaskGid, as_json: bool) -> anyhow::Result<()> {
+    let task = ctx.store.task(gid).await?;
+    let runs = ctx
+        .store
+        .list_runs(&RunFilter {
+            task_gid: Some(gid.clone()),
+            ..Default::default()
+        })
+        .await?;
+    let events = ctx
+        .store
+        .events(&EventFilter {
+            task_gid: Some(gid.clone()),
+            ..Default::default()
+        })
+        .await?;
+    if as_json {
+        return json(&serde_json::json!({ "task": task, "runs": runs, "events": events }));
+    }
+    let now = now();
+    let field = |name: &str, value: String| println!("{:<18}{value}", format!("{name}:"));
+    field("gid", task.task_gid.to_string());
+    field("status", task.status.to_string());
+    field("source", opt(&task.source));
+    field("repo", opt(&task.repo));
+    field(
+        "added",
+        format!(
+            "{} ({})",
+            task.added_at.to_rfc3339(),
+            ago(task.added_at, now)
+        ),
+    );
+    field(
+        "updated",
+        format!(
+            "{} ({})",
+            task.updated_at.to_rfc3339(),
+            ago(task.updated_at, now)
+        ),
+    );
+    field("priority", opt(&task.priority));
+    field("complexity", opt(&task.complexity));
+    field("feasibility", opt(&task.feasibility));
+    println!(
+        "\ndescription:\n{}",
+        indent(task.description.as_deref().unwrap_or("-"))
+    );
+    println!("\nnotes:\n{}", indent(task.notes.as_deref().unwrap_or("-")));
+    println!(
+        "\nanalysis:\n{}",
+        indent(
+            task.analysis_summary
+                .as_deref()
+                .unwrap_or("- (not analyzed yet)")
+        )
+    );
+    println!("\nruns:");
+    if runs.is_empty() {
+        println!("  none");
+    }
+    for r in &runs {
+        println!(
+            "  #{} {} branch {} pr {} cost ${:.2} started {}",
+            r.id,
+            r.state,
+            opt(&r.branch_name),
+            opt(&r.pr_url),
+            r.cost_usd,
+            ago(r.started_at, now)
+        );
+    }
+    println!("\nhistory:");
+    super::status::print_events(&events, now);
+    Ok(())
+}
+
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("  {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+pub async fn approve(
+    ctx: &Context,
+    gids: &[String],
+    skip_triage: bool,
+    as_json: bool,
+) -> anyhow::Result<()> {
+    let gids: Vec<TaskGid> = gids
+        .iter()
+        .map(|g| parse_gid(g))
+        .collect::<anyhow::Result<_>>()?;
+    let mut failed = 0;
+    let mut results = Vec::new();
+    for gid in &gids {
+        match approve_one(ctx, gid, skip_triage).await {
+            Ok(task) => {
+                if !as_json {
+                    println!("approved {gid}");
+                }
+                results.push(serde_json::json!({ "gid": gid, "ok": true, "task": task }));
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("error: {gid}: {e:#}");
+                results
+                    .push(serde_json::json!({ "gid": gid, "ok": false, "error": e.to_string() }));
+            }
+        }
+    }
+    if as_json {
+        json(&results)?;
+    }
+    if failed > 0 {
+        bail!("{failed} of {} tasks were not approved", gids.len());
+    }
+    Ok(())
+}
+
+async fn approve_one(
+    ctx: &Context,
+    gid: &TaskGid,
+    skip_triage: bool,
+) -> anyhow::Result<crate::domain::Task> {
+    let status = ctx.store.task(gid).await?.status;
+    if status == QueueStatus::Pending {
+        if !skip_triage {
+            bail!(
+                "it is still pending: the analyzer triages it first, or approve it anyway with --skip-triage"
+            );
+        }
+        ctx.store
+            .set_task_status(
+                gid,
+                QueueStatus::AwaitingGo,
+                Actor::Cli,
+                Some("triage skipped by a human"),
+            )
+            .await?;
+    }
+    Ok(ctx
+        .store
+        .set_task_status(
+            gid,
+            QueueStatus::Approved,
+            Actor::Cli,
+            Some("approved by a human"),
+        )
+        .await?)
+}
+
+pub async fn skip(ctx: &Context, gid: &str, reason: &str, as_json: bool) -> anyhow::Result<()> {
+    let gid = parse_gid(gid)?;
+    let task = ctx
+        .store
+        .set_task_status(&gid, QueueStatus::Skip, Actor::Cli, Some(reason))
+        .await?;
+    if as_json {
+        return json(&task);
+    }
+    println!("skipped {gid}: {reason}");
+    Ok(())
+}

@@ -1,0 +1,145 @@
+use clap::Subcommand;
+
+use super::Context;
+use super::output::{ago, json, opt, table};
+use crate::domain::RunState;
+use crate::store::{EventFilter, RunFilter, now};
+
+#[derive(Debug, Subcommand)]
+pub enum RunsCommand {
+    /// List runs, newest first.
+    List {
+        #[arg(long, value_parser = parse_state)]
+        state: Option<RunState>,
+        /// Only the runs of this task.
+        #[arg(long, value_name = "GID")]
+        task: Option<String>,
+        #[arg(long)]
+        limit: Option<i64>,
+    },
+    /// Every field of a run and its history.
+    Show {
+        #[arg(value_name = "RUN_ID")]
+        id: i64,
+    },
+}
+
+fn parse_state(s: &str) -> Result<RunState, String> {
+    s.parse()
+        .map_err(|e: crate::domain::UnknownName| e.to_string())
+}
+
+pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::Result<()> {
+    match command {
+        RunsCommand::List { state, task, limit } => {
+            let task_gid = task.as_deref().map(super::queue::parse_gid).transpose()?;
+            let runs = ctx
+                .store
+                .list_runs(&RunFilter {
+                    state,
+                    task_gid,
+                    limit,
+                })
+                .await?;
+            if as_json {
+                return json(&runs);
+            }
+            if runs.is_empty() {
+                println!(
+                    "no runs{}",
+                    if state.is_some() {
+                        " match"
+                    } else {
+                        " yet: approved tasks become runs when the runner starts"
+                    }
+                );
+                return Ok(());
+            }
+            let now = now();
+            let rows: Vec<Vec<String>> = runs
+                .iter()
+                .map(|r| {
+                    vec![
+                        r.id.to_string(),
+                        r.task_gid.to_string(),
+                        r.state.to_string(),
+                        opt(&r.pr_number.map(|n| format!("#{n}"))),
+                        r.ci_attempts.to_string(),
+                        opt(&r.worker_pid),
+                        format!("${:.2}", r.cost_usd),
+                        ago(r.updated_at, now),
+                        opt(&r.branch_name),
+                    ]
+                })
+                .collect();
+            table(
+                &[
+                    "RUN", "GID", "STATE", "PR", "CI TRIES", "PID", "COST", "UPDATED", "BRANCH",
+                ],
+                &rows,
+            );
+            Ok(())
+        }
+        RunsCommand::Show { id } => {
+            let run = ctx.store.run(id).await?;
+            let events = ctx
+                .store
+                .events(&EventFilter {
+                    run_id: Some(id),
+                    ..Default::default()
+                })
+                .await?;
+            if as_json {
+                return json(&serde_json::json!({ "run": run, "events": events }));
+            }
+            let now = now();
+            let field = |name: &str, value: String| println!("{:<20}{value}", format!("{name}:"));
+            field("run", run.id.to_string());
+            field("task", run.task_gid.to_string());
+            field("state", run.state.to_string());
+            field("repo", opt(&run.repo));
+            field("branch", opt(&run.branch_name));
+            field("worktree", opt(&run.worktree_path));
+            field("pull request", opt(&run.pr_url));
+            field("head", opt(&run.head_sha));
+            field(
+                "review",
+                format!("{} at {}", opt(&run.review_verdict), opt(&run.review_sha)),
+            );
+            field("ci attempts", run.ci_attempts.to_string());
+            field("worker pid", opt(&run.worker_pid));
+            field("worker session", opt(&run.worker_session_id));
+            field(
+                "worker output",
+                run.worker_last_update
+                    .map(|t| ago(t, now))
+                    .unwrap_or_else(|| "-".into()),
+            );
+            field("stuck count", run.worker_stuck_count.to_string());
+            field(
+                "cost",
+                format!(
+                    "${:.2} ({} in / {} out tokens)",
+                    run.cost_usd, run.input_tokens, run.output_tokens
+                ),
+            );
+            field(
+                "lease",
+                match (&run.lease_owner, run.lease_expires_at) {
+                    (Some(o), Some(t)) => format!("{o} until {}", ago(t, now)),
+                    _ => "-".into(),
+                },
+            );
+            field("started", ago(run.started_at, now));
+            field(
+                "completed",
+                run.completed_at
+                    .map(|t| ago(t, now))
+                    .unwrap_or_else(|| "-".into()),
+            );
+            println!("\nhistory:");
+            super::status::print_events(&events, now);
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,133 @@
+use chrono::{DateTime, Utc};
+use clap::Args;
+
+use super::Context;
+use super::output::{ago, json, table};
+use crate::store::{Event, EventFilter, now};
+
+pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
+    let counts = ctx.store.status_counts().await?;
+    if as_json {
+        let queue: serde_json::Map<_, _> = counts
+            .queue
+            .iter()
+            .map(|(k, v)| (k.clone(), (*v).into()))
+            .collect();
+        let runs: serde_json::Map<_, _> = counts
+            .runs
+            .iter()
+            .map(|(k, v)| (k.clone(), (*v).into()))
+            .collect();
+        return json(&serde_json::json!({ "executor_queue": queue, "executor_runs": runs }));
+    }
+    let line = |pairs: &[(String, i64)]| {
+        if pairs.is_empty() {
+            "empty".to_string()
+        } else {
+            pairs
+                .iter()
+                .map(|(k, v)| format!("{v} {k}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    println!("executor_queue: {}", line(&counts.queue));
+    println!("executor_runs:  {}", line(&counts.runs));
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    /// Only this task's events.
+    #[arg(value_name = "GID")]
+    gid: Option<String>,
+    /// Only this run's events.
+    #[arg(long, value_name = "RUN_ID")]
+    run: Option<i64>,
+    /// Only events newer than this: a time like 2026-11-29T08:00:00Z, or an age like 2h or 3d.
+    #[arg(long, value_parser = parse_since)]
+    since: Option<DateTime<Utc>>,
+    /// Only the newest N.
+    #[arg(long)]
+    limit: Option<i64>,
+}
+
+fn parse_since(s: &str) -> Result<DateTime<Utc>, String> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    let age = humantime::parse_duration(s).map_err(|_| {
+        format!("{s:?} is neither a time (2026-11-29T08:00:00Z) nor an age (90m, 2h, 3d)")
+    })?;
+    let age = chrono::Duration::from_std(age).map_err(|e| e.to_string())?;
+    Ok(Utc::now() - age)
+}
+
+pub async fn events(ctx: &Context, args: EventsArgs, as_json: bool) -> anyhow::Result<()> {
+    let task_gid = args
+        .gid
+        .as_deref()
+        .map(super::queue::parse_gid)
+        .transpose()?;
+    let filter = EventFilter {
+        task_gid,
+        run_id: args.run,
+        since: args.since,
+        limit: args.limit,
+    };
+    let events = ctx.store.events(&filter).await?;
+    if as_json {
+        return json(&events);
+    }
+    print_events(&events, now());
+    Ok(())
+}
+
+pub fn print_events(events: &[Event], now: DateTime<Utc>) {
+    if events.is_empty() {
+        println!("  no events");
+        return;
+    }
+    let rows: Vec<Vec<String>> = events
+        .iter()
+        .map(|e| {
+            let change = match (&e.from_state, &e.to_state) {
+                (Some(f), Some(t)) => format!("{f} → {t}"),
+                (None, Some(t)) => format!("→ {t}"),
+                _ => String::new(),
+            };
+            vec![
+                e.at.format("%Y-%m-%d %H:%M:%S").to_string(),
+                ago(e.at, now),
+                e.actor.clone(),
+                e.task_gid.clone().unwrap_or_default(),
+                e.run_id.map(|r| format!("#{r}")).unwrap_or_default(),
+                e.kind.clone(),
+                change,
+                e.reason.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "AT (UTC)", "AGE", "WHO", "GID", "RUN", "WHAT", "CHANGE", "WHY",
+        ],
+        &rows,
+    );
+}
+
+pub fn migrate(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
+    let report = &ctx.migrated;
+    if as_json {
+        return json(report);
+    }
+    if report.applied.is_empty() {
+        println!("database is up to date (schema version {})", report.to);
+    } else {
+        println!(
+            "migrated the database from schema version {} to {}",
+            report.from, report.to
+        );
+    }
+    Ok(())
+}

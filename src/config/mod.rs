@@ -1,0 +1,366 @@
+//! `executor.toml`: typed, validated, every key with a default. An error names the file, the line and the
+//! key, and what is allowed there.
+
+mod duration;
+mod find;
+
+pub use duration::Duration;
+pub use find::{ConfigSource, locate};
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// The commented file `executor init` writes. Every key, with its default and what it does.
+pub const TEMPLATE: &str = include_str!("template.toml");
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid config {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub database: Database,
+    pub paths: Paths,
+    pub runner: Runner,
+    pub worker: Worker,
+    pub analyzer: Analyzer,
+    pub budget: Budget,
+    pub workspace: Workspace,
+    pub notify: Notify,
+    /// Repositories the work happens in, by name. A task's `repo` names one; with a single repo it is the
+    /// default.
+    pub repos: BTreeMap<String, Repo>,
+    /// Where this config came from (not a key).
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Database {
+    /// Empty: SQLite at `<data_dir>/executor.db`. `postgres://…` for PostgreSQL, `sqlite://PATH` otherwise.
+    pub url: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Paths {
+    /// Empty: the user's data directory (`~/.local/share/executor`, `~/Library/Application Support/executor`).
+    pub data_dir: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Runner {
+    pub max_workers: u32,
+    pub loop_interval: Duration,
+    pub max_stuck: u32,
+    pub max_ci_attempts: u32,
+    pub retry_backoff: Duration,
+    pub lease_ttl: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Worker {
+    /// `claude`, `codex` or `command`.
+    pub agent: String,
+    pub idle_timeout: Duration,
+    pub hard_timeout: Duration,
+    pub kill_grace: Duration,
+    /// A directory of prompt templates overriding the embedded defaults (same file names).
+    pub prompts_dir: String,
+    /// Environment variables passed through to agents (besides PATH, HOME, LANG). Their values are
+    /// treated as secrets: redacted from every log.
+    pub pass_env: Vec<String>,
+    pub claude: ClaudeAgent,
+    pub codex: CodexAgent,
+    pub command: CommandAgent,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClaudeAgent {
+    pub program: String,
+    pub permission_mode: String,
+    pub model: String,
+    pub max_turns: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CodexAgent {
+    pub program: String,
+    pub sandbox: String,
+    pub model: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct CommandAgent {
+    /// Program and arguments; the prompt arrives on standard input.
+    pub argv: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Analyzer {
+    pub idle_timeout: Duration,
+    pub hard_timeout: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Budget {
+    pub per_run_usd: f64,
+    pub per_day_usd: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Workspace {
+    /// Empty: `<data_dir>/worktrees`.
+    pub root: String,
+    pub branch_prefix: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Notify {
+    /// Who is @mentioned when a run completes or needs a human, e.g. `@alex`.
+    pub mention: String,
+    /// A Slack-compatible incoming webhook; empty for none.
+    pub webhook_url: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Repo {
+    /// The local clone the worktrees are made from.
+    pub path: String,
+    /// `local` (no accounts needed) or `github`.
+    #[serde(default = "default_forge")]
+    pub forge: String,
+    #[serde(default = "default_base")]
+    pub base: String,
+    /// Local forge: the CI command run at a pull request's head (program and arguments).
+    #[serde(default)]
+    pub ci_command: Vec<String>,
+    #[serde(default)]
+    pub required_checks: Vec<String>,
+    #[serde(default)]
+    pub required_labels: Vec<String>,
+    /// Only comments by these authors can make a worker act.
+    #[serde(default)]
+    pub trusted_authors: Vec<String>,
+}
+
+fn default_forge() -> String {
+    "local".into()
+}
+fn default_base() -> String {
+    "main".into()
+}
+
+impl Default for Runner {
+    fn default() -> Self {
+        Runner {
+            max_workers: 2,
+            loop_interval: Duration::secs(60),
+            max_stuck: 3,
+            max_ci_attempts: 3,
+            retry_backoff: Duration::secs(5 * 60),
+            lease_ttl: Duration::secs(10 * 60),
+        }
+    }
+}
+
+impl Default for Worker {
+    fn default() -> Self {
+        Worker {
+            agent: "claude".into(),
+            idle_timeout: Duration::secs(30 * 60),
+            hard_timeout: Duration::secs(3 * 3600),
+            kill_grace: Duration::secs(10),
+            prompts_dir: String::new(),
+            pass_env: vec![
+                "ANTHROPIC_API_KEY".into(),
+                "OPENAI_API_KEY".into(),
+                "GH_TOKEN".into(),
+            ],
+            claude: ClaudeAgent::default(),
+            codex: CodexAgent::default(),
+            command: CommandAgent::default(),
+        }
+    }
+}
+
+impl Default for ClaudeAgent {
+    fn default() -> Self {
+        ClaudeAgent {
+            program: "claude".into(),
+            permission_mode: "acceptEdits".into(),
+            model: String::new(),
+            max_turns: 200,
+        }
+    }
+}
+
+impl Default for CodexAgent {
+    fn default() -> Self {
+        CodexAgent {
+            program: "codex".into(),
+            sandbox: "workspace-write".into(),
+            model: String::new(),
+        }
+    }
+}
+
+impl Default for Analyzer {
+    fn default() -> Self {
+        Analyzer {
+            idle_timeout: Duration::secs(5 * 60),
+            hard_timeout: Duration::secs(15 * 60),
+        }
+    }
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            per_run_usd: 10.0,
+            per_day_usd: 50.0,
+        }
+    }
+}
+
+impl Default for Workspace {
+    fn default() -> Self {
+        Workspace {
+            root: String::new(),
+            branch_prefix: "executor/".into(),
+        }
+    }
+}
+
+impl Config {
+    /// Reads and validates `path`.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.into(),
+            source,
+        })?;
+        let mut config = Self::parse(&text).map_err(|message| ConfigError::Invalid {
+            path: path.into(),
+            message,
+        })?;
+        config.source = Some(path.to_path_buf());
+        Ok(config)
+    }
+
+    /// Parses and validates TOML text; the error names the line and key.
+    pub fn parse(text: &str) -> Result<Config, String> {
+        let config: Config =
+            toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        let fail = |key: &str, why: &str| Err(format!("key `{key}`: {why}"));
+        if self.runner.max_workers == 0 {
+            return fail("runner.max_workers", "must be at least 1");
+        }
+        if !matches!(self.worker.agent.as_str(), "claude" | "codex" | "command") {
+            return fail("worker.agent", "must be one of: claude, codex, command");
+        }
+        if self.worker.agent == "command" && self.worker.command.argv.is_empty() {
+            return fail(
+                "worker.command.argv",
+                "must name a program when worker.agent = \"command\"",
+            );
+        }
+        let url = &self.database.url;
+        if !(url.is_empty()
+            || url.starts_with("postgres://")
+            || url.starts_with("postgresql://")
+            || url.starts_with("sqlite://"))
+        {
+            return fail(
+                "database.url",
+                "must be empty (SQLite in the data directory), postgres://… or sqlite://PATH",
+            );
+        }
+        for (key, value) in [
+            ("budget.per_run_usd", self.budget.per_run_usd),
+            ("budget.per_day_usd", self.budget.per_day_usd),
+        ] {
+            if !(value >= 0.0 && value.is_finite()) {
+                return fail(key, "must be a non-negative number of dollars");
+            }
+        }
+        for (name, repo) in &self.repos {
+            if !matches!(repo.forge.as_str(), "local" | "github") {
+                return fail(
+                    &format!("repos.{name}.forge"),
+                    "must be \"local\" or \"github\"",
+                );
+            }
+            if repo.path.is_empty() {
+                return fail(&format!("repos.{name}.path"), "must name the local clone");
+            }
+        }
+        Ok(())
+    }
+
+    /// The data directory: the configured one, or the user's data directory.
+    pub fn data_dir(&self) -> PathBuf {
+        if !self.paths.data_dir.is_empty() {
+            return expand_home(&self.paths.data_dir);
+        }
+        dirs::data_dir()
+            .unwrap_or_else(|| PathBuf::from("."))
+            .join("executor")
+    }
+
+    /// The database URL: the configured one, or SQLite in the data directory.
+    pub fn database_url(&self) -> String {
+        if self.database.url.is_empty() {
+            format!("sqlite://{}", self.data_dir().join("executor.db").display())
+        } else {
+            self.database.url.clone()
+        }
+    }
+
+    pub fn logs_dir(&self) -> PathBuf {
+        self.data_dir().join("logs")
+    }
+
+    pub fn worktrees_root(&self) -> PathBuf {
+        if self.workspace.root.is_empty() {
+            self.data_dir().join("worktrees")
+        } else {
+            expand_home(&self.workspace.root)
+        }
+    }
+}
+
+fn expand_home(p: &str) -> PathBuf {
+    match (p.strip_prefix("~/"), dirs::home_dir()) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ => PathBuf::from(p),
+    }
+}
+
+#[cfg(test)]
+mod tests;

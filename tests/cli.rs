@@ -1,0 +1,311 @@
+//! The real `executor` binary, run in a temporary directory against its embedded SQLite default.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Sandbox {
+        let sb = Sandbox {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        let out = sb.run(&["init", "--data-dir", "data"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        sb
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_executor"));
+        cmd.args(args)
+            .current_dir(self.path())
+            // Keep the user's own config and data out of the test.
+            .env_remove("EXECUTOR_CONFIG")
+            .env("HOME", self.path())
+            .env("XDG_CONFIG_HOME", self.path().join("xdg-config"))
+            .env("XDG_DATA_HOME", self.path().join("xdg-data"));
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).stdin(Stdio::null()).output().unwrap()
+    }
+
+    fn run_with_stdin(&self, args: &[&str], input: &str) -> Output {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    /// Runs and expects success, returning stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        text(&out.stdout)
+    }
+
+    fn json(&self, args: &[&str]) -> serde_json::Value {
+        let mut all = args.to_vec();
+        all.push("--json");
+        serde_json::from_str(&self.ok(&all)).unwrap()
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn init_writes_a_commented_config_and_the_database_and_says_where() {
+    let sb = Sandbox::new();
+    let config = std::fs::read_to_string(sb.path().join("executor.toml")).unwrap();
+    assert!(config.contains("# How many agent processes may run at once"));
+    assert!(config.contains(&format!(
+        "data_dir = \"{}\"",
+        sb.path().join("data").display()
+    )));
+    assert!(sb.path().join("data/executor.db").is_file());
+
+    let out = sb.run(&["init"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stderr).contains("exists and is kept"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(text(&out.stdout).contains("data/executor.db"));
+}
+
+#[test]
+fn a_task_goes_from_queue_to_approved_with_its_history() {
+    let sb = Sandbox::new();
+    let out = sb.ok(&[
+        "queue",
+        "add",
+        "--gid",
+        "1207",
+        "--source",
+        "my_tasks_inbox",
+        "--description",
+        "Fix crash",
+    ]);
+    assert_eq!(out.trim(), "added 1207 (pending)");
+
+    let out = sb.run(&["approve", "1207"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("--skip-triage"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    assert_eq!(
+        sb.ok(&["approve", "--skip-triage", "1207"]).trim(),
+        "approved 1207"
+    );
+    let shown = sb.json(&["queue", "show", "1207"]);
+    assert_eq!(shown["task"]["status"], "approved");
+    let changes: Vec<String> = shown["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            format!(
+                "{}>{}",
+                e["from_state"].as_str().unwrap_or(""),
+                e["to_state"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    assert_eq!(
+        changes,
+        [">pending", "pending>awaiting_go", "awaiting_go>approved"]
+    );
+
+    let human = sb.ok(&["queue", "show", "1207"]);
+    assert!(human.contains("status:           approved"), "{human}");
+    assert!(human.contains("awaiting_go → approved"), "{human}");
+
+    let status = sb.json(&["status"]);
+    assert_eq!(status["executor_queue"]["approved"], 1);
+    let events = sb.json(&["events", "1207"]);
+    assert_eq!(events.as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn adding_an_existing_gid_updates_it_and_says_so() {
+    let sb = Sandbox::new();
+    sb.ok(&["queue", "add", "--gid", "7", "--description", "old"]);
+    sb.ok(&["skip", "7", "--reason", "not macOS"]);
+    let out = sb.ok(&["queue", "add", "--gid", "7", "--description", "new"]);
+    assert_eq!(out.trim(), "updated 7 (status skip kept)");
+    let task = &sb.json(&["queue", "show", "7"])["task"];
+    assert_eq!(
+        (task["status"].as_str(), task["description"].as_str()),
+        (Some("skip"), Some("new"))
+    );
+}
+
+#[test]
+fn tasks_arrive_as_json_on_stdin_or_from_a_file() {
+    let sb = Sandbox::new();
+    let out = sb.run_with_stdin(
+        &["queue", "add"],
+        r#"[{"gid": "a1", "description": "one", "priority": 2}, {"task_gid": "a2", "source": "watched", "priority": 1}]"#,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    std::fs::write(
+        sb.path().join("t.json"),
+        r#"{"task_gid": "a3", "notes": "n"}"#,
+    )
+    .unwrap();
+    sb.ok(&["queue", "add", "--from-json", "t.json"]);
+    let listed = sb.json(&["queue", "list"]);
+    let gids: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["task_gid"].as_str().unwrap())
+        .collect();
+    assert_eq!(gids, ["a2", "a1", "a3"], "most urgent first");
+    let watched = sb.json(&["queue", "list", "--source", "watched"]);
+    assert_eq!(watched.as_array().unwrap().len(), 1);
+
+    let table = sb.ok(&["queue", "list"]);
+    let header = table.lines().next().unwrap();
+    assert!(header.starts_with("GID  STATUS   PRIO  SOURCE"), "{table}");
+
+    let bad = sb.run_with_stdin(&["queue", "add"], r#"{"gid": "x", "colour": "red"}"#);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        text(&bad.stderr).contains("unknown field `colour`"),
+        "{}",
+        text(&bad.stderr)
+    );
+}
+
+#[test]
+fn bad_input_is_refused_with_the_rule_and_nothing_is_written() {
+    let sb = Sandbox::new();
+    for bad in ["../etc", ".hidden", "a b", "x;rm -rf /"] {
+        let out = sb.run(&["queue", "add", "--gid", bad, "--description", "d"]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert!(
+            text(&out.stderr).contains("only letters, digits, '.', '_' and '-'"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    assert_eq!(sb.json(&["queue", "list"]), serde_json::json!([]));
+
+    let out = sb.run(&["queue", "show", "999"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("no task with gid '999'"));
+
+    let out = sb.run(&["runs", "show", "42"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("no run with id 42"));
+
+    let out = sb.run(&["queue", "list", "--status", "approve"]);
+    assert_eq!(out.status.code(), Some(2), "usage error");
+    assert!(text(&out.stderr).contains("expected one of: pending, for_review"));
+
+    sb.ok(&["queue", "add", "--gid", "1", "--description", "d"]);
+    let out = sb.run(&["queue", "requeue", "1"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("task cannot go from pending to pending"));
+}
+
+#[test]
+fn a_malformed_config_names_the_file_line_and_key() {
+    let sb = Sandbox::new();
+    let config: PathBuf = sb.path().join("executor.toml");
+    let mut text_ = std::fs::read_to_string(&config).unwrap();
+    text_ = text_.replace("max_workers = 2", "max_workers = \"two\"");
+    std::fs::write(&config, text_).unwrap();
+    let out = sb.run(&["status"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("executor.toml") && err.contains("max_workers") && err.contains("line"),
+        "{err}"
+    );
+
+    let out = sb.run(&["--config", "nope.toml", "status"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("nope.toml does not exist"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn a_database_from_a_newer_executor_is_refused() {
+    let sb = Sandbox::new();
+    sb.ok(&["queue", "add", "--gid", "1", "--description", "d"]);
+    let db = sb.path().join("data/executor.db");
+    let st = Command::new("sqlite3")
+        .arg(&db)
+        .arg("INSERT INTO executor_schema (version, applied_at) VALUES (999, '2030-01-01T00:00:00+00:00')")
+        .status();
+    if !matches!(st, Ok(s) if s.success()) {
+        eprintln!("SKIPPED: the sqlite3 command is not available to simulate a newer database");
+        return;
+    }
+    let out = sb.run(&["queue", "add", "--gid", "2", "--description", "d"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("schema version 999, newer than this executor"),
+        "{}",
+        text(&out.stderr)
+    );
+    let count = Command::new("sqlite3")
+        .arg(&db)
+        .arg("SELECT count(*) FROM executor_queue")
+        .output()
+        .unwrap();
+    assert_eq!(text(&count.stdout).trim(), "1", "nothing written");
+}
+
+#[test]
+fn help_teaches_the_commands() {
+    let out = Command::new(env!("CARGO_BIN_EXE_executor"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = text(&out.stdout);
+    for cmd in [
+        "init", "queue", "approve", "skip", "runs", "status", "events", "migrate",
+    ] {
+        assert!(help.contains(cmd), "{cmd} missing from --help");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_executor"))
+        .arg("frobnicate")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
