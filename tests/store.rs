@@ -6,9 +6,11 @@ use std::collections::{HashMap, HashSet};
 
 use chrono::Duration;
 use common::TestDb;
+use executor::domain::WorkerKind;
 use executor::domain::{Actor, QueueStatus, RunState, TaskGid};
 use executor::store::{
-    EventFilter, KNOWN_VERSION, NewTask, RunFilter, Store, StoreError, TaskFilter, Upserted,
+    EventFilter, KNOWN_VERSION, NewComment, NewTask, RunFilter, Store, StoreError, TaskFilter,
+    Upserted, WorkerEnd,
 };
 
 on_both_databases!(
@@ -21,6 +23,8 @@ on_both_databases!(
     leases_exclude_other_owners_until_they_expire,
     fifty_tasks_and_eight_claimers_give_one_run_each_claimed_once,
     status_counts_and_listings_filter,
+    a_run_has_at_most_one_live_worker_and_costs_add_up,
+    local_pull_requests_comments_and_checks_round_trip,
 );
 
 fn gid(s: &str) -> TaskGid {
@@ -561,4 +565,170 @@ async fn status_counts_and_listings_filter(db: TestDb) {
         .await
         .unwrap();
     assert_eq!(by_source.len(), 1);
+}
+
+async fn a_run_has_at_most_one_live_worker_and_costs_add_up(db: TestDb) {
+    let store = db.open().await;
+    let g = approved(&store, "w1").await;
+    let run = store
+        .create_run_for_task(&g, Actor::Runner)
+        .await
+        .unwrap()
+        .unwrap();
+    let s1 = store
+        .begin_worker_session(run.id, WorkerKind::Queued, "claude", "host")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        store
+            .begin_worker_session(run.id, WorkerKind::Queued, "claude", "host")
+            .await
+            .unwrap()
+            .is_none(),
+        "a second live worker for the same run is refused by the database"
+    );
+    store
+        .set_worker_process(s1.id, 4242, Some(99), "/tmp/out", "/tmp/log.md")
+        .await
+        .unwrap();
+    store
+        .set_worker_agent_session(s1.id, "sess-1")
+        .await
+        .unwrap();
+    let r = store.run(run.id).await.unwrap();
+    assert_eq!(
+        (r.worker_pid, r.worker_session_id.as_deref()),
+        (Some(4242), Some("sess-1"))
+    );
+    assert_eq!(store.live_worker_sessions().await.unwrap().len(), 1);
+
+    let end = WorkerEnd {
+        reason: "idle_timeout".into(),
+        cost_usd: 0.5,
+        input_tokens: 10,
+        output_tokens: 5,
+        stuck: true,
+        ..Default::default()
+    };
+    assert!(store.end_worker_session(s1.id, &end).await.unwrap());
+    assert!(
+        !store.end_worker_session(s1.id, &end).await.unwrap(),
+        "closing twice changes nothing"
+    );
+    let s2 = store
+        .begin_worker_session(run.id, WorkerKind::InProgress, "claude", "host")
+        .await
+        .unwrap()
+        .unwrap();
+    let end2 = WorkerEnd {
+        reason: "finished".into(),
+        cost_usd: 0.25,
+        input_tokens: 1,
+        output_tokens: 1,
+        ..Default::default()
+    };
+    store.end_worker_session(s2.id, &end2).await.unwrap();
+    let r = store.run(run.id).await.unwrap();
+    assert_eq!(r.worker_pid, None);
+    assert_eq!(r.worker_stuck_count, 1);
+    assert!((r.cost_usd - 0.75).abs() < 1e-9);
+    assert_eq!((r.input_tokens, r.output_tokens), (11, 6));
+    let spent = store
+        .spent_since(chrono::Utc::now() - Duration::days(1))
+        .await
+        .unwrap();
+    assert!((spent - 0.75).abs() < 1e-9);
+    assert!(store.live_worker_sessions().await.unwrap().is_empty());
+}
+
+async fn local_pull_requests_comments_and_checks_round_trip(db: TestDb) {
+    let store = db.open().await;
+    let g = approved(&store, "f1").await;
+    let run = store
+        .create_run_for_task(&g, Actor::Runner)
+        .await
+        .unwrap()
+        .unwrap();
+    let pr = store
+        .open_local_pr(run.id, None, "executor/f1-x", "main")
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .open_local_pr(run.id, None, "executor/f1-x", "main")
+            .await
+            .unwrap()
+            .id,
+        pr.id,
+        "idempotent"
+    );
+    assert!(pr.draft);
+    store
+        .set_local_pr_labels(pr.id, &["executor".into()])
+        .await
+        .unwrap();
+    let c = store
+        .add_local_comment(
+            pr.id,
+            &NewComment {
+                author: "alex",
+                body: "rename it",
+                line: Some(3),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    store
+        .add_local_comment(
+            pr.id,
+            &NewComment {
+                author: "agent",
+                body: "[ACKNOWLEDGED: renamed]",
+                in_reply_to: Some(c),
+                by_agent: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let comments = store.local_comments(pr.id).await.unwrap();
+    assert_eq!(comments.len(), 2);
+    assert_eq!(
+        (comments[1].in_reply_to, comments[1].by_agent),
+        (Some(c), true)
+    );
+    let check = store
+        .start_local_check(pr.id, "abc", "ci", "/tmp/ci")
+        .await
+        .unwrap();
+    assert_eq!(store.pending_local_checks().await.unwrap().len(), 1);
+    assert!(
+        store
+            .finish_local_check(check, "failure", "boom")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .finish_local_check(check, "success", "")
+            .await
+            .unwrap(),
+        "finished once"
+    );
+    let checks = store.local_checks(pr.id).await.unwrap();
+    assert_eq!(
+        (checks[0].status.as_str(), checks[0].output_tail.as_deref()),
+        ("failure", Some("boom"))
+    );
+    assert_eq!(
+        store
+            .local_pr_for_run(run.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .labels,
+        ["executor"]
+    );
 }

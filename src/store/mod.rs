@@ -9,17 +9,25 @@
 //! `on_pool!` macro expands the same body once per backend, so each expansion is fully typed.
 
 mod events;
+mod local_forge;
 mod migrate;
+mod notices;
 mod open;
 mod row;
+mod run_fields;
 mod runs;
 mod tasks;
+mod workers;
 
 pub use events::{Event, EventFilter};
+pub use local_forge::{LocalCheck, LocalComment, LocalPr, NewComment};
 pub use migrate::{KNOWN_VERSION, MigrateReport};
+pub use notices::Notice;
 pub use open::redact_url;
+pub use run_fields::RunMemory;
 pub use runs::{RunFilter, StatusCounts};
 pub use tasks::{NewTask, TaskFilter, Upserted};
+pub use workers::{WorkerEnd, WorkerSession};
 
 use chrono::{DateTime, SubsecRound, Utc};
 use sqlx::{PgPool, SqlitePool};

@@ -1,0 +1,83 @@
+//! Notices to the human: completion, abandonment, stuck workers, budget stops.
+
+use chrono::{DateTime, Utc};
+
+use super::row::Cols;
+use super::{Result, Store, now, on_pool};
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Notice {
+    pub id: i64,
+    pub run_id: Option<i64>,
+    pub task_gid: Option<String>,
+    pub kind: String,
+    pub message: String,
+    pub created_at: DateTime<Utc>,
+    pub delivered_at: Option<DateTime<Utc>>,
+    pub delivery: Option<String>,
+}
+
+fn notice_from_row(r: &impl Cols) -> Result<Notice> {
+    Ok(Notice {
+        id: r.req_int("id")?,
+        run_id: r.int("run_id")?,
+        task_gid: r.text("task_gid")?,
+        kind: r.req_text("kind")?,
+        message: r.req_text("message")?,
+        created_at: r.req_time("created_at")?,
+        delivered_at: r.time("delivered_at")?,
+        delivery: r.text("delivery")?,
+    })
+}
+
+impl Store {
+    pub async fn add_notice(
+        &self,
+        run_id: Option<i64>,
+        task_gid: Option<&str>,
+        kind: &str,
+        message: &str,
+    ) -> Result<i64> {
+        Ok(on_pool!(self, |p| {
+            sqlx::query_scalar(
+                "INSERT INTO executor_notifications (run_id, task_gid, kind, message, created_at) \
+                 VALUES ($1, $2, $3, $4, $5) RETURNING id",
+            )
+            .bind(run_id)
+            .bind(task_gid)
+            .bind(kind)
+            .bind(message)
+            .bind(now())
+            .fetch_one(p)
+            .await?
+        }))
+    }
+
+    /// Records how a notice reached the human (forge comment, webhook, or why it did not).
+    pub async fn mark_notice_delivered(&self, id: i64, delivery: &str) -> Result<()> {
+        on_pool!(self, |p| {
+            sqlx::query(
+                "UPDATE executor_notifications SET delivered_at = $1, delivery = $2 WHERE id = $3",
+            )
+            .bind(now())
+            .bind(delivery)
+            .bind(id)
+            .execute(p)
+            .await?;
+        });
+        Ok(())
+    }
+
+    /// Notices, oldest first; only one run's when given.
+    pub async fn notices(&self, run_id: Option<i64>) -> Result<Vec<Notice>> {
+        on_pool!(self, |p| {
+            sqlx::query("SELECT * FROM executor_notifications WHERE ($1 IS NULL OR run_id = $1) ORDER BY id")
+                .bind(run_id)
+                .fetch_all(p)
+                .await?
+                .iter()
+                .map(notice_from_row)
+                .collect()
+        })
+    }
+}

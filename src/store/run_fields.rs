@@ -1,0 +1,147 @@
+//! Facts about a run that are not its state: where it works, its pull request, its review, and what the
+//! runner last decided. Each setter names the one fact it records.
+
+use chrono::{DateTime, Utc};
+
+use super::row::Cols;
+use super::{Result, Store, StoreError, now, on_pool};
+
+/// The runner's memory of a run between ticks (kept apart from `Run`, which mirrors the seed's columns).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct RunMemory {
+    pub last_decision: Option<String>,
+    pub last_decision_at: Option<DateTime<Utc>>,
+    /// The head sha CI was last triggered for, so it is triggered once per head.
+    pub ci_triggered_sha: Option<String>,
+    /// A budget cap stopped this run; no worker starts until a human resumes it.
+    pub budget_stopped: bool,
+}
+
+/// Runs one `UPDATE executor_runs SET … WHERE id = $N` and fails if the run does not exist.
+macro_rules! update_run {
+    ($store:expr, $run_id:expr, $sql:literal $(, $bind:expr)*) => {{
+        let n = on_pool!($store, |p| {
+            sqlx::query($sql)
+                $(.bind($bind))*
+                .bind($run_id)
+                .execute(p)
+                .await?
+                .rows_affected()
+        });
+        if n == 0 { Err(StoreError::UnknownRun($run_id)) } else { Ok(()) }
+    }};
+}
+
+impl Store {
+    pub async fn set_run_workspace(
+        &self,
+        run_id: i64,
+        worktree_path: &str,
+        branch: &str,
+    ) -> Result<()> {
+        update_run!(
+            self,
+            run_id,
+            "UPDATE executor_runs SET worktree_path = $1, branch_name = $2, updated_at = $3 WHERE id = $4",
+            worktree_path,
+            branch,
+            now()
+        )
+    }
+
+    pub async fn set_run_pr(&self, run_id: i64, url: &str, number: i64) -> Result<()> {
+        update_run!(
+            self,
+            run_id,
+            "UPDATE executor_runs SET pr_url = $1, pr_number = $2, updated_at = $3 WHERE id = $4",
+            url,
+            number,
+            now()
+        )
+    }
+
+    pub async fn set_run_head(&self, run_id: i64, sha: &str) -> Result<()> {
+        update_run!(
+            self,
+            run_id,
+            "UPDATE executor_runs SET head_sha = $1 WHERE id = $2",
+            sha
+        )
+    }
+
+    /// A review verdict holds only for the head it reviewed.
+    pub async fn set_run_review(&self, run_id: i64, verdict: &str, sha: &str) -> Result<()> {
+        update_run!(
+            self,
+            run_id,
+            "UPDATE executor_runs SET review_verdict = $1, review_sha = $2, updated_at = $3 WHERE id = $4",
+            verdict,
+            sha,
+            now()
+        )
+    }
+
+    pub async fn increment_ci_attempts(&self, run_id: i64) -> Result<()> {
+        update_run!(
+            self,
+            run_id,
+            "UPDATE executor_runs SET ci_attempts = ci_attempts + 1 WHERE id = $1"
+        )
+    }
+
+    pub async fn set_ci_triggered(&self, run_id: i64, sha: &str) -> Result<()> {
+        update_run!(
+            self,
+            run_id,
+            "UPDATE executor_runs SET ci_triggered_sha = $1 WHERE id = $2",
+            sha
+        )
+    }
+
+    pub async fn set_run_thread(&self, run_id: i64, thread_id: &str) -> Result<()> {
+        update_run!(
+            self,
+            run_id,
+            "UPDATE executor_runs SET thread_id = $1 WHERE id = $2",
+            thread_id
+        )
+    }
+
+    pub async fn set_budget_stopped(&self, run_id: i64, stopped: bool) -> Result<()> {
+        update_run!(
+            self,
+            run_id,
+            "UPDATE executor_runs SET budget_stopped = $1 WHERE id = $2",
+            i64::from(stopped)
+        )
+    }
+
+    /// Records what the runner decided for a run and why, for `runs show`.
+    pub async fn record_decision(&self, run_id: i64, why: &str) -> Result<()> {
+        update_run!(
+            self,
+            run_id,
+            "UPDATE executor_runs SET last_decision = $1, last_decision_at = $2 WHERE id = $3",
+            why,
+            now()
+        )
+    }
+
+    pub async fn run_memory(&self, run_id: i64) -> Result<RunMemory> {
+        on_pool!(self, |p| {
+            let row = sqlx::query(
+                "SELECT last_decision, last_decision_at, ci_triggered_sha, budget_stopped FROM executor_runs WHERE id = $1",
+            )
+            .bind(run_id)
+            .fetch_optional(p)
+            .await?
+            .ok_or(StoreError::UnknownRun(run_id))?;
+            Ok(RunMemory {
+                last_decision: row.text("last_decision")?,
+                last_decision_at: row.time("last_decision_at")?,
+                ci_triggered_sha: row.text("ci_triggered_sha")?,
+                budget_stopped: row.int("budget_stopped")?.unwrap_or(0) != 0,
+            })
+        })
+    }
+}
