@@ -4,4 +4,6 @@
 pub mod cli;
 pub mod config;
 pub mod domain;
+pub mod instance_lock;
+pub mod schedule;
 pub mod store;

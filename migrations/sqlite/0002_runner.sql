@@ -82,8 +82,11 @@ CREATE TABLE executor_notifications (
     run_id       INTEGER REFERENCES executor_runs(id),
     task_gid     TEXT,
     kind         TEXT NOT NULL,
+    -- Identifies the notice within its run (e.g. completed:<sha>), so each is sent once.
+    notice_key   TEXT,
     message      TEXT NOT NULL,
     created_at   TEXT NOT NULL,
     delivered_at TEXT,
     delivery     TEXT
 );
+CREATE UNIQUE INDEX executor_notifications_once ON executor_notifications (run_id, notice_key);

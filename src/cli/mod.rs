@@ -6,6 +6,7 @@ mod init;
 mod output;
 mod queue;
 mod runs;
+mod schedule;
 mod status;
 
 use std::path::PathBuf;
@@ -72,6 +73,18 @@ pub enum Command {
     Events(status::EventsArgs),
     /// Apply database migrations (every command also checks the schema version).
     Migrate,
+    /// The cron watchdog: starts the runner every 5 minutes (it exits when idle).
+    #[command(subcommand)]
+    Cron(schedule::CronCommand),
+    /// Print the cron entries as a macOS LaunchAgent or a systemd user timer instead.
+    #[command(subcommand)]
+    Service(ServiceCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ServiceCommand {
+    /// Print the unit files and how to enable them.
+    Print(schedule::ServiceArgs),
 }
 
 /// Runs the command line and maps the outcome to an exit code: 0 success, 1 error, 2 usage.
@@ -109,6 +122,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let json = cli.json;
     match cli.command {
         Command::Init(args) => init::run(cli.config.as_deref(), args, json).await,
+        Command::Cron(c) => schedule::cron(cli.config.as_deref(), c),
+        Command::Service(ServiceCommand::Print(args)) => schedule::service(cli.config.as_deref(), args),
         command => {
             let ctx = Context::open(cli.config.as_deref()).await?;
             let result = dispatch(&ctx, command, json).await;
@@ -120,7 +135,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 
 async fn dispatch(ctx: &Context, command: Command, json: bool) -> anyhow::Result<()> {
     match command {
-        Command::Init(_) => unreachable!("handled before the store is opened"),
+        Command::Init(_) | Command::Cron(_) | Command::Service(_) => {
+            unreachable!("handled before the store is opened")
+        }
         Command::Queue(c) => queue::run(ctx, c, json).await,
         Command::Approve { gids, skip_triage } => {
             queue::approve(ctx, &gids, skip_triage, json).await

@@ -1,0 +1,118 @@
+//! `executor cron …` and `executor service print …`.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use anyhow::{Context as _, bail};
+use clap::{Args, Subcommand};
+
+use super::context::load_config;
+use crate::config::{ConfigSource, locate};
+use crate::schedule::{Invocation, cron_block, launchd_agents, systemd_units, unit_dir, with_block, without_block};
+
+#[derive(Debug, Subcommand)]
+pub enum CronCommand {
+    /// Add (or refresh) the */5 entries in your crontab. Running it twice changes nothing.
+    Install,
+    /// Remove executor's entries from your crontab, leaving the rest.
+    Uninstall,
+    /// Print the entries without touching the crontab.
+    Print,
+}
+
+#[derive(Debug, Args)]
+pub struct ServiceArgs {
+    /// A macOS LaunchAgent.
+    #[arg(long, conflicts_with = "systemd", required_unless_present = "systemd")]
+    launchd: bool,
+    /// A systemd user service and timer.
+    #[arg(long)]
+    systemd: bool,
+}
+
+fn invocation(flag: Option<&std::path::Path>) -> anyhow::Result<Invocation> {
+    let config = load_config(flag)?;
+    let config_path = match locate(flag) {
+        ConfigSource::File { path, .. } => Some(std::path::absolute(&path).context("resolving the config path")?),
+        ConfigSource::Defaults => None,
+    };
+    Ok(Invocation {
+        exe: std::env::current_exe().context("finding the executor binary")?,
+        config: config_path,
+        path_env: std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into()),
+        log_dir: config.logs_dir(),
+    })
+}
+
+pub fn cron(flag: Option<&std::path::Path>, command: CronCommand) -> anyhow::Result<()> {
+    let inv = invocation(flag)?;
+    let block = cron_block(&inv);
+    match command {
+        CronCommand::Print => print!("{block}"),
+        CronCommand::Install => {
+            std::fs::create_dir_all(&inv.log_dir).with_context(|| format!("creating {}", inv.log_dir.display()))?;
+            let current = read_crontab()?;
+            let updated = with_block(&current, &block);
+            if updated == current {
+                println!("crontab already up to date");
+            } else {
+                write_crontab(&updated)?;
+                println!("installed into your crontab:\n{block}");
+            }
+            println!("logs: {}", inv.log_dir.display());
+        }
+        CronCommand::Uninstall => {
+            let current = read_crontab()?;
+            let updated = without_block(&current);
+            if updated == current {
+                println!("no executor entries in your crontab");
+            } else {
+                write_crontab(&updated)?;
+                println!("removed executor's entries from your crontab");
+            }
+        }
+    }
+    Ok(())
+}
+
+fn read_crontab() -> anyhow::Result<String> {
+    let out = Command::new("crontab").arg("-l").output().context("running `crontab -l` (is cron installed?)")?;
+    if out.status.success() {
+        return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("no crontab") {
+        return Ok(String::new());
+    }
+    bail!("`crontab -l` failed: {}", err.trim())
+}
+
+fn write_crontab(text: &str) -> anyhow::Result<()> {
+    let mut child = Command::new("crontab")
+        .arg("-")
+        .stdin(Stdio::piped())
+        .spawn()
+        .context("running `crontab -`")?;
+    child.stdin.take().context("crontab's stdin")?.write_all(text.as_bytes())?;
+    let status = child.wait()?;
+    if !status.success() {
+        bail!("`crontab -` refused the new crontab ({status})");
+    }
+    Ok(())
+}
+
+pub fn service(flag: Option<&std::path::Path>, args: ServiceArgs) -> anyhow::Result<()> {
+    let inv = invocation(flag)?;
+    let files = if args.launchd { launchd_agents(&inv) } else { systemd_units(&inv) };
+    let dir = unit_dir(args.launchd);
+    for (name, text) in &files {
+        println!("# {}", dir.join(name).display());
+        println!("{text}");
+    }
+    if args.launchd {
+        println!("# then: launchctl load {}", dir.join(&files[0].0).display());
+    } else {
+        println!("# then: systemctl --user daemon-reload && systemctl --user enable --now executor-runner.timer");
+    }
+    Ok(())
+}
