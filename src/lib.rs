@@ -2,3 +2,5 @@
 //! in git worktrees. See ARCHITECTURE.md for the map.
 
 pub mod domain;
+pub mod forge;
+pub mod runner;
