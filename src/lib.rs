@@ -4,3 +4,4 @@
 pub mod domain;
 pub mod forge;
 pub mod runner;
+pub mod workspace;
