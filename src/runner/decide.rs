@@ -184,6 +184,7 @@ fn pr_open(
     let unresolved = pr.unresolved_trusted_comments(&policy.trusted_authors);
     if !unresolved.is_empty() {
         let mut authors: Vec<&str> = unresolved.iter().map(|c| c.author.as_str()).collect();
+        authors.sort_unstable();
         authors.dedup();
         let reason = format!(
             "{} unresolved comment(s) by {} on PR #{} at {head}.",
