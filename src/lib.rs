@@ -4,6 +4,9 @@
 pub mod cli;
 pub mod config;
 pub mod domain;
+pub mod forge;
 pub mod instance_lock;
+pub mod runner;
 pub mod schedule;
 pub mod store;
+pub mod workspace;

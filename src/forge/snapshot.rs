@@ -1,0 +1,250 @@
+//! A pull request as observed at one moment, in terms every forge can fill in.
+//!
+//! The GitHub forge fills it from one batched GraphQL query (draft, state, labels, head oid, the check
+//! rollup's contexts, review threads and conversation comments); the local forge from its own rows.
+//! Nothing here does I/O: the derived facts the runner decides on (the CI rollup at the head, the
+//! unresolved trusted comments) are methods, so they are computed one way and never stored twice.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// A reply whose body starts with this marks the comment it answers as handled (seed: "Last comment =
+/// [ACKNOWLEDGED: ...] → treated as resolved"). Workers write it when they address a comment.
+pub const ACK_PREFIX: &str = "[ACKNOWLEDGED:";
+
+/// Whether a pull request is still open. A merged PR is never also "closed" here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrState {
+    Open,
+    Merged,
+    /// Closed without being merged.
+    Closed,
+}
+
+/// The state of one CI check. Forges map their vocabularies onto this one; for GitHub: a `CheckRun`'s
+/// status QUEUED/IN_PROGRESS/WAITING/PENDING/REQUESTED → `Pending`, its conclusion otherwise
+/// (STARTUP_FAILURE → `Failure`, STALE → `Cancelled`); a `StatusContext`'s EXPECTED/PENDING → `Pending`,
+/// ERROR → `Failure`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckStatus {
+    /// Queued or running.
+    Pending,
+    Success,
+    Failure,
+    Cancelled,
+    TimedOut,
+    /// Needs a human (e.g. approving a workflow run) before it can finish.
+    ActionRequired,
+    Skipped,
+    Neutral,
+}
+
+impl CheckStatus {
+    pub fn is_pending(self) -> bool {
+        matches!(self, CheckStatus::Pending)
+    }
+
+    /// Follows GitHub's own rollup: a cancelled, timed-out or blocked check is not green.
+    pub fn is_failing(self) -> bool {
+        matches!(
+            self,
+            CheckStatus::Failure
+                | CheckStatus::Cancelled
+                | CheckStatus::TimedOut
+                | CheckStatus::ActionRequired
+        )
+    }
+}
+
+/// One CI check as reported for one commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Check {
+    pub name: String,
+    pub status: CheckStatus,
+    /// The commit the check ran at. Only checks at the PR's head count for decisions.
+    pub sha: String,
+    pub url: Option<String>,
+    /// A short excerpt of the output (local forge) or the check's summary (GitHub).
+    pub summary: Option<String>,
+}
+
+/// The CI verdict for the PR's head, derived from its checks by [`PrSnapshot::ci`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CiRollup {
+    /// No check at all has reported for the head commit (GitHub: a null rollup).
+    None,
+    /// At least one check is still running. Takes precedence over failures so that a fix starts from the
+    /// whole picture and does not push while other jobs still run.
+    Pending,
+    Failure,
+    Success,
+}
+
+/// A comment on the pull request: a conversation comment, or one in a review thread.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Comment {
+    /// The forge's id (GitHub node id; local forge row id).
+    pub id: String,
+    /// The author's login.
+    pub author: String,
+    pub body: String,
+    pub created_at: DateTime<Utc>,
+    /// File and line for review comments on code.
+    pub path: Option<String>,
+    pub line: Option<i64>,
+    /// The review thread this comment belongs to; `None` for conversation comments.
+    pub thread_id: Option<String>,
+    /// The thread was marked resolved on the forge.
+    pub thread_resolved: bool,
+    /// The comment this one answers (local forge replies; GitHub review replies).
+    pub in_reply_to: Option<String>,
+    /// Written by one of our agents (or another bot). Such comments never make a worker act.
+    pub by_agent: bool,
+}
+
+impl Comment {
+    pub fn is_acknowledgement(&self) -> bool {
+        self.body.trim_start().starts_with(ACK_PREFIX)
+    }
+
+    /// Trusted means: not an agent, and the author is in the configured list (compared ignoring case,
+    /// as forge logins are). An empty list trusts nobody.
+    pub fn is_by_trusted_human(&self, trusted_authors: &[String]) -> bool {
+        !self.by_agent
+            && trusted_authors
+                .iter()
+                .any(|t| t.eq_ignore_ascii_case(&self.author))
+    }
+
+    /// Does `reply` acknowledge this comment? It must start with [`ACK_PREFIX`], come from an agent or a
+    /// trusted human (so a stranger cannot silence a reviewer), and either answer this comment directly
+    /// or come later in the same review thread (an acknowledgement at the end of a thread covers the
+    /// thread up to that point).
+    fn is_acknowledged_by(&self, reply: &Comment, trusted_authors: &[String]) -> bool {
+        if reply.id == self.id || !reply.is_acknowledgement() {
+            return false;
+        }
+        if !(reply.by_agent || reply.is_by_trusted_human(trusted_authors)) {
+            return false;
+        }
+        let answers_directly = reply.in_reply_to.as_deref() == Some(self.id.as_str());
+        let later_in_thread = self.thread_id.is_some()
+            && reply.thread_id == self.thread_id
+            && reply.created_at >= self.created_at;
+        answers_directly || later_in_thread
+    }
+}
+
+/// A pull request's identity, recorded on the run when it reaches `pr`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrRef {
+    pub number: i64,
+    pub url: String,
+}
+
+/// A pull request as observed at `observed_at`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrSnapshot {
+    pub number: i64,
+    pub url: String,
+    pub state: PrState,
+    pub draft: bool,
+    pub head_sha: String,
+    pub labels: Vec<String>,
+    /// Checks as the forge reported them; may include checks at older commits (the local forge keeps
+    /// history). When one name appears twice at the head, the later entry is the newer run.
+    pub checks: Vec<Check>,
+    /// In the order the forge returned them; decisions use `created_at`, not the order.
+    pub comments: Vec<Comment>,
+    pub observed_at: DateTime<Utc>,
+}
+
+impl PrSnapshot {
+    pub fn pr_ref(&self) -> PrRef {
+        PrRef {
+            number: self.number,
+            url: self.url.clone(),
+        }
+    }
+
+    /// The latest check of each name that ran at the head commit, in first-seen order.
+    pub fn checks_at_head(&self) -> Vec<&Check> {
+        let mut latest: Vec<&Check> = Vec::new();
+        for check in self.checks.iter().filter(|c| c.sha == self.head_sha) {
+            match latest.iter_mut().find(|c| c.name == check.name) {
+                Some(slot) => *slot = check,
+                None => latest.push(check),
+            }
+        }
+        latest
+    }
+
+    /// The CI verdict at the head: pending beats failure beats success; no checks at all is `None`.
+    pub fn ci(&self) -> CiRollup {
+        let checks = self.checks_at_head();
+        if checks.is_empty() {
+            CiRollup::None
+        } else if checks.iter().any(|c| c.status.is_pending()) {
+            CiRollup::Pending
+        } else if checks.iter().any(|c| c.status.is_failing()) {
+            CiRollup::Failure
+        } else {
+            CiRollup::Success
+        }
+    }
+
+    /// Names of the head's checks in the given condition, for human-readable reasons.
+    pub fn check_names_where(&self, pred: impl Fn(CheckStatus) -> bool) -> Vec<String> {
+        self.checks_at_head()
+            .into_iter()
+            .filter(|c| pred(c.status))
+            .map(|c| c.name.clone())
+            .collect()
+    }
+
+    /// Required checks that are not green at the head: missing, pending or failing. A required check
+    /// that never reported is not green — "nothing failed" is not "it passed".
+    pub fn required_checks_not_green(&self, required: &[String]) -> Vec<String> {
+        let at_head = self.checks_at_head();
+        required
+            .iter()
+            .filter(|name| {
+                !at_head
+                    .iter()
+                    .any(|c| &c.name == *name && c.status == CheckStatus::Success)
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Required labels the PR does not carry (compared ignoring case, as GitHub does).
+    pub fn missing_labels(&self, required: &[String]) -> Vec<String> {
+        required
+            .iter()
+            .filter(|want| !self.labels.iter().any(|l| l.eq_ignore_ascii_case(want)))
+            .cloned()
+            .collect()
+    }
+
+    /// Comments by trusted humans that still ask for work: not in a resolved thread, not themselves an
+    /// acknowledgement, and not acknowledged by a later reply. Agent and untrusted comments never count.
+    pub fn unresolved_trusted_comments(&self, trusted_authors: &[String]) -> Vec<&Comment> {
+        self.comments
+            .iter()
+            .filter(|c| c.is_by_trusted_human(trusted_authors))
+            .filter(|c| !c.thread_resolved && !c.is_acknowledgement())
+            .filter(|c| {
+                !self
+                    .comments
+                    .iter()
+                    .any(|reply| c.is_acknowledged_by(reply, trusted_authors))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,483 @@
+//! `decide`: given a run, what the runner observed and the policy, the one next step. Pure: no I/O, no
+//! clock (the caller passes `now`), so every row of the seed's pr sub-logic is a table test.
+//!
+//! Precedence, first match wins:
+//!
+//!  1. `abandoned` → wait (final).
+//!  2. `pr` and the PR was merged → `complete`; closed unmerged → `abandoned`, human told. The world has
+//!     spoken, so this beats a live worker (which is stopped: its work is moot).
+//!  3. A live worker for the run → wait. Never a second worker for one run, never act under a worker.
+//!  4. By state:
+//!     - `queued`: free slot → start `queued` worker, moving to `in_progress`; else wait.
+//!     - `in_progress`: a PR exists for the branch → `pr`, recording it; the branch has commits and the
+//!       runner opens PRs (local forge) → open one; else resume with an `in_progress` worker.
+//!     - `pr`, in this order: no PR visible → wait for a human; draft missing required labels → add
+//!       them; no check at the head → trigger CI once per head sha, then wait; CI pending → wait; CI
+//!       failed → `fix_ci` (or abandon after `max_ci_attempts`); unresolved trusted comments →
+//!       `fix_comments`; a required check missing at the head → wait; green review at this head →
+//!       `complete`, human told; failed review at this head → tell the human once and wait (see
+//!       [`after_failed_review`]); otherwise → `pr_review`.
+//!     - `complete`: an open draft PR with an unresolved trusted comment newer than the completion →
+//!       back to `pr`; otherwise wait.
+//!
+//! Every worker start goes through the same gate, in order: retry limits (→ `abandoned`, human told),
+//! then back-off after an unsuccessful worker (→ wait), then a free slot (→ wait).
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use super::decision::{
+    Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome,
+};
+use crate::domain::{Run, RunState, WorkerKind};
+use crate::forge::{CheckStatus, CiRollup, PrSnapshot, PrState};
+
+/// The back-off doubles per attempt up to this many times (64 × the base delay).
+const MAX_BACKOFF_DOUBLINGS: u32 = 6;
+
+pub fn decide(run: &Run, obs: &Observation, policy: &Policy, now: DateTime<Utc>) -> Decision {
+    if run.state == RunState::Abandoned {
+        return Decision::wait("The run is abandoned; nothing more to do.");
+    }
+    if run.state == RunState::Pr
+        && let Some(pr) = &obs.pr
+        && let Some(decision) = merged_or_closed(pr, obs.worker_alive)
+    {
+        return decision;
+    }
+    if obs.worker_alive {
+        let pid = run
+            .worker_pid
+            .map_or(String::new(), |pid| format!(" (pid {pid})"));
+        return Decision::wait(format!(
+            "A worker is alive for this run{pid}; never a second one."
+        ));
+    }
+    match run.state {
+        RunState::Queued => start_worker(
+            Start::new(WorkerKind::Queued, "The run is queued.").moving_to(RunState::InProgress),
+            run,
+            obs,
+            policy,
+            now,
+        ),
+        RunState::InProgress => in_progress(run, obs, policy, now),
+        RunState::Pr => match &obs.pr {
+            Some(pr) => pr_open(run, pr, obs, policy, now),
+            None => Decision::wait(format!(
+                "The run is in pr but the forge shows no pull request for branch {}; waiting for a human.",
+                branch(run)
+            )),
+        },
+        RunState::Complete => complete(run, obs, policy),
+        RunState::Abandoned => Decision::wait("The run is abandoned; nothing more to do."),
+    }
+}
+
+fn merged_or_closed(pr: &PrSnapshot, worker_alive: bool) -> Option<Decision> {
+    let (to, notify, why) = match pr.state {
+        PrState::Open => return None,
+        PrState::Merged => (
+            RunState::Complete,
+            None,
+            format!("PR #{} was merged.", pr.number),
+        ),
+        PrState::Closed => {
+            let why = format!("PR #{} was closed without merging.", pr.number);
+            let notice = notice(NoticeKind::Abandoned, "abandoned", &why);
+            (RunState::Abandoned, Some(notice), why)
+        }
+    };
+    Some(Decision {
+        action: Action::Transition {
+            to,
+            pr: None,
+            notify,
+            stop_worker: worker_alive,
+        },
+        why,
+    })
+}
+
+fn in_progress(run: &Run, obs: &Observation, policy: &Policy, now: DateTime<Utc>) -> Decision {
+    if let Some(pr) = &obs.pr {
+        return Decision {
+            action: Action::Transition {
+                to: RunState::Pr,
+                pr: Some(pr.pr_ref()),
+                notify: None,
+                stop_worker: false,
+            },
+            why: format!(
+                "PR #{} exists for branch {}; recording it.",
+                pr.number,
+                branch(run)
+            ),
+        };
+    }
+    if policy.runner_opens_prs && obs.branch_has_commits {
+        return Decision {
+            action: Action::OpenPr,
+            why: format!(
+                "Branch {} has commits and no pull request; opening one.",
+                branch(run)
+            ),
+        };
+    }
+    let reason = format!(
+        "No live worker and no pull request for branch {} yet.",
+        branch(run)
+    );
+    start_worker(
+        Start::new(WorkerKind::InProgress, reason),
+        run,
+        obs,
+        policy,
+        now,
+    )
+}
+
+/// The pr sub-logic for an open pull request (merged and closed were handled before).
+fn pr_open(
+    run: &Run,
+    pr: &PrSnapshot,
+    obs: &Observation,
+    policy: &Policy,
+    now: DateTime<Utc>,
+) -> Decision {
+    let head = short(&pr.head_sha);
+    if pr.draft {
+        let missing = pr.missing_labels(&policy.required_labels);
+        if !missing.is_empty() {
+            return Decision {
+                why: format!(
+                    "Draft PR #{} lacks required labels: {}.",
+                    pr.number,
+                    missing.join(", ")
+                ),
+                action: Action::AddLabels { labels: missing },
+            };
+        }
+    }
+    match pr.ci() {
+        CiRollup::None if obs.ci_triggered_for.as_deref() == Some(pr.head_sha.as_str()) => {
+            return Decision::wait(format!(
+                "CI was triggered at {head} but no check has reported yet."
+            ));
+        }
+        CiRollup::None => {
+            return Decision {
+                action: Action::TriggerCi {
+                    sha: pr.head_sha.clone(),
+                },
+                why: format!("No CI has run at {head}; triggering it."),
+            };
+        }
+        CiRollup::Pending => {
+            return Decision::wait(format!(
+                "CI is running at {head} (pending: {}).",
+                pr.check_names_where(CheckStatus::is_pending).join(", ")
+            ));
+        }
+        CiRollup::Failure => return fix_ci(run, pr, obs, policy, now),
+        CiRollup::Success => {}
+    }
+    let unresolved = pr.unresolved_trusted_comments(&policy.trusted_authors);
+    if !unresolved.is_empty() {
+        let mut authors: Vec<&str> = unresolved.iter().map(|c| c.author.as_str()).collect();
+        authors.sort_unstable();
+        authors.dedup();
+        let reason = format!(
+            "{} unresolved comment(s) by {} on PR #{} at {head}.",
+            unresolved.len(),
+            authors.join(", "),
+            pr.number
+        );
+        return start_worker(
+            Start::new(WorkerKind::FixComments, reason),
+            run,
+            obs,
+            policy,
+            now,
+        );
+    }
+    let not_green = pr.required_checks_not_green(&policy.required_checks);
+    if !not_green.is_empty() {
+        return Decision::wait(format!(
+            "CI is green at {head} but required checks have not reported: {}.",
+            not_green.join(", ")
+        ));
+    }
+    let reviewed_here = run.review_sha.as_deref() == Some(pr.head_sha.as_str());
+    match run.review_verdict.as_deref() {
+        Some("pass") if reviewed_here => {
+            let why = format!(
+                "PR #{} is ready: CI and required checks green, nothing unresolved, review passed at {head}.",
+                pr.number
+            );
+            let key = format!("completed:{}", pr.head_sha);
+            Decision {
+                action: Action::Transition {
+                    to: RunState::Complete,
+                    pr: None,
+                    notify: Some(notice(NoticeKind::Completed, &key, &why)),
+                    stop_worker: false,
+                },
+                why,
+            }
+        }
+        Some("fail") if reviewed_here => after_failed_review(pr, obs),
+        _ => {
+            let reason = format!(
+                "CI green and nothing unresolved at {head}, but no passing review of this head."
+            );
+            start_worker(
+                Start::new(WorkerKind::PrReview, reason),
+                run,
+                obs,
+                policy,
+                now,
+            )
+        }
+    }
+}
+
+/// The review of this head failed and no trusted comment is unresolved. The review's own comments are
+/// an agent's and, by rule, never make a worker act (they derive from untrusted task text), and another
+/// review of the same head would say the same. So a human decides: they are told once per head, and a
+/// trusted comment (→ `fix_comments`) or a new commit (→ a new review) moves the run on.
+fn after_failed_review(pr: &PrSnapshot, obs: &Observation) -> Decision {
+    let head = short(&pr.head_sha);
+    let key = format!("review_failed:{}", pr.head_sha);
+    if obs.notices_sent.contains(&key) {
+        return Decision::wait(format!(
+            "The review failed at {head} and the human was told; waiting for a trusted comment or a new commit."
+        ));
+    }
+    let why = format!(
+        "The review of PR #{} failed at {head} with no unresolved trusted comment; a human must say what to fix.",
+        pr.number
+    );
+    Decision {
+        action: Action::Notify {
+            notice: notice(NoticeKind::NeedsHuman, &key, &why),
+        },
+        why,
+    }
+}
+
+fn fix_ci(
+    run: &Run,
+    pr: &PrSnapshot,
+    obs: &Observation,
+    policy: &Policy,
+    now: DateTime<Utc>,
+) -> Decision {
+    let head = short(&pr.head_sha);
+    let failed = pr.check_names_where(CheckStatus::is_failing).join(", ");
+    let done = run.ci_attempts.max(0) as u32;
+    if done >= policy.max_ci_attempts {
+        return abandon(format!(
+            "CI still fails at {head} (checks: {failed}) after {done} fix_ci attempt(s) of {}.",
+            policy.max_ci_attempts
+        ));
+    }
+    let attempt = done + 1;
+    let reason = format!(
+        "CI failed at {head} (checks: {failed}); fix_ci attempt {attempt} of {}.",
+        policy.max_ci_attempts
+    );
+    let start = Start {
+        ci_attempt: Some(i32::try_from(attempt).unwrap_or(i32::MAX)),
+        ..Start::new(WorkerKind::FixCi, reason)
+    };
+    start_worker(start, run, obs, policy, now)
+}
+
+fn complete(run: &Run, obs: &Observation, policy: &Policy) -> Decision {
+    let Some(pr) = obs
+        .pr
+        .as_ref()
+        .filter(|pr| pr.state == PrState::Open && pr.draft)
+    else {
+        return Decision::wait("The run is complete; no open draft PR to watch for new comments.");
+    };
+    let new: Vec<_> = pr
+        .unresolved_trusted_comments(&policy.trusted_authors)
+        .into_iter()
+        .filter(|c| run.completed_at.is_none_or(|done| c.created_at > done))
+        .collect();
+    let Some(first) = new.first() else {
+        return Decision::wait("The run is complete; no new trusted comment since.");
+    };
+    Decision {
+        action: Action::Transition {
+            to: RunState::Pr,
+            pr: None,
+            notify: None,
+            stop_worker: false,
+        },
+        why: format!(
+            "{} commented on draft PR #{} after completion ({} new comment(s)); back to pr.",
+            first.author,
+            pr.number,
+            new.len()
+        ),
+    }
+}
+
+/// A worker the decision wants to start, and why.
+struct Start {
+    kind: WorkerKind,
+    reason: String,
+    move_to: Option<RunState>,
+    ci_attempt: Option<i32>,
+}
+
+impl Start {
+    fn new(kind: WorkerKind, reason: impl Into<String>) -> Self {
+        Start {
+            kind,
+            reason: reason.into(),
+            move_to: None,
+            ci_attempt: None,
+        }
+    }
+
+    fn moving_to(self, state: RunState) -> Self {
+        Start {
+            move_to: Some(state),
+            ..self
+        }
+    }
+}
+
+/// The gate every worker start passes: limits, then back-off, then a free slot.
+fn start_worker(
+    start: Start,
+    run: &Run,
+    obs: &Observation,
+    policy: &Policy,
+    now: DateTime<Utc>,
+) -> Decision {
+    let kind = start.kind;
+    let reason = start.reason;
+    let stuck = run.worker_stuck_count.max(0) as u32;
+    if stuck >= policy.max_stuck {
+        return abandon(format!(
+            "{reason} Giving up: {stuck} worker(s) stuck or failed (limit {}).",
+            policy.max_stuck
+        ));
+    }
+    if let Some(last) = &obs.last_worker {
+        let repeats = same_job(last.kind, kind) && kind != WorkerKind::FixCi;
+        if repeats && last.outcome != WorkerOutcome::Interrupted && last.streak >= policy.max_stuck
+        {
+            return abandon(format!(
+                "{reason} Giving up: {} {kind} worker(s) in a row did not get it done (limit {}).",
+                last.streak, policy.max_stuck
+            ));
+        }
+        if let Some(until) = backoff_until(last, kind, stuck, policy)
+            && now < until
+        {
+            return Decision::wait(format!(
+                "{reason} Backing off: the last {} worker ended {} at {}; retry after {}.",
+                last.kind,
+                outcome_word(last.outcome),
+                last.ended_at.format("%H:%M:%S"),
+                until.format("%H:%M:%S")
+            ));
+        }
+    }
+    if !obs.free_slot {
+        return Decision::wait(format!("{reason} No free worker slot."));
+    }
+    Decision {
+        action: Action::StartWorker {
+            kind,
+            move_to: start.move_to,
+            ci_attempt: start.ci_attempt,
+        },
+        why: format!("{reason} Starting {} {kind} worker.", article(kind)),
+    }
+}
+
+/// When the next worker may start after `last`, or `None` if it may start now. A worker that failed, got
+/// stuck, or is about to be retried for the same job did not reach its end state: wait the base delay,
+/// doubled per further attempt. An interrupted worker was our shutdown, not a failure.
+fn backoff_until(
+    last: &LastWorker,
+    next: WorkerKind,
+    stuck: u32,
+    policy: &Policy,
+) -> Option<DateTime<Utc>> {
+    let failed = matches!(last.outcome, WorkerOutcome::Failed | WorkerOutcome::Stuck);
+    let retry = same_job(last.kind, next);
+    if last.outcome == WorkerOutcome::Interrupted || !(failed || retry) {
+        return None;
+    }
+    let attempts = if retry { last.streak } else { 1 }.max(stuck).max(1);
+    let doublings = (attempts - 1).min(MAX_BACKOFF_DOUBLINGS);
+    // A delay too large for chrono is as good as "never"; saturate instead of failing.
+    let base = TimeDelta::from_std(policy.retry_backoff).unwrap_or(TimeDelta::MAX);
+    let delay = base.checked_mul(1 << doublings).unwrap_or(TimeDelta::MAX);
+    Some(
+        last.ended_at
+            .checked_add_signed(delay)
+            .unwrap_or(DateTime::<Utc>::MAX_UTC),
+    )
+}
+
+fn same_job(a: WorkerKind, b: WorkerKind) -> bool {
+    let first_work = |k| matches!(k, WorkerKind::Queued | WorkerKind::InProgress);
+    a == b || (first_work(a) && first_work(b))
+}
+
+fn abandon(why: String) -> Decision {
+    Decision {
+        action: Action::Transition {
+            to: RunState::Abandoned,
+            pr: None,
+            notify: Some(notice(NoticeKind::Abandoned, "abandoned", &why)),
+            stop_worker: false,
+        },
+        why,
+    }
+}
+
+fn notice(kind: NoticeKind, key: &str, text: &str) -> Notice {
+    Notice {
+        kind,
+        key: key.to_string(),
+        text: text.to_string(),
+    }
+}
+
+fn outcome_word(outcome: WorkerOutcome) -> &'static str {
+    match outcome {
+        WorkerOutcome::Ok => "without reaching its goal",
+        WorkerOutcome::Failed => "failed",
+        WorkerOutcome::Stuck => "stuck",
+        WorkerOutcome::Interrupted => "interrupted",
+    }
+}
+
+fn article(kind: WorkerKind) -> &'static str {
+    if kind == WorkerKind::InProgress {
+        "an"
+    } else {
+        "a"
+    }
+}
+
+fn branch(run: &Run) -> &str {
+    run.branch_name.as_deref().unwrap_or("(none yet)")
+}
+
+/// Seven characters of a sha, as git abbreviates them, for sentences.
+fn short(sha: &str) -> &str {
+    sha.get(..7).unwrap_or(sha)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,785 @@
+//! The decision table: one named row per rule of the pr sub-logic, plus the back-off and limit rules.
+
+use std::time::Duration;
+
+use chrono::{DateTime, TimeZone, Utc};
+
+use super::decide;
+use crate::domain::{Run, RunState, TaskGid, WorkerKind};
+use crate::forge::{Check, CheckStatus, Comment, PrRef, PrSnapshot, PrState};
+use crate::runner::{Action, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
+
+const HEAD: &str = "abc1234def5678";
+const OLD: &str = "0001112223334";
+
+fn at(minute: u32) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 5, 1, 12, minute, 0).unwrap()
+}
+
+fn now() -> DateTime<Utc> {
+    at(30)
+}
+
+fn run(state: RunState) -> Run {
+    Run {
+        id: 1,
+        task_gid: TaskGid::parse("1207").unwrap(),
+        repo: Some("app".into()),
+        worktree_path: None,
+        branch_name: Some("executor/1207-fix-login".into()),
+        pr_url: None,
+        pr_number: None,
+        thread_id: None,
+        started_at: at(0),
+        updated_at: at(0),
+        completed_at: None,
+        state,
+        ci_attempts: 0,
+        worker_session_id: None,
+        worker_last_update: None,
+        worker_pid: None,
+        worker_stuck_count: 0,
+        head_sha: None,
+        review_verdict: None,
+        review_sha: None,
+        lease_owner: None,
+        lease_expires_at: None,
+        cost_usd: 0.0,
+        input_tokens: 0,
+        output_tokens: 0,
+    }
+}
+
+fn policy() -> Policy {
+    Policy {
+        max_stuck: 3,
+        max_ci_attempts: 3,
+        required_labels: vec!["executor".into()],
+        required_checks: vec!["build".into()],
+        trusted_authors: vec!["alex".into()],
+        retry_backoff: Duration::from_secs(60),
+        runner_opens_prs: false,
+    }
+}
+
+fn obs() -> Observation {
+    Observation {
+        worker_alive: false,
+        free_slot: true,
+        pr: None,
+        branch_has_commits: false,
+        last_worker: None,
+        ci_triggered_for: None,
+        notices_sent: vec![],
+    }
+}
+
+fn check(name: &str, status: CheckStatus) -> Check {
+    Check {
+        name: name.into(),
+        status,
+        sha: HEAD.into(),
+        url: None,
+        summary: None,
+    }
+}
+
+/// An open draft PR, labelled, with green required CI at HEAD and no comments.
+fn pr() -> PrSnapshot {
+    PrSnapshot {
+        number: 7,
+        url: "https://example.test/pr/7".into(),
+        state: PrState::Open,
+        draft: true,
+        head_sha: HEAD.into(),
+        labels: vec!["executor".into()],
+        checks: vec![check("build", CheckStatus::Success)],
+        comments: vec![],
+        observed_at: now(),
+    }
+}
+
+fn comment(id: &str, author: &str, minute: u32) -> Comment {
+    Comment {
+        id: id.into(),
+        author: author.into(),
+        body: "please rename this".into(),
+        created_at: at(minute),
+        path: Some("src/lib.rs".into()),
+        line: Some(3),
+        thread_id: None,
+        thread_resolved: false,
+        in_reply_to: None,
+        by_agent: false,
+    }
+}
+
+fn with_pr(mut o: Observation, f: impl FnOnce(&mut PrSnapshot)) -> Observation {
+    let mut snapshot = pr();
+    f(&mut snapshot);
+    o.pr = Some(snapshot);
+    o
+}
+
+fn pr_obs(f: impl FnOnce(&mut PrSnapshot)) -> Observation {
+    with_pr(obs(), f)
+}
+
+fn last(kind: WorkerKind, outcome: WorkerOutcome, minute: u32, streak: u32) -> Option<LastWorker> {
+    Some(LastWorker {
+        kind,
+        ended_at: at(minute),
+        outcome,
+        streak,
+    })
+}
+
+fn reviewed(mut r: Run, verdict: &str, sha: &str) -> Run {
+    r.review_verdict = Some(verdict.into());
+    r.review_sha = Some(sha.into());
+    r
+}
+
+fn start(kind: WorkerKind) -> Action {
+    Action::StartWorker {
+        kind,
+        move_to: None,
+        ci_attempt: None,
+    }
+}
+
+fn to(state: RunState) -> Action {
+    Action::Transition {
+        to: state,
+        pr: None,
+        notify: None,
+        stop_worker: false,
+    }
+}
+
+fn told(state: RunState, kind: NoticeKind, key: &str, text: &str) -> Action {
+    Action::Transition {
+        to: state,
+        pr: None,
+        notify: Some(Notice {
+            kind,
+            key: key.into(),
+            text: text.into(),
+        }),
+        stop_worker: false,
+    }
+}
+
+struct Row {
+    name: &'static str,
+    run: Run,
+    obs: Observation,
+    policy: Policy,
+    want: Action,
+    why: &'static str,
+}
+
+fn row(name: &'static str, run: Run, obs: Observation, want: Action, why: &'static str) -> Row {
+    Row {
+        name,
+        run,
+        obs,
+        policy: policy(),
+        want,
+        why,
+    }
+}
+
+fn rows() -> Vec<Row> {
+    use CheckStatus::*;
+    use RunState::*;
+    use WorkerKind as K;
+    use WorkerOutcome as O;
+
+    let local = Policy {
+        runner_opens_prs: true,
+        ..policy()
+    };
+    let green_reviewed = reviewed(run(Pr), "pass", HEAD);
+    let abandoned_text =
+        "CI still fails at abc1234 (checks: build) after 3 fix_ci attempt(s) of 3.";
+    let ready_text = "PR #7 is ready: CI and required checks green, nothing unresolved, review passed at abc1234.";
+
+    vec![
+        // queued
+        row(
+            "queued + free slot → queued worker, moving to in_progress",
+            run(Queued),
+            obs(),
+            Action::StartWorker {
+                kind: K::Queued,
+                move_to: Some(InProgress),
+                ci_attempt: None,
+            },
+            "The run is queued. Starting a queued worker.",
+        ),
+        row(
+            "queued + no free slot → wait",
+            run(Queued),
+            Observation {
+                free_slot: false,
+                ..obs()
+            },
+            Action::Wait,
+            "No free worker slot",
+        ),
+        // any state with a live worker
+        row(
+            "in_progress with a live worker → wait",
+            Run {
+                worker_pid: Some(4242),
+                ..run(InProgress)
+            },
+            Observation {
+                worker_alive: true,
+                ..obs()
+            },
+            Action::Wait,
+            "A worker is alive for this run (pid 4242); never a second one.",
+        ),
+        row(
+            "queued with a live worker (crash between start and transition) → wait",
+            run(Queued),
+            Observation {
+                worker_alive: true,
+                ..obs()
+            },
+            Action::Wait,
+            "A worker is alive",
+        ),
+        row(
+            "pr with failing CI but a live worker → wait",
+            run(Pr),
+            Observation {
+                worker_alive: true,
+                ..pr_obs(|p| p.checks = vec![check("build", Failure)])
+            },
+            Action::Wait,
+            "A worker is alive",
+        ),
+        // in_progress
+        row(
+            "in_progress, PR exists for the branch → pr, recording it",
+            run(InProgress),
+            pr_obs(|_| {}),
+            Action::Transition {
+                to: Pr,
+                pr: Some(PrRef {
+                    number: 7,
+                    url: "https://example.test/pr/7".into(),
+                }),
+                notify: None,
+                stop_worker: false,
+            },
+            "PR #7 exists for branch executor/1207-fix-login; recording it.",
+        ),
+        Row {
+            policy: local.clone(),
+            ..row(
+                "in_progress, no PR, branch has commits, local forge → open the PR",
+                run(InProgress),
+                Observation {
+                    branch_has_commits: true,
+                    ..obs()
+                },
+                Action::OpenPr,
+                "Branch executor/1207-fix-login has commits and no pull request; opening one.",
+            )
+        },
+        Row {
+            policy: local.clone(),
+            ..row(
+                "in_progress, no PR, no commits, local forge → resume",
+                run(InProgress),
+                obs(),
+                start(K::InProgress),
+                "Starting an in_progress worker.",
+            )
+        },
+        row(
+            "in_progress, no PR, commits but GitHub forge (worker opens PRs) → resume",
+            run(InProgress),
+            Observation {
+                branch_has_commits: true,
+                ..obs()
+            },
+            start(K::InProgress),
+            "No live worker and no pull request for branch executor/1207-fix-login yet.",
+        ),
+        row(
+            "in_progress after the runner's shutdown interrupted the worker → resume at once",
+            run(InProgress),
+            Observation {
+                last_worker: last(K::InProgress, O::Interrupted, 29, 1),
+                ..obs()
+            },
+            start(K::InProgress),
+            "Starting",
+        ),
+        row(
+            "in_progress, queued worker ended just now without a PR → back off",
+            run(InProgress),
+            Observation {
+                last_worker: last(K::Queued, O::Ok, 30, 1),
+                ..obs()
+            },
+            Action::Wait,
+            "Backing off: the last queued worker ended without reaching its goal at 12:30:00; retry after 12:31:00.",
+        ),
+        row(
+            "in_progress, back-off elapsed → resume",
+            run(InProgress),
+            Observation {
+                last_worker: last(K::Queued, O::Ok, 28, 1),
+                ..obs()
+            },
+            start(K::InProgress),
+            "Starting an in_progress worker.",
+        ),
+        row(
+            "in_progress, back-off grows with failures (2 stuck → 2 min)",
+            Run {
+                worker_stuck_count: 2,
+                ..run(InProgress)
+            },
+            Observation {
+                last_worker: last(K::InProgress, O::Stuck, 29, 2),
+                ..obs()
+            },
+            Action::Wait,
+            "retry after 12:31:00",
+        ),
+        row(
+            "in_progress, back-off elapsed but no free slot → wait",
+            run(InProgress),
+            Observation {
+                free_slot: false,
+                ..obs()
+            },
+            Action::Wait,
+            "No free worker slot.",
+        ),
+        row(
+            "in_progress after max_stuck stuck or failed workers → abandoned, human told",
+            Run {
+                worker_stuck_count: 3,
+                ..run(InProgress)
+            },
+            Observation {
+                last_worker: last(K::InProgress, O::Failed, 1, 3),
+                ..obs()
+            },
+            told(
+                Abandoned,
+                NoticeKind::Abandoned,
+                "abandoned",
+                "No live worker and no pull request for branch executor/1207-fix-login yet. Giving up: 3 worker(s) stuck or failed (limit 3).",
+            ),
+            "Giving up: 3 worker(s) stuck or failed (limit 3).",
+        ),
+        // pr: merged / closed come first, even over a live worker
+        row(
+            "pr, PR merged → complete",
+            run(Pr),
+            pr_obs(|p| p.state = PrState::Merged),
+            to(Complete),
+            "PR #7 was merged.",
+        ),
+        row(
+            "pr, PR closed unmerged → abandoned, human told",
+            run(Pr),
+            pr_obs(|p| p.state = PrState::Closed),
+            told(
+                Abandoned,
+                NoticeKind::Abandoned,
+                "abandoned",
+                "PR #7 was closed without merging.",
+            ),
+            "closed without merging",
+        ),
+        row(
+            "pr, PR closed while a worker runs → abandoned and the worker stopped",
+            run(Pr),
+            Observation {
+                worker_alive: true,
+                ..pr_obs(|p| p.state = PrState::Closed)
+            },
+            Action::Transition {
+                to: Abandoned,
+                pr: None,
+                notify: Some(Notice {
+                    kind: NoticeKind::Abandoned,
+                    key: "abandoned".into(),
+                    text: "PR #7 was closed without merging.".into(),
+                }),
+                stop_worker: true,
+            },
+            "closed",
+        ),
+        row(
+            "pr but the forge shows no PR → wait for a human",
+            run(Pr),
+            obs(),
+            Action::Wait,
+            "shows no pull request for branch executor/1207-fix-login",
+        ),
+        // pr: labels and CI trigger
+        row(
+            "pr, draft missing a required label → add it, no worker",
+            run(Pr),
+            pr_obs(|p| p.labels = vec!["bug".into()]),
+            Action::AddLabels {
+                labels: vec!["executor".into()],
+            },
+            "Draft PR #7 lacks required labels: executor.",
+        ),
+        row(
+            "pr, ready (not draft) PR without the label → labels not enforced",
+            reviewed(run(Pr), "pass", HEAD),
+            pr_obs(|p| {
+                p.draft = false;
+                p.labels = vec![];
+            }),
+            told(Complete, NoticeKind::Completed, &format!("completed:{HEAD}"), ready_text),
+            "ready",
+        ),
+        row(
+            "pr, no CI at all for this head → trigger CI",
+            run(Pr),
+            pr_obs(|p| {
+                p.checks = vec![Check {
+                    sha: OLD.into(),
+                    ..check("build", Failure)
+                }]
+            }),
+            Action::TriggerCi { sha: HEAD.into() },
+            "No CI has run at abc1234; triggering it.",
+        ),
+        row(
+            "pr, no CI yet but already triggered for this head → wait, not again",
+            run(Pr),
+            Observation {
+                ci_triggered_for: Some(HEAD.into()),
+                ..pr_obs(|p| p.checks = vec![])
+            },
+            Action::Wait,
+            "CI was triggered at abc1234 but no check has reported yet.",
+        ),
+        row(
+            "pr, triggered for an older head → trigger again for the new head",
+            run(Pr),
+            Observation {
+                ci_triggered_for: Some(OLD.into()),
+                ..pr_obs(|p| p.checks = vec![])
+            },
+            Action::TriggerCi { sha: HEAD.into() },
+            "triggering",
+        ),
+        // pr: CI
+        row(
+            "pr, CI running → wait this tick",
+            run(Pr),
+            pr_obs(|p| p.checks = vec![check("build", Pending), check("lint", Failure)]),
+            Action::Wait,
+            "CI is running at abc1234 (pending: build).",
+        ),
+        row(
+            "pr, CI failed at head → fix_ci, attempt 1",
+            run(Pr),
+            pr_obs(|p| p.checks = vec![check("build", Failure), check("lint", Success)]),
+            Action::StartWorker {
+                kind: K::FixCi,
+                move_to: None,
+                ci_attempt: Some(1),
+            },
+            "CI failed at abc1234 (checks: build); fix_ci attempt 1 of 3. Starting a fix_ci worker.",
+        ),
+        row(
+            "pr, CI still failing right after a fix_ci ended → back off before attempt 2",
+            Run {
+                ci_attempts: 1,
+                ..run(Pr)
+            },
+            Observation {
+                last_worker: last(K::FixCi, O::Ok, 30, 1),
+                ..pr_obs(|p| p.checks = vec![check("build", TimedOut)])
+            },
+            Action::Wait,
+            "fix_ci attempt 2 of 3. Backing off",
+        ),
+        row(
+            "pr, CI failed, fix_ci attempts left and back-off over → fix_ci attempt 3",
+            Run {
+                ci_attempts: 2,
+                ..run(Pr)
+            },
+            Observation {
+                last_worker: last(K::FixCi, O::Ok, 20, 2),
+                ..pr_obs(|p| p.checks = vec![check("build", Failure)])
+            },
+            Action::StartWorker {
+                kind: K::FixCi,
+                move_to: None,
+                ci_attempt: Some(3),
+            },
+            "fix_ci attempt 3 of 3",
+        ),
+        row(
+            "pr, CI failed and ci_attempts exhausted → abandoned, human told",
+            Run {
+                ci_attempts: 3,
+                ..run(Pr)
+            },
+            pr_obs(|p| p.checks = vec![check("build", Failure)]),
+            told(Abandoned, NoticeKind::Abandoned, "abandoned", abandoned_text),
+            abandoned_text,
+        ),
+        // pr: comments
+        row(
+            "pr, CI green, unresolved trusted comment → fix_comments",
+            run(Pr),
+            pr_obs(|p| p.comments = vec![comment("c1", "alex", 5)]),
+            start(K::FixComments),
+            "1 unresolved comment(s) by alex on PR #7 at abc1234.",
+        ),
+        row(
+            "pr, CI failed and comments unresolved → fix_ci first",
+            run(Pr),
+            pr_obs(|p| {
+                p.checks = vec![check("build", Failure)];
+                p.comments = vec![comment("c1", "alex", 5)];
+            }),
+            Action::StartWorker {
+                kind: K::FixCi,
+                move_to: None,
+                ci_attempt: Some(1),
+            },
+            "CI failed",
+        ),
+        row(
+            "pr, only an untrusted comment → ignored, review",
+            run(Pr),
+            pr_obs(|p| p.comments = vec![comment("c1", "mallory", 5)]),
+            start(K::PrReview),
+            "no passing review of this head",
+        ),
+        row(
+            "pr, fix_comments left comments unresolved 3 times in a row → abandoned",
+            run(Pr),
+            Observation {
+                last_worker: last(K::FixComments, O::Ok, 1, 3),
+                ..pr_obs(|p| p.comments = vec![comment("c1", "alex", 5)])
+            },
+            told(
+                Abandoned,
+                NoticeKind::Abandoned,
+                "abandoned",
+                "1 unresolved comment(s) by alex on PR #7 at abc1234. Giving up: 3 fix_comments worker(s) in a row did not get it done (limit 3).",
+            ),
+            "in a row",
+        ),
+        // pr: review and completion
+        row(
+            "pr, CI green, nothing unresolved, never reviewed → pr_review",
+            run(Pr),
+            pr_obs(|_| {}),
+            start(K::PrReview),
+            "CI green and nothing unresolved at abc1234, but no passing review of this head. Starting a pr_review worker.",
+        ),
+        row(
+            "pr, review passed but at an older head → pr_review again",
+            reviewed(run(Pr), "pass", OLD),
+            pr_obs(|_| {}),
+            start(K::PrReview),
+            "no passing review of this head",
+        ),
+        row(
+            "pr, fix_comments just finished → pr_review starts without back-off",
+            run(Pr),
+            Observation {
+                last_worker: last(K::FixComments, O::Ok, 30, 1),
+                ..pr_obs(|_| {})
+            },
+            start(K::PrReview),
+            "Starting a pr_review worker.",
+        ),
+        row(
+            "pr, green + reviewed green at head + required checks green → complete, human told",
+            green_reviewed.clone(),
+            pr_obs(|_| {}),
+            told(Complete, NoticeKind::Completed, &format!("completed:{HEAD}"), ready_text),
+            ready_text,
+        ),
+        row(
+            "pr, green and reviewed but a required check is missing → wait",
+            green_reviewed.clone(),
+            pr_obs(|p| p.checks = vec![check("lint", Success)]),
+            Action::Wait,
+            "CI is green at abc1234 but required checks have not reported: build.",
+        ),
+        row(
+            "pr, reviewed green at head but a trusted comment arrived since → fix_comments",
+            green_reviewed,
+            pr_obs(|p| p.comments = vec![comment("c1", "alex", 25)]),
+            start(K::FixComments),
+            "unresolved comment",
+        ),
+        row(
+            "pr, review failed at head, nothing unresolved → tell the human once",
+            reviewed(run(Pr), "fail", HEAD),
+            pr_obs(|_| {}),
+            Action::Notify {
+                notice: Notice {
+                    kind: NoticeKind::NeedsHuman,
+                    key: format!("review_failed:{HEAD}"),
+                    text: "The review of PR #7 failed at abc1234 with no unresolved trusted comment; a human must say what to fix.".into(),
+                },
+            },
+            "a human must say what to fix",
+        ),
+        row(
+            "pr, review failed at head and the human was told → wait",
+            reviewed(run(Pr), "fail", HEAD),
+            Observation {
+                notices_sent: vec![format!("review_failed:{HEAD}")],
+                ..pr_obs(|_| {})
+            },
+            Action::Wait,
+            "the human was told; waiting for a trusted comment or a new commit",
+        ),
+        row(
+            "pr, review failed at head and a trusted human commented → fix_comments",
+            reviewed(run(Pr), "fail", HEAD),
+            pr_obs(|p| p.comments = vec![comment("c1", "alex", 25)]),
+            start(K::FixComments),
+            "unresolved",
+        ),
+        // complete
+        row(
+            "complete + draft + trusted comment after completion → back to pr",
+            Run {
+                completed_at: Some(at(20)),
+                ..run(Complete)
+            },
+            pr_obs(|p| p.comments = vec![comment("old", "alex", 10), comment("new", "alex", 25)]),
+            to(Pr),
+            "alex commented on draft PR #7 after completion (1 new comment(s)); back to pr.",
+        ),
+        row(
+            "complete + draft + only comments from before completion → nothing",
+            Run {
+                completed_at: Some(at(20)),
+                ..run(Complete)
+            },
+            pr_obs(|p| p.comments = vec![comment("old", "alex", 10)]),
+            Action::Wait,
+            "no new trusted comment since",
+        ),
+        row(
+            "complete + ready (not draft) PR + new comment → nothing",
+            Run {
+                completed_at: Some(at(20)),
+                ..run(Complete)
+            },
+            pr_obs(|p| {
+                p.draft = false;
+                p.comments = vec![comment("new", "alex", 25)];
+            }),
+            Action::Wait,
+            "no open draft PR",
+        ),
+        row(
+            "complete + merged PR → nothing (complete cannot be abandoned)",
+            run(Complete),
+            pr_obs(|p| p.state = PrState::Merged),
+            Action::Wait,
+            "The run is complete",
+        ),
+        // abandoned
+        row(
+            "abandoned → nothing, even with a new comment and a free slot",
+            run(Abandoned),
+            pr_obs(|p| p.comments = vec![comment("new", "alex", 25)]),
+            Action::Wait,
+            "The run is abandoned; nothing more to do.",
+        ),
+    ]
+}
+
+#[test]
+fn decision_table() {
+    let mut failures = Vec::new();
+    for row in rows() {
+        let got = decide(&row.run, &row.obs, &row.policy, now());
+        if got.action != row.want || !got.why.contains(row.why) {
+            failures.push(format!(
+                "{}\n   want {:?} / why containing {:?}\n   got  {:?} / {:?}",
+                row.name, row.want, row.why, got.action, got.why
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn every_transition_decided_is_legal_from_its_state() {
+    for row in rows() {
+        let got = decide(&row.run, &row.obs, &row.policy, now());
+        let target = match got.action {
+            Action::Transition { to, .. } => Some(to),
+            Action::StartWorker { move_to, .. } => move_to,
+            _ => None,
+        };
+        if let Some(to) = target {
+            assert!(
+                row.run.state.check(to).is_ok(),
+                "{}: {} → {to}",
+                row.name,
+                row.run.state
+            );
+        }
+    }
+}
+
+#[test]
+fn back_off_is_capped_and_huge_delays_do_not_panic() {
+    let mut r = run(RunState::InProgress);
+    r.worker_stuck_count = 2;
+    let policy = Policy {
+        max_stuck: 100,
+        retry_backoff: Duration::from_secs(u64::MAX),
+        ..policy()
+    };
+    let o = Observation {
+        last_worker: last(WorkerKind::InProgress, WorkerOutcome::Failed, 0, 50),
+        ..obs()
+    };
+    assert!(decide(&r, &o, &policy, now()).is_wait());
+
+    // 50 attempts with a 1 s base: capped at 64 s, so 30 minutes later it starts.
+    let policy = Policy {
+        max_stuck: 100,
+        retry_backoff: Duration::from_secs(1),
+        ..policy
+    };
+    assert_eq!(
+        decide(&r, &o, &policy, now()).action,
+        start(WorkerKind::InProgress)
+    );
+}
+
+#[test]
+fn decisions_serialise_for_the_store() {
+    let d = decide(&run(RunState::Queued), &obs(), &policy(), now());
+    let json = serde_json::to_value(&d).unwrap();
+    assert_eq!(json["action"]["action"], "start_worker");
+    assert_eq!(json["action"]["kind"], "queued");
+    assert_eq!(json["action"]["move_to"], "in_progress");
+    let back: crate::runner::Decision = serde_json::from_value(json).unwrap();
+    assert_eq!(back, d);
+}

@@ -1,0 +1,151 @@
+//! The inputs and the output of [`super::decide`]: what the runner saw, the rules it follows, and the one
+//! step it should take next. Plain data, serialisable, so the store can keep the last decision for
+//! `runs show`.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::domain::{RunState, WorkerKind};
+use crate::forge::{PrRef, PrSnapshot};
+
+/// What the runner observed about one run this tick. The runner gathers it from the pool, the forge, the
+/// git repository and the store; `decide` trusts it as the state of the world.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Observation {
+    /// A live worker process exists for this run (checked by pid, not by the run's state).
+    pub worker_alive: bool,
+    /// The pool has room for one more worker.
+    pub free_slot: bool,
+    /// The pull request for the run's branch, if the forge has one (open, merged or closed).
+    pub pr: Option<PrSnapshot>,
+    /// The run's branch has commits that are not on the base branch.
+    pub branch_has_commits: bool,
+    /// The most recent worker of this run that has ended, for back-off and retry limits.
+    pub last_worker: Option<LastWorker>,
+    /// The head sha for which the runner last triggered CI, so CI is triggered once per head.
+    pub ci_triggered_for: Option<String>,
+    /// Keys ([`Notice::key`]) of the notices already sent for this run, so a notice goes out once.
+    pub notices_sent: Vec<String>,
+}
+
+/// The last worker of a run that has ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastWorker {
+    pub kind: WorkerKind,
+    pub ended_at: DateTime<Utc>,
+    pub outcome: WorkerOutcome,
+    /// How many workers of this job ran back to back, ending with this one (`queued` and `in_progress`
+    /// are one job; interrupted workers are not counted). 1 when the previous worker did something else.
+    pub streak: u32,
+}
+
+/// How a worker process ended, as the supervisor recorded it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerOutcome {
+    /// Exited on its own and reported success. Whether it reached its end state is for the world to say.
+    Ok,
+    /// Exited with an error, or reported one.
+    Failed,
+    /// Killed by the watchdog (no output for the idle timeout, or over the hard timeout).
+    Stuck,
+    /// Stopped by the runner's own shutdown. Not the worker's fault: resumed at once, not counted.
+    Interrupted,
+}
+
+/// The rules for one repository, from the configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Policy {
+    /// Give up after this many stuck or failed workers, or this many back-to-back workers of one job
+    /// that did not reach their end state (`fix_ci` excepted: `max_ci_attempts` bounds it).
+    pub max_stuck: u32,
+    /// Give up when CI still fails after this many `fix_ci` workers.
+    pub max_ci_attempts: u32,
+    /// Labels a draft pull request must carry (the runner adds the missing ones).
+    pub required_labels: Vec<String>,
+    /// Checks that must have passed at the head before a run completes; a missing one is not green.
+    pub required_checks: Vec<String>,
+    /// Forge logins whose comments make a worker act.
+    pub trusted_authors: Vec<String>,
+    /// The first retry delay; it doubles with each further attempt, up to 64 times this.
+    pub retry_backoff: Duration,
+    /// The runner opens the pull request itself once the branch has commits (the local forge).
+    pub runner_opens_prs: bool,
+}
+
+/// What `decide` concluded, and why in one sentence naming the facts. The runner records both.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    pub action: Action,
+    pub why: String,
+}
+
+/// One step for the runner to perform. Each is idempotent given the observation it came from: after a
+/// crash the next tick observes the world again and decides the remaining steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Action {
+    /// Nothing to do for this run this tick.
+    Wait,
+    /// Start a worker of `kind` in the run's worktree (creating it if needed). First move the run to
+    /// `move_to` if given; when `ci_attempt` is given, set the run's `ci_attempts` to that number (set,
+    /// not increment, so that replaying the step after a crash counts once).
+    StartWorker {
+        kind: WorkerKind,
+        move_to: Option<RunState>,
+        ci_attempt: Option<i32>,
+    },
+    /// Move the run to `to` (the state machine checks it is legal). `pr`: record the PR's number and url.
+    /// `notify`: tell the human. `stop_worker`: a worker is still alive and its work is moot (the PR was
+    /// merged or closed) — stop it.
+    Transition {
+        to: RunState,
+        pr: Option<PrRef>,
+        notify: Option<Notice>,
+        stop_worker: bool,
+    },
+    /// Open a (draft) pull request for the run's branch. The next decision records it.
+    OpenPr,
+    /// Add these labels to the pull request.
+    AddLabels { labels: Vec<String> },
+    /// Trigger CI at this head, then record `ci_triggered_for = sha`.
+    TriggerCi { sha: String },
+    /// Tell the human something without changing state (sent once per `key`).
+    Notify { notice: Notice },
+}
+
+/// A message for the human: a forge comment with the configured @mention, and the webhook if configured.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Notice {
+    pub kind: NoticeKind,
+    /// Identifies the notice within the run (e.g. `completed:<sha>`); the runner records it once sent
+    /// and reports it back in [`Observation::notices_sent`].
+    pub key: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoticeKind {
+    /// Green, reviewed, ready for the human.
+    Completed,
+    /// Given up.
+    Abandoned,
+    /// The run cannot go on by itself and waits for a human.
+    NeedsHuman,
+}
+
+impl Decision {
+    pub fn wait(why: impl Into<String>) -> Self {
+        Decision {
+            action: Action::Wait,
+            why: why.into(),
+        }
+    }
+
+    pub fn is_wait(&self) -> bool {
+        self.action == Action::Wait
+    }
+}

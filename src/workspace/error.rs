@@ -1,0 +1,29 @@
+use std::path::PathBuf;
+
+/// What went wrong preparing or cleaning a worktree. Git failures name the command and carry its
+/// stderr (bounded), so the runner can record a reason a human can act on.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    #[error("`{command}` failed ({status}): {stderr}")]
+    Git {
+        command: String,
+        status: String,
+        stderr: String,
+    },
+    #[error("could not run `{command}`: {source}")]
+    Spawn {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{command}` printed something unexpected: {output}")]
+    Unexpected { command: String, output: String },
+    #[error("invalid branch name {name:?}: {reason}")]
+    InvalidBranch { name: String, reason: &'static str },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,16 @@
+//! Git worktrees: one per run, on a branch named from the task, created, reused on resume and removed
+//! only when nothing would be lost.
+//!
+//! Architecture invariant: git is run with an argument array (never a shell), and untrusted text (a task
+//! description) reaches git only as a slug of `[a-z0-9-]`, after the whole ref name is validated.
+
+mod branch;
+mod error;
+mod git;
+mod worktree;
+
+pub use branch::{SLUG_MAX, branch_name, check_branch_name, slug};
+pub use error::WorkspaceError;
+pub use worktree::{
+    Removal, Worktree, branch_has_commits, ensure_worktree, head_sha, prune, remove_if_safe,
+};

@@ -1,0 +1,231 @@
+//! Creating, reusing and removing a run's worktree with real git.
+
+use std::path::{Path, PathBuf};
+
+use super::git::{git, git_probe};
+use super::{WorkspaceError, check_branch_name};
+use crate::domain::TaskGid;
+
+/// A run's worktree: a checkout of `branch` at `path`, sharing the repository's objects and refs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Worktree {
+    pub path: PathBuf,
+    pub branch: String,
+    /// It already existed (a resumed run) rather than being created now.
+    pub reused: bool,
+}
+
+/// What [`remove_if_safe`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Removal {
+    Removed,
+    /// The directory had already vanished; git's record of it was pruned.
+    AlreadyGone,
+    /// Removing it would lose work; the reason is for the human.
+    Kept {
+        reason: String,
+    },
+}
+
+/// The worktree for a run at `worktrees_root/<gid>-<run_id>` on `branch`: reused if git already has a
+/// worktree for the branch whose directory exists; otherwise created on the existing branch, or on a
+/// new branch from `base`. A worktree whose directory vanished is pruned and created again.
+pub fn ensure_worktree(
+    repo: &Path,
+    worktrees_root: &Path,
+    gid: &TaskGid,
+    run_id: i64,
+    branch: &str,
+    base: &str,
+) -> Result<Worktree, WorkspaceError> {
+    check_branch_name(branch)?;
+    let branch_ref = format!("refs/heads/{branch}");
+    // The repository's own checkout is never handed to an agent, so it is skipped here.
+    let existing = list_worktrees(repo)?
+        .into_iter()
+        .skip(1)
+        .find(|w| w.branch.as_deref() == Some(branch_ref.as_str()));
+    if let Some(found) = existing {
+        if found.path.is_dir() {
+            return Ok(Worktree {
+                path: found.path,
+                branch: branch.to_string(),
+                reused: true,
+            });
+        }
+        prune(repo)?;
+    }
+
+    let io = |source| WorkspaceError::Io {
+        path: worktrees_root.to_path_buf(),
+        source,
+    };
+    std::fs::create_dir_all(worktrees_root).map_err(io)?;
+    let path = std::path::absolute(worktrees_root.join(format!("{gid}-{run_id}"))).map_err(io)?;
+
+    let branch_exists =
+        git_probe(repo, ["rev-parse", "--verify", "--quiet", &branch_ref])?.is_some();
+    if branch_exists {
+        git(
+            repo,
+            [
+                "worktree".as_ref(),
+                "add".as_ref(),
+                "--".as_ref(),
+                path.as_os_str(),
+                branch.as_ref(),
+            ],
+        )?;
+    } else {
+        git(
+            repo,
+            [
+                "worktree".as_ref(),
+                "add".as_ref(),
+                "-b".as_ref(),
+                branch.as_ref(),
+                "--".as_ref(),
+                path.as_os_str(),
+                base.as_ref(),
+            ],
+        )?;
+    }
+    Ok(Worktree {
+        path,
+        branch: branch.to_string(),
+        reused: false,
+    })
+}
+
+/// Does `branch` have commits that `base` does not?
+pub fn branch_has_commits(repo: &Path, branch: &str, base: &str) -> Result<bool, WorkspaceError> {
+    let branch_ref = format!("refs/heads/{branch}");
+    let not_base = format!("^{base}");
+    let command = [
+        "rev-list",
+        "--count",
+        "--end-of-options",
+        &branch_ref,
+        &not_base,
+        "--",
+    ];
+    let out = git(repo, command)?;
+    let count: u64 = out.trim().parse().map_err(|_| WorkspaceError::Unexpected {
+        command: format!("git {}", command.join(" ")),
+        output: out.trim().chars().take(200).collect(),
+    })?;
+    Ok(count > 0)
+}
+
+/// The full sha of the commit checked out at `path`.
+pub fn head_sha(path: &Path) -> Result<String, WorkspaceError> {
+    let out = git(path, ["rev-parse", "--verify", "HEAD^{commit}"])?;
+    Ok(out.trim().to_string())
+}
+
+/// `git worktree prune`: forget worktrees whose directories are gone.
+pub fn prune(repo: &Path) -> Result<(), WorkspaceError> {
+    git(repo, ["worktree", "prune"]).map(drop)
+}
+
+/// Removes the worktree only when nothing would be lost: no uncommitted change or untracked file, HEAD
+/// on the worktree's branch, and — when the branch has an upstream — every commit pushed. Without an
+/// upstream the branch ref itself is the record (worktrees share the repository, and the branch is never
+/// deleted here). Otherwise the worktree is kept and the reason returned for the runner to report.
+pub fn remove_if_safe(repo: &Path, worktree: &Worktree) -> Result<Removal, WorkspaceError> {
+    if !worktree.path.is_dir() {
+        prune(repo)?;
+        return Ok(Removal::AlreadyGone);
+    }
+    let path = worktree.path.as_path();
+    if let Some(reason) = unsafe_to_remove(path, &worktree.branch)? {
+        return Ok(Removal::Kept { reason });
+    }
+    git(
+        repo,
+        [
+            "worktree".as_ref(),
+            "remove".as_ref(),
+            "--".as_ref(),
+            path.as_os_str(),
+        ],
+    )?;
+    Ok(Removal::Removed)
+}
+
+fn unsafe_to_remove(path: &Path, branch: &str) -> Result<Option<String>, WorkspaceError> {
+    let status = git(
+        path,
+        ["status", "--porcelain=v1", "-z", "--untracked-files=all"],
+    )?;
+    let changed: Vec<&str> = status.split('\0').filter(|s| !s.is_empty()).collect();
+    if let Some(first) = changed.first() {
+        return Ok(Some(format!(
+            "{} uncommitted or untracked path(s), e.g. {:?}",
+            changed.len(),
+            first.get(3..).unwrap_or(first)
+        )));
+    }
+    let head_ref = git_probe(path, ["symbolic-ref", "--quiet", "HEAD"])?;
+    let expected = format!("refs/heads/{branch}");
+    match head_ref.as_deref().map(str::trim) {
+        Some(r) if r == expected => {}
+        Some(other) => return Ok(Some(format!("HEAD is on {other}, not {expected}"))),
+        None => {
+            return Ok(Some(
+                "HEAD is detached; its commits may be on no branch".into(),
+            ));
+        }
+    }
+    let upstream = git_probe(
+        path,
+        [
+            "rev-parse",
+            "--abbrev-ref",
+            "--symbolic-full-name",
+            "@{upstream}",
+        ],
+    )?;
+    let Some(upstream) = upstream else {
+        return Ok(None);
+    };
+    let ahead = git(path, ["rev-list", "--count", "@{upstream}..HEAD", "--"])?;
+    match ahead.trim() {
+        "0" => Ok(None),
+        n => Ok(Some(format!(
+            "{n} commit(s) not pushed to {}",
+            upstream.trim()
+        ))),
+    }
+}
+
+/// One entry of `git worktree list --porcelain -z`.
+struct Listed {
+    path: PathBuf,
+    branch: Option<String>,
+}
+
+/// The repository's worktrees, main checkout first (as git lists them).
+fn list_worktrees(repo: &Path) -> Result<Vec<Listed>, WorkspaceError> {
+    let out = git(repo, ["worktree", "list", "--porcelain", "-z"])?;
+    let mut listed = Vec::new();
+    let mut current: Option<Listed> = None;
+    for field in out.split('\0') {
+        if let Some(path) = field.strip_prefix("worktree ") {
+            listed.extend(current.take());
+            current = Some(Listed {
+                path: PathBuf::from(path),
+                branch: None,
+            });
+        } else if let (Some(entry), Some(branch)) =
+            (current.as_mut(), field.strip_prefix("branch "))
+        {
+            entry.branch = Some(branch.to_string());
+        }
+    }
+    listed.extend(current);
+    Ok(listed)
+}
+
+#[cfg(test)]
+mod tests;
