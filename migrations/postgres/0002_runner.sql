@@ -11,6 +11,7 @@ CREATE TABLE executor_worker_sessions (
     pid            BIGINT,
     pid_start_time BIGINT,
     output_path    TEXT,
+    output_offset  BIGINT NOT NULL DEFAULT 0,
     log_path       TEXT,
     session_id     TEXT,
     started_at     TIMESTAMPTZ NOT NULL,

@@ -11,6 +11,7 @@ CREATE TABLE executor_worker_sessions (
     pid            INTEGER,
     pid_start_time INTEGER,
     output_path    TEXT,
+    output_offset  INTEGER NOT NULL DEFAULT 0,
     log_path       TEXT,
     session_id     TEXT,
     started_at     TEXT NOT NULL,

@@ -355,7 +355,8 @@ impl Config {
     }
 }
 
-fn expand_home(p: &str) -> PathBuf {
+/// `~/x` → the home directory's `x`; anything else as it is.
+pub fn expand_home(p: &str) -> PathBuf {
     match (p.strip_prefix("~/"), dirs::home_dir()) {
         (Some(rest), Some(home)) => home.join(rest),
         _ => PathBuf::from(p),

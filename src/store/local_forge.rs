@@ -285,3 +285,16 @@ impl Store {
         })
     }
 }
+
+impl Store {
+    pub async fn local_pr_by_id(&self, pr_id: i64) -> Result<Option<LocalPr>> {
+        on_pool!(self, |p| {
+            sqlx::query("SELECT * FROM executor_local_prs WHERE id = $1")
+                .bind(pr_id)
+                .fetch_optional(p)
+                .await?
+                .map(|r| pr_from_row(&r))
+                .transpose()
+        })
+    }
+}

@@ -17,6 +17,8 @@ pub struct WorkerSession {
     pub pid: Option<i32>,
     pub pid_start_time: Option<i64>,
     pub output_path: Option<String>,
+    /// How far the supervisor had read the output file (where an adopter resumes).
+    pub output_offset: i64,
     pub log_path: Option<String>,
     pub session_id: Option<String>,
     pub started_at: DateTime<Utc>,
@@ -45,6 +47,8 @@ pub struct WorkerEnd {
     pub result_error: Option<String>,
     /// The attempt counts against `runner.max_stuck` (idle timeout, crash, failure without a result).
     pub stuck: bool,
+    /// The worker ended well: the run's stuck count starts again from zero.
+    pub reset_stuck: bool,
 }
 
 fn session_from_row(r: &impl Cols) -> Result<WorkerSession> {
@@ -57,6 +61,7 @@ fn session_from_row(r: &impl Cols) -> Result<WorkerSession> {
         pid: r.int("pid")?.map(|v| narrow("pid", v)).transpose()?,
         pid_start_time: r.int("pid_start_time")?,
         output_path: r.text("output_path")?,
+        output_offset: r.int("output_offset")?.unwrap_or(0),
         log_path: r.text("log_path")?,
         session_id: r.text("session_id")?,
         started_at: r.req_time("started_at")?,
@@ -177,12 +182,14 @@ impl Store {
         Ok(())
     }
 
-    /// Notes that the worker produced output at `at` (the watchdog's evidence of life).
-    pub async fn touch_worker_output(&self, session: i64, at: DateTime<Utc>) -> Result<()> {
+    /// Notes that the worker produced output at `at` (the watchdog's evidence of life) and how far its
+    /// output has been read.
+    pub async fn touch_worker_output(&self, session: i64, at: DateTime<Utc>, offset: i64) -> Result<()> {
         on_pool!(self, |p| {
             let mut tx = p.begin_write().await?;
-            sqlx::query("UPDATE executor_worker_sessions SET last_output_at = $1 WHERE id = $2")
+            sqlx::query("UPDATE executor_worker_sessions SET last_output_at = $1, output_offset = $2 WHERE id = $3")
                 .bind(at)
+                .bind(offset)
                 .bind(session)
                 .execute(&mut *tx)
                 .await?;
@@ -226,12 +233,13 @@ impl Store {
                 sqlx::query(
                     "UPDATE executor_runs SET worker_pid = NULL, updated_at = $1, cost_usd = cost_usd + $2, \
                        input_tokens = input_tokens + $3, output_tokens = output_tokens + $4, \
-                       worker_stuck_count = worker_stuck_count + $5 WHERE id = $6",
+                       worker_stuck_count = CASE WHEN $5 = 1 THEN 0 ELSE worker_stuck_count + $6 END WHERE id = $7",
                 )
                 .bind(at)
                 .bind(end.cost_usd)
                 .bind(end.input_tokens)
                 .bind(end.output_tokens)
+                .bind(i64::from(end.reset_stuck))
                 .bind(i64::from(end.stuck))
                 .bind(run_id)
                 .execute(&mut *tx)
