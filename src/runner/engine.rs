@@ -1,0 +1,264 @@
+//! The runner process: one tick after another until nothing is left to do (seed: "runs until no
+//! unprocessed tasks remain, then exits; cron restarts it").
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use crate::config::{Config, Repo};
+use crate::domain::{Actor, Run, RunState};
+use crate::forge::{Forge, LocalForge};
+use crate::store::Store;
+use crate::worker::Prompts;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error(transparent)]
+    Forge(#[from] crate::forge::ForgeError),
+    #[error(transparent)]
+    Workspace(#[from] crate::workspace::WorkspaceError),
+    #[error(transparent)]
+    Prompt(#[from] crate::worker::PromptError),
+    #[error(transparent)]
+    Worker(#[from] crate::worker::WorkerError),
+    #[error("{0}")]
+    Config(String),
+}
+
+/// A worker this runner supervises (started here, or adopted from a runner that died).
+pub(super) struct LiveWorker {
+    pub session_id: i64,
+    pub stop: watch::Sender<bool>,
+    pub task: JoinHandle<()>,
+}
+
+/// What one tick did, for the loop's exit decision and for `--once` output.
+#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TickReport {
+    pub runs_created: usize,
+    pub runs_seen: usize,
+    /// Steps other than waiting: workers started, transitions, PRs opened, CI triggered, notices.
+    pub actions: usize,
+    pub errors: usize,
+    pub workers_alive: usize,
+}
+
+pub struct Runner {
+    pub(super) config: Arc<Config>,
+    pub(super) store: Store,
+    pub(super) prompts: Arc<Prompts>,
+    /// This host's name: worker sessions record it, so a runner adopts only its own host's workers.
+    pub(super) host: String,
+    /// `host:pid`: the lease holder name of this process.
+    pub(super) owner: String,
+    pub(super) pool: HashMap<i64, LiveWorker>,
+    /// Supervisors report the run id of each worker that ended, to wake the loop at once.
+    pub(super) ended_tx: mpsc::UnboundedSender<i64>,
+    ended_rx: mpsc::UnboundedReceiver<i64>,
+    /// How this process is invoked, so workers can call `executor comment`.
+    pub(super) self_exe: Option<std::path::PathBuf>,
+}
+
+/// After this many busy ticks in a row with no worker alive the runner exits anyway, so that a step
+/// that keeps "succeeding" without effect can never spin; cron starts it again.
+const MAX_BUSY_TICKS: usize = 50;
+
+impl Runner {
+    pub fn new(config: Config, store: Store) -> Result<Runner, RunnerError> {
+        let prompts = match config.worker.prompts_dir.as_str() {
+            "" => Prompts::embedded(),
+            dir => Prompts::with_overrides(&crate::config::expand_home(dir))?,
+        };
+        let host = hostname();
+        let owner = format!("{host}:{}", std::process::id());
+        let (ended_tx, ended_rx) = mpsc::unbounded_channel();
+        Ok(Runner {
+            config: Arc::new(config),
+            store,
+            prompts: Arc::new(prompts),
+            host,
+            owner,
+            pool: HashMap::new(),
+            ended_tx,
+            ended_rx,
+            self_exe: std::env::current_exe().ok(),
+        })
+    }
+
+    /// Runs ticks until idle (no worker alive and nothing left to start or change), or until `shutdown`
+    /// fires; then stops its workers (recorded as interrupted, to be resumed) and releases its leases.
+    pub async fn run_until_idle(&mut self, mut shutdown: watch::Receiver<bool>) -> Result<TickReport, RunnerError> {
+        let mut total = TickReport::default();
+        let mut busy = 0;
+        loop {
+            if *shutdown.borrow() {
+                break;
+            }
+            let report = self.tick().await?;
+            total.runs_created += report.runs_created;
+            total.actions += report.actions;
+            total.errors += report.errors;
+            total.runs_seen = report.runs_seen;
+            if self.pool.is_empty() {
+                if report.actions == 0 || busy >= MAX_BUSY_TICKS {
+                    break;
+                }
+                busy += 1;
+                continue;
+            }
+            busy = 0;
+            let interval = self.config.runner.loop_interval.std();
+            tokio::select! {
+                _ = tokio::time::sleep(interval) => {}
+                Some(run_id) = self.ended_rx.recv() => { self.reap(run_id); }
+                _ = shutdown.changed() => {}
+            }
+        }
+        self.stop_all().await;
+        total.workers_alive = self.pool.len();
+        Ok(total)
+    }
+
+    /// One tick, then supervise the workers it started until they end (`executor runner --once`).
+    pub async fn run_once(&mut self, mut shutdown: watch::Receiver<bool>) -> Result<TickReport, RunnerError> {
+        let report = self.tick().await?;
+        while !self.pool.is_empty() && !*shutdown.borrow() {
+            tokio::select! {
+                Some(run_id) = self.ended_rx.recv() => { self.reap(run_id); }
+                _ = shutdown.changed() => {}
+            }
+        }
+        self.stop_all().await;
+        Ok(report)
+    }
+
+    fn reap(&mut self, run_id: i64) {
+        self.pool.remove(&run_id);
+        while let Ok(other) = self.ended_rx.try_recv() {
+            self.pool.remove(&other);
+        }
+    }
+
+    /// Stops every supervised worker's process group and waits until each is recorded as interrupted.
+    async fn stop_all(&mut self) {
+        for w in self.pool.values() {
+            let _ = w.stop.send(true);
+        }
+        for (_, w) in self.pool.drain() {
+            let _ = w.task.await;
+        }
+        if let Ok(runs) = self.store.active_runs().await {
+            for run in runs {
+                let _ = self.store.release_run(run.id, &self.owner).await;
+            }
+        }
+    }
+
+    /// One pass over the world: adopt orphaned workers, bring CI results in, create runs for approved
+    /// tasks, then observe, decide and act for every active run.
+    pub async fn tick(&mut self) -> Result<TickReport, RunnerError> {
+        let mut report = TickReport::default();
+        self.reconcile().await?;
+        for (name, repo) in &self.config.repos {
+            if let Ok(forge) = self.forge(name, repo) {
+                if let Err(e) = forge.poll_ci().await {
+                    tracing::warn!("polling CI of repo {name}: {e}");
+                    report.errors += 1;
+                }
+            }
+        }
+        for gid in self.store.approved_tasks_without_run(1000).await? {
+            if let Some(run) = self.store.create_run_for_task(&gid, Actor::Runner).await? {
+                tracing::info!(run = run.id, task = %gid, "created a run for the approved task");
+                report.runs_created += 1;
+            }
+        }
+        let lease = self.config.runner.lease_ttl.chrono();
+        for run in self.store.active_runs().await? {
+            report.runs_seen += 1;
+            if !self.store.claim_run(run.id, &self.owner, lease).await? {
+                continue; // another runner drives it
+            }
+            match self.step(&run).await {
+                Ok(acted) => report.actions += usize::from(acted),
+                Err(e) => {
+                    report.errors += 1;
+                    let why = format!("error: {e}");
+                    tracing::warn!(run = run.id, "{why}");
+                    self.store.record_decision(run.id, &why).await?;
+                }
+            }
+        }
+        report.workers_alive = self.pool.len();
+        Ok(report)
+    }
+
+    /// The repository a run works in: its task's, or the only one configured.
+    pub(super) fn repo_of(&self, run: &Run) -> Result<(&str, &Repo), RunnerError> {
+        let repos = &self.config.repos;
+        match &run.repo {
+            Some(name) => repos.get_key_value(name).map(|(k, v)| (k.as_str(), v)).ok_or_else(|| {
+                RunnerError::Config(format!("run {} names repo {name:?}, which is not under [repos] in the config", run.id))
+            }),
+            None if repos.len() == 1 => Ok(repos.iter().next().map(|(k, v)| (k.as_str(), v)).unwrap_or_else(|| unreachable!())),
+            None => Err(RunnerError::Config(format!(
+                "run {} names no repo and the config has {} repos: give the task --repo, or configure exactly one [repos.NAME]",
+                run.id,
+                repos.len()
+            ))),
+        }
+    }
+
+    pub(super) fn forge<'a>(&'a self, name: &'a str, repo: &'a Repo) -> Result<Forge<'a>, RunnerError> {
+        match repo.forge.as_str() {
+            "local" => Ok(Forge::Local(LocalForge {
+                store: &self.store,
+                repo_name: name,
+                repo,
+                ci_root: self.config.data_dir().join("ci"),
+            })),
+            other => Err(RunnerError::Config(format!(
+                "repos.{name}.forge = {other:?} is not available in this build; use \"local\""
+            ))),
+        }
+    }
+
+    pub(super) fn is_final(state: RunState) -> bool {
+        state == RunState::Abandoned
+    }
+}
+
+fn hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// Waits for SIGTERM or SIGINT and flips the returned flag, so the loop stops dispatching and the
+/// workers are stopped and recorded for resumption.
+pub fn shutdown_on_signals() -> watch::Receiver<bool> {
+    let (tx, rx) = watch::channel(false);
+    tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        tracing::info!("signal received: stopping workers and exiting");
+        let _ = tx.send(true);
+    });
+    rx
+}
+
+/// How long to sleep between polls in places that wait on the world.
+pub(super) const SHORT_WAIT: Duration = Duration::from_millis(200);

@@ -1,0 +1,301 @@
+//! Starting a worker for a run: its worktree, its prompt, its process, and the task that writes what the
+//! worker reports into the database as it happens.
+
+use std::path::PathBuf;
+
+use tokio::sync::{mpsc, watch};
+
+use super::engine::{LiveWorker, Runner, RunnerError};
+use crate::config::Config;
+use crate::domain::{Run, WorkerKind};
+use crate::forge::{CheckStatus, Forge, PrSnapshot};
+use crate::store::{Store, WorkerEnd};
+use crate::worker::prompt::{FailedCheck, PrContext, ReviewComment, RunContext, TaskContext, tail};
+use crate::worker::result::{ParsedResult, Verdict};
+use crate::worker::{
+    self, AgentConfig, ClaudeConfig, CodexConfig, CommandConfig, EndReason, EnvSpec, PromptContext, PromptKind,
+    Timeouts, WorkerOutcome, WorkerSpec, WorkerUpdate,
+};
+use crate::workspace;
+
+impl Runner {
+    pub(super) async fn launch(
+        &mut self,
+        run: &Run,
+        kind: WorkerKind,
+        forge: &Forge<'_>,
+        pr: Option<&PrSnapshot>,
+    ) -> Result<(), RunnerError> {
+        let (repo_name, repo) = self.repo_of(run)?;
+        let repo_path = crate::config::expand_home(&repo.path);
+        let task = self.store.task(&run.task_gid).await?;
+        let branch = match &run.branch_name {
+            Some(b) => b.clone(),
+            None => {
+                let mut name = workspace::branch_name(
+                    &self.config.workspace.branch_prefix,
+                    &run.task_gid,
+                    task.description.as_deref().unwrap_or(""),
+                )?;
+                // A task's later run must not inherit an abandoned run's branch (and its closed PR).
+                let runs = self
+                    .store
+                    .list_runs(&crate::store::RunFilter { task_gid: Some(run.task_gid.clone()), ..Default::default() })
+                    .await?;
+                if runs.len() > 1 {
+                    name = format!("{name}-run{}", run.id);
+                }
+                workspace::check_branch_name(&name)?;
+                name
+            }
+        };
+        let (root, gid, base, b) = (self.config.worktrees_root(), run.task_gid.clone(), repo.base.clone(), branch.clone());
+        let (rp, run_id) = (repo_path.clone(), run.id);
+        let wt = tokio::task::spawn_blocking(move || workspace::ensure_worktree(&rp, &root, &gid, run_id, &b, &base))
+            .await
+            .map_err(|e| RunnerError::Config(format!("git task failed: {e}")))??;
+        let wt_path = wt.path.display().to_string();
+        if run.worktree_path.as_deref() != Some(wt_path.as_str()) || run.branch_name.as_deref() != Some(&branch) {
+            self.store.set_run_workspace(run.id, &wt_path, &branch).await?;
+        }
+
+        let agent = agent_config(&self.config);
+        let Some(session) = self.store.begin_worker_session(run.id, kind, agent.name(), &self.host).await? else {
+            return Ok(()); // another process started a worker for this run a moment ago
+        };
+        let ctx = PromptContext {
+            task: TaskContext {
+                gid: task.task_gid.to_string(),
+                title: first_line(task.description.as_deref().unwrap_or("")),
+                description: task.description.clone().unwrap_or_default(),
+                notes: task.notes.clone().unwrap_or_default(),
+                url: None,
+            },
+            run: RunContext {
+                id: run.id,
+                repo: repo_name.to_string(),
+                branch: branch.clone(),
+                base_branch: repo.base.clone(),
+                worktree: wt_path.clone(),
+                resumed_session: (kind == WorkerKind::InProgress).then(|| run.worker_session_id.clone()).flatten(),
+            },
+            forge: forge.name().to_string(),
+            pr: pr.map(|p| PrContext { url: p.url.clone(), number: p.number, head_sha: Some(p.head_sha.clone()), draft: p.draft }),
+            failed_checks: pr.map(failed_checks).unwrap_or_default(),
+            comments: pr.map(|p| unresolved(p, &repo.trusted_authors, forge.runner_opens_prs())).unwrap_or_default(),
+            required_checks: repo.required_checks.clone(),
+            acceptance_criteria: Vec::new(),
+            analyzer_notes: Vec::new(),
+        };
+        let prompt = match self.prompts.render(PromptKind::Worker(kind), &ctx) {
+            Ok(p) => p,
+            Err(e) => {
+                let end = WorkerEnd { reason: "prompt_error".into(), result_error: Some(e.to_string()), ..Default::default() };
+                self.store.end_worker_session(session.id, &end).await?;
+                return Err(e.into());
+            }
+        };
+        let budget = self.budget_left(run).await?;
+        let spec = WorkerSpec {
+            task_gid: run.task_gid.clone(),
+            run_id: run.id,
+            kind: PromptKind::Worker(kind),
+            agent,
+            cwd: wt.path.clone(),
+            prompt,
+            resume_session: ctx.run.resumed_session.clone(),
+            max_turns: Some(self.config.worker.claude.max_turns),
+            max_budget_usd: Some(budget),
+            cost_cap_usd: Some(budget),
+            env: self.worker_env(run, kind),
+            logs_root: self.config.logs_dir(),
+            files_root: self.config.data_dir().join("workers"),
+            timeouts: worker_timeouts(&self.config),
+        };
+        let head_at_start = pr.map(|p| p.head_sha.clone());
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let store = self.store.clone();
+        let ended = self.ended_tx.clone();
+        let session_id = session.id;
+        let task = tokio::spawn(async move {
+            let persist = tokio::spawn(persist_updates(store.clone(), session_id, rx));
+            let outcome = worker::run(spec, tx, stop_rx).await;
+            let recorded = persist.await.unwrap_or(false);
+            finish(&store, session_id, run_id, kind, head_at_start, outcome, recorded).await;
+            let _ = ended.send(run_id);
+        });
+        self.pool.insert(run.id, LiveWorker { session_id, stop: stop_tx, task });
+        tracing::info!(run = run.id, task = %run.task_gid, "started a {kind} worker in {wt_path}");
+        Ok(())
+    }
+
+    /// The agent's environment: what it needs, what the config names, and how to reach executor.
+    pub(super) fn worker_env(&self, run: &Run, kind: WorkerKind) -> EnvSpec {
+        let mut set = vec![
+            ("EXECUTOR_RUN_ID".to_string(), run.id.to_string()),
+            ("EXECUTOR_TASK_GID".to_string(), run.task_gid.to_string()),
+            ("EXECUTOR_WORKER_KIND".to_string(), kind.to_string()),
+        ];
+        if let Some(cfg) = &self.config.source
+            && let Ok(abs) = std::path::absolute(cfg)
+        {
+            set.push(("EXECUTOR_CONFIG".into(), abs.display().to_string()));
+        }
+        // `executor comment` must resolve to this very binary, whatever the agent's PATH holds.
+        if let Some(dir) = self.self_exe.as_ref().and_then(|e| e.parent()) {
+            let path = std::env::var("PATH").unwrap_or_default();
+            set.push(("PATH".into(), format!("{}:{path}", dir.display())));
+        }
+        EnvSpec { pass: self.config.worker.pass_env.clone(), set, secrets: Vec::new() }
+    }
+}
+
+pub(super) fn agent_config(config: &Config) -> AgentConfig {
+    let w = &config.worker;
+    let opt = |s: &str| (!s.is_empty()).then(|| s.to_string());
+    match w.agent.as_str() {
+        "codex" => AgentConfig::Codex(CodexConfig {
+            program: w.codex.program.clone(),
+            sandbox: w.codex.sandbox.clone(),
+            model: opt(&w.codex.model),
+            extra_args: Vec::new(),
+        }),
+        "command" => {
+            let (program, args) = w.command.argv.split_first().map(|(p, a)| (p.clone(), a.to_vec())).unwrap_or_default();
+            AgentConfig::Command(CommandConfig { program, args })
+        }
+        _ => AgentConfig::Claude(ClaudeConfig {
+            program: w.claude.program.clone(),
+            permission_mode: opt(&w.claude.permission_mode),
+            model: opt(&w.claude.model),
+            extra_args: Vec::new(),
+        }),
+    }
+}
+
+pub(super) fn worker_timeouts(config: &Config) -> Timeouts {
+    Timeouts {
+        idle: config.worker.idle_timeout.std(),
+        hard: config.worker.hard_timeout.std(),
+        grace: config.worker.kill_grace.std(),
+        ..Timeouts::default()
+    }
+}
+
+fn first_line(text: &str) -> String {
+    text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").chars().take(120).collect()
+}
+
+fn failed_checks(pr: &PrSnapshot) -> Vec<FailedCheck> {
+    pr.checks_at_head()
+        .into_iter()
+        .filter(|c| c.status.is_failing() || c.status == CheckStatus::Failure)
+        .map(|c| FailedCheck {
+            name: c.name.clone(),
+            conclusion: format!("{:?}", c.status).to_lowercase(),
+            url: c.url.clone(),
+            log_tail: tail(c.summary.as_deref().unwrap_or(""), 200, 8_000),
+        })
+        .collect()
+}
+
+fn unresolved(pr: &PrSnapshot, trusted: &[String], local: bool) -> Vec<ReviewComment> {
+    let mut trusted = trusted.to_vec();
+    if local {
+        trusted.extend(pr.comments.iter().filter(|c| !c.by_agent).map(|c| c.author.clone()));
+    }
+    pr.unresolved_trusted_comments(&trusted)
+        .into_iter()
+        .map(|c| ReviewComment { id: c.id.clone(), author: c.author.clone(), path: c.path.clone(), line: c.line, body: c.body.clone() })
+        .collect()
+}
+
+/// Writes what a running worker reports into the database. Returns whether it saw the end.
+async fn persist_updates(store: Store, session: i64, mut rx: mpsc::UnboundedReceiver<WorkerUpdate>) -> bool {
+    let mut ended = false;
+    while let Some(update) = rx.recv().await {
+        let result = match update {
+            WorkerUpdate::Started { pid, pid_start_time, output_path, log_path, .. } => {
+                store
+                    .set_worker_process(
+                        session,
+                        pid,
+                        i64::try_from(pid_start_time).ok(),
+                        &output_path.display().to_string(),
+                        &log_path.display().to_string(),
+                    )
+                    .await
+            }
+            WorkerUpdate::SessionId(id) => store.set_worker_agent_session(session, &id).await,
+            WorkerUpdate::Output { at, offset } => {
+                store.touch_worker_output(session, at, i64::try_from(offset).unwrap_or(i64::MAX)).await
+            }
+            WorkerUpdate::Usage { .. } => Ok(()),
+            WorkerUpdate::Ended(_) => {
+                ended = true;
+                Ok(())
+            }
+        };
+        if let Err(e) = result {
+            tracing::warn!(session, "recording a worker update: {e}");
+        }
+    }
+    ended
+}
+
+/// Records how a worker ended, and what its result means for the run (a review verdict for the head it
+/// reviewed; a budget stop).
+pub(super) async fn finish(
+    store: &Store,
+    session: i64,
+    run_id: i64,
+    kind: WorkerKind,
+    head_at_start: Option<String>,
+    outcome: Result<WorkerOutcome, worker::WorkerError>,
+    _seen_end: bool,
+) {
+    let end = match &outcome {
+        Ok(o) => worker_end(o),
+        Err(e) => WorkerEnd { reason: "failed_to_start".into(), result_error: Some(e.to_string()), stuck: true, ..Default::default() },
+    };
+    if let Err(e) = store.end_worker_session(session, &end).await {
+        tracing::warn!(session, "recording the end of a worker: {e}");
+    }
+    let Ok(o) = outcome else { return };
+    if kind == WorkerKind::PrReview
+        && let (Some(ParsedResult::Review(review)), Some(sha)) = (&o.parsed, head_at_start)
+    {
+        let verdict = match review.verdict {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+        };
+        if let Err(e) = store.set_run_review(run_id, verdict, &sha).await {
+            tracing::warn!(run = run_id, "recording the review verdict: {e}");
+        }
+    }
+    if o.reason == EndReason::BudgetExceeded {
+        let _ = store.set_budget_stopped(run_id, true).await;
+    }
+}
+
+pub(super) fn worker_end(o: &WorkerOutcome) -> WorkerEnd {
+    WorkerEnd {
+        reason: o.reason.as_str().to_string(),
+        exit_code: o.exit_code,
+        num_turns: o.num_turns.map(i64::from),
+        cost_usd: o.cost_usd.unwrap_or(0.0),
+        input_tokens: i64::try_from(o.input_tokens()).unwrap_or(i64::MAX),
+        output_tokens: i64::try_from(o.output_tokens()).unwrap_or(i64::MAX),
+        result_json: o.result.as_ref().map(|v| v.to_string()),
+        result_error: o.result_error.as_ref().map(|e| e.to_string()),
+        stuck: matches!(
+            o.reason,
+            EndReason::IdleTimeout | EndReason::HardTimeout | EndReason::Crashed | EndReason::Failed
+        ),
+        reset_stuck: o.reason == EndReason::Finished,
+    }
+}
+
+#[allow(dead_code)]
+fn _paths(_: PathBuf) {}

@@ -1,0 +1,184 @@
+//! One run, one tick: observe the world, ask `decide`, perform the answer.
+
+use chrono::Utc;
+
+use super::decide;
+use super::decision::{Action, Decision, LastWorker, Observation, Policy, WorkerOutcome};
+use super::engine::{Runner, RunnerError};
+use crate::domain::{Actor, Run, RunState, WorkerKind};
+use crate::forge::{Forge, PrSnapshot};
+use crate::store::WorkerSession;
+use crate::workspace;
+
+impl Runner {
+    /// Returns whether something other than waiting happened.
+    pub(super) async fn step(&mut self, run: &Run) -> Result<bool, RunnerError> {
+        let (repo_name, repo) = self.repo_of(run)?;
+        let forge = self.forge(repo_name, repo)?;
+        let snapshot = forge.snapshot(run).await?;
+        if let Some(pr) = &snapshot
+            && !pr.head_sha.is_empty()
+            && run.head_sha.as_deref() != Some(pr.head_sha.as_str())
+        {
+            self.store.set_run_head(run.id, &pr.head_sha).await?;
+        }
+        let sessions = self.store.worker_sessions(run.id).await?;
+        let memory = self.store.run_memory(run.id).await?;
+        let branch_has_commits = match &run.branch_name {
+            Some(branch) => {
+                let path = crate::config::expand_home(&repo.path);
+                let (branch, base) = (branch.clone(), repo.base.clone());
+                workspace::branch_head(&path, &branch)?.is_some()
+                    && tokio::task::spawn_blocking(move || workspace::branch_has_commits(&path, &branch, &base))
+                        .await
+                        .map_err(|e| RunnerError::Config(format!("git task failed: {e}")))??
+            }
+            None => false,
+        };
+        let mut trusted = repo.trusted_authors.clone();
+        if forge.runner_opens_prs()
+            && let Some(pr) = &snapshot
+        {
+            // On the local forge every human comment comes from someone who can run executor on this
+            // machine (`executor comment`), so its authors are trusted; agents' comments never are.
+            for c in pr.comments.iter().filter(|c| !c.by_agent) {
+                if !trusted.contains(&c.author) {
+                    trusted.push(c.author.clone());
+                }
+            }
+        }
+        let obs = Observation {
+            worker_alive: sessions.iter().any(|s| s.ended_at.is_none()),
+            free_slot: self.pool.len() < self.config.runner.max_workers as usize,
+            pr: snapshot.clone(),
+            branch_has_commits,
+            last_worker: last_worker(&sessions),
+            ci_triggered_for: memory.ci_triggered_sha.clone(),
+            notices_sent: self.store.notice_keys(run.id).await?,
+        };
+        let policy = Policy {
+            max_stuck: self.config.runner.max_stuck,
+            max_ci_attempts: self.config.runner.max_ci_attempts,
+            required_labels: repo.required_labels.clone(),
+            required_checks: repo.required_checks.clone(),
+            trusted_authors: trusted,
+            retry_backoff: self.config.runner.retry_backoff.std(),
+            runner_opens_prs: forge.runner_opens_prs(),
+        };
+        let mut decision = decide(run, &obs, &policy, Utc::now());
+        if let Action::StartWorker { .. } = decision.action
+            && let Some(why) = self.budget_block(run, &memory).await?
+        {
+            decision = Decision::wait(why);
+        }
+        if memory.last_decision.as_deref() != Some(decision.why.as_str()) {
+            tracing::info!(run = run.id, task = %run.task_gid, "{}", decision.why);
+            self.store.record_decision(run.id, &decision.why).await?;
+        }
+        let acted = !decision.is_wait();
+        self.perform(run, &forge, decision.action, snapshot.as_ref()).await?;
+        Ok(acted)
+    }
+
+    async fn perform(
+        &mut self,
+        run: &Run,
+        forge: &Forge<'_>,
+        action: Action,
+        pr: Option<&PrSnapshot>,
+    ) -> Result<(), RunnerError> {
+        match action {
+            Action::Wait => {}
+            Action::StartWorker { kind, move_to, ci_attempt } => {
+                let mut run = run.clone();
+                if let Some(to) = move_to {
+                    run = self.store.set_run_state_if(run.id, run.state, to, Some(&self.owner), Actor::Runner, &format!("{kind} worker starting")).await?;
+                }
+                if let Some(n) = ci_attempt {
+                    self.store.set_ci_attempts(run.id, n).await?;
+                }
+                self.launch(&run, kind, forge, pr).await?;
+            }
+            Action::Transition { to, pr: pr_ref, notify, stop_worker } => {
+                if stop_worker && let Some(w) = self.pool.get(&run.id) {
+                    let _ = w.stop.send(true);
+                }
+                if let Some(r) = &pr_ref {
+                    self.store.set_run_pr(run.id, &r.url, r.number).await?;
+                }
+                // The notice is recorded before the state changes, so a crash in between re-sends
+                // nothing and loses nothing: the key makes it once-only.
+                if let Some(n) = &notify {
+                    self.notify(run, forge, n).await?;
+                }
+                let why = match (&pr_ref, &notify) {
+                    (Some(r), _) => format!("pull request {}", r.url),
+                    (None, Some(n)) => n.text.clone(),
+                    (None, None) => format!("runner decided {to}"),
+                };
+                self.store.set_run_state_if(run.id, run.state, to, Some(&self.owner), Actor::Runner, &why).await?;
+                if to == RunState::Complete || to == RunState::Abandoned {
+                    self.clean_worktree(run).await;
+                }
+            }
+            Action::OpenPr => {
+                let r = forge.open_pr(run).await?;
+                tracing::info!(run = run.id, "opened pull request {}", r.url);
+            }
+            Action::AddLabels { labels } => forge.add_labels(run, &labels).await?,
+            Action::TriggerCi { sha } => {
+                forge.trigger_ci(run, &sha).await?;
+                self.store.set_ci_triggered(run.id, &sha).await?;
+            }
+            Action::Notify { notice } => self.notify(run, forge, &notice).await?,
+        }
+        Ok(())
+    }
+
+    /// Removes a finished run's worktree when nothing would be lost; otherwise keeps it and says why.
+    async fn clean_worktree(&self, run: &Run) {
+        let (Some(path), Some(branch), Ok((_, repo))) = (&run.worktree_path, &run.branch_name, self.repo_of(run)) else {
+            return;
+        };
+        let repo_path = crate::config::expand_home(&repo.path);
+        let wt = workspace::Worktree { path: path.into(), branch: branch.clone(), reused: true };
+        let outcome = tokio::task::spawn_blocking(move || workspace::remove_if_safe(&repo_path, &wt)).await;
+        let note = match outcome {
+            Ok(Ok(workspace::Removal::Kept { reason })) => Some(format!("worktree {path} kept: {reason}")),
+            Ok(Err(e)) => Some(format!("worktree {path} kept: {e}")),
+            _ => None,
+        };
+        if let Some(note) = note {
+            let _ = self.store.record_note(Actor::Runner, Some(&run.task_gid), Some(run.id), &note).await;
+        }
+    }
+}
+
+/// The last ended worker and how many of the same job ran back to back (interrupted ones skipped).
+fn last_worker(sessions: &[WorkerSession]) -> Option<LastWorker> {
+    let ended: Vec<&WorkerSession> = sessions.iter().filter(|s| s.ended_at.is_some()).collect();
+    let last = *ended.last()?;
+    let job = |k: WorkerKind| if k == WorkerKind::InProgress { WorkerKind::Queued } else { k };
+    let streak = ended
+        .iter()
+        .rev()
+        .filter(|s| outcome_of(s) != WorkerOutcome::Interrupted)
+        .take_while(|s| job(s.kind) == job(last.kind))
+        .count()
+        .max(1);
+    Some(LastWorker {
+        kind: last.kind,
+        ended_at: last.ended_at.unwrap_or(last.started_at),
+        outcome: outcome_of(last),
+        streak: u32::try_from(streak).unwrap_or(u32::MAX),
+    })
+}
+
+fn outcome_of(s: &WorkerSession) -> WorkerOutcome {
+    match s.end_reason.as_deref() {
+        Some("finished") => WorkerOutcome::Ok,
+        Some("interrupted") => WorkerOutcome::Interrupted,
+        Some("idle_timeout" | "hard_timeout" | "crashed") => WorkerOutcome::Stuck,
+        _ => WorkerOutcome::Failed,
+    }
+}
