@@ -2,3 +2,4 @@
 //! in git worktrees. See ARCHITECTURE.md for the map.
 
 pub mod domain;
+pub mod worker;
