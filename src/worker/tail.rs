@@ -141,11 +141,11 @@ impl Tail {
     fn account(&mut self, events: &[AgentEvent]) {
         for e in events {
             match e {
-                AgentEvent::Session { id, .. } => {
-                    if self.totals.session_id.as_deref() != Some(id.as_str()) {
-                        self.totals.session_id = Some(id.clone());
-                        let _ = self.updates.send(WorkerUpdate::SessionId(id.clone()));
-                    }
+                AgentEvent::Session { id, .. }
+                    if self.totals.session_id.as_deref() != Some(id.as_str()) =>
+                {
+                    self.totals.session_id = Some(id.clone());
+                    let _ = self.updates.send(WorkerUpdate::SessionId(id.clone()));
                 }
                 AgentEvent::Usage { tokens, cost_usd } => {
                     let t = &mut self.totals.tokens;

@@ -91,7 +91,10 @@ impl Sandbox {
             cost_cap_usd: None,
             env: EnvSpec {
                 pass: vec![],
-                set: env.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+                set: env
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.clone()))
+                    .collect(),
                 secrets: vec![],
             },
             logs_root: self.path("logs"),
