@@ -225,7 +225,7 @@ pub async fn run(
     let child = match spawn::spawn(&command, &spec.cwd, &env, &files) {
         Ok(child) => child,
         Err(e) => {
-            log.note(&format!("the agent did not start: {e}"));
+            log.abandon(&format!("the agent did not start: {e}"));
             return Err(e);
         }
     };
