@@ -9,4 +9,5 @@ pub mod instance_lock;
 pub mod runner;
 pub mod schedule;
 pub mod store;
+pub mod worker;
 pub mod workspace;

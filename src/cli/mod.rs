@@ -5,6 +5,7 @@ mod context;
 mod init;
 mod output;
 mod queue;
+mod runner;
 mod runs;
 mod schedule;
 mod status;
@@ -73,6 +74,11 @@ pub enum Command {
     Events(status::EventsArgs),
     /// Apply database migrations (every command also checks the schema version).
     Migrate,
+    /// Drive runs until idle, then exit (cron restarts it): create runs for approved tasks, keep up to
+    /// runner.max_workers agents busy, and take each pull request through CI, comments and review.
+    Runner(runner::RunnerArgs),
+    /// Comment on a run's pull request (local forge). Workers reply with --as-agent --reply-to ID.
+    Comment(runner::CommentArgs),
     /// The cron watchdog: starts the runner every 5 minutes (it exits when idle).
     #[command(subcommand)]
     Cron(schedule::CronCommand),
@@ -90,6 +96,7 @@ pub enum ServiceCommand {
 /// Runs the command line and maps the outcome to an exit code: 0 success, 1 error, 2 usage.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    init_logging();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -123,9 +130,17 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Init(args) => init::run(cli.config.as_deref(), args, json).await,
         Command::Cron(c) => schedule::cron(cli.config.as_deref(), c),
-        Command::Service(ServiceCommand::Print(args)) => schedule::service(cli.config.as_deref(), args),
+        Command::Service(ServiceCommand::Print(args)) => {
+            schedule::service(cli.config.as_deref(), args)
+        }
         command => {
             let ctx = Context::open(cli.config.as_deref()).await?;
+            if let Command::Runner(args) = command {
+                let store = ctx.store.clone();
+                let result = runner::runner(ctx, args, json).await;
+                store.close().await;
+                return result;
+            }
             let result = dispatch(&ctx, command, json).await;
             ctx.store.close().await;
             result
@@ -135,7 +150,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 
 async fn dispatch(ctx: &Context, command: Command, json: bool) -> anyhow::Result<()> {
     match command {
-        Command::Init(_) | Command::Cron(_) | Command::Service(_) => {
+        Command::Comment(args) => runner::comment(ctx, args, json).await,
+        Command::Init(_) | Command::Cron(_) | Command::Service(_) | Command::Runner(_) => {
             unreachable!("handled before the store is opened")
         }
         Command::Queue(c) => queue::run(ctx, c, json).await,
@@ -148,4 +164,17 @@ async fn dispatch(ctx: &Context, command: Command, json: bool) -> anyhow::Result
         Command::Events(args) => status::events(ctx, args, json).await,
         Command::Migrate => status::migrate(ctx, json),
     }
+}
+
+/// executor's own log lines go to stderr; `EXECUTOR_LOG` (or `RUST_LOG`) sets the level (default info
+/// for the runner's progress).
+fn init_logging() {
+    let filter = std::env::var("EXECUTOR_LOG")
+        .or_else(|_| std::env::var("RUST_LOG"))
+        .unwrap_or_else(|_| "executor=info,warn".into());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
 }

@@ -8,7 +8,9 @@ use clap::{Args, Subcommand};
 
 use super::context::load_config;
 use crate::config::{ConfigSource, locate};
-use crate::schedule::{Invocation, cron_block, launchd_agents, systemd_units, unit_dir, with_block, without_block};
+use crate::schedule::{
+    Invocation, cron_block, launchd_agents, systemd_units, unit_dir, with_block, without_block,
+};
 
 #[derive(Debug, Subcommand)]
 pub enum CronCommand {
@@ -33,7 +35,9 @@ pub struct ServiceArgs {
 fn invocation(flag: Option<&std::path::Path>) -> anyhow::Result<Invocation> {
     let config = load_config(flag)?;
     let config_path = match locate(flag) {
-        ConfigSource::File { path, .. } => Some(std::path::absolute(&path).context("resolving the config path")?),
+        ConfigSource::File { path, .. } => {
+            Some(std::path::absolute(&path).context("resolving the config path")?)
+        }
         ConfigSource::Defaults => None,
     };
     Ok(Invocation {
@@ -50,7 +54,8 @@ pub fn cron(flag: Option<&std::path::Path>, command: CronCommand) -> anyhow::Res
     match command {
         CronCommand::Print => print!("{block}"),
         CronCommand::Install => {
-            std::fs::create_dir_all(&inv.log_dir).with_context(|| format!("creating {}", inv.log_dir.display()))?;
+            std::fs::create_dir_all(&inv.log_dir)
+                .with_context(|| format!("creating {}", inv.log_dir.display()))?;
             let current = read_crontab()?;
             let updated = with_block(&current, &block);
             if updated == current {
@@ -76,7 +81,10 @@ pub fn cron(flag: Option<&std::path::Path>, command: CronCommand) -> anyhow::Res
 }
 
 fn read_crontab() -> anyhow::Result<String> {
-    let out = Command::new("crontab").arg("-l").output().context("running `crontab -l` (is cron installed?)")?;
+    let out = Command::new("crontab")
+        .arg("-l")
+        .output()
+        .context("running `crontab -l` (is cron installed?)")?;
     if out.status.success() {
         return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
     }
@@ -93,7 +101,11 @@ fn write_crontab(text: &str) -> anyhow::Result<()> {
         .stdin(Stdio::piped())
         .spawn()
         .context("running `crontab -`")?;
-    child.stdin.take().context("crontab's stdin")?.write_all(text.as_bytes())?;
+    child
+        .stdin
+        .take()
+        .context("crontab's stdin")?
+        .write_all(text.as_bytes())?;
     let status = child.wait()?;
     if !status.success() {
         bail!("`crontab -` refused the new crontab ({status})");
@@ -103,7 +115,11 @@ fn write_crontab(text: &str) -> anyhow::Result<()> {
 
 pub fn service(flag: Option<&std::path::Path>, args: ServiceArgs) -> anyhow::Result<()> {
     let inv = invocation(flag)?;
-    let files = if args.launchd { launchd_agents(&inv) } else { systemd_units(&inv) };
+    let files = if args.launchd {
+        launchd_agents(&inv)
+    } else {
+        systemd_units(&inv)
+    };
     let dir = unit_dir(args.launchd);
     for (name, text) in &files {
         println!("# {}", dir.join(name).display());
@@ -112,7 +128,9 @@ pub fn service(flag: Option<&std::path::Path>, args: ServiceArgs) -> anyhow::Res
     if args.launchd {
         println!("# then: launchctl load {}", dir.join(&files[0].0).display());
     } else {
-        println!("# then: systemctl --user daemon-reload && systemctl --user enable --now executor-runner.timer");
+        println!(
+            "# then: systemctl --user daemon-reload && systemctl --user enable --now executor-runner.timer"
+        );
     }
     Ok(())
 }

@@ -24,7 +24,10 @@ pub enum ForgeError {
     #[error(transparent)]
     Git(#[from] WorkspaceError),
     #[error("{what}: {source}")]
-    Io { what: String, source: std::io::Error },
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
     #[error("run {0} has no pull request")]
     NoPr(i64),
     #[error("run {0} has no branch yet")]
@@ -32,10 +35,10 @@ pub enum ForgeError {
 }
 
 /// One repository on the local forge.
-pub struct LocalForge<'a> {
-    pub store: &'a Store,
-    pub repo_name: &'a str,
-    pub repo: &'a Repo,
+pub struct LocalForge {
+    pub store: Store,
+    pub repo_name: String,
+    pub repo: Repo,
     /// `<data_dir>/ci`: scratch worktrees and CI output.
     pub ci_root: PathBuf,
 }
@@ -44,7 +47,7 @@ pub fn pr_url(repo_name: &str, id: i64) -> String {
     format!("local://{repo_name}/pull/{id}")
 }
 
-impl LocalForge<'_> {
+impl LocalForge {
     fn repo_path(&self) -> PathBuf {
         crate::config::expand_home(&self.repo.path)
     }
@@ -59,7 +62,7 @@ impl LocalForge<'_> {
         let comments = self.store.local_comments(pr.id).await?;
         Ok(Some(PrSnapshot {
             number: pr.id,
-            url: pr_url(self.repo_name, pr.id),
+            url: pr_url(&self.repo_name, pr.id),
             // A branch deleted by hand closes the pull request.
             state: match (pr.state.as_str(), &head) {
                 ("merged", _) => PrState::Merged,
@@ -77,13 +80,30 @@ impl LocalForge<'_> {
 
     /// Opens the run's pull request (idempotent).
     pub async fn open_pr(&self, run: &Run) -> Result<PrRef, ForgeError> {
-        let branch = run.branch_name.as_deref().ok_or(ForgeError::NoBranch(run.id))?;
-        let pr = self.store.open_local_pr(run.id, Some(self.repo_name), branch, &self.repo.base).await?;
-        Ok(PrRef { number: pr.id, url: pr_url(self.repo_name, pr.id) })
+        let branch = run
+            .branch_name
+            .as_deref()
+            .ok_or(ForgeError::NoBranch(run.id))?;
+        let pr = self
+            .store
+            .open_local_pr(
+                run.id,
+                Some(self.repo_name.as_str()),
+                branch,
+                &self.repo.base,
+            )
+            .await?;
+        Ok(PrRef {
+            number: pr.id,
+            url: pr_url(&self.repo_name, pr.id),
+        })
     }
 
     async fn pr(&self, run: &Run) -> Result<LocalPr, ForgeError> {
-        self.store.local_pr_for_run(run.id).await?.ok_or(ForgeError::NoPr(run.id))
+        self.store
+            .local_pr_for_run(run.id)
+            .await?
+            .ok_or(ForgeError::NoPr(run.id))
     }
 
     pub async fn add_labels(&self, run: &Run, labels: &[String]) -> Result<(), ForgeError> {
@@ -108,17 +128,35 @@ impl LocalForge<'_> {
     pub async fn trigger_ci(&self, run: &Run, sha: &str) -> Result<i64, ForgeError> {
         let pr = self.pr(run).await?;
         let Some((program, args)) = self.repo.ci_command.split_first() else {
-            let id = self.store.start_local_check(pr.id, sha, CHECK_NAME, "").await?;
+            let id = self
+                .store
+                .start_local_check(pr.id, sha, CHECK_NAME, "")
+                .await?;
             self.store
-                .finish_local_check(id, "success", &format!("no CI configured: repos.{}.ci_command is empty", self.repo_name))
+                .finish_local_check(
+                    id,
+                    "success",
+                    &format!(
+                        "no CI configured: repos.{}.ci_command is empty",
+                        self.repo_name
+                    ),
+                )
                 .await?;
             return Ok(id);
         };
-        let check_dir = self.ci_root.join(format!("pr{}-{}", pr.id, &sha[..sha.len().min(12)]));
+        let check_dir = self
+            .ci_root
+            .join(format!("pr{}-{}", pr.id, &sha[..sha.len().min(12)]));
         let work = check_dir.join("work");
-        let id = self.store.start_local_check(pr.id, sha, CHECK_NAME, &check_dir.display().to_string()).await?;
+        let id = self
+            .store
+            .start_local_check(pr.id, sha, CHECK_NAME, &check_dir.display().to_string())
+            .await?;
         let started = async {
-            std::fs::create_dir_all(&check_dir).map_err(|source| ForgeError::Io { what: format!("creating {}", check_dir.display()), source })?;
+            std::fs::create_dir_all(&check_dir).map_err(|source| ForgeError::Io {
+                what: format!("creating {}", check_dir.display()),
+                source,
+            })?;
             let _ = std::fs::remove_file(check_dir.join("exit"));
             workspace::add_detached(&self.repo_path(), &work, sha)?;
             spawn_ci(&check_dir, &work, program, args)
@@ -126,7 +164,9 @@ impl LocalForge<'_> {
         match started.await {
             Ok(pid) => self.store.set_local_check_pid(id, i64::from(pid)).await?,
             Err(e) => {
-                self.store.finish_local_check(id, "failure", &format!("CI could not start: {e}")).await?;
+                self.store
+                    .finish_local_check(id, "failure", &format!("CI could not start: {e}"))
+                    .await?;
             }
         }
         Ok(id)
@@ -139,12 +179,18 @@ impl LocalForge<'_> {
             if check.work_dir.as_deref().is_none_or(str::is_empty) {
                 continue;
             }
-            let Some(pr) = self.store.local_pr_by_id(check.pr_id).await? else { continue };
-            if pr.repo.as_deref() != Some(self.repo_name) {
+            let Some(pr) = self.store.local_pr_by_id(check.pr_id).await? else {
+                continue;
+            };
+            if pr.repo.as_deref() != Some(self.repo_name.as_str()) {
                 continue;
             }
             if let Some((status, tail)) = ci_result(&check) {
-                if self.store.finish_local_check(check.id, status, &tail).await? {
+                if self
+                    .store
+                    .finish_local_check(check.id, status, &tail)
+                    .await?
+                {
                     finished += 1;
                 }
                 let dir = PathBuf::from(check.work_dir.unwrap_or_default());
@@ -158,7 +204,12 @@ impl LocalForge<'_> {
 /// Runs `program args…` in `work` through a tiny fixed shell script that records the exit status in a
 /// file, so the result outlives the runner. The CI command comes from the config, never from task text,
 /// and reaches the script as positional parameters (no interpolation).
-fn spawn_ci(check_dir: &Path, work: &Path, program: &str, args: &[String]) -> Result<u32, ForgeError> {
+fn spawn_ci(
+    check_dir: &Path,
+    work: &Path,
+    program: &str,
+    args: &[String],
+) -> Result<u32, ForgeError> {
     use std::os::unix::process::CommandExt;
     let out = check_dir.join("output.log");
     let exit = check_dir.join("exit");
@@ -193,11 +244,22 @@ fn ci_result(check: &LocalCheck) -> Option<(&'static str, String)> {
     match std::fs::read_to_string(dir.join("exit")) {
         Ok(code) => {
             let ok = code.trim() == "0";
-            Some((if ok { "success" } else { "failure" }, format!("exit status {}\n{tail}", code.trim())))
+            Some((
+                if ok { "success" } else { "failure" },
+                format!("exit status {}\n{tail}", code.trim()),
+            ))
         }
         Err(_) => {
-            let alive = check.pid.and_then(|p| i32::try_from(p).ok()).is_some_and(pid_alive);
-            (!alive).then(|| ("failure", format!("CI ended without an exit status (killed?)\n{tail}")))
+            let alive = check
+                .pid
+                .and_then(|p| i32::try_from(p).ok())
+                .is_some_and(pid_alive);
+            (!alive).then(|| {
+                (
+                    "failure",
+                    format!("CI ended without an exit status (killed?)\n{tail}"),
+                )
+            })
         }
     }
 }

@@ -12,11 +12,11 @@ use crate::store::NewComment;
 
 /// The forge one repository uses. The runner calls these operations and nothing forge-specific; the
 /// GitHub forge joins as another variant.
-pub enum Forge<'a> {
-    Local(LocalForge<'a>),
+pub enum Forge {
+    Local(LocalForge),
 }
 
-impl Forge<'_> {
+impl Forge {
     /// `local` or `github`: who opens pull requests and where agents reply.
     pub fn name(&self) -> &'static str {
         match self {

@@ -3,13 +3,12 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::config::{Config, Repo};
-use crate::domain::{Actor, Run, RunState};
+use crate::domain::{Actor, Run};
 use crate::forge::{Forge, LocalForge};
 use crate::store::Store;
 use crate::worker::Prompts;
@@ -32,7 +31,6 @@ pub enum RunnerError {
 
 /// A worker this runner supervises (started here, or adopted from a runner that died).
 pub(super) struct LiveWorker {
-    pub session_id: i64,
     pub stop: watch::Sender<bool>,
     pub task: JoinHandle<()>,
 }
@@ -92,7 +90,10 @@ impl Runner {
 
     /// Runs ticks until idle (no worker alive and nothing left to start or change), or until `shutdown`
     /// fires; then stops its workers (recorded as interrupted, to be resumed) and releases its leases.
-    pub async fn run_until_idle(&mut self, mut shutdown: watch::Receiver<bool>) -> Result<TickReport, RunnerError> {
+    pub async fn run_until_idle(
+        &mut self,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> Result<TickReport, RunnerError> {
         let mut total = TickReport::default();
         let mut busy = 0;
         loop {
@@ -125,7 +126,10 @@ impl Runner {
     }
 
     /// One tick, then supervise the workers it started until they end (`executor runner --once`).
-    pub async fn run_once(&mut self, mut shutdown: watch::Receiver<bool>) -> Result<TickReport, RunnerError> {
+    pub async fn run_once(
+        &mut self,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> Result<TickReport, RunnerError> {
         let report = self.tick().await?;
         while !self.pool.is_empty() && !*shutdown.borrow() {
             tokio::select! {
@@ -159,17 +163,43 @@ impl Runner {
         }
     }
 
+    /// Leases held by a runner of this host whose process is gone (killed, crashed) are released at once
+    /// instead of waiting for them to expire: the instance lock says no other runner of this data
+    /// directory is alive.
+    async fn release_dead_leases(&self) -> Result<(), RunnerError> {
+        let prefix = format!("{}:", self.host);
+        for run in self.store.active_runs().await? {
+            let Some(owner) = run.lease_owner.as_deref() else {
+                continue;
+            };
+            let Some(pid) = owner
+                .strip_prefix(&prefix)
+                .and_then(|p| p.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            if owner != self.owner
+                && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err()
+            {
+                tracing::info!(run = run.id, "releasing the lease of dead runner {owner}");
+                self.store.release_run(run.id, owner).await?;
+            }
+        }
+        Ok(())
+    }
+
     /// One pass over the world: adopt orphaned workers, bring CI results in, create runs for approved
     /// tasks, then observe, decide and act for every active run.
     pub async fn tick(&mut self) -> Result<TickReport, RunnerError> {
         let mut report = TickReport::default();
+        self.release_dead_leases().await?;
         self.reconcile().await?;
         for (name, repo) in &self.config.repos {
-            if let Ok(forge) = self.forge(name, repo) {
-                if let Err(e) = forge.poll_ci().await {
-                    tracing::warn!("polling CI of repo {name}: {e}");
-                    report.errors += 1;
-                }
+            if let Ok(forge) = self.forge(name, repo)
+                && let Err(e) = forge.poll_ci().await
+            {
+                tracing::warn!("polling CI of repo {name}: {e}");
+                report.errors += 1;
             }
         }
         for gid in self.store.approved_tasks_without_run(1000).await? {
@@ -202,10 +232,20 @@ impl Runner {
     pub(super) fn repo_of(&self, run: &Run) -> Result<(&str, &Repo), RunnerError> {
         let repos = &self.config.repos;
         match &run.repo {
-            Some(name) => repos.get_key_value(name).map(|(k, v)| (k.as_str(), v)).ok_or_else(|| {
-                RunnerError::Config(format!("run {} names repo {name:?}, which is not under [repos] in the config", run.id))
-            }),
-            None if repos.len() == 1 => Ok(repos.iter().next().map(|(k, v)| (k.as_str(), v)).unwrap_or_else(|| unreachable!())),
+            Some(name) => repos
+                .get_key_value(name)
+                .map(|(k, v)| (k.as_str(), v))
+                .ok_or_else(|| {
+                    RunnerError::Config(format!(
+                        "run {} names repo {name:?}, which is not under [repos] in the config",
+                        run.id
+                    ))
+                }),
+            None if repos.len() == 1 => Ok(repos
+                .iter()
+                .next()
+                .map(|(k, v)| (k.as_str(), v))
+                .unwrap_or_else(|| unreachable!())),
             None => Err(RunnerError::Config(format!(
                 "run {} names no repo and the config has {} repos: give the task --repo, or configure exactly one [repos.NAME]",
                 run.id,
@@ -214,22 +254,18 @@ impl Runner {
         }
     }
 
-    pub(super) fn forge<'a>(&'a self, name: &'a str, repo: &'a Repo) -> Result<Forge<'a>, RunnerError> {
+    pub(super) fn forge(&self, name: &str, repo: &Repo) -> Result<Forge, RunnerError> {
         match repo.forge.as_str() {
             "local" => Ok(Forge::Local(LocalForge {
-                store: &self.store,
-                repo_name: name,
-                repo,
+                store: self.store.clone(),
+                repo_name: name.to_string(),
+                repo: repo.clone(),
                 ci_root: self.config.data_dir().join("ci"),
             })),
             other => Err(RunnerError::Config(format!(
                 "repos.{name}.forge = {other:?} is not available in this build; use \"local\""
             ))),
         }
-    }
-
-    pub(super) fn is_final(state: RunState) -> bool {
-        state == RunState::Abandoned
     }
 }
 
@@ -247,7 +283,10 @@ pub fn shutdown_on_signals() -> watch::Receiver<bool> {
     let (tx, rx) = watch::channel(false);
     tokio::spawn(async move {
         use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
             return;
         };
         tokio::select! {
@@ -259,6 +298,3 @@ pub fn shutdown_on_signals() -> watch::Receiver<bool> {
     });
     rx
 }
-
-/// How long to sleep between polls in places that wait on the world.
-pub(super) const SHORT_WAIT: Duration = Duration::from_millis(200);

@@ -1,8 +1,6 @@
 //! Starting a worker for a run: its worktree, its prompt, its process, and the task that writes what the
 //! worker reports into the database as it happens.
 
-use std::path::PathBuf;
-
 use tokio::sync::{mpsc, watch};
 
 use super::engine::{LiveWorker, Runner, RunnerError};
@@ -13,8 +11,8 @@ use crate::store::{Store, WorkerEnd};
 use crate::worker::prompt::{FailedCheck, PrContext, ReviewComment, RunContext, TaskContext, tail};
 use crate::worker::result::{ParsedResult, Verdict};
 use crate::worker::{
-    self, AgentConfig, ClaudeConfig, CodexConfig, CommandConfig, EndReason, EnvSpec, PromptContext, PromptKind,
-    Timeouts, WorkerOutcome, WorkerSpec, WorkerUpdate,
+    self, AgentConfig, ClaudeConfig, CodexConfig, CommandConfig, EndReason, EnvSpec, PromptContext,
+    PromptKind, Timeouts, WorkerOutcome, WorkerSpec, WorkerUpdate,
 };
 use crate::workspace;
 
@@ -23,7 +21,7 @@ impl Runner {
         &mut self,
         run: &Run,
         kind: WorkerKind,
-        forge: &Forge<'_>,
+        forge: &Forge,
         pr: Option<&PrSnapshot>,
     ) -> Result<(), RunnerError> {
         let (repo_name, repo) = self.repo_of(run)?;
@@ -40,7 +38,10 @@ impl Runner {
                 // A task's later run must not inherit an abandoned run's branch (and its closed PR).
                 let runs = self
                     .store
-                    .list_runs(&crate::store::RunFilter { task_gid: Some(run.task_gid.clone()), ..Default::default() })
+                    .list_runs(&crate::store::RunFilter {
+                        task_gid: Some(run.task_gid.clone()),
+                        ..Default::default()
+                    })
                     .await?;
                 if runs.len() > 1 {
                     name = format!("{name}-run{}", run.id);
@@ -49,18 +50,33 @@ impl Runner {
                 name
             }
         };
-        let (root, gid, base, b) = (self.config.worktrees_root(), run.task_gid.clone(), repo.base.clone(), branch.clone());
+        let (root, gid, base, b) = (
+            self.config.worktrees_root(),
+            run.task_gid.clone(),
+            repo.base.clone(),
+            branch.clone(),
+        );
         let (rp, run_id) = (repo_path.clone(), run.id);
-        let wt = tokio::task::spawn_blocking(move || workspace::ensure_worktree(&rp, &root, &gid, run_id, &b, &base))
-            .await
-            .map_err(|e| RunnerError::Config(format!("git task failed: {e}")))??;
+        let wt = tokio::task::spawn_blocking(move || {
+            workspace::ensure_worktree(&rp, &root, &gid, run_id, &b, &base)
+        })
+        .await
+        .map_err(|e| RunnerError::Config(format!("git task failed: {e}")))??;
         let wt_path = wt.path.display().to_string();
-        if run.worktree_path.as_deref() != Some(wt_path.as_str()) || run.branch_name.as_deref() != Some(&branch) {
-            self.store.set_run_workspace(run.id, &wt_path, &branch).await?;
+        if run.worktree_path.as_deref() != Some(wt_path.as_str())
+            || run.branch_name.as_deref() != Some(&branch)
+        {
+            self.store
+                .set_run_workspace(run.id, &wt_path, &branch)
+                .await?;
         }
 
         let agent = agent_config(&self.config);
-        let Some(session) = self.store.begin_worker_session(run.id, kind, agent.name(), &self.host).await? else {
+        let Some(session) = self
+            .store
+            .begin_worker_session(run.id, kind, agent.name(), &self.host)
+            .await?
+        else {
             return Ok(()); // another process started a worker for this run a moment ago
         };
         let ctx = PromptContext {
@@ -77,12 +93,21 @@ impl Runner {
                 branch: branch.clone(),
                 base_branch: repo.base.clone(),
                 worktree: wt_path.clone(),
-                resumed_session: (kind == WorkerKind::InProgress).then(|| run.worker_session_id.clone()).flatten(),
+                resumed_session: (kind == WorkerKind::InProgress)
+                    .then(|| run.worker_session_id.clone())
+                    .flatten(),
             },
             forge: forge.name().to_string(),
-            pr: pr.map(|p| PrContext { url: p.url.clone(), number: p.number, head_sha: Some(p.head_sha.clone()), draft: p.draft }),
+            pr: pr.map(|p| PrContext {
+                url: p.url.clone(),
+                number: p.number,
+                head_sha: Some(p.head_sha.clone()),
+                draft: p.draft,
+            }),
             failed_checks: pr.map(failed_checks).unwrap_or_default(),
-            comments: pr.map(|p| unresolved(p, &repo.trusted_authors, forge.runner_opens_prs())).unwrap_or_default(),
+            comments: pr
+                .map(|p| unresolved(p, &repo.trusted_authors, forge.runner_opens_prs()))
+                .unwrap_or_default(),
             required_checks: repo.required_checks.clone(),
             acceptance_criteria: Vec::new(),
             analyzer_notes: Vec::new(),
@@ -90,7 +115,11 @@ impl Runner {
         let prompt = match self.prompts.render(PromptKind::Worker(kind), &ctx) {
             Ok(p) => p,
             Err(e) => {
-                let end = WorkerEnd { reason: "prompt_error".into(), result_error: Some(e.to_string()), ..Default::default() };
+                let end = WorkerEnd {
+                    reason: "prompt_error".into(),
+                    result_error: Some(e.to_string()),
+                    ..Default::default()
+                };
                 self.store.end_worker_session(session.id, &end).await?;
                 return Err(e.into());
             }
@@ -122,10 +151,25 @@ impl Runner {
             let persist = tokio::spawn(persist_updates(store.clone(), session_id, rx));
             let outcome = worker::run(spec, tx, stop_rx).await;
             let recorded = persist.await.unwrap_or(false);
-            finish(&store, session_id, run_id, kind, head_at_start, outcome, recorded).await;
+            finish(
+                &store,
+                session_id,
+                run_id,
+                kind,
+                head_at_start,
+                outcome,
+                recorded,
+            )
+            .await;
             let _ = ended.send(run_id);
         });
-        self.pool.insert(run.id, LiveWorker { session_id, stop: stop_tx, task });
+        self.pool.insert(
+            run.id,
+            LiveWorker {
+                stop: stop_tx,
+                task,
+            },
+        );
         tracing::info!(run = run.id, task = %run.task_gid, "started a {kind} worker in {wt_path}");
         Ok(())
     }
@@ -147,11 +191,15 @@ impl Runner {
             let path = std::env::var("PATH").unwrap_or_default();
             set.push(("PATH".into(), format!("{}:{path}", dir.display())));
         }
-        EnvSpec { pass: self.config.worker.pass_env.clone(), set, secrets: Vec::new() }
+        EnvSpec {
+            pass: self.config.worker.pass_env.clone(),
+            set,
+            secrets: Vec::new(),
+        }
     }
 }
 
-pub(super) fn agent_config(config: &Config) -> AgentConfig {
+pub fn agent_config(config: &Config) -> AgentConfig {
     let w = &config.worker;
     let opt = |s: &str| (!s.is_empty()).then(|| s.to_string());
     match w.agent.as_str() {
@@ -162,7 +210,12 @@ pub(super) fn agent_config(config: &Config) -> AgentConfig {
             extra_args: Vec::new(),
         }),
         "command" => {
-            let (program, args) = w.command.argv.split_first().map(|(p, a)| (p.clone(), a.to_vec())).unwrap_or_default();
+            let (program, args) = w
+                .command
+                .argv
+                .split_first()
+                .map(|(p, a)| (p.clone(), a.to_vec()))
+                .unwrap_or_default();
             AgentConfig::Command(CommandConfig { program, args })
         }
         _ => AgentConfig::Claude(ClaudeConfig {
@@ -174,7 +227,7 @@ pub(super) fn agent_config(config: &Config) -> AgentConfig {
     }
 }
 
-pub(super) fn worker_timeouts(config: &Config) -> Timeouts {
+pub fn worker_timeouts(config: &Config) -> Timeouts {
     Timeouts {
         idle: config.worker.idle_timeout.std(),
         hard: config.worker.hard_timeout.std(),
@@ -184,7 +237,12 @@ pub(super) fn worker_timeouts(config: &Config) -> Timeouts {
 }
 
 fn first_line(text: &str) -> String {
-    text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").chars().take(120).collect()
+    text.lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .chars()
+        .take(120)
+        .collect()
 }
 
 fn failed_checks(pr: &PrSnapshot) -> Vec<FailedCheck> {
@@ -203,20 +261,41 @@ fn failed_checks(pr: &PrSnapshot) -> Vec<FailedCheck> {
 fn unresolved(pr: &PrSnapshot, trusted: &[String], local: bool) -> Vec<ReviewComment> {
     let mut trusted = trusted.to_vec();
     if local {
-        trusted.extend(pr.comments.iter().filter(|c| !c.by_agent).map(|c| c.author.clone()));
+        trusted.extend(
+            pr.comments
+                .iter()
+                .filter(|c| !c.by_agent)
+                .map(|c| c.author.clone()),
+        );
     }
     pr.unresolved_trusted_comments(&trusted)
         .into_iter()
-        .map(|c| ReviewComment { id: c.id.clone(), author: c.author.clone(), path: c.path.clone(), line: c.line, body: c.body.clone() })
+        .map(|c| ReviewComment {
+            id: c.id.clone(),
+            author: c.author.clone(),
+            path: c.path.clone(),
+            line: c.line,
+            body: c.body.clone(),
+        })
         .collect()
 }
 
 /// Writes what a running worker reports into the database. Returns whether it saw the end.
-async fn persist_updates(store: Store, session: i64, mut rx: mpsc::UnboundedReceiver<WorkerUpdate>) -> bool {
+pub(super) async fn persist_updates(
+    store: Store,
+    session: i64,
+    mut rx: mpsc::UnboundedReceiver<WorkerUpdate>,
+) -> bool {
     let mut ended = false;
     while let Some(update) = rx.recv().await {
         let result = match update {
-            WorkerUpdate::Started { pid, pid_start_time, output_path, log_path, .. } => {
+            WorkerUpdate::Started {
+                pid,
+                pid_start_time,
+                output_path,
+                log_path,
+                ..
+            } => {
                 store
                     .set_worker_process(
                         session,
@@ -229,7 +308,9 @@ async fn persist_updates(store: Store, session: i64, mut rx: mpsc::UnboundedRece
             }
             WorkerUpdate::SessionId(id) => store.set_worker_agent_session(session, &id).await,
             WorkerUpdate::Output { at, offset } => {
-                store.touch_worker_output(session, at, i64::try_from(offset).unwrap_or(i64::MAX)).await
+                store
+                    .touch_worker_output(session, at, i64::try_from(offset).unwrap_or(i64::MAX))
+                    .await
             }
             WorkerUpdate::Usage { .. } => Ok(()),
             WorkerUpdate::Ended(_) => {
@@ -257,7 +338,12 @@ pub(super) async fn finish(
 ) {
     let end = match &outcome {
         Ok(o) => worker_end(o),
-        Err(e) => WorkerEnd { reason: "failed_to_start".into(), result_error: Some(e.to_string()), stuck: true, ..Default::default() },
+        Err(e) => WorkerEnd {
+            reason: "failed_to_start".into(),
+            result_error: Some(e.to_string()),
+            stuck: true,
+            ..Default::default()
+        },
     };
     if let Err(e) = store.end_worker_session(session, &end).await {
         tracing::warn!(session, "recording the end of a worker: {e}");
@@ -291,11 +377,11 @@ pub(super) fn worker_end(o: &WorkerOutcome) -> WorkerEnd {
         result_error: o.result_error.as_ref().map(|e| e.to_string()),
         stuck: matches!(
             o.reason,
-            EndReason::IdleTimeout | EndReason::HardTimeout | EndReason::Crashed | EndReason::Failed
+            EndReason::IdleTimeout
+                | EndReason::HardTimeout
+                | EndReason::Crashed
+                | EndReason::Failed
         ),
         reset_stuck: o.reason == EndReason::Finished,
     }
 }
-
-#[allow(dead_code)]
-fn _paths(_: PathBuf) {}

@@ -1,10 +1,18 @@
 //! The runner: every tick it observes each active run, asks the pure [`decide`] function what to do, and
-//! performs the answer. This module holds the decision; the tick loop and the pool live beside it.
+//! performs the answer, keeping up to `runner.max_workers` agent processes busy.
 
+mod budget;
 mod decide;
 mod decision;
+mod engine;
+mod launch;
+mod notify;
+mod reconcile;
+mod step;
 
 pub use decide::decide;
 pub use decision::{
     Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome,
 };
+pub use engine::{Runner, RunnerError, TickReport, shutdown_on_signals};
+pub use launch::{agent_config, worker_timeouts};

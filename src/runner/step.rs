@@ -15,6 +15,7 @@ impl Runner {
     pub(super) async fn step(&mut self, run: &Run) -> Result<bool, RunnerError> {
         let (repo_name, repo) = self.repo_of(run)?;
         let forge = self.forge(repo_name, repo)?;
+        let repo = repo.clone();
         let snapshot = forge.snapshot(run).await?;
         if let Some(pr) = &snapshot
             && !pr.head_sha.is_empty()
@@ -29,9 +30,11 @@ impl Runner {
                 let path = crate::config::expand_home(&repo.path);
                 let (branch, base) = (branch.clone(), repo.base.clone());
                 workspace::branch_head(&path, &branch)?.is_some()
-                    && tokio::task::spawn_blocking(move || workspace::branch_has_commits(&path, &branch, &base))
-                        .await
-                        .map_err(|e| RunnerError::Config(format!("git task failed: {e}")))??
+                    && tokio::task::spawn_blocking(move || {
+                        workspace::branch_has_commits(&path, &branch, &base)
+                    })
+                    .await
+                    .map_err(|e| RunnerError::Config(format!("git task failed: {e}")))??
             }
             None => false,
         };
@@ -76,30 +79,50 @@ impl Runner {
             self.store.record_decision(run.id, &decision.why).await?;
         }
         let acted = !decision.is_wait();
-        self.perform(run, &forge, decision.action, snapshot.as_ref()).await?;
+        self.perform(run, &forge, decision.action, snapshot.as_ref())
+            .await?;
         Ok(acted)
     }
 
     async fn perform(
         &mut self,
         run: &Run,
-        forge: &Forge<'_>,
+        forge: &Forge,
         action: Action,
         pr: Option<&PrSnapshot>,
     ) -> Result<(), RunnerError> {
         match action {
             Action::Wait => {}
-            Action::StartWorker { kind, move_to, ci_attempt } => {
+            Action::StartWorker {
+                kind,
+                move_to,
+                ci_attempt,
+            } => {
                 let mut run = run.clone();
                 if let Some(to) = move_to {
-                    run = self.store.set_run_state_if(run.id, run.state, to, Some(&self.owner), Actor::Runner, &format!("{kind} worker starting")).await?;
+                    run = self
+                        .store
+                        .set_run_state_if(
+                            run.id,
+                            run.state,
+                            to,
+                            Some(&self.owner),
+                            Actor::Runner,
+                            &format!("{kind} worker starting"),
+                        )
+                        .await?;
                 }
                 if let Some(n) = ci_attempt {
                     self.store.set_ci_attempts(run.id, n).await?;
                 }
                 self.launch(&run, kind, forge, pr).await?;
             }
-            Action::Transition { to, pr: pr_ref, notify, stop_worker } => {
+            Action::Transition {
+                to,
+                pr: pr_ref,
+                notify,
+                stop_worker,
+            } => {
                 if stop_worker && let Some(w) = self.pool.get(&run.id) {
                     let _ = w.stop.send(true);
                 }
@@ -116,7 +139,16 @@ impl Runner {
                     (None, Some(n)) => n.text.clone(),
                     (None, None) => format!("runner decided {to}"),
                 };
-                self.store.set_run_state_if(run.id, run.state, to, Some(&self.owner), Actor::Runner, &why).await?;
+                self.store
+                    .set_run_state_if(
+                        run.id,
+                        run.state,
+                        to,
+                        Some(&self.owner),
+                        Actor::Runner,
+                        &why,
+                    )
+                    .await?;
                 if to == RunState::Complete || to == RunState::Abandoned {
                     self.clean_worktree(run).await;
                 }
@@ -137,19 +169,31 @@ impl Runner {
 
     /// Removes a finished run's worktree when nothing would be lost; otherwise keeps it and says why.
     async fn clean_worktree(&self, run: &Run) {
-        let (Some(path), Some(branch), Ok((_, repo))) = (&run.worktree_path, &run.branch_name, self.repo_of(run)) else {
+        let (Some(path), Some(branch), Ok((_, repo))) =
+            (&run.worktree_path, &run.branch_name, self.repo_of(run))
+        else {
             return;
         };
         let repo_path = crate::config::expand_home(&repo.path);
-        let wt = workspace::Worktree { path: path.into(), branch: branch.clone(), reused: true };
-        let outcome = tokio::task::spawn_blocking(move || workspace::remove_if_safe(&repo_path, &wt)).await;
+        let wt = workspace::Worktree {
+            path: path.into(),
+            branch: branch.clone(),
+            reused: true,
+        };
+        let outcome =
+            tokio::task::spawn_blocking(move || workspace::remove_if_safe(&repo_path, &wt)).await;
         let note = match outcome {
-            Ok(Ok(workspace::Removal::Kept { reason })) => Some(format!("worktree {path} kept: {reason}")),
+            Ok(Ok(workspace::Removal::Kept { reason })) => {
+                Some(format!("worktree {path} kept: {reason}"))
+            }
             Ok(Err(e)) => Some(format!("worktree {path} kept: {e}")),
             _ => None,
         };
         if let Some(note) = note {
-            let _ = self.store.record_note(Actor::Runner, Some(&run.task_gid), Some(run.id), &note).await;
+            let _ = self
+                .store
+                .record_note(Actor::Runner, Some(&run.task_gid), Some(run.id), &note)
+                .await;
         }
     }
 }
@@ -158,7 +202,13 @@ impl Runner {
 fn last_worker(sessions: &[WorkerSession]) -> Option<LastWorker> {
     let ended: Vec<&WorkerSession> = sessions.iter().filter(|s| s.ended_at.is_some()).collect();
     let last = *ended.last()?;
-    let job = |k: WorkerKind| if k == WorkerKind::InProgress { WorkerKind::Queued } else { k };
+    let job = |k: WorkerKind| {
+        if k == WorkerKind::InProgress {
+            WorkerKind::Queued
+        } else {
+            k
+        }
+    };
     let streak = ended
         .iter()
         .rev()

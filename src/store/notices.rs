@@ -33,24 +33,39 @@ fn notice_from_row(r: &impl Cols) -> Result<Notice> {
 }
 
 impl Store {
+    /// Records a notice. With a key, a notice is recorded once per run: a repeat returns `None`.
     pub async fn add_notice(
         &self,
         run_id: Option<i64>,
         task_gid: Option<&str>,
         kind: &str,
+        key: Option<&str>,
         message: &str,
-    ) -> Result<i64> {
+    ) -> Result<Option<i64>> {
         Ok(on_pool!(self, |p| {
             sqlx::query_scalar(
-                "INSERT INTO executor_notifications (run_id, task_gid, kind, message, created_at) \
-                 VALUES ($1, $2, $3, $4, $5) RETURNING id",
+                "INSERT INTO executor_notifications (run_id, task_gid, kind, notice_key, message, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_id, notice_key) DO NOTHING RETURNING id",
             )
             .bind(run_id)
             .bind(task_gid)
             .bind(kind)
+            .bind(key)
             .bind(message)
             .bind(now())
-            .fetch_one(p)
+            .fetch_optional(p)
+            .await?
+        }))
+    }
+
+    /// The keys of the notices recorded for a run.
+    pub async fn notice_keys(&self, run_id: i64) -> Result<Vec<String>> {
+        Ok(on_pool!(self, |p| {
+            sqlx::query_scalar(
+                "SELECT notice_key FROM executor_notifications WHERE run_id = $1 AND notice_key IS NOT NULL ORDER BY id",
+            )
+            .bind(run_id)
+            .fetch_all(p)
             .await?
         }))
     }

@@ -149,6 +149,11 @@ impl Store {
 impl Store {
     /// Sets (not increments) the CI attempt count, so replaying a step after a crash counts once.
     pub async fn set_ci_attempts(&self, run_id: i64, attempts: i32) -> Result<()> {
-        update_run!(self, run_id, "UPDATE executor_runs SET ci_attempts = $1 WHERE id = $2", i64::from(attempts))
+        update_run!(
+            self,
+            run_id,
+            "UPDATE executor_runs SET ci_attempts = $1 WHERE id = $2",
+            i64::from(attempts)
+        )
     }
 }

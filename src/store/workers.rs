@@ -184,7 +184,12 @@ impl Store {
 
     /// Notes that the worker produced output at `at` (the watchdog's evidence of life) and how far its
     /// output has been read.
-    pub async fn touch_worker_output(&self, session: i64, at: DateTime<Utc>, offset: i64) -> Result<()> {
+    pub async fn touch_worker_output(
+        &self,
+        session: i64,
+        at: DateTime<Utc>,
+        offset: i64,
+    ) -> Result<()> {
         on_pool!(self, |p| {
             let mut tx = p.begin_write().await?;
             sqlx::query("UPDATE executor_worker_sessions SET last_output_at = $1, output_offset = $2 WHERE id = $3")

@@ -9,29 +9,49 @@ use super::git::{git, git_probe};
 pub fn branch_head(repo: &Path, branch: &str) -> Result<Option<String>, WorkspaceError> {
     super::check_branch_name(branch)?;
     let spec = format!("refs/heads/{branch}^{{commit}}");
-    Ok(git_probe(repo, ["rev-parse", "--verify", "--quiet", spec.as_str()])?.map(|s| s.trim().to_string()))
+    Ok(
+        git_probe(repo, ["rev-parse", "--verify", "--quiet", spec.as_str()])?
+            .map(|s| s.trim().to_string()),
+    )
 }
 
 /// Checks `sha` out, detached, at `path` (replacing a leftover worktree there).
 pub fn add_detached(repo: &Path, path: &Path, sha: &str) -> Result<(), WorkspaceError> {
     if !sha.bytes().all(|b| b.is_ascii_hexdigit()) || sha.is_empty() {
-        return Err(WorkspaceError::Unexpected { command: "git worktree add".into(), output: format!("not a commit sha: {sha:?}") });
+        return Err(WorkspaceError::Unexpected {
+            command: "git worktree add".into(),
+            output: format!("not a commit sha: {sha:?}"),
+        });
     }
     if path.exists() {
         remove_scratch(repo, path)?;
     }
-    git(repo, ["worktree", "add", "--detach", "--force"].iter().map(std::ffi::OsStr::new).chain([
-        path.as_os_str(),
-        std::ffi::OsStr::new(sha),
-    ]))?;
+    git(
+        repo,
+        ["worktree", "add", "--detach", "--force"]
+            .iter()
+            .map(std::ffi::OsStr::new)
+            .chain([path.as_os_str(), std::ffi::OsStr::new(sha)]),
+    )?;
     Ok(())
 }
 
 /// Removes a scratch worktree whatever its contents (CI output is kept elsewhere).
 pub fn remove_scratch(repo: &Path, path: &Path) -> Result<(), WorkspaceError> {
-    let removed = git_probe(repo, [std::ffi::OsStr::new("worktree"), "remove".as_ref(), "--force".as_ref(), path.as_os_str()])?;
+    let removed = git_probe(
+        repo,
+        [
+            std::ffi::OsStr::new("worktree"),
+            "remove".as_ref(),
+            "--force".as_ref(),
+            path.as_os_str(),
+        ],
+    )?;
     if removed.is_none() && path.exists() {
-        std::fs::remove_dir_all(path).map_err(|source| WorkspaceError::Io { path: path.to_path_buf(), source })?;
+        std::fs::remove_dir_all(path).map_err(|source| WorkspaceError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
         git(repo, ["worktree", "prune"])?;
     }
     Ok(())
@@ -43,8 +63,17 @@ mod tests {
     use std::process::Command;
 
     fn sh_git(dir: &Path, args: &[&str]) -> String {
-        let out = Command::new("git").arg("-C").arg(dir).args(args).output().unwrap();
-        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
@@ -56,7 +85,18 @@ mod tests {
         sh_git(&repo, &["init", "-q", "-b", "main"]);
         std::fs::write(repo.join("a"), "1").unwrap();
         sh_git(&repo, &["add", "a"]);
-        sh_git(&repo, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one"]);
+        sh_git(
+            &repo,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-qm",
+                "one",
+            ],
+        );
         let sha = branch_head(&repo, "main").unwrap().unwrap();
         assert_eq!(sha, sh_git(&repo, &["rev-parse", "HEAD"]));
         assert_eq!(branch_head(&repo, "nope").unwrap(), None);

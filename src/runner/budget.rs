@@ -1,0 +1,76 @@
+//! Dollar caps, summed from what the agents report: per run (`budget.per_run_usd`) and per UTC day
+//! (`budget.per_day_usd`). A run over a cap starts no worker until a human raises the cap.
+
+use chrono::{DateTime, Utc};
+
+use super::decision::{Notice, NoticeKind};
+use super::engine::{Runner, RunnerError};
+use crate::domain::Run;
+use crate::store::RunMemory;
+
+fn start_of_day(now: DateTime<Utc>) -> DateTime<Utc> {
+    now.date_naive()
+        .and_hms_opt(0, 0, 0)
+        .map(|t| t.and_utc())
+        .unwrap_or(now)
+}
+
+impl Runner {
+    /// Why a worker must not start for this run now, if a cap says so (and tells the human, once).
+    pub(super) async fn budget_block(
+        &self,
+        run: &Run,
+        memory: &RunMemory,
+    ) -> Result<Option<String>, RunnerError> {
+        let b = &self.config.budget;
+        let now = Utc::now();
+        let spent_today = self.store.spent_since(start_of_day(now)).await?;
+        let (why, key) = if run.cost_usd >= b.per_run_usd {
+            (
+                format!(
+                    "Run {} has spent ${:.2} of its ${:.2} budget; no worker starts until budget.per_run_usd is raised.",
+                    run.id, run.cost_usd, b.per_run_usd
+                ),
+                format!("budget_run:{}", b.per_run_usd),
+            )
+        } else if spent_today >= b.per_day_usd {
+            (
+                format!(
+                    "Workers have spent ${spent_today:.2} today of the ${:.2} daily budget; no worker starts until tomorrow (UTC) or until budget.per_day_usd is raised.",
+                    b.per_day_usd
+                ),
+                format!("budget_day:{}:{}", now.date_naive(), b.per_day_usd),
+            )
+        } else {
+            if memory.budget_stopped {
+                self.store.set_budget_stopped(run.id, false).await?;
+            }
+            return Ok(None);
+        };
+        if !memory.budget_stopped {
+            self.store.set_budget_stopped(run.id, true).await?;
+        }
+        let (name, repo) = self.repo_of(run)?;
+        let forge = self.forge(name, repo)?;
+        self.notify(
+            run,
+            &forge,
+            &Notice {
+                kind: NoticeKind::NeedsHuman,
+                key,
+                text: why.clone(),
+            },
+        )
+        .await?;
+        Ok(Some(why))
+    }
+
+    /// Dollars a new worker of this run may spend: what is left of the run's and the day's caps.
+    pub(super) async fn budget_left(&self, run: &Run) -> Result<f64, RunnerError> {
+        let b = &self.config.budget;
+        let today = self.store.spent_since(start_of_day(Utc::now())).await?;
+        Ok((b.per_run_usd - run.cost_usd)
+            .min(b.per_day_usd - today)
+            .max(0.0))
+    }
+}

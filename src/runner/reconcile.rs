@@ -1,0 +1,107 @@
+//! After a crash: workers whose supervisor died are adopted when still running (checked by pid and
+//! process start time, so a reused pid is never touched) or recorded as ended from their output.
+
+use std::path::PathBuf;
+
+use tokio::sync::{mpsc, watch};
+
+use super::engine::{LiveWorker, Runner, RunnerError};
+use super::launch::{agent_config, finish, worker_timeouts};
+use crate::store::{WorkerEnd, WorkerSession};
+use crate::worker::{self, AdoptSpec, PromptKind, is_same_process};
+
+impl Runner {
+    pub(super) async fn reconcile(&mut self) -> Result<(), RunnerError> {
+        for s in self.store.live_worker_sessions().await? {
+            if s.host != self.host || self.pool.contains_key(&s.run_id) {
+                continue;
+            }
+            self.take_over(s).await?;
+        }
+        Ok(())
+    }
+
+    async fn take_over(&mut self, s: WorkerSession) -> Result<(), RunnerError> {
+        let (Some(pid), Some(output), Some(log)) =
+            (s.pid, s.output_path.clone(), s.log_path.clone())
+        else {
+            // The previous runner died between opening the session and starting the process.
+            let end = WorkerEnd {
+                reason: "never_started".into(),
+                ..Default::default()
+            };
+            self.store.end_worker_session(s.id, &end).await?;
+            return Ok(());
+        };
+        let run = self.store.run(s.run_id).await?;
+        let start_time = s
+            .pid_start_time
+            .and_then(|t| u64::try_from(t).ok())
+            .unwrap_or(0);
+        let spec = AdoptSpec {
+            task_gid: run.task_gid.clone(),
+            run_id: run.id,
+            kind: PromptKind::Worker(s.kind),
+            agent: agent_config(&self.config),
+            pid,
+            pid_start_time: start_time,
+            output_path: PathBuf::from(output),
+            offset: u64::try_from(s.output_offset).unwrap_or(0),
+            log_path: PathBuf::from(log),
+            started_at: s.started_at,
+            cost_cap_usd: Some(self.budget_left(&run).await?),
+            secrets: self.worker_env(&run, s.kind).secret_values(),
+            timeouts: worker_timeouts(&self.config),
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (store, session_id, run_id, kind, head) = (
+            self.store.clone(),
+            s.id,
+            run.id,
+            s.kind,
+            run.head_sha.clone(),
+        );
+        if is_same_process(pid, start_time) {
+            tracing::info!(
+                run = run.id,
+                pid,
+                "adopting a worker left running by a previous runner"
+            );
+            let (stop_tx, stop_rx) = watch::channel(false);
+            let ended = self.ended_tx.clone();
+            let task = tokio::spawn(async move {
+                let persist = tokio::spawn(super::launch::persist_updates(
+                    store.clone(),
+                    session_id,
+                    rx,
+                ));
+                let outcome = worker::adopt(spec, tx, stop_rx).await;
+                let seen = persist.await.unwrap_or(false);
+                finish(&store, session_id, run_id, kind, head, outcome, seen).await;
+                let _ = ended.send(run_id);
+            });
+            self.pool.insert(
+                run.id,
+                LiveWorker {
+                    stop: stop_tx,
+                    task,
+                },
+            );
+        } else {
+            tracing::info!(
+                run = run.id,
+                pid,
+                "recording a worker that died with the previous runner"
+            );
+            let persist = tokio::spawn(super::launch::persist_updates(
+                store.clone(),
+                session_id,
+                rx,
+            ));
+            let outcome = worker::collect(spec, tx).await;
+            let seen = persist.await.unwrap_or(false);
+            finish(&store, session_id, run_id, kind, head, outcome, seen).await;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,318 @@
+//! Codex CLI: `codex exec --json`, JSONL thread events (`thread.*`, `turn.*`, `item.*`, `error`).
+
+use std::collections::HashSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::{
+    AgentEvent, AgentResult, CommandLine, Launch, OutputParser, Tokens, json_object, str_field,
+    u64_field,
+};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CodexConfig {
+    pub program: String,
+    /// `--sandbox`: `read-only`, `workspace-write` or `danger-full-access`.
+    pub sandbox: String,
+    pub model: Option<String>,
+    pub extra_args: Vec<String>,
+}
+
+impl Default for CodexConfig {
+    fn default() -> Self {
+        CodexConfig {
+            program: "codex".into(),
+            sandbox: "workspace-write".into(),
+            model: None,
+            extra_args: Vec::new(),
+        }
+    }
+}
+
+impl CodexConfig {
+    /// `codex exec [flags] -` or `codex exec [flags] resume <id> -`: the flags belong to `exec` and
+    /// apply to a resumed thread too; `-` makes Codex read the prompt from stdin.
+    pub(super) fn command_line(&self, launch: &Launch) -> CommandLine {
+        let mut args: Vec<String> = vec!["exec".into(), "--json".into()];
+        args.extend(["--sandbox".into(), self.sandbox.clone()]);
+        args.extend(["-C".into(), launch.cwd.display().to_string()]);
+        if let Some(model) = &self.model {
+            args.extend(["--model".into(), model.clone()]);
+        }
+        if let Some(path) = &launch.result_schema_file {
+            args.extend(["--output-schema".into(), path.display().to_string()]);
+        }
+        args.extend(self.extra_args.iter().cloned());
+        if let Some(id) = &launch.resume_session {
+            args.extend(["resume".into(), id.clone()]);
+        }
+        args.push("-".into());
+        CommandLine {
+            program: self.program.clone(),
+            args,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct CodexParser {
+    thread_id: Option<String>,
+    turns: u32,
+    tokens: Tokens,
+    failure: Option<String>,
+    last_message: Option<String>,
+    started_items: HashSet<String>,
+    seen_anything: bool,
+}
+
+impl OutputParser for CodexParser {
+    fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
+        let Some(map) = json_object(line) else {
+            return if line.trim().is_empty() {
+                Vec::new()
+            } else {
+                vec![AgentEvent::Raw(line.to_string())]
+            };
+        };
+        let event = Value::Object(map);
+        let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
+        match kind {
+            "thread.started" => match str_field(&event, "thread_id") {
+                Some(id) => {
+                    self.seen_anything = true;
+                    self.thread_id = Some(id.clone());
+                    vec![AgentEvent::Session {
+                        id,
+                        model: None,
+                        tools: Vec::new(),
+                    }]
+                }
+                None => vec![AgentEvent::Raw(line.to_string())],
+            },
+            "turn.started" => {
+                self.seen_anything = true;
+                Vec::new()
+            }
+            "turn.completed" => {
+                self.turns += 1;
+                let usage = event.get("usage").cloned().unwrap_or(Value::Null);
+                let turn = Tokens {
+                    input: u64_field(&usage, "input_tokens"),
+                    output: u64_field(&usage, "output_tokens"),
+                    cache_read: u64_field(&usage, "cached_input_tokens"),
+                    cache_creation: 0,
+                };
+                self.tokens.input += turn.input;
+                self.tokens.output += turn.output;
+                self.tokens.cache_read += turn.cache_read;
+                vec![AgentEvent::Usage {
+                    tokens: turn,
+                    cost_usd: None,
+                }]
+            }
+            "turn.failed" => {
+                let msg = event
+                    .pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("turn failed")
+                    .to_string();
+                self.failure = Some(msg.clone());
+                vec![AgentEvent::Error(msg)]
+            }
+            // Codex also reports transient trouble (reconnects) this way, so it does not end the run.
+            "error" => vec![AgentEvent::Error(
+                str_field(&event, "message").unwrap_or_else(|| event.to_string()),
+            )],
+            "item.started" | "item.updated" | "item.completed" => match event.get("item") {
+                Some(item) => self.item(kind, item),
+                None => vec![AgentEvent::Raw(line.to_string())],
+            },
+            _ => vec![AgentEvent::Raw(line.to_string())],
+        }
+    }
+
+    fn finish(&mut self, exit_code: Option<i32>) -> Vec<AgentEvent> {
+        if !self.seen_anything {
+            return Vec::new();
+        }
+        let failed = self.failure.is_some() || exit_code.is_some_and(|c| c != 0);
+        let structured = self
+            .last_message
+            .as_deref()
+            .and_then(json_object)
+            .map(Value::Object);
+        vec![AgentEvent::Result(AgentResult {
+            subtype: if failed { "failed" } else { "completed" }.into(),
+            is_error: failed,
+            budget_exceeded: false,
+            num_turns: Some(self.turns),
+            cost_usd: None,
+            tokens: Some(self.tokens),
+            text: self.failure.clone().or_else(|| self.last_message.clone()),
+            structured,
+            session_id: self.thread_id.clone(),
+        })]
+    }
+}
+
+impl CodexParser {
+    fn item(&mut self, phase: &str, item: &Value) -> Vec<AgentEvent> {
+        let id = str_field(item, "id").unwrap_or_default();
+        let kind = item.get("type").and_then(Value::as_str).unwrap_or("");
+        let completed = phase == "item.completed";
+        let call = |name: &str, input: Value| AgentEvent::ToolCall {
+            id: id.clone(),
+            name: name.to_string(),
+            input,
+        };
+        match kind {
+            "agent_message" if completed => {
+                let text = str_field(item, "text").unwrap_or_default();
+                self.last_message = Some(text.clone());
+                vec![AgentEvent::Text(text)]
+            }
+            "reasoning" if completed => {
+                vec![AgentEvent::Reasoning(
+                    str_field(item, "text").unwrap_or_default(),
+                )]
+            }
+            "command_execution" => {
+                let mut out = Vec::new();
+                if self.started_items.insert(id.clone()) {
+                    out.push(call("shell", json!({"command": item.get("command")})));
+                }
+                if completed {
+                    let code = item.get("exit_code").and_then(Value::as_i64);
+                    out.push(AgentEvent::ToolResult {
+                        id: id.clone(),
+                        output: str_field(item, "aggregated_output").unwrap_or_default(),
+                        is_error: code.is_some_and(|c| c != 0)
+                            || str_field(item, "status").as_deref() == Some("failed"),
+                    });
+                }
+                out
+            }
+            "file_change" | "mcp_tool_call" | "web_search" if completed => {
+                let (name, input) = match kind {
+                    "file_change" => ("file_change".to_string(), item.get("changes").cloned()),
+                    "mcp_tool_call" => (
+                        format!(
+                            "{}.{}",
+                            str_field(item, "server").unwrap_or_default(),
+                            str_field(item, "tool").unwrap_or_default()
+                        ),
+                        item.get("arguments").cloned(),
+                    ),
+                    _ => ("web_search".to_string(), item.get("query").cloned()),
+                };
+                let status = str_field(item, "status");
+                let error = item.pointer("/error/message").and_then(Value::as_str);
+                vec![
+                    call(&name, input.unwrap_or(Value::Null)),
+                    AgentEvent::ToolResult {
+                        id: id.clone(),
+                        output: error
+                            .map(str::to_string)
+                            .or_else(|| status.clone())
+                            .unwrap_or_default(),
+                        is_error: error.is_some() || status.as_deref() == Some("failed"),
+                    },
+                ]
+            }
+            "todo_list" if completed => {
+                let items = item.get("items").and_then(Value::as_array);
+                let plan = items
+                    .map(|items| {
+                        items
+                            .iter()
+                            .map(|i| {
+                                let done =
+                                    i.get("completed").and_then(Value::as_bool).unwrap_or(false);
+                                format!(
+                                    "[{}] {}",
+                                    if done { "x" } else { " " },
+                                    str_field(i, "text").unwrap_or_default()
+                                )
+                            })
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    })
+                    .unwrap_or_default();
+                vec![AgentEvent::Reasoning(format!("plan:\n{plan}"))]
+            }
+            "error" => vec![AgentEvent::Error(
+                str_field(item, "message").unwrap_or_default(),
+            )],
+            // Progress of items shown once complete (messages, plans, file changes).
+            "agent_message" | "reasoning" | "file_change" | "mcp_tool_call" | "web_search"
+            | "todo_list" => Vec::new(),
+            _ => vec![AgentEvent::Raw(item.to_string())],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn fresh_and_resume_command_lines_read_the_prompt_from_stdin() {
+        let cfg = CodexConfig::default();
+        let launch = Launch {
+            cwd: PathBuf::from("/w/t"),
+            ..Default::default()
+        };
+        let fresh = cfg.command_line(&launch).args.join(" ");
+        assert_eq!(fresh, "exec --json --sandbox workspace-write -C /w/t -");
+        let resumed = cfg.command_line(&Launch {
+            resume_session: Some("th-1".into()),
+            ..launch
+        });
+        assert!(resumed.args.join(" ").ends_with("-C /w/t resume th-1 -"));
+    }
+
+    #[test]
+    fn parses_a_thread_and_sums_usage() {
+        let mut p = CodexParser::default();
+        let lines = [
+            r#"{"type":"thread.started","thread_id":"th-9"}"#,
+            r#"{"type":"turn.started"}"#,
+            r#"{"type":"item.started","item":{"id":"i1","type":"command_execution","command":"ls","aggregated_output":"","exit_code":null,"status":"in_progress"}}"#,
+            r#"{"type":"item.completed","item":{"id":"i1","type":"command_execution","command":"ls","aggregated_output":"a\n","exit_code":0,"status":"completed"}}"#,
+            r#"{"type":"item.completed","item":{"id":"i2","type":"agent_message","text":"{\"summary\":\"ok\"}"}}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":10,"output_tokens":7}}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":1,"cached_input_tokens":0,"output_tokens":1}}"#,
+        ];
+        let events: Vec<AgentEvent> = lines.iter().flat_map(|l| p.parse_line(l)).collect();
+        assert!(matches!(&events[0], AgentEvent::Session { id, .. } if id == "th-9"));
+        assert!(matches!(&events[1], AgentEvent::ToolCall { name, .. } if name == "shell"));
+        assert!(
+            matches!(&events[2], AgentEvent::ToolResult { output, is_error: false, .. } if output == "a\n")
+        );
+        let AgentEvent::Result(r) = &p.finish(Some(0))[0] else {
+            panic!()
+        };
+        assert!(!r.is_error);
+        assert_eq!(r.num_turns, Some(2));
+        assert_eq!(r.tokens.unwrap().input, 101);
+        assert_eq!(r.tokens.unwrap().output, 8);
+        assert_eq!(r.structured.as_ref().unwrap()["summary"], "ok");
+        assert_eq!(r.session_id.as_deref(), Some("th-9"));
+    }
+
+    #[test]
+    fn failed_turn_is_an_error_result_and_nothing_is_no_result() {
+        let mut p = CodexParser::default();
+        assert!(p.finish(Some(1)).is_empty());
+        p.parse_line(r#"{"type":"turn.started"}"#);
+        p.parse_line(r#"{"type":"turn.failed","error":{"message":"quota"}}"#);
+        let AgentEvent::Result(r) = &p.finish(Some(1))[0] else {
+            panic!()
+        };
+        assert!(r.is_error);
+        assert_eq!(r.text.as_deref(), Some("quota"));
+    }
+}

@@ -1,0 +1,249 @@
+//! Agent adapters: how to start each coding agent and how to read what it prints.
+//!
+//! An adapter does two pure things: it turns a [`Launch`] into a program and arguments, and it turns
+//! each line of the agent's output into zero or more [`AgentEvent`]s. It never spawns anything and never
+//! fails on output: a line it does not understand becomes [`AgentEvent::Raw`].
+
+mod claude;
+mod codex;
+mod command;
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use claude::{ClaudeConfig, ClaudeParser};
+pub use codex::{CodexConfig, CodexParser};
+pub use command::{CommandConfig, CommandParser};
+
+/// Which agent runs a worker, with its settings from the config file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum AgentConfig {
+    Claude(ClaudeConfig),
+    Codex(CodexConfig),
+    Command(CommandConfig),
+}
+
+/// What one launch needs beyond the agent's fixed settings.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Launch {
+    /// The worktree the agent works in.
+    pub cwd: PathBuf,
+    /// Continue this agent session instead of starting fresh.
+    pub resume_session: Option<String>,
+    pub max_turns: Option<u32>,
+    /// JSON Schema of the structured result, when the kind has one.
+    pub result_schema: Option<Value>,
+    /// The same schema written to a file, for agents that take a path (Codex `--output-schema`).
+    pub result_schema_file: Option<PathBuf>,
+    /// What is left of the run's budget, for agents that can cap themselves (Claude `--max-budget-usd`).
+    pub max_budget_usd: Option<f64>,
+}
+
+/// The program and arguments to run. Never contains the prompt: that goes on stdin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandLine {
+    pub program: String,
+    pub args: Vec<String>,
+}
+
+impl CommandLine {
+    /// A readable one-line form for the work log; long arguments (an inline JSON Schema) are shortened.
+    pub fn display(&self) -> String {
+        std::iter::once(self.program.as_str())
+            .chain(self.args.iter().map(String::as_str))
+            .map(|a| {
+                let short: String = a.chars().take(120).collect();
+                let short = if short.len() < a.len() {
+                    format!("{short}…")
+                } else {
+                    short
+                };
+                if short.is_empty() || short.contains(|c: char| c.is_whitespace() || c == '\'') {
+                    format!("'{}'", short.replace('\'', "'\\''"))
+                } else {
+                    short
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AgentError {
+    /// A session id goes on the agent's command line, so it must look like one.
+    #[error(
+        "refusing to resume session {0:?}: a session id must start with a letter or digit and contain only letters, digits, '-' and '_'"
+    )]
+    InvalidSessionId(String),
+    #[error("the command agent has no program configured")]
+    EmptyProgram,
+}
+
+/// Token counts as the agents report them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tokens {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_creation: u64,
+}
+
+/// The agent's own final word on its run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AgentResult {
+    /// Claude's `subtype` (`success`, `error_max_turns`, ...), Codex's `completed`/`failed`, or
+    /// `exit` for a plain command.
+    pub subtype: String,
+    pub is_error: bool,
+    pub budget_exceeded: bool,
+    pub num_turns: Option<u32>,
+    pub cost_usd: Option<f64>,
+    pub tokens: Option<Tokens>,
+    /// The final message text.
+    pub text: Option<String>,
+    /// The structured result (Claude `structured_output`, a JSON final message, a command's JSON line).
+    pub structured: Option<Value>,
+    pub session_id: Option<String>,
+}
+
+/// One thing the agent did or said, in a form common to all agents.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum AgentEvent {
+    /// The session (Claude) or thread (Codex) id, with what else the agent said about itself.
+    Session {
+        id: String,
+        model: Option<String>,
+        tools: Vec<String>,
+    },
+    Text(String),
+    Reasoning(String),
+    ToolCall {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    ToolResult {
+        id: String,
+        output: String,
+        is_error: bool,
+    },
+    /// Usage reported mid-run (Codex reports it per turn). Amounts are for that turn only.
+    Usage {
+        tokens: Tokens,
+        cost_usd: Option<f64>,
+    },
+    /// An error the agent reported without ending (a Codex `error` item, a failed turn).
+    Error(String),
+    Result(AgentResult),
+    /// A line that is not a known event: plain text, stderr, malformed or unknown JSON.
+    Raw(String),
+}
+
+/// Reads an agent's output line by line. Stateful, because some facts only exist across lines (Codex
+/// usage per turn, the command agent's last JSON line).
+pub trait OutputParser: Send {
+    fn parse_line(&mut self, line: &str) -> Vec<AgentEvent>;
+    /// The output has ended (the process exited): emit whatever can only be known at the end.
+    fn finish(&mut self, exit_code: Option<i32>) -> Vec<AgentEvent>;
+}
+
+impl AgentConfig {
+    pub fn name(&self) -> &'static str {
+        match self {
+            AgentConfig::Claude(_) => "claude",
+            AgentConfig::Codex(_) => "codex",
+            AgentConfig::Command(_) => "command",
+        }
+    }
+
+    pub fn command_line(&self, launch: &Launch) -> Result<CommandLine, AgentError> {
+        if let Some(id) = &launch.resume_session {
+            check_session_id(id)?;
+        }
+        match self {
+            AgentConfig::Claude(c) => Ok(c.command_line(launch)),
+            AgentConfig::Codex(c) => Ok(c.command_line(launch)),
+            AgentConfig::Command(c) => c.command_line(),
+        }
+    }
+
+    pub fn parser(&self) -> Box<dyn OutputParser> {
+        match self {
+            AgentConfig::Claude(_) => Box::new(ClaudeParser::default()),
+            AgentConfig::Codex(_) => Box::new(CodexParser::default()),
+            AgentConfig::Command(_) => Box::new(CommandParser::default()),
+        }
+    }
+}
+
+fn check_session_id(id: &str) -> Result<(), AgentError> {
+    let ok = id.len() <= 200
+        && id.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(AgentError::InvalidSessionId(id.chars().take(80).collect()))
+    }
+}
+
+/// Parses a line as a JSON object; anything else (text, arrays, broken JSON) is `None`.
+pub(crate) fn json_object(line: &str) -> Option<serde_json::Map<String, Value>> {
+    let trimmed = line.trim();
+    if !trimmed.starts_with('{') {
+        return None;
+    }
+    match serde_json::from_str::<Value>(trimmed) {
+        Ok(Value::Object(map)) => Some(map),
+        _ => None,
+    }
+}
+
+pub(crate) fn str_field(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+pub(crate) fn u64_field(v: &Value, key: &str) -> u64 {
+    v.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resume_ids_that_could_be_flags_are_refused() {
+        let agent = AgentConfig::Claude(ClaudeConfig::default());
+        for bad in [
+            "",
+            "--dangerously-skip-permissions",
+            "a b",
+            "x;rm -rf /",
+            "$(id)",
+        ] {
+            let launch = Launch {
+                resume_session: Some(bad.into()),
+                ..Default::default()
+            };
+            assert!(agent.command_line(&launch).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn display_quotes_and_shortens() {
+        let cl = CommandLine {
+            program: "claude".into(),
+            args: vec!["-p".into(), "a b".into(), "x".repeat(500)],
+        };
+        let shown = cl.display();
+        assert!(shown.starts_with("claude -p 'a b' xxx"));
+        assert!(shown.len() < 200);
+    }
+}

@@ -1,0 +1,47 @@
+use std::fmt;
+
+use crate::domain::WorkerKind;
+
+/// What an agent process is run for: one of the five worker kinds, or the analyzer's triage. It picks the
+/// prompt template, the structured result and the work log's file name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PromptKind {
+    Worker(WorkerKind),
+    Analyzer,
+}
+
+impl PromptKind {
+    pub const ALL: [PromptKind; 6] = [
+        PromptKind::Worker(WorkerKind::Queued),
+        PromptKind::Worker(WorkerKind::InProgress),
+        PromptKind::Worker(WorkerKind::FixCi),
+        PromptKind::Worker(WorkerKind::FixComments),
+        PromptKind::Worker(WorkerKind::PrReview),
+        PromptKind::Analyzer,
+    ];
+
+    /// `queued`, `in_progress`, `fix_ci`, `fix_comments`, `pr_review` or `analyzer`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PromptKind::Worker(k) => k.as_str(),
+            PromptKind::Analyzer => "analyzer",
+        }
+    }
+
+    /// The template file name, `<kind>.md`.
+    pub fn template_name(self) -> String {
+        format!("{}.md", self.as_str())
+    }
+}
+
+impl From<WorkerKind> for PromptKind {
+    fn from(k: WorkerKind) -> Self {
+        PromptKind::Worker(k)
+    }
+}
+
+impl fmt::Display for PromptKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -1,0 +1,329 @@
+//! Workers: one coding agent (Claude Code, Codex, or any command) working in one git worktree on one
+//! run, supervised until it ends.
+//!
+//! # Running a worker
+//!
+//! 1. Render the prompt: [`Prompts::render`] with a [`PromptContext`]. Template errors (an unknown
+//!    variable) surface here, before any process exists.
+//! 2. Call [`run`] with a [`WorkerSpec`], an unbounded channel for [`WorkerUpdate`]s and a `watch`
+//!    receiver that stops the worker when it becomes `true`.
+//! 3. Persist each update as it arrives: `Started` (pid, pid start time, output path, log path — what
+//!    [`adopt`] needs), `SessionId`, `Output` (the run's `worker_last_update` and the read offset),
+//!    `Usage`, and `Ended` with the [`WorkerOutcome`].
+//!
+//! # After a crash of the supervisor
+//!
+//! The agent keeps running: it is in its own process group and writes to a file, not to a pipe. A
+//! restarted runner calls [`adopt`] with what `Started` reported. If the pid is no longer the same
+//! process (checked with its start time, so a reused pid is never touched), `adopt` refuses with
+//! [`WorkerError::NotOurProcess`] and the caller may call [`collect`] to read the dead worker's output
+//! into an outcome.
+//!
+//! Architecture invariant: this module does no database access. Everything to persist leaves through
+//! the update channel and the returned outcome.
+
+pub mod agent;
+mod kind;
+mod lines;
+mod outcome;
+pub mod process;
+pub mod prompt;
+pub mod result;
+mod spawn;
+mod supervise;
+mod tail;
+pub mod worklog;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::{mpsc::UnboundedSender, watch};
+
+pub use agent::{
+    AgentConfig, AgentEvent, ClaudeConfig, CodexConfig, CommandConfig, Launch, Tokens,
+};
+pub use kind::PromptKind;
+pub use outcome::{EndReason, WorkerOutcome, WorkerUpdate};
+pub use process::{is_same_process, pid_start_time};
+pub use prompt::{PromptContext, PromptError, Prompts, export_defaults};
+pub use result::{ParsedResult, ResultError};
+pub use spawn::EnvSpec;
+
+use crate::domain::TaskGid;
+use spawn::WorkerFiles;
+use supervise::{Proc, Watch};
+use tail::Tail;
+use worklog::{Header, Redactor, WorkLog};
+
+/// Watchdog settings. Defaults are the workers' (30 min idle, 3 h total); see [`Timeouts::analyzer`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// No new output for this long: the worker is stuck.
+    pub idle: Duration,
+    /// Total running time allowed.
+    pub hard: Duration,
+    /// Between SIGTERM and SIGKILL.
+    pub grace: Duration,
+    /// How often the output file and the process are checked.
+    pub poll: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            idle: Duration::from_secs(30 * 60),
+            hard: Duration::from_secs(3 * 3600),
+            grace: Duration::from_secs(10),
+            poll: Duration::from_millis(150),
+        }
+    }
+}
+
+impl Timeouts {
+    pub fn analyzer() -> Self {
+        Timeouts {
+            idle: Duration::from_secs(5 * 60),
+            hard: Duration::from_secs(15 * 60),
+            ..Timeouts::default()
+        }
+    }
+}
+
+/// Everything needed to start one worker.
+#[derive(Debug, Clone)]
+pub struct WorkerSpec {
+    pub task_gid: TaskGid,
+    pub run_id: i64,
+    pub kind: PromptKind,
+    pub agent: AgentConfig,
+    /// The worktree.
+    pub cwd: PathBuf,
+    /// The rendered prompt. It goes to a private file and the agent's stdin, never the command line.
+    pub prompt: String,
+    /// Continue this agent session (an `in_progress` worker with a recorded session).
+    pub resume_session: Option<String>,
+    pub max_turns: Option<u32>,
+    /// Passed to agents that can cap their own spending (Claude `--max-budget-usd`): what is left of
+    /// the run's and the day's budget.
+    pub max_budget_usd: Option<f64>,
+    /// Stop the worker when its reported cost passes this.
+    pub cost_cap_usd: Option<f64>,
+    pub env: EnvSpec,
+    /// `logs/` under the data directory: work logs go to `logs/{gid}/{kind}_{time}.md`.
+    pub logs_root: PathBuf,
+    /// Where each worker's private files (prompt, raw output) go: `{files_root}/{gid}/{kind}_{time}/`.
+    /// Keep it outside the worktree.
+    pub files_root: PathBuf,
+    pub timeouts: Timeouts,
+}
+
+/// What a restarted supervisor needs to take over a live worker (all of it from `Started` and the
+/// last `Output` update).
+#[derive(Debug, Clone)]
+pub struct AdoptSpec {
+    pub task_gid: TaskGid,
+    pub run_id: i64,
+    pub kind: PromptKind,
+    pub agent: AgentConfig,
+    pub pid: i32,
+    pub pid_start_time: u64,
+    pub output_path: PathBuf,
+    /// The last `Output` offset persisted; 0 re-logs everything after the prompt.
+    pub offset: u64,
+    pub log_path: PathBuf,
+    pub started_at: DateTime<Utc>,
+    pub cost_cap_usd: Option<f64>,
+    /// Values to redact (the caller rebuilds them from the same [`EnvSpec`]).
+    pub secrets: Vec<String>,
+    pub timeouts: Timeouts,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error(transparent)]
+    Agent(#[from] agent::AgentError),
+    #[error("cannot {what} {path}: {source}")]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot start the agent program {program:?}: {source}")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The recorded pid is gone or now belongs to another process: it must not be adopted or killed.
+    #[error("pid {pid} is not the recorded worker any more (exited, or reused by another process)")]
+    NotOurProcess { pid: i32 },
+}
+
+impl WorkerError {
+    fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> WorkerError {
+        let path = path.to_path_buf();
+        move |source| WorkerError::Io { what, path, source }
+    }
+}
+
+/// Starts a worker and supervises it to its end. Returns `Err` only when it could not start; once the
+/// process runs, every ending is an [`WorkerOutcome`] (also sent as `WorkerUpdate::Ended`).
+///
+/// Dropping the returned future detaches the agent: it keeps running and can be [`adopt`]ed.
+pub async fn run(
+    spec: WorkerSpec,
+    updates: UnboundedSender<WorkerUpdate>,
+    cancel: watch::Receiver<bool>,
+) -> Result<WorkerOutcome, WorkerError> {
+    let launch_schema = result::schema(spec.kind);
+    let started_at = Utc::now();
+    let redactor = Redactor::new(spec.env.secret_values());
+    let mut log = WorkLog::create(
+        &spec.logs_root,
+        &spec.task_gid,
+        spec.kind,
+        started_at,
+        redactor.clone(),
+    )
+    .map_err(WorkerError::io("create work log in", &spec.logs_root))?;
+    // The log's (unique) name also names the worker's directory of private files.
+    let stem = log
+        .path()
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| spec.kind.as_str().to_string());
+    let files = WorkerFiles::create(spec.files_root.join(spec.task_gid.as_str()).join(stem))?;
+    spawn::write_private(&files.prompt, spec.prompt.as_bytes())?;
+    if let Some(schema) = &launch_schema {
+        spawn::write_private(&files.schema, schema.to_string().as_bytes())?;
+    }
+    let launch = Launch {
+        cwd: spec.cwd.clone(),
+        resume_session: spec.resume_session.clone(),
+        max_turns: spec.max_turns,
+        result_schema_file: launch_schema.as_ref().map(|_| files.schema.clone()),
+        result_schema: launch_schema,
+        max_budget_usd: spec.max_budget_usd,
+    };
+    let command = spec.agent.command_line(&launch)?;
+    log.header(&Header {
+        task_gid: &spec.task_gid,
+        run_id: spec.run_id,
+        kind: spec.kind,
+        agent: spec.agent.name(),
+        command_line: &command.display(),
+        cwd: &spec.cwd,
+        started_at,
+        resumed_session: spec.resume_session.as_deref(),
+    });
+    log.prompt(&spec.prompt);
+    // Created before the spawn so the tail can open it; the agent appends to it.
+    spawn::write_private(&files.output, b"")?;
+    let env = spec.env.resolve();
+    let child = match spawn::spawn(&command, &spec.cwd, &env, &files) {
+        Ok(child) => child,
+        Err(e) => {
+            log.abandon(&format!("the agent did not start: {e}"));
+            return Err(e);
+        }
+    };
+    let pid = child.id().map(|p| p as i32).unwrap_or(0);
+    let _ = updates.send(WorkerUpdate::Started {
+        pid,
+        pid_start_time: process::pid_start_time(pid),
+        output_path: files.output.clone(),
+        log_path: log.path().to_path_buf(),
+        started_at,
+    });
+    let tail = Tail::open(&files.output, spec.agent.parser(), log, updates.clone())
+        .await
+        .map_err(WorkerError::io("read", &files.output))?;
+    let watch = Watch {
+        kind: spec.kind,
+        timeouts: spec.timeouts,
+        cost_cap_usd: spec.cost_cap_usd,
+        started_at,
+        idle_for: Duration::ZERO,
+        output_path: files.output,
+    };
+    Ok(supervise::supervise(Proc::Child(child, None), tail, watch, updates, cancel).await)
+}
+
+/// Takes over a worker started by a supervisor that has since died, and supervises it to its end.
+/// Refuses (without touching it) a pid that is not the same process any more.
+pub async fn adopt(
+    spec: AdoptSpec,
+    updates: UnboundedSender<WorkerUpdate>,
+    cancel: watch::Receiver<bool>,
+) -> Result<WorkerOutcome, WorkerError> {
+    if !process::is_same_process(spec.pid, spec.pid_start_time) {
+        return Err(WorkerError::NotOurProcess { pid: spec.pid });
+    }
+    let proc = Proc::Adopted {
+        pid: spec.pid,
+        start_time: spec.pid_start_time,
+    };
+    follow_existing(spec, proc, "adopted the running worker", updates, cancel).await
+}
+
+/// Reads the output of a recorded worker whose process is gone into an outcome (usually `Crashed`, or
+/// `Finished` if it completed while nobody watched), and closes its work log.
+pub async fn collect(
+    spec: AdoptSpec,
+    updates: UnboundedSender<WorkerUpdate>,
+) -> Result<WorkerOutcome, WorkerError> {
+    // A pid of 0 is never alive, so the loop sees the process as already exited.
+    let proc = Proc::Adopted {
+        pid: 0,
+        start_time: 0,
+    };
+    let (_tx, rx) = watch::channel(false);
+    follow_existing(
+        spec,
+        proc,
+        "found the worker gone; collecting its output",
+        updates,
+        rx,
+    )
+    .await
+}
+
+async fn follow_existing(
+    spec: AdoptSpec,
+    proc: Proc,
+    note: &str,
+    updates: UnboundedSender<WorkerUpdate>,
+    cancel: watch::Receiver<bool>,
+) -> Result<WorkerOutcome, WorkerError> {
+    let redactor = Redactor::new(spec.secrets.clone());
+    let mut log = WorkLog::append(&spec.log_path, redactor)
+        .map_err(WorkerError::io("append to work log", &spec.log_path))?;
+    log.note(&format!(
+        "{note} (pid {}) at {}; reading its output from byte {}",
+        spec.pid,
+        Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        spec.offset
+    ));
+    let mut tail = Tail::open(&spec.output_path, spec.agent.parser(), log, updates.clone())
+        .await
+        .map_err(WorkerError::io("read", &spec.output_path))?;
+    tail.replay(spec.offset)
+        .await
+        .map_err(WorkerError::io("read", &spec.output_path))?;
+    let idle_for = std::fs::metadata(&spec.output_path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .unwrap_or_default();
+    let watch = Watch {
+        kind: spec.kind,
+        timeouts: spec.timeouts,
+        cost_cap_usd: spec.cost_cap_usd,
+        started_at: spec.started_at,
+        idle_for,
+        output_path: spec.output_path,
+    };
+    Ok(supervise::supervise(proc, tail, watch, updates, cancel).await)
+}

@@ -1,0 +1,141 @@
+//! What a worker reports while it runs and when it ends. These are the facts the caller persists (the
+//! run's `worker_pid`, `worker_session_id`, `worker_last_update`, cost and tokens); this module writes
+//! nothing but files.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::agent::Tokens;
+use super::result::{ParsedResult, ResultError};
+
+/// Why a worker ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    /// Exited 0 and reported a successful result.
+    Finished,
+    /// Exited non-zero, or its result says it failed (max turns, execution error, failed turn).
+    Failed,
+    /// No output for `idle_timeout`; the group was killed. The caller counts a stuck worker.
+    IdleTimeout,
+    /// Ran longer than `hard_timeout`; the group was killed.
+    HardTimeout,
+    /// Killed by a signal nobody here sent, or ended without a result.
+    Crashed,
+    /// Stopped on the caller's request (e.g. the runner is shutting down).
+    Interrupted,
+    /// The agent stopped at its budget, or its reported cost passed the caller's cap.
+    BudgetExceeded,
+}
+
+impl EndReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndReason::Finished => "finished",
+            EndReason::Failed => "failed",
+            EndReason::IdleTimeout => "idle_timeout",
+            EndReason::HardTimeout => "hard_timeout",
+            EndReason::Crashed => "crashed",
+            EndReason::Interrupted => "interrupted",
+            EndReason::BudgetExceeded => "budget_exceeded",
+        }
+    }
+
+    /// A sentence for the work log footer and for humans.
+    pub fn describe(self) -> &'static str {
+        match self {
+            EndReason::Finished => "finished",
+            EndReason::Failed => "failed",
+            EndReason::IdleTimeout => "killed: no output for the idle timeout",
+            EndReason::HardTimeout => "killed: ran past the hard timeout",
+            EndReason::Crashed => "crashed (killed by a signal or ended without a result)",
+            EndReason::Interrupted => "killed: interrupted by executor",
+            EndReason::BudgetExceeded => "stopped: budget exceeded",
+        }
+    }
+}
+
+impl std::fmt::Display for EndReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Sent on the caller's channel as things happen, so they can be written to the database at once.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "update", rename_all = "snake_case")]
+pub enum WorkerUpdate {
+    /// The process is running. Persist all four: they are what [`super::adopt`] needs after a crash.
+    Started {
+        pid: i32,
+        pid_start_time: u64,
+        output_path: PathBuf,
+        log_path: PathBuf,
+        started_at: DateTime<Utc>,
+    },
+    /// The agent's session (Claude) or thread (Codex) id: what a later `in_progress` worker resumes.
+    SessionId(String),
+    /// New output arrived (at most about once a second). `offset` is how far the output file has been
+    /// read; pass it to [`super::adopt`] to resume without re-logging.
+    Output {
+        at: DateTime<Utc>,
+        offset: u64,
+    },
+    /// Cumulative usage of this worker so far, when the agent reports it.
+    Usage {
+        cost_usd: Option<f64>,
+        input_tokens: u64,
+        output_tokens: u64,
+    },
+    Ended(Box<WorkerOutcome>),
+}
+
+/// Everything known about a worker once it has ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WorkerOutcome {
+    pub reason: EndReason,
+    /// `None` when the process was killed by a signal, or was adopted (not our child, so its status
+    /// cannot be collected).
+    pub exit_code: Option<i32>,
+    pub session_id: Option<String>,
+    pub num_turns: Option<u32>,
+    pub cost_usd: Option<f64>,
+    pub tokens: Tokens,
+    /// The agent's structured result, as returned.
+    pub result: Option<Value>,
+    /// The structured result checked against the kind's schema.
+    pub parsed: Option<ParsedResult>,
+    pub result_error: Option<ResultError>,
+    /// The agent's final message (or error text), shortened.
+    pub final_text: Option<String>,
+    #[serde(with = "duration_secs")]
+    pub duration: Duration,
+    pub log_path: PathBuf,
+    pub output_path: PathBuf,
+}
+
+impl WorkerOutcome {
+    pub fn input_tokens(&self) -> u64 {
+        self.tokens.input
+    }
+    pub fn output_tokens(&self) -> u64 {
+        self.tokens.output
+    }
+    /// True when the caller should add one to the run's `worker_stuck_count`.
+    pub fn was_stuck(&self) -> bool {
+        self.reason == EndReason::IdleTimeout
+    }
+}
+
+mod duration_secs {
+    pub fn serialize<S: serde::Serializer>(
+        d: &std::time::Duration,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+}

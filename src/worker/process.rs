@@ -1,0 +1,164 @@
+//! The operating-system side of a worker: identify a process across supervisor restarts, and stop a whole
+//! process group.
+//!
+//! A pid alone is not an identity: after the agent exits the kernel may hand the same number to an
+//! unrelated process. A pid plus its start time (in clock ticks since boot) is, so every decision to adopt
+//! or kill a recorded pid goes through [`is_same_process`].
+
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+
+/// What `/proc/<pid>/stat` says about a process we care about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    /// Field 3: R, S, D, Z, T, ...
+    pub state: char,
+    /// Field 5: the process group id.
+    pub pgrp: i32,
+    /// Field 22: start time in clock ticks after boot.
+    pub start_time: u64,
+}
+
+/// Parses the content of `/proc/<pid>/stat`. The command name (field 2) is in parentheses and may itself
+/// contain spaces and parentheses, so fields are counted from the LAST ')'.
+pub fn parse_stat(content: &str) -> Option<ProcStat> {
+    let close = content.rfind(')')?;
+    let rest: Vec<&str> = content.get(close + 1..)?.split_whitespace().collect();
+    // rest[0] is field 3, so field N is rest[N - 3].
+    let state = rest.first()?.chars().next()?;
+    let pgrp = rest.get(5 - 3)?.parse().ok()?;
+    let start_time = rest.get(22 - 3)?.parse().ok()?;
+    Some(ProcStat {
+        state,
+        pgrp,
+        start_time,
+    })
+}
+
+/// Reads `/proc/<pid>/stat`. `None` when the process does not exist (or on systems without procfs).
+pub fn read_stat(pid: i32) -> Option<ProcStat> {
+    if pid <= 0 {
+        return None;
+    }
+    let content = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&content)
+}
+
+/// The start time to record next to a pid. On Linux this is field 22 of `/proc/<pid>/stat`. Without procfs
+/// (macOS, BSD) there is no cheap equivalent without extra dependencies, so 0 is returned and
+/// [`is_same_process`] falls back to a liveness check only: a reused pid cannot be told apart there.
+pub fn pid_start_time(pid: i32) -> u64 {
+    read_stat(pid).map(|s| s.start_time).unwrap_or(0)
+}
+
+/// True when `pid` is alive (not a zombie) and started at `start_time`. A zombie counts as gone: it has
+/// exited, only its exit status is waiting to be collected.
+pub fn is_same_process(pid: i32, start_time: u64) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    if std::path::Path::new("/proc/self/stat").exists() {
+        match read_stat(pid) {
+            Some(stat) => stat.state != 'Z' && stat.start_time == start_time,
+            None => false,
+        }
+    } else {
+        // No procfs: see pid_start_time. Signal 0 only checks that some process has this pid.
+        start_time == 0 && kill(Pid::from_raw(pid), None).is_ok()
+    }
+}
+
+/// Live (non-zombie) members of process group `pgid`. On Linux this scans /proc, which, unlike
+/// `killpg(pgid, 0)`, does not count zombies that nobody has reaped yet. Without procfs it can only say
+/// whether the group has any member at all, reported as the group id itself.
+pub fn group_members(pgid: i32) -> Vec<i32> {
+    if pgid <= 1 {
+        return Vec::new();
+    }
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return if killpg(Pid::from_raw(pgid), None).is_ok() {
+            vec![pgid]
+        } else {
+            Vec::new()
+        };
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| read_stat(*pid).is_some_and(|s| s.pgrp == pgid && s.state != 'Z'))
+        .collect()
+}
+
+/// Sends `signal` to every process in group `pgid`. Errors (typically ESRCH: the group is already
+/// empty) are ignored because the caller checks the group's members afterwards anyway.
+pub fn signal_group(pgid: i32, signal: Signal) {
+    // pgid 0 or 1 would signal our own group or init's; a worker's group is always its own leader's pid.
+    if pgid > 1 {
+        let _ = killpg(Pid::from_raw(pgid), signal);
+    }
+}
+
+/// Stops a process group: SIGTERM, wait up to `grace` for every member to exit, then SIGKILL, then wait a
+/// little for the kernel to finish. `reap` is called on every poll so the caller can collect the leader's exit status through
+/// its own `wait`, and the leader does not linger as a zombie while we look at the group.
+pub async fn terminate_group(pgid: i32, grace: Duration, mut reap: impl FnMut()) {
+    if group_members(pgid).is_empty() {
+        return;
+    }
+    signal_group(pgid, Signal::SIGTERM);
+    if wait_group_empty(pgid, grace, &mut reap).await {
+        return;
+    }
+    tracing::warn!(
+        pgid,
+        "worker group still alive after SIGTERM and grace; sending SIGKILL"
+    );
+    signal_group(pgid, Signal::SIGKILL);
+    wait_group_empty(pgid, Duration::from_secs(2), &mut reap).await;
+}
+
+async fn wait_group_empty(pgid: i32, limit: Duration, reap: &mut impl FnMut()) -> bool {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        reap();
+        if group_members(pgid).is_empty() {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_stat_with_odd_command_names() {
+        let line = "1234 (my (weird) cmd) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
+        let stat = parse_stat(line).unwrap();
+        assert_eq!(stat.state, 'S');
+        assert_eq!(stat.pgrp, 1234);
+        assert_eq!(stat.start_time, 987654);
+    }
+
+    #[test]
+    fn refuses_garbage_stat() {
+        assert_eq!(parse_stat("nonsense"), None);
+        assert_eq!(parse_stat("1 (x) S 1"), None);
+    }
+
+    #[test]
+    fn our_own_process_is_same_and_a_wrong_start_time_is_not() {
+        let me = std::process::id() as i32;
+        let start = pid_start_time(me);
+        assert!(start > 0);
+        assert!(is_same_process(me, start));
+        assert!(!is_same_process(me, start + 1));
+        assert!(!is_same_process(0, start));
+        assert!(!is_same_process(-5, start));
+    }
+}

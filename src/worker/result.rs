@@ -1,0 +1,249 @@
+//! Structured results: what each kind of run must hand back, as JSON Schemas for the agent and as types
+//! for the code that acts on them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::PromptKind;
+use crate::domain::WorkerKind;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Pass,
+    Fail,
+}
+
+/// `pr_review`: is this PR ready for a human?
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewResult {
+    pub verdict: Verdict,
+    pub summary: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnalysisStatus {
+    /// Worth doing; a human should look at the analysis before approving.
+    ForReview,
+    /// Clear and ready; waiting for the human's go.
+    AwaitingGo,
+    /// Not for an agent (unclear, too large, design work, ...).
+    Skip,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    Low,
+    Medium,
+    High,
+}
+
+/// The analyzer's triage of one task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnalysisResult {
+    pub status: AnalysisStatus,
+    /// 1 (do first) to 5 (do last).
+    pub priority: u8,
+    pub complexity: Level,
+    /// How likely an agent is to finish it without a human.
+    pub feasibility: Level,
+    pub summary: String,
+}
+
+/// A worker kind without a verdict may still say what it did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkSummary {
+    pub summary: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ParsedResult {
+    Review(ReviewResult),
+    Analysis(AnalysisResult),
+    Work(WorkSummary),
+}
+
+/// Why a run's structured result could not be used. Recorded on the outcome and in the work log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+pub enum ResultError {
+    #[error("the agent returned no structured result")]
+    Missing,
+    #[error("the agent's structured result does not match the {kind} schema: {reason}")]
+    Malformed { kind: &'static str, reason: String },
+}
+
+/// The JSON Schema the agent must fill in, for kinds that return a structured result.
+pub fn schema(kind: PromptKind) -> Option<Value> {
+    match kind {
+        PromptKind::Worker(WorkerKind::PrReview) => Some(json!({
+            "type": "object",
+            "properties": {
+                "verdict": {"type": "string", "enum": ["pass", "fail"],
+                            "description": "pass only if every check in the prompt passed"},
+                "summary": {"type": "string", "description": "what was checked and, for fail, what must change"}
+            },
+            "required": ["verdict", "summary"],
+            "additionalProperties": false
+        })),
+        PromptKind::Analyzer => Some(json!({
+            "type": "object",
+            "properties": {
+                "status": {"type": "string", "enum": ["for_review", "awaiting_go", "skip"]},
+                "priority": {"type": "integer", "minimum": 1, "maximum": 5,
+                             "description": "1 = do first, 5 = do last"},
+                "complexity": {"type": "string", "enum": ["low", "medium", "high"]},
+                "feasibility": {"type": "string", "enum": ["low", "medium", "high"],
+                                "description": "how likely an agent finishes this without a human"},
+                "summary": {"type": "string"}
+            },
+            "required": ["status", "priority", "complexity", "feasibility", "summary"],
+            "additionalProperties": false
+        })),
+        PromptKind::Worker(_) => None,
+    }
+}
+
+/// Turns what the agent returned into the kind's result. `structured` is the agent's structured output
+/// when it produced one; otherwise a final message that is itself a JSON object is accepted too.
+pub fn parse(
+    kind: PromptKind,
+    structured: Option<&Value>,
+    text: Option<&str>,
+) -> Result<ParsedResult, ResultError> {
+    let from_text = text.and_then(json_in_text);
+    let value = structured.cloned().or(from_text);
+    let malformed = |kind, e: serde_json::Error| ResultError::Malformed {
+        kind,
+        reason: e.to_string(),
+    };
+    match kind {
+        PromptKind::Worker(WorkerKind::PrReview) => {
+            let v = value.ok_or(ResultError::Missing)?;
+            serde_json::from_value(v)
+                .map(ParsedResult::Review)
+                .map_err(|e| malformed("pr_review", e))
+        }
+        PromptKind::Analyzer => {
+            let v = value.ok_or(ResultError::Missing)?;
+            serde_json::from_value(v)
+                .map(ParsedResult::Analysis)
+                .map_err(|e| malformed("analyzer", e))
+        }
+        PromptKind::Worker(_) => {
+            let summary = value
+                .as_ref()
+                .and_then(|v| v.get("summary"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .or_else(|| text.map(|t| t.chars().take(2000).collect()));
+            Ok(ParsedResult::Work(WorkSummary { summary }))
+        }
+    }
+}
+
+/// A JSON object in a final message: the whole message, or the last ```json fenced block in it.
+fn json_in_text(text: &str) -> Option<Value> {
+    let whole = text.trim();
+    if let Ok(v @ Value::Object(_)) = serde_json::from_str(whole) {
+        return Some(v);
+    }
+    let start = whole.rfind("```json")? + "```json".len();
+    let end = whole.get(start..)?.find("```")? + start;
+    match serde_json::from_str(whole.get(start..end)?.trim()) {
+        Ok(v @ Value::Object(_)) => Some(v),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REVIEW: PromptKind = PromptKind::Worker(WorkerKind::PrReview);
+
+    #[test]
+    fn review_verdicts_parse_and_bad_ones_are_typed_errors() {
+        let ok = parse(
+            REVIEW,
+            Some(&json!({"verdict":"pass","summary":"fine"})),
+            None,
+        );
+        assert_eq!(
+            ok,
+            Ok(ParsedResult::Review(ReviewResult {
+                verdict: Verdict::Pass,
+                summary: "fine".into()
+            }))
+        );
+        assert_eq!(parse(REVIEW, None, None), Err(ResultError::Missing));
+        assert_eq!(
+            parse(REVIEW, None, Some("looks good to me")),
+            Err(ResultError::Missing)
+        );
+        let bad = parse(
+            REVIEW,
+            Some(&json!({"verdict":"maybe","summary":"?"})),
+            None,
+        );
+        assert!(matches!(
+            bad,
+            Err(ResultError::Malformed {
+                kind: "pr_review",
+                ..
+            })
+        ));
+        let from_text = parse(
+            REVIEW,
+            None,
+            Some("Done.\n```json\n{\"verdict\":\"fail\",\"summary\":\"no tests\"}\n```"),
+        );
+        assert!(matches!(
+            from_text,
+            Ok(ParsedResult::Review(ReviewResult {
+                verdict: Verdict::Fail,
+                ..
+            }))
+        ));
+    }
+
+    #[test]
+    fn analyzer_result_parses() {
+        let v = json!({"status":"awaiting_go","priority":2,"complexity":"low","feasibility":"high","summary":"s"});
+        let Ok(ParsedResult::Analysis(a)) = parse(PromptKind::Analyzer, Some(&v), None) else {
+            panic!()
+        };
+        assert_eq!(a.status, AnalysisStatus::AwaitingGo);
+        assert_eq!(a.priority, 2);
+        let bad = json!({"status":"awaiting_go","priority":-1,"complexity":"low","feasibility":"high","summary":"s"});
+        assert!(parse(PromptKind::Analyzer, Some(&bad), None).is_err());
+    }
+
+    #[test]
+    fn plain_work_takes_any_summary() {
+        let k = PromptKind::Worker(WorkerKind::Queued);
+        assert_eq!(
+            parse(k, None, None),
+            Ok(ParsedResult::Work(WorkSummary { summary: None }))
+        );
+        let Ok(ParsedResult::Work(w)) = parse(k, None, Some("opened PR")) else {
+            panic!()
+        };
+        assert_eq!(w.summary.as_deref(), Some("opened PR"));
+    }
+
+    #[test]
+    fn schemas_exist_exactly_for_kinds_with_a_verdict() {
+        for k in PromptKind::ALL {
+            let expect = matches!(
+                k,
+                PromptKind::Analyzer | PromptKind::Worker(WorkerKind::PrReview)
+            );
+            assert_eq!(schema(k).is_some(), expect, "{k}");
+        }
+    }
+}

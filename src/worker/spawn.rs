@@ -1,0 +1,178 @@
+//! Starting an agent process so that it can outlive its supervisor: its own process group, the prompt
+//! from a file on stdin, stdout and stderr to a file, and an explicit environment.
+
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::WorkerError;
+use super::agent::CommandLine;
+
+/// Variables every agent gets from executor's own environment when set. TERM is deliberately absent:
+/// there is no terminal, and agents that see one may print colours and progress bars into the log.
+pub const BASE_ENV: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ",
+];
+
+/// The environment an agent runs with.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EnvSpec {
+    /// Names passed through from executor's environment when set (config: e.g. `ANTHROPIC_API_KEY`,
+    /// `GH_TOKEN`, `IS_SANDBOX`).
+    pub pass: Vec<String>,
+    /// Variables set to these values.
+    pub set: Vec<(String, String)>,
+    /// More values to redact from work logs (besides the values of secret-looking variables).
+    pub secrets: Vec<String>,
+}
+
+impl EnvSpec {
+    /// The agent's full environment, resolved now.
+    pub fn resolve(&self) -> Vec<(String, String)> {
+        let mut env: Vec<(String, String)> = Vec::new();
+        let mut put = |k: &str, v: String| {
+            env.retain(|(name, _)| name != k);
+            env.push((k.to_string(), v));
+        };
+        for name in BASE_ENV
+            .iter()
+            .copied()
+            .chain(self.pass.iter().map(String::as_str))
+        {
+            if let Ok(v) = std::env::var(name) {
+                put(name, v);
+            }
+        }
+        for (k, v) in &self.set {
+            put(k, v.clone());
+        }
+        env
+    }
+
+    /// Values that must never be written to a log: the explicit `secrets`, plus the values of passed or
+    /// set variables whose name says they are credentials.
+    pub fn secret_values(&self) -> Vec<String> {
+        let mut out = self.secrets.clone();
+        for (k, v) in self.resolve() {
+            if looks_secret(&k) {
+                out.push(v);
+            }
+        }
+        out
+    }
+}
+
+fn looks_secret(name: &str) -> bool {
+    let n = name.to_ascii_uppercase();
+    [
+        "TOKEN",
+        "KEY",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "AUTH",
+        "COOKIE",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
+}
+
+/// Files belonging to one worker, kept outside the worktree so the agent does not commit them.
+#[derive(Debug, Clone)]
+pub struct WorkerFiles {
+    pub prompt: PathBuf,
+    pub output: PathBuf,
+    pub schema: PathBuf,
+}
+
+impl WorkerFiles {
+    pub fn create(dir: PathBuf) -> Result<Self, WorkerError> {
+        std::fs::create_dir_all(&dir).map_err(WorkerError::io("create worker directory", &dir))?;
+        Ok(WorkerFiles {
+            prompt: dir.join("prompt.md"),
+            output: dir.join("output.log"),
+            schema: dir.join("result-schema.json"),
+        })
+    }
+}
+
+/// Writes a file only the owner can read: prompts and raw output may contain secrets.
+pub fn write_private(path: &Path, content: &[u8]) -> Result<(), WorkerError> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(WorkerError::io("write", path))?;
+    f.write_all(content).map_err(WorkerError::io("write", path))
+}
+
+/// Spawns the agent. The child is the leader of a new process group (so the whole tree can be stopped
+/// with one signal and is not hit by a Ctrl-C meant for executor), reads the prompt file on stdin, and
+/// writes to the output file — no pipe to executor, so it keeps running if executor dies.
+pub fn spawn(
+    cmd: &CommandLine,
+    cwd: &Path,
+    env: &[(String, String)],
+    files: &WorkerFiles,
+) -> Result<tokio::process::Child, WorkerError> {
+    let stdin =
+        std::fs::File::open(&files.prompt).map_err(WorkerError::io("open", &files.prompt))?;
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&files.output)
+        .map_err(WorkerError::io("create", &files.output))?;
+    let err = out
+        .try_clone()
+        .map_err(WorkerError::io("duplicate", &files.output))?;
+    let mut command = tokio::process::Command::new(&cmd.program);
+    command
+        .args(&cmd.args)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(stdin)
+        .stdout(out)
+        .stderr(err)
+        .process_group(0)
+        // Dropping the handle (supervisor crash, future aborted) must not kill the agent.
+        .kill_on_drop(false);
+    command.spawn().map_err(|source| WorkerError::Spawn {
+        program: cmd.program.clone(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn environment_is_explicit_and_secrets_are_found() {
+        let spec = EnvSpec {
+            pass: vec!["PATH".into(), "EXECUTOR_TEST_SURELY_UNSET".into()],
+            set: vec![
+                ("GH_TOKEN".into(), "ghp_abcdef".into()),
+                ("MODE".into(), "x".into()),
+            ],
+            secrets: vec!["s3cr3t-value".into()],
+        };
+        let env = spec.resolve();
+        assert!(env.iter().any(|(k, _)| k == "PATH"));
+        assert!(
+            !env.iter()
+                .any(|(k, _)| k == "EXECUTOR_TEST_SURELY_UNSET" || k == "TERM")
+        );
+        let secrets = spec.secret_values();
+        assert!(secrets.contains(&"ghp_abcdef".to_string()));
+        assert!(secrets.contains(&"s3cr3t-value".to_string()));
+        assert!(!secrets.contains(&"x".to_string()));
+    }
+}

@@ -1,0 +1,286 @@
+//! Runs one worker to its end: starts (or adopts) the agent process, tails its output, enforces the
+//! idle and hard timeouts, the cost cap and the caller's stop request, and makes sure no process of its
+//! group is left behind.
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use tokio::sync::{mpsc::UnboundedSender, watch};
+
+use super::agent::AgentResult;
+use super::outcome::{EndReason, WorkerOutcome, WorkerUpdate};
+use super::process;
+use super::result;
+use super::tail::Tail;
+use super::{PromptKind, Timeouts};
+
+/// How often `Output` updates may be sent.
+const OUTPUT_UPDATE_EVERY: Duration = Duration::from_secs(1);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct ExitInfo {
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+}
+
+/// The process being watched: our own child, or one adopted after a restart.
+pub(super) enum Proc {
+    Child(tokio::process::Child, Option<ExitInfo>),
+    Adopted { pid: i32, start_time: u64 },
+}
+
+impl Proc {
+    pub fn pid(&self) -> i32 {
+        match self {
+            Proc::Child(c, _) => c.id().map(|p| p as i32).unwrap_or(0),
+            Proc::Adopted { pid, .. } => *pid,
+        }
+    }
+
+    /// `Some` once the process has exited. For an adopted process (not our child) the exit status
+    /// cannot be collected, only that it is gone.
+    fn poll(&mut self) -> Option<ExitInfo> {
+        match self {
+            Proc::Child(child, done) => {
+                if done.is_none() {
+                    *done = match child.try_wait() {
+                        Ok(Some(status)) => Some(ExitInfo {
+                            code: status.code(),
+                            signal: status.signal(),
+                        }),
+                        Ok(None) => None,
+                        Err(_) => Some(ExitInfo {
+                            code: None,
+                            signal: None,
+                        }),
+                    };
+                }
+                *done
+            }
+            Proc::Adopted { pid, start_time } => (!process::is_same_process(*pid, *start_time))
+                .then_some(ExitInfo {
+                    code: None,
+                    signal: None,
+                }),
+        }
+    }
+}
+
+pub(super) struct Watch {
+    pub kind: PromptKind,
+    pub timeouts: Timeouts,
+    pub cost_cap_usd: Option<f64>,
+    /// When the agent started (earlier than now for an adopted worker).
+    pub started_at: DateTime<Utc>,
+    /// How long ago the output last changed, as far as we know at the start.
+    pub idle_for: Duration,
+    pub output_path: PathBuf,
+}
+
+/// The supervision loop shared by a fresh start and an adoption.
+pub(super) async fn supervise(
+    mut proc: Proc,
+    mut tail: Tail,
+    w: Watch,
+    updates: UnboundedSender<WorkerUpdate>,
+    mut cancel: watch::Receiver<bool>,
+) -> WorkerOutcome {
+    let pgid = proc.pid();
+    let now = Instant::now();
+    let already = (Utc::now() - w.started_at).to_std().unwrap_or_default();
+    let start = now.checked_sub(already).unwrap_or(now);
+    let mut last_output = now.checked_sub(w.idle_for).unwrap_or(now);
+    let mut last_update: Option<Instant> = None;
+    let mut cancel_open = true;
+    let mut stop: Option<EndReason> = None;
+
+    let exit = loop {
+        match tail.poll().await {
+            Ok(true) => {
+                last_output = Instant::now();
+                if last_update.is_none_or(|t| t.elapsed() >= OUTPUT_UPDATE_EVERY) {
+                    last_update = Some(Instant::now());
+                    let _ = updates.send(WorkerUpdate::Output {
+                        at: Utc::now(),
+                        offset: tail.offset(),
+                    });
+                }
+            }
+            Ok(false) => {}
+            Err(e) => tracing::warn!(error = %e, "cannot read worker output"),
+        }
+        if let Some(exit) = proc.poll() {
+            break exit;
+        }
+        stop = if *cancel.borrow() {
+            Some(EndReason::Interrupted)
+        } else if last_output.elapsed() >= w.timeouts.idle {
+            Some(EndReason::IdleTimeout)
+        } else if start.elapsed() >= w.timeouts.hard {
+            Some(EndReason::HardTimeout)
+        } else if over_cap(tail.totals.cost_usd, w.cost_cap_usd) {
+            Some(EndReason::BudgetExceeded)
+        } else {
+            None
+        };
+        if let Some(reason) = stop {
+            tail.log.note(&format!(
+                "stopping the worker's process group: {}",
+                reason.describe()
+            ));
+            process::terminate_group(pgid, w.timeouts.grace, || {
+                proc.poll();
+            })
+            .await;
+            // The leader is gone (or unkillable, which SIGKILL rules out); collect its status if ours.
+            break proc.poll().unwrap_or(ExitInfo {
+                code: None,
+                signal: None,
+            });
+        }
+        if cancel_open {
+            tokio::select! {
+                _ = tokio::time::sleep(w.timeouts.poll) => {}
+                changed = cancel.changed() => cancel_open = changed.is_ok(),
+            }
+        } else {
+            tokio::time::sleep(w.timeouts.poll).await;
+        }
+    };
+
+    // The leader has exited; anything it left running in its group (a server, `sleep &`) goes too.
+    let leftovers = process::group_members(pgid);
+    if !leftovers.is_empty() {
+        tail.log.note(&format!(
+            "the agent exited but left {} process(es) in its group; stopping them",
+            leftovers.len()
+        ));
+        process::terminate_group(pgid, w.timeouts.grace, || {}).await;
+    }
+
+    if let Err(e) = tail.finish(exit.code).await {
+        tracing::warn!(error = %e, "cannot read the end of the worker output");
+    }
+    let outcome = outcome(stop, exit, &tail, &w);
+    tail.log.footer(&outcome);
+    tail.log.flush();
+    let _ = updates.send(WorkerUpdate::Ended(Box::new(outcome.clone())));
+    outcome
+}
+
+fn over_cap(cost: Option<f64>, cap: Option<f64>) -> bool {
+    matches!((cost, cap), (Some(c), Some(cap)) if c > cap)
+}
+
+fn end_reason(stop: Option<EndReason>, exit: ExitInfo, result: Option<&AgentResult>) -> EndReason {
+    if let Some(reason) = stop {
+        return reason;
+    }
+    if result.is_some_and(|r| r.budget_exceeded) {
+        return EndReason::BudgetExceeded;
+    }
+    if exit.signal.is_some() {
+        return EndReason::Crashed;
+    }
+    match (exit.code, result) {
+        (_, None) => EndReason::Crashed,
+        (Some(0) | None, Some(r)) if !r.is_error => EndReason::Finished,
+        _ => EndReason::Failed,
+    }
+}
+
+fn outcome(stop: Option<EndReason>, exit: ExitInfo, tail: &Tail, w: &Watch) -> WorkerOutcome {
+    let totals = &tail.totals;
+    let r = totals.result.as_ref();
+    let mut reason = end_reason(stop, exit, r);
+    if reason == EndReason::Finished && over_cap(totals.cost_usd, w.cost_cap_usd) {
+        reason = EndReason::BudgetExceeded;
+    }
+    let parsed = match r {
+        Some(r) => result::parse(w.kind, r.structured.as_ref(), r.text.as_deref()),
+        None => Err(result::ResultError::Missing),
+    };
+    // A kind without a required result that simply has none is not an error worth recording.
+    let (parsed, result_error) = match parsed {
+        Ok(p) => (Some(p), None),
+        Err(e) if result::schema(w.kind).is_some() => (None, Some(e)),
+        Err(_) => (None, None),
+    };
+    WorkerOutcome {
+        reason,
+        exit_code: exit.code,
+        session_id: totals.session_id.clone(),
+        num_turns: totals.num_turns,
+        cost_usd: totals.cost_usd,
+        tokens: totals.tokens,
+        result: r.and_then(|r| r.structured.clone()),
+        parsed,
+        result_error,
+        final_text: r
+            .and_then(|r| r.text.as_ref())
+            .map(|t| t.chars().take(4000).collect()),
+        duration: (Utc::now() - w.started_at).to_std().unwrap_or_default(),
+        log_path: tail.log.path().to_path_buf(),
+        output_path: w.output_path.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn res(is_error: bool) -> AgentResult {
+        AgentResult {
+            is_error,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn end_reasons() {
+        let ok = ExitInfo {
+            code: Some(0),
+            signal: None,
+        };
+        let bad = ExitInfo {
+            code: Some(3),
+            signal: None,
+        };
+        let killed = ExitInfo {
+            code: None,
+            signal: Some(9),
+        };
+        let unknown = ExitInfo {
+            code: None,
+            signal: None,
+        };
+        assert_eq!(end_reason(None, ok, Some(&res(false))), EndReason::Finished);
+        assert_eq!(end_reason(None, ok, Some(&res(true))), EndReason::Failed);
+        assert_eq!(end_reason(None, bad, Some(&res(false))), EndReason::Failed);
+        assert_eq!(end_reason(None, bad, None), EndReason::Crashed);
+        assert_eq!(
+            end_reason(None, killed, Some(&res(false))),
+            EndReason::Crashed
+        );
+        assert_eq!(
+            end_reason(None, unknown, Some(&res(false))),
+            EndReason::Finished
+        );
+        assert_eq!(end_reason(None, unknown, None), EndReason::Crashed);
+        let budget = AgentResult {
+            budget_exceeded: true,
+            is_error: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            end_reason(None, ok, Some(&budget)),
+            EndReason::BudgetExceeded
+        );
+        assert_eq!(
+            end_reason(Some(EndReason::IdleTimeout), killed, None),
+            EndReason::IdleTimeout
+        );
+    }
+}

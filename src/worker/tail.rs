@@ -1,0 +1,193 @@
+//! Follows a worker's output file: reads what was appended, splits it into lines, hands each line to the
+//! agent's parser, writes the events to the work log and keeps the running totals.
+
+use std::path::Path;
+
+use tokio::io::{AsyncReadExt, AsyncSeekExt};
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::agent::{AgentEvent, AgentResult, OutputParser, Tokens};
+use super::lines::{Line, LineSplitter};
+use super::outcome::WorkerUpdate;
+use super::worklog::WorkLog;
+
+/// Bytes read per system call; a tick reads until the end of the file.
+const CHUNK: usize = 256 * 1024;
+
+/// What has been learnt from the output so far.
+#[derive(Debug, Default)]
+pub struct Totals {
+    pub session_id: Option<String>,
+    pub tokens: Tokens,
+    pub cost_usd: Option<f64>,
+    pub num_turns: Option<u32>,
+    pub result: Option<AgentResult>,
+}
+
+pub struct Tail {
+    file: tokio::fs::File,
+    pos: u64,
+    splitter: LineSplitter,
+    parser: Box<dyn OutputParser>,
+    pub log: WorkLog,
+    pub totals: Totals,
+    updates: UnboundedSender<WorkerUpdate>,
+    buf: Vec<u8>,
+}
+
+impl Tail {
+    pub async fn open(
+        path: &Path,
+        parser: Box<dyn OutputParser>,
+        log: WorkLog,
+        updates: UnboundedSender<WorkerUpdate>,
+    ) -> std::io::Result<Tail> {
+        Ok(Tail {
+            file: tokio::fs::File::open(path).await?,
+            pos: 0,
+            splitter: LineSplitter::default(),
+            parser,
+            log,
+            totals: Totals::default(),
+            updates,
+            buf: vec![0; CHUNK],
+        })
+    }
+
+    /// Offset just after the last complete line handled: where a later [`super::adopt`] resumes.
+    pub fn offset(&self) -> u64 {
+        self.splitter.offset()
+    }
+
+    /// Re-reads the first `offset` bytes to rebuild the totals (session id, usage) without writing them to
+    /// the work log again: used when adopting a worker whose earlier output is already logged.
+    pub async fn replay(&mut self, offset: u64) -> std::io::Result<()> {
+        while self.pos < offset {
+            let want = (offset - self.pos).min(CHUNK as u64) as usize;
+            let n = self.read_some(want).await?;
+            if n == 0 {
+                break;
+            }
+            let lines = self.split(n);
+            for line in lines {
+                let events = self.parser.parse_line(&line.text);
+                self.account(&events);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads everything appended since the last call. Returns whether any byte was new.
+    pub async fn poll(&mut self) -> std::io::Result<bool> {
+        let mut grew = false;
+        loop {
+            let n = self.read_some(CHUNK).await?;
+            if n == 0 {
+                return Ok(grew);
+            }
+            grew = true;
+            let lines = self.split(n);
+            for line in lines {
+                self.handle(line);
+            }
+        }
+    }
+
+    /// The process has ended: read what is left, including an unterminated last line, and let the
+    /// parser emit what it only knows at the end.
+    pub async fn finish(&mut self, exit_code: Option<i32>) -> std::io::Result<()> {
+        self.poll().await?;
+        if let Some(line) = self.splitter.finish() {
+            self.handle(line);
+        }
+        let events = self.parser.finish(exit_code);
+        self.account(&events);
+        for e in &events {
+            self.log.event(e);
+        }
+        Ok(())
+    }
+
+    async fn read_some(&mut self, want: usize) -> std::io::Result<usize> {
+        self.file.seek(std::io::SeekFrom::Start(self.pos)).await?;
+        let n = self.file.read(&mut self.buf[..want]).await?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+
+    fn split(&mut self, n: usize) -> Vec<Line> {
+        let mut lines = Vec::new();
+        self.splitter.push(&self.buf[..n], &mut lines);
+        lines
+    }
+
+    fn handle(&mut self, line: Line) {
+        let events = if line.truncated() {
+            // A cut line is not valid JSON any more; keep its start as text rather than guess.
+            vec![AgentEvent::Raw(format!(
+                "{} … [line of {} bytes cut]",
+                line.text.chars().take(2_000).collect::<String>(),
+                line.full_len
+            ))]
+        } else {
+            self.parser.parse_line(&line.text)
+        };
+        self.account(&events);
+        for e in &events {
+            self.log.event(e);
+        }
+    }
+
+    fn account(&mut self, events: &[AgentEvent]) {
+        for e in events {
+            match e {
+                AgentEvent::Session { id, .. }
+                    if self.totals.session_id.as_deref() != Some(id.as_str()) =>
+                {
+                    self.totals.session_id = Some(id.clone());
+                    let _ = self.updates.send(WorkerUpdate::SessionId(id.clone()));
+                }
+                AgentEvent::Usage { tokens, cost_usd } => {
+                    let t = &mut self.totals.tokens;
+                    t.input += tokens.input;
+                    t.output += tokens.output;
+                    t.cache_read += tokens.cache_read;
+                    t.cache_creation += tokens.cache_creation;
+                    if let Some(c) = cost_usd {
+                        *self.totals.cost_usd.get_or_insert(0.0) += c;
+                    }
+                    self.send_usage();
+                }
+                AgentEvent::Result(r) => {
+                    // The result carries the run's totals, which replace the per-turn sums.
+                    if let Some(t) = r.tokens {
+                        self.totals.tokens = t;
+                    }
+                    if r.cost_usd.is_some() {
+                        self.totals.cost_usd = r.cost_usd;
+                    }
+                    self.totals.num_turns = r.num_turns.or(self.totals.num_turns);
+                    if let Some(id) = &r.session_id
+                        && self.totals.session_id.is_none()
+                    {
+                        self.totals.session_id = Some(id.clone());
+                        let _ = self.updates.send(WorkerUpdate::SessionId(id.clone()));
+                    }
+                    self.totals.result = Some(r.clone());
+                    if r.tokens.is_some() || r.cost_usd.is_some() {
+                        self.send_usage();
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn send_usage(&self) {
+        let _ = self.updates.send(WorkerUpdate::Usage {
+            cost_usd: self.totals.cost_usd,
+            input_tokens: self.totals.tokens.input,
+            output_tokens: self.totals.tokens.output,
+        });
+    }
+}

@@ -1,0 +1,37 @@
+#!/bin/sh
+# Plays Claude Code's stream-json output. See README.md for the knobs.
+if [ -n "$FAKE_PROMPT_FILE" ]; then cat > "$FAKE_PROMPT_FILE"; else cat > /dev/null; fi
+if [ -n "$FAKE_ARGS_FILE" ]; then printf '%s\n' "$@" > "$FAKE_ARGS_FILE"; fi
+SID="${FAKE_SESSION:-sess-1234-abcd}"
+pause() {
+  if [ -n "$FAKE_SLEEP" ]; then
+    i=0
+    while [ "$i" -lt "$FAKE_SLEEP" ]; do
+      sleep 1
+      printf '%s\n' "{\"type\":\"system\",\"subtype\":\"heartbeat\",\"session_id\":\"$SID\"}"
+      i=$((i + 1))
+    done
+  fi
+}
+printf '%s\n' "{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"$SID\",\"model\":\"claude-fake-1\",\"tools\":[\"Bash\",\"Edit\",\"Read\"],\"cwd\":\"$PWD\"}"
+pause
+printf '%s\n' "{\"type\":\"assistant\",\"session_id\":\"$SID\",\"message\":{\"id\":\"msg_1\",\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"I will look at the repository first.\"},{\"type\":\"tool_use\",\"id\":\"toolu_01\",\"name\":\"Bash\",\"input\":{\"command\":\"ls -la\",\"description\":\"List files\"}}]}}"
+SECRET_LINE=""
+if [ -n "$FAKE_ECHO_ENV" ]; then
+  eval "SECRET_LINE=\"\$$FAKE_ECHO_ENV\""
+fi
+printf '%s\n' "{\"type\":\"user\",\"session_id\":\"$SID\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"toolu_01\",\"content\":\"total 8\\nREADME.md\\ntoken=$SECRET_LINE\",\"is_error\":false}]}}"
+if [ "$FAKE_COMMIT" = "1" ]; then
+  echo "made by the fake agent" > fake-agent-change.txt
+  git add fake-agent-change.txt && git commit -q -m "Fake agent change" > /dev/null 2>&1
+  printf '%s\n' "{\"type\":\"assistant\",\"session_id\":\"$SID\",\"message\":{\"content\":[{\"type\":\"tool_use\",\"id\":\"toolu_02\",\"name\":\"Bash\",\"input\":{\"command\":\"git commit -m 'Fake agent change'\"}}]}}"
+  printf '%s\n' "{\"type\":\"user\",\"session_id\":\"$SID\",\"message\":{\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"toolu_02\",\"content\":[{\"type\":\"text\",\"text\":\"[executor/1207 abc1234] Fake agent change\"}]}]}}"
+fi
+pause
+printf '%s\n' "{\"type\":\"assistant\",\"session_id\":\"$SID\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"Done: the change is committed.\"}]}}"
+SUBTYPE="${FAKE_SUBTYPE:-success}"
+IS_ERROR=false
+[ "$SUBTYPE" = "success" ] || IS_ERROR=true
+STRUCT=""
+if [ -n "$FAKE_STRUCTURED" ]; then STRUCT=",\"structured_output\":$FAKE_STRUCTURED"; fi
+printf '%s\n' "{\"type\":\"result\",\"subtype\":\"$SUBTYPE\",\"is_error\":$IS_ERROR,\"duration_ms\":1234,\"num_turns\":3,\"result\":\"Done: the change is committed.\",\"session_id\":\"$SID\",\"total_cost_usd\":0.1234,\"usage\":{\"input_tokens\":1500,\"cache_creation_input_tokens\":100,\"cache_read_input_tokens\":2000,\"output_tokens\":321}$STRUCT}"

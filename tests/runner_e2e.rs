@@ -1,0 +1,368 @@
+//! The whole pipeline on the local forge with a fake agent, through the real binary: queued →
+//! in_progress → pr → (CI fails) fix_ci → (a comment) fix_comments → pr_review → complete, @mention
+//! recorded. And the crash test: kill -9 the runner while a worker runs, start it again.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use executor::domain::{RunState, TaskGid, WorkerKind};
+use executor::store::{EventFilter, RunFilter, Store};
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
+impl Env {
+    fn new(extra_env: &[&str]) -> Env {
+        let env = Env {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        let repo = env.path().join("repo");
+        std::fs::create_dir(&repo).unwrap();
+        git(&repo, &["init", "-q", "-b", "main"]);
+        std::fs::write(repo.join("README"), "app\n").unwrap();
+        git(&repo, &["add", "README"]);
+        git(
+            &repo,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-qm",
+                "initial",
+            ],
+        );
+        let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agents/pipeline.sh");
+        let pass: Vec<String> = extra_env.iter().map(|v| format!("{v:?}")).collect();
+        let config = format!(
+            r#"
+[paths]
+data_dir = "{data}"
+[runner]
+loop_interval = "1s"
+retry_backoff = "1s"
+[worker]
+agent = "command"
+idle_timeout = "20s"
+kill_grace = "1s"
+pass_env = [{pass}]
+[worker.command]
+argv = ["{agent}"]
+[notify]
+mention = "@alex"
+[repos.app]
+path = "{repo}"
+ci_command = ["sh", "-c", "test -f ci-fixed"]
+trusted_authors = ["alex"]
+"#,
+            data = env.path().join("data").display(),
+            agent = agent.display(),
+            repo = repo.display(),
+            pass = pass.join(", "),
+        );
+        std::fs::write(env.path().join("executor.toml"), config).unwrap();
+        env
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_executor"));
+        cmd.arg("--config")
+            .arg(self.path().join("executor.toml"))
+            .args(args)
+            .current_dir(self.path());
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let out = self.command(args).stdin(Stdio::null()).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    async fn store(&self) -> Store {
+        Store::open(&format!(
+            "sqlite://{}",
+            self.path().join("data/executor.db").display()
+        ))
+        .await
+        .unwrap()
+    }
+
+    fn queue_approved(&self, gid: &str) {
+        self.run(&[
+            "queue",
+            "add",
+            "--gid",
+            gid,
+            "--description",
+            "Add the feature file",
+            "--source",
+            "my_tasks_inbox",
+        ]);
+        self.run(&["approve", "--skip-triage", gid]);
+    }
+}
+
+/// Alive and not a zombie (an orphaned worker is reaped by whatever init the machine has, maybe late).
+fn pid_alive(pid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next());
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+        && !matches!(state, Some("Z" | "X"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_goes_from_approval_to_complete_through_ci_comments_and_review() {
+    let env = Env::new(&[]);
+    env.queue_approved("1207");
+    let store = env.store().await;
+    let gid = TaskGid::parse("1207").unwrap();
+    let mut commented = false;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let run = loop {
+        // As cron would: start the runner; it works until idle and exits.
+        env.run(&["runner"]);
+        let run = store
+            .list_runs(&RunFilter {
+                task_gid: Some(gid.clone()),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .remove(0);
+        if run.state == RunState::Complete {
+            break run;
+        }
+        if run.state == RunState::Pr && !commented {
+            env.run(&[
+                "comment",
+                &run.id.to_string(),
+                "Please also write down what you did.",
+                "--author",
+                "alex",
+            ]);
+            commented = true;
+        }
+        assert!(
+            run.state != RunState::Abandoned,
+            "run abandoned: {:?}",
+            store.run_memory(run.id).await.unwrap()
+        );
+        assert!(
+            Instant::now() < deadline,
+            "stuck in {}: {:?}",
+            run.state,
+            store.run_memory(run.id).await.unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+
+    let kinds: Vec<WorkerKind> = store
+        .worker_sessions(run.id)
+        .await
+        .unwrap()
+        .iter()
+        .map(|s| s.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            WorkerKind::Queued,
+            WorkerKind::FixCi,
+            WorkerKind::FixComments,
+            WorkerKind::PrReview
+        ]
+    );
+    assert!(
+        store
+            .worker_sessions(run.id)
+            .await
+            .unwrap()
+            .iter()
+            .all(|s| s.end_reason.as_deref() == Some("finished"))
+    );
+    assert_eq!(run.ci_attempts, 1);
+    assert_eq!(run.review_verdict.as_deref(), Some("pass"));
+    assert_eq!(
+        run.review_sha, run.head_sha,
+        "the review is for the head that completed"
+    );
+
+    let trail: Vec<String> = store
+        .events(&EventFilter {
+            run_id: Some(run.id),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| e.kind != "note")
+        .map(|e| {
+            format!(
+                "{}->{}",
+                e.from_state.clone().unwrap_or_default(),
+                e.to_state.clone().unwrap_or_default()
+            )
+        })
+        .collect();
+    assert_eq!(
+        trail,
+        [
+            "->queued",
+            "queued->in_progress",
+            "in_progress->pr",
+            "pr->complete",
+            "approved->done"
+        ]
+    );
+
+    let notices = store.notices(Some(run.id)).await.unwrap();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert!(
+        notices[0].message.starts_with("@alex "),
+        "{}",
+        notices[0].message
+    );
+    assert!(
+        notices[0]
+            .delivery
+            .as_deref()
+            .unwrap_or("")
+            .contains("comment"),
+        "{:?}",
+        notices[0].delivery
+    );
+
+    // The agent's acknowledgement resolved the human comment, and executor's notice is on the PR.
+    let pr = store.local_pr_for_run(run.id).await.unwrap().unwrap();
+    let comments = store.local_comments(pr.id).await.unwrap();
+    assert!(
+        comments
+            .iter()
+            .any(|c| c.by_agent && c.body.starts_with("[ACKNOWLEDGED:"))
+    );
+    assert!(
+        comments
+            .iter()
+            .any(|c| c.author == "executor" && c.body.contains("@alex"))
+    );
+
+    // Every transition is visible to a human through `executor events`.
+    let out = env.run(&["events", "1207"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for step in [
+        "queued → in_progress",
+        "in_progress → pr",
+        "pr → complete",
+        "approved → done",
+    ] {
+        assert!(text.contains(step), "{step} missing from:\n{text}");
+    }
+    let shown = env.run(&["runs", "show", &run.id.to_string()]);
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("local://app/pull/"));
+    // A finished run's worktree is removed when clean.
+    assert!(!Path::new(run.worktree_path.as_deref().unwrap()).exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_killed_mid_worker_is_replaced_without_a_second_worker() {
+    let env = Env::new(&["FAKE_SLOW"]);
+    env.queue_approved("42");
+    let store = env.store().await;
+    let mut first = env
+        .command(&["runner"])
+        .env("FAKE_SLOW", "4")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+
+    // Wait for the worker's process to be recorded.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (run_id, pid) = loop {
+        let runs = store.list_runs(&RunFilter::default()).await.unwrap();
+        if let Some(run) = runs.first()
+            && let Some(pid) = run.worker_pid
+        {
+            break (run.id, pid);
+        }
+        assert!(Instant::now() < deadline, "the worker never started");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    first.kill().unwrap(); // SIGKILL: no cleanup at all
+    first.wait().unwrap();
+    assert!(pid_alive(pid), "the worker outlives its runner");
+
+    // A second runner adopts the same worker and drives the run on.
+    let out = env
+        .command(&["runner"])
+        .env("FAKE_SLOW", "0")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sessions = store.worker_sessions(run_id).await.unwrap();
+    assert_eq!(sessions.len(), 1, "never a second worker: {sessions:?}");
+    assert_eq!(sessions[0].pid, Some(pid));
+    assert_eq!(sessions[0].end_reason.as_deref(), Some("finished"));
+    assert!(!pid_alive(pid));
+    let run = store.run(run_id).await.unwrap();
+    assert_eq!(
+        run.state,
+        RunState::Pr,
+        "the adopted worker's commits became a pull request"
+    );
+    let log = PathBuf::from(sessions[0].log_path.clone().unwrap());
+    let text = std::fs::read_to_string(log).unwrap();
+    assert!(text.contains("adopted the running worker"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_runner_exits_at_once() {
+    let env = Env::new(&["FAKE_SLOW"]);
+    env.queue_approved("7");
+    let mut first = env
+        .command(&["runner"])
+        .env("FAKE_SLOW", "3")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let store = env.store().await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while store.live_worker_sessions().await.unwrap().is_empty() {
+        assert!(Instant::now() < deadline, "the worker never started");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let out = env.run(&["runner"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("runner already running (pid "), "{text}");
+    assert!(first.wait().unwrap().success());
+}

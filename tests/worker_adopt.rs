@@ -1,0 +1,196 @@
+//! A supervisor that dies leaves its agent running; a new one adopts it from what was persisted.
+
+#[path = "worker_support/mod.rs"]
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use executor::domain::{TaskGid, WorkerKind};
+use executor::worker::{self, AdoptSpec, EndReason, WorkerError, WorkerUpdate};
+use tokio::sync::{mpsc, watch};
+
+fn adopt_spec(sb: &Sandbox, updates: &[WorkerUpdate]) -> AdoptSpec {
+    let (pid, pid_start_time, output_path, log_path, started_at) = updates
+        .iter()
+        .find_map(|u| match u {
+            WorkerUpdate::Started {
+                pid,
+                pid_start_time,
+                output_path,
+                log_path,
+                started_at,
+            } => Some((
+                *pid,
+                *pid_start_time,
+                output_path.clone(),
+                log_path.clone(),
+                *started_at,
+            )),
+            _ => None,
+        })
+        .expect("Started");
+    let offset = updates
+        .iter()
+        .filter_map(|u| match u {
+            WorkerUpdate::Output { offset, .. } => Some(*offset),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let _ = sb;
+    AdoptSpec {
+        task_gid: TaskGid::parse("1207").unwrap(),
+        run_id: 42,
+        kind: WorkerKind::Queued.into(),
+        agent: claude("claude.sh"),
+        pid,
+        pid_start_time,
+        output_path,
+        offset,
+        log_path,
+        started_at,
+        cost_cap_usd: None,
+        secrets: vec![SECRET.into()],
+        timeouts: short_timeouts(),
+    }
+}
+
+#[tokio::test]
+async fn a_worker_outlives_its_supervisor_and_is_adopted() {
+    let sb = Sandbox::new();
+    // About 3 s of heartbeats, then the result.
+    let spec = sb.spec(
+        claude("claude.sh"),
+        WorkerKind::Queued,
+        &[
+            ("FAKE_SLEEP", "1".into()),
+            ("FAKE_ECHO_ENV", "GH_TOKEN".into()),
+            ("GH_TOKEN", SECRET.into()),
+        ],
+    );
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (_stop, stop_rx) = watch::channel(false);
+    let supervisor = tokio::spawn(worker::run(spec, tx, stop_rx));
+    // Let it produce some output, then "crash" the supervisor.
+    let mut seen = Vec::new();
+    while !seen.iter().any(|u| matches!(u, WorkerUpdate::SessionId(_))) {
+        seen.push(rx.recv().await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    supervisor.abort();
+    let _ = supervisor.await;
+    while let Ok(u) = rx.try_recv() {
+        seen.push(u);
+    }
+    let spec = adopt_spec(&sb, &seen);
+    assert!(
+        worker::is_same_process(spec.pid, spec.pid_start_time),
+        "the agent must survive its supervisor"
+    );
+
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (_stop, stop_rx) = watch::channel(false);
+    let o = worker::adopt(spec.clone(), tx, stop_rx).await.unwrap();
+    assert_eq!(o.reason, EndReason::Finished, "{o:?}");
+    assert_eq!(
+        o.exit_code, None,
+        "an adopted process's exit status cannot be collected"
+    );
+    assert_eq!(o.session_id.as_deref(), Some("sess-1234-abcd"));
+    assert_eq!(o.cost_usd, Some(0.1234));
+    assert_eq!(o.log_path, spec.log_path);
+    let mut adopted_updates = Vec::new();
+    while let Ok(u) = rx.try_recv() {
+        adopted_updates.push(u);
+    }
+    assert!(matches!(
+        adopted_updates.last(),
+        Some(WorkerUpdate::Ended(_))
+    ));
+
+    let text = read(&o.log_path);
+    assert!(text.contains("adopted the running worker"));
+    assert_eq!(text.matches("# Work log:").count(), 1);
+    assert_eq!(text.matches("## Outcome").count(), 1);
+    // Nothing was logged twice: the adopter resumed at the persisted offset.
+    assert_eq!(
+        text.matches("### Assistant\n\nDone: the change is committed.")
+            .count(),
+        1,
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("I will look at the repository first.").count(),
+        1,
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("**Session** `sess-1234-abcd`").count(),
+        1,
+        "{text}"
+    );
+    assert!(!text.contains(SECRET));
+    assert_no_leftovers(spec.pid);
+}
+
+#[tokio::test]
+async fn a_pid_with_the_wrong_start_time_is_refused() {
+    let sb = Sandbox::new();
+    let spec = sb.spec(claude("silent.sh"), WorkerKind::Queued, &[]);
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (stop, stop_rx) = watch::channel(false);
+    let supervisor = tokio::spawn(worker::run(spec, tx, stop_rx));
+    let mut seen = vec![rx.recv().await.unwrap()];
+    while let Ok(u) = rx.try_recv() {
+        seen.push(u);
+    }
+    let mut spec = adopt_spec(&sb, &seen);
+    spec.pid_start_time += 1;
+    let (tx2, _rx2) = mpsc::unbounded_channel();
+    let (_s, srx) = watch::channel(false);
+    let err = worker::adopt(spec.clone(), tx2, srx).await.unwrap_err();
+    assert!(matches!(err, WorkerError::NotOurProcess { .. }), "{err}");
+    // Refusing did not touch the process: it is still alive.
+    assert!(worker::is_same_process(spec.pid, spec.pid_start_time - 1));
+    stop.send(true).unwrap();
+    let o = supervisor.await.unwrap().unwrap();
+    assert_eq!(o.reason, EndReason::Interrupted);
+}
+
+#[tokio::test]
+async fn a_dead_worker_is_collected_from_its_output() {
+    let sb = Sandbox::new();
+    let spec = sb.spec(
+        claude("claude.sh"),
+        WorkerKind::Queued,
+        &[("FAKE_SLEEP", "1".into())],
+    );
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (_stop, stop_rx) = watch::channel(false);
+    let supervisor = tokio::spawn(worker::run(spec, tx, stop_rx));
+    let mut seen = vec![rx.recv().await.unwrap()];
+    supervisor.abort();
+    let _ = supervisor.await;
+    while let Ok(u) = rx.try_recv() {
+        seen.push(u);
+    }
+    let spec = adopt_spec(&sb, &seen);
+    // Wait for the orphaned agent to finish on its own.
+    for _ in 0..100 {
+        if !worker::is_same_process(spec.pid, spec.pid_start_time) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let (_s, srx) = watch::channel(false);
+    assert!(matches!(
+        worker::adopt(spec.clone(), tx.clone(), srx).await,
+        Err(WorkerError::NotOurProcess { .. })
+    ));
+    let o = worker::collect(spec, tx).await.unwrap();
+    assert_eq!(o.reason, EndReason::Finished);
+    assert_eq!(o.session_id.as_deref(), Some("sess-1234-abcd"));
+    assert!(read(&o.log_path).contains("found the worker gone"));
+}
