@@ -32,6 +32,8 @@ CREATE INDEX executor_worker_sessions_run ON executor_worker_sessions (run_id, i
 ALTER TABLE executor_runs ADD COLUMN last_decision TEXT;
 ALTER TABLE executor_runs ADD COLUMN last_decision_at TEXT;
 ALTER TABLE executor_runs ADD COLUMN ci_triggered_sha TEXT;
+-- The pull request as last observed (forge-neutral JSON), for `runs show`.
+ALTER TABLE executor_runs ADD COLUMN last_snapshot TEXT;
 ALTER TABLE executor_runs ADD COLUMN budget_stopped INTEGER NOT NULL DEFAULT 0;
 
 -- The local forge: a pull request is a branch plus a row.

@@ -3,6 +3,7 @@ use clap::Subcommand;
 use super::Context;
 use super::output::{ago, json, opt, table};
 use crate::domain::RunState;
+use crate::forge::{PrSnapshot, PrState};
 use crate::store::{EventFilter, RunFilter, now};
 
 #[derive(Debug, Subcommand)]
@@ -89,8 +90,21 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
                     ..Default::default()
                 })
                 .await?;
+            let memory = ctx.store.run_memory(id).await?;
+            let pr: Option<PrSnapshot> = memory.last_snapshot.as_deref().and_then(|j| serde_json::from_str(j).ok());
+            let workers = ctx.store.worker_sessions(id).await?;
+            let notices = ctx.store.notices(Some(id)).await?;
             if as_json {
-                return json(&serde_json::json!({ "run": run, "events": events }));
+                return json(&serde_json::json!({
+                    "run": run,
+                    "last_decision": memory.last_decision,
+                    "last_decision_at": memory.last_decision_at,
+                    "budget_stopped": memory.budget_stopped,
+                    "pull_request": pr,
+                    "workers": workers,
+                    "notices": notices,
+                    "events": events,
+                }));
             }
             let now = now();
             let field = |name: &str, value: String| println!("{:<20}{value}", format!("{name}:"));
@@ -137,9 +151,71 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
                     .map(|t| ago(t, now))
                     .unwrap_or_else(|| "-".into()),
             );
+            let decided = memory.last_decision_at.map(|t| format!(" ({})", ago(t, now))).unwrap_or_default();
+            field("last decision", format!("{}{decided}", opt(&memory.last_decision)));
+            if memory.budget_stopped {
+                field("budget", "stopped: over a budget cap (see the last decision)".into());
+            }
+            if let Some(pr) = &pr {
+                print_pr(pr, now);
+            }
+            println!("\nworkers:");
+            if workers.is_empty() {
+                println!("  none yet");
+            }
+            for w in &workers {
+                let end = match (&w.ended_at, &w.end_reason) {
+                    (Some(t), Some(r)) => format!("{r} {}", ago(*t, now)),
+                    _ => format!("running (pid {})", opt(&w.pid)),
+                };
+                println!(
+                    "  #{} {:<12} {:<8} started {:<9} {end}; ${:.2}; log {}",
+                    w.id,
+                    w.kind.as_str(),
+                    w.agent,
+                    ago(w.started_at, now),
+                    w.cost_usd,
+                    opt(&w.log_path)
+                );
+            }
+            if !notices.is_empty() {
+                println!("\nnotices:");
+                for n in &notices {
+                    println!("  {} {}: {} [{}]", ago(n.created_at, now), n.kind, n.message, opt(&n.delivery));
+                }
+            }
             println!("\nhistory:");
             super::status::print_events(&events, now);
             Ok(())
         }
     }
+}
+
+/// The pull request as the runner last saw it: state, CI at the head, and the conversation.
+fn print_pr(pr: &PrSnapshot, now: chrono::DateTime<chrono::Utc>) {
+    let state = match pr.state {
+        PrState::Open if pr.draft => "open (draft)",
+        PrState::Open => "open",
+        PrState::Merged => "merged",
+        PrState::Closed => "closed",
+    };
+    println!("\npull request #{} {} — {state}, head {}, seen {}", pr.number, pr.url, short_sha(&pr.head_sha), ago(pr.observed_at, now));
+    if !pr.labels.is_empty() {
+        println!("  labels: {}", pr.labels.join(", "));
+    }
+    let checks = pr.checks_at_head();
+    if checks.is_empty() {
+        println!("  CI: no checks at the head");
+    }
+    for c in checks {
+        println!("  CI {}: {:?}", c.name, c.status);
+    }
+    for c in &pr.comments {
+        let reply = c.in_reply_to.as_ref().map(|r| format!(" ↳ {r}")).unwrap_or_default();
+        println!("  comment {}{reply} by {} {}: {}", c.id, c.author, ago(c.created_at, now), super::output::short(&c.body, 70));
+    }
+}
+
+fn short_sha(sha: &str) -> &str {
+    &sha[..sha.len().min(10)]
 }

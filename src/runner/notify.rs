@@ -67,7 +67,40 @@ impl Runner {
             }
             Err(e) => format!("not posted on the forge: {e}"),
         };
+        let delivery = match self.config.notify.webhook_url.trim() {
+            "" => delivery,
+            url => format!("{delivery}; webhook: {}", post_webhook(url.to_string(), text.clone()).await),
+        };
         self.store.mark_notice_delivered(id, &delivery).await?;
         Ok(())
+    }
+}
+
+/// Posts a Slack-compatible `{"text": …}` message. Returns what happened, for the record; the URL (which
+/// carries the webhook's secret) is never part of it.
+async fn post_webhook(url: String, text: String) -> String {
+    let body = serde_json::json!({ "text": text }).to_string();
+    let sent = tokio::task::spawn_blocking(move || {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(std::time::Duration::from_secs(15)))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        agent.post(&url).header("content-type", "application/json").send(&body).map(|r| r.status().as_u16())
+    })
+    .await;
+    match sent {
+        Ok(Ok(status)) if (200..300).contains(&status) => format!("sent (HTTP {status})"),
+        Ok(Ok(status)) => format!("refused (HTTP {status})"),
+        Ok(Err(e)) => format!("failed ({})", redact_transport_error(&e.to_string())),
+        Err(e) => format!("failed ({e})"),
+    }
+}
+
+/// Transport errors may quote the URL; keep only the part before it.
+fn redact_transport_error(message: &str) -> String {
+    match message.find("http") {
+        Some(i) => format!("{}…", message[..i].trim_end()),
+        None => message.to_string(),
     }
 }

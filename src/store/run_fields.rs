@@ -13,8 +13,10 @@ pub struct RunMemory {
     pub last_decision_at: Option<DateTime<Utc>>,
     /// The head sha CI was last triggered for, so it is triggered once per head.
     pub ci_triggered_sha: Option<String>,
-    /// A budget cap stopped this run; no worker starts until a human resumes it.
+    /// A budget cap stopped this run; no worker starts until the cap is raised.
     pub budget_stopped: bool,
+    /// The pull request as last observed, as JSON (see `forge::PrSnapshot`).
+    pub last_snapshot: Option<String>,
 }
 
 /// Runs one `UPDATE executor_runs SET … WHERE id = $N` and fails if the run does not exist.
@@ -127,10 +129,14 @@ impl Store {
         )
     }
 
+    pub async fn set_last_snapshot(&self, run_id: i64, json: &str) -> Result<()> {
+        update_run!(self, run_id, "UPDATE executor_runs SET last_snapshot = $1 WHERE id = $2", json)
+    }
+
     pub async fn run_memory(&self, run_id: i64) -> Result<RunMemory> {
         on_pool!(self, |p| {
             let row = sqlx::query(
-                "SELECT last_decision, last_decision_at, ci_triggered_sha, budget_stopped FROM executor_runs WHERE id = $1",
+                "SELECT last_decision, last_decision_at, ci_triggered_sha, budget_stopped, last_snapshot FROM executor_runs WHERE id = $1",
             )
             .bind(run_id)
             .fetch_optional(p)
@@ -141,6 +147,7 @@ impl Store {
                 last_decision_at: row.time("last_decision_at")?,
                 ci_triggered_sha: row.text("ci_triggered_sha")?,
                 budget_stopped: row.int("budget_stopped")?.unwrap_or(0) != 0,
+                last_snapshot: row.text("last_snapshot")?,
             })
         })
     }
