@@ -3,187 +3,14 @@
 //! recorded. And the crash test: kill -9 the runner while a worker runs, start it again.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use executor::domain::{RunState, TaskGid, WorkerKind};
-use executor::store::{EventFilter, RunFilter, Store};
+use executor::store::{EventFilter, RunFilter};
 
-struct Env {
-    dir: tempfile::TempDir,
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "git {args:?}");
-}
-
-impl Env {
-    fn new(extra_env: &[&str]) -> Env {
-        Env::with_webhook(extra_env, "")
-    }
-
-    fn with_webhook(extra_env: &[&str], webhook: &str) -> Env {
-        let env = Env {
-            dir: tempfile::tempdir().unwrap(),
-        };
-        let repo = env.path().join("repo");
-        std::fs::create_dir(&repo).unwrap();
-        git(&repo, &["init", "-q", "-b", "main"]);
-        std::fs::write(repo.join("README"), "app\n").unwrap();
-        git(&repo, &["add", "README"]);
-        git(
-            &repo,
-            &[
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "commit",
-                "-qm",
-                "initial",
-            ],
-        );
-        let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agents/pipeline.sh");
-        let pass: Vec<String> = extra_env.iter().map(|v| format!("{v:?}")).collect();
-        let config = format!(
-            r#"
-[paths]
-data_dir = "{data}"
-[runner]
-loop_interval = "1s"
-retry_backoff = "1s"
-[worker]
-agent = "command"
-idle_timeout = "20s"
-kill_grace = "1s"
-pass_env = [{pass}]
-[worker.command]
-argv = ["{agent}"]
-[notify]
-mention = "@alex"
-webhook_url = "{webhook}"
-[repos.app]
-path = "{repo}"
-ci_command = ["sh", "-c", "sleep 1; test -f ci-fixed"]
-trusted_authors = ["alex"]
-"#,
-            data = env.path().join("data").display(),
-            agent = agent.display(),
-            repo = repo.display(),
-            pass = pass.join(", "),
-            webhook = webhook,
-        );
-        std::fs::write(env.path().join("executor.toml"), config).unwrap();
-        env
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_executor"));
-        cmd.arg("--config")
-            .arg(self.path().join("executor.toml"))
-            .args(args)
-            .current_dir(self.path());
-        cmd
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        let out = self.command(args).stdin(Stdio::null()).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
-    }
-
-    async fn store(&self) -> Store {
-        Store::open(&format!(
-            "sqlite://{}",
-            self.path().join("data/executor.db").display()
-        ))
-        .await
-        .unwrap()
-    }
-
-    fn queue_approved(&self, gid: &str) {
-        self.run(&[
-            "queue",
-            "add",
-            "--gid",
-            gid,
-            "--description",
-            "Add the feature file",
-            "--source",
-            "my_tasks_inbox",
-        ]);
-        self.run(&["approve", "--skip-triage", gid]);
-    }
-}
-
-/// Alive and not a zombie (an orphaned worker is reaped by whatever init the machine has, maybe late).
-/// A Slack-style incoming webhook on loopback that records what it is sent.
-struct FakeWebhook {
-    addr: std::net::SocketAddr,
-    bodies: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-}
-
-impl FakeWebhook {
-    fn start() -> FakeWebhook {
-        use std::io::{BufRead, BufReader, Read, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let sink = bodies.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let mut reader = BufReader::new(stream);
-                let mut length = 0;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                }
-                let mut body = vec![0; length];
-                let _ = reader.read_exact(&mut body);
-                sink.lock().unwrap().push(String::from_utf8_lossy(&body).into_owned());
-                let _ = reader.get_mut().write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
-            }
-        });
-        FakeWebhook { addr, bodies }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}/services/T000/B000/secret", self.addr)
-    }
-
-    fn bodies(&self) -> Vec<String> {
-        self.bodies.lock().unwrap().clone()
-    }
-}
-
-fn pid_alive(pid: i32) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().next());
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
-        && !matches!(state, Some("Z" | "X"))
-}
+mod runner_support;
+use runner_support::{Env, FakeWebhook, pid_alive};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_goes_from_approval_to_complete_through_ci_comments_and_review() {
@@ -299,12 +126,22 @@ async fn a_task_goes_from_approval_to_complete_through_ci_comments_and_review() 
         notices[0].message
     );
     let delivery = notices[0].delivery.as_deref().unwrap_or("");
-    assert!(delivery.contains("comment") && delivery.contains("webhook: sent (HTTP 200)"), "{delivery}");
+    assert!(
+        delivery.contains("comment") && delivery.contains("webhook: sent (HTTP 200)"),
+        "{delivery}"
+    );
     let posted = hook.bodies();
     assert_eq!(posted.len(), 1, "{posted:?}");
     let body: serde_json::Value = serde_json::from_str(&posted[0]).unwrap();
-    assert_eq!(body["text"], notices[0].message.as_str(), "Slack-compatible {{\"text\": …}}");
-    assert!(!delivery.contains("secret"), "the webhook URL is never recorded");
+    assert_eq!(
+        body["text"],
+        notices[0].message.as_str(),
+        "Slack-compatible {{\"text\": …}}"
+    );
+    assert!(
+        !delivery.contains("secret"),
+        "the webhook URL is never recorded"
+    );
 
     // The agent's acknowledgement resolved the human comment, and executor's notice is on the PR.
     let pr = store.local_pr_for_run(run.id).await.unwrap().unwrap();
@@ -380,11 +217,16 @@ async fn a_runner_killed_mid_worker_is_replaced_without_a_second_worker() {
     let sessions = store.worker_sessions(run_id).await.unwrap();
     // The killed runner's worker was adopted, not duplicated: one queued-or-resume worker, and no two
     // workers of the run ever overlapped (the runner may go on to CI fixes in the same invocation).
-    let first_job: Vec<_> =
-        sessions.iter().filter(|s| matches!(s.kind, WorkerKind::Queued | WorkerKind::InProgress)).collect();
+    let first_job: Vec<_> = sessions
+        .iter()
+        .filter(|s| matches!(s.kind, WorkerKind::Queued | WorkerKind::InProgress))
+        .collect();
     assert_eq!(first_job.len(), 1, "never a second worker: {sessions:?}");
     for pair in sessions.windows(2) {
-        assert!(pair[1].started_at >= pair[0].ended_at.unwrap(), "overlapping workers: {sessions:?}");
+        assert!(
+            pair[1].started_at >= pair[0].ended_at.unwrap(),
+            "overlapping workers: {sessions:?}"
+        );
     }
     assert_eq!(sessions[0].pid, Some(pid));
     assert_eq!(sessions[0].end_reason.as_deref(), Some("finished"));

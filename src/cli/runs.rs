@@ -91,7 +91,10 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
                 })
                 .await?;
             let memory = ctx.store.run_memory(id).await?;
-            let pr: Option<PrSnapshot> = memory.last_snapshot.as_deref().and_then(|j| serde_json::from_str(j).ok());
+            let pr: Option<PrSnapshot> = memory
+                .last_snapshot
+                .as_deref()
+                .and_then(|j| serde_json::from_str(j).ok());
             let workers = ctx.store.worker_sessions(id).await?;
             let notices = ctx.store.notices(Some(id)).await?;
             if as_json {
@@ -151,10 +154,19 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
                     .map(|t| ago(t, now))
                     .unwrap_or_else(|| "-".into()),
             );
-            let decided = memory.last_decision_at.map(|t| format!(" ({})", ago(t, now))).unwrap_or_default();
-            field("last decision", format!("{}{decided}", opt(&memory.last_decision)));
+            let decided = memory
+                .last_decision_at
+                .map(|t| format!(" ({})", ago(t, now)))
+                .unwrap_or_default();
+            field(
+                "last decision",
+                format!("{}{decided}", opt(&memory.last_decision)),
+            );
             if memory.budget_stopped {
-                field("budget", "stopped: over a budget cap (see the last decision)".into());
+                field(
+                    "budget",
+                    "stopped: over a budget cap (see the last decision)".into(),
+                );
             }
             if let Some(pr) = &pr {
                 print_pr(pr, now);
@@ -181,7 +193,13 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
             if !notices.is_empty() {
                 println!("\nnotices:");
                 for n in &notices {
-                    println!("  {} {}: {} [{}]", ago(n.created_at, now), n.kind, n.message, opt(&n.delivery));
+                    println!(
+                        "  {} {}: {} [{}]",
+                        ago(n.created_at, now),
+                        n.kind,
+                        n.message,
+                        opt(&n.delivery)
+                    );
                 }
             }
             println!("\nhistory:");
@@ -199,7 +217,13 @@ fn print_pr(pr: &PrSnapshot, now: chrono::DateTime<chrono::Utc>) {
         PrState::Merged => "merged",
         PrState::Closed => "closed",
     };
-    println!("\npull request #{} {} — {state}, head {}, seen {}", pr.number, pr.url, short_sha(&pr.head_sha), ago(pr.observed_at, now));
+    println!(
+        "\npull request #{} {} — {state}, head {}, seen {}",
+        pr.number,
+        pr.url,
+        short_sha(&pr.head_sha),
+        ago(pr.observed_at, now)
+    );
     if !pr.labels.is_empty() {
         println!("  labels: {}", pr.labels.join(", "));
     }
@@ -211,8 +235,18 @@ fn print_pr(pr: &PrSnapshot, now: chrono::DateTime<chrono::Utc>) {
         println!("  CI {}: {:?}", c.name, c.status);
     }
     for c in &pr.comments {
-        let reply = c.in_reply_to.as_ref().map(|r| format!(" ↳ {r}")).unwrap_or_default();
-        println!("  comment {}{reply} by {} {}: {}", c.id, c.author, ago(c.created_at, now), super::output::short(&c.body, 70));
+        let reply = c
+            .in_reply_to
+            .as_ref()
+            .map(|r| format!(" ↳ {r}"))
+            .unwrap_or_default();
+        println!(
+            "  comment {}{reply} by {} {}: {}",
+            c.id,
+            c.author,
+            ago(c.created_at, now),
+            super::output::short(&c.body, 70)
+        );
     }
 }
 

@@ -69,7 +69,10 @@ impl Runner {
         };
         let delivery = match self.config.notify.webhook_url.trim() {
             "" => delivery,
-            url => format!("{delivery}; webhook: {}", post_webhook(url.to_string(), text.clone()).await),
+            url => format!(
+                "{delivery}; webhook: {}",
+                post_webhook(url.to_string(), text.clone()).await
+            ),
         };
         self.store.mark_notice_delivered(id, &delivery).await?;
         Ok(())
@@ -86,7 +89,11 @@ async fn post_webhook(url: String, text: String) -> String {
             .http_status_as_error(false)
             .build()
             .into();
-        agent.post(&url).header("content-type", "application/json").send(&body).map(|r| r.status().as_u16())
+        agent
+            .post(&url)
+            .header("content-type", "application/json")
+            .send(&body)
+            .map(|r| r.status().as_u16())
     })
     .await;
     match sent {

@@ -27,9 +27,18 @@ impl Runner {
         let memory = self.store.run_memory(run.id).await?;
         if let Some(pr) = &snapshot {
             // Written when the pull request changed (not merely re-observed), for `runs show`.
-            let previous: Option<PrSnapshot> = memory.last_snapshot.as_deref().and_then(|j| serde_json::from_str(j).ok());
-            if previous.is_none_or(|p| PrSnapshot { observed_at: pr.observed_at, ..p } != *pr) {
-                let json = serde_json::to_string(pr).map_err(|e| RunnerError::Config(e.to_string()))?;
+            let previous: Option<PrSnapshot> = memory
+                .last_snapshot
+                .as_deref()
+                .and_then(|j| serde_json::from_str(j).ok());
+            if previous.is_none_or(|p| {
+                PrSnapshot {
+                    observed_at: pr.observed_at,
+                    ..p
+                } != *pr
+            }) {
+                let json =
+                    serde_json::to_string(pr).map_err(|e| RunnerError::Config(e.to_string()))?;
                 self.store.set_last_snapshot(run.id, &json).await?;
             }
         }

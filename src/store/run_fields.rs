@@ -130,7 +130,12 @@ impl Store {
     }
 
     pub async fn set_last_snapshot(&self, run_id: i64, json: &str) -> Result<()> {
-        update_run!(self, run_id, "UPDATE executor_runs SET last_snapshot = $1 WHERE id = $2", json)
+        update_run!(
+            self,
+            run_id,
+            "UPDATE executor_runs SET last_snapshot = $1 WHERE id = $2",
+            json
+        )
     }
 
     pub async fn run_memory(&self, run_id: i64) -> Result<RunMemory> {

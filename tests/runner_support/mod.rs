@@ -1,0 +1,200 @@
+//! Shared by the runner tests: a temporary repository, config and data directory driven through the real
+//! binary with the `pipeline.sh` fake agent, and a fake webhook.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use executor::store::Store;
+
+pub struct Env {
+    pub dir: tempfile::TempDir,
+}
+
+pub fn git(dir: &Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
+impl Env {
+    pub fn new(extra_env: &[&str]) -> Env {
+        Env::with_webhook(extra_env, "")
+    }
+
+    pub fn with_webhook(extra_env: &[&str], webhook: &str) -> Env {
+        let env = Env {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        let repo = env.path().join("repo");
+        std::fs::create_dir(&repo).unwrap();
+        git(&repo, &["init", "-q", "-b", "main"]);
+        std::fs::write(repo.join("README"), "app\n").unwrap();
+        git(&repo, &["add", "README"]);
+        git(
+            &repo,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-qm",
+                "initial",
+            ],
+        );
+        let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agents/pipeline.sh");
+        let pass: Vec<String> = extra_env.iter().map(|v| format!("{v:?}")).collect();
+        let config = format!(
+            r#"
+[paths]
+data_dir = "{data}"
+[runner]
+loop_interval = "1s"
+retry_backoff = "1s"
+[worker]
+agent = "command"
+idle_timeout = "20s"
+kill_grace = "1s"
+pass_env = [{pass}]
+[worker.command]
+argv = ["{agent}"]
+[notify]
+mention = "@alex"
+webhook_url = "{webhook}"
+[repos.app]
+path = "{repo}"
+ci_command = ["sh", "-c", "sleep 1; test -f ci-fixed"]
+trusted_authors = ["alex"]
+"#,
+            data = env.path().join("data").display(),
+            agent = agent.display(),
+            repo = repo.display(),
+            pass = pass.join(", "),
+            webhook = webhook,
+        );
+        std::fs::write(env.path().join("executor.toml"), config).unwrap();
+        env
+    }
+
+    /// Adds TOML (another `[repos.NAME]`, say) to the end of the config.
+    pub fn append_config(&self, toml: &str) {
+        let path = self.path().join("executor.toml");
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str(toml);
+        std::fs::write(path, text).unwrap();
+    }
+
+    pub fn repo(&self) -> std::path::PathBuf {
+        self.path().join("repo")
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_executor"));
+        cmd.arg("--config")
+            .arg(self.path().join("executor.toml"))
+            .args(args)
+            .current_dir(self.path());
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        let out = self.command(args).stdin(Stdio::null()).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    pub async fn store(&self) -> Store {
+        Store::open(&format!(
+            "sqlite://{}",
+            self.path().join("data/executor.db").display()
+        ))
+        .await
+        .unwrap()
+    }
+
+    pub fn queue_approved(&self, gid: &str) {
+        self.run(&[
+            "queue",
+            "add",
+            "--gid",
+            gid,
+            "--description",
+            "Add the feature file",
+            "--source",
+            "my_tasks_inbox",
+        ]);
+        self.run(&["approve", "--skip-triage", gid]);
+    }
+}
+
+/// Alive and not a zombie (an orphaned worker is reaped by whatever init the machine has, maybe late).
+/// A Slack-style incoming webhook on loopback that records what it is sent.
+pub struct FakeWebhook {
+    addr: std::net::SocketAddr,
+    bodies: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl FakeWebhook {
+    pub fn start() -> FakeWebhook {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = bodies.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut reader = BufReader::new(stream);
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                sink.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&body).into_owned());
+                let _ = reader.get_mut().write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok",
+                );
+            }
+        });
+        FakeWebhook { addr, bodies }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/services/T000/B000/secret", self.addr)
+    }
+
+    pub fn bodies(&self) -> Vec<String> {
+        self.bodies.lock().unwrap().clone()
+    }
+}
+
+pub fn pid_alive(pid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next());
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+        && !matches!(state, Some("Z" | "X"))
+}
