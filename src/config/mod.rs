@@ -83,6 +83,8 @@ pub struct Worker {
     /// Environment variables passed through to agents (besides PATH, HOME, LANG). Their values are
     /// treated as secrets: redacted from every log.
     pub pass_env: Vec<String>,
+    /// Turn limits per worker kind (Claude Code's `--max-turns`).
+    pub max_turns: MaxTurns,
     pub claude: ClaudeAgent,
     pub codex: CodexAgent,
     pub command: CommandAgent,
@@ -94,7 +96,41 @@ pub struct ClaudeAgent {
     pub program: String,
     pub permission_mode: String,
     pub model: String,
-    pub max_turns: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MaxTurns {
+    pub queued: u32,
+    pub in_progress: u32,
+    pub fix_ci: u32,
+    pub fix_comments: u32,
+    pub pr_review: u32,
+}
+
+impl Default for MaxTurns {
+    fn default() -> Self {
+        MaxTurns {
+            queued: 200,
+            in_progress: 200,
+            fix_ci: 100,
+            fix_comments: 100,
+            pr_review: 60,
+        }
+    }
+}
+
+impl MaxTurns {
+    pub fn for_kind(&self, kind: crate::domain::WorkerKind) -> u32 {
+        use crate::domain::WorkerKind::*;
+        match kind {
+            Queued => self.queued,
+            InProgress => self.in_progress,
+            FixCi => self.fix_ci,
+            FixComments => self.fix_comments,
+            PrReview => self.pr_review,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -197,7 +233,9 @@ impl Default for Worker {
                 "ANTHROPIC_API_KEY".into(),
                 "OPENAI_API_KEY".into(),
                 "GH_TOKEN".into(),
+                "IS_SANDBOX".into(),
             ],
+            max_turns: MaxTurns::default(),
             claude: ClaudeAgent::default(),
             codex: CodexAgent::default(),
             command: CommandAgent::default(),
@@ -209,9 +247,8 @@ impl Default for ClaudeAgent {
     fn default() -> Self {
         ClaudeAgent {
             program: "claude".into(),
-            permission_mode: "acceptEdits".into(),
+            permission_mode: "bypassPermissions".into(),
             model: String::new(),
-            max_turns: 200,
         }
     }
 }

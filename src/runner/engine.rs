@@ -94,6 +94,7 @@ impl Runner {
         &mut self,
         mut shutdown: watch::Receiver<bool>,
     ) -> Result<TickReport, RunnerError> {
+        self.prepare().await?;
         let mut total = TickReport::default();
         let mut busy = 0;
         loop {
@@ -163,6 +164,19 @@ impl Runner {
         }
     }
 
+    /// Once per process: forget worktrees whose directory vanished, and free what a dead runner held.
+    async fn prepare(&self) -> Result<(), RunnerError> {
+        for (name, repo) in &self.config.repos {
+            let path = crate::config::expand_home(&repo.path);
+            match tokio::task::spawn_blocking(move || crate::workspace::prune(&path)).await {
+                Ok(Err(e)) => tracing::warn!("git worktree prune in repo {name}: {e}"),
+                Err(e) => tracing::warn!("git worktree prune in repo {name}: {e}"),
+                Ok(Ok(())) => {}
+            }
+        }
+        self.release_dead_leases().await
+    }
+
     /// Leases held by a runner of this host whose process is gone (killed, crashed) are released at once
     /// instead of waiting for them to expire: the instance lock says no other runner of this data
     /// directory is alive.
@@ -192,7 +206,6 @@ impl Runner {
     /// tasks, then observe, decide and act for every active run.
     pub async fn tick(&mut self) -> Result<TickReport, RunnerError> {
         let mut report = TickReport::default();
-        self.release_dead_leases().await?;
         self.reconcile().await?;
         for (name, repo) in &self.config.repos {
             if let Ok(forge) = self.forge(name, repo)

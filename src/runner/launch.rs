@@ -133,7 +133,7 @@ impl Runner {
             cwd: wt.path.clone(),
             prompt,
             resume_session: ctx.run.resumed_session.clone(),
-            max_turns: Some(self.config.worker.claude.max_turns),
+            max_turns: Some(self.config.worker.max_turns.for_kind(kind)),
             max_budget_usd: Some(budget),
             cost_cap_usd: Some(budget),
             env: self.worker_env(run, kind),
