@@ -2,6 +2,7 @@
 //! below returns values and errors.
 
 mod context;
+mod demo;
 mod init;
 mod output;
 mod queue;
@@ -44,6 +45,9 @@ pub struct Cli {
 pub enum Command {
     /// Write a commented executor.toml and create the database; say where both are.
     Init(init::InitArgs),
+    /// See the whole pipeline work, offline: a scratch repository, SQLite, the local forge and a fake
+    /// agent take one task from approval to a reviewed, green pull request.
+    Demo(demo::DemoArgs),
     /// The incoming tasks: add, list, show.
     #[command(subcommand)]
     Queue(queue::QueueCommand),
@@ -129,6 +133,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let json = cli.json;
     match cli.command {
         Command::Init(args) => init::run(cli.config.as_deref(), args, json).await,
+        Command::Demo(args) => demo::run(args).await,
         Command::Cron(c) => schedule::cron(cli.config.as_deref(), c),
         Command::Service(ServiceCommand::Print(args)) => {
             schedule::service(cli.config.as_deref(), args)
@@ -151,7 +156,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 async fn dispatch(ctx: &Context, command: Command, json: bool) -> anyhow::Result<()> {
     match command {
         Command::Comment(args) => runner::comment(ctx, args, json).await,
-        Command::Init(_) | Command::Cron(_) | Command::Service(_) | Command::Runner(_) => {
+        Command::Init(_)
+        | Command::Demo(_)
+        | Command::Cron(_)
+        | Command::Service(_)
+        | Command::Runner(_) => {
             unreachable!("handled before the store is opened")
         }
         Command::Queue(c) => queue::run(ctx, c, json).await,

@@ -38,7 +38,14 @@ pub fn slug(text: &str) -> String {
             break;
         }
     }
-    out.truncate(SLUG_MAX);
+    if out.len() > SLUG_MAX {
+        // Cut at the last whole word that fits, unless that leaves too little to recognise the task.
+        let cut = out[..=SLUG_MAX]
+            .rfind('-')
+            .filter(|&i| i >= SLUG_MAX / 2)
+            .unwrap_or(SLUG_MAX);
+        out.truncate(cut);
+    }
     out.trim_end_matches('-').to_string()
 }
 
@@ -144,6 +151,19 @@ mod tests {
         assert_eq!(got, format!("executor/42-{}", "a".repeat(SLUG_MAX)));
         let cut = branch_name("", &gid("42"), &format!("{}-b", "a".repeat(SLUG_MAX - 1))).unwrap();
         assert!(!cut.ends_with('-'), "{cut}");
+    }
+
+    #[test]
+    fn long_descriptions_are_cut_at_a_word() {
+        assert_eq!(
+            slug("Add a feature file describing the feature"),
+            "add-a-feature-file-describing-the"
+        );
+        assert_eq!(
+            slug(&"x".repeat(60)).len(),
+            SLUG_MAX,
+            "one long word is cut where it must be"
+        );
     }
 
     #[test]

@@ -1,0 +1,200 @@
+//! `executor demo`: the whole pipeline on the embedded default (SQLite, local forge, no accounts) in a
+//! scratch directory, with the fake agent the tests use standing in for a model.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+
+use super::Context;
+use crate::domain::{Actor, QueueStatus, RunState, TaskGid};
+use crate::runner::Runner;
+use crate::store::{EventFilter, NewComment, NewTask};
+
+/// The fake agent: acts by `$EXECUTOR_WORKER_KIND` (commit, fix CI, answer comments, review).
+const AGENT: &str = include_str!("../../tests/fake_agents/pipeline.sh");
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Where to build the demo (default: a new directory under the system's temporary directory).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+}
+
+fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=executor demo",
+            "-c",
+            "user.email=demo@executor.invalid",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .context("running git (is it installed?)")?;
+    if !out.status.success() {
+        bail!(
+            "git {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+fn step(text: &str) {
+    println!("\n==> {text}");
+}
+
+pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
+    let dir = match args.dir {
+        Some(d) => d,
+        None => std::env::temp_dir().join(format!("executor-demo-{}", std::process::id())),
+    };
+    if dir.join("executor.toml").exists() {
+        bail!("{} already holds a demo; pass another --dir", dir.display());
+    }
+    let dir = std::path::absolute(&dir)?;
+    let repo = dir.join("repo");
+    std::fs::create_dir_all(&repo).with_context(|| format!("creating {}", repo.display()))?;
+
+    step(&format!(
+        "A git repository with one commit, in {}",
+        repo.display()
+    ));
+    git(&repo, &["init", "-q", "-b", "main"])?;
+    std::fs::write(repo.join("README.md"), "# demo app\n")?;
+    git(&repo, &["add", "README.md"])?;
+    git(&repo, &["commit", "-qm", "Initial commit"])?;
+
+    let agent = dir.join("agent.sh");
+    std::fs::write(&agent, AGENT)?;
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+    let config_path = dir.join("executor.toml");
+    let toml_str = |p: &Path| toml::Value::String(p.display().to_string()).to_string();
+    std::fs::write(
+        &config_path,
+        format!(
+            "# The demo's config: SQLite in ./data, the local forge, and a fake agent instead of a model.\n\
+             [paths]\ndata_dir = {data}\n\n[runner]\nloop_interval = \"1s\"\nretry_backoff = \"1s\"\n\n\
+             [worker]\nagent = \"command\"\nidle_timeout = \"1m\"\n\n[worker.command]\nargv = [{agent}]\n\n\
+             [notify]\nmention = \"@you\"\n\n[repos.demo]\npath = {repo}\n\
+             # CI fails until the agent's fix_ci worker adds the file it checks for.\n\
+             ci_command = [\"sh\", \"-c\", \"sleep 1; test -f ci-fixed || {{ echo 'ci-fixed is missing'; exit 1; }}\"]\n",
+            data = toml_str(&dir.join("data")),
+            agent = toml_str(&agent),
+            repo = toml_str(&repo),
+        ),
+    )?;
+    println!("config: {}", config_path.display());
+
+    let ctx = Context::open(Some(&config_path)).await?;
+    let store = &ctx.store;
+    let gid = TaskGid::parse("DEMO-1").map_err(anyhow::Error::msg)?;
+    step("Queue a task and approve it (a human's go; triage skipped)");
+    let task = NewTask {
+        source: Some("demo".into()),
+        description: Some("Add a feature file describing the feature".into()),
+        ..Default::default()
+    };
+    store.upsert_task(&gid, &task, Actor::Cli).await?;
+    store
+        .set_task_status(
+            &gid,
+            QueueStatus::AwaitingGo,
+            Actor::Cli,
+            Some("demo: triage skipped"),
+        )
+        .await?;
+    store
+        .set_task_status(
+            &gid,
+            QueueStatus::Approved,
+            Actor::Cli,
+            Some("demo: approved"),
+        )
+        .await?;
+
+    step("Run the runner as cron would, until the run is complete");
+    let mut commented = false;
+    for round in 1..=30 {
+        let mut runner = Runner::new(ctx.config.clone(), store.clone())?;
+        let (_tx, shutdown) = tokio::sync::watch::channel(false);
+        let report = runner.run_until_idle(shutdown).await?;
+        let run = store
+            .list_runs(&crate::store::RunFilter {
+                task_gid: Some(gid.clone()),
+                ..Default::default()
+            })
+            .await?
+            .into_iter()
+            .next()
+            .context("the runner created no run")?;
+        let memory = store.run_memory(run.id).await?;
+        println!(
+            "  runner pass {round}: {} steps; run #{} is {} — {}",
+            report.actions,
+            run.id,
+            run.state,
+            memory.last_decision.unwrap_or_default()
+        );
+        if run.state == RunState::Complete || run.state == RunState::Abandoned {
+            break;
+        }
+        if run.state == RunState::Pr && !commented {
+            let pr = store
+                .local_pr_for_run(run.id)
+                .await?
+                .context("a run in pr has a pull request")?;
+            let body = "Please note in the repository what you changed.";
+            store
+                .add_local_comment(
+                    pr.id,
+                    &NewComment {
+                        author: "you",
+                        body,
+                        ..Default::default()
+                    },
+                )
+                .await?;
+            println!(
+                "  you commented on {}: {body:?}",
+                crate::forge::local::pr_url("demo", pr.id)
+            );
+            commented = true;
+        }
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+    }
+
+    step("The workers the runner started, in order");
+    if let Some(run_id) = store.task(&gid).await?.executor_run_id {
+        for w in store.worker_sessions(run_id).await? {
+            println!(
+                "  {:<12} {:<10} {}",
+                w.kind.as_str(),
+                w.end_reason.unwrap_or_default(),
+                w.log_path.unwrap_or_default()
+            );
+        }
+    }
+
+    step("What happened (executor events DEMO-1)");
+    let events = store
+        .events(&EventFilter {
+            task_gid: Some(gid.clone()),
+            ..Default::default()
+        })
+        .await?;
+    super::status::print_events(&events, crate::store::now());
+    let show = format!("executor --config {} runs show 1", config_path.display());
+    println!("\nThe notices, work logs and the pull request's conversation: {show}");
+    println!(
+        "Work logs: {}",
+        ctx.config.logs_dir().join(gid.as_str()).display()
+    );
+    ctx.store.close().await;
+    Ok(())
+}
