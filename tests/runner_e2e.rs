@@ -264,3 +264,37 @@ async fn a_second_runner_exits_at_once() {
     assert!(text.starts_with("runner already running (pid "), "{text}");
     assert!(first.wait().unwrap().success());
 }
+
+#[test]
+fn the_demo_takes_a_task_to_complete_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = dir.path().join("demo");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_executor"))
+        .args(["demo", "--dir"])
+        .arg(&demo)
+        .env_remove("EXECUTOR_CONFIG")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("run #1 is complete"), "{text}");
+    for kind in ["queued", "fix_ci", "fix_comments", "pr_review"] {
+        assert!(
+            text.lines()
+                .any(|l| l.trim_start().starts_with(kind) && l.contains("finished")),
+            "{kind}: {text}"
+        );
+    }
+    assert!(text.contains("pr → complete"), "{text}");
+    // A second demo in the same place is refused rather than mixed with the first.
+    let again = std::process::Command::new(env!("CARGO_BIN_EXE_executor"))
+        .args(["demo", "--dir"])
+        .arg(&demo)
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(1));
+}
