@@ -309,3 +309,78 @@ fn help_teaches_the_commands() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A stand-in for `crontab` that keeps the table in a file, like the real one keeps it per user.
+fn fake_crontab(dir: &Path) -> PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let table = dir.join("crontab.txt");
+    let script = format!(
+        "#!/bin/sh\ncase \"$1\" in\n  -l) [ -f '{t}' ] || {{ echo 'no crontab for tester' >&2; exit 1; }}; cat '{t}' ;;\n  -) cat > '{t}' ;;\n  *) exit 2 ;;\nesac\n",
+        t = table.display()
+    );
+    let path = bin.join("crontab");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    bin
+}
+
+#[test]
+fn cron_install_is_idempotent_and_uninstall_leaves_other_entries() {
+    let sb = Sandbox::new();
+    let bin = fake_crontab(sb.path());
+    let table = sb.path().join("crontab.txt");
+    std::fs::write(&table, "0 3 * * * backup\n").unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let cron = |args: &[&str]| {
+        let out = sb
+            .command(args)
+            .env("PATH", &path)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        text(&out.stdout)
+    };
+    let printed = cron(&["cron", "print"]);
+    assert!(
+        printed.contains("*/5 * * * *") && printed.contains("'runner'"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains(&format!("'{}'", sb.path().join("executor.toml").display())),
+        "{printed}"
+    );
+
+    cron(&["cron", "install"]);
+    let once = std::fs::read_to_string(&table).unwrap();
+    assert!(
+        once.starts_with("0 3 * * * backup\n") && once.contains("# BEGIN executor"),
+        "{once}"
+    );
+    assert!(cron(&["cron", "install"]).contains("already up to date"));
+    assert_eq!(std::fs::read_to_string(&table).unwrap(), once);
+
+    cron(&["cron", "uninstall"]);
+    assert_eq!(
+        std::fs::read_to_string(&table).unwrap(),
+        "0 3 * * * backup\n"
+    );
+
+    let units = cron(&["service", "print", "--systemd"]);
+    assert!(
+        units.contains("executor-runner.timer") && units.contains("OnUnitInactiveSec=5min"),
+        "{units}"
+    );
+    let agent = cron(&["service", "print", "--launchd"]);
+    assert!(agent.contains("<integer>300</integer>"), "{agent}");
+}
