@@ -42,7 +42,12 @@ impl Runner {
                 self.store.set_last_snapshot(run.id, &json).await?;
             }
         }
-        let branch_has_commits = match &run.branch_name {
+        // Only an in_progress run asks whether its branch has commits (to open its pull request).
+        let branch_has_commits = match run
+            .branch_name
+            .as_ref()
+            .filter(|_| run.state == RunState::InProgress)
+        {
             Some(branch) => {
                 let path = crate::config::expand_home(&repo.path);
                 let (branch, base) = (branch.clone(), repo.base.clone());
