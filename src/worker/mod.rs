@@ -46,7 +46,7 @@ pub use agent::{
 pub use kind::PromptKind;
 pub use outcome::{EndReason, WorkerOutcome, WorkerUpdate};
 pub use process::{is_same_process, pid_start_time};
-pub use prompt::{PromptContext, PromptError, Prompts, export_defaults};
+pub use prompt::{Exported, PromptContext, PromptError, Prompts, export_defaults};
 pub use result::{ParsedResult, ResultError};
 pub use spawn::EnvSpec;
 
