@@ -94,6 +94,7 @@ impl Timeouts {
 #[derive(Debug, Clone)]
 pub struct WorkerSpec {
     pub task_gid: TaskGid,
+    /// 0 for a worker run by hand on a task without a run.
     pub run_id: i64,
     pub kind: PromptKind,
     pub agent: AgentConfig,
