@@ -3,7 +3,7 @@
 use executor::domain::WorkerKind;
 use executor::worker::PromptKind;
 use executor::worker::prompt::{
-    self, PromptContext, PromptError, PromptSource, Prompts, ReviewComment,
+    self, Exported, PromptContext, PromptError, PromptSource, Prompts, ReviewComment,
 };
 
 #[test]
@@ -135,19 +135,33 @@ fn overrides_win_and_unknown_variables_are_errors() {
 #[test]
 fn export_writes_the_defaults_and_does_not_clobber_edits() {
     let dir = tempfile::tempdir().unwrap();
-    let written = prompt::export_defaults(dir.path(), false).unwrap();
-    assert_eq!(written.len(), 6);
+    let report = prompt::export_defaults(dir.path(), false).unwrap();
+    assert_eq!(report.len(), 6);
+    assert!(report.iter().all(|(_, what)| *what == Exported::Written));
     for (name, text) in prompt::DEFAULT_TEMPLATES {
         assert_eq!(
             std::fs::read_to_string(dir.path().join(name)).unwrap(),
             text
         );
     }
-    assert!(matches!(
-        prompt::export_defaults(dir.path(), false),
-        Err(PromptError::Exists { .. })
-    ));
-    prompt::export_defaults(dir.path(), true).unwrap();
+    let edited = dir.path().join("queued.md");
+    std::fs::write(&edited, "my own {{ task.gid }}\n").unwrap();
+    let what = |report: &[(std::path::PathBuf, Exported)], name: &str| {
+        report
+            .iter()
+            .find(|(p, _)| p.ends_with(name))
+            .map(|(_, w)| *w)
+            .unwrap()
+    };
+    let again = prompt::export_defaults(dir.path(), false).unwrap();
+    assert_eq!(what(&again, "queued.md"), Exported::Kept);
+    assert_eq!(what(&again, "fix_ci.md"), Exported::Unchanged);
+    assert_eq!(
+        std::fs::read_to_string(&edited).unwrap(),
+        "my own {{ task.gid }}\n"
+    );
+    let forced = prompt::export_defaults(dir.path(), true).unwrap();
+    assert_eq!(what(&forced, "queued.md"), Exported::Overwritten);
     // Exported defaults load back as overrides and still pass the check.
     Prompts::with_overrides(dir.path())
         .unwrap()

@@ -5,11 +5,13 @@ mod context;
 mod demo;
 mod init;
 mod output;
+mod prompts;
 mod queue;
 mod runner;
 mod runs;
 mod schedule;
 mod status;
+mod worker;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -83,6 +85,14 @@ pub enum Command {
     Runner(runner::RunnerArgs),
     /// Comment on a run's pull request (local forge). Workers reply with --as-agent --reply-to ID.
     Comment(runner::CommentArgs),
+    /// Run one worker by hand, in the foreground, outside the runner (to try agents and prompts).
+    #[command(subcommand)]
+    Worker(worker::WorkerCommand),
+    /// Print the newest work log of a task, or follow it as the worker writes it.
+    Logs(worker::LogsArgs),
+    /// The prompt templates: export the defaults to edit, check the configured ones.
+    #[command(subcommand)]
+    Prompts(prompts::PromptsCommand),
     /// The cron watchdog: starts the runner every 5 minutes (it exits when idle).
     #[command(subcommand)]
     Cron(schedule::CronCommand),
@@ -138,6 +148,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Service(ServiceCommand::Print(args)) => {
             schedule::service(cli.config.as_deref(), args)
         }
+        Command::Logs(args) => {
+            worker::logs(&context::load_config(cli.config.as_deref())?, args, json).await
+        }
+        Command::Prompts(c) => prompts::run(&context::load_config(cli.config.as_deref())?, c, json),
         command => {
             let ctx = Context::open(cli.config.as_deref()).await?;
             if let Command::Runner(args) = command {
@@ -160,9 +174,12 @@ async fn dispatch(ctx: &Context, command: Command, json: bool) -> anyhow::Result
         | Command::Demo(_)
         | Command::Cron(_)
         | Command::Service(_)
-        | Command::Runner(_) => {
+        | Command::Runner(_)
+        | Command::Logs(_)
+        | Command::Prompts(_) => {
             unreachable!("handled before the store is opened")
         }
+        Command::Worker(c) => worker::run(ctx, c, json).await,
         Command::Queue(c) => queue::run(ctx, c, json).await,
         Command::Approve { gids, skip_triage } => {
             queue::approve(ctx, &gids, skip_triage, json).await

@@ -5,8 +5,9 @@ use chrono::{DateTime, Utc};
 
 use super::decision::{Notice, NoticeKind};
 use super::engine::{Runner, RunnerError};
+use crate::config::Config;
 use crate::domain::Run;
-use crate::store::RunMemory;
+use crate::store::{RunMemory, Store, StoreError};
 
 fn start_of_day(now: DateTime<Utc>) -> DateTime<Utc> {
     now.date_naive()
@@ -67,10 +68,20 @@ impl Runner {
 
     /// Dollars a new worker of this run may spend: what is left of the run's and the day's caps.
     pub(super) async fn budget_left(&self, run: &Run) -> Result<f64, RunnerError> {
-        let b = &self.config.budget;
-        let today = self.store.spent_since(start_of_day(Utc::now())).await?;
-        Ok((b.per_run_usd - run.cost_usd)
-            .min(b.per_day_usd - today)
-            .max(0.0))
+        Ok(budget_left(&self.config, &self.store, Some(run)).await?)
     }
+}
+
+/// Dollars a new worker may spend: what is left of the day's cap and, for a run, of the run's.
+pub(crate) async fn budget_left(
+    config: &Config,
+    store: &Store,
+    run: Option<&Run>,
+) -> Result<f64, StoreError> {
+    let b = &config.budget;
+    let today = store.spent_since(start_of_day(Utc::now())).await?;
+    let run_cost = run.map_or(0.0, |r| r.cost_usd);
+    Ok((b.per_run_usd - run_cost)
+        .min(b.per_day_usd - today)
+        .max(0.0))
 }

@@ -68,10 +68,7 @@ const MAX_BUSY_TICKS: usize = 50;
 
 impl Runner {
     pub fn new(config: Config, store: Store) -> Result<Runner, RunnerError> {
-        let prompts = match config.worker.prompts_dir.as_str() {
-            "" => Prompts::embedded(),
-            dir => Prompts::with_overrides(&crate::config::expand_home(dir))?,
-        };
+        let prompts = load_prompts(&config)?;
         let host = hostname();
         let owner = format!("{host}:{}", std::process::id());
         let (ended_tx, ended_rx) = mpsc::unbounded_channel();
@@ -243,46 +240,74 @@ impl Runner {
 
     /// The repository a run works in: its task's, or the only one configured.
     pub(super) fn repo_of(&self, run: &Run) -> Result<(&str, &Repo), RunnerError> {
-        let repos = &self.config.repos;
-        match &run.repo {
-            Some(name) => repos
-                .get_key_value(name)
-                .map(|(k, v)| (k.as_str(), v))
-                .ok_or_else(|| {
-                    RunnerError::Config(format!(
-                        "run {} names repo {name:?}, which is not under [repos] in the config",
-                        run.id
-                    ))
-                }),
-            None if repos.len() == 1 => Ok(repos
-                .iter()
-                .next()
-                .map(|(k, v)| (k.as_str(), v))
-                .unwrap_or_else(|| unreachable!())),
-            None => Err(RunnerError::Config(format!(
-                "run {} names no repo and the config has {} repos: give the task --repo, or configure exactly one [repos.NAME]",
-                run.id,
-                repos.len()
-            ))),
-        }
+        repo_for(
+            &self.config,
+            run.repo.as_deref(),
+            &format!("run {}", run.id),
+        )
     }
 
     pub(super) fn forge(&self, name: &str, repo: &Repo) -> Result<Forge, RunnerError> {
-        match repo.forge.as_str() {
-            "local" => Ok(Forge::Local(LocalForge {
-                store: self.store.clone(),
-                repo_name: name.to_string(),
-                repo: repo.clone(),
-                ci_root: self.config.data_dir().join("ci"),
-            })),
-            other => Err(RunnerError::Config(format!(
-                "repos.{name}.forge = {other:?} is not available in this build; use \"local\""
-            ))),
-        }
+        forge_for(&self.config, &self.store, name, repo)
     }
 }
 
-fn hostname() -> String {
+/// The repository named `repo` (a task's or run's), or the only one configured when it names none.
+/// `who` says whose repo it is, for the error ("run 3", "task 1207").
+pub(crate) fn repo_for<'c>(
+    config: &'c Config,
+    repo: Option<&str>,
+    who: &str,
+) -> Result<(&'c str, &'c Repo), RunnerError> {
+    let repos = &config.repos;
+    match repo {
+        Some(name) => repos
+            .get_key_value(name)
+            .map(|(k, v)| (k.as_str(), v))
+            .ok_or_else(|| {
+                RunnerError::Config(format!(
+                    "{who} names repo {name:?}, which is not under [repos] in the config"
+                ))
+            }),
+        None => match repos.iter().next() {
+            Some((k, v)) if repos.len() == 1 => Ok((k.as_str(), v)),
+            _ => Err(RunnerError::Config(format!(
+                "{who} names no repo and the config has {} repos: give the task --repo, or configure exactly one [repos.NAME]",
+                repos.len()
+            ))),
+        },
+    }
+}
+
+/// The forge a configured repository uses.
+pub(crate) fn forge_for(
+    config: &Config,
+    store: &Store,
+    name: &str,
+    repo: &Repo,
+) -> Result<Forge, RunnerError> {
+    match repo.forge.as_str() {
+        "local" => Ok(Forge::Local(LocalForge {
+            store: store.clone(),
+            repo_name: name.to_string(),
+            repo: repo.clone(),
+            ci_root: config.data_dir().join("ci"),
+        })),
+        other => Err(RunnerError::Config(format!(
+            "repos.{name}.forge = {other:?} is not available in this build; use \"local\""
+        ))),
+    }
+}
+
+/// The prompt templates the config names: the embedded defaults, overridden from `worker.prompts_dir`.
+pub fn load_prompts(config: &Config) -> Result<Prompts, crate::worker::PromptError> {
+    match config.worker.prompts_dir.as_str() {
+        "" => Ok(Prompts::embedded()),
+        dir => Prompts::with_overrides(&crate::config::expand_home(dir)),
+    }
+}
+
+pub(crate) fn hostname() -> String {
     nix::unistd::gethostname()
         .ok()
         .and_then(|h| h.into_string().ok())

@@ -1,18 +1,21 @@
 //! Starting a worker for a run: its worktree, its prompt, its process, and the task that writes what the
 //! worker reports into the database as it happens.
 
+use std::future::Future;
+use std::path::{Path, PathBuf};
+
 use tokio::sync::{mpsc, watch};
 
 use super::engine::{LiveWorker, Runner, RunnerError};
-use crate::config::Config;
-use crate::domain::{Run, WorkerKind};
+use crate::config::{Config, Repo};
+use crate::domain::{Run, Task, TaskGid, WorkerKind};
 use crate::forge::{CheckStatus, Forge, PrSnapshot};
 use crate::store::{Store, WorkerEnd};
 use crate::worker::prompt::{FailedCheck, PrContext, ReviewComment, RunContext, TaskContext, tail};
 use crate::worker::result::{ParsedResult, Verdict};
 use crate::worker::{
     self, AgentConfig, ClaudeConfig, CodexConfig, CommandConfig, EndReason, EnvSpec, PromptContext,
-    PromptKind, Timeouts, WorkerOutcome, WorkerSpec, WorkerUpdate,
+    PromptError, PromptKind, Prompts, Timeouts, WorkerOutcome, WorkerSpec, WorkerUpdate,
 };
 use crate::workspace;
 
@@ -79,41 +82,26 @@ impl Runner {
         else {
             return Ok(()); // another process started a worker for this run a moment ago
         };
-        let ctx = PromptContext {
-            task: TaskContext {
-                gid: task.task_gid.to_string(),
-                title: first_line(task.description.as_deref().unwrap_or("")),
-                description: task.description.clone().unwrap_or_default(),
-                notes: task.notes.clone().unwrap_or_default(),
-                url: None,
-            },
-            run: RunContext {
-                id: run.id,
-                repo: repo_name.to_string(),
-                branch: branch.clone(),
-                base_branch: repo.base.clone(),
-                worktree: wt_path.clone(),
-                resumed_session: (kind == WorkerKind::InProgress)
-                    .then(|| run.worker_session_id.clone())
-                    .flatten(),
-            },
-            forge: forge.name().to_string(),
-            pr: pr.map(|p| PrContext {
-                url: p.url.clone(),
-                number: p.number,
-                head_sha: Some(p.head_sha.clone()),
-                draft: p.draft,
-            }),
-            failed_checks: pr.map(failed_checks).unwrap_or_default(),
-            comments: pr
-                .map(|p| unresolved(p, &repo.trusted_authors, forge.runner_opens_prs()))
-                .unwrap_or_default(),
-            required_checks: repo.required_checks.clone(),
-            acceptance_criteria: Vec::new(),
-            analyzer_notes: Vec::new(),
+        let inputs = WorkerInputs {
+            task: &task,
+            run: Some(run),
+            kind,
+            repo: Some((repo_name, repo)),
+            branch,
+            cwd: wt.path.clone(),
+            forge: Some(forge),
+            pr,
         };
-        let prompt = match self.prompts.render(PromptKind::Worker(kind), &ctx) {
-            Ok(p) => p,
+        let budget = self.budget_left(run).await?;
+        let spec = match build_spec(
+            &self.config,
+            &self.prompts,
+            &inputs,
+            agent,
+            budget,
+            self.self_exe.as_deref(),
+        ) {
+            Ok(spec) => spec,
             Err(e) => {
                 let end = WorkerEnd {
                     reason: "prompt_error".into(),
@@ -124,43 +112,18 @@ impl Runner {
                 return Err(e.into());
             }
         };
-        let budget = self.budget_left(run).await?;
-        let spec = WorkerSpec {
-            task_gid: run.task_gid.clone(),
+        let recording = Recording {
+            store: self.store.clone(),
+            session: session.id,
             run_id: run.id,
-            kind: PromptKind::Worker(kind),
-            agent,
-            cwd: wt.path.clone(),
-            prompt,
-            resume_session: ctx.run.resumed_session.clone(),
-            max_turns: Some(self.config.worker.max_turns.for_kind(kind)),
-            max_budget_usd: Some(budget),
-            cost_cap_usd: Some(budget),
-            env: self.worker_env(run, kind),
-            logs_root: self.config.logs_dir(),
-            files_root: self.config.data_dir().join("workers"),
-            timeouts: worker_timeouts(&self.config),
+            kind,
+            head_at_start: pr.map(|p| p.head_sha.clone()),
         };
-        let head_at_start = pr.map(|p| p.head_sha.clone());
         let (stop_tx, stop_rx) = watch::channel(false);
-        let (tx, rx) = mpsc::unbounded_channel();
-        let store = self.store.clone();
         let ended = self.ended_tx.clone();
-        let session_id = session.id;
+        let run_id = run.id;
         let task = tokio::spawn(async move {
-            let persist = tokio::spawn(persist_updates(store.clone(), session_id, rx));
-            let outcome = worker::run(spec, tx, stop_rx).await;
-            let recorded = persist.await.unwrap_or(false);
-            finish(
-                &store,
-                session_id,
-                run_id,
-                kind,
-                head_at_start,
-                outcome,
-                recorded,
-            )
-            .await;
+            let _ = supervise_recorded(recording, |tx| worker::run(spec, tx, stop_rx)).await;
             let _ = ended.send(run_id);
         });
         self.pool.insert(
@@ -174,28 +137,132 @@ impl Runner {
         Ok(())
     }
 
-    /// The agent's environment: what it needs, what the config names, and how to reach executor.
+    /// The agent's environment for one of this runner's runs.
     pub(super) fn worker_env(&self, run: &Run, kind: WorkerKind) -> EnvSpec {
-        let mut set = vec![
-            ("EXECUTOR_RUN_ID".to_string(), run.id.to_string()),
-            ("EXECUTOR_TASK_GID".to_string(), run.task_gid.to_string()),
-            ("EXECUTOR_WORKER_KIND".to_string(), kind.to_string()),
-        ];
-        if let Some(cfg) = &self.config.source
-            && let Ok(abs) = std::path::absolute(cfg)
-        {
-            set.push(("EXECUTOR_CONFIG".into(), abs.display().to_string()));
-        }
-        // `executor comment` must resolve to this very binary, whatever the agent's PATH holds.
-        if let Some(dir) = self.self_exe.as_ref().and_then(|e| e.parent()) {
-            let path = std::env::var("PATH").unwrap_or_default();
-            set.push(("PATH".into(), format!("{}:{path}", dir.display())));
-        }
-        EnvSpec {
-            pass: self.config.worker.pass_env.clone(),
-            set,
-            secrets: Vec::new(),
-        }
+        worker_env(
+            &self.config,
+            self.self_exe.as_deref(),
+            &run.task_gid,
+            Some(run.id),
+            kind,
+        )
+    }
+}
+
+/// What a worker is built from, whoever starts it: the runner, or `executor worker run` by hand.
+pub(crate) struct WorkerInputs<'a> {
+    pub task: &'a Task,
+    /// The run it works on; `None` for a worker run by hand on a task that has no run.
+    pub run: Option<&'a Run>,
+    pub kind: WorkerKind,
+    pub repo: Option<(&'a str, &'a Repo)>,
+    pub branch: String,
+    /// The worktree (or, by hand, any directory).
+    pub cwd: PathBuf,
+    pub forge: Option<&'a Forge>,
+    pub pr: Option<&'a PrSnapshot>,
+}
+
+/// Renders the kind's prompt and assembles the spec: budget, turns, environment, timeouts, log places.
+/// A template error surfaces here, before any process exists.
+pub(crate) fn build_spec(
+    config: &Config,
+    prompts: &Prompts,
+    w: &WorkerInputs<'_>,
+    agent: AgentConfig,
+    budget_usd: f64,
+    self_exe: Option<&Path>,
+) -> Result<WorkerSpec, PromptError> {
+    let ctx = prompt_context(w);
+    let prompt = prompts.render(PromptKind::Worker(w.kind), &ctx)?;
+    let run_id = w.run.map(|r| r.id);
+    Ok(WorkerSpec {
+        task_gid: w.task.task_gid.clone(),
+        run_id: run_id.unwrap_or(0),
+        kind: PromptKind::Worker(w.kind),
+        agent,
+        cwd: w.cwd.clone(),
+        prompt,
+        resume_session: ctx.run.resumed_session,
+        max_turns: Some(config.worker.max_turns.for_kind(w.kind)),
+        max_budget_usd: Some(budget_usd),
+        cost_cap_usd: Some(budget_usd),
+        env: worker_env(config, self_exe, &w.task.task_gid, run_id, w.kind),
+        logs_root: config.logs_dir(),
+        files_root: config.data_dir().join("workers"),
+        timeouts: worker_timeouts(config),
+    })
+}
+
+/// Everything the prompt templates may use, from the task, its run, and its pull request.
+pub(crate) fn prompt_context(w: &WorkerInputs<'_>) -> PromptContext {
+    let task = w.task;
+    let repo = w.repo.map(|(_, r)| r);
+    let local = w.forge.is_some_and(Forge::runner_opens_prs);
+    PromptContext {
+        task: TaskContext {
+            gid: task.task_gid.to_string(),
+            title: first_line(task.description.as_deref().unwrap_or("")),
+            description: task.description.clone().unwrap_or_default(),
+            notes: task.notes.clone().unwrap_or_default(),
+            url: None,
+        },
+        run: RunContext {
+            id: w.run.map_or(0, |r| r.id),
+            repo: w.repo.map(|(name, _)| name.to_string()).unwrap_or_default(),
+            branch: w.branch.clone(),
+            base_branch: repo.map(|r| r.base.clone()).unwrap_or_default(),
+            worktree: w.cwd.display().to_string(),
+            resumed_session: (w.kind == WorkerKind::InProgress)
+                .then(|| w.run.and_then(|r| r.worker_session_id.clone()))
+                .flatten(),
+        },
+        forge: w.forge.map_or("local", Forge::name).to_string(),
+        pr: w.pr.map(|p| PrContext {
+            url: p.url.clone(),
+            number: p.number,
+            head_sha: Some(p.head_sha.clone()),
+            draft: p.draft,
+        }),
+        failed_checks: w.pr.map(failed_checks).unwrap_or_default(),
+        comments: w
+            .pr
+            .map(|p| unresolved(p, repo.map_or(&[], |r| &r.trusted_authors), local))
+            .unwrap_or_default(),
+        required_checks: repo.map(|r| r.required_checks.clone()).unwrap_or_default(),
+        acceptance_criteria: Vec::new(),
+        analyzer_notes: Vec::new(),
+    }
+}
+
+/// The agent's environment: what it needs, what the config names, and how to reach executor.
+pub(crate) fn worker_env(
+    config: &Config,
+    self_exe: Option<&Path>,
+    gid: &TaskGid,
+    run_id: Option<i64>,
+    kind: WorkerKind,
+) -> EnvSpec {
+    let mut set = Vec::new();
+    if let Some(id) = run_id {
+        set.push(("EXECUTOR_RUN_ID".to_string(), id.to_string()));
+    }
+    set.push(("EXECUTOR_TASK_GID".to_string(), gid.to_string()));
+    set.push(("EXECUTOR_WORKER_KIND".to_string(), kind.to_string()));
+    if let Some(cfg) = &config.source
+        && let Ok(abs) = std::path::absolute(cfg)
+    {
+        set.push(("EXECUTOR_CONFIG".into(), abs.display().to_string()));
+    }
+    // `executor comment` must resolve to this very binary, whatever the agent's PATH holds.
+    if let Some(dir) = self_exe.and_then(|e| e.parent()) {
+        let path = std::env::var("PATH").unwrap_or_default();
+        set.push(("PATH".into(), format!("{}:{path}", dir.display())));
+    }
+    EnvSpec {
+        pass: config.worker.pass_env.clone(),
+        set,
+        secrets: Vec::new(),
     }
 }
 
@@ -280,13 +347,41 @@ fn unresolved(pr: &PrSnapshot, trusted: &[String], local: bool) -> Vec<ReviewCom
         .collect()
 }
 
-/// Writes what a running worker reports into the database. Returns whether it saw the end.
-pub(super) async fn persist_updates(
+/// The worker session a supervised worker is recorded on, and what its end means for the run.
+pub(crate) struct Recording {
+    pub store: Store,
+    pub session: i64,
+    pub run_id: i64,
+    pub kind: WorkerKind,
+    /// The PR head the worker started from (a review verdict is for this head).
+    pub head_at_start: Option<String>,
+}
+
+/// Supervises a worker (`start` is [`worker::run`], [`worker::adopt`] or [`worker::collect`] given the
+/// update channel), writing its updates as they come and its end when it ends.
+pub(crate) async fn supervise_recorded<F, Fut>(
+    rec: Recording,
+    start: F,
+) -> Result<WorkerOutcome, worker::WorkerError>
+where
+    F: FnOnce(mpsc::UnboundedSender<WorkerUpdate>) -> Fut,
+    Fut: Future<Output = Result<WorkerOutcome, worker::WorkerError>>,
+{
+    let (tx, rx) = mpsc::unbounded_channel();
+    let persist = tokio::spawn(persist_updates(rec.store.clone(), rec.session, rx));
+    let outcome = start(tx).await;
+    // Ends once every sender is gone, i.e. the worker's last update is written.
+    let _ = persist.await;
+    finish(&rec, &outcome).await;
+    outcome
+}
+
+/// Writes what a running worker reports into the database.
+async fn persist_updates(
     store: Store,
     session: i64,
     mut rx: mpsc::UnboundedReceiver<WorkerUpdate>,
-) -> bool {
-    let mut ended = false;
+) {
     while let Some(update) = rx.recv().await {
         let result = match update {
             WorkerUpdate::Started {
@@ -312,31 +407,19 @@ pub(super) async fn persist_updates(
                     .touch_worker_output(session, at, i64::try_from(offset).unwrap_or(i64::MAX))
                     .await
             }
-            WorkerUpdate::Usage { .. } => Ok(()),
-            WorkerUpdate::Ended(_) => {
-                ended = true;
-                Ok(())
-            }
+            WorkerUpdate::Usage { .. } | WorkerUpdate::Ended(_) => Ok(()),
         };
         if let Err(e) = result {
             tracing::warn!(session, "recording a worker update: {e}");
         }
     }
-    ended
 }
 
 /// Records how a worker ended, and what its result means for the run (a review verdict for the head it
 /// reviewed; a budget stop).
-pub(super) async fn finish(
-    store: &Store,
-    session: i64,
-    run_id: i64,
-    kind: WorkerKind,
-    head_at_start: Option<String>,
-    outcome: Result<WorkerOutcome, worker::WorkerError>,
-    _seen_end: bool,
-) {
-    let end = match &outcome {
+async fn finish(rec: &Recording, outcome: &Result<WorkerOutcome, worker::WorkerError>) {
+    let (store, session, run_id) = (&rec.store, rec.session, rec.run_id);
+    let end = match outcome {
         Ok(o) => worker_end(o),
         Err(e) => WorkerEnd {
             reason: "failed_to_start".into(),
@@ -349,14 +432,14 @@ pub(super) async fn finish(
         tracing::warn!(session, "recording the end of a worker: {e}");
     }
     let Ok(o) = outcome else { return };
-    if kind == WorkerKind::PrReview
-        && let (Some(ParsedResult::Review(review)), Some(sha)) = (&o.parsed, head_at_start)
+    if rec.kind == WorkerKind::PrReview
+        && let (Some(ParsedResult::Review(review)), Some(sha)) = (&o.parsed, &rec.head_at_start)
     {
         let verdict = match review.verdict {
             Verdict::Pass => "pass",
             Verdict::Fail => "fail",
         };
-        if let Err(e) = store.set_run_review(run_id, verdict, &sha).await {
+        if let Err(e) = store.set_run_review(run_id, verdict, sha).await {
             tracing::warn!(run = run_id, "recording the review verdict: {e}");
         }
     }

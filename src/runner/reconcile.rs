@@ -3,10 +3,10 @@
 
 use std::path::PathBuf;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use super::engine::{LiveWorker, Runner, RunnerError};
-use super::launch::{agent_config, finish, worker_timeouts};
+use super::launch::{Recording, agent_config, supervise_recorded, worker_timeouts};
 use crate::store::{WorkerEnd, WorkerSession};
 use crate::worker::{self, AdoptSpec, PromptKind, is_same_process};
 
@@ -53,14 +53,13 @@ impl Runner {
             secrets: self.worker_env(&run, s.kind).secret_values(),
             timeouts: worker_timeouts(&self.config),
         };
-        let (tx, rx) = mpsc::unbounded_channel();
-        let (store, session_id, run_id, kind, head) = (
-            self.store.clone(),
-            s.id,
-            run.id,
-            s.kind,
-            run.head_sha.clone(),
-        );
+        let recording = Recording {
+            store: self.store.clone(),
+            session: s.id,
+            run_id: run.id,
+            kind: s.kind,
+            head_at_start: run.head_sha.clone(),
+        };
         if is_same_process(pid, start_time) {
             tracing::info!(
                 run = run.id,
@@ -69,15 +68,9 @@ impl Runner {
             );
             let (stop_tx, stop_rx) = watch::channel(false);
             let ended = self.ended_tx.clone();
+            let run_id = run.id;
             let task = tokio::spawn(async move {
-                let persist = tokio::spawn(super::launch::persist_updates(
-                    store.clone(),
-                    session_id,
-                    rx,
-                ));
-                let outcome = worker::adopt(spec, tx, stop_rx).await;
-                let seen = persist.await.unwrap_or(false);
-                finish(&store, session_id, run_id, kind, head, outcome, seen).await;
+                let _ = supervise_recorded(recording, |tx| worker::adopt(spec, tx, stop_rx)).await;
                 let _ = ended.send(run_id);
             });
             self.pool.insert(
@@ -93,14 +86,7 @@ impl Runner {
                 pid,
                 "recording a worker that died with the previous runner"
             );
-            let persist = tokio::spawn(super::launch::persist_updates(
-                store.clone(),
-                session_id,
-                rx,
-            ));
-            let outcome = worker::collect(spec, tx).await;
-            let seen = persist.await.unwrap_or(false);
-            finish(&store, session_id, run_id, kind, head, outcome, seen).await;
+            let _ = supervise_recorded(recording, |tx| worker::collect(spec, tx)).await;
         }
         Ok(())
     }

@@ -46,7 +46,7 @@ pub use agent::{
 pub use kind::PromptKind;
 pub use outcome::{EndReason, WorkerOutcome, WorkerUpdate};
 pub use process::{is_same_process, pid_start_time};
-pub use prompt::{PromptContext, PromptError, Prompts, export_defaults};
+pub use prompt::{Exported, PromptContext, PromptError, Prompts, export_defaults};
 pub use result::{ParsedResult, ResultError};
 pub use spawn::EnvSpec;
 
@@ -94,6 +94,7 @@ impl Timeouts {
 #[derive(Debug, Clone)]
 pub struct WorkerSpec {
     pub task_gid: TaskGid,
+    /// 0 for a worker run by hand on a task without a run.
     pub run_id: i64,
     pub kind: PromptKind,
     pub agent: AgentConfig,

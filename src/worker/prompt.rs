@@ -99,9 +99,12 @@ pub struct ReviewComment {
 
 #[derive(Debug, thiserror::Error)]
 pub enum PromptError {
-    #[error("prompt template {name}: {source}")]
+    #[error("prompt template {file}: {source}")]
     Template {
+        /// The template's name, `<kind>.md`.
         name: String,
+        /// Where it came from: the override file's path, or the name and "(embedded default)".
+        file: String,
         #[source]
         source: minijinja::Error,
     },
@@ -111,8 +114,6 @@ pub enum PromptError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path} already exists; not overwriting it")]
-    Exists { path: PathBuf },
 }
 
 /// The loaded templates: the defaults, each replaced by an override file when one exists.
@@ -157,9 +158,10 @@ impl Prompts {
                 _ => (default.to_string(), PromptSource::Embedded),
             };
             env.add_template_owned(name.to_string(), text)
-                .map_err(|source| PromptError::Template {
+                .map_err(|e| PromptError::Template {
                     name: name.to_string(),
-                    source,
+                    file: describe_source(name, &source),
+                    source: e,
                 })?;
             sources.push((name.to_string(), source));
         }
@@ -173,8 +175,15 @@ impl Prompts {
 
     pub fn render(&self, kind: PromptKind, ctx: &PromptContext) -> Result<String, PromptError> {
         let name = kind.template_name();
+        let file = self
+            .sources
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(n, s)| describe_source(n, s))
+            .unwrap_or_else(|| name.clone());
         let err = |source| PromptError::Template {
             name: name.clone(),
+            file: file.clone(),
             source,
         };
         let tmpl = self.env.get_template(&name).map_err(err)?;
@@ -192,24 +201,54 @@ impl Prompts {
     }
 }
 
-/// Writes the default templates into `dir` (for `executor prompts export DIR`). Refuses to overwrite an
-/// existing file unless `overwrite`, so a user's edits are not lost.
-pub fn export_defaults(dir: &Path, overwrite: bool) -> Result<Vec<PathBuf>, PromptError> {
+fn describe_source(name: &str, source: &PromptSource) -> String {
+    match source {
+        PromptSource::Override(path) => path.display().to_string(),
+        PromptSource::Embedded => format!("{name} (embedded default)"),
+    }
+}
+
+/// What [`export_defaults`] did with one template file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Exported {
+    /// It did not exist: written.
+    Written,
+    /// It already held the default text.
+    Unchanged,
+    /// It holds edits: left as it is.
+    Kept,
+    /// It held edits and `overwrite` was asked: replaced by the default.
+    Overwritten,
+}
+
+/// Writes the default templates into `dir` (for `executor prompts export DIR`). A file that already
+/// exists with other text (a user's edits) is kept unless `overwrite`.
+pub fn export_defaults(
+    dir: &Path,
+    overwrite: bool,
+) -> Result<Vec<(PathBuf, Exported)>, PromptError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| PromptError::Io { path, source }
     };
     std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let mut written = Vec::new();
+    let mut report = Vec::new();
     for (name, text) in DEFAULT_TEMPLATES {
         let path = dir.join(name);
-        if path.exists() && !overwrite {
-            return Err(PromptError::Exists { path });
+        let what = match std::fs::read(&path) {
+            Ok(existing) if existing == text.as_bytes() => Exported::Unchanged,
+            Ok(_) if !overwrite => Exported::Kept,
+            Ok(_) => Exported::Overwritten,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Exported::Written,
+            Err(e) => return Err(io(&path)(e)),
+        };
+        if matches!(what, Exported::Written | Exported::Overwritten) {
+            std::fs::write(&path, text).map_err(io(&path))?;
         }
-        std::fs::write(&path, text).map_err(io(&path))?;
-        written.push(path);
+        report.push((path, what));
     }
-    Ok(written)
+    Ok(report)
 }
 
 /// The last `max_lines` lines of a log, and at most `max_bytes` of them, for [`FailedCheck::log_tail`].

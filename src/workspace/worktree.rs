@@ -123,6 +123,13 @@ pub fn head_sha(path: &Path) -> Result<String, WorkspaceError> {
     Ok(out.trim().to_string())
 }
 
+/// The branch checked out at `path`, or `None` on a detached HEAD.
+pub fn current_branch(path: &Path) -> Result<Option<String>, WorkspaceError> {
+    let out = git(path, ["rev-parse", "--abbrev-ref", "HEAD"])?;
+    let name = out.trim();
+    Ok((!name.is_empty() && name != "HEAD").then(|| name.to_string()))
+}
+
 /// `git worktree prune`: forget worktrees whose directories are gone.
 pub fn prune(repo: &Path) -> Result<(), WorkspaceError> {
     git(repo, ["worktree", "prune"]).map(drop)

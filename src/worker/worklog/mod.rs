@@ -161,7 +161,11 @@ impl WorkLog {
             h.task_gid,
             h.kind,
             h.task_gid,
-            h.run_id,
+            if h.run_id == 0 {
+                "none (a worker run by hand)".to_string()
+            } else {
+                h.run_id.to_string()
+            },
             h.kind,
             h.agent,
             h.cwd.display(),
