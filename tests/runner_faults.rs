@@ -185,3 +185,67 @@ async fn a_missing_ci_command_is_a_failed_check_with_its_reason() {
         "{output}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_over_its_budget_waits_for_a_human_and_resumes_when_told() {
+    let env = Env::new(&[]);
+    let claude =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agents/claude.sh");
+    // The fake Claude reports $0.1234 per worker and commits nothing, so the run keeps wanting work.
+    env.edit_config("agent = \"command\"", "agent = \"claude\"");
+    env.append_config(&format!(
+        "\n[worker.claude]\nprogram = \"{}\"\n[budget]\nper_run_usd = 0.1\n",
+        claude.display()
+    ));
+    env.queue_approved("b1");
+    env.run(&["runner"]);
+    let store = env.store().await;
+    let run = run_of(&store, "b1").await;
+    let first = store.worker_sessions(run.id).await.unwrap();
+    assert_eq!(first.len(), 1, "no worker past the cap");
+    assert_eq!(
+        first[0].end_reason.as_deref(),
+        Some("budget_exceeded"),
+        "stopped at its cap: {first:?}"
+    );
+    assert!(
+        (run.cost_usd - 0.1234).abs() < 1e-9,
+        "the agent's reported cost is summed: {}",
+        run.cost_usd
+    );
+    let memory = store.run_memory(run.id).await.unwrap();
+    assert!(memory.budget_stopped);
+    let why = memory.last_decision.unwrap_or_default();
+    assert!(why.contains("executor runs resume"), "{why}");
+    let notices = store.notices(Some(run.id)).await.unwrap();
+    assert_eq!(notices.len(), 1);
+    assert_eq!(notices[0].kind, "needs_human");
+    assert!(
+        notices[0].message.starts_with("@alex Run "),
+        "{}",
+        notices[0].message
+    );
+
+    env.run(&["runner"]);
+    assert_eq!(
+        store.notices(Some(run.id)).await.unwrap().len(),
+        1,
+        "told once"
+    );
+    assert_eq!(store.worker_sessions(run.id).await.unwrap().len(), 1);
+
+    env.run(&["runs", "resume", &run.id.to_string()]);
+    env.run(&["runner"]);
+    let sessions = store.worker_sessions(run.id).await.unwrap();
+    assert_eq!(
+        sessions.len(),
+        2,
+        "a fresh allowance lets one more worker start"
+    );
+    assert_eq!(sessions[1].kind, WorkerKind::InProgress);
+    assert_eq!(
+        sessions[1].session_id.as_deref(),
+        Some("sess-1234-abcd"),
+        "it resumed the agent's session"
+    );
+}

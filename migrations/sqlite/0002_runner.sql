@@ -34,6 +34,8 @@ ALTER TABLE executor_runs ADD COLUMN last_decision_at TEXT;
 ALTER TABLE executor_runs ADD COLUMN ci_triggered_sha TEXT;
 -- The pull request as last observed (forge-neutral JSON), for `runs show`.
 ALTER TABLE executor_runs ADD COLUMN last_snapshot TEXT;
+-- What the run had spent when a human last resumed it past its cap: the cap applies to spending since.
+ALTER TABLE executor_runs ADD COLUMN budget_base_usd REAL NOT NULL DEFAULT 0;
 ALTER TABLE executor_runs ADD COLUMN budget_stopped INTEGER NOT NULL DEFAULT 0;
 
 -- The local forge: a pull request is a branch plus a row.

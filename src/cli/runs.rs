@@ -23,6 +23,11 @@ pub enum RunsCommand {
         #[arg(value_name = "RUN_ID")]
         id: i64,
     },
+    /// Let a run stopped by its budget cap go on: `budget.per_run_usd` applies afresh from now.
+    Resume {
+        #[arg(value_name = "RUN_ID")]
+        id: i64,
+    },
 }
 
 fn parse_state(s: &str) -> Result<RunState, String> {
@@ -78,6 +83,20 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
                     "RUN", "GID", "STATE", "PR", "CI TRIES", "PID", "COST", "UPDATED", "BRANCH",
                 ],
                 &rows,
+            );
+            Ok(())
+        }
+        RunsCommand::Resume { id } => {
+            let memory = ctx
+                .store
+                .resume_run_budget(id, crate::domain::Actor::Cli)
+                .await?;
+            if as_json {
+                return json(&memory);
+            }
+            println!(
+                "run {id} may spend another ${:.2} (budget.per_run_usd) from ${:.2}; the runner picks it up on its next start",
+                ctx.config.budget.per_run_usd, memory.budget_base_usd
             );
             Ok(())
         }

@@ -26,13 +26,14 @@ impl Runner {
         let b = &self.config.budget;
         let now = Utc::now();
         let spent_today = self.store.spent_since(start_of_day(now)).await?;
-        let (why, key) = if run.cost_usd >= b.per_run_usd {
+        let run_spent = run.cost_usd - memory.budget_base_usd;
+        let (why, key) = if run_spent >= b.per_run_usd {
             (
                 format!(
-                    "Run {} has spent ${:.2} of its ${:.2} budget; no worker starts until budget.per_run_usd is raised.",
-                    run.id, run.cost_usd, b.per_run_usd
+                    "Run {} has spent ${run_spent:.2} of its ${:.2} budget; no worker starts until budget.per_run_usd is raised or `executor runs resume {}`.",
+                    run.id, b.per_run_usd, run.id
                 ),
-                format!("budget_run:{}", b.per_run_usd),
+                format!("budget_run:{}:{}", b.per_run_usd, memory.budget_base_usd),
             )
         } else if spent_today >= b.per_day_usd {
             (
@@ -80,7 +81,10 @@ pub(crate) async fn budget_left(
 ) -> Result<f64, StoreError> {
     let b = &config.budget;
     let today = store.spent_since(start_of_day(Utc::now())).await?;
-    let run_cost = run.map_or(0.0, |r| r.cost_usd);
+    let run_cost = match run {
+        Some(r) => r.cost_usd - store.run_memory(r.id).await?.budget_base_usd,
+        None => 0.0,
+    };
     Ok((b.per_run_usd - run_cost)
         .min(b.per_day_usd - today)
         .max(0.0))

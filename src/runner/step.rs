@@ -249,7 +249,9 @@ fn last_worker(sessions: &[WorkerSession]) -> Option<LastWorker> {
 fn outcome_of(s: &WorkerSession) -> WorkerOutcome {
     match s.end_reason.as_deref() {
         Some("finished") => WorkerOutcome::Ok,
-        Some("interrupted") => WorkerOutcome::Interrupted,
+        // Stopped by executor itself (shutdown, or a budget cap that the next start checks anyway): not
+        // the worker's fault, so no back-off and no stuck count.
+        Some("interrupted" | "budget_exceeded") => WorkerOutcome::Interrupted,
         Some("idle_timeout" | "hard_timeout" | "crashed") => WorkerOutcome::Stuck,
         _ => WorkerOutcome::Failed,
     }

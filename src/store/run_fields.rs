@@ -15,6 +15,8 @@ pub struct RunMemory {
     pub ci_triggered_sha: Option<String>,
     /// A budget cap stopped this run; no worker starts until the cap is raised.
     pub budget_stopped: bool,
+    /// What the run had spent when a human last resumed it; `budget.per_run_usd` caps spending since.
+    pub budget_base_usd: f64,
     /// The pull request as last observed, as JSON (see `forge::PrSnapshot`).
     pub last_snapshot: Option<String>,
 }
@@ -141,7 +143,7 @@ impl Store {
     pub async fn run_memory(&self, run_id: i64) -> Result<RunMemory> {
         on_pool!(self, |p| {
             let row = sqlx::query(
-                "SELECT last_decision, last_decision_at, ci_triggered_sha, budget_stopped, last_snapshot FROM executor_runs WHERE id = $1",
+                "SELECT last_decision, last_decision_at, ci_triggered_sha, budget_stopped, budget_base_usd, last_snapshot FROM executor_runs WHERE id = $1",
             )
             .bind(run_id)
             .fetch_optional(p)
@@ -152,6 +154,7 @@ impl Store {
                 last_decision_at: row.time("last_decision_at")?,
                 ci_triggered_sha: row.text("ci_triggered_sha")?,
                 budget_stopped: row.int("budget_stopped")?.unwrap_or(0) != 0,
+                budget_base_usd: row.real("budget_base_usd")?.unwrap_or(0.0),
                 last_snapshot: row.text("last_snapshot")?,
             })
         })
@@ -167,5 +170,26 @@ impl Store {
             "UPDATE executor_runs SET ci_attempts = $1 WHERE id = $2",
             i64::from(attempts)
         )
+    }
+}
+
+impl Store {
+    /// A human lets a run stopped by its cap go on: the cap applies afresh from what it has spent so far.
+    pub async fn resume_run_budget(
+        &self,
+        run_id: i64,
+        actor: crate::domain::Actor,
+    ) -> Result<RunMemory> {
+        update_run!(
+            self,
+            run_id,
+            "UPDATE executor_runs SET budget_base_usd = cost_usd, budget_stopped = 0, updated_at = $1 WHERE id = $2",
+            now()
+        )?;
+        let run = self.run(run_id).await?;
+        let why = format!("budget resumed by a human at ${:.2} spent", run.cost_usd);
+        self.record_note(actor, Some(&run.task_gid), Some(run_id), &why)
+            .await?;
+        self.run_memory(run_id).await
     }
 }

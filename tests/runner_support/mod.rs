@@ -89,6 +89,14 @@ trusted_authors = ["alex"]
         std::fs::write(path, text).unwrap();
     }
 
+    /// Replaces text in the config (to change a key the default config already sets).
+    pub fn edit_config(&self, from: &str, to: &str) {
+        let path = self.path().join("executor.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "{from:?} not in the config");
+        std::fs::write(path, text.replacen(from, to, 1)).unwrap();
+    }
+
     pub fn repo(&self) -> std::path::PathBuf {
         self.path().join("repo")
     }
