@@ -7,11 +7,12 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
+use super::launch::{Recording, supervise_recorded};
 use crate::config::{Config, Repo};
 use crate::domain::{Actor, Run};
 use crate::forge::{Forge, LocalForge};
 use crate::store::Store;
-use crate::worker::Prompts;
+use crate::worker::{Prompts, WorkerError, WorkerOutcome, WorkerUpdate};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunnerError {
@@ -56,7 +57,7 @@ pub struct Runner {
     pub(super) owner: String,
     pub(super) pool: HashMap<i64, LiveWorker>,
     /// Supervisors report the run id of each worker that ended, to wake the loop at once.
-    pub(super) ended_tx: mpsc::UnboundedSender<i64>,
+    ended_tx: mpsc::UnboundedSender<i64>,
     ended_rx: mpsc::UnboundedReceiver<i64>,
     /// How this process is invoked, so workers can call `executor comment`.
     pub(super) self_exe: Option<std::path::PathBuf>,
@@ -137,6 +138,32 @@ impl Runner {
         }
         self.stop_all().await;
         Ok(report)
+    }
+
+    /// Supervises a worker in the background as part of the pool: `start` gets the update channel and
+    /// the stop signal and returns the worker's future (a new process, or an adopted one). The loop is
+    /// woken when it ends.
+    pub(super) fn spawn_supervised<F, Fut>(&mut self, recording: Recording, start: F)
+    where
+        F: FnOnce(mpsc::UnboundedSender<WorkerUpdate>, watch::Receiver<bool>) -> Fut
+            + Send
+            + 'static,
+        Fut: Future<Output = Result<WorkerOutcome, WorkerError>> + Send + 'static,
+    {
+        let run_id = recording.run_id;
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let ended = self.ended_tx.clone();
+        let task = tokio::spawn(async move {
+            let _ = supervise_recorded(recording, |tx| start(tx, stop_rx)).await;
+            let _ = ended.send(run_id);
+        });
+        self.pool.insert(
+            run_id,
+            LiveWorker {
+                stop: stop_tx,
+                task,
+            },
+        );
     }
 
     fn reap(&mut self, run_id: i64) {

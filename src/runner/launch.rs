@@ -4,9 +4,9 @@
 use std::future::Future;
 use std::path::{Path, PathBuf};
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 
-use super::engine::{LiveWorker, Runner, RunnerError};
+use super::engine::{Runner, RunnerError};
 use crate::config::{Config, Repo};
 use crate::domain::{Run, Task, TaskGid, WorkerKind};
 use crate::forge::{CheckStatus, Forge, PrSnapshot};
@@ -119,20 +119,7 @@ impl Runner {
             kind,
             head_at_start: pr.map(|p| p.head_sha.clone()),
         };
-        let (stop_tx, stop_rx) = watch::channel(false);
-        let ended = self.ended_tx.clone();
-        let run_id = run.id;
-        let task = tokio::spawn(async move {
-            let _ = supervise_recorded(recording, |tx| worker::run(spec, tx, stop_rx)).await;
-            let _ = ended.send(run_id);
-        });
-        self.pool.insert(
-            run.id,
-            LiveWorker {
-                stop: stop_tx,
-                task,
-            },
-        );
+        self.spawn_supervised(recording, move |tx, stop| worker::run(spec, tx, stop));
         tracing::info!(run = run.id, task = %run.task_gid, "started a {kind} worker in {wt_path}");
         Ok(())
     }

@@ -3,9 +3,7 @@
 
 use std::path::PathBuf;
 
-use tokio::sync::watch;
-
-use super::engine::{LiveWorker, Runner, RunnerError};
+use super::engine::{Runner, RunnerError};
 use super::launch::{Recording, agent_config, supervise_recorded, worker_timeouts};
 use crate::store::{WorkerEnd, WorkerSession};
 use crate::worker::{self, AdoptSpec, PromptKind, is_same_process};
@@ -66,20 +64,7 @@ impl Runner {
                 pid,
                 "adopting a worker left running by a previous runner"
             );
-            let (stop_tx, stop_rx) = watch::channel(false);
-            let ended = self.ended_tx.clone();
-            let run_id = run.id;
-            let task = tokio::spawn(async move {
-                let _ = supervise_recorded(recording, |tx| worker::adopt(spec, tx, stop_rx)).await;
-                let _ = ended.send(run_id);
-            });
-            self.pool.insert(
-                run.id,
-                LiveWorker {
-                    stop: stop_tx,
-                    task,
-                },
-            );
+            self.spawn_supervised(recording, move |tx, stop| worker::adopt(spec, tx, stop));
         } else {
             tracing::info!(
                 run = run.id,

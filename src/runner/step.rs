@@ -123,15 +123,7 @@ impl Runner {
                 let mut run = run.clone();
                 if let Some(to) = move_to {
                     run = self
-                        .store
-                        .set_run_state_if(
-                            run.id,
-                            run.state,
-                            to,
-                            Some(&self.owner),
-                            Actor::Runner,
-                            &format!("{kind} worker starting"),
-                        )
+                        .move_run(&run, to, &format!("{kind} worker starting"))
                         .await?;
                 }
                 if let Some(n) = ci_attempt {
@@ -161,16 +153,7 @@ impl Runner {
                     (None, Some(n)) => n.text.clone(),
                     (None, None) => format!("runner decided {to}"),
                 };
-                self.store
-                    .set_run_state_if(
-                        run.id,
-                        run.state,
-                        to,
-                        Some(&self.owner),
-                        Actor::Runner,
-                        &why,
-                    )
-                    .await?;
+                self.move_run(run, to, &why).await?;
                 if to == RunState::Complete || to == RunState::Abandoned {
                     self.clean_worktree(run).await;
                 }
@@ -187,6 +170,14 @@ impl Runner {
             Action::Notify { notice } => self.notify(run, forge, &notice).await?,
         }
         Ok(())
+    }
+
+    /// Moves a run on, as the lease holder, recording why.
+    async fn move_run(&self, run: &Run, to: RunState, why: &str) -> Result<Run, RunnerError> {
+        Ok(self
+            .store
+            .set_run_state_if(run.id, run.state, to, Some(&self.owner), Actor::Runner, why)
+            .await?)
     }
 
     /// Removes a finished run's worktree when nothing would be lost; otherwise keeps it and says why.

@@ -142,37 +142,37 @@ impl Store {
     }
 }
 
+/// The schema version seen inside a migration's transaction (0 before the first), for either backend.
+macro_rules! version_in_tx {
+    ($tx:expr, $exists_sql:literal) => {{
+        let exists: i64 = sqlx::query_scalar($exists_sql)
+            .fetch_one(&mut **$tx)
+            .await?;
+        if exists == 0 {
+            Ok(0)
+        } else {
+            let v: Option<i64> = sqlx::query_scalar("SELECT max(version) FROM executor_schema")
+                .fetch_one(&mut **$tx)
+                .await?;
+            Ok(v.unwrap_or(0))
+        }
+    }};
+}
+
 async fn current_in_tx_sqlite(tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>) -> Result<i64> {
-    let exists: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'executor_schema'",
+    version_in_tx!(
+        tx,
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'executor_schema'"
     )
-    .fetch_one(&mut **tx)
-    .await?;
-    if exists == 0 {
-        return Ok(0);
-    }
-    let v: Option<i64> = sqlx::query_scalar("SELECT max(version) FROM executor_schema")
-        .fetch_one(&mut **tx)
-        .await?;
-    Ok(v.unwrap_or(0))
 }
 
 async fn current_in_tx_pg(tx: &mut sqlx::Transaction<'static, sqlx::Postgres>) -> Result<i64> {
-    let exists: i64 = sqlx::query_scalar(
+    version_in_tx!(
+        tx,
         "SELECT count(*) FROM information_schema.tables \
-         WHERE table_schema = current_schema() AND table_name = 'executor_schema'",
+         WHERE table_schema = current_schema() AND table_name = 'executor_schema'"
     )
-    .fetch_one(&mut **tx)
-    .await?;
-    if exists == 0 {
-        return Ok(0);
-    }
-    let v: Option<i64> = sqlx::query_scalar("SELECT max(version) FROM executor_schema")
-        .fetch_one(&mut **tx)
-        .await?;
-    Ok(v.unwrap_or(0))
 }
-
 impl Store {
     /// Test support: pretend a future executor migrated this database.
     #[doc(hidden)]
