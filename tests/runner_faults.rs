@@ -249,3 +249,66 @@ async fn a_run_over_its_budget_waits_for_a_human_and_resumes_when_told() {
         "it resumed the agent's session"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stuck_workers_are_told_and_the_run_is_abandoned_after_max_stuck() {
+    let env = Env::new(&[]);
+    let silent =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agents/silent.sh");
+    env.edit_config("idle_timeout = \"20s\"", "idle_timeout = \"1s\"");
+    env.edit_config(
+        "pipeline.sh\"]",
+        &format!(
+            "pipeline.sh\"]\n# replaced:\n[worker.claude]\nprogram = \"{}\"",
+            silent.display()
+        ),
+    );
+    env.edit_config("agent = \"command\"", "agent = \"claude\"");
+    env.queue_approved("s1");
+    let store = env.store().await;
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let run = loop {
+        env.run(&["runner"]);
+        let run = run_of(&store, "s1").await;
+        if run.state == RunState::Abandoned {
+            break run;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never abandoned: {:?}",
+            store.run_memory(run.id).await.unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    let sessions = store.worker_sessions(run.id).await.unwrap();
+    assert_eq!(sessions.len(), 3, "max_stuck = 3 attempts: {sessions:?}");
+    assert!(
+        sessions
+            .iter()
+            .all(|s| s.end_reason.as_deref() == Some("idle_timeout"))
+    );
+    assert_eq!(run.worker_stuck_count, 3);
+    let notices = store.notices(Some(run.id)).await.unwrap();
+    let stuck: Vec<_> = notices
+        .iter()
+        .filter(|n| {
+            n.notice_key
+                .as_deref()
+                .is_some_and(|k| k.starts_with("stuck:"))
+        })
+        .collect();
+    assert_eq!(stuck.len(), 3, "each stuck worker told once: {notices:?}");
+    assert!(
+        stuck[0].message.contains("no output for 1s")
+            && stuck[0].message.contains("Stuck attempts: 1 of 3"),
+        "{}",
+        stuck[0].message
+    );
+    assert!(notices.iter().any(|n| n.kind == "abandoned"), "{notices:?}");
+    // Back-off: each retry waited longer than the one before.
+    let gaps: Vec<_> = sessions
+        .windows(2)
+        .map(|w| w[1].started_at - w[0].ended_at.unwrap())
+        .collect();
+    assert!(gaps[1] > gaps[0], "{gaps:?}");
+}

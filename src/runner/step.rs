@@ -3,7 +3,9 @@
 use chrono::Utc;
 
 use super::decide;
-use super::decision::{Action, Decision, LastWorker, Observation, Policy, WorkerOutcome};
+use super::decision::{
+    Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome,
+};
 use super::engine::{Runner, RunnerError};
 use crate::domain::{Actor, Run, RunState, WorkerKind};
 use crate::forge::{Forge, PrSnapshot};
@@ -72,6 +74,9 @@ impl Runner {
                 }
             }
         }
+        let notices_sent = self.store.notice_keys(run.id).await?;
+        self.tell_of_stuck_worker(run, &forge, &sessions, &notices_sent)
+            .await?;
         let obs = Observation {
             worker_alive: sessions.iter().any(|s| s.ended_at.is_none()),
             free_slot: self.pool.len() < self.config.runner.max_workers as usize,
@@ -79,7 +84,7 @@ impl Runner {
             branch_has_commits,
             last_worker: last_worker(&sessions),
             ci_triggered_for: memory.ci_triggered_sha.clone(),
-            notices_sent: self.store.notice_keys(run.id).await?,
+            notices_sent,
         };
         let policy = Policy {
             max_stuck: self.config.runner.max_stuck,
@@ -170,6 +175,48 @@ impl Runner {
             Action::Notify { notice } => self.notify(run, forge, &notice).await?,
         }
         Ok(())
+    }
+
+    /// A worker killed by the watchdog is told to the human once, with how many attempts remain.
+    async fn tell_of_stuck_worker(
+        &self,
+        run: &Run,
+        forge: &Forge,
+        sessions: &[WorkerSession],
+        sent: &[String],
+    ) -> Result<(), RunnerError> {
+        let Some(last) = sessions.iter().rev().find(|s| s.ended_at.is_some()) else {
+            return Ok(());
+        };
+        let what = match last.end_reason.as_deref() {
+            Some("idle_timeout") => format!("no output for {}", self.config.worker.idle_timeout),
+            Some("hard_timeout") => format!("it ran past {}", self.config.worker.hard_timeout),
+            _ => return Ok(()),
+        };
+        let key = format!("stuck:{}", last.id);
+        if sent.contains(&key) {
+            return Ok(());
+        }
+        let text = format!(
+            "The {} worker of run {} (task {}) was stopped: {what}. Stuck attempts: {} of {}; see `executor logs {} --kind {}`.",
+            last.kind.as_str(),
+            run.id,
+            run.task_gid,
+            run.worker_stuck_count,
+            self.config.runner.max_stuck,
+            run.task_gid,
+            last.kind.as_str()
+        );
+        self.notify(
+            run,
+            forge,
+            &Notice {
+                kind: NoticeKind::NeedsHuman,
+                key,
+                text,
+            },
+        )
+        .await
     }
 
     /// Moves a run on, as the lease holder, recording why.
