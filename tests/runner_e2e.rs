@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use executor::domain::{RunState, TaskGid, WorkerKind};
 use executor::store::{EventFilter, RunFilter};
 
+mod common;
 mod runner_support;
 use runner_support::{Env, FakeWebhook, pid_alive};
 
@@ -16,6 +17,22 @@ use runner_support::{Env, FakeWebhook, pid_alive};
 async fn a_task_goes_from_approval_to_complete_through_ci_comments_and_review() {
     let hook = FakeWebhook::start();
     let env = Env::with_webhook(&[], &hook.url());
+    drive_the_pipeline(&env, &hook).await;
+}
+
+/// The same pipeline with the state in PostgreSQL (each test in its own schema).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pipeline_runs_the_same_on_postgresql() {
+    let Some(db) = common::postgres("the_pipeline_runs_the_same_on_postgresql").await else {
+        return;
+    };
+    let hook = FakeWebhook::start();
+    let env = Env::with_webhook(&[], &hook.url());
+    env.use_database(&db.url);
+    drive_the_pipeline(&env, &hook).await;
+}
+
+async fn drive_the_pipeline(env: &Env, hook: &FakeWebhook) {
     env.queue_approved("1207");
     let store = env.store().await;
     let gid = TaskGid::parse("1207").unwrap();

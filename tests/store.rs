@@ -25,6 +25,7 @@ on_both_databases!(
     status_counts_and_listings_filter,
     a_run_has_at_most_one_live_worker_and_costs_add_up,
     local_pull_requests_comments_and_checks_round_trip,
+    notices_are_recorded_once_per_key_and_the_runner_memory_round_trips,
 );
 
 fn gid(s: &str) -> TaskGid {
@@ -731,4 +732,71 @@ async fn local_pull_requests_comments_and_checks_round_trip(db: TestDb) {
             .labels,
         ["executor"]
     );
+}
+
+async fn notices_are_recorded_once_per_key_and_the_runner_memory_round_trips(db: TestDb) {
+    let store = db.open().await;
+    let g = approved(&store, "n1").await;
+    let run = store
+        .create_run_for_task(&g, Actor::Runner)
+        .await
+        .unwrap()
+        .unwrap();
+    let first = store
+        .add_notice(
+            Some(run.id),
+            Some("n1"),
+            "completed",
+            Some("completed:abc"),
+            "@alex done",
+        )
+        .await
+        .unwrap();
+    assert!(first.is_some());
+    let again = store
+        .add_notice(
+            Some(run.id),
+            Some("n1"),
+            "completed",
+            Some("completed:abc"),
+            "@alex done",
+        )
+        .await
+        .unwrap();
+    assert!(again.is_none(), "a key is told once");
+    store
+        .mark_notice_delivered(first.unwrap(), "local pull request comment 1")
+        .await
+        .unwrap();
+    assert_eq!(store.notice_keys(run.id).await.unwrap(), ["completed:abc"]);
+    let notices = store.notices(Some(run.id)).await.unwrap();
+    assert_eq!(
+        notices[0].delivery.as_deref(),
+        Some("local pull request comment 1")
+    );
+
+    store
+        .record_decision(run.id, "CI is running")
+        .await
+        .unwrap();
+    store.set_ci_triggered(run.id, "abc").await.unwrap();
+    store.set_last_snapshot(run.id, "{}").await.unwrap();
+    store.set_budget_stopped(run.id, true).await.unwrap();
+    let memory = store.run_memory(run.id).await.unwrap();
+    assert_eq!(memory.last_decision.as_deref(), Some("CI is running"));
+    assert_eq!(memory.ci_triggered_sha.as_deref(), Some("abc"));
+    assert!(memory.budget_stopped && memory.last_decision_at.is_some());
+    store.set_run_review(run.id, "pass", "abc").await.unwrap();
+    store.set_ci_attempts(run.id, 2).await.unwrap();
+    let r = store.run(run.id).await.unwrap();
+    assert_eq!(
+        (
+            r.review_verdict.as_deref(),
+            r.review_sha.as_deref(),
+            r.ci_attempts
+        ),
+        (Some("pass"), Some("abc"), 2)
+    );
+    let resumed = store.resume_run_budget(run.id, Actor::Cli).await.unwrap();
+    assert!(!resumed.budget_stopped);
 }

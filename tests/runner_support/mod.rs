@@ -125,13 +125,16 @@ trusted_authors = ["alex"]
         out
     }
 
+    /// Points the config at another database (PostgreSQL, say) instead of SQLite in the data dir.
+    pub fn use_database(&self, url: &str) {
+        self.append_config(&format!("\n[database]\nurl = {}\n", toml_string(url)));
+    }
+
+    /// The database the config names.
     pub async fn store(&self) -> Store {
-        Store::open(&format!(
-            "sqlite://{}",
-            self.path().join("data/executor.db").display()
-        ))
-        .await
-        .unwrap()
+        let text = std::fs::read_to_string(self.path().join("executor.toml")).unwrap();
+        let config = executor::config::Config::parse(&text).unwrap();
+        Store::open(&config.database_url()).await.unwrap()
     }
 
     pub fn queue_approved(&self, gid: &str) {
@@ -205,4 +208,8 @@ pub fn pid_alive(pid: i32) -> bool {
         .and_then(|(_, rest)| rest.split_whitespace().next());
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
         && !matches!(state, Some("Z" | "X"))
+}
+
+fn toml_string(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
