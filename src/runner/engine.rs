@@ -28,6 +28,11 @@ pub enum RunnerError {
     Worker(#[from] crate::worker::WorkerError),
     #[error("{0}")]
     Config(String),
+    /// A background task (git in a blocking thread) panicked or was cancelled.
+    #[error("a background task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
+    #[error("cannot record the pull request snapshot: {0}")]
+    Snapshot(#[from] serde_json::Error),
 }
 
 /// A worker this runner supervises (started here, or adopted from a runner that died).

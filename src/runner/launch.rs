@@ -63,8 +63,7 @@ impl Runner {
         let wt = tokio::task::spawn_blocking(move || {
             workspace::ensure_worktree(&rp, &root, &gid, run_id, &b, &base)
         })
-        .await
-        .map_err(|e| RunnerError::Config(format!("git task failed: {e}")))??;
+        .await??;
         let wt_path = wt.path.display().to_string();
         if run.worktree_path.as_deref() != Some(wt_path.as_str())
             || run.branch_name.as_deref() != Some(&branch)

@@ -39,8 +39,7 @@ impl Runner {
                     ..p
                 } != *pr
             }) {
-                let json =
-                    serde_json::to_string(pr).map_err(|e| RunnerError::Config(e.to_string()))?;
+                let json = serde_json::to_string(pr).map_err(RunnerError::from)?;
                 self.store.set_last_snapshot(run.id, &json).await?;
             }
         }
@@ -57,8 +56,7 @@ impl Runner {
                     && tokio::task::spawn_blocking(move || {
                         workspace::branch_has_commits(&path, &branch, &base)
                     })
-                    .await
-                    .map_err(|e| RunnerError::Config(format!("git task failed: {e}")))??
+                    .await??
             }
             None => false,
         };
