@@ -39,7 +39,7 @@ impl Runner {
                     ..p
                 } != *pr
             }) {
-                let json = serde_json::to_string(pr).map_err(RunnerError::from)?;
+                let json = serde_json::to_string(pr)?;
                 self.store.set_last_snapshot(run.id, &json).await?;
             }
         }
