@@ -187,6 +187,11 @@ async fn drive_the_pipeline(env: &Env, hook: &FakeWebhook) {
     }
     let shown = env.run(&["runs", "show", &run.id.to_string()]);
     assert!(String::from_utf8_lossy(&shown.stdout).contains("local://app/pull/"));
+    // The raw agent output is gone once each end is recorded; the redacted work logs stay.
+    for s in store.worker_sessions(run.id).await.unwrap() {
+        assert!(!Path::new(s.output_path.as_deref().unwrap()).exists());
+        assert!(Path::new(s.log_path.as_deref().unwrap()).exists());
+    }
     // A finished run's worktree is removed when clean.
     assert!(!Path::new(run.worktree_path.as_deref().unwrap()).exists());
 }

@@ -414,10 +414,18 @@ async fn finish(rec: &Recording, outcome: &Result<WorkerOutcome, worker::WorkerE
             ..Default::default()
         },
     };
-    if let Err(e) = store.end_worker_session(session, &end).await {
+    let recorded = store.end_worker_session(session, &end).await;
+    if let Err(e) = &recorded {
         tracing::warn!(session, "recording the end of a worker: {e}");
     }
     let Ok(o) = outcome else { return };
+    // The raw output (and the prompt file) served adoption after a crash; once the end is recorded the
+    // redacted work log is the record, and the raw stream, which may hold secrets an agent printed, goes.
+    if recorded.is_ok()
+        && let Some(dir) = o.output_path.parent()
+    {
+        let _ = tokio::fs::remove_dir_all(dir).await;
+    }
     if rec.kind == WorkerKind::PrReview
         && let (Some(ParsedResult::Review(review)), Some(sha)) = (&o.parsed, &rec.head_at_start)
     {
