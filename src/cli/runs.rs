@@ -208,6 +208,9 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
                     w.cost_usd,
                     opt(&w.log_path)
                 );
+                if let Some(e) = &w.result_error {
+                    println!("      result: {e}");
+                }
             }
             if !notices.is_empty() {
                 println!("\nnotices:");
