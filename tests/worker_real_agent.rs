@@ -4,6 +4,7 @@
 #[path = "worker_support/mod.rs"]
 mod common;
 
+use std::io::Write;
 use std::time::Duration;
 
 use common::*;
@@ -17,11 +18,14 @@ fn on_path(program: &str) -> bool {
 
 fn enabled(program: &str) -> bool {
     if std::env::var("EXECUTOR_REAL_AGENT_TESTS").as_deref() != Ok("1") {
-        eprintln!("skipped: set EXECUTOR_REAL_AGENT_TESTS=1 to drive a real {program}");
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: set EXECUTOR_REAL_AGENT_TESTS=1 to drive a real {program}"
+        );
         return false;
     }
     if !on_path(program) {
-        eprintln!("skipped: no {program} on PATH");
+        let _ = writeln!(std::io::stderr(), "SKIPPED: no {program} on PATH");
         return false;
     }
     true
