@@ -312,3 +312,46 @@ async fn stuck_workers_are_told_and_the_run_is_abandoned_after_max_stuck() {
         .collect();
     assert!(gaps[1] > gaps[0], "{gaps:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abandoning_a_run_by_hand_stops_its_worker() {
+    let env = Env::new(&["FAKE_SLOW"]);
+    env.queue_approved("a1");
+    let store = env.store().await;
+    let mut runner = env
+        .command(&["runner"])
+        .env("FAKE_SLOW", "60")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (run_id, pid) = wait_for_worker_pid(&store).await;
+
+    let out = env.run(&[
+        "runs",
+        "abandon",
+        &run_id.to_string(),
+        "--reason",
+        "wrong approach",
+    ]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("abandoned"));
+    // The runner notices at its next tick (loop_interval 1s), stops the worker and, idle, exits.
+    let started = Instant::now();
+    assert!(runner.wait().unwrap().success());
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert!(!pid_alive(pid));
+    let run = store.run(run_id).await.unwrap();
+    assert_eq!(run.state, RunState::Abandoned);
+    let sessions = store.worker_sessions(run_id).await.unwrap();
+    assert_eq!(sessions[0].end_reason.as_deref(), Some("interrupted"));
+
+    let again = env
+        .command(&["runs", "abandon", &run_id.to_string(), "--reason", "twice"])
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("cannot go from abandoned"),
+        "final"
+    );
+}

@@ -23,6 +23,15 @@ pub enum RunsCommand {
         #[arg(value_name = "RUN_ID")]
         id: i64,
     },
+    /// Give up a run (queued, in_progress or pr): a runner stops its worker; the local pull request is
+    /// closed. The task stays approved with this run recorded.
+    Abandon {
+        #[arg(value_name = "RUN_ID")]
+        id: i64,
+        /// Why, for the history.
+        #[arg(long)]
+        reason: String,
+    },
     /// Let a run stopped by its budget cap go on: `budget.per_run_usd` applies afresh from now.
     Resume {
         #[arg(value_name = "RUN_ID")]
@@ -84,6 +93,33 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
                 ],
                 &rows,
             );
+            Ok(())
+        }
+        RunsCommand::Abandon { id, reason } => {
+            let run = ctx.store.run(id).await?;
+            let why = format!("abandoned by a human: {reason}");
+            let run = ctx
+                .store
+                .set_run_state_if(
+                    id,
+                    run.state,
+                    RunState::Abandoned,
+                    None,
+                    crate::domain::Actor::Cli,
+                    &why,
+                )
+                .await?;
+            if let Some(pr) = ctx.store.local_pr_for_run(id).await?
+                && pr.state == "open"
+            {
+                ctx.store
+                    .set_local_pr_state(pr.id, "closed", pr.draft)
+                    .await?;
+            }
+            if as_json {
+                return json(&run);
+            }
+            println!("run {id} abandoned; a running runner stops its worker at its next tick");
             Ok(())
         }
         RunsCommand::Resume { id } => {

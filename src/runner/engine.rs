@@ -251,7 +251,18 @@ impl Runner {
             }
         }
         let lease = self.config.runner.lease_ttl.chrono();
-        for run in self.store.active_runs().await? {
+        let active = self.store.active_runs().await?;
+        // A run a human abandoned (`executor runs abandon`) while its worker ran: stop the worker.
+        for (run_id, w) in &self.pool {
+            if !active.iter().any(|r| r.id == *run_id) {
+                tracing::info!(
+                    run = run_id,
+                    "the run is no longer active: stopping its worker"
+                );
+                let _ = w.stop.send(true);
+            }
+        }
+        for run in active {
             report.runs_seen += 1;
             if !self.store.claim_run(run.id, &self.owner, lease).await? {
                 continue; // another runner drives it

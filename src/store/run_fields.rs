@@ -85,14 +85,6 @@ impl Store {
         )
     }
 
-    pub async fn increment_ci_attempts(&self, run_id: i64) -> Result<()> {
-        update_run!(
-            self,
-            run_id,
-            "UPDATE executor_runs SET ci_attempts = ci_attempts + 1 WHERE id = $1"
-        )
-    }
-
     pub async fn set_ci_triggered(&self, run_id: i64, sha: &str) -> Result<()> {
         update_run!(
             self,
