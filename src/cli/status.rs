@@ -3,10 +3,13 @@ use clap::Args;
 
 use super::Context;
 use super::output::{ago, json, table};
-use crate::store::{Event, EventFilter, now};
+use crate::store::{Event, EventFilter, now, start_of_day};
 
 pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
     let counts = ctx.store.status_counts().await?;
+    let workers = ctx.store.live_worker_sessions().await?.len();
+    let spent_today = ctx.store.spent_since(start_of_day(now())).await?;
+    let budget = ctx.config.budget.per_day_usd;
     if as_json {
         let queue: serde_json::Map<_, _> = counts
             .queue
@@ -18,7 +21,13 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
             .iter()
             .map(|(k, v)| (k.clone(), (*v).into()))
             .collect();
-        return json(&serde_json::json!({ "executor_queue": queue, "executor_runs": runs }));
+        return json(&serde_json::json!({
+            "executor_queue": queue,
+            "executor_runs": runs,
+            "workers_alive": workers,
+            "spent_today_usd": spent_today,
+            "per_day_usd": budget,
+        }));
     }
     let line = |pairs: &[(String, i64)]| {
         if pairs.is_empty() {
@@ -33,6 +42,11 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
     };
     println!("executor_queue: {}", line(&counts.queue));
     println!("executor_runs:  {}", line(&counts.runs));
+    println!(
+        "workers alive:  {workers} (runner.max_workers = {})",
+        ctx.config.runner.max_workers
+    );
+    println!("spent today:    ${spent_today:.2} of ${budget:.2} (UTC day)");
     Ok(())
 }
 

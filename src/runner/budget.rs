@@ -1,20 +1,13 @@
 //! Dollar caps, summed from what the agents report: per run (`budget.per_run_usd`) and per UTC day
 //! (`budget.per_day_usd`). A run over a cap starts no worker until a human raises the cap.
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 
 use super::decision::{Notice, NoticeKind};
 use super::engine::{Runner, RunnerError};
 use crate::config::Config;
 use crate::domain::Run;
-use crate::store::{RunMemory, Store, StoreError};
-
-fn start_of_day(now: DateTime<Utc>) -> DateTime<Utc> {
-    now.date_naive()
-        .and_hms_opt(0, 0, 0)
-        .map(|t| t.and_utc())
-        .unwrap_or(now)
-}
+use crate::store::{RunMemory, Store, StoreError, start_of_day};
 
 impl Runner {
     /// Why a worker must not start for this run now, if a cap says so (and tells the human, once).

@@ -117,6 +117,14 @@ pub fn now() -> DateTime<Utc> {
     Utc::now().trunc_subsecs(6)
 }
 
+/// Midnight UTC of `t`'s day: where the daily budget starts counting.
+pub fn start_of_day(t: DateTime<Utc>) -> DateTime<Utc> {
+    t.date_naive()
+        .and_hms_opt(0, 0, 0)
+        .map(|d| d.and_utc())
+        .unwrap_or(t)
+}
+
 impl Store {
     pub fn backend(&self) -> &'static str {
         match self.pool {
