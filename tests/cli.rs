@@ -151,6 +151,13 @@ fn a_task_goes_from_queue_to_approved_with_its_history() {
 
     let status = sb.json(&["status"]);
     assert_eq!(status["executor_queue"]["approved"], 1);
+    assert_eq!(
+        (
+            status["workers_alive"].as_i64(),
+            status["spent_today_usd"].as_f64()
+        ),
+        (Some(0), Some(0.0))
+    );
     let events = sb.json(&["events", "1207"]);
     assert_eq!(events.as_array().unwrap().len(), 3);
 }
