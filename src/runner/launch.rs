@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 use super::engine::{Runner, RunnerError};
 use crate::config::{Config, Repo};
 use crate::domain::{Run, Task, TaskGid, WorkerKind};
-use crate::forge::{CheckStatus, Forge, PrSnapshot};
+use crate::forge::{Forge, PrSnapshot};
 use crate::store::{Store, WorkerEnd};
 use crate::worker::prompt::{FailedCheck, PrContext, ReviewComment, RunContext, TaskContext, tail};
 use crate::worker::result::{ParsedResult, Verdict};
@@ -301,7 +301,7 @@ fn first_line(text: &str) -> String {
 fn failed_checks(pr: &PrSnapshot) -> Vec<FailedCheck> {
     pr.checks_at_head()
         .into_iter()
-        .filter(|c| c.status.is_failing() || c.status == CheckStatus::Failure)
+        .filter(|c| c.status.is_failing())
         .map(|c| FailedCheck {
             name: c.name.clone(),
             conclusion: format!("{:?}", c.status).to_lowercase(),
