@@ -16,42 +16,26 @@ use executor::store::{NewTask, Store};
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=bench",
-            "-c",
-            "user.email=bench@example.com",
-        ])
+        .args(["-c", "user.name=bench", "-c", "user.email=bench@example.com"])
         .args(args)
         .current_dir(dir)
         .output()
         .expect("git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .map(|l| l.to_string())
-        })
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).map(|l| l.to_string()))
         .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
         .unwrap_or(0)
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
+    let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
     let runs = args.first().copied().unwrap_or(200);
     let ticks = args.get(1).copied().unwrap_or(5);
     let dir = tempfile::tempdir().expect("tempdir");
@@ -84,92 +68,39 @@ async fn main() {
         store
             .upsert_task(
                 &gid,
-                &NewTask {
-                    description: Some(format!("task {i}")),
-                    ..Default::default()
-                },
+                &NewTask { description: Some(format!("task {i}")), ..Default::default() },
                 Actor::Cli,
             )
             .await
             .expect("add");
-        store
-            .set_task_status(&gid, QueueStatus::AwaitingGo, Actor::Cli, None)
-            .await
-            .expect("triage");
-        store
-            .set_task_status(&gid, QueueStatus::Approved, Actor::Cli, None)
-            .await
-            .expect("approve");
-        let run = store
-            .create_run_for_task(&gid, Actor::Runner)
-            .await
-            .expect("run")
-            .expect("new run");
+        store.set_task_status(&gid, QueueStatus::AwaitingGo, Actor::Cli, None).await.expect("triage");
+        store.set_task_status(&gid, QueueStatus::Approved, Actor::Cli, None).await.expect("approve");
+        let run = store.create_run_for_task(&gid, Actor::Runner).await.expect("run").expect("new run");
         let branch = format!("executor/b{i}");
         git(&repo, &["branch", &branch, "main"]);
         let sha = git(
             &repo,
-            &[
-                "commit-tree",
-                "-p",
-                "main",
-                "-m",
-                "work",
-                &git(&repo, &["rev-parse", "main^{tree}"]),
-            ],
+            &["commit-tree", "-p", "main", "-m", "work", &git(&repo, &["rev-parse", "main^{tree}"])],
         );
-        git(
-            &repo,
-            &["update-ref", &format!("refs/heads/{branch}"), &sha],
-        );
+        git(&repo, &["update-ref", &format!("refs/heads/{branch}"), &sha]);
         store
-            .set_run_workspace(
-                run.id,
-                &dir.path().join(format!("wt{i}")).display().to_string(),
-                &branch,
-            )
+            .set_run_workspace(run.id, &dir.path().join(format!("wt{i}")).display().to_string(), &branch)
             .await
             .expect("ws");
         store
-            .set_run_state_if(
-                run.id,
-                RunState::Queued,
-                RunState::InProgress,
-                None,
-                Actor::Runner,
-                "bench",
-            )
+            .set_run_state_if(run.id, RunState::Queued, RunState::InProgress, None, Actor::Runner, "bench")
             .await
             .expect("s1");
         store
-            .set_run_state_if(
-                run.id,
-                RunState::InProgress,
-                RunState::Pr,
-                None,
-                Actor::Runner,
-                "bench",
-            )
+            .set_run_state_if(run.id, RunState::InProgress, RunState::Pr, None, Actor::Runner, "bench")
             .await
             .expect("s2");
-        let pr = store
-            .open_local_pr(run.id, Some("app"), &branch, "main")
-            .await
-            .expect("pr");
+        let pr = store.open_local_pr(run.id, Some("app"), &branch, "main").await.expect("pr");
         // A pending check with no process directory: CI "running", so each tick decides to wait.
-        store
-            .start_local_check(pr.id, &sha, "ci", "")
-            .await
-            .expect("check");
-        store
-            .set_ci_triggered(run.id, &sha)
-            .await
-            .expect("triggered");
+        store.start_local_check(pr.id, &sha, "ci", "").await.expect("check");
+        store.set_ci_triggered(run.id, &sha).await.expect("triggered");
     }
-    println!(
-        "setup: {runs} runs in pr on the local forge in {:.1?}",
-        setup.elapsed()
-    );
+    println!("setup: {runs} runs in pr on the local forge in {:.1?}", setup.elapsed());
 
     let mut runner = Runner::new(config, store.clone()).expect("runner");
     let before = rss_kib();
@@ -191,9 +122,5 @@ async fn main() {
         times[times.len() - 1],
         mean / runs as u32
     );
-    println!(
-        "memory: RSS {} KiB before the ticks, {} KiB after",
-        before,
-        rss_kib()
-    );
+    println!("memory: RSS {} KiB before the ticks, {} KiB after", before, rss_kib());
 }

@@ -11,10 +11,7 @@ pub enum LockError {
     #[error("{name} already running (pid {pid})")]
     Held { name: String, pid: String },
     #[error("cannot use lock file {path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
 }
 
 /// Held for as long as this value lives.
@@ -28,18 +25,10 @@ impl InstanceLock {
     /// Takes `<dir>/<name>.lock` without waiting, or says who holds it.
     pub fn acquire(dir: &Path, name: &str) -> Result<InstanceLock, LockError> {
         let path = dir.join(format!("{name}.lock"));
-        let io = |source| LockError::Io {
-            path: path.clone(),
-            source,
-        };
+        let io = |source| LockError::Io { path: path.clone(), source };
         std::fs::create_dir_all(dir).map_err(io)?;
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(io)?;
+        let mut file =
+            OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io)?;
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
@@ -48,11 +37,7 @@ impl InstanceLock {
                 let pid = pid.trim().to_string();
                 return Err(LockError::Held {
                     name: name.to_string(),
-                    pid: if pid.is_empty() {
-                        "unknown".into()
-                    } else {
-                        pid
-                    },
+                    pid: if pid.is_empty() { "unknown".into() } else { pid },
                 });
             }
             Err(TryLockError::Error(e)) => return Err(io(e)),
@@ -74,18 +59,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let first = InstanceLock::acquire(dir.path(), "runner").unwrap();
         let err = InstanceLock::acquire(dir.path(), "runner").unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            format!("runner already running (pid {})", std::process::id())
-        );
-        assert!(
-            InstanceLock::acquire(dir.path(), "analyzer").is_ok(),
-            "each name has its own lock"
-        );
+        assert_eq!(err.to_string(), format!("runner already running (pid {})", std::process::id()));
+        assert!(InstanceLock::acquire(dir.path(), "analyzer").is_ok(), "each name has its own lock");
         drop(first);
-        assert!(
-            InstanceLock::acquire(dir.path(), "runner").is_ok(),
-            "released on drop"
-        );
+        assert!(InstanceLock::acquire(dir.path(), "runner").is_ok(), "released on drop");
     }
 }

@@ -103,12 +103,7 @@ pub fn systemd_units(inv: &Invocation) -> Vec<(String, String)> {
 }
 
 fn systemd_quote(s: &str) -> String {
-    format!(
-        "\"{}\"",
-        s.replace('\\', "\\\\")
-            .replace('"', "\\\"")
-            .replace('%', "%%")
-    )
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\"").replace('%', "%%"))
 }
 
 /// A launchd LaunchAgent per job: `(file name, plist)`.
@@ -139,20 +134,13 @@ pub fn launchd_agents(inv: &Invocation) -> Vec<(String, String)> {
 }
 
 fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 /// Where `service print` suggests the files go.
 pub fn unit_dir(launchd: bool) -> PathBuf {
     let home = dirs::home_dir().unwrap_or_else(|| Path::new("~").to_path_buf());
-    if launchd {
-        home.join("Library/LaunchAgents")
-    } else {
-        home.join(".config/systemd/user")
-    }
+    if launchd { home.join("Library/LaunchAgents") } else { home.join(".config/systemd/user") }
 }
 
 #[cfg(test)]
@@ -193,11 +181,7 @@ mod tests {
     fn units_and_agents_name_the_job() {
         let units = systemd_units(&inv());
         assert_eq!(units[0].0, "executor-runner.service");
-        assert!(
-            units[0]
-                .1
-                .contains("ExecStart=\"/opt/bin/executor\" \"--config\"")
-        );
+        assert!(units[0].1.contains("ExecStart=\"/opt/bin/executor\" \"--config\""));
         assert!(units[1].1.contains("OnUnitInactiveSec=5min"));
         let agents = launchd_agents(&inv());
         assert!(agents[0].1.contains("<string>runner</string>"));

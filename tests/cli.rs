@@ -10,9 +10,7 @@ struct Sandbox {
 
 impl Sandbox {
     fn new() -> Sandbox {
-        let sb = Sandbox {
-            dir: tempfile::tempdir().unwrap(),
-        };
+        let sb = Sandbox { dir: tempfile::tempdir().unwrap() };
         let out = sb.run(&["init", "--data-dir", "data"]);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         sb
@@ -46,24 +44,14 @@ impl Sandbox {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
         child.wait_with_output().unwrap()
     }
 
     /// Runs and expects success, returning stdout.
     fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{args:?}: {}",
-            text(&out.stderr)
-        );
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out.stderr));
         text(&out.stdout)
     }
 
@@ -83,49 +71,27 @@ fn init_writes_a_commented_config_and_the_database_and_says_where() {
     let sb = Sandbox::new();
     let config = std::fs::read_to_string(sb.path().join("executor.toml")).unwrap();
     assert!(config.contains("# How many agent processes may run at once"));
-    assert!(config.contains(&format!(
-        "data_dir = \"{}\"",
-        sb.path().join("data").display()
-    )));
+    assert!(config.contains(&format!("data_dir = \"{}\"", sb.path().join("data").display())));
     assert!(sb.path().join("data/executor.db").is_file());
 
     let out = sb.run(&["init"]);
     assert_eq!(out.status.code(), Some(0));
-    assert!(
-        text(&out.stderr).contains("exists and is kept"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert!(text(&out.stderr).contains("exists and is kept"), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("data/executor.db"));
 }
 
 #[test]
 fn a_task_goes_from_queue_to_approved_with_its_history() {
     let sb = Sandbox::new();
-    let out = sb.ok(&[
-        "queue",
-        "add",
-        "--gid",
-        "1207",
-        "--source",
-        "my_tasks_inbox",
-        "--description",
-        "Fix crash",
-    ]);
+    let out =
+        sb.ok(&["queue", "add", "--gid", "1207", "--source", "my_tasks_inbox", "--description", "Fix crash"]);
     assert_eq!(out.trim(), "added 1207 (pending)");
 
     let out = sb.run(&["approve", "1207"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out.stderr).contains("--skip-triage"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert!(text(&out.stderr).contains("--skip-triage"), "{}", text(&out.stderr));
 
-    assert_eq!(
-        sb.ok(&["approve", "--skip-triage", "1207"]).trim(),
-        "approved 1207"
-    );
+    assert_eq!(sb.ok(&["approve", "--skip-triage", "1207"]).trim(), "approved 1207");
     let shown = sb.json(&["queue", "show", "1207"]);
     assert_eq!(shown["task"]["status"], "approved");
     let changes: Vec<String> = shown["events"]
@@ -133,17 +99,10 @@ fn a_task_goes_from_queue_to_approved_with_its_history() {
         .unwrap()
         .iter()
         .map(|e| {
-            format!(
-                "{}>{}",
-                e["from_state"].as_str().unwrap_or(""),
-                e["to_state"].as_str().unwrap_or("")
-            )
+            format!("{}>{}", e["from_state"].as_str().unwrap_or(""), e["to_state"].as_str().unwrap_or(""))
         })
         .collect();
-    assert_eq!(
-        changes,
-        [">pending", "pending>awaiting_go", "awaiting_go>approved"]
-    );
+    assert_eq!(changes, [">pending", "pending>awaiting_go", "awaiting_go>approved"]);
 
     let human = sb.ok(&["queue", "show", "1207"]);
     assert!(human.contains("status:           approved"), "{human}");
@@ -151,13 +110,7 @@ fn a_task_goes_from_queue_to_approved_with_its_history() {
 
     let status = sb.json(&["status"]);
     assert_eq!(status["executor_queue"]["approved"], 1);
-    assert_eq!(
-        (
-            status["workers_alive"].as_i64(),
-            status["spent_today_usd"].as_f64()
-        ),
-        (Some(0), Some(0.0))
-    );
+    assert_eq!((status["workers_alive"].as_i64(), status["spent_today_usd"].as_f64()), (Some(0), Some(0.0)));
     let events = sb.json(&["events", "1207"]);
     assert_eq!(events.as_array().unwrap().len(), 3);
 }
@@ -170,10 +123,7 @@ fn adding_an_existing_gid_updates_it_and_says_so() {
     let out = sb.ok(&["queue", "add", "--gid", "7", "--description", "new"]);
     assert_eq!(out.trim(), "updated 7 (status skip kept)");
     let task = &sb.json(&["queue", "show", "7"])["task"];
-    assert_eq!(
-        (task["status"].as_str(), task["description"].as_str()),
-        (Some("skip"), Some("new"))
-    );
+    assert_eq!((task["status"].as_str(), task["description"].as_str()), (Some("skip"), Some("new")));
 }
 
 #[test]
@@ -184,19 +134,11 @@ fn tasks_arrive_as_json_on_stdin_or_from_a_file() {
         r#"[{"gid": "a1", "description": "one", "priority": 2}, {"task_gid": "a2", "source": "watched", "priority": 1}]"#,
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    std::fs::write(
-        sb.path().join("t.json"),
-        r#"{"task_gid": "a3", "notes": "n"}"#,
-    )
-    .unwrap();
+    std::fs::write(sb.path().join("t.json"), r#"{"task_gid": "a3", "notes": "n"}"#).unwrap();
     sb.ok(&["queue", "add", "--from-json", "t.json"]);
     let listed = sb.json(&["queue", "list"]);
-    let gids: Vec<&str> = listed
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["task_gid"].as_str().unwrap())
-        .collect();
+    let gids: Vec<&str> =
+        listed.as_array().unwrap().iter().map(|t| t["task_gid"].as_str().unwrap()).collect();
     assert_eq!(gids, ["a2", "a1", "a3"], "most urgent first");
     let watched = sb.json(&["queue", "list", "--source", "watched"]);
     assert_eq!(watched.as_array().unwrap().len(), 1);
@@ -207,11 +149,7 @@ fn tasks_arrive_as_json_on_stdin_or_from_a_file() {
 
     let bad = sb.run_with_stdin(&["queue", "add"], r#"{"gid": "x", "colour": "red"}"#);
     assert_eq!(bad.status.code(), Some(2));
-    assert!(
-        text(&bad.stderr).contains("unknown field `colour`"),
-        "{}",
-        text(&bad.stderr)
-    );
+    assert!(text(&bad.stderr).contains("unknown field `colour`"), "{}", text(&bad.stderr));
 }
 
 #[test]
@@ -256,18 +194,11 @@ fn a_malformed_config_names_the_file_line_and_key() {
     let out = sb.run(&["status"]);
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
-    assert!(
-        err.contains("executor.toml") && err.contains("max_workers") && err.contains("line"),
-        "{err}"
-    );
+    assert!(err.contains("executor.toml") && err.contains("max_workers") && err.contains("line"), "{err}");
 
     let out = sb.run(&["--config", "nope.toml", "status"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out.stderr).contains("nope.toml does not exist"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert!(text(&out.stderr).contains("nope.toml does not exist"), "{}", text(&out.stderr));
 }
 
 #[test]
@@ -294,30 +225,18 @@ fn a_database_from_a_newer_executor_is_refused() {
         "{}",
         text(&out.stderr)
     );
-    let count = Command::new("sqlite3")
-        .arg(&db)
-        .arg("SELECT count(*) FROM executor_queue")
-        .output()
-        .unwrap();
+    let count = Command::new("sqlite3").arg(&db).arg("SELECT count(*) FROM executor_queue").output().unwrap();
     assert_eq!(text(&count.stdout).trim(), "1", "nothing written");
 }
 
 #[test]
 fn help_teaches_the_commands() {
-    let out = Command::new(env!("CARGO_BIN_EXE_executor"))
-        .arg("--help")
-        .output()
-        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_executor")).arg("--help").output().unwrap();
     let help = text(&out.stdout);
-    for cmd in [
-        "init", "queue", "approve", "skip", "runs", "status", "events", "migrate",
-    ] {
+    for cmd in ["init", "queue", "approve", "skip", "runs", "status", "events", "migrate"] {
         assert!(help.contains(cmd), "{cmd} missing from --help");
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_executor"))
-        .arg("frobnicate")
-        .output()
-        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_executor")).arg("frobnicate").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -342,56 +261,27 @@ fn cron_install_is_idempotent_and_uninstall_leaves_other_entries() {
     let bin = fake_crontab(sb.path());
     let table = sb.path().join("crontab.txt");
     std::fs::write(&table, "0 3 * * * backup\n").unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     let cron = |args: &[&str]| {
-        let out = sb
-            .command(args)
-            .env("PATH", &path)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{args:?}: {}",
-            text(&out.stderr)
-        );
+        let out = sb.command(args).env("PATH", &path).stdin(Stdio::null()).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out.stderr));
         text(&out.stdout)
     };
     let printed = cron(&["cron", "print"]);
-    assert!(
-        printed.contains("*/5 * * * *") && printed.contains("'runner'"),
-        "{printed}"
-    );
-    assert!(
-        printed.contains(&format!("'{}'", sb.path().join("executor.toml").display())),
-        "{printed}"
-    );
+    assert!(printed.contains("*/5 * * * *") && printed.contains("'runner'"), "{printed}");
+    assert!(printed.contains(&format!("'{}'", sb.path().join("executor.toml").display())), "{printed}");
 
     cron(&["cron", "install"]);
     let once = std::fs::read_to_string(&table).unwrap();
-    assert!(
-        once.starts_with("0 3 * * * backup\n") && once.contains("# BEGIN executor"),
-        "{once}"
-    );
+    assert!(once.starts_with("0 3 * * * backup\n") && once.contains("# BEGIN executor"), "{once}");
     assert!(cron(&["cron", "install"]).contains("already up to date"));
     assert_eq!(std::fs::read_to_string(&table).unwrap(), once);
 
     cron(&["cron", "uninstall"]);
-    assert_eq!(
-        std::fs::read_to_string(&table).unwrap(),
-        "0 3 * * * backup\n"
-    );
+    assert_eq!(std::fs::read_to_string(&table).unwrap(), "0 3 * * * backup\n");
 
     let units = cron(&["service", "print", "--systemd"]);
-    assert!(
-        units.contains("executor-runner.timer") && units.contains("OnUnitInactiveSec=5min"),
-        "{units}"
-    );
+    assert!(units.contains("executor-runner.timer") && units.contains("OnUnitInactiveSec=5min"), "{units}");
     let agent = cron(&["service", "print", "--launchd"]);
     assert!(agent.contains("<integer>300</integer>"), "{agent}");
 }

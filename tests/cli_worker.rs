@@ -27,9 +27,7 @@ impl Sandbox {
     /// A git repository `worktree/`, a data directory `data/` and an executor.toml whose `[worker]` section
     /// gets `worker` appended.
     fn new(worker: &str) -> Sandbox {
-        let sb = Sandbox {
-            inner: worker_support::Sandbox::new(),
-        };
+        let sb = Sandbox { inner: worker_support::Sandbox::new() };
         sb.inner.git_init();
         let config = format!(
             "[paths]\ndata_dir = {data:?}\n[worker]\nkill_grace = \"1s\"\n{worker}\n\
@@ -75,13 +73,7 @@ impl Sandbox {
 
     fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{args:?}: {}{}",
-            text(&out.stdout),
-            text(&out.stderr)
-        );
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}{}", text(&out.stdout), text(&out.stderr));
         text(&out.stdout)
     }
 
@@ -94,14 +86,7 @@ impl Sandbox {
     }
 
     fn add_task(&self, gid: &str) {
-        self.ok(&[
-            "queue",
-            "add",
-            "--gid",
-            gid,
-            "--description",
-            "Add the feature file",
-        ]);
+        self.ok(&["queue", "add", "--gid", gid, "--description", "Add the feature file"]);
     }
 
     /// The database the binary uses, found the way it finds it.
@@ -115,11 +100,8 @@ impl Sandbox {
         self.add_task(gid);
         self.ok(&["approve", "--skip-triage", gid]);
         let store = self.store().await;
-        let run = store
-            .create_run_for_task(&TaskGid::parse(gid).unwrap(), Actor::Cli)
-            .await
-            .unwrap()
-            .unwrap();
+        let run =
+            store.create_run_for_task(&TaskGid::parse(gid).unwrap(), Actor::Cli).await.unwrap().unwrap();
         (store, run.id)
     }
 
@@ -135,30 +117,23 @@ async fn a_worker_run_by_hand_on_a_run_is_recorded_like_the_runners() {
     let sb = Sandbox::with_pipeline();
     let (store, run_id) = sb.task_with_run("1207").await;
 
-    let out: serde_json::Value = serde_json::from_str(&sb.ok(&[
-        "worker", "run", "--task", "1207", "--kind", "queued", "--dir", "worktree", "--json",
-    ]))
+    let out: serde_json::Value = serde_json::from_str(
+        &sb.ok(&["worker", "run", "--task", "1207", "--kind", "queued", "--dir", "worktree", "--json"]),
+    )
     .unwrap();
     assert_eq!(out["reason"], "finished");
     assert_eq!(out["run_id"], run_id);
     assert!(Path::new(out["log_path"].as_str().unwrap()).is_file());
-    assert!(
-        sb.path().join("worktree/feature.txt").is_file(),
-        "the agent worked in --dir"
-    );
+    assert!(sb.path().join("worktree/feature.txt").is_file(), "the agent worked in --dir");
 
     // The same run with Claude Code instead of the configured command agent.
     let human = sb.ok(&[
-        "worker", "run", "--task", "1207", "--kind", "fix_ci", "--agent", "claude", "--dir",
-        "worktree",
+        "worker", "run", "--task", "1207", "--kind", "fix_ci", "--agent", "claude", "--dir", "worktree",
     ]);
     for part in ["work log:", "finished", "$0.1234", "sess-1234-abcd", "3"] {
         assert!(human.contains(part), "{part:?} missing from:\n{human}");
     }
-    assert!(
-        human.contains(&format!("recorded on run {run_id}")),
-        "{human}"
-    );
+    assert!(human.contains(&format!("recorded on run {run_id}")), "{human}");
 
     let sessions = store.worker_sessions(run_id).await.unwrap();
     assert_eq!(sessions.len(), 2);
@@ -180,12 +155,7 @@ async fn a_worker_run_by_hand_on_a_run_is_recorded_like_the_runners() {
         .await
         .unwrap()
         .unwrap();
-    let err = sb.fails(
-        &[
-            "worker", "run", "--task", "1207", "--kind", "queued", "--dir", "worktree",
-        ],
-        1,
-    );
+    let err = sb.fails(&["worker", "run", "--task", "1207", "--kind", "queued", "--dir", "worktree"], 1);
     assert!(err.contains("already has a live worker session"), "{err}");
     assert_eq!(store.worker_sessions(run_id).await.unwrap().len(), 3);
 }
@@ -194,16 +164,7 @@ async fn a_worker_run_by_hand_on_a_run_is_recorded_like_the_runners() {
 async fn without_a_run_nothing_is_recorded_but_the_log_is_written() {
     let sb = Sandbox::with_pipeline();
     sb.add_task("42");
-    let out = sb.ok(&[
-        "worker",
-        "run",
-        "--task",
-        "42",
-        "--kind",
-        "pr_review",
-        "--dir",
-        "worktree",
-    ]);
+    let out = sb.ok(&["worker", "run", "--task", "42", "--kind", "pr_review", "--dir", "worktree"]);
     assert!(out.contains("nothing was recorded on a run"), "{out}");
     let logs = sb.logs_of("42");
     assert_eq!(logs.len(), 1, "{logs:?}");
@@ -212,34 +173,19 @@ async fn without_a_run_nothing_is_recorded_but_the_log_is_written() {
     assert!(out.contains(&logs[0].display().to_string()), "{out}");
     let store = sb.store().await;
     let runs = store
-        .list_runs(&RunFilter {
-            task_gid: Some(TaskGid::parse("42").unwrap()),
-            ..Default::default()
-        })
+        .list_runs(&RunFilter { task_gid: Some(TaskGid::parse("42").unwrap()), ..Default::default() })
         .await
         .unwrap();
     assert!(runs.is_empty());
 
     // `logs` prints it; --follow ends by itself on a closed log.
     assert_eq!(sb.ok(&["logs", "42"]), log);
-    assert_eq!(
-        sb.ok(&["logs", "42", "--kind", "pr_review", "--follow"]),
-        log
-    );
+    assert_eq!(sb.ok(&["logs", "42", "--kind", "pr_review", "--follow"]), log);
     let err = sb.fails(&["logs", "42", "--kind", "fix_ci"], 1);
-    assert!(
-        err.contains("no work log of kind fix_ci for task 42 in"),
-        "{err}"
-    );
-    assert!(
-        err.contains(&sb.data().join("logs/42").display().to_string()),
-        "{err}"
-    );
+    assert!(err.contains("no work log of kind fix_ci for task 42 in"), "{err}");
+    assert!(err.contains(&sb.data().join("logs/42").display().to_string()), "{err}");
     let err = sb.fails(&["logs", "7"], 1);
-    assert!(
-        err.contains(&sb.data().join("logs/7").display().to_string()),
-        "{err}"
-    );
+    assert!(err.contains(&sb.data().join("logs/7").display().to_string()), "{err}");
     let err = sb.fails(&["logs", "../42"], 2);
     assert!(err.contains("only letters, digits"), "{err}");
 }
@@ -249,12 +195,7 @@ fn refused_while_a_runner_holds_the_lock_and_for_bad_input() {
     let sb = Sandbox::with_pipeline();
     sb.add_task("9");
     let lock = InstanceLock::acquire(&sb.data(), "runner").unwrap();
-    let err = sb.fails(
-        &[
-            "worker", "run", "--task", "9", "--kind", "queued", "--dir", "worktree",
-        ],
-        1,
-    );
+    let err = sb.fails(&["worker", "run", "--task", "9", "--kind", "queued", "--dir", "worktree"], 1);
     assert!(err.contains("a runner is running"), "{err}");
     assert!(sb.logs_of("9").is_empty(), "no worker started");
     drop(lock);
@@ -270,12 +211,7 @@ fn refused_while_a_runner_holds_the_lock_and_for_bad_input() {
 fn the_command_agent_needs_its_argv() {
     let sb = Sandbox::new("agent = \"claude\"");
     sb.add_task("5");
-    let err = sb.fails(
-        &[
-            "worker", "run", "--task", "5", "--kind", "queued", "--agent", "command",
-        ],
-        1,
-    );
+    let err = sb.fails(&["worker", "run", "--task", "5", "--kind", "queued", "--agent", "command"], 1);
     assert!(err.contains("worker.command.argv"), "{err}");
 }
 
@@ -284,9 +220,7 @@ async fn ctrl_c_stops_the_agent_and_exits_non_zero() {
     let sb = Sandbox::with_pipeline();
     let (store, run_id) = sb.task_with_run("77").await;
     let child = sb
-        .command(&[
-            "worker", "run", "--task", "77", "--kind", "queued", "--dir", "worktree",
-        ])
+        .command(&["worker", "run", "--task", "77", "--kind", "queued", "--dir", "worktree"])
         .env("FAKE_SLOW", "60")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -301,18 +235,11 @@ async fn ctrl_c_stops_the_agent_and_exits_non_zero() {
         assert!(Instant::now() < deadline, "the worker never started");
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT)
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("did not finish"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert!(text(&out.stderr).contains("did not finish"), "{}", text(&out.stderr));
     let session = &store.worker_sessions(run_id).await.unwrap()[0];
     assert_eq!(session.end_reason.as_deref(), Some("interrupted"));
     assert_no_leftovers(pid);
@@ -323,14 +250,8 @@ fn prompts_export_keeps_edits_and_check_names_a_broken_override() {
     let sb = Sandbox::with_pipeline();
     let out = sb.ok(&["prompts", "export", "prompts"]);
     let dir = sb.path().join("prompts");
-    for name in [
-        "queued.md",
-        "in_progress.md",
-        "fix_ci.md",
-        "fix_comments.md",
-        "pr_review.md",
-        "analyzer.md",
-    ] {
+    for name in ["queued.md", "in_progress.md", "fix_ci.md", "fix_comments.md", "pr_review.md", "analyzer.md"]
+    {
         assert!(dir.join(name).is_file(), "{name}");
     }
     assert_eq!(out.matches("wrote").count(), 6, "{out}");
@@ -340,17 +261,12 @@ fn prompts_export_keeps_edits_and_check_names_a_broken_override() {
     std::fs::write(&edited, "Fix {{ nope }} now.\n").unwrap();
     let out = sb.ok(&["prompts", "export", "prompts"]);
     assert!(out.contains("kept (edited"), "{out}");
-    assert_eq!(
-        std::fs::read_to_string(&edited).unwrap(),
-        "Fix {{ nope }} now.\n"
-    );
+    assert_eq!(std::fs::read_to_string(&edited).unwrap(), "Fix {{ nope }} now.\n");
 
     sb.ok(&["prompts", "check"]);
     let config = std::fs::read_to_string(sb.path().join("executor.toml")).unwrap();
-    let config = config.replace(
-        "[worker]\n",
-        &format!("[worker]\nprompts_dir = {:?}\n", dir.display().to_string()),
-    );
+    let config =
+        config.replace("[worker]\n", &format!("[worker]\nprompts_dir = {:?}\n", dir.display().to_string()));
     std::fs::write(sb.path().join("executor.toml"), config).unwrap();
     let err = sb.fails(&["prompts", "check"], 1);
     assert!(err.contains(&edited.display().to_string()), "{err}");
@@ -359,10 +275,7 @@ fn prompts_export_keeps_edits_and_check_names_a_broken_override() {
     // A syntax error is found when the templates load, and named by file too.
     std::fs::write(dir.join("pr_review.md"), "{% if %}").unwrap();
     let err = sb.fails(&["prompts", "check"], 1);
-    assert!(
-        err.contains(&dir.join("pr_review.md").display().to_string()),
-        "{err}"
-    );
+    assert!(err.contains(&dir.join("pr_review.md").display().to_string()), "{err}");
 
     let out = sb.ok(&["prompts", "export", "prompts", "--force"]);
     assert!(out.contains("overwrote"), "{out}");

@@ -42,10 +42,7 @@ async fn drive_the_pipeline(env: &Env, hook: &FakeWebhook) {
         // As cron would: start the runner; it works until idle and exits.
         env.run(&["runner"]);
         let run = store
-            .list_runs(&RunFilter {
-                task_gid: Some(gid.clone()),
-                ..Default::default()
-            })
+            .list_runs(&RunFilter { task_gid: Some(gid.clone()), ..Default::default() })
             .await
             .unwrap()
             .remove(0);
@@ -76,22 +73,9 @@ async fn drive_the_pipeline(env: &Env, hook: &FakeWebhook) {
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
 
-    let kinds: Vec<WorkerKind> = store
-        .worker_sessions(run.id)
-        .await
-        .unwrap()
-        .iter()
-        .map(|s| s.kind)
-        .collect();
-    assert_eq!(
-        kinds,
-        [
-            WorkerKind::Queued,
-            WorkerKind::FixCi,
-            WorkerKind::FixComments,
-            WorkerKind::PrReview
-        ]
-    );
+    let kinds: Vec<WorkerKind> =
+        store.worker_sessions(run.id).await.unwrap().iter().map(|s| s.kind).collect();
+    assert_eq!(kinds, [WorkerKind::Queued, WorkerKind::FixCi, WorkerKind::FixComments, WorkerKind::PrReview]);
     assert!(
         store
             .worker_sessions(run.id)
@@ -102,16 +86,10 @@ async fn drive_the_pipeline(env: &Env, hook: &FakeWebhook) {
     );
     assert_eq!(run.ci_attempts, 1);
     assert_eq!(run.review_verdict.as_deref(), Some("pass"));
-    assert_eq!(
-        run.review_sha, run.head_sha,
-        "the review is for the head that completed"
-    );
+    assert_eq!(run.review_sha, run.head_sha, "the review is for the head that completed");
 
     let trail: Vec<String> = store
-        .events(&EventFilter {
-            run_id: Some(run.id),
-            ..Default::default()
-        })
+        .events(&EventFilter { run_id: Some(run.id), ..Default::default() })
         .await
         .unwrap()
         .iter()
@@ -126,63 +104,30 @@ async fn drive_the_pipeline(env: &Env, hook: &FakeWebhook) {
         .collect();
     assert_eq!(
         trail,
-        [
-            "->queued",
-            "queued->in_progress",
-            "in_progress->pr",
-            "pr->complete",
-            "approved->done"
-        ]
+        ["->queued", "queued->in_progress", "in_progress->pr", "pr->complete", "approved->done"]
     );
 
     let notices = store.notices(Some(run.id)).await.unwrap();
     assert_eq!(notices.len(), 1, "{notices:?}");
-    assert!(
-        notices[0].message.starts_with("@alex "),
-        "{}",
-        notices[0].message
-    );
+    assert!(notices[0].message.starts_with("@alex "), "{}", notices[0].message);
     let delivery = notices[0].delivery.as_deref().unwrap_or("");
-    assert!(
-        delivery.contains("comment") && delivery.contains("webhook: sent (HTTP 200)"),
-        "{delivery}"
-    );
+    assert!(delivery.contains("comment") && delivery.contains("webhook: sent (HTTP 200)"), "{delivery}");
     let posted = hook.bodies();
     assert_eq!(posted.len(), 1, "{posted:?}");
     let body: serde_json::Value = serde_json::from_str(&posted[0]).unwrap();
-    assert_eq!(
-        body["text"],
-        notices[0].message.as_str(),
-        "Slack-compatible {{\"text\": …}}"
-    );
-    assert!(
-        !delivery.contains("secret"),
-        "the webhook URL is never recorded"
-    );
+    assert_eq!(body["text"], notices[0].message.as_str(), "Slack-compatible {{\"text\": …}}");
+    assert!(!delivery.contains("secret"), "the webhook URL is never recorded");
 
     // The agent's acknowledgement resolved the human comment, and executor's notice is on the PR.
     let pr = store.local_pr_for_run(run.id).await.unwrap().unwrap();
     let comments = store.local_comments(pr.id).await.unwrap();
-    assert!(
-        comments
-            .iter()
-            .any(|c| c.by_agent && c.body.starts_with("[ACKNOWLEDGED:"))
-    );
-    assert!(
-        comments
-            .iter()
-            .any(|c| c.author == "executor" && c.body.contains("@alex"))
-    );
+    assert!(comments.iter().any(|c| c.by_agent && c.body.starts_with("[ACKNOWLEDGED:")));
+    assert!(comments.iter().any(|c| c.author == "executor" && c.body.contains("@alex")));
 
     // Every transition is visible to a human through `executor events`.
     let out = env.run(&["events", "1207"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    for step in [
-        "queued → in_progress",
-        "in_progress → pr",
-        "pr → complete",
-        "approved → done",
-    ] {
+    for step in ["queued → in_progress", "in_progress → pr", "pr → complete", "approved → done"] {
         assert!(text.contains(step), "{step} missing from:\n{text}");
     }
     let shown = env.run(&["runs", "show", &run.id.to_string()]);
@@ -226,29 +171,16 @@ async fn a_runner_killed_mid_worker_is_replaced_without_a_second_worker() {
     assert!(pid_alive(pid), "the worker outlives its runner");
 
     // A second runner adopts the same worker and drives the run on.
-    let out = env
-        .command(&["runner"])
-        .env("FAKE_SLOW", "0")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = env.command(&["runner"]).env("FAKE_SLOW", "0").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let sessions = store.worker_sessions(run_id).await.unwrap();
     // The killed runner's worker was adopted, not duplicated: one queued-or-resume worker, and no two
     // workers of the run ever overlapped (the runner may go on to CI fixes in the same invocation).
-    let first_job: Vec<_> = sessions
-        .iter()
-        .filter(|s| matches!(s.kind, WorkerKind::Queued | WorkerKind::InProgress))
-        .collect();
+    let first_job: Vec<_> =
+        sessions.iter().filter(|s| matches!(s.kind, WorkerKind::Queued | WorkerKind::InProgress)).collect();
     assert_eq!(first_job.len(), 1, "never a second worker: {sessions:?}");
     for pair in sessions.windows(2) {
-        assert!(
-            pair[1].started_at >= pair[0].ended_at.unwrap(),
-            "overlapping workers: {sessions:?}"
-        );
+        assert!(pair[1].started_at >= pair[0].ended_at.unwrap(), "overlapping workers: {sessions:?}");
     }
     assert_eq!(sessions[0].pid, Some(pid));
     assert_eq!(sessions[0].end_reason.as_deref(), Some("finished"));
@@ -298,16 +230,11 @@ fn the_demo_takes_a_task_to_complete_offline() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("run #1 is complete"), "{text}");
     for kind in ["queued", "fix_ci", "fix_comments", "pr_review"] {
         assert!(
-            text.lines()
-                .any(|l| l.trim_start().starts_with(kind) && l.contains("finished")),
+            text.lines().any(|l| l.trim_start().starts_with(kind) && l.contains("finished")),
             "{kind}: {text}"
         );
     }

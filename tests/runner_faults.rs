@@ -25,10 +25,7 @@ async fn wait_for_worker_pid(store: &Store) -> (i64, i32) {
 }
 
 async fn run_of(store: &Store, gid: &str) -> executor::domain::Run {
-    let filter = RunFilter {
-        task_gid: Some(TaskGid::parse(gid).unwrap()),
-        ..Default::default()
-    };
+    let filter = RunFilter { task_gid: Some(TaskGid::parse(gid).unwrap()), ..Default::default() };
     store.list_runs(&filter).await.unwrap().remove(0)
 }
 
@@ -47,20 +44,11 @@ async fn sigterm_stops_the_workers_and_the_next_runner_resumes_at_once() {
     let (run_id, pid) = wait_for_worker_pid(&store).await;
 
     let sent = Instant::now();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(runner.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(runner.id() as i32), nix::sys::signal::Signal::SIGTERM)
+        .unwrap();
     let status = runner.wait().unwrap();
-    assert!(
-        status.success(),
-        "the runner exits cleanly on SIGTERM: {status}"
-    );
-    assert!(
-        sent.elapsed() < Duration::from_secs(15),
-        "it stopped within the kill grace"
-    );
+    assert!(status.success(), "the runner exits cleanly on SIGTERM: {status}");
+    assert!(sent.elapsed() < Duration::from_secs(15), "it stopped within the kill grace");
     assert!(!pid_alive(pid), "the worker's process group was stopped");
     let sessions = store.worker_sessions(run_id).await.unwrap();
     assert_eq!(sessions[0].end_reason.as_deref(), Some("interrupted"));
@@ -71,75 +59,31 @@ async fn sigterm_stops_the_workers_and_the_next_runner_resumes_at_once() {
     );
 
     // The lock was released and the next runner resumes the run without waiting out a back-off.
-    let out = env
-        .command(&["runner"])
-        .env("FAKE_SLOW", "0")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = env.command(&["runner"]).env("FAKE_SLOW", "0").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let sessions = store.worker_sessions(run_id).await.unwrap();
     assert_eq!(sessions[1].kind, WorkerKind::InProgress, "{sessions:?}");
     assert_eq!(sessions[1].end_reason.as_deref(), Some("finished"));
-    assert!(matches!(
-        store.run(run_id).await.unwrap().state,
-        RunState::Pr | RunState::Complete
-    ));
+    assert!(matches!(store.run(run_id).await.unwrap().state, RunState::Pr | RunState::Complete));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broken_repository_fails_its_own_runs_and_the_others_go_on() {
     let env = Env::new(&[]);
     env.append_config("\n[repos.broken]\npath = \"/nonexistent/executor-test-repo\"\n");
-    env.run(&[
-        "queue",
-        "add",
-        "--gid",
-        "good",
-        "--repo",
-        "app",
-        "--description",
-        "Works",
-    ]);
-    env.run(&[
-        "queue",
-        "add",
-        "--gid",
-        "bad",
-        "--repo",
-        "broken",
-        "--description",
-        "Cannot work",
-    ]);
+    env.run(&["queue", "add", "--gid", "good", "--repo", "app", "--description", "Works"]);
+    env.run(&["queue", "add", "--gid", "bad", "--repo", "broken", "--description", "Cannot work"]);
     env.run(&["approve", "--skip-triage", "good", "bad"]);
     let out = env.run(&["runner"]);
     assert!(out.status.success());
     let store = env.store().await;
 
     let good = run_of(&store, "good").await;
-    assert!(
-        matches!(good.state, RunState::Pr | RunState::Complete),
-        "good run went on: {}",
-        good.state
-    );
+    assert!(matches!(good.state, RunState::Pr | RunState::Complete), "good run went on: {}", good.state);
     let bad = run_of(&store, "bad").await;
-    let why = store
-        .run_memory(bad.id)
-        .await
-        .unwrap()
-        .last_decision
-        .unwrap_or_default();
-    assert!(
-        why.starts_with("error: ") && why.contains("/nonexistent/executor-test-repo"),
-        "{why}"
-    );
-    assert!(
-        store.worker_sessions(bad.id).await.unwrap().is_empty(),
-        "no worker without a worktree"
-    );
+    let why = store.run_memory(bad.id).await.unwrap().last_decision.unwrap_or_default();
+    assert!(why.starts_with("error: ") && why.contains("/nonexistent/executor-test-repo"), "{why}");
+    assert!(store.worker_sessions(bad.id).await.unwrap().is_empty(), "no worker without a worktree");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -149,16 +93,7 @@ async fn a_missing_ci_command_is_a_failed_check_with_its_reason() {
         "\n[repos.nocmd]\npath = \"{}\"\nci_command = [\"executor-no-such-ci-program\"]\n",
         env.repo().display()
     ));
-    env.run(&[
-        "queue",
-        "add",
-        "--gid",
-        "c1",
-        "--repo",
-        "nocmd",
-        "--description",
-        "Needs CI",
-    ]);
+    env.run(&["queue", "add", "--gid", "c1", "--repo", "nocmd", "--description", "Needs CI"]);
     env.run(&["approve", "--skip-triage", "c1"]);
     let store = env.store().await;
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -166,12 +101,8 @@ async fn a_missing_ci_command_is_a_failed_check_with_its_reason() {
         env.run(&["runner"]);
         let run = run_of(&store, "c1").await;
         if let Some(pr) = store.local_pr_for_run(run.id).await.unwrap()
-            && let Some(check) = store
-                .local_checks(pr.id)
-                .await
-                .unwrap()
-                .into_iter()
-                .find(|c| c.status != "pending")
+            && let Some(check) =
+                store.local_checks(pr.id).await.unwrap().into_iter().find(|c| c.status != "pending")
         {
             break check;
         }
@@ -180,17 +111,13 @@ async fn a_missing_ci_command_is_a_failed_check_with_its_reason() {
     };
     assert_eq!(check.status, "failure");
     let output = check.output_tail.unwrap_or_default();
-    assert!(
-        output.contains("exit status 127") && output.contains("not found"),
-        "{output}"
-    );
+    assert!(output.contains("exit status 127") && output.contains("not found"), "{output}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_over_its_budget_waits_for_a_human_and_resumes_when_told() {
     let env = Env::new(&[]);
-    let claude =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agents/claude.sh");
+    let claude = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agents/claude.sh");
     // The fake Claude reports $0.1234 per worker and commits nothing, so the run keeps wanting work.
     env.edit_config("agent = \"command\"", "agent = \"claude\"");
     env.append_config(&format!(
@@ -203,16 +130,8 @@ async fn a_run_over_its_budget_waits_for_a_human_and_resumes_when_told() {
     let run = run_of(&store, "b1").await;
     let first = store.worker_sessions(run.id).await.unwrap();
     assert_eq!(first.len(), 1, "no worker past the cap");
-    assert_eq!(
-        first[0].end_reason.as_deref(),
-        Some("budget_exceeded"),
-        "stopped at its cap: {first:?}"
-    );
-    assert!(
-        (run.cost_usd - 0.1234).abs() < 1e-9,
-        "the agent's reported cost is summed: {}",
-        run.cost_usd
-    );
+    assert_eq!(first[0].end_reason.as_deref(), Some("budget_exceeded"), "stopped at its cap: {first:?}");
+    assert!((run.cost_usd - 0.1234).abs() < 1e-9, "the agent's reported cost is summed: {}", run.cost_usd);
     let memory = store.run_memory(run.id).await.unwrap();
     assert!(memory.budget_stopped);
     let why = memory.last_decision.unwrap_or_default();
@@ -220,48 +139,28 @@ async fn a_run_over_its_budget_waits_for_a_human_and_resumes_when_told() {
     let notices = store.notices(Some(run.id)).await.unwrap();
     assert_eq!(notices.len(), 1);
     assert_eq!(notices[0].kind, "needs_human");
-    assert!(
-        notices[0].message.starts_with("@alex Run "),
-        "{}",
-        notices[0].message
-    );
+    assert!(notices[0].message.starts_with("@alex Run "), "{}", notices[0].message);
 
     env.run(&["runner"]);
-    assert_eq!(
-        store.notices(Some(run.id)).await.unwrap().len(),
-        1,
-        "told once"
-    );
+    assert_eq!(store.notices(Some(run.id)).await.unwrap().len(), 1, "told once");
     assert_eq!(store.worker_sessions(run.id).await.unwrap().len(), 1);
 
     env.run(&["runs", "resume", &run.id.to_string()]);
     env.run(&["runner"]);
     let sessions = store.worker_sessions(run.id).await.unwrap();
-    assert_eq!(
-        sessions.len(),
-        2,
-        "a fresh allowance lets one more worker start"
-    );
+    assert_eq!(sessions.len(), 2, "a fresh allowance lets one more worker start");
     assert_eq!(sessions[1].kind, WorkerKind::InProgress);
-    assert_eq!(
-        sessions[1].session_id.as_deref(),
-        Some("sess-1234-abcd"),
-        "it resumed the agent's session"
-    );
+    assert_eq!(sessions[1].session_id.as_deref(), Some("sess-1234-abcd"), "it resumed the agent's session");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stuck_workers_are_told_and_the_run_is_abandoned_after_max_stuck() {
     let env = Env::new(&[]);
-    let silent =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agents/silent.sh");
+    let silent = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agents/silent.sh");
     env.edit_config("idle_timeout = \"20s\"", "idle_timeout = \"1s\"");
     env.edit_config(
         "pipeline.sh\"]",
-        &format!(
-            "pipeline.sh\"]\n# replaced:\n[worker.claude]\nprogram = \"{}\"",
-            silent.display()
-        ),
+        &format!("pipeline.sh\"]\n# replaced:\n[worker.claude]\nprogram = \"{}\"", silent.display()),
     );
     env.edit_config("agent = \"command\"", "agent = \"claude\"");
     env.queue_approved("s1");
@@ -273,43 +172,25 @@ async fn stuck_workers_are_told_and_the_run_is_abandoned_after_max_stuck() {
         if run.state == RunState::Abandoned {
             break run;
         }
-        assert!(
-            Instant::now() < deadline,
-            "never abandoned: {:?}",
-            store.run_memory(run.id).await.unwrap()
-        );
+        assert!(Instant::now() < deadline, "never abandoned: {:?}", store.run_memory(run.id).await.unwrap());
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
     let sessions = store.worker_sessions(run.id).await.unwrap();
     assert_eq!(sessions.len(), 3, "max_stuck = 3 attempts: {sessions:?}");
-    assert!(
-        sessions
-            .iter()
-            .all(|s| s.end_reason.as_deref() == Some("idle_timeout"))
-    );
+    assert!(sessions.iter().all(|s| s.end_reason.as_deref() == Some("idle_timeout")));
     assert_eq!(run.worker_stuck_count, 3);
     let notices = store.notices(Some(run.id)).await.unwrap();
-    let stuck: Vec<_> = notices
-        .iter()
-        .filter(|n| {
-            n.notice_key
-                .as_deref()
-                .is_some_and(|k| k.starts_with("stuck:"))
-        })
-        .collect();
+    let stuck: Vec<_> =
+        notices.iter().filter(|n| n.notice_key.as_deref().is_some_and(|k| k.starts_with("stuck:"))).collect();
     assert_eq!(stuck.len(), 3, "each stuck worker told once: {notices:?}");
     assert!(
-        stuck[0].message.contains("no output for 1s")
-            && stuck[0].message.contains("Stuck attempts: 1 of 3"),
+        stuck[0].message.contains("no output for 1s") && stuck[0].message.contains("Stuck attempts: 1 of 3"),
         "{}",
         stuck[0].message
     );
     assert!(notices.iter().any(|n| n.kind == "abandoned"), "{notices:?}");
     // Back-off: each retry waited longer than the one before.
-    let gaps: Vec<_> = sessions
-        .windows(2)
-        .map(|w| w[1].started_at - w[0].ended_at.unwrap())
-        .collect();
+    let gaps: Vec<_> = sessions.windows(2).map(|w| w[1].started_at - w[0].ended_at.unwrap()).collect();
     assert!(gaps[1] > gaps[0], "{gaps:?}");
 }
 
@@ -327,13 +208,7 @@ async fn abandoning_a_run_by_hand_stops_its_worker() {
         .unwrap();
     let (run_id, pid) = wait_for_worker_pid(&store).await;
 
-    let out = env.run(&[
-        "runs",
-        "abandon",
-        &run_id.to_string(),
-        "--reason",
-        "wrong approach",
-    ]);
+    let out = env.run(&["runs", "abandon", &run_id.to_string(), "--reason", "wrong approach"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("abandoned"));
     // The runner notices at its next tick (loop_interval 1s), stops the worker and, idle, exits.
     let started = Instant::now();
@@ -345,13 +220,7 @@ async fn abandoning_a_run_by_hand_stops_its_worker() {
     let sessions = store.worker_sessions(run_id).await.unwrap();
     assert_eq!(sessions[0].end_reason.as_deref(), Some("interrupted"));
 
-    let again = env
-        .command(&["runs", "abandon", &run_id.to_string(), "--reason", "twice"])
-        .output()
-        .unwrap();
+    let again = env.command(&["runs", "abandon", &run_id.to_string(), "--reason", "twice"]).output().unwrap();
     assert_eq!(again.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&again.stderr).contains("cannot go from abandoned"),
-        "final"
-    );
+    assert!(String::from_utf8_lossy(&again.stderr).contains("cannot go from abandoned"), "final");
 }

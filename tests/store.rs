@@ -9,8 +9,8 @@ use common::TestDb;
 use executor::domain::WorkerKind;
 use executor::domain::{Actor, QueueStatus, RunState, TaskGid};
 use executor::store::{
-    EventFilter, KNOWN_VERSION, NewComment, NewTask, RunFilter, Store, StoreError, TaskFilter,
-    Upserted, WorkerEnd,
+    EventFilter, KNOWN_VERSION, NewComment, NewTask, RunFilter, Store, StoreError, TaskFilter, Upserted,
+    WorkerEnd,
 };
 
 on_both_databases!(
@@ -33,37 +33,21 @@ fn gid(s: &str) -> TaskGid {
 }
 
 fn task(desc: &str) -> NewTask {
-    NewTask {
-        source: Some("my_tasks_inbox".into()),
-        description: Some(desc.into()),
-        ..Default::default()
-    }
+    NewTask { source: Some("my_tasks_inbox".into()), description: Some(desc.into()), ..Default::default() }
 }
 
 async fn approved(store: &Store, g: &str) -> TaskGid {
     let g = gid(g);
-    store
-        .upsert_task(&g, &task("work"), Actor::Cli)
-        .await
-        .unwrap();
-    store
-        .set_task_status(&g, QueueStatus::AwaitingGo, Actor::Analyzer, None)
-        .await
-        .unwrap();
-    store
-        .set_task_status(&g, QueueStatus::Approved, Actor::Cli, None)
-        .await
-        .unwrap();
+    store.upsert_task(&g, &task("work"), Actor::Cli).await.unwrap();
+    store.set_task_status(&g, QueueStatus::AwaitingGo, Actor::Analyzer, None).await.unwrap();
+    store.set_task_status(&g, QueueStatus::Approved, Actor::Cli, None).await.unwrap();
     g
 }
 
 async fn migrations_apply_once_and_record_the_version(db: TestDb) {
     let store = Store::open(&db.url).await.unwrap();
     assert_eq!(store.schema_version().await.unwrap(), 0);
-    assert!(matches!(
-        store.check_schema().await,
-        Err(StoreError::NeedsMigration { found: 0, .. })
-    ));
+    assert!(matches!(store.check_schema().await, Err(StoreError::NeedsMigration { found: 0, .. })));
     let report = store.migrate().await.unwrap();
     assert_eq!((report.from, report.to), (0, KNOWN_VERSION));
     assert_eq!(report.applied.len() as i64, KNOWN_VERSION);
@@ -77,73 +61,36 @@ async fn a_newer_database_is_refused_and_left_untouched(db: TestDb) {
     let g = gid("1207");
     store.upsert_task(&g, &task("x"), Actor::Cli).await.unwrap();
     // Simulate a database written by a future executor.
-    store
-        .force_schema_version_for_tests(KNOWN_VERSION + 5)
-        .await
-        .unwrap();
+    store.force_schema_version_for_tests(KNOWN_VERSION + 5).await.unwrap();
     let err = store.migrate().await.unwrap_err();
     assert!(matches!(err, StoreError::TooNew { .. }), "{err}");
     assert!(err.to_string().contains("upgrade executor"), "{err}");
-    assert!(matches!(
-        store.check_schema().await,
-        Err(StoreError::TooNew { .. })
-    ));
+    assert!(matches!(store.check_schema().await, Err(StoreError::TooNew { .. })));
     assert_eq!(store.schema_version().await.unwrap(), KNOWN_VERSION + 5);
-    assert_eq!(
-        store.task(&g).await.unwrap().description.as_deref(),
-        Some("x")
-    );
+    assert_eq!(store.task(&g).await.unwrap().description.as_deref(), Some("x"));
 }
 
 async fn adding_a_known_gid_updates_it_without_losing_status_or_history(db: TestDb) {
     let store = db.open().await;
     let g = gid("1207");
-    let (t, what) = store
-        .upsert_task(&g, &task("first"), Actor::Cli)
-        .await
-        .unwrap();
+    let (t, what) = store.upsert_task(&g, &task("first"), Actor::Cli).await.unwrap();
     assert_eq!((what, t.status), (Upserted::Added, QueueStatus::Pending));
-    store
-        .set_task_status(
-            &g,
-            QueueStatus::AwaitingGo,
-            Actor::Analyzer,
-            Some("feasible"),
-        )
-        .await
-        .unwrap();
+    store.set_task_status(&g, QueueStatus::AwaitingGo, Actor::Analyzer, Some("feasible")).await.unwrap();
 
     let (t, what) = store
-        .upsert_task(
-            &g,
-            &NewTask {
-                description: Some("second".into()),
-                ..Default::default()
-            },
-            Actor::Cli,
-        )
+        .upsert_task(&g, &NewTask { description: Some("second".into()), ..Default::default() }, Actor::Cli)
         .await
         .unwrap();
     assert_eq!(what, Upserted::Updated);
     assert_eq!(t.status, QueueStatus::AwaitingGo, "status kept");
     assert_eq!(t.description.as_deref(), Some("second"));
-    assert_eq!(
-        t.source.as_deref(),
-        Some("my_tasks_inbox"),
-        "a field not given is kept"
-    );
+    assert_eq!(t.source.as_deref(), Some("my_tasks_inbox"), "a field not given is kept");
 
-    let (_, what) = store
-        .upsert_task(&g, &task("second"), Actor::Cli)
-        .await
-        .unwrap();
+    let (_, what) = store.upsert_task(&g, &task("second"), Actor::Cli).await.unwrap();
     assert_eq!(what, Upserted::Unchanged);
 
     let kinds: Vec<String> = store
-        .events(&EventFilter {
-            task_gid: Some(g),
-            ..Default::default()
-        })
+        .events(&EventFilter { task_gid: Some(g), ..Default::default() })
         .await
         .unwrap()
         .into_iter()
@@ -156,121 +103,49 @@ async fn queue_status_changes_are_checked_and_recorded(db: TestDb) {
     let store = db.open().await;
     let g = gid("A-1");
     store.upsert_task(&g, &task("t"), Actor::Cli).await.unwrap();
-    let err = store
-        .set_task_status(&g, QueueStatus::Approved, Actor::Cli, None)
-        .await
-        .unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("from pending it can go to: for_review, awaiting_go, skip"),
-        "{err}"
-    );
-    assert_eq!(
-        store.task(&g).await.unwrap().status,
-        QueueStatus::Pending,
-        "nothing written"
-    );
+    let err = store.set_task_status(&g, QueueStatus::Approved, Actor::Cli, None).await.unwrap_err();
+    assert!(err.to_string().contains("from pending it can go to: for_review, awaiting_go, skip"), "{err}");
+    assert_eq!(store.task(&g).await.unwrap().status, QueueStatus::Pending, "nothing written");
 
-    store
-        .set_task_status(&g, QueueStatus::Skip, Actor::Analyzer, Some("figma link"))
-        .await
-        .unwrap();
-    store
-        .set_task_status(&g, QueueStatus::Pending, Actor::Cli, Some("re-analyze"))
-        .await
-        .unwrap();
-    let events = store
-        .events(&EventFilter {
-            task_gid: Some(g.clone()),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    store.set_task_status(&g, QueueStatus::Skip, Actor::Analyzer, Some("figma link")).await.unwrap();
+    store.set_task_status(&g, QueueStatus::Pending, Actor::Cli, Some("re-analyze")).await.unwrap();
+    let events =
+        store.events(&EventFilter { task_gid: Some(g.clone()), ..Default::default() }).await.unwrap();
     let moves: Vec<_> = events
         .iter()
         .filter(|e| e.kind == "queue_status")
-        .map(|e| {
-            (
-                e.actor.as_str(),
-                e.from_state.as_deref(),
-                e.to_state.as_deref(),
-                e.reason.as_deref(),
-            )
-        })
+        .map(|e| (e.actor.as_str(), e.from_state.as_deref(), e.to_state.as_deref(), e.reason.as_deref()))
         .collect();
     assert_eq!(
         moves,
         [
-            (
-                "analyzer",
-                Some("pending"),
-                Some("skip"),
-                Some("figma link")
-            ),
+            ("analyzer", Some("pending"), Some("skip"), Some("figma link")),
             ("cli", Some("skip"), Some("pending"), Some("re-analyze")),
         ]
     );
-    let missing = store
-        .set_task_status(&gid("nope"), QueueStatus::Skip, Actor::Cli, None)
-        .await
-        .unwrap_err();
-    assert_eq!(
-        missing.to_string(),
-        "no task with gid 'nope' (see `executor queue list`)"
-    );
+    let missing = store.set_task_status(&gid("nope"), QueueStatus::Skip, Actor::Cli, None).await.unwrap_err();
+    assert_eq!(missing.to_string(), "no task with gid 'nope' (see `executor queue list`)");
 }
 
 async fn a_run_is_created_only_for_an_approved_task_and_only_once(db: TestDb) {
     let store = db.open().await;
     let pending = gid("p1");
-    store
-        .upsert_task(&pending, &task("t"), Actor::Cli)
-        .await
-        .unwrap();
-    assert!(
-        store
-            .create_run_for_task(&pending, Actor::Runner)
-            .await
-            .unwrap()
-            .is_none()
-    );
+    store.upsert_task(&pending, &task("t"), Actor::Cli).await.unwrap();
+    assert!(store.create_run_for_task(&pending, Actor::Runner).await.unwrap().is_none());
 
     let g = approved(&store, "a1").await;
-    assert_eq!(
-        store.approved_tasks_without_run(10).await.unwrap(),
-        std::slice::from_ref(&g)
-    );
-    let run = store
-        .create_run_for_task(&g, Actor::Runner)
-        .await
-        .unwrap()
-        .expect("a run");
+    assert_eq!(store.approved_tasks_without_run(10).await.unwrap(), std::slice::from_ref(&g));
+    let run = store.create_run_for_task(&g, Actor::Runner).await.unwrap().expect("a run");
     assert_eq!((run.state, &run.task_gid), (RunState::Queued, &g));
-    assert!(
-        store
-            .create_run_for_task(&g, Actor::Runner)
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(store.create_run_for_task(&g, Actor::Runner).await.unwrap().is_none());
     assert_eq!(store.task(&g).await.unwrap().executor_run_id, Some(run.id));
-    assert!(
-        store
-            .approved_tasks_without_run(10)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(store.approved_tasks_without_run(10).await.unwrap().is_empty());
 }
 
 async fn run_state_changes_are_checked_conditional_and_recorded(db: TestDb) {
     let store = db.open().await;
     let g = approved(&store, "r1").await;
-    let run = store
-        .create_run_for_task(&g, Actor::Runner)
-        .await
-        .unwrap()
-        .unwrap();
+    let run = store.create_run_for_task(&g, Actor::Runner).await.unwrap().unwrap();
     let id = run.id;
 
     let err = store
@@ -279,120 +154,51 @@ async fn run_state_changes_are_checked_conditional_and_recorded(db: TestDb) {
         .unwrap_err();
     assert!(matches!(err, StoreError::Illegal(_)), "{err}");
     let err = store
-        .set_run_state_if(
-            id,
-            RunState::InProgress,
-            RunState::Pr,
-            None,
-            Actor::Runner,
-            "stale",
-        )
+        .set_run_state_if(id, RunState::InProgress, RunState::Pr, None, Actor::Runner, "stale")
         .await
         .unwrap_err();
     assert!(matches!(err, StoreError::Conflict(_)), "{err}");
-    assert!(
-        err.to_string()
-            .contains("expected in_progress, found queued"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("expected in_progress, found queued"), "{err}");
 
-    assert!(
-        store
-            .claim_run(id, "host-a", Duration::minutes(5))
-            .await
-            .unwrap()
-    );
+    assert!(store.claim_run(id, "host-a", Duration::minutes(5)).await.unwrap());
     let err = store
-        .set_run_state_if(
-            id,
-            RunState::Queued,
-            RunState::InProgress,
-            Some("host-b"),
-            Actor::Runner,
-            "x",
-        )
+        .set_run_state_if(id, RunState::Queued, RunState::InProgress, Some("host-b"), Actor::Runner, "x")
         .await
         .unwrap_err();
-    assert!(
-        err.to_string().contains("lease is held by another runner"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("lease is held by another runner"), "{err}");
 
     store
-        .set_run_state_if(
-            id,
-            RunState::Queued,
-            RunState::InProgress,
-            Some("host-a"),
-            Actor::Runner,
-            "worker",
-        )
+        .set_run_state_if(id, RunState::Queued, RunState::InProgress, Some("host-a"), Actor::Runner, "worker")
         .await
         .unwrap();
     store
-        .set_run_state_if(
-            id,
-            RunState::InProgress,
-            RunState::Pr,
-            None,
-            Actor::Runner,
-            "pr opened",
-        )
+        .set_run_state_if(id, RunState::InProgress, RunState::Pr, None, Actor::Runner, "pr opened")
         .await
         .unwrap();
     let done = store
-        .set_run_state_if(
-            id,
-            RunState::Pr,
-            RunState::Complete,
-            None,
-            Actor::Runner,
-            "green",
-        )
+        .set_run_state_if(id, RunState::Pr, RunState::Complete, None, Actor::Runner, "green")
         .await
         .unwrap();
     assert!(done.completed_at.is_some());
     assert_eq!(store.task(&g).await.unwrap().status, QueueStatus::Done);
     let back = store
-        .set_run_state_if(
-            id,
-            RunState::Complete,
-            RunState::Pr,
-            None,
-            Actor::Runner,
-            "comment",
-        )
+        .set_run_state_if(id, RunState::Complete, RunState::Pr, None, Actor::Runner, "comment")
         .await
         .unwrap();
     assert!(back.completed_at.is_none());
     store
-        .set_run_state_if(
-            id,
-            RunState::Pr,
-            RunState::Complete,
-            None,
-            Actor::Runner,
-            "green again",
-        )
+        .set_run_state_if(id, RunState::Pr, RunState::Complete, None, Actor::Runner, "green again")
         .await
         .unwrap();
     assert_eq!(store.task(&g).await.unwrap().status, QueueStatus::Done);
 
     let trail: Vec<_> = store
-        .events(&EventFilter {
-            run_id: Some(id),
-            ..Default::default()
-        })
+        .events(&EventFilter { run_id: Some(id), ..Default::default() })
         .await
         .unwrap()
         .into_iter()
         .map(|e| {
-            format!(
-                "{}:{}->{}",
-                e.kind,
-                e.from_state.unwrap_or_default(),
-                e.to_state.unwrap_or_default()
-            )
+            format!("{}:{}->{}", e.kind, e.from_state.unwrap_or_default(), e.to_state.unwrap_or_default())
         })
         .collect();
     assert_eq!(
@@ -412,52 +218,15 @@ async fn run_state_changes_are_checked_conditional_and_recorded(db: TestDb) {
 async fn leases_exclude_other_owners_until_they_expire(db: TestDb) {
     let store = db.open().await;
     let g = approved(&store, "l1").await;
-    let id = store
-        .create_run_for_task(&g, Actor::Runner)
-        .await
-        .unwrap()
-        .unwrap()
-        .id;
-    assert!(
-        store
-            .claim_run(id, "a", Duration::minutes(5))
-            .await
-            .unwrap()
-    );
-    assert!(
-        !store
-            .claim_run(id, "b", Duration::minutes(5))
-            .await
-            .unwrap()
-    );
-    assert!(
-        store
-            .claim_run(id, "a", Duration::minutes(5))
-            .await
-            .unwrap(),
-        "renewal"
-    );
+    let id = store.create_run_for_task(&g, Actor::Runner).await.unwrap().unwrap().id;
+    assert!(store.claim_run(id, "a", Duration::minutes(5)).await.unwrap());
+    assert!(!store.claim_run(id, "b", Duration::minutes(5)).await.unwrap());
+    assert!(store.claim_run(id, "a", Duration::minutes(5)).await.unwrap(), "renewal");
     store.release_run(id, "b").await.unwrap();
-    assert_eq!(
-        store.run(id).await.unwrap().lease_owner.as_deref(),
-        Some("a"),
-        "only the holder releases"
-    );
+    assert_eq!(store.run(id).await.unwrap().lease_owner.as_deref(), Some("a"), "only the holder releases");
     store.release_run(id, "a").await.unwrap();
-    assert!(
-        store
-            .claim_run(id, "b", Duration::milliseconds(-1))
-            .await
-            .unwrap(),
-        "free after release"
-    );
-    assert!(
-        store
-            .claim_run(id, "c", Duration::minutes(5))
-            .await
-            .unwrap(),
-        "b's lease had expired"
-    );
+    assert!(store.claim_run(id, "b", Duration::milliseconds(-1)).await.unwrap(), "free after release");
+    assert!(store.claim_run(id, "c", Duration::minutes(5)).await.unwrap(), "b's lease had expired");
 }
 
 async fn fifty_tasks_and_eight_claimers_give_one_run_each_claimed_once(db: TestDb) {
@@ -479,11 +248,7 @@ async fn fifty_tasks_and_eight_claimers_give_one_run_each_claimed_once(db: TestD
                 }
             }
             for run in store.active_runs().await.unwrap() {
-                if store
-                    .claim_run(run.id, &owner, Duration::hours(1))
-                    .await
-                    .unwrap()
-                {
+                if store.claim_run(run.id, &owner, Duration::hours(1)).await.unwrap() {
                     claimed.push(run.id);
                 }
             }
@@ -512,18 +277,9 @@ async fn fifty_tasks_and_eight_claimers_give_one_run_each_claimed_once(db: TestD
             assert_eq!(run.lease_owner.as_ref(), Some(&owners[0]));
         }
     }
-    let unclaimed: Vec<_> = runs
-        .iter()
-        .filter(|r| r.lease_owner.is_none())
-        .map(|r| r.id)
-        .collect();
+    let unclaimed: Vec<_> = runs.iter().filter(|r| r.lease_owner.is_none()).map(|r| r.id).collect();
     for id in unclaimed {
-        assert!(
-            store
-                .claim_run(id, "late", Duration::hours(1))
-                .await
-                .unwrap()
-        );
+        assert!(store.claim_run(id, "late", Duration::hours(1)).await.unwrap());
     }
     let all_claimed = store.list_runs(&RunFilter::default()).await.unwrap();
     assert!(all_claimed.iter().all(|r| r.lease_owner.is_some()));
@@ -534,35 +290,19 @@ async fn status_counts_and_listings_filter(db: TestDb) {
     approved(&store, "s1").await;
     let g2 = gid("s2");
     store
-        .upsert_task(
-            &g2,
-            &NewTask {
-                source: Some("user_reports".into()),
-                ..Default::default()
-            },
-            Actor::Cli,
-        )
+        .upsert_task(&g2, &NewTask { source: Some("user_reports".into()), ..Default::default() }, Actor::Cli)
         .await
         .unwrap();
     let counts = store.status_counts().await.unwrap();
-    assert_eq!(
-        counts.queue,
-        [("approved".to_string(), 1), ("pending".to_string(), 1)]
-    );
+    assert_eq!(counts.queue, [("approved".to_string(), 1), ("pending".to_string(), 1)]);
     let pending = store
-        .list_tasks(&TaskFilter {
-            status: Some(QueueStatus::Pending),
-            ..Default::default()
-        })
+        .list_tasks(&TaskFilter { status: Some(QueueStatus::Pending), ..Default::default() })
         .await
         .unwrap();
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].task_gid, g2);
     let by_source = store
-        .list_tasks(&TaskFilter {
-            source: Some("user_reports".into()),
-            ..Default::default()
-        })
+        .list_tasks(&TaskFilter { source: Some("user_reports".into()), ..Default::default() })
         .await
         .unwrap();
     assert_eq!(by_source.len(), 1);
@@ -571,37 +311,16 @@ async fn status_counts_and_listings_filter(db: TestDb) {
 async fn a_run_has_at_most_one_live_worker_and_costs_add_up(db: TestDb) {
     let store = db.open().await;
     let g = approved(&store, "w1").await;
-    let run = store
-        .create_run_for_task(&g, Actor::Runner)
-        .await
-        .unwrap()
-        .unwrap();
-    let s1 = store
-        .begin_worker_session(run.id, WorkerKind::Queued, "claude", "host")
-        .await
-        .unwrap()
-        .unwrap();
+    let run = store.create_run_for_task(&g, Actor::Runner).await.unwrap().unwrap();
+    let s1 = store.begin_worker_session(run.id, WorkerKind::Queued, "claude", "host").await.unwrap().unwrap();
     assert!(
-        store
-            .begin_worker_session(run.id, WorkerKind::Queued, "claude", "host")
-            .await
-            .unwrap()
-            .is_none(),
+        store.begin_worker_session(run.id, WorkerKind::Queued, "claude", "host").await.unwrap().is_none(),
         "a second live worker for the same run is refused by the database"
     );
-    store
-        .set_worker_process(s1.id, 4242, Some(99), "/tmp/out", "/tmp/log.md")
-        .await
-        .unwrap();
-    store
-        .set_worker_agent_session(s1.id, "sess-1")
-        .await
-        .unwrap();
+    store.set_worker_process(s1.id, 4242, Some(99), "/tmp/out", "/tmp/log.md").await.unwrap();
+    store.set_worker_agent_session(s1.id, "sess-1").await.unwrap();
     let r = store.run(run.id).await.unwrap();
-    assert_eq!(
-        (r.worker_pid, r.worker_session_id.as_deref()),
-        (Some(4242), Some("sess-1"))
-    );
+    assert_eq!((r.worker_pid, r.worker_session_id.as_deref()), (Some(4242), Some("sess-1")));
     assert_eq!(store.live_worker_sessions().await.unwrap().len(), 1);
 
     let end = WorkerEnd {
@@ -613,15 +332,9 @@ async fn a_run_has_at_most_one_live_worker_and_costs_add_up(db: TestDb) {
         ..Default::default()
     };
     assert!(store.end_worker_session(s1.id, &end).await.unwrap());
-    assert!(
-        !store.end_worker_session(s1.id, &end).await.unwrap(),
-        "closing twice changes nothing"
-    );
-    let s2 = store
-        .begin_worker_session(run.id, WorkerKind::InProgress, "claude", "host")
-        .await
-        .unwrap()
-        .unwrap();
+    assert!(!store.end_worker_session(s1.id, &end).await.unwrap(), "closing twice changes nothing");
+    let s2 =
+        store.begin_worker_session(run.id, WorkerKind::InProgress, "claude", "host").await.unwrap().unwrap();
     let end2 = WorkerEnd {
         reason: "finished".into(),
         cost_usd: 0.25,
@@ -635,10 +348,7 @@ async fn a_run_has_at_most_one_live_worker_and_costs_add_up(db: TestDb) {
     assert_eq!(r.worker_stuck_count, 1);
     assert!((r.cost_usd - 0.75).abs() < 1e-9);
     assert_eq!((r.input_tokens, r.output_tokens), (11, 6));
-    let spent = store
-        .spent_since(chrono::Utc::now() - Duration::days(1))
-        .await
-        .unwrap();
+    let spent = store.spent_since(chrono::Utc::now() - Duration::days(1)).await.unwrap();
     assert!((spent - 0.75).abs() < 1e-9);
     assert!(store.live_worker_sessions().await.unwrap().is_empty());
 }
@@ -646,38 +356,19 @@ async fn a_run_has_at_most_one_live_worker_and_costs_add_up(db: TestDb) {
 async fn local_pull_requests_comments_and_checks_round_trip(db: TestDb) {
     let store = db.open().await;
     let g = approved(&store, "f1").await;
-    let run = store
-        .create_run_for_task(&g, Actor::Runner)
-        .await
-        .unwrap()
-        .unwrap();
-    let pr = store
-        .open_local_pr(run.id, None, "executor/f1-x", "main")
-        .await
-        .unwrap();
+    let run = store.create_run_for_task(&g, Actor::Runner).await.unwrap().unwrap();
+    let pr = store.open_local_pr(run.id, None, "executor/f1-x", "main").await.unwrap();
     assert_eq!(
-        store
-            .open_local_pr(run.id, None, "executor/f1-x", "main")
-            .await
-            .unwrap()
-            .id,
+        store.open_local_pr(run.id, None, "executor/f1-x", "main").await.unwrap().id,
         pr.id,
         "idempotent"
     );
     assert!(pr.draft);
-    store
-        .set_local_pr_labels(pr.id, &["executor".into()])
-        .await
-        .unwrap();
+    store.set_local_pr_labels(pr.id, &["executor".into()]).await.unwrap();
     let c = store
         .add_local_comment(
             pr.id,
-            &NewComment {
-                author: "alex",
-                body: "rename it",
-                line: Some(3),
-                ..Default::default()
-            },
+            &NewComment { author: "alex", body: "rename it", line: Some(3), ..Default::default() },
         )
         .await
         .unwrap();
@@ -696,89 +387,36 @@ async fn local_pull_requests_comments_and_checks_round_trip(db: TestDb) {
         .unwrap();
     let comments = store.local_comments(pr.id).await.unwrap();
     assert_eq!(comments.len(), 2);
-    assert_eq!(
-        (comments[1].in_reply_to, comments[1].by_agent),
-        (Some(c), true)
-    );
-    let check = store
-        .start_local_check(pr.id, "abc", "ci", "/tmp/ci")
-        .await
-        .unwrap();
+    assert_eq!((comments[1].in_reply_to, comments[1].by_agent), (Some(c), true));
+    let check = store.start_local_check(pr.id, "abc", "ci", "/tmp/ci").await.unwrap();
     assert_eq!(store.pending_local_checks().await.unwrap().len(), 1);
-    assert!(
-        store
-            .finish_local_check(check, "failure", "boom")
-            .await
-            .unwrap()
-    );
-    assert!(
-        !store
-            .finish_local_check(check, "success", "")
-            .await
-            .unwrap(),
-        "finished once"
-    );
+    assert!(store.finish_local_check(check, "failure", "boom").await.unwrap());
+    assert!(!store.finish_local_check(check, "success", "").await.unwrap(), "finished once");
     let checks = store.local_checks(pr.id).await.unwrap();
-    assert_eq!(
-        (checks[0].status.as_str(), checks[0].output_tail.as_deref()),
-        ("failure", Some("boom"))
-    );
-    assert_eq!(
-        store
-            .local_pr_for_run(run.id)
-            .await
-            .unwrap()
-            .unwrap()
-            .labels,
-        ["executor"]
-    );
+    assert_eq!((checks[0].status.as_str(), checks[0].output_tail.as_deref()), ("failure", Some("boom")));
+    assert_eq!(store.local_pr_for_run(run.id).await.unwrap().unwrap().labels, ["executor"]);
 }
 
 async fn notices_are_recorded_once_per_key_and_the_runner_memory_round_trips(db: TestDb) {
     let store = db.open().await;
     let g = approved(&store, "n1").await;
-    let run = store
-        .create_run_for_task(&g, Actor::Runner)
-        .await
-        .unwrap()
-        .unwrap();
+    let run = store.create_run_for_task(&g, Actor::Runner).await.unwrap().unwrap();
     let first = store
-        .add_notice(
-            Some(run.id),
-            Some("n1"),
-            "completed",
-            Some("completed:abc"),
-            "@alex done",
-        )
+        .add_notice(Some(run.id), Some("n1"), "completed", Some("completed:abc"), "@alex done")
         .await
         .unwrap();
     assert!(first.is_some());
     let again = store
-        .add_notice(
-            Some(run.id),
-            Some("n1"),
-            "completed",
-            Some("completed:abc"),
-            "@alex done",
-        )
+        .add_notice(Some(run.id), Some("n1"), "completed", Some("completed:abc"), "@alex done")
         .await
         .unwrap();
     assert!(again.is_none(), "a key is told once");
-    store
-        .mark_notice_delivered(first.unwrap(), "local pull request comment 1")
-        .await
-        .unwrap();
+    store.mark_notice_delivered(first.unwrap(), "local pull request comment 1").await.unwrap();
     assert_eq!(store.notice_keys(run.id).await.unwrap(), ["completed:abc"]);
     let notices = store.notices(Some(run.id)).await.unwrap();
-    assert_eq!(
-        notices[0].delivery.as_deref(),
-        Some("local pull request comment 1")
-    );
+    assert_eq!(notices[0].delivery.as_deref(), Some("local pull request comment 1"));
 
-    store
-        .record_decision(run.id, "CI is running")
-        .await
-        .unwrap();
+    store.record_decision(run.id, "CI is running").await.unwrap();
     store.set_ci_triggered(run.id, "abc").await.unwrap();
     store.set_last_snapshot(run.id, "{}").await.unwrap();
     store.set_budget_stopped(run.id, true).await.unwrap();
@@ -790,11 +428,7 @@ async fn notices_are_recorded_once_per_key_and_the_runner_memory_round_trips(db:
     store.set_ci_attempts(run.id, 2).await.unwrap();
     let r = store.run(run.id).await.unwrap();
     assert_eq!(
-        (
-            r.review_verdict.as_deref(),
-            r.review_sha.as_deref(),
-            r.ci_attempts
-        ),
+        (r.review_verdict.as_deref(), r.review_sha.as_deref(), r.ci_attempts),
         (Some("pass"), Some("abc"), 2)
     );
     let resumed = store.resume_run_budget(run.id, Actor::Cli).await.unwrap();

@@ -14,19 +14,9 @@ fn adopt_spec(sb: &Sandbox, updates: &[WorkerUpdate]) -> AdoptSpec {
     let (pid, pid_start_time, output_path, log_path, started_at) = updates
         .iter()
         .find_map(|u| match u {
-            WorkerUpdate::Started {
-                pid,
-                pid_start_time,
-                output_path,
-                log_path,
-                started_at,
-            } => Some((
-                *pid,
-                *pid_start_time,
-                output_path.clone(),
-                log_path.clone(),
-                *started_at,
-            )),
+            WorkerUpdate::Started { pid, pid_start_time, output_path, log_path, started_at } => {
+                Some((*pid, *pid_start_time, output_path.clone(), log_path.clone(), *started_at))
+            }
             _ => None,
         })
         .expect("Started");
@@ -63,11 +53,7 @@ async fn a_worker_outlives_its_supervisor_and_is_adopted() {
     let spec = sb.spec(
         claude("claude.sh"),
         WorkerKind::Queued,
-        &[
-            ("FAKE_SLEEP", "1".into()),
-            ("FAKE_ECHO_ENV", "GH_TOKEN".into()),
-            ("GH_TOKEN", SECRET.into()),
-        ],
+        &[("FAKE_SLEEP", "1".into()), ("FAKE_ECHO_ENV", "GH_TOKEN".into()), ("GH_TOKEN", SECRET.into())],
     );
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (_stop, stop_rx) = watch::channel(false);
@@ -84,19 +70,13 @@ async fn a_worker_outlives_its_supervisor_and_is_adopted() {
         seen.push(u);
     }
     let spec = adopt_spec(&sb, &seen);
-    assert!(
-        worker::is_same_process(spec.pid, spec.pid_start_time),
-        "the agent must survive its supervisor"
-    );
+    assert!(worker::is_same_process(spec.pid, spec.pid_start_time), "the agent must survive its supervisor");
 
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (_stop, stop_rx) = watch::channel(false);
     let o = worker::adopt(spec.clone(), tx, stop_rx).await.unwrap();
     assert_eq!(o.reason, EndReason::Finished, "{o:?}");
-    assert_eq!(
-        o.exit_code, None,
-        "an adopted process's exit status cannot be collected"
-    );
+    assert_eq!(o.exit_code, None, "an adopted process's exit status cannot be collected");
     assert_eq!(o.session_id.as_deref(), Some("sess-1234-abcd"));
     assert_eq!(o.cost_usd, Some(0.1234));
     assert_eq!(o.log_path, spec.log_path);
@@ -104,32 +84,16 @@ async fn a_worker_outlives_its_supervisor_and_is_adopted() {
     while let Ok(u) = rx.try_recv() {
         adopted_updates.push(u);
     }
-    assert!(matches!(
-        adopted_updates.last(),
-        Some(WorkerUpdate::Ended(_))
-    ));
+    assert!(matches!(adopted_updates.last(), Some(WorkerUpdate::Ended(_))));
 
     let text = read(&o.log_path);
     assert!(text.contains("adopted the running worker"));
     assert_eq!(text.matches("# Work log:").count(), 1);
     assert_eq!(text.matches("## Outcome").count(), 1);
     // Nothing was logged twice: the adopter resumed at the persisted offset.
-    assert_eq!(
-        text.matches("### Assistant\n\nDone: the change is committed.")
-            .count(),
-        1,
-        "{text}"
-    );
-    assert_eq!(
-        text.matches("I will look at the repository first.").count(),
-        1,
-        "{text}"
-    );
-    assert_eq!(
-        text.matches("**Session** `sess-1234-abcd`").count(),
-        1,
-        "{text}"
-    );
+    assert_eq!(text.matches("### Assistant\n\nDone: the change is committed.").count(), 1, "{text}");
+    assert_eq!(text.matches("I will look at the repository first.").count(), 1, "{text}");
+    assert_eq!(text.matches("**Session** `sess-1234-abcd`").count(), 1, "{text}");
     assert!(!text.contains(SECRET));
     assert_no_leftovers(spec.pid);
 }
@@ -161,11 +125,7 @@ async fn a_pid_with_the_wrong_start_time_is_refused() {
 #[tokio::test]
 async fn a_dead_worker_is_collected_from_its_output() {
     let sb = Sandbox::new();
-    let spec = sb.spec(
-        claude("claude.sh"),
-        WorkerKind::Queued,
-        &[("FAKE_SLEEP", "1".into())],
-    );
+    let spec = sb.spec(claude("claude.sh"), WorkerKind::Queued, &[("FAKE_SLEEP", "1".into())]);
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (_stop, stop_rx) = watch::channel(false);
     let supervisor = tokio::spawn(worker::run(spec, tx, stop_rx));

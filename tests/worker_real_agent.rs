@@ -18,10 +18,8 @@ fn on_path(program: &str) -> bool {
 
 fn enabled(program: &str) -> bool {
     if std::env::var("EXECUTOR_REAL_AGENT_TESTS").as_deref() != Ok("1") {
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED: set EXECUTOR_REAL_AGENT_TESTS=1 to drive a real {program}"
-        );
+        let _ =
+            writeln!(std::io::stderr(), "SKIPPED: set EXECUTOR_REAL_AGENT_TESTS=1 to drive a real {program}");
         return false;
     }
     if !on_path(program) {
@@ -51,25 +49,14 @@ async fn drive(agent: AgentConfig, pass: &[&str]) {
 #[tokio::test]
 async fn real_claude() {
     if enabled("claude") {
-        let agent = AgentConfig::Claude(ClaudeConfig {
-            permission_mode: None,
-            ..Default::default()
-        });
-        drive(
-            agent,
-            &["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "IS_SANDBOX"],
-        )
-        .await;
+        let agent = AgentConfig::Claude(ClaudeConfig { permission_mode: None, ..Default::default() });
+        drive(agent, &["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "IS_SANDBOX"]).await;
     }
 }
 
 #[tokio::test]
 async fn real_codex() {
     if enabled("codex") {
-        drive(
-            AgentConfig::Codex(CodexConfig::default()),
-            &["OPENAI_API_KEY", "CODEX_HOME"],
-        )
-        .await;
+        drive(AgentConfig::Codex(CodexConfig::default()), &["OPENAI_API_KEY", "CODEX_HOME"]).await;
     }
 }

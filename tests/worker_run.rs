@@ -33,23 +33,14 @@ async fn claude_stream_is_supervised_logged_and_reported() {
     assert_eq!(o.session_id.as_deref(), Some("sess-1234-abcd"));
     assert_eq!(o.cost_usd, Some(0.1234));
     assert_eq!(o.num_turns, Some(3));
-    assert_eq!(
-        (o.tokens.input, o.tokens.output, o.tokens.cache_read),
-        (1500, 321, 2000)
-    );
+    assert_eq!((o.tokens.input, o.tokens.output, o.tokens.cache_read), (1500, 321, 2000));
     assert_eq!(o.result_error, None);
 
     // The prompt arrived on stdin, and not on the command line.
-    assert_eq!(
-        read(&prompt_copy),
-        "Please do the task.\nPROMPT-MARKER-7f3a\n"
-    );
+    assert_eq!(read(&prompt_copy), "Please do the task.\nPROMPT-MARKER-7f3a\n");
     let args = read(&args_file);
     assert!(!args.contains("PROMPT-MARKER"));
-    assert!(
-        args.starts_with("-p\n--output-format\nstream-json\n--verbose\n"),
-        "{args}"
-    );
+    assert!(args.starts_with("-p\n--output-format\nstream-json\n--verbose\n"), "{args}");
     assert!(args.contains("--max-turns\n30\n"));
 
     // The fake committed in the worktree.
@@ -65,23 +56,12 @@ async fn claude_stream_is_supervised_logged_and_reported() {
         matches!(updates.first(), Some(WorkerUpdate::Started { pid_start_time, .. }) if *pid_start_time > 0)
     );
     assert!(updates.contains(&WorkerUpdate::SessionId("sess-1234-abcd".into())));
-    assert!(
-        updates
-            .iter()
-            .any(|u| matches!(u, WorkerUpdate::Output { offset, .. } if *offset > 0))
-    );
+    assert!(updates.iter().any(|u| matches!(u, WorkerUpdate::Output { offset, .. } if *offset > 0)));
     assert!(updates.iter().any(|u| matches!(u, WorkerUpdate::Usage { cost_usd: Some(c), input_tokens: 1500, output_tokens: 321 } if (*c - 0.1234).abs() < 1e-9)));
-    assert!(
-        matches!(updates.last(), Some(WorkerUpdate::Ended(e)) if e.reason == EndReason::Finished)
-    );
+    assert!(matches!(updates.last(), Some(WorkerUpdate::Ended(e)) if e.reason == EndReason::Finished));
 
     // The work log: path, header, prompt, conversation, footer, redaction.
-    let rel = o
-        .log_path
-        .strip_prefix(sb.path("logs"))
-        .unwrap()
-        .display()
-        .to_string();
+    let rel = o.log_path.strip_prefix(sb.path("logs")).unwrap().display().to_string();
     assert!(
         rel.starts_with("1207/queued_")
             && rel.ends_with(".md")
@@ -122,19 +102,14 @@ async fn pr_review_result_is_parsed_and_a_bad_one_is_a_typed_error() {
         claude("claude.sh"),
         WorkerKind::PrReview,
         &[
-            (
-                "FAKE_STRUCTURED",
-                r#"{"verdict":"fail","summary":"no tests"}"#.into(),
-            ),
+            ("FAKE_STRUCTURED", r#"{"verdict":"fail","summary":"no tests"}"#.into()),
             ("FAKE_ARGS_FILE", args_file.display().to_string()),
         ],
     );
     let (o, _) = run(spec).await;
     let o = o.unwrap();
     assert_eq!(o.reason, EndReason::Finished);
-    let Some(ParsedResult::Review(r)) = &o.parsed else {
-        panic!("{o:?}")
-    };
+    let Some(ParsedResult::Review(r)) = &o.parsed else { panic!("{o:?}") };
     assert_eq!(r.verdict, Verdict::Fail);
     assert!(read(&args_file).contains("--json-schema\n{"));
 
@@ -145,29 +120,19 @@ async fn pr_review_result_is_parsed_and_a_bad_one_is_a_typed_error() {
     );
     let (o, _) = run(spec).await;
     let o = o.unwrap();
-    assert!(
-        matches!(o.result_error, Some(ResultError::Malformed { .. })),
-        "{o:?}"
-    );
+    assert!(matches!(o.result_error, Some(ResultError::Malformed { .. })), "{o:?}");
     assert!(read(&o.log_path).contains("- **Result:** not usable"));
 }
 
 #[tokio::test]
 async fn claude_error_and_budget_results() {
     let sb = Sandbox::new();
-    let spec = sb.spec(
-        claude("claude.sh"),
-        WorkerKind::FixCi,
-        &[("FAKE_SUBTYPE", "error_max_turns".into())],
-    );
+    let spec = sb.spec(claude("claude.sh"), WorkerKind::FixCi, &[("FAKE_SUBTYPE", "error_max_turns".into())]);
     let (o, _) = run(spec).await;
     assert_eq!(o.unwrap().reason, EndReason::Failed);
 
-    let spec = sb.spec(
-        claude("claude.sh"),
-        WorkerKind::FixCi,
-        &[("FAKE_SUBTYPE", "error_max_budget_usd".into())],
-    );
+    let spec =
+        sb.spec(claude("claude.sh"), WorkerKind::FixCi, &[("FAKE_SUBTYPE", "error_max_budget_usd".into())]);
     let (o, _) = run(spec).await;
     assert_eq!(o.unwrap().reason, EndReason::BudgetExceeded);
 
@@ -195,33 +160,15 @@ async fn codex_jsonl_stream() {
     let (o, updates) = run(spec).await;
     let o = o.unwrap();
     assert_eq!(o.reason, EndReason::Finished);
-    assert_eq!(
-        o.session_id.as_deref(),
-        Some("0199a213-81c0-7800-8aa1-bbab2a035a53")
-    );
+    assert_eq!(o.session_id.as_deref(), Some("0199a213-81c0-7800-8aa1-bbab2a035a53"));
     assert_eq!(o.num_turns, Some(2));
-    assert_eq!(
-        (o.tokens.input, o.tokens.output, o.tokens.cache_read),
-        (1500, 400, 200)
-    );
+    assert_eq!((o.tokens.input, o.tokens.output, o.tokens.cache_read), (1500, 400, 200));
     assert_eq!(o.cost_usd, None);
     assert!(read(&prompt_copy).contains("PROMPT-MARKER-7f3a"));
     let args = read(&args_file);
-    assert!(
-        args.starts_with("exec\n--json\n--sandbox\nworkspace-write\n-C\n"),
-        "{args}"
-    );
-    assert!(
-        args.ends_with("resume\n0199a213-81c0-7800-8aa1-bbab2a035a53\n-\n"),
-        "{args}"
-    );
-    assert!(updates.iter().any(|u| matches!(
-        u,
-        WorkerUpdate::Usage {
-            input_tokens: 1200,
-            ..
-        }
-    )));
+    assert!(args.starts_with("exec\n--json\n--sandbox\nworkspace-write\n-C\n"), "{args}");
+    assert!(args.ends_with("resume\n0199a213-81c0-7800-8aa1-bbab2a035a53\n-\n"), "{args}");
+    assert!(updates.iter().any(|u| matches!(u, WorkerUpdate::Usage { input_tokens: 1200, .. })));
     let text = read(&o.log_path);
     for expected in [
         "#### Tool call: `shell`",
@@ -265,17 +212,11 @@ async fn crash_mid_stream_is_crashed_and_exit_3_is_crashed_without_a_result() {
     let text = read(&o.log_path);
     assert!(text.contains("Working on it"));
     // The half line is kept as raw text.
-    assert!(text.contains(
-        r#"{"type":"assistant","session_id":"crash-1","message":{"content":[{"type":"te"#
-    ));
+    assert!(text.contains(r#"{"type":"assistant","session_id":"crash-1","message":{"content":[{"type":"te"#));
     assert!(text.contains("crashed"));
     assert_no_leftovers(started_pid(&updates));
 
-    let spec = sb.spec(
-        claude("crash.sh"),
-        WorkerKind::Queued,
-        &[("FAKE_CRASH", "exit".into())],
-    );
+    let spec = sb.spec(claude("crash.sh"), WorkerKind::Queued, &[("FAKE_CRASH", "exit".into())]);
     let (o, _) = run(spec).await;
     let o = o.unwrap();
     assert_eq!(o.reason, EndReason::Crashed);
@@ -294,13 +235,8 @@ async fn command_agent_takes_the_last_json_line_as_its_result() {
     let (o, _) = run(spec).await;
     let o = o.unwrap();
     assert_eq!(o.reason, EndReason::Finished);
-    assert_eq!(
-        o.result,
-        Some(serde_json::json!({"summary": "left a process behind"}))
-    );
-    let Some(ParsedResult::Work(w)) = &o.parsed else {
-        panic!()
-    };
+    assert_eq!(o.result, Some(serde_json::json!({"summary": "left a process behind"})));
+    let Some(ParsedResult::Work(w)) = &o.parsed else { panic!() };
     assert_eq!(w.summary.as_deref(), Some("left a process behind"));
     assert!(read(&o.log_path).contains("started a background helper"));
 }
@@ -314,9 +250,6 @@ async fn a_missing_program_is_an_error_before_anything_runs() {
         ..Default::default()
     });
     let (o, updates) = run(spec).await;
-    assert!(
-        matches!(o, Err(executor::worker::WorkerError::Spawn { .. })),
-        "{o:?}"
-    );
+    assert!(matches!(o, Err(executor::worker::WorkerError::Spawn { .. })), "{o:?}");
     assert!(updates.is_empty());
 }

@@ -22,11 +22,7 @@ async fn silence_trips_the_idle_watchdog_and_the_group_is_killed() {
     assert!(o.was_stuck());
     assert_eq!(o.session_id.as_deref(), Some("silent-1"));
     // 1 s idle + at most the 0.5 s grace (sleep dies on SIGTERM) + polling.
-    assert!(
-        began.elapsed() < Duration::from_secs(5),
-        "took {:?}",
-        began.elapsed()
-    );
+    assert!(began.elapsed() < Duration::from_secs(5), "took {:?}", began.elapsed());
     let text = read(&o.log_path);
     assert!(text.contains("no output for the idle timeout"), "{text}");
     let pid = started_pid(&updates);
@@ -38,22 +34,14 @@ async fn silence_trips_the_idle_watchdog_and_the_group_is_killed() {
 async fn busy_but_endless_work_hits_the_hard_timeout() {
     let sb = Sandbox::new();
     // Prints a heartbeat every second for 30 s: never idle, but too long.
-    let mut spec = sb.spec(
-        claude("claude.sh"),
-        WorkerKind::Queued,
-        &[("FAKE_SLEEP", "30".into())],
-    );
+    let mut spec = sb.spec(claude("claude.sh"), WorkerKind::Queued, &[("FAKE_SLEEP", "30".into())]);
     spec.timeouts.idle = Duration::from_secs(5);
     spec.timeouts.hard = Duration::from_millis(1500);
     let began = Instant::now();
     let (o, updates) = run(spec).await;
     let o = o.unwrap();
     assert_eq!(o.reason, EndReason::HardTimeout);
-    assert!(
-        began.elapsed() < Duration::from_secs(6),
-        "took {:?}",
-        began.elapsed()
-    );
+    assert!(began.elapsed() < Duration::from_secs(6), "took {:?}", began.elapsed());
     assert!(read(&o.log_path).contains("ran past the hard timeout"));
     assert_no_leftovers(started_pid(&updates));
 }
@@ -71,10 +59,7 @@ async fn a_grandchild_left_behind_is_killed_with_the_group() {
     let o = o.unwrap();
     assert_eq!(o.reason, EndReason::Finished);
     let grandchild: i32 = read(&pid_file).trim().parse().unwrap();
-    assert!(
-        is_dead(grandchild),
-        "grandchild {grandchild} survived the worker"
-    );
+    assert!(is_dead(grandchild), "grandchild {grandchild} survived the worker");
     assert_no_leftovers(started_pid(&updates));
     assert!(read(&o.log_path).contains("left 1 process(es) in its group"));
 }
@@ -111,11 +96,7 @@ async fn sigterm_is_followed_by_sigkill_after_the_grace_period() {
     let o = o.unwrap();
     assert_eq!(o.reason, EndReason::IdleTimeout);
     // It had to wait out the grace period before SIGKILL.
-    assert!(
-        began.elapsed() >= Duration::from_millis(1200),
-        "took {:?}",
-        began.elapsed()
-    );
+    assert!(began.elapsed() >= Duration::from_millis(1200), "took {:?}", began.elapsed());
     let pid = started_pid(&updates);
     assert!(is_dead(pid));
     assert_no_leftovers(pid);

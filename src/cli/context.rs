@@ -29,11 +29,7 @@ impl Context {
                 migrated.to
             );
         }
-        Ok(Context {
-            config,
-            store,
-            migrated,
-        })
+        Ok(Context { config, store, migrated })
     }
 }
 

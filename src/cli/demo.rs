@@ -25,22 +25,13 @@ pub struct DemoArgs {
 
 fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
     let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=executor demo",
-            "-c",
-            "user.email=demo@executor.invalid",
-        ])
+        .args(["-c", "user.name=executor demo", "-c", "user.email=demo@executor.invalid"])
         .args(args)
         .current_dir(dir)
         .output()
         .context("running git (is it installed?)")?;
     if !out.status.success() {
-        bail!(
-            "git {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+        bail!("git {} failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
     }
     Ok(())
 }
@@ -61,10 +52,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let repo = dir.join("repo");
     std::fs::create_dir_all(&repo).with_context(|| format!("creating {}", repo.display()))?;
 
-    step(&format!(
-        "A git repository with one commit, in {}",
-        repo.display()
-    ));
+    step(&format!("A git repository with one commit, in {}", repo.display()));
     git(&repo, &["init", "-q", "-b", "main"])?;
     std::fs::write(repo.join("README.md"), "# demo app\n")?;
     git(&repo, &["add", "README.md"])?;
@@ -101,22 +89,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         ..Default::default()
     };
     store.upsert_task(&gid, &task, Actor::Cli).await?;
-    store
-        .set_task_status(
-            &gid,
-            QueueStatus::AwaitingGo,
-            Actor::Cli,
-            Some("demo: triage skipped"),
-        )
-        .await?;
-    store
-        .set_task_status(
-            &gid,
-            QueueStatus::Approved,
-            Actor::Cli,
-            Some("demo: approved"),
-        )
-        .await?;
+    store.set_task_status(&gid, QueueStatus::AwaitingGo, Actor::Cli, Some("demo: triage skipped")).await?;
+    store.set_task_status(&gid, QueueStatus::Approved, Actor::Cli, Some("demo: approved")).await?;
 
     step("Run the runner as cron would, until the run is complete");
     let mut commented = false;
@@ -125,10 +99,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
         let report = runner.run_until_idle(shutdown).await?;
         let run = store
-            .list_runs(&crate::store::RunFilter {
-                task_gid: Some(gid.clone()),
-                ..Default::default()
-            })
+            .list_runs(&crate::store::RunFilter { task_gid: Some(gid.clone()), ..Default::default() })
             .await?
             .into_iter()
             .next()
@@ -145,25 +116,10 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             break;
         }
         if run.state == RunState::Pr && !commented {
-            let pr = store
-                .local_pr_for_run(run.id)
-                .await?
-                .context("a run in pr has a pull request")?;
+            let pr = store.local_pr_for_run(run.id).await?.context("a run in pr has a pull request")?;
             let body = "Please note in the repository what you changed.";
-            store
-                .add_local_comment(
-                    pr.id,
-                    &NewComment {
-                        author: "you",
-                        body,
-                        ..Default::default()
-                    },
-                )
-                .await?;
-            println!(
-                "  you commented on {}: {body:?}",
-                crate::forge::local::pr_url("demo", pr.id)
-            );
+            store.add_local_comment(pr.id, &NewComment { author: "you", body, ..Default::default() }).await?;
+            println!("  you commented on {}: {body:?}", crate::forge::local::pr_url("demo", pr.id));
             commented = true;
         }
         tokio::time::sleep(Duration::from_millis(1200)).await;
@@ -182,19 +138,11 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     }
 
     step("What happened (executor events DEMO-1)");
-    let events = store
-        .events(&EventFilter {
-            task_gid: Some(gid.clone()),
-            ..Default::default()
-        })
-        .await?;
+    let events = store.events(&EventFilter { task_gid: Some(gid.clone()), ..Default::default() }).await?;
     super::status::print_events(&events, crate::store::now());
     let show = format!("executor --config {} runs show 1", config_path.display());
     println!("\nThe notices, work logs and the pull request's conversation: {show}");
-    println!(
-        "Work logs: {}",
-        ctx.config.logs_dir().join(gid.as_str()).display()
-    );
+    println!("Work logs: {}", ctx.config.logs_dir().join(gid.as_str()).display());
     ctx.store.close().await;
     Ok(())
 }

@@ -19,9 +19,7 @@ pub struct InitArgs {
 
 /// Writes the commented config (to --config, or ./executor.toml) and creates the database.
 pub async fn run(config_flag: Option<&Path>, args: InitArgs, as_json: bool) -> anyhow::Result<()> {
-    let path = config_flag
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("executor.toml"));
+    let path = config_flag.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("executor.toml"));
     let existed = path.exists();
     if existed && !args.force && args.data_dir.is_some() {
         bail!(
@@ -31,10 +29,7 @@ pub async fn run(config_flag: Option<&Path>, args: InitArgs, as_json: bool) -> a
     }
     if existed && !args.force {
         // An existing config is kept: init still makes sure the database exists and is migrated.
-        eprintln!(
-            "note: {} exists and is kept (use --force to overwrite it)",
-            path.display()
-        );
+        eprintln!("note: {} exists and is kept (use --force to overwrite it)", path.display());
     } else {
         let text = match &args.data_dir {
             Some(dir) => {
@@ -46,15 +41,13 @@ pub async fn run(config_flag: Option<&Path>, args: InitArgs, as_json: bool) -> a
             None => TEMPLATE.to_string(),
         };
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("creating {}", parent.display()))?;
+            std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
         }
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     }
     let config = Config::load(&path)?;
     let data_dir = config.data_dir();
-    std::fs::create_dir_all(&data_dir)
-        .with_context(|| format!("creating {}", data_dir.display()))?;
+    std::fs::create_dir_all(&data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
     let url = config.database_url();
     let store = Store::open(&url).await?;
     let report = store.migrate().await?;
@@ -68,21 +61,9 @@ pub async fn run(config_flag: Option<&Path>, args: InitArgs, as_json: bool) -> a
             "schema_version": report.to,
         }));
     }
-    println!(
-        "config:    {}{}",
-        config_path.display(),
-        if existed && !args.force {
-            " (kept)"
-        } else {
-            ""
-        }
-    );
+    println!("config:    {}{}", config_path.display(), if existed && !args.force { " (kept)" } else { "" });
     println!("data dir:  {}", data_dir.display());
-    println!(
-        "database:  {} (schema version {})",
-        redact_url(&url),
-        report.to
-    );
+    println!("database:  {} (schema version {})", redact_url(&url), report.to);
     println!();
     println!("Next: add a repository under [repos] in the config, then");
     println!("  executor queue add --gid 1 --description \"…\"   # queue a task");

@@ -24,12 +24,7 @@ pub use context::Context;
 /// (Claude Code, Codex, any command) in git worktrees. Tasks enter a queue, are triaged, wait for a human's
 /// approval, and then become runs that a deterministic runner drives to a pull request.
 #[derive(Debug, Parser)]
-#[command(
-    name = "executor",
-    version,
-    propagate_version = true,
-    max_term_width = 100
-)]
+#[command(name = "executor", version, propagate_version = true, max_term_width = 100)]
 pub struct Cli {
     /// Config file. Otherwise $EXECUTOR_CONFIG, ./executor.toml, then ~/.config/executor/executor.toml.
     #[arg(long, global = true, value_name = "FILE")]
@@ -111,10 +106,7 @@ pub enum ServiceCommand {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -125,11 +117,7 @@ pub fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            if e.downcast_ref::<UsageError>().is_some() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::from(1)
-            }
+            if e.downcast_ref::<UsageError>().is_some() { ExitCode::from(2) } else { ExitCode::from(1) }
         }
     }
 }
@@ -145,12 +133,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Init(args) => init::run(cli.config.as_deref(), args, json).await,
         Command::Demo(args) => demo::run(args).await,
         Command::Cron(c) => schedule::cron(cli.config.as_deref(), c),
-        Command::Service(ServiceCommand::Print(args)) => {
-            schedule::service(cli.config.as_deref(), args)
-        }
-        Command::Logs(args) => {
-            worker::logs(&context::load_config(cli.config.as_deref())?, args, json).await
-        }
+        Command::Service(ServiceCommand::Print(args)) => schedule::service(cli.config.as_deref(), args),
+        Command::Logs(args) => worker::logs(&context::load_config(cli.config.as_deref())?, args, json).await,
         Command::Prompts(c) => prompts::run(&context::load_config(cli.config.as_deref())?, c, json),
         command => {
             let ctx = Context::open(cli.config.as_deref()).await?;
@@ -181,9 +165,7 @@ async fn dispatch(ctx: &Context, command: Command, json: bool) -> anyhow::Result
         }
         Command::Worker(c) => worker::run(ctx, c, json).await,
         Command::Queue(c) => queue::run(ctx, c, json).await,
-        Command::Approve { gids, skip_triage } => {
-            queue::approve(ctx, &gids, skip_triage, json).await
-        }
+        Command::Approve { gids, skip_triage } => queue::approve(ctx, &gids, skip_triage, json).await,
         Command::Skip { gid, reason } => queue::skip(ctx, &gid, &reason, json).await,
         Command::Runs(c) => runs::run(ctx, c, json).await,
         Command::Status => status::status(ctx, json).await,

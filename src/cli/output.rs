@@ -31,11 +31,7 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) {
 /// "just now", "5m ago", "3h ago", "2d ago" (or "in 5m" for the future).
 pub fn ago(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
     let secs = (now - t).num_seconds();
-    let (n, future) = if secs < 0 {
-        (-secs, true)
-    } else {
-        (secs, false)
-    };
+    let (n, future) = if secs < 0 { (-secs, true) } else { (secs, false) };
     let span = match n {
         0..=9 => return "just now".into(),
         10..=59 => format!("{n}s"),
@@ -43,17 +39,11 @@ pub fn ago(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
         3600..=86_399 => format!("{}h", n / 3600),
         _ => format!("{}d", n / 86_400),
     };
-    if future {
-        format!("in {span}")
-    } else {
-        format!("{span} ago")
-    }
+    if future { format!("in {span}") } else { format!("{span} ago") }
 }
 
 pub fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
-    v.as_ref()
-        .map(|v| v.to_string())
-        .unwrap_or_else(|| "-".into())
+    v.as_ref().map(|v| v.to_string()).unwrap_or_else(|| "-".into())
 }
 
 /// Cuts text to one line of at most `max` characters, for table cells.

@@ -37,10 +37,8 @@ fn export(dir: &std::path::Path, force: bool, as_json: bool) -> anyhow::Result<(
     let report = export_defaults(dir, force)?;
     let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
     if as_json {
-        let files: Vec<_> = report
-            .iter()
-            .map(|(path, what)| serde_json::json!({ "path": path, "action": what }))
-            .collect();
+        let files: Vec<_> =
+            report.iter().map(|(path, what)| serde_json::json!({ "path": path, "action": what })).collect();
         return json(&serde_json::json!({ "dir": dir, "files": files }));
     }
     for (path, what) in &report {

@@ -63,8 +63,7 @@ pub struct AddArgs {
 }
 
 fn parse_status(s: &str) -> Result<QueueStatus, String> {
-    s.parse()
-        .map_err(|e: crate::domain::UnknownName| e.to_string())
+    s.parse().map_err(|e: crate::domain::UnknownName| e.to_string())
 }
 
 pub fn parse_gid(s: &str) -> anyhow::Result<TaskGid> {
@@ -74,30 +73,15 @@ pub fn parse_gid(s: &str) -> anyhow::Result<TaskGid> {
 pub async fn run(ctx: &Context, command: QueueCommand, as_json: bool) -> anyhow::Result<()> {
     match command {
         QueueCommand::Add(args) => add(ctx, args, as_json).await,
-        QueueCommand::List {
-            status,
-            source,
-            limit,
-        } => {
-            list(
-                ctx,
-                TaskFilter {
-                    status,
-                    source,
-                    limit,
-                },
-                as_json,
-            )
-            .await
+        QueueCommand::List { status, source, limit } => {
+            list(ctx, TaskFilter { status, source, limit }, as_json).await
         }
         QueueCommand::Show { gid } => show(ctx, &parse_gid(&gid)?, as_json).await,
         QueueCommand::Requeue { gid, reason } => {
             let gid = parse_gid(&gid)?;
             let reason = reason.unwrap_or_else(|| "requeued for re-analysis".into());
-            let task = ctx
-                .store
-                .set_task_status(&gid, QueueStatus::Pending, Actor::Cli, Some(&reason))
-                .await?;
+            let task =
+                ctx.store.set_task_status(&gid, QueueStatus::Pending, Actor::Cli, Some(&reason)).await?;
             if as_json {
                 return json(&task);
             }
@@ -110,8 +94,8 @@ pub async fn run(ctx: &Context, command: QueueCommand, as_json: bool) -> anyhow:
 /// The tasks an `add` call describes, validated before anything is written.
 fn tasks_to_add(args: AddArgs) -> anyhow::Result<Vec<(TaskGid, NewTask)>> {
     let from_json = |text: &str, origin: &str| -> anyhow::Result<Vec<NewTask>> {
-        let value: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| UsageError(format!("{origin} is not valid JSON: {e}")))?;
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| UsageError(format!("{origin} is not valid JSON: {e}")))?;
         let items = match value {
             serde_json::Value::Array(items) => items,
             one => vec![one],
@@ -135,21 +119,18 @@ fn tasks_to_add(args: AddArgs) -> anyhow::Result<Vec<(TaskGid, NewTask)>> {
             priority: args.priority,
         }],
         (None, Some(path)) if path.as_os_str() != "-" => {
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("reading {}", path.display()))?;
+            let text =
+                std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
             from_json(&text, &path.display().to_string())?
         }
         (None, _) => {
             if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
                 bail!(UsageError(
-                    "give --gid (and --description …), --from-json FILE, or JSON on standard input"
-                        .into()
+                    "give --gid (and --description …), --from-json FILE, or JSON on standard input".into()
                 ));
             }
             let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .context("reading standard input")?;
+            std::io::stdin().read_to_string(&mut text).context("reading standard input")?;
             from_json(&text, "standard input")?
         }
     };
@@ -213,37 +194,14 @@ async fn list(ctx: &Context, filter: TaskFilter, as_json: bool) -> anyhow::Resul
             ]
         })
         .collect();
-    table(
-        &[
-            "GID",
-            "STATUS",
-            "PRIO",
-            "SOURCE",
-            "RUN",
-            "UPDATED",
-            "DESCRIPTION",
-        ],
-        &rows,
-    );
+    table(&["GID", "STATUS", "PRIO", "SOURCE", "RUN", "UPDATED", "DESCRIPTION"], &rows);
     Ok(())
 }
 
 async fn show(ctx: &Context, gid: &TaskGid, as_json: bool) -> anyhow::Result<()> {
     let task = ctx.store.task(gid).await?;
-    let runs = ctx
-        .store
-        .list_runs(&RunFilter {
-            task_gid: Some(gid.clone()),
-            ..Default::default()
-        })
-        .await?;
-    let events = ctx
-        .store
-        .events(&EventFilter {
-            task_gid: Some(gid.clone()),
-            ..Default::default()
-        })
-        .await?;
+    let runs = ctx.store.list_runs(&RunFilter { task_gid: Some(gid.clone()), ..Default::default() }).await?;
+    let events = ctx.store.events(&EventFilter { task_gid: Some(gid.clone()), ..Default::default() }).await?;
     if as_json {
         return json(&serde_json::json!({ "task": task, "runs": runs, "events": events }));
     }
@@ -253,38 +211,14 @@ async fn show(ctx: &Context, gid: &TaskGid, as_json: bool) -> anyhow::Result<()>
     field("status", task.status.to_string());
     field("source", opt(&task.source));
     field("repo", opt(&task.repo));
-    field(
-        "added",
-        format!(
-            "{} ({})",
-            task.added_at.to_rfc3339(),
-            ago(task.added_at, now)
-        ),
-    );
-    field(
-        "updated",
-        format!(
-            "{} ({})",
-            task.updated_at.to_rfc3339(),
-            ago(task.updated_at, now)
-        ),
-    );
+    field("added", format!("{} ({})", task.added_at.to_rfc3339(), ago(task.added_at, now)));
+    field("updated", format!("{} ({})", task.updated_at.to_rfc3339(), ago(task.updated_at, now)));
     field("priority", opt(&task.priority));
     field("complexity", opt(&task.complexity));
     field("feasibility", opt(&task.feasibility));
-    println!(
-        "\ndescription:\n{}",
-        indent(task.description.as_deref().unwrap_or("-"))
-    );
+    println!("\ndescription:\n{}", indent(task.description.as_deref().unwrap_or("-")));
     println!("\nnotes:\n{}", indent(task.notes.as_deref().unwrap_or("-")));
-    println!(
-        "\nanalysis:\n{}",
-        indent(
-            task.analysis_summary
-                .as_deref()
-                .unwrap_or("- (not analyzed yet)")
-        )
-    );
+    println!("\nanalysis:\n{}", indent(task.analysis_summary.as_deref().unwrap_or("- (not analyzed yet)")));
     println!("\nruns:");
     if runs.is_empty() {
         println!("  none");
@@ -306,22 +240,11 @@ async fn show(ctx: &Context, gid: &TaskGid, as_json: bool) -> anyhow::Result<()>
 }
 
 fn indent(text: &str) -> String {
-    text.lines()
-        .map(|l| format!("  {l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    text.lines().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n")
 }
 
-pub async fn approve(
-    ctx: &Context,
-    gids: &[String],
-    skip_triage: bool,
-    as_json: bool,
-) -> anyhow::Result<()> {
-    let gids: Vec<TaskGid> = gids
-        .iter()
-        .map(|g| parse_gid(g))
-        .collect::<anyhow::Result<_>>()?;
+pub async fn approve(ctx: &Context, gids: &[String], skip_triage: bool, as_json: bool) -> anyhow::Result<()> {
+    let gids: Vec<TaskGid> = gids.iter().map(|g| parse_gid(g)).collect::<anyhow::Result<_>>()?;
     let mut failed = 0;
     let mut results = Vec::new();
     for gid in &gids {
@@ -335,8 +258,7 @@ pub async fn approve(
             Err(e) => {
                 failed += 1;
                 eprintln!("error: {gid}: {e:#}");
-                results
-                    .push(serde_json::json!({ "gid": gid, "ok": false, "error": e.to_string() }));
+                results.push(serde_json::json!({ "gid": gid, "ok": false, "error": e.to_string() }));
             }
         }
     }
@@ -349,11 +271,7 @@ pub async fn approve(
     Ok(())
 }
 
-async fn approve_one(
-    ctx: &Context,
-    gid: &TaskGid,
-    skip_triage: bool,
-) -> anyhow::Result<crate::domain::Task> {
+async fn approve_one(ctx: &Context, gid: &TaskGid, skip_triage: bool) -> anyhow::Result<crate::domain::Task> {
     let status = ctx.store.task(gid).await?.status;
     if status == QueueStatus::Pending {
         if !skip_triage {
@@ -362,31 +280,15 @@ async fn approve_one(
             );
         }
         ctx.store
-            .set_task_status(
-                gid,
-                QueueStatus::AwaitingGo,
-                Actor::Cli,
-                Some("triage skipped by a human"),
-            )
+            .set_task_status(gid, QueueStatus::AwaitingGo, Actor::Cli, Some("triage skipped by a human"))
             .await?;
     }
-    Ok(ctx
-        .store
-        .set_task_status(
-            gid,
-            QueueStatus::Approved,
-            Actor::Cli,
-            Some("approved by a human"),
-        )
-        .await?)
+    Ok(ctx.store.set_task_status(gid, QueueStatus::Approved, Actor::Cli, Some("approved by a human")).await?)
 }
 
 pub async fn skip(ctx: &Context, gid: &str, reason: &str, as_json: bool) -> anyhow::Result<()> {
     let gid = parse_gid(gid)?;
-    let task = ctx
-        .store
-        .set_task_status(&gid, QueueStatus::Skip, Actor::Cli, Some(reason))
-        .await?;
+    let task = ctx.store.set_task_status(&gid, QueueStatus::Skip, Actor::Cli, Some(reason)).await?;
     if as_json {
         return json(&task);
     }

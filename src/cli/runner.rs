@@ -28,17 +28,12 @@ pub async fn runner(ctx: Context, args: RunnerArgs, as_json: bool) -> anyhow::Re
         Err(e) => return Err(e.into()),
     };
     if ctx.config.repos.is_empty() {
-        eprintln!(
-            "note: no [repos.NAME] in the config: runs cannot get a worktree until one is added"
-        );
+        eprintln!("note: no [repos.NAME] in the config: runs cannot get a worktree until one is added");
     }
     let shutdown = shutdown_on_signals();
     let mut runner = Runner::new(ctx.config.clone(), ctx.store.clone())?;
-    let report = if args.once {
-        runner.run_once(shutdown).await?
-    } else {
-        runner.run_until_idle(shutdown).await?
-    };
+    let report =
+        if args.once { runner.run_once(shutdown).await? } else { runner.run_until_idle(shutdown).await? };
     if as_json {
         return json(&report);
     }
@@ -74,10 +69,11 @@ pub struct CommentArgs {
 /// Adds a comment to a run's pull request on the local forge.
 pub async fn comment(ctx: &Context, args: CommentArgs, as_json: bool) -> anyhow::Result<()> {
     let run = ctx.store.run(args.run_id).await?;
-    let pr =
-        ctx.store.local_pr_for_run(run.id).await?.with_context(|| {
-            format!("run {} has no pull request on the local forge yet", run.id)
-        })?;
+    let pr = ctx
+        .store
+        .local_pr_for_run(run.id)
+        .await?
+        .with_context(|| format!("run {} has no pull request on the local forge yet", run.id))?;
     if args.text.trim().is_empty() {
         bail!(super::UsageError("the comment text is empty".into()));
     }
@@ -90,10 +86,9 @@ pub async fn comment(ctx: &Context, args: CommentArgs, as_json: bool) -> anyhow:
     let author = match (&args.author, args.as_agent) {
         (Some(a), _) => a.clone(),
         (None, true) => "agent".into(),
-        (None, false) => std::env::var("USER")
-            .ok()
-            .filter(|u| !u.is_empty())
-            .unwrap_or_else(|| "human".into()),
+        (None, false) => {
+            std::env::var("USER").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| "human".into())
+        }
     };
     let id = ctx
         .store
@@ -110,20 +105,11 @@ pub async fn comment(ctx: &Context, args: CommentArgs, as_json: bool) -> anyhow:
         )
         .await?;
     if as_json {
-        return json(
-            &serde_json::json!({ "id": id, "run_id": run.id, "pr": pr.id, "author": author }),
-        );
+        return json(&serde_json::json!({ "id": id, "run_id": run.id, "pr": pr.id, "author": author }));
     }
-    let ack = if args.text.starts_with(ACK_PREFIX) {
-        " (acknowledges it)"
-    } else {
-        ""
-    };
+    let ack = if args.text.starts_with(ACK_PREFIX) { " (acknowledges it)" } else { "" };
     match args.reply_to {
-        Some(p) => println!(
-            "comment {id} on run {}'s pull request, replying to {p}{ack}",
-            run.id
-        ),
+        Some(p) => println!("comment {id} on run {}'s pull request, replying to {p}{ack}", run.id),
         None => println!("comment {id} on run {}'s pull request", run.id),
     }
     Ok(())

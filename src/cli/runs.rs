@@ -40,22 +40,14 @@ pub enum RunsCommand {
 }
 
 fn parse_state(s: &str) -> Result<RunState, String> {
-    s.parse()
-        .map_err(|e: crate::domain::UnknownName| e.to_string())
+    s.parse().map_err(|e: crate::domain::UnknownName| e.to_string())
 }
 
 pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::Result<()> {
     match command {
         RunsCommand::List { state, task, limit } => {
             let task_gid = task.as_deref().map(super::queue::parse_gid).transpose()?;
-            let runs = ctx
-                .store
-                .list_runs(&RunFilter {
-                    state,
-                    task_gid,
-                    limit,
-                })
-                .await?;
+            let runs = ctx.store.list_runs(&RunFilter { state, task_gid, limit }).await?;
             if as_json {
                 return json(&runs);
             }
@@ -87,12 +79,7 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
                     ]
                 })
                 .collect();
-            table(
-                &[
-                    "RUN", "GID", "STATE", "PR", "CI TRIES", "PID", "COST", "UPDATED", "BRANCH",
-                ],
-                &rows,
-            );
+            table(&["RUN", "GID", "STATE", "PR", "CI TRIES", "PID", "COST", "UPDATED", "BRANCH"], &rows);
             Ok(())
         }
         RunsCommand::Abandon { id, reason } => {
@@ -100,21 +87,12 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
             let why = format!("abandoned by a human: {reason}");
             let run = ctx
                 .store
-                .set_run_state_if(
-                    id,
-                    run.state,
-                    RunState::Abandoned,
-                    None,
-                    crate::domain::Actor::Cli,
-                    &why,
-                )
+                .set_run_state_if(id, run.state, RunState::Abandoned, None, crate::domain::Actor::Cli, &why)
                 .await?;
             if let Some(pr) = ctx.store.local_pr_for_run(id).await?
                 && pr.state == "open"
             {
-                ctx.store
-                    .set_local_pr_state(pr.id, "closed", pr.draft)
-                    .await?;
+                ctx.store.set_local_pr_state(pr.id, "closed", pr.draft).await?;
             }
             if as_json {
                 return json(&run);
@@ -123,10 +101,7 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
             Ok(())
         }
         RunsCommand::Resume { id } => {
-            let memory = ctx
-                .store
-                .resume_run_budget(id, crate::domain::Actor::Cli)
-                .await?;
+            let memory = ctx.store.resume_run_budget(id, crate::domain::Actor::Cli).await?;
             if as_json {
                 return json(&memory);
             }
@@ -138,18 +113,10 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
         }
         RunsCommand::Show { id } => {
             let run = ctx.store.run(id).await?;
-            let events = ctx
-                .store
-                .events(&EventFilter {
-                    run_id: Some(id),
-                    ..Default::default()
-                })
-                .await?;
+            let events = ctx.store.events(&EventFilter { run_id: Some(id), ..Default::default() }).await?;
             let memory = ctx.store.run_memory(id).await?;
-            let pr: Option<PrSnapshot> = memory
-                .last_snapshot
-                .as_deref()
-                .and_then(|j| serde_json::from_str(j).ok());
+            let pr: Option<PrSnapshot> =
+                memory.last_snapshot.as_deref().and_then(|j| serde_json::from_str(j).ok());
             let workers = ctx.store.worker_sessions(id).await?;
             let notices = ctx.store.notices(Some(id)).await?;
             if as_json {
@@ -174,26 +141,15 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
             field("worktree", opt(&run.worktree_path));
             field("pull request", opt(&run.pr_url));
             field("head", opt(&run.head_sha));
-            field(
-                "review",
-                format!("{} at {}", opt(&run.review_verdict), opt(&run.review_sha)),
-            );
+            field("review", format!("{} at {}", opt(&run.review_verdict), opt(&run.review_sha)));
             field("ci attempts", run.ci_attempts.to_string());
             field("worker pid", opt(&run.worker_pid));
             field("worker session", opt(&run.worker_session_id));
-            field(
-                "worker output",
-                run.worker_last_update
-                    .map(|t| ago(t, now))
-                    .unwrap_or_else(|| "-".into()),
-            );
+            field("worker output", run.worker_last_update.map(|t| ago(t, now)).unwrap_or_else(|| "-".into()));
             field("stuck count", run.worker_stuck_count.to_string());
             field(
                 "cost",
-                format!(
-                    "${:.2} ({} in / {} out tokens)",
-                    run.cost_usd, run.input_tokens, run.output_tokens
-                ),
+                format!("${:.2} ({} in / {} out tokens)", run.cost_usd, run.input_tokens, run.output_tokens),
             );
             field(
                 "lease",
@@ -203,25 +159,11 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
                 },
             );
             field("started", ago(run.started_at, now));
-            field(
-                "completed",
-                run.completed_at
-                    .map(|t| ago(t, now))
-                    .unwrap_or_else(|| "-".into()),
-            );
-            let decided = memory
-                .last_decision_at
-                .map(|t| format!(" ({})", ago(t, now)))
-                .unwrap_or_default();
-            field(
-                "last decision",
-                format!("{}{decided}", opt(&memory.last_decision)),
-            );
+            field("completed", run.completed_at.map(|t| ago(t, now)).unwrap_or_else(|| "-".into()));
+            let decided = memory.last_decision_at.map(|t| format!(" ({})", ago(t, now))).unwrap_or_default();
+            field("last decision", format!("{}{decided}", opt(&memory.last_decision)));
             if memory.budget_stopped {
-                field(
-                    "budget",
-                    "stopped: over a budget cap (see the last decision)".into(),
-                );
+                field("budget", "stopped: over a budget cap (see the last decision)".into());
             }
             if let Some(pr) = &pr {
                 print_pr(pr, now);
@@ -251,13 +193,7 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
             if !notices.is_empty() {
                 println!("\nnotices:");
                 for n in &notices {
-                    println!(
-                        "  {} {}: {} [{}]",
-                        ago(n.created_at, now),
-                        n.kind,
-                        n.message,
-                        opt(&n.delivery)
-                    );
+                    println!("  {} {}: {} [{}]", ago(n.created_at, now), n.kind, n.message, opt(&n.delivery));
                 }
             }
             println!("\nhistory:");
@@ -293,11 +229,7 @@ fn print_pr(pr: &PrSnapshot, now: chrono::DateTime<chrono::Utc>) {
         println!("  CI {}: {:?}", c.name, c.status);
     }
     for c in &pr.comments {
-        let reply = c
-            .in_reply_to
-            .as_ref()
-            .map(|r| format!(" ↳ {r}"))
-            .unwrap_or_default();
+        let reply = c.in_reply_to.as_ref().map(|r| format!(" ↳ {r}")).unwrap_or_default();
         println!(
             "  comment {}{reply} by {} {}: {}",
             c.id,

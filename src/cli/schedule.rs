@@ -81,10 +81,8 @@ pub fn cron(flag: Option<&std::path::Path>, command: CronCommand) -> anyhow::Res
 }
 
 fn read_crontab() -> anyhow::Result<String> {
-    let out = Command::new("crontab")
-        .arg("-l")
-        .output()
-        .context("running `crontab -l` (is cron installed?)")?;
+    let out =
+        Command::new("crontab").arg("-l").output().context("running `crontab -l` (is cron installed?)")?;
     if out.status.success() {
         return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
     }
@@ -96,16 +94,9 @@ fn read_crontab() -> anyhow::Result<String> {
 }
 
 fn write_crontab(text: &str) -> anyhow::Result<()> {
-    let mut child = Command::new("crontab")
-        .arg("-")
-        .stdin(Stdio::piped())
-        .spawn()
-        .context("running `crontab -`")?;
-    child
-        .stdin
-        .take()
-        .context("crontab's stdin")?
-        .write_all(text.as_bytes())?;
+    let mut child =
+        Command::new("crontab").arg("-").stdin(Stdio::piped()).spawn().context("running `crontab -`")?;
+    child.stdin.take().context("crontab's stdin")?.write_all(text.as_bytes())?;
     let status = child.wait()?;
     if !status.success() {
         bail!("`crontab -` refused the new crontab ({status})");
@@ -115,11 +106,7 @@ fn write_crontab(text: &str) -> anyhow::Result<()> {
 
 pub fn service(flag: Option<&std::path::Path>, args: ServiceArgs) -> anyhow::Result<()> {
     let inv = invocation(flag)?;
-    let files = if args.launchd {
-        launchd_agents(&inv)
-    } else {
-        systemd_units(&inv)
-    };
+    let files = if args.launchd { launchd_agents(&inv) } else { systemd_units(&inv) };
     let dir = unit_dir(args.launchd);
     for (name, text) in &files {
         println!("# {}", dir.join(name).display());

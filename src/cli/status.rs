@@ -11,16 +11,9 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
     let spent_today = ctx.store.spent_since(start_of_day(now())).await?;
     let budget = ctx.config.budget.per_day_usd;
     if as_json {
-        let queue: serde_json::Map<_, _> = counts
-            .queue
-            .iter()
-            .map(|(k, v)| (k.clone(), (*v).into()))
-            .collect();
-        let runs: serde_json::Map<_, _> = counts
-            .runs
-            .iter()
-            .map(|(k, v)| (k.clone(), (*v).into()))
-            .collect();
+        let queue: serde_json::Map<_, _> =
+            counts.queue.iter().map(|(k, v)| (k.clone(), (*v).into())).collect();
+        let runs: serde_json::Map<_, _> = counts.runs.iter().map(|(k, v)| (k.clone(), (*v).into())).collect();
         return json(&serde_json::json!({
             "executor_queue": queue,
             "executor_runs": runs,
@@ -33,19 +26,12 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
         if pairs.is_empty() {
             "empty".to_string()
         } else {
-            pairs
-                .iter()
-                .map(|(k, v)| format!("{v} {k}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            pairs.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ")
         }
     };
     println!("executor_queue: {}", line(&counts.queue));
     println!("executor_runs:  {}", line(&counts.runs));
-    println!(
-        "workers alive:  {workers} (runner.max_workers = {})",
-        ctx.config.runner.max_workers
-    );
+    println!("workers alive:  {workers} (runner.max_workers = {})", ctx.config.runner.max_workers);
     println!("spent today:    ${spent_today:.2} of ${budget:.2} (UTC day)");
     Ok(())
 }
@@ -70,25 +56,15 @@ fn parse_since(s: &str) -> Result<DateTime<Utc>, String> {
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
         return Ok(t.with_timezone(&Utc));
     }
-    let age = humantime::parse_duration(s).map_err(|_| {
-        format!("{s:?} is neither a time (2026-11-29T08:00:00Z) nor an age (90m, 2h, 3d)")
-    })?;
+    let age = humantime::parse_duration(s)
+        .map_err(|_| format!("{s:?} is neither a time (2026-11-29T08:00:00Z) nor an age (90m, 2h, 3d)"))?;
     let age = chrono::Duration::from_std(age).map_err(|e| e.to_string())?;
     Ok(Utc::now() - age)
 }
 
 pub async fn events(ctx: &Context, args: EventsArgs, as_json: bool) -> anyhow::Result<()> {
-    let task_gid = args
-        .gid
-        .as_deref()
-        .map(super::queue::parse_gid)
-        .transpose()?;
-    let filter = EventFilter {
-        task_gid,
-        run_id: args.run,
-        since: args.since,
-        limit: args.limit,
-    };
+    let task_gid = args.gid.as_deref().map(super::queue::parse_gid).transpose()?;
+    let filter = EventFilter { task_gid, run_id: args.run, since: args.since, limit: args.limit };
     let events = ctx.store.events(&filter).await?;
     if as_json {
         return json(&events);
@@ -122,12 +98,7 @@ pub fn print_events(events: &[Event], now: DateTime<Utc>) {
             ]
         })
         .collect();
-    table(
-        &[
-            "AT (UTC)", "AGE", "WHO", "GID", "RUN", "WHAT", "CHANGE", "WHY",
-        ],
-        &rows,
-    );
+    table(&["AT (UTC)", "AGE", "WHO", "GID", "RUN", "WHAT", "CHANGE", "WHY"], &rows);
 }
 
 pub fn migrate(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
@@ -138,10 +109,7 @@ pub fn migrate(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
     if report.applied.is_empty() {
         println!("database is up to date (schema version {})", report.to);
     } else {
-        println!(
-            "migrated the database from schema version {} to {}",
-            report.from, report.to
-        );
+        println!("migrated the database from schema version {} to {}", report.from, report.to);
     }
     Ok(())
 }

@@ -14,8 +14,8 @@ use crate::config::Config;
 use crate::domain::{Run, WorkerKind};
 use crate::instance_lock::{InstanceLock, LockError};
 use crate::runner::{
-    Recording, WorkerInputs, agent_config, budget_left, build_spec, forge_for, hostname,
-    load_prompts, repo_for, shutdown_on_signals, supervise_recorded,
+    Recording, WorkerInputs, agent_config, budget_left, build_spec, forge_for, hostname, load_prompts,
+    repo_for, shutdown_on_signals, supervise_recorded,
 };
 use crate::store::RunFilter;
 use crate::worker::worklog::{find_newest, follow};
@@ -47,13 +47,11 @@ pub struct RunArgs {
 }
 
 fn parse_worker_kind(s: &str) -> Result<WorkerKind, String> {
-    s.parse()
-        .map_err(|e: crate::domain::UnknownName| e.to_string())
+    s.parse().map_err(|e: crate::domain::UnknownName| e.to_string())
 }
 
 fn parse_prompt_kind(s: &str) -> Result<PromptKind, String> {
-    s.parse()
-        .map_err(|e: crate::domain::UnknownName| e.to_string())
+    s.parse().map_err(|e: crate::domain::UnknownName| e.to_string())
 }
 
 pub async fn run(ctx: &Context, command: WorkerCommand, as_json: bool) -> anyhow::Result<()> {
@@ -71,10 +69,7 @@ fn with_agent(config: &Config, agent: Option<&str>) -> anyhow::Result<Config> {
     if config.worker.agent == "command" && config.worker.command.argv.is_empty() {
         bail!(
             "the command agent needs a program: set worker.command.argv in {} (e.g. argv = [\"./my-agent.sh\"])",
-            config
-                .source
-                .as_ref()
-                .map_or("executor.toml".into(), |p| p.display().to_string())
+            config.source.as_ref().map_or("executor.toml".into(), |p| p.display().to_string())
         );
     }
     Ok(config)
@@ -98,17 +93,11 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
         bail!("no task {gid} in the queue (add it with `executor queue add --gid {gid}`)");
     };
     let run: Option<Run> = store
-        .list_runs(&RunFilter {
-            task_gid: Some(gid.clone()),
-            ..Default::default()
-        })
+        .list_runs(&RunFilter { task_gid: Some(gid.clone()), ..Default::default() })
         .await?
         .into_iter()
         .find(|r| r.state.is_active());
-    let dir = match (
-        &args.dir,
-        run.as_ref().and_then(|r| r.worktree_path.as_ref()),
-    ) {
+    let dir = match (&args.dir, run.as_ref().and_then(|r| r.worktree_path.as_ref())) {
         (Some(d), _) => d.clone(),
         (None, Some(wt)) => PathBuf::from(wt),
         (None, None) => std::env::current_dir().context("reading the current directory")?,
@@ -123,10 +112,7 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
         Some(r) => format!("run {}", r.id),
         None => format!("task {gid}"),
     };
-    let repo_name = run
-        .as_ref()
-        .and_then(|r| r.repo.clone())
-        .or(task.repo.clone());
+    let repo_name = run.as_ref().and_then(|r| r.repo.clone()).or(task.repo.clone());
     let repo = match repo_for(&config, repo_name.as_deref(), &who) {
         Ok(repo) => Some(repo),
         Err(e) => {
@@ -141,10 +127,7 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
     };
     let branch = match run.as_ref().and_then(|r| r.branch_name.clone()) {
         Some(b) => b,
-        None => workspace::current_branch(&cwd)
-            .ok()
-            .flatten()
-            .unwrap_or_default(),
+        None => workspace::current_branch(&cwd).ok().flatten().unwrap_or_default(),
     };
     let inputs = WorkerInputs {
         task: &task,
@@ -160,24 +143,14 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
     if budget <= 0.0 {
         bail!(
             "no budget left ({}): raise budget.per_run_usd or budget.per_day_usd to run a worker",
-            run.as_ref().map_or("today".into(), |r| format!(
-                "run {} has spent ${:.2}",
-                r.id, r.cost_usd
-            ))
+            run.as_ref().map_or("today".into(), |r| format!("run {} has spent ${:.2}", r.id, r.cost_usd))
         );
     }
     let agent = agent_config(&config);
     let agent_name = agent.name();
     let self_exe = std::env::current_exe().ok();
     let prompts = load_prompts(&config)?;
-    let spec = build_spec(
-        &config,
-        &prompts,
-        &inputs,
-        agent,
-        budget,
-        self_exe.as_deref(),
-    )?;
+    let spec = build_spec(&config, &prompts, &inputs, agent, budget, self_exe.as_deref())?;
 
     let say = |line: String| {
         if as_json {
@@ -186,16 +159,10 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
             println!("{line}");
         }
     };
-    say(format!(
-        "task {gid}: {} worker, agent {agent_name}, in {}",
-        args.kind,
-        cwd.display()
-    ));
+    say(format!("task {gid}: {} worker, agent {agent_name}, in {}", args.kind, cwd.display()));
     let recording = match &run {
         Some(r) => {
-            let Some(session) = store
-                .begin_worker_session(r.id, args.kind, agent_name, &hostname())
-                .await?
+            let Some(session) = store.begin_worker_session(r.id, args.kind, agent_name, &hostname()).await?
             else {
                 bail!(
                     "run {} already has a live worker session (see `executor runs show {}`); wait for it to end",
@@ -203,10 +170,7 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
                     r.id
                 );
             };
-            say(format!(
-                "recording on run {} as worker session {}",
-                r.id, session.id
-            ));
+            say(format!("recording on run {} as worker session {}", r.id, session.id));
             Some(Recording {
                 store: store.clone(),
                 session: session.id,
@@ -273,10 +237,9 @@ async fn show_progress(
 ) {
     while let Some(update) = rx.recv().await {
         let line = match &update {
-            WorkerUpdate::Started { pid, log_path, .. } => Some(format!(
-                "agent started (pid {pid}); work log: {}",
-                log_path.display()
-            )),
+            WorkerUpdate::Started { pid, log_path, .. } => {
+                Some(format!("agent started (pid {pid}); work log: {}", log_path.display()))
+            }
             WorkerUpdate::SessionId(id) => Some(format!("agent session: {id}")),
             _ => None,
         };
@@ -298,15 +261,8 @@ fn print_outcome(o: &WorkerOutcome) {
     println!("ended:      {} ({})", o.reason, o.reason.describe());
     println!("duration:   {:.1}s", o.duration.as_secs_f64());
     println!("turns:      {}", opt(o.num_turns.map(|n| n.to_string())));
-    println!(
-        "cost:       {}",
-        opt(o.cost_usd.map(|c| format!("${c:.4}")))
-    );
-    println!(
-        "tokens:     {} in / {} out",
-        o.input_tokens(),
-        o.output_tokens()
-    );
+    println!("cost:       {}", opt(o.cost_usd.map(|c| format!("${c:.4}"))));
+    println!("tokens:     {} in / {} out", o.input_tokens(), o.output_tokens());
     println!("session:    {}", opt(o.session_id.clone()));
     if let Some(e) = &o.result_error {
         println!("result:     {e}");
@@ -331,14 +287,8 @@ pub async fn logs(config: &Config, args: LogsArgs, as_json: bool) -> anyhow::Res
     let gid = parse_gid(&args.gid)?;
     let root = config.logs_dir();
     let Some(path) = find_newest(&root, &gid, args.kind) else {
-        let of_kind = args
-            .kind
-            .map(|k| format!(" of kind {k}"))
-            .unwrap_or_default();
-        bail!(
-            "no work log{of_kind} for task {gid} in {}",
-            root.join(gid.as_str()).display()
-        );
+        let of_kind = args.kind.map(|k| format!(" of kind {k}")).unwrap_or_default();
+        bail!("no work log{of_kind} for task {gid} in {}", root.join(gid.as_str()).display());
     };
     if args.follow {
         eprintln!("following {} (Ctrl-C to stop)", path.display());

@@ -27,9 +27,9 @@ impl fmt::Display for Duration {
 impl std::str::FromStr for Duration {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        humantime::parse_duration(s).map(Duration).map_err(|e| {
-            format!("invalid duration {s:?} ({e}); write it like \"90s\", \"30m\" or \"3h\"")
-        })
+        humantime::parse_duration(s)
+            .map(Duration)
+            .map_err(|e| format!("invalid duration {s:?} ({e}); write it like \"90s\", \"30m\" or \"3h\""))
     }
 }
 

@@ -15,29 +15,17 @@ pub const ENV_VAR: &str = "EXECUTOR_CONFIG";
 
 pub fn locate(flag: Option<&Path>) -> ConfigSource {
     if let Some(p) = flag {
-        return ConfigSource::File {
-            path: p.to_path_buf(),
-            explicit: true,
-        };
+        return ConfigSource::File { path: p.to_path_buf(), explicit: true };
     }
     if let Some(p) = std::env::var_os(ENV_VAR).filter(|v| !v.is_empty()) {
-        return ConfigSource::File {
-            path: PathBuf::from(p),
-            explicit: true,
-        };
+        return ConfigSource::File { path: PathBuf::from(p), explicit: true };
     }
     let local = PathBuf::from("executor.toml");
     if local.is_file() {
-        return ConfigSource::File {
-            path: local,
-            explicit: false,
-        };
+        return ConfigSource::File { path: local, explicit: false };
     }
     if let Some(user) = user_config_path().filter(|p| p.is_file()) {
-        return ConfigSource::File {
-            path: user,
-            explicit: false,
-        };
+        return ConfigSource::File { path: user, explicit: false };
     }
     ConfigSource::Defaults
 }

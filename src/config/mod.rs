@@ -18,10 +18,7 @@ pub const TEMPLATE: &str = include_str!("template.toml");
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Read { path: PathBuf, source: std::io::Error },
     #[error("invalid config {path}: {message}")]
     Invalid { path: PathBuf, message: String },
 }
@@ -110,13 +107,7 @@ pub struct MaxTurns {
 
 impl Default for MaxTurns {
     fn default() -> Self {
-        MaxTurns {
-            queued: 200,
-            in_progress: 200,
-            fix_ci: 100,
-            fix_comments: 100,
-            pr_review: 60,
-        }
+        MaxTurns { queued: 200, in_progress: 200, fix_ci: 100, fix_comments: 100, pr_review: 60 }
     }
 }
 
@@ -255,60 +246,42 @@ impl Default for ClaudeAgent {
 
 impl Default for CodexAgent {
     fn default() -> Self {
-        CodexAgent {
-            program: "codex".into(),
-            sandbox: "workspace-write".into(),
-            model: String::new(),
-        }
+        CodexAgent { program: "codex".into(), sandbox: "workspace-write".into(), model: String::new() }
     }
 }
 
 impl Default for Analyzer {
     fn default() -> Self {
-        Analyzer {
-            idle_timeout: Duration::secs(5 * 60),
-            hard_timeout: Duration::secs(15 * 60),
-        }
+        Analyzer { idle_timeout: Duration::secs(5 * 60), hard_timeout: Duration::secs(15 * 60) }
     }
 }
 
 impl Default for Budget {
     fn default() -> Self {
-        Budget {
-            per_run_usd: 10.0,
-            per_day_usd: 50.0,
-        }
+        Budget { per_run_usd: 10.0, per_day_usd: 50.0 }
     }
 }
 
 impl Default for Workspace {
     fn default() -> Self {
-        Workspace {
-            root: String::new(),
-            branch_prefix: "executor/".into(),
-        }
+        Workspace { root: String::new(), branch_prefix: "executor/".into() }
     }
 }
 
 impl Config {
     /// Reads and validates `path`.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.into(),
-            source,
-        })?;
-        let mut config = Self::parse(&text).map_err(|message| ConfigError::Invalid {
-            path: path.into(),
-            message,
-        })?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ConfigError::Read { path: path.into(), source })?;
+        let mut config =
+            Self::parse(&text).map_err(|message| ConfigError::Invalid { path: path.into(), message })?;
         config.source = Some(path.to_path_buf());
         Ok(config)
     }
 
     /// Parses and validates TOML text; the error names the line and key.
     pub fn parse(text: &str) -> Result<Config, String> {
-        let config: Config =
-            toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())?;
+        let config: Config = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())?;
         config.validate()?;
         Ok(config)
     }
@@ -322,10 +295,7 @@ impl Config {
             return fail("worker.agent", "must be one of: claude, codex, command");
         }
         if self.worker.agent == "command" && self.worker.command.argv.is_empty() {
-            return fail(
-                "worker.command.argv",
-                "must name a program when worker.agent = \"command\"",
-            );
+            return fail("worker.command.argv", "must name a program when worker.agent = \"command\"");
         }
         let url = &self.database.url;
         if !(url.is_empty()
@@ -338,20 +308,16 @@ impl Config {
                 "must be empty (SQLite in the data directory), postgres://… or sqlite://PATH",
             );
         }
-        for (key, value) in [
-            ("budget.per_run_usd", self.budget.per_run_usd),
-            ("budget.per_day_usd", self.budget.per_day_usd),
-        ] {
+        for (key, value) in
+            [("budget.per_run_usd", self.budget.per_run_usd), ("budget.per_day_usd", self.budget.per_day_usd)]
+        {
             if !(value >= 0.0 && value.is_finite()) {
                 return fail(key, "must be a non-negative number of dollars");
             }
         }
         for (name, repo) in &self.repos {
             if !matches!(repo.forge.as_str(), "local" | "github") {
-                return fail(
-                    &format!("repos.{name}.forge"),
-                    "must be \"local\" or \"github\"",
-                );
+                return fail(&format!("repos.{name}.forge"), "must be \"local\" or \"github\"");
             }
             if repo.path.is_empty() {
                 return fail(&format!("repos.{name}.path"), "must name the local clone");
@@ -365,9 +331,7 @@ impl Config {
         if !self.paths.data_dir.is_empty() {
             return expand_home(&self.paths.data_dir);
         }
-        dirs::data_dir()
-            .unwrap_or_else(|| PathBuf::from("."))
-            .join("executor")
+        dirs::data_dir().unwrap_or_else(|| PathBuf::from(".")).join("executor")
     }
 
     /// The database URL: the configured one, or SQLite in the data directory.

@@ -21,10 +21,7 @@ fn errors_name_the_line_and_the_key() {
     assert!(err.contains("\"30m\""), "{err}");
 
     let err = Config::parse("[runner]\nmax_worker = 2\n").unwrap_err();
-    assert!(
-        err.contains("line 2") && err.contains("unknown field `max_worker`"),
-        "{err}"
-    );
+    assert!(err.contains("line 2") && err.contains("unknown field `max_worker`"), "{err}");
     assert!(err.contains("max_workers"), "lists what is allowed: {err}");
 
     let err = Config::parse("[runner]\nmax_workers = 0\n").unwrap_err();
@@ -34,10 +31,7 @@ fn errors_name_the_line_and_the_key() {
     assert!(err.starts_with("key `database.url`"), "{err}");
 
     let err = Config::parse("[repos.app]\npath = \"/src/app\"\nforge = \"gitlab\"\n").unwrap_err();
-    assert_eq!(
-        err,
-        "key `repos.app.forge`: must be \"local\" or \"github\""
-    );
+    assert_eq!(err, "key `repos.app.forge`: must be \"local\" or \"github\"");
 }
 
 #[test]
@@ -46,17 +40,9 @@ fn load_names_the_file() {
     let path = dir.path().join("executor.toml");
     std::fs::write(&path, "[runner\n").unwrap();
     let err = Config::load(&path).unwrap_err().to_string();
-    assert!(
-        err.starts_with(&format!("invalid config {}", path.display())),
-        "{err}"
-    );
-    let err = Config::load(&dir.path().join("missing.toml"))
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("cannot read config") && err.contains("missing.toml"),
-        "{err}"
-    );
+    assert!(err.starts_with(&format!("invalid config {}", path.display())), "{err}");
+    let err = Config::load(&dir.path().join("missing.toml")).unwrap_err().to_string();
+    assert!(err.contains("cannot read config") && err.contains("missing.toml"), "{err}");
 }
 
 #[test]

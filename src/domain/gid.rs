@@ -19,15 +19,11 @@ impl TaskGid {
         let ok = !value.is_empty()
             && value.len() <= 128
             && !value.starts_with('.')
-            && value
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+            && value.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
         if ok {
             Ok(TaskGid(value.to_string()))
         } else {
-            Err(GidError {
-                value: value.chars().take(160).collect(),
-            })
+            Err(GidError { value: value.chars().take(160).collect() })
         }
     }
 

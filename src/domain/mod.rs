@@ -123,10 +123,6 @@ pub(crate) fn illegal<T: fmt::Display + Copy>(
         what,
         from: from.to_string(),
         to: to.to_string(),
-        allowed: if allowed.is_empty() {
-            "nothing (final)".into()
-        } else {
-            allowed.join(", ")
-        },
+        allowed: if allowed.is_empty() { "nothing (final)".into() } else { allowed.join(", ") },
     }
 }

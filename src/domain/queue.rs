@@ -102,10 +102,7 @@ mod tests {
     #[test]
     fn refusal_names_the_allowed_moves() {
         let err = Done.check(Pending).unwrap_err().to_string();
-        assert_eq!(
-            err,
-            "task cannot go from done to pending; from done it can go to: nothing (final)"
-        );
+        assert_eq!(err, "task cannot go from done to pending; from done it can go to: nothing (final)");
         let err = AwaitingGo.check(Done).unwrap_err().to_string();
         assert!(err.ends_with("it can go to: approved, skip"), "{err}");
     }
@@ -116,9 +113,6 @@ mod tests {
             assert_eq!(s.as_str().parse::<QueueStatus>().unwrap(), s);
         }
         let err = "approve".parse::<QueueStatus>().unwrap_err().to_string();
-        assert!(
-            err.contains("expected one of: pending, for_review"),
-            "{err}"
-        );
+        assert!(err.contains("expected one of: pending, for_review"), "{err}");
     }
 }

@@ -111,20 +111,13 @@ mod tests {
     #[test]
     fn refusal_names_the_allowed_moves() {
         let err = Queued.check(Pr).unwrap_err().to_string();
-        assert_eq!(
-            err,
-            "run cannot go from queued to pr; from queued it can go to: in_progress, abandoned"
-        );
+        assert_eq!(err, "run cannot go from queued to pr; from queued it can go to: in_progress, abandoned");
     }
 
     #[test]
     fn active_list_matches_is_active() {
         for &s in RunState::ALL {
-            assert_eq!(
-                RunState::ACTIVE_SQL_LIST.contains(&format!("'{s}'")),
-                s.is_active(),
-                "{s}"
-            );
+            assert_eq!(RunState::ACTIVE_SQL_LIST.contains(&format!("'{s}'")), s.is_active(), "{s}");
         }
     }
 }

@@ -24,10 +24,7 @@ pub enum ForgeError {
     #[error(transparent)]
     Git(#[from] WorkspaceError),
     #[error("{what}: {source}")]
-    Io {
-        what: String,
-        source: std::io::Error,
-    },
+    Io { what: String, source: std::io::Error },
     #[error("run {0} has no pull request")]
     NoPr(i64),
     #[error("run {0} has no branch yet")]
@@ -80,30 +77,14 @@ impl LocalForge {
 
     /// Opens the run's pull request (idempotent).
     pub async fn open_pr(&self, run: &Run) -> Result<PrRef, ForgeError> {
-        let branch = run
-            .branch_name
-            .as_deref()
-            .ok_or(ForgeError::NoBranch(run.id))?;
-        let pr = self
-            .store
-            .open_local_pr(
-                run.id,
-                Some(self.repo_name.as_str()),
-                branch,
-                &self.repo.base,
-            )
-            .await?;
-        Ok(PrRef {
-            number: pr.id,
-            url: pr_url(&self.repo_name, pr.id),
-        })
+        let branch = run.branch_name.as_deref().ok_or(ForgeError::NoBranch(run.id))?;
+        let pr =
+            self.store.open_local_pr(run.id, Some(self.repo_name.as_str()), branch, &self.repo.base).await?;
+        Ok(PrRef { number: pr.id, url: pr_url(&self.repo_name, pr.id) })
     }
 
     async fn pr(&self, run: &Run) -> Result<LocalPr, ForgeError> {
-        self.store
-            .local_pr_for_run(run.id)
-            .await?
-            .ok_or(ForgeError::NoPr(run.id))
+        self.store.local_pr_for_run(run.id).await?.ok_or(ForgeError::NoPr(run.id))
     }
 
     pub async fn add_labels(&self, run: &Run, labels: &[String]) -> Result<(), ForgeError> {
@@ -128,30 +109,20 @@ impl LocalForge {
     pub async fn trigger_ci(&self, run: &Run, sha: &str) -> Result<i64, ForgeError> {
         let pr = self.pr(run).await?;
         let Some((program, args)) = self.repo.ci_command.split_first() else {
-            let id = self
-                .store
-                .start_local_check(pr.id, sha, CHECK_NAME, "")
-                .await?;
+            let id = self.store.start_local_check(pr.id, sha, CHECK_NAME, "").await?;
             self.store
                 .finish_local_check(
                     id,
                     "success",
-                    &format!(
-                        "no CI configured: repos.{}.ci_command is empty",
-                        self.repo_name
-                    ),
+                    &format!("no CI configured: repos.{}.ci_command is empty", self.repo_name),
                 )
                 .await?;
             return Ok(id);
         };
-        let check_dir = self
-            .ci_root
-            .join(format!("pr{}-{}", pr.id, &sha[..sha.len().min(12)]));
+        let check_dir = self.ci_root.join(format!("pr{}-{}", pr.id, &sha[..sha.len().min(12)]));
         let work = check_dir.join("work");
-        let id = self
-            .store
-            .start_local_check(pr.id, sha, CHECK_NAME, &check_dir.display().to_string())
-            .await?;
+        let id =
+            self.store.start_local_check(pr.id, sha, CHECK_NAME, &check_dir.display().to_string()).await?;
         let started = async {
             std::fs::create_dir_all(&check_dir).map_err(|source| ForgeError::Io {
                 what: format!("creating {}", check_dir.display()),
@@ -164,9 +135,7 @@ impl LocalForge {
         match started.await {
             Ok(pid) => self.store.set_local_check_pid(id, i64::from(pid)).await?,
             Err(e) => {
-                self.store
-                    .finish_local_check(id, "failure", &format!("CI could not start: {e}"))
-                    .await?;
+                self.store.finish_local_check(id, "failure", &format!("CI could not start: {e}")).await?;
             }
         }
         Ok(id)
@@ -186,11 +155,7 @@ impl LocalForge {
                 continue;
             }
             if let Some((status, tail)) = ci_result(&check) {
-                if self
-                    .store
-                    .finish_local_check(check.id, status, &tail)
-                    .await?
-                {
+                if self.store.finish_local_check(check.id, status, &tail).await? {
                     finished += 1;
                 }
                 let dir = PathBuf::from(check.work_dir.unwrap_or_default());
@@ -204,12 +169,7 @@ impl LocalForge {
 /// Runs `program args…` in `work` through a tiny fixed shell script that records the exit status in a
 /// file, so the result outlives the runner. The CI command comes from the config, never from task text,
 /// and reaches the script as positional parameters (no interpolation).
-fn spawn_ci(
-    check_dir: &Path,
-    work: &Path,
-    program: &str,
-    args: &[String],
-) -> Result<u32, ForgeError> {
+fn spawn_ci(check_dir: &Path, work: &Path, program: &str, args: &[String]) -> Result<u32, ForgeError> {
     use std::os::unix::process::CommandExt;
     let out = check_dir.join("output.log");
     let exit = check_dir.join("exit");
@@ -244,22 +204,11 @@ fn ci_result(check: &LocalCheck) -> Option<(&'static str, String)> {
     match std::fs::read_to_string(dir.join("exit")) {
         Ok(code) => {
             let ok = code.trim() == "0";
-            Some((
-                if ok { "success" } else { "failure" },
-                format!("exit status {}\n{tail}", code.trim()),
-            ))
+            Some((if ok { "success" } else { "failure" }, format!("exit status {}\n{tail}", code.trim())))
         }
         Err(_) => {
-            let alive = check
-                .pid
-                .and_then(|p| i32::try_from(p).ok())
-                .is_some_and(pid_alive);
-            (!alive).then(|| {
-                (
-                    "failure",
-                    format!("CI ended without an exit status (killed?)\n{tail}"),
-                )
-            })
+            let alive = check.pid.and_then(|p| i32::try_from(p).ok()).is_some_and(pid_alive);
+            (!alive).then(|| ("failure", format!("CI ended without an exit status (killed?)\n{tail}")))
         }
     }
 }

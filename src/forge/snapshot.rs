@@ -113,10 +113,7 @@ impl Comment {
     /// Trusted means: not an agent, and the author is in the configured list (compared ignoring case,
     /// as forge logins are). An empty list trusts nobody.
     pub fn is_by_trusted_human(&self, trusted_authors: &[String]) -> bool {
-        !self.by_agent
-            && trusted_authors
-                .iter()
-                .any(|t| t.eq_ignore_ascii_case(&self.author))
+        !self.by_agent && trusted_authors.iter().any(|t| t.eq_ignore_ascii_case(&self.author))
     }
 
     /// Does `reply` acknowledge this comment? It must start with [`ACK_PREFIX`], come from an agent or a
@@ -164,10 +161,7 @@ pub struct PrSnapshot {
 
 impl PrSnapshot {
     pub fn pr_ref(&self) -> PrRef {
-        PrRef {
-            number: self.number,
-            url: self.url.clone(),
-        }
+        PrRef { number: self.number, url: self.url.clone() }
     }
 
     /// The latest check of each name that ran at the head commit, in first-seen order.
@@ -198,11 +192,7 @@ impl PrSnapshot {
 
     /// Names of the head's checks in the given condition, for human-readable reasons.
     pub fn check_names_where(&self, pred: impl Fn(CheckStatus) -> bool) -> Vec<String> {
-        self.checks_at_head()
-            .into_iter()
-            .filter(|c| pred(c.status))
-            .map(|c| c.name.clone())
-            .collect()
+        self.checks_at_head().into_iter().filter(|c| pred(c.status)).map(|c| c.name.clone()).collect()
     }
 
     /// Required checks that are not green at the head: missing, pending or failing. A required check
@@ -211,11 +201,7 @@ impl PrSnapshot {
         let at_head = self.checks_at_head();
         required
             .iter()
-            .filter(|name| {
-                !at_head
-                    .iter()
-                    .any(|c| &c.name == *name && c.status == CheckStatus::Success)
-            })
+            .filter(|name| !at_head.iter().any(|c| &c.name == *name && c.status == CheckStatus::Success))
             .cloned()
             .collect()
     }
@@ -236,12 +222,7 @@ impl PrSnapshot {
             .iter()
             .filter(|c| c.is_by_trusted_human(trusted_authors))
             .filter(|c| !c.thread_resolved && !c.is_acknowledgement())
-            .filter(|c| {
-                !self
-                    .comments
-                    .iter()
-                    .any(|reply| c.is_acknowledged_by(reply, trusted_authors))
-            })
+            .filter(|c| !self.comments.iter().any(|reply| c.is_acknowledged_by(reply, trusted_authors)))
             .collect()
     }
 }

@@ -47,16 +47,7 @@ impl Runner {
         }
         let (name, repo) = self.repo_of(run)?;
         let forge = self.forge(name, repo)?;
-        self.notify(
-            run,
-            &forge,
-            &Notice {
-                kind: NoticeKind::NeedsHuman,
-                key,
-                text: why.clone(),
-            },
-        )
-        .await?;
+        self.notify(run, &forge, &Notice { kind: NoticeKind::NeedsHuman, key, text: why.clone() }).await?;
         Ok(Some(why))
     }
 
@@ -78,7 +69,5 @@ pub(crate) async fn budget_left(
         Some(r) => r.cost_usd - store.run_memory(r.id).await?.budget_base_usd,
         None => 0.0,
     };
-    Ok((b.per_run_usd - run_cost)
-        .min(b.per_day_usd - today)
-        .max(0.0))
+    Ok((b.per_run_usd - run_cost).min(b.per_day_usd - today).max(0.0))
 }

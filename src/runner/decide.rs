@@ -25,9 +25,7 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::decision::{
-    Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome,
-};
+use super::decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
 use crate::domain::{Run, RunState, WorkerKind};
 use crate::forge::{CheckStatus, CiRollup, PrSnapshot, PrState};
 
@@ -45,12 +43,8 @@ pub fn decide(run: &Run, obs: &Observation, policy: &Policy, now: DateTime<Utc>)
         return decision;
     }
     if obs.worker_alive {
-        let pid = run
-            .worker_pid
-            .map_or(String::new(), |pid| format!(" (pid {pid})"));
-        return Decision::wait(format!(
-            "A worker is alive for this run{pid}; never a second one."
-        ));
+        let pid = run.worker_pid.map_or(String::new(), |pid| format!(" (pid {pid})"));
+        return Decision::wait(format!("A worker is alive for this run{pid}; never a second one."));
     }
     match run.state {
         RunState::Queued => start_worker(
@@ -76,26 +70,14 @@ pub fn decide(run: &Run, obs: &Observation, policy: &Policy, now: DateTime<Utc>)
 fn merged_or_closed(pr: &PrSnapshot, worker_alive: bool) -> Option<Decision> {
     let (to, notify, why) = match pr.state {
         PrState::Open => return None,
-        PrState::Merged => (
-            RunState::Complete,
-            None,
-            format!("PR #{} was merged.", pr.number),
-        ),
+        PrState::Merged => (RunState::Complete, None, format!("PR #{} was merged.", pr.number)),
         PrState::Closed => {
             let why = format!("PR #{} was closed without merging.", pr.number);
             let notice = notice(NoticeKind::Abandoned, "abandoned", &why);
             (RunState::Abandoned, Some(notice), why)
         }
     };
-    Some(Decision {
-        action: Action::Transition {
-            to,
-            pr: None,
-            notify,
-            stop_worker: worker_alive,
-        },
-        why,
-    })
+    Some(Decision { action: Action::Transition { to, pr: None, notify, stop_worker: worker_alive }, why })
 }
 
 fn in_progress(run: &Run, obs: &Observation, policy: &Policy, now: DateTime<Utc>) -> Decision {
@@ -107,68 +89,38 @@ fn in_progress(run: &Run, obs: &Observation, policy: &Policy, now: DateTime<Utc>
                 notify: None,
                 stop_worker: false,
             },
-            why: format!(
-                "PR #{} exists for branch {}; recording it.",
-                pr.number,
-                branch(run)
-            ),
+            why: format!("PR #{} exists for branch {}; recording it.", pr.number, branch(run)),
         };
     }
     if policy.runner_opens_prs && obs.branch_has_commits {
         return Decision {
             action: Action::OpenPr,
-            why: format!(
-                "Branch {} has commits and no pull request; opening one.",
-                branch(run)
-            ),
+            why: format!("Branch {} has commits and no pull request; opening one.", branch(run)),
         };
     }
-    let reason = format!(
-        "No live worker and no pull request for branch {} yet.",
-        branch(run)
-    );
-    start_worker(
-        Start::new(WorkerKind::InProgress, reason),
-        run,
-        obs,
-        policy,
-        now,
-    )
+    let reason = format!("No live worker and no pull request for branch {} yet.", branch(run));
+    start_worker(Start::new(WorkerKind::InProgress, reason), run, obs, policy, now)
 }
 
 /// The pr sub-logic for an open pull request (merged and closed were handled before).
-fn pr_open(
-    run: &Run,
-    pr: &PrSnapshot,
-    obs: &Observation,
-    policy: &Policy,
-    now: DateTime<Utc>,
-) -> Decision {
+fn pr_open(run: &Run, pr: &PrSnapshot, obs: &Observation, policy: &Policy, now: DateTime<Utc>) -> Decision {
     let head = short(&pr.head_sha);
     if pr.draft {
         let missing = pr.missing_labels(&policy.required_labels);
         if !missing.is_empty() {
             return Decision {
-                why: format!(
-                    "Draft PR #{} lacks required labels: {}.",
-                    pr.number,
-                    missing.join(", ")
-                ),
+                why: format!("Draft PR #{} lacks required labels: {}.", pr.number, missing.join(", ")),
                 action: Action::AddLabels { labels: missing },
             };
         }
     }
     match pr.ci() {
         CiRollup::None if obs.ci_triggered_for.as_deref() == Some(pr.head_sha.as_str()) => {
-            return Decision::wait(format!(
-                "CI was triggered at {head} but no check has reported yet."
-            ));
+            return Decision::wait(format!("CI was triggered at {head} but no check has reported yet."));
         }
         CiRollup::None => {
             return Decision {
-                action: Action::TriggerCi {
-                    sha: pr.head_sha.clone(),
-                },
+                action: Action::TriggerCi { sha: pr.head_sha.clone() },
                 why: format!("No CI has run at {head}; triggering it."),
             };
         }
@@ -192,13 +144,7 @@ fn pr_open(
             authors.join(", "),
             pr.number
         );
-        return start_worker(
-            Start::new(WorkerKind::FixComments, reason),
-            run,
-            obs,
-            policy,
-            now,
-        );
+        return start_worker(Start::new(WorkerKind::FixComments, reason), run, obs, policy, now);
     }
     let not_green = pr.required_checks_not_green(&policy.required_checks);
     if !not_green.is_empty() {
@@ -227,16 +173,9 @@ fn pr_open(
         }
         Some("fail") if reviewed_here => after_failed_review(pr, obs),
         _ => {
-            let reason = format!(
-                "CI green and nothing unresolved at {head}, but no passing review of this head."
-            );
-            start_worker(
-                Start::new(WorkerKind::PrReview, reason),
-                run,
-                obs,
-                policy,
-                now,
-            )
+            let reason =
+                format!("CI green and nothing unresolved at {head}, but no passing review of this head.");
+            start_worker(Start::new(WorkerKind::PrReview, reason), run, obs, policy, now)
         }
     }
 }
@@ -257,21 +196,10 @@ fn after_failed_review(pr: &PrSnapshot, obs: &Observation) -> Decision {
         "The review of PR #{} failed at {head} with no unresolved trusted comment; a human must say what to fix.",
         pr.number
     );
-    Decision {
-        action: Action::Notify {
-            notice: notice(NoticeKind::NeedsHuman, &key, &why),
-        },
-        why,
-    }
+    Decision { action: Action::Notify { notice: notice(NoticeKind::NeedsHuman, &key, &why) }, why }
 }
 
-fn fix_ci(
-    run: &Run,
-    pr: &PrSnapshot,
-    obs: &Observation,
-    policy: &Policy,
-    now: DateTime<Utc>,
-) -> Decision {
+fn fix_ci(run: &Run, pr: &PrSnapshot, obs: &Observation, policy: &Policy, now: DateTime<Utc>) -> Decision {
     let head = short(&pr.head_sha);
     let failed = pr.check_names_where(CheckStatus::is_failing).join(", ");
     let done = run.ci_attempts.max(0) as u32;
@@ -294,11 +222,7 @@ fn fix_ci(
 }
 
 fn complete(run: &Run, obs: &Observation, policy: &Policy) -> Decision {
-    let Some(pr) = obs
-        .pr
-        .as_ref()
-        .filter(|pr| pr.state == PrState::Open && pr.draft)
-    else {
+    let Some(pr) = obs.pr.as_ref().filter(|pr| pr.state == PrState::Open && pr.draft) else {
         return Decision::wait("The run is complete; no open draft PR to watch for new comments.");
     };
     let new: Vec<_> = pr
@@ -310,12 +234,7 @@ fn complete(run: &Run, obs: &Observation, policy: &Policy) -> Decision {
         return Decision::wait("The run is complete; no new trusted comment since.");
     };
     Decision {
-        action: Action::Transition {
-            to: RunState::Pr,
-            pr: None,
-            notify: None,
-            stop_worker: false,
-        },
+        action: Action::Transition { to: RunState::Pr, pr: None, notify: None, stop_worker: false },
         why: format!(
             "{} commented on draft PR #{} after completion ({} new comment(s)); back to pr.",
             first.author,
@@ -335,30 +254,16 @@ struct Start {
 
 impl Start {
     fn new(kind: WorkerKind, reason: impl Into<String>) -> Self {
-        Start {
-            kind,
-            reason: reason.into(),
-            move_to: None,
-            ci_attempt: None,
-        }
+        Start { kind, reason: reason.into(), move_to: None, ci_attempt: None }
     }
 
     fn moving_to(self, state: RunState) -> Self {
-        Start {
-            move_to: Some(state),
-            ..self
-        }
+        Start { move_to: Some(state), ..self }
     }
 }
 
 /// The gate every worker start passes: limits, then back-off, then a free slot.
-fn start_worker(
-    start: Start,
-    run: &Run,
-    obs: &Observation,
-    policy: &Policy,
-    now: DateTime<Utc>,
-) -> Decision {
+fn start_worker(start: Start, run: &Run, obs: &Observation, policy: &Policy, now: DateTime<Utc>) -> Decision {
     let kind = start.kind;
     let reason = start.reason;
     let stuck = run.worker_stuck_count.max(0) as u32;
@@ -370,8 +275,7 @@ fn start_worker(
     }
     if let Some(last) = &obs.last_worker {
         let repeats = same_job(last.kind, kind) && kind != WorkerKind::FixCi;
-        if repeats && last.outcome != WorkerOutcome::Interrupted && last.streak >= policy.max_stuck
-        {
+        if repeats && last.outcome != WorkerOutcome::Interrupted && last.streak >= policy.max_stuck {
             return abandon(format!(
                 "{reason} Giving up: {} {kind} worker(s) in a row did not get it done (limit {}).",
                 last.streak, policy.max_stuck
@@ -393,11 +297,7 @@ fn start_worker(
         return Decision::wait(format!("{reason} No free worker slot."));
     }
     Decision {
-        action: Action::StartWorker {
-            kind,
-            move_to: start.move_to,
-            ci_attempt: start.ci_attempt,
-        },
+        action: Action::StartWorker { kind, move_to: start.move_to, ci_attempt: start.ci_attempt },
         why: format!("{reason} Starting {} {kind} worker.", article(kind)),
     }
 }
@@ -405,12 +305,7 @@ fn start_worker(
 /// When the next worker may start after `last`, or `None` if it may start now. A worker that failed, got
 /// stuck, or is about to be retried for the same job did not reach its end state: wait the base delay,
 /// doubled per further attempt. An interrupted worker was our shutdown, not a failure.
-fn backoff_until(
-    last: &LastWorker,
-    next: WorkerKind,
-    stuck: u32,
-    policy: &Policy,
-) -> Option<DateTime<Utc>> {
+fn backoff_until(last: &LastWorker, next: WorkerKind, stuck: u32, policy: &Policy) -> Option<DateTime<Utc>> {
     let failed = matches!(last.outcome, WorkerOutcome::Failed | WorkerOutcome::Stuck);
     let retry = same_job(last.kind, next);
     if last.outcome == WorkerOutcome::Interrupted || !(failed || retry) {
@@ -421,11 +316,7 @@ fn backoff_until(
     // A delay too large for chrono is as good as "never"; saturate instead of failing.
     let base = TimeDelta::from_std(policy.retry_backoff).unwrap_or(TimeDelta::MAX);
     let delay = base.checked_mul(1 << doublings).unwrap_or(TimeDelta::MAX);
-    Some(
-        last.ended_at
-            .checked_add_signed(delay)
-            .unwrap_or(DateTime::<Utc>::MAX_UTC),
-    )
+    Some(last.ended_at.checked_add_signed(delay).unwrap_or(DateTime::<Utc>::MAX_UTC))
 }
 
 fn same_job(a: WorkerKind, b: WorkerKind) -> bool {
@@ -446,11 +337,7 @@ fn abandon(why: String) -> Decision {
 }
 
 fn notice(kind: NoticeKind, key: &str, text: &str) -> Notice {
-    Notice {
-        kind,
-        key: key.to_string(),
-        text: text.to_string(),
-    }
+    Notice { kind, key: key.to_string(), text: text.to_string() }
 }
 
 fn outcome_word(outcome: WorkerOutcome) -> &'static str {
@@ -463,11 +350,7 @@ fn outcome_word(outcome: WorkerOutcome) -> &'static str {
 }
 
 fn article(kind: WorkerKind) -> &'static str {
-    if kind == WorkerKind::InProgress {
-        "an"
-    } else {
-        "a"
-    }
+    if kind == WorkerKind::InProgress { "an" } else { "a" }
 }
 
 fn branch(run: &Run) -> &str {

@@ -92,20 +92,11 @@ pub enum Action {
     /// Start a worker of `kind` in the run's worktree (creating it if needed). First move the run to
     /// `move_to` if given; when `ci_attempt` is given, set the run's `ci_attempts` to that number (set,
     /// not increment, so that replaying the step after a crash counts once).
-    StartWorker {
-        kind: WorkerKind,
-        move_to: Option<RunState>,
-        ci_attempt: Option<i32>,
-    },
+    StartWorker { kind: WorkerKind, move_to: Option<RunState>, ci_attempt: Option<i32> },
     /// Move the run to `to` (the state machine checks it is legal). `pr`: record the PR's number and url.
     /// `notify`: tell the human. `stop_worker`: a worker is still alive and its work is moot (the PR was
     /// merged or closed) — stop it.
-    Transition {
-        to: RunState,
-        pr: Option<PrRef>,
-        notify: Option<Notice>,
-        stop_worker: bool,
-    },
+    Transition { to: RunState, pr: Option<PrRef>, notify: Option<Notice>, stop_worker: bool },
     /// Open a (draft) pull request for the run's branch. The next decision records it.
     OpenPr,
     /// Add these labels to the pull request.
@@ -139,10 +130,7 @@ pub enum NoticeKind {
 
 impl Decision {
     pub fn wait(why: impl Into<String>) -> Self {
-        Decision {
-            action: Action::Wait,
-            why: why.into(),
-        }
+        Decision { action: Action::Wait, why: why.into() }
     }
 
     pub fn is_wait(&self) -> bool {

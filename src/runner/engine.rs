@@ -130,10 +130,7 @@ impl Runner {
     }
 
     /// One tick, then supervise the workers it started until they end (`executor runner --once`).
-    pub async fn run_once(
-        &mut self,
-        mut shutdown: watch::Receiver<bool>,
-    ) -> Result<TickReport, RunnerError> {
+    pub async fn run_once(&mut self, mut shutdown: watch::Receiver<bool>) -> Result<TickReport, RunnerError> {
         let report = self.tick().await?;
         while !self.pool.is_empty() && !*shutdown.borrow() {
             tokio::select! {
@@ -150,9 +147,7 @@ impl Runner {
     /// woken when it ends.
     pub(super) fn spawn_supervised<F, Fut>(&mut self, recording: Recording, start: F)
     where
-        F: FnOnce(mpsc::UnboundedSender<WorkerUpdate>, watch::Receiver<bool>) -> Fut
-            + Send
-            + 'static,
+        F: FnOnce(mpsc::UnboundedSender<WorkerUpdate>, watch::Receiver<bool>) -> Fut + Send + 'static,
         Fut: Future<Output = Result<WorkerOutcome, WorkerError>> + Send + 'static,
     {
         let run_id = recording.run_id;
@@ -162,13 +157,7 @@ impl Runner {
             let _ = supervise_recorded(recording, |tx| start(tx, stop_rx)).await;
             let _ = ended.send(run_id);
         });
-        self.pool.insert(
-            run_id,
-            LiveWorker {
-                stop: stop_tx,
-                task,
-            },
-        );
+        self.pool.insert(run_id, LiveWorker { stop: stop_tx, task });
     }
 
     fn reap(&mut self, run_id: i64) {
@@ -215,15 +204,10 @@ impl Runner {
             let Some(owner) = run.lease_owner.as_deref() else {
                 continue;
             };
-            let Some(pid) = owner
-                .strip_prefix(&prefix)
-                .and_then(|p| p.parse::<i32>().ok())
-            else {
+            let Some(pid) = owner.strip_prefix(&prefix).and_then(|p| p.parse::<i32>().ok()) else {
                 continue;
             };
-            if owner != self.owner
-                && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err()
-            {
+            if owner != self.owner && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err() {
                 tracing::info!(run = run.id, "releasing the lease of dead runner {owner}");
                 self.store.release_run(run.id, owner).await?;
             }
@@ -255,10 +239,7 @@ impl Runner {
         // A run a human abandoned (`executor runs abandon`) while its worker ran: stop the worker.
         for (run_id, w) in &self.pool {
             if !active.iter().any(|r| r.id == *run_id) {
-                tracing::info!(
-                    run = run_id,
-                    "the run is no longer active: stopping its worker"
-                );
+                tracing::info!(run = run_id, "the run is no longer active: stopping its worker");
                 let _ = w.stop.send(true);
             }
         }
@@ -283,11 +264,7 @@ impl Runner {
 
     /// The repository a run works in: its task's, or the only one configured.
     pub(super) fn repo_of(&self, run: &Run) -> Result<(&str, &Repo), RunnerError> {
-        repo_for(
-            &self.config,
-            run.repo.as_deref(),
-            &format!("run {}", run.id),
-        )
+        repo_for(&self.config, run.repo.as_deref(), &format!("run {}", run.id))
     }
 
     pub(super) fn forge(&self, name: &str, repo: &Repo) -> Result<Forge, RunnerError> {
@@ -304,14 +281,11 @@ pub(crate) fn repo_for<'c>(
 ) -> Result<(&'c str, &'c Repo), RunnerError> {
     let repos = &config.repos;
     match repo {
-        Some(name) => repos
-            .get_key_value(name)
-            .map(|(k, v)| (k.as_str(), v))
-            .ok_or_else(|| {
-                RunnerError::Config(format!(
-                    "{who} names repo {name:?}, which is not under [repos] in the config"
-                ))
-            }),
+        Some(name) => repos.get_key_value(name).map(|(k, v)| (k.as_str(), v)).ok_or_else(|| {
+            RunnerError::Config(format!(
+                "{who} names repo {name:?}, which is not under [repos] in the config"
+            ))
+        }),
         None => match repos.iter().next() {
             Some((k, v)) if repos.len() == 1 => Ok((k.as_str(), v)),
             _ => Err(RunnerError::Config(format!(
@@ -364,10 +338,8 @@ pub fn shutdown_on_signals() -> watch::Receiver<bool> {
     let (tx, rx) = watch::channel(false);
     tokio::spawn(async move {
         use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut term), Ok(mut int)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) else {
+        let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+        else {
             return;
         };
         tokio::select! {

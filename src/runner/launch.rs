@@ -53,12 +53,8 @@ impl Runner {
                 name
             }
         };
-        let (root, gid, base, b) = (
-            self.config.worktrees_root(),
-            run.task_gid.clone(),
-            repo.base.clone(),
-            branch.clone(),
-        );
+        let (root, gid, base, b) =
+            (self.config.worktrees_root(), run.task_gid.clone(), repo.base.clone(), branch.clone());
         let (rp, run_id) = (repo_path.clone(), run.id);
         let wt = tokio::task::spawn_blocking(move || {
             workspace::ensure_worktree(&rp, &root, &gid, run_id, &b, &base)
@@ -68,16 +64,11 @@ impl Runner {
         if run.worktree_path.as_deref() != Some(wt_path.as_str())
             || run.branch_name.as_deref() != Some(&branch)
         {
-            self.store
-                .set_run_workspace(run.id, &wt_path, &branch)
-                .await?;
+            self.store.set_run_workspace(run.id, &wt_path, &branch).await?;
         }
 
         let agent = agent_config(&self.config);
-        let Some(session) = self
-            .store
-            .begin_worker_session(run.id, kind, agent.name(), &self.host)
-            .await?
+        let Some(session) = self.store.begin_worker_session(run.id, kind, agent.name(), &self.host).await?
         else {
             return Ok(()); // another process started a worker for this run a moment ago
         };
@@ -92,25 +83,19 @@ impl Runner {
             pr,
         };
         let budget = self.budget_left(run).await?;
-        let spec = match build_spec(
-            &self.config,
-            &self.prompts,
-            &inputs,
-            agent,
-            budget,
-            self.self_exe.as_deref(),
-        ) {
-            Ok(spec) => spec,
-            Err(e) => {
-                let end = WorkerEnd {
-                    reason: "prompt_error".into(),
-                    result_error: Some(e.to_string()),
-                    ..Default::default()
-                };
-                self.store.end_worker_session(session.id, &end).await?;
-                return Err(e.into());
-            }
-        };
+        let spec =
+            match build_spec(&self.config, &self.prompts, &inputs, agent, budget, self.self_exe.as_deref()) {
+                Ok(spec) => spec,
+                Err(e) => {
+                    let end = WorkerEnd {
+                        reason: "prompt_error".into(),
+                        result_error: Some(e.to_string()),
+                        ..Default::default()
+                    };
+                    self.store.end_worker_session(session.id, &end).await?;
+                    return Err(e.into());
+                }
+            };
         let recording = Recording {
             store: self.store.clone(),
             session: session.id,
@@ -125,13 +110,7 @@ impl Runner {
 
     /// The agent's environment for one of this runner's runs.
     pub(super) fn worker_env(&self, run: &Run, kind: WorkerKind) -> EnvSpec {
-        worker_env(
-            &self.config,
-            self.self_exe.as_deref(),
-            &run.task_gid,
-            Some(run.id),
-            kind,
-        )
+        worker_env(&self.config, self.self_exe.as_deref(), &run.task_gid, Some(run.id), kind)
     }
 }
 
@@ -245,11 +224,7 @@ pub(crate) fn worker_env(
         let path = std::env::var("PATH").unwrap_or_default();
         set.push(("PATH".into(), format!("{}:{path}", dir.display())));
     }
-    EnvSpec {
-        pass: config.worker.pass_env.clone(),
-        set,
-        secrets: Vec::new(),
-    }
+    EnvSpec { pass: config.worker.pass_env.clone(), set, secrets: Vec::new() }
 }
 
 pub fn agent_config(config: &Config) -> AgentConfig {
@@ -263,12 +238,8 @@ pub fn agent_config(config: &Config) -> AgentConfig {
             extra_args: Vec::new(),
         }),
         "command" => {
-            let (program, args) = w
-                .command
-                .argv
-                .split_first()
-                .map(|(p, a)| (p.clone(), a.to_vec()))
-                .unwrap_or_default();
+            let (program, args) =
+                w.command.argv.split_first().map(|(p, a)| (p.clone(), a.to_vec())).unwrap_or_default();
             AgentConfig::Command(CommandConfig { program, args })
         }
         _ => AgentConfig::Claude(ClaudeConfig {
@@ -290,12 +261,7 @@ pub fn worker_timeouts(config: &Config) -> Timeouts {
 }
 
 fn first_line(text: &str) -> String {
-    text.lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .chars()
-        .take(120)
-        .collect()
+    text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").chars().take(120).collect()
 }
 
 fn failed_checks(pr: &PrSnapshot) -> Vec<FailedCheck> {
@@ -314,12 +280,7 @@ fn failed_checks(pr: &PrSnapshot) -> Vec<FailedCheck> {
 fn unresolved(pr: &PrSnapshot, trusted: &[String], local: bool) -> Vec<ReviewComment> {
     let mut trusted = trusted.to_vec();
     if local {
-        trusted.extend(
-            pr.comments
-                .iter()
-                .filter(|c| !c.by_agent)
-                .map(|c| c.author.clone()),
-        );
+        trusted.extend(pr.comments.iter().filter(|c| !c.by_agent).map(|c| c.author.clone()));
     }
     pr.unresolved_trusted_comments(&trusted)
         .into_iter()
@@ -363,20 +324,10 @@ where
 }
 
 /// Writes what a running worker reports into the database.
-async fn persist_updates(
-    store: Store,
-    session: i64,
-    mut rx: mpsc::UnboundedReceiver<WorkerUpdate>,
-) {
+async fn persist_updates(store: Store, session: i64, mut rx: mpsc::UnboundedReceiver<WorkerUpdate>) {
     while let Some(update) = rx.recv().await {
         let result = match update {
-            WorkerUpdate::Started {
-                pid,
-                pid_start_time,
-                output_path,
-                log_path,
-                ..
-            } => {
+            WorkerUpdate::Started { pid, pid_start_time, output_path, log_path, .. } => {
                 store
                     .set_worker_process(
                         session,
@@ -389,9 +340,7 @@ async fn persist_updates(
             }
             WorkerUpdate::SessionId(id) => store.set_worker_agent_session(session, &id).await,
             WorkerUpdate::Output { at, offset } => {
-                store
-                    .touch_worker_output(session, at, i64::try_from(offset).unwrap_or(i64::MAX))
-                    .await
+                store.touch_worker_output(session, at, i64::try_from(offset).unwrap_or(i64::MAX)).await
             }
             WorkerUpdate::Usage { .. } | WorkerUpdate::Ended(_) => Ok(()),
         };
@@ -454,10 +403,7 @@ pub(super) fn worker_end(o: &WorkerOutcome) -> WorkerEnd {
         result_error: o.result_error.as_ref().map(|e| e.to_string()),
         stuck: matches!(
             o.reason,
-            EndReason::IdleTimeout
-                | EndReason::HardTimeout
-                | EndReason::Crashed
-                | EndReason::Failed
+            EndReason::IdleTimeout | EndReason::HardTimeout | EndReason::Crashed | EndReason::Failed
         ),
         reset_stuck: o.reason == EndReason::Finished,
     }

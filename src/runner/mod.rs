@@ -12,9 +12,7 @@ mod step;
 
 pub(crate) use budget::budget_left;
 pub use decide::decide;
-pub use decision::{
-    Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome,
-};
+pub use decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
 pub use engine::{Runner, RunnerError, TickReport, load_prompts, shutdown_on_signals};
 pub(crate) use engine::{forge_for, hostname, repo_for};
 pub(crate) use launch::{Recording, WorkerInputs, build_spec, supervise_recorded};

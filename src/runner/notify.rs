@@ -20,18 +20,10 @@ fn kind_name(kind: NoticeKind) -> &'static str {
 }
 
 impl Runner {
-    pub(super) async fn notify(
-        &self,
-        run: &Run,
-        forge: &Forge,
-        notice: &Notice,
-    ) -> Result<(), RunnerError> {
+    pub(super) async fn notify(&self, run: &Run, forge: &Forge, notice: &Notice) -> Result<(), RunnerError> {
         let mention = self.config.notify.mention.trim();
-        let text = if mention.is_empty() {
-            notice.text.clone()
-        } else {
-            format!("{mention} {}", notice.text)
-        };
+        let text =
+            if mention.is_empty() { notice.text.clone() } else { format!("{mention} {}", notice.text) };
         let Some(id) = self
             .store
             .add_notice(
@@ -47,10 +39,7 @@ impl Runner {
         };
         tracing::info!(run = run.id, task = %run.task_gid, "notice: {text}");
         let current = self.store.run(run.id).await?;
-        let reply_to = current
-            .thread_id
-            .as_deref()
-            .and_then(|t| t.parse::<i64>().ok());
+        let reply_to = current.thread_id.as_deref().and_then(|t| t.parse::<i64>().ok());
         let comment = NewComment {
             author: EXECUTOR_AUTHOR,
             body: &text,
@@ -69,10 +58,7 @@ impl Runner {
         };
         let delivery = match self.config.notify.webhook_url.trim() {
             "" => delivery,
-            url => format!(
-                "{delivery}; webhook: {}",
-                post_webhook(url.to_string(), text.clone()).await
-            ),
+            url => format!("{delivery}; webhook: {}", post_webhook(url.to_string(), text.clone()).await),
         };
         self.store.mark_notice_delivered(id, &delivery).await?;
         Ok(())
@@ -89,11 +75,7 @@ async fn post_webhook(url: String, text: String) -> String {
             .http_status_as_error(false)
             .build()
             .into();
-        agent
-            .post(&url)
-            .header("content-type", "application/json")
-            .send(&body)
-            .map(|r| r.status().as_u16())
+        agent.post(&url).header("content-type", "application/json").send(&body).map(|r| r.status().as_u16())
     })
     .await;
     match sent {

@@ -20,22 +20,14 @@ impl Runner {
     }
 
     async fn take_over(&mut self, s: WorkerSession) -> Result<(), RunnerError> {
-        let (Some(pid), Some(output), Some(log)) =
-            (s.pid, s.output_path.clone(), s.log_path.clone())
-        else {
+        let (Some(pid), Some(output), Some(log)) = (s.pid, s.output_path.clone(), s.log_path.clone()) else {
             // The previous runner died between opening the session and starting the process.
-            let end = WorkerEnd {
-                reason: "never_started".into(),
-                ..Default::default()
-            };
+            let end = WorkerEnd { reason: "never_started".into(), ..Default::default() };
             self.store.end_worker_session(s.id, &end).await?;
             return Ok(());
         };
         let run = self.store.run(s.run_id).await?;
-        let start_time = s
-            .pid_start_time
-            .and_then(|t| u64::try_from(t).ok())
-            .unwrap_or(0);
+        let start_time = s.pid_start_time.and_then(|t| u64::try_from(t).ok()).unwrap_or(0);
         let spec = AdoptSpec {
             task_gid: run.task_gid.clone(),
             run_id: run.id,
@@ -59,18 +51,10 @@ impl Runner {
             head_at_start: run.head_sha.clone(),
         };
         if is_same_process(pid, start_time) {
-            tracing::info!(
-                run = run.id,
-                pid,
-                "adopting a worker left running by a previous runner"
-            );
+            tracing::info!(run = run.id, pid, "adopting a worker left running by a previous runner");
             self.spawn_supervised(recording, move |tx, stop| worker::adopt(spec, tx, stop));
         } else {
-            tracing::info!(
-                run = run.id,
-                pid,
-                "recording a worker that died with the previous runner"
-            );
+            tracing::info!(run = run.id, pid, "recording a worker that died with the previous runner");
             let _ = supervise_recorded(recording, |tx| worker::collect(spec, tx)).await;
         }
         Ok(())

@@ -3,9 +3,7 @@
 use chrono::Utc;
 
 use super::decide;
-use super::decision::{
-    Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome,
-};
+use super::decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
 use super::engine::{Runner, RunnerError};
 use crate::domain::{Actor, Run, RunState, WorkerKind};
 use crate::forge::{Forge, PrSnapshot};
@@ -29,25 +27,15 @@ impl Runner {
         let memory = self.store.run_memory(run.id).await?;
         if let Some(pr) = &snapshot {
             // Written when the pull request changed (not merely re-observed), for `runs show`.
-            let previous: Option<PrSnapshot> = memory
-                .last_snapshot
-                .as_deref()
-                .and_then(|j| serde_json::from_str(j).ok());
-            if previous.is_none_or(|p| {
-                PrSnapshot {
-                    observed_at: pr.observed_at,
-                    ..p
-                } != *pr
-            }) {
+            let previous: Option<PrSnapshot> =
+                memory.last_snapshot.as_deref().and_then(|j| serde_json::from_str(j).ok());
+            if previous.is_none_or(|p| PrSnapshot { observed_at: pr.observed_at, ..p } != *pr) {
                 let json = serde_json::to_string(pr)?;
                 self.store.set_last_snapshot(run.id, &json).await?;
             }
         }
         // Only an in_progress run asks whether its branch has commits (to open its pull request).
-        let branch_has_commits = match run
-            .branch_name
-            .as_ref()
-            .filter(|_| run.state == RunState::InProgress)
+        let branch_has_commits = match run.branch_name.as_ref().filter(|_| run.state == RunState::InProgress)
         {
             Some(branch) => {
                 let path = crate::config::expand_home(&repo.path);
@@ -73,8 +61,7 @@ impl Runner {
             }
         }
         let notices_sent = self.store.notice_keys(run.id).await?;
-        self.tell_of_stuck_worker(run, &forge, &sessions, &notices_sent)
-            .await?;
+        self.tell_of_stuck_worker(run, &forge, &sessions, &notices_sent).await?;
         let obs = Observation {
             worker_alive: sessions.iter().any(|s| s.ended_at.is_none()),
             free_slot: self.pool.len() < self.config.runner.max_workers as usize,
@@ -104,8 +91,7 @@ impl Runner {
             self.store.record_decision(run.id, &decision.why).await?;
         }
         let acted = !decision.is_wait();
-        self.perform(run, &forge, decision.action, snapshot.as_ref())
-            .await?;
+        self.perform(run, &forge, decision.action, snapshot.as_ref()).await?;
         Ok(acted)
     }
 
@@ -118,28 +104,17 @@ impl Runner {
     ) -> Result<(), RunnerError> {
         match action {
             Action::Wait => {}
-            Action::StartWorker {
-                kind,
-                move_to,
-                ci_attempt,
-            } => {
+            Action::StartWorker { kind, move_to, ci_attempt } => {
                 let mut run = run.clone();
                 if let Some(to) = move_to {
-                    run = self
-                        .move_run(&run, to, &format!("{kind} worker starting"))
-                        .await?;
+                    run = self.move_run(&run, to, &format!("{kind} worker starting")).await?;
                 }
                 if let Some(n) = ci_attempt {
                     self.store.set_ci_attempts(run.id, n).await?;
                 }
                 self.launch(&run, kind, forge, pr).await?;
             }
-            Action::Transition {
-                to,
-                pr: pr_ref,
-                notify,
-                stop_worker,
-            } => {
+            Action::Transition { to, pr: pr_ref, notify, stop_worker } => {
                 if stop_worker && let Some(w) = self.pool.get(&run.id) {
                     let _ = w.stop.send(true);
                 }
@@ -205,24 +180,12 @@ impl Runner {
             run.task_gid,
             last.kind.as_str()
         );
-        self.notify(
-            run,
-            forge,
-            &Notice {
-                kind: NoticeKind::NeedsHuman,
-                key,
-                text,
-            },
-        )
-        .await
+        self.notify(run, forge, &Notice { kind: NoticeKind::NeedsHuman, key, text }).await
     }
 
     /// Moves a run on, as the lease holder, recording why.
     async fn move_run(&self, run: &Run, to: RunState, why: &str) -> Result<Run, RunnerError> {
-        Ok(self
-            .store
-            .set_run_state_if(run.id, run.state, to, Some(&self.owner), Actor::Runner, why)
-            .await?)
+        Ok(self.store.set_run_state_if(run.id, run.state, to, Some(&self.owner), Actor::Runner, why).await?)
     }
 
     /// Removes a finished run's worktree when nothing would be lost; otherwise keeps it and says why.
@@ -233,25 +196,15 @@ impl Runner {
             return;
         };
         let repo_path = crate::config::expand_home(&repo.path);
-        let wt = workspace::Worktree {
-            path: path.into(),
-            branch: branch.clone(),
-            reused: true,
-        };
-        let outcome =
-            tokio::task::spawn_blocking(move || workspace::remove_if_safe(&repo_path, &wt)).await;
+        let wt = workspace::Worktree { path: path.into(), branch: branch.clone(), reused: true };
+        let outcome = tokio::task::spawn_blocking(move || workspace::remove_if_safe(&repo_path, &wt)).await;
         let note = match outcome {
-            Ok(Ok(workspace::Removal::Kept { reason })) => {
-                Some(format!("worktree {path} kept: {reason}"))
-            }
+            Ok(Ok(workspace::Removal::Kept { reason })) => Some(format!("worktree {path} kept: {reason}")),
             Ok(Err(e)) => Some(format!("worktree {path} kept: {e}")),
             _ => None,
         };
         if let Some(note) = note {
-            let _ = self
-                .store
-                .record_note(Actor::Runner, Some(&run.task_gid), Some(run.id), &note)
-                .await;
+            let _ = self.store.record_note(Actor::Runner, Some(&run.task_gid), Some(run.id), &note).await;
         }
     }
 }
@@ -261,11 +214,7 @@ fn last_worker(sessions: &[WorkerSession]) -> Option<LastWorker> {
     let ended: Vec<&WorkerSession> = sessions.iter().filter(|s| s.ended_at.is_some()).collect();
     let last = *ended.last()?;
     let job = |k: WorkerKind| {
-        if k == WorkerKind::InProgress {
-            WorkerKind::Queued
-        } else {
-            k
-        }
+        if k == WorkerKind::InProgress { WorkerKind::Queued } else { k }
     };
     let streak = ended
         .iter()

@@ -69,8 +69,7 @@ fn pr_from_row(r: &impl Cols) -> Result<LocalPr> {
         base: r.req_text("base")?,
         state: r.req_text("state")?,
         draft: r.req_int("draft")? != 0,
-        labels: serde_json::from_str(&labels)
-            .map_err(|e| StoreError::Corrupt(format!("labels: {e}")))?,
+        labels: serde_json::from_str(&labels).map_err(|e| StoreError::Corrupt(format!("labels: {e}")))?,
         created_at: r.req_time("created_at")?,
         updated_at: r.req_time("updated_at")?,
     })
@@ -129,9 +128,9 @@ impl Store {
             .execute(p)
             .await?;
         });
-        self.local_pr_for_run(run_id).await?.ok_or_else(|| {
-            StoreError::Corrupt(format!("local pull request of run {run_id} vanished"))
-        })
+        self.local_pr_for_run(run_id)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt(format!("local pull request of run {run_id} vanished")))
     }
 
     pub async fn local_pr_for_run(&self, run_id: i64) -> Result<Option<LocalPr>> {
@@ -148,13 +147,15 @@ impl Store {
     /// open, merged or closed; and whether it is a draft.
     pub async fn set_local_pr_state(&self, pr_id: i64, state: &str, draft: bool) -> Result<()> {
         on_pool!(self, |p| {
-            sqlx::query("UPDATE executor_local_prs SET state = $1, draft = $2, updated_at = $3 WHERE id = $4")
-                .bind(state)
-                .bind(i64::from(draft))
-                .bind(now())
-                .bind(pr_id)
-                .execute(p)
-                .await?;
+            sqlx::query(
+                "UPDATE executor_local_prs SET state = $1, draft = $2, updated_at = $3 WHERE id = $4",
+            )
+            .bind(state)
+            .bind(i64::from(draft))
+            .bind(now())
+            .bind(pr_id)
+            .execute(p)
+            .await?;
         });
         Ok(())
     }
@@ -204,13 +205,7 @@ impl Store {
     }
 
     /// Records a check run that has started (pending).
-    pub async fn start_local_check(
-        &self,
-        pr_id: i64,
-        sha: &str,
-        name: &str,
-        work_dir: &str,
-    ) -> Result<i64> {
+    pub async fn start_local_check(&self, pr_id: i64, sha: &str, name: &str, work_dir: &str) -> Result<i64> {
         Ok(on_pool!(self, |p| {
             sqlx::query_scalar(
                 "INSERT INTO executor_local_ci (pr_id, sha, name, status, work_dir, started_at) \
@@ -239,12 +234,7 @@ impl Store {
 
     /// Records a finished check (success or failure) with the tail of its output. Only a pending check
     /// finishes; returns whether this call finished it.
-    pub async fn finish_local_check(
-        &self,
-        check_id: i64,
-        status: &str,
-        output_tail: &str,
-    ) -> Result<bool> {
+    pub async fn finish_local_check(&self, check_id: i64, status: &str, output_tail: &str) -> Result<bool> {
         let n = on_pool!(self, |p| {
             sqlx::query(
                 "UPDATE executor_local_ci SET status = $1, output_tail = $2, finished_at = $3 WHERE id = $4 AND status = 'pending'",

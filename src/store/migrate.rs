@@ -34,30 +34,27 @@ pub struct MigrateReport {
 impl Store {
     /// The schema version recorded in the database; 0 for an empty database.
     pub async fn schema_version(&self) -> Result<i64> {
-        let exists: i64 = match &self.pool {
-            Pool::Sqlite(p) => {
-                sqlx::query_scalar(
+        let exists: i64 =
+            match &self.pool {
+                Pool::Sqlite(p) => sqlx::query_scalar(
                     "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'executor_schema'",
                 )
                 .fetch_one(p)
-                .await?
-            }
-            Pool::Postgres(p) => {
-                sqlx::query_scalar(
-                    "SELECT count(*) FROM information_schema.tables \
+                .await?,
+                Pool::Postgres(p) => {
+                    sqlx::query_scalar(
+                        "SELECT count(*) FROM information_schema.tables \
                      WHERE table_schema = current_schema() AND table_name = 'executor_schema'",
-                )
-                .fetch_one(p)
-                .await?
-            }
-        };
+                    )
+                    .fetch_one(p)
+                    .await?
+                }
+            };
         if exists == 0 {
             return Ok(0);
         }
         let v: Option<i64> = on_pool!(self, |p| {
-            sqlx::query_scalar("SELECT max(version) FROM executor_schema")
-                .fetch_one(p)
-                .await?
+            sqlx::query_scalar("SELECT max(version) FROM executor_schema").fetch_one(p).await?
         });
         Ok(v.unwrap_or(0))
     }
@@ -66,10 +63,7 @@ impl Store {
     pub async fn refuse_newer_schema(&self) -> Result<i64> {
         let found = self.schema_version().await?;
         if found > KNOWN_VERSION {
-            return Err(StoreError::TooNew {
-                found,
-                known: KNOWN_VERSION,
-            });
+            return Err(StoreError::TooNew { found, known: KNOWN_VERSION });
         }
         Ok(found)
     }
@@ -78,10 +72,7 @@ impl Store {
     pub async fn check_schema(&self) -> Result<()> {
         let found = self.refuse_newer_schema().await?;
         if found < KNOWN_VERSION {
-            return Err(StoreError::NeedsMigration {
-                found,
-                known: KNOWN_VERSION,
-            });
+            return Err(StoreError::NeedsMigration { found, known: KNOWN_VERSION });
         }
         Ok(())
     }
@@ -100,13 +91,11 @@ impl Store {
                         false
                     } else {
                         sqlx::raw_sql(m.sqlite).execute(&mut *tx).await?;
-                        sqlx::query(
-                            "INSERT INTO executor_schema (version, applied_at) VALUES ($1, $2)",
-                        )
-                        .bind(m.version)
-                        .bind(now())
-                        .execute(&mut *tx)
-                        .await?;
+                        sqlx::query("INSERT INTO executor_schema (version, applied_at) VALUES ($1, $2)")
+                            .bind(m.version)
+                            .bind(now())
+                            .execute(&mut *tx)
+                            .await?;
                         tx.commit().await?;
                         true
                     }
@@ -114,20 +103,16 @@ impl Store {
                 Pool::Postgres(p) => {
                     let mut tx = p.begin_write().await?;
                     // Any constant shared by all executors works as the lock key.
-                    sqlx::query("SELECT pg_advisory_xact_lock(7411939)")
-                        .execute(&mut *tx)
-                        .await?;
+                    sqlx::query("SELECT pg_advisory_xact_lock(7411939)").execute(&mut *tx).await?;
                     if current_in_tx_pg(&mut tx).await? >= m.version {
                         false
                     } else {
                         sqlx::raw_sql(m.postgres).execute(&mut *tx).await?;
-                        sqlx::query(
-                            "INSERT INTO executor_schema (version, applied_at) VALUES ($1, $2)",
-                        )
-                        .bind(m.version)
-                        .bind(now())
-                        .execute(&mut *tx)
-                        .await?;
+                        sqlx::query("INSERT INTO executor_schema (version, applied_at) VALUES ($1, $2)")
+                            .bind(m.version)
+                            .bind(now())
+                            .execute(&mut *tx)
+                            .await?;
                         tx.commit().await?;
                         true
                     }
@@ -145,25 +130,19 @@ impl Store {
 /// The schema version seen inside a migration's transaction (0 before the first), for either backend.
 macro_rules! version_in_tx {
     ($tx:expr, $exists_sql:literal) => {{
-        let exists: i64 = sqlx::query_scalar($exists_sql)
-            .fetch_one(&mut **$tx)
-            .await?;
+        let exists: i64 = sqlx::query_scalar($exists_sql).fetch_one(&mut **$tx).await?;
         if exists == 0 {
             Ok(0)
         } else {
-            let v: Option<i64> = sqlx::query_scalar("SELECT max(version) FROM executor_schema")
-                .fetch_one(&mut **$tx)
-                .await?;
+            let v: Option<i64> =
+                sqlx::query_scalar("SELECT max(version) FROM executor_schema").fetch_one(&mut **$tx).await?;
             Ok(v.unwrap_or(0))
         }
     }};
 }
 
 async fn current_in_tx_sqlite(tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>) -> Result<i64> {
-    version_in_tx!(
-        tx,
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'executor_schema'"
-    )
+    version_in_tx!(tx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'executor_schema'")
 }
 
 async fn current_in_tx_pg(tx: &mut sqlx::Transaction<'static, sqlx::Postgres>) -> Result<i64> {

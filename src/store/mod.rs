@@ -119,10 +119,7 @@ pub fn now() -> DateTime<Utc> {
 
 /// Midnight UTC of `t`'s day: where the daily budget starts counting.
 pub fn start_of_day(t: DateTime<Utc>) -> DateTime<Utc> {
-    t.date_naive()
-        .and_hms_opt(0, 0, 0)
-        .map(|d| d.and_utc())
-        .unwrap_or(t)
+    t.date_naive().and_hms_opt(0, 0, 0).map(|d| d.and_utc()).unwrap_or(t)
 }
 
 impl Store {

@@ -73,14 +73,12 @@ impl Store {
     /// Records how a notice reached the human (forge comment, webhook, or why it did not).
     pub async fn mark_notice_delivered(&self, id: i64, delivery: &str) -> Result<()> {
         on_pool!(self, |p| {
-            sqlx::query(
-                "UPDATE executor_notifications SET delivered_at = $1, delivery = $2 WHERE id = $3",
-            )
-            .bind(now())
-            .bind(delivery)
-            .bind(id)
-            .execute(p)
-            .await?;
+            sqlx::query("UPDATE executor_notifications SET delivered_at = $1, delivery = $2 WHERE id = $3")
+                .bind(now())
+                .bind(delivery)
+                .bind(id)
+                .execute(p)
+                .await?;
         });
         Ok(())
     }

@@ -14,10 +14,7 @@ impl Store {
     /// SQLite (the file and its directory are created if missing). Does not migrate: see `migrate`.
     pub async fn open(url: &str) -> Result<Store> {
         let shown = redact_url(url);
-        let open_err = |source| StoreError::Open {
-            url: shown.clone(),
-            source,
-        };
+        let open_err = |source| StoreError::Open { url: shown.clone(), source };
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             let options = PgConnectOptions::from_str(url).map_err(open_err)?;
             let pool = PgPoolOptions::new()
@@ -26,17 +23,13 @@ impl Store {
                 .connect_with(options)
                 .await
                 .map_err(open_err)?;
-            return Ok(Store {
-                pool: Pool::Postgres(pool),
-            });
+            return Ok(Store { pool: Pool::Postgres(pool) });
         }
         let path = url.strip_prefix("sqlite://").unwrap_or(url);
-        Self::open_sqlite(Path::new(path))
-            .await
-            .map_err(|e| match e {
-                StoreError::Db(source) => open_err(source),
-                other => other,
-            })
+        Self::open_sqlite(Path::new(path)).await.map_err(|e| match e {
+            StoreError::Db(source) => open_err(source),
+            other => other,
+        })
     }
 
     async fn open_sqlite(path: &Path) -> Result<Store> {
@@ -52,13 +45,8 @@ impl Store {
             // Several processes (runner, analyzer, CLI) share the file: wait for the lock, don't fail.
             .busy_timeout(Duration::from_secs(30))
             .foreign_keys(true);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(options)
-            .await?;
-        Ok(Store {
-            pool: Pool::Sqlite(pool),
-        })
+        let pool = SqlitePoolOptions::new().max_connections(4).connect_with(options).await?;
+        Ok(Store { pool: Pool::Sqlite(pool) })
     }
 }
 
@@ -82,10 +70,7 @@ mod tests {
 
     #[test]
     fn passwords_never_reach_messages() {
-        assert_eq!(
-            redact_url("postgres://bob:s3cret@db:5432/x"),
-            "postgres://bob:***@db:5432/x"
-        );
+        assert_eq!(redact_url("postgres://bob:s3cret@db:5432/x"), "postgres://bob:***@db:5432/x");
         assert_eq!(redact_url("postgres://bob@db/x"), "postgres://bob@db/x");
         assert_eq!(redact_url("/tmp/a.db"), "/tmp/a.db");
     }

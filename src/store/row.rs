@@ -29,8 +29,7 @@ pub(crate) trait Cols {
         T::Err: std::fmt::Display,
     {
         let raw = self.req_text(col)?;
-        raw.parse()
-            .map_err(|e: T::Err| StoreError::Corrupt(format!("column {col}: {e}")))
+        raw.parse().map_err(|e: T::Err| StoreError::Corrupt(format!("column {col}: {e}")))
     }
 }
 

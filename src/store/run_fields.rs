@@ -37,12 +37,7 @@ macro_rules! update_run {
 }
 
 impl Store {
-    pub async fn set_run_workspace(
-        &self,
-        run_id: i64,
-        worktree_path: &str,
-        branch: &str,
-    ) -> Result<()> {
+    pub async fn set_run_workspace(&self, run_id: i64, worktree_path: &str, branch: &str) -> Result<()> {
         update_run!(
             self,
             run_id,
@@ -65,12 +60,7 @@ impl Store {
     }
 
     pub async fn set_run_head(&self, run_id: i64, sha: &str) -> Result<()> {
-        update_run!(
-            self,
-            run_id,
-            "UPDATE executor_runs SET head_sha = $1 WHERE id = $2",
-            sha
-        )
+        update_run!(self, run_id, "UPDATE executor_runs SET head_sha = $1 WHERE id = $2", sha)
     }
 
     /// A review verdict holds only for the head it reviewed.
@@ -86,21 +76,11 @@ impl Store {
     }
 
     pub async fn set_ci_triggered(&self, run_id: i64, sha: &str) -> Result<()> {
-        update_run!(
-            self,
-            run_id,
-            "UPDATE executor_runs SET ci_triggered_sha = $1 WHERE id = $2",
-            sha
-        )
+        update_run!(self, run_id, "UPDATE executor_runs SET ci_triggered_sha = $1 WHERE id = $2", sha)
     }
 
     pub async fn set_run_thread(&self, run_id: i64, thread_id: &str) -> Result<()> {
-        update_run!(
-            self,
-            run_id,
-            "UPDATE executor_runs SET thread_id = $1 WHERE id = $2",
-            thread_id
-        )
+        update_run!(self, run_id, "UPDATE executor_runs SET thread_id = $1 WHERE id = $2", thread_id)
     }
 
     pub async fn set_budget_stopped(&self, run_id: i64, stopped: bool) -> Result<()> {
@@ -124,12 +104,7 @@ impl Store {
     }
 
     pub async fn set_last_snapshot(&self, run_id: i64, json: &str) -> Result<()> {
-        update_run!(
-            self,
-            run_id,
-            "UPDATE executor_runs SET last_snapshot = $1 WHERE id = $2",
-            json
-        )
+        update_run!(self, run_id, "UPDATE executor_runs SET last_snapshot = $1 WHERE id = $2", json)
     }
 
     pub async fn run_memory(&self, run_id: i64) -> Result<RunMemory> {
@@ -167,11 +142,7 @@ impl Store {
 
 impl Store {
     /// A human lets a run stopped by its cap go on: the cap applies afresh from what it has spent so far.
-    pub async fn resume_run_budget(
-        &self,
-        run_id: i64,
-        actor: crate::domain::Actor,
-    ) -> Result<RunMemory> {
+    pub async fn resume_run_budget(&self, run_id: i64, actor: crate::domain::Actor) -> Result<RunMemory> {
         update_run!(
             self,
             run_id,
@@ -180,8 +151,7 @@ impl Store {
         )?;
         let run = self.run(run_id).await?;
         let why = format!("budget resumed by a human at ${:.2} spent", run.cost_usd);
-        self.record_note(actor, Some(&run.task_gid), Some(run_id), &why)
-            .await?;
+        self.record_note(actor, Some(&run.task_gid), Some(run_id), &why).await?;
         self.run_memory(run_id).await
     }
 }

@@ -41,10 +41,7 @@ pub(crate) fn run_from_row(r: &impl Cols) -> Result<Run> {
         ci_attempts: narrow("ci_attempts", r.req_int("ci_attempts")?)?,
         worker_session_id: r.text("worker_session_id")?,
         worker_last_update: r.time("worker_last_update")?,
-        worker_pid: r
-            .int("worker_pid")?
-            .map(|v| narrow("worker_pid", v))
-            .transpose()?,
+        worker_pid: r.int("worker_pid")?.map(|v| narrow("worker_pid", v)).transpose()?,
         worker_stuck_count: narrow("worker_stuck_count", r.req_int("worker_stuck_count")?)?,
         head_sha: r.text("head_sha")?,
         review_verdict: r.text("review_verdict")?,
@@ -78,12 +75,14 @@ impl Store {
             .fetch_optional(&mut *tx)
             .await?;
             if let Some(id) = id {
-                sqlx::query("UPDATE executor_queue SET executor_run_id = $1, updated_at = $2 WHERE task_gid = $3")
-                    .bind(id)
-                    .bind(at)
-                    .bind(gid.as_str())
-                    .execute(&mut *tx)
-                    .await?;
+                sqlx::query(
+                    "UPDATE executor_queue SET executor_run_id = $1, updated_at = $2 WHERE task_gid = $3",
+                )
+                .bind(id)
+                .bind(at)
+                .bind(gid.as_str())
+                .execute(&mut *tx)
+                .await?;
                 let ev = NewEvent {
                     actor,
                     task_gid: Some(gid.as_str()),
@@ -115,9 +114,7 @@ impl Store {
             .fetch_all(p)
             .await?
         });
-        gids.iter()
-            .map(|g| TaskGid::parse(g).map_err(|e| StoreError::Corrupt(e.to_string())))
-            .collect()
+        gids.iter().map(|g| TaskGid::parse(g).map_err(|e| StoreError::Corrupt(e.to_string()))).collect()
     }
 
     pub async fn find_run(&self, id: i64) -> Result<Option<Run>> {
@@ -242,9 +239,7 @@ impl Store {
                     current.state
                 )));
             }
-            return Err(StoreError::Conflict(format!(
-                "run {run_id} (its lease is held by another runner)"
-            )));
+            return Err(StoreError::Conflict(format!("run {run_id} (its lease is held by another runner)")));
         }
         self.run(run_id).await
     }
@@ -283,16 +278,13 @@ impl Store {
 
     pub async fn status_counts(&self) -> Result<StatusCounts> {
         let (queue, runs): (Counts, Counts) = on_pool!(self, |p| {
-            let q = sqlx::query_as(
-                "SELECT status, count(*) FROM executor_queue GROUP BY status ORDER BY status",
-            )
-            .fetch_all(p)
-            .await?;
-            let r = sqlx::query_as(
-                "SELECT state, count(*) FROM executor_runs GROUP BY state ORDER BY state",
-            )
-            .fetch_all(p)
-            .await?;
+            let q =
+                sqlx::query_as("SELECT status, count(*) FROM executor_queue GROUP BY status ORDER BY status")
+                    .fetch_all(p)
+                    .await?;
+            let r = sqlx::query_as("SELECT state, count(*) FROM executor_runs GROUP BY state ORDER BY state")
+                .fetch_all(p)
+                .await?;
             (q, r)
         });
         Ok(StatusCounts { queue, runs })

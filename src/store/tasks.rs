@@ -44,10 +44,7 @@ pub(crate) fn task_from_row(r: &impl Cols) -> Result<Task> {
         description: r.text("description")?,
         notes: r.text("notes")?,
         status: r.parsed("status")?,
-        priority: r
-            .int("priority")?
-            .map(|v| narrow("priority", v))
-            .transpose()?,
+        priority: r.int("priority")?.map(|v| narrow("priority", v)).transpose()?,
         complexity: r.text("complexity")?,
         feasibility: r.text("feasibility")?,
         analysis_summary: r.text("analysis_summary")?,
@@ -59,12 +56,7 @@ pub(crate) fn task_from_row(r: &impl Cols) -> Result<Task> {
 impl Store {
     /// Adds a task, or updates the tracker-owned fields (description, notes, source, repo, priority) of an
     /// existing one without touching its status, analysis or history.
-    pub async fn upsert_task(
-        &self,
-        gid: &TaskGid,
-        t: &NewTask,
-        actor: Actor,
-    ) -> Result<(Task, Upserted)> {
+    pub async fn upsert_task(&self, gid: &TaskGid, t: &NewTask, actor: Actor) -> Result<(Task, Upserted)> {
         let existing = self.find_task(gid).await?;
         let outcome = match &existing {
             None => Upserted::Added,
@@ -83,11 +75,7 @@ impl Store {
                     old.repo.as_ref(),
                     old.priority,
                 );
-                if merged == before {
-                    Upserted::Unchanged
-                } else {
-                    Upserted::Updated
-                }
+                if merged == before { Upserted::Unchanged } else { Upserted::Updated }
             }
         };
         if outcome != Upserted::Unchanged {
@@ -96,11 +84,7 @@ impl Store {
                 actor,
                 task_gid: Some(gid.as_str()),
                 run_id: None,
-                kind: if outcome == Upserted::Added {
-                    kind::TASK_ADDED
-                } else {
-                    kind::TASK_UPDATED
-                },
+                kind: if outcome == Upserted::Added { kind::TASK_ADDED } else { kind::TASK_UPDATED },
                 from_state: None,
                 to_state: (outcome == Upserted::Added).then_some(QueueStatus::Pending.as_str()),
                 reason: None,
@@ -148,9 +132,7 @@ impl Store {
 
     /// Like `find_task`, but a missing task is an error naming the gid.
     pub async fn task(&self, gid: &TaskGid) -> Result<Task> {
-        self.find_task(gid)
-            .await?
-            .ok_or_else(|| StoreError::UnknownTask(gid.to_string()))
+        self.find_task(gid).await?.ok_or_else(|| StoreError::UnknownTask(gid.to_string()))
     }
 
     /// Tasks, most urgent first: priority ascending (1 is the most urgent; none last), then oldest.

@@ -68,10 +68,7 @@ fn session_from_row(r: &impl Cols) -> Result<WorkerSession> {
         last_output_at: r.time("last_output_at")?,
         ended_at: r.time("ended_at")?,
         end_reason: r.text("end_reason")?,
-        exit_code: r
-            .int("exit_code")?
-            .map(|v| narrow("exit_code", v))
-            .transpose()?,
+        exit_code: r.int("exit_code")?.map(|v| narrow("exit_code", v)).transpose()?,
         num_turns: r.int("num_turns")?,
         cost_usd: r.real("cost_usd")?.unwrap_or(0.0),
         input_tokens: r.int("input_tokens")?.unwrap_or(0),
@@ -157,11 +154,7 @@ impl Store {
     }
 
     /// Records the agent's own session id (for resume) on the session and the run.
-    pub async fn set_worker_agent_session(
-        &self,
-        session: i64,
-        agent_session_id: &str,
-    ) -> Result<()> {
+    pub async fn set_worker_agent_session(&self, session: i64, agent_session_id: &str) -> Result<()> {
         on_pool!(self, |p| {
             let mut tx = p.begin_write().await?;
             sqlx::query("UPDATE executor_worker_sessions SET session_id = $1 WHERE id = $2")
@@ -184,20 +177,17 @@ impl Store {
 
     /// Notes that the worker produced output at `at` (the watchdog's evidence of life) and how far its
     /// output has been read.
-    pub async fn touch_worker_output(
-        &self,
-        session: i64,
-        at: DateTime<Utc>,
-        offset: i64,
-    ) -> Result<()> {
+    pub async fn touch_worker_output(&self, session: i64, at: DateTime<Utc>, offset: i64) -> Result<()> {
         on_pool!(self, |p| {
             let mut tx = p.begin_write().await?;
-            sqlx::query("UPDATE executor_worker_sessions SET last_output_at = $1, output_offset = $2 WHERE id = $3")
-                .bind(at)
-                .bind(offset)
-                .bind(session)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(
+                "UPDATE executor_worker_sessions SET last_output_at = $1, output_offset = $2 WHERE id = $3",
+            )
+            .bind(at)
+            .bind(offset)
+            .bind(session)
+            .execute(&mut *tx)
+            .await?;
             sqlx::query(
                 "UPDATE executor_runs SET worker_last_update = $1 \
                  WHERE id = (SELECT run_id FROM executor_worker_sessions WHERE id = $2)",
@@ -284,12 +274,10 @@ impl Store {
     /// Dollars spent by workers that started since `since` (the daily budget).
     pub async fn spent_since(&self, since: DateTime<Utc>) -> Result<f64> {
         let v: Option<f64> = on_pool!(self, |p| {
-            sqlx::query_scalar(
-                "SELECT sum(cost_usd) FROM executor_worker_sessions WHERE started_at >= $1",
-            )
-            .bind(since)
-            .fetch_one(p)
-            .await?
+            sqlx::query_scalar("SELECT sum(cost_usd) FROM executor_worker_sessions WHERE started_at >= $1")
+                .bind(since)
+                .fetch_one(p)
+                .await?
         });
         Ok(v.unwrap_or(0.0))
     }

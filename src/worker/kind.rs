@@ -43,14 +43,11 @@ impl From<WorkerKind> for PromptKind {
 impl std::str::FromStr for PromptKind {
     type Err = crate::domain::UnknownName;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        PromptKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| crate::domain::UnknownName {
-                what: "kind",
-                value: s.to_string(),
-                expected: PromptKind::ALL.map(PromptKind::as_str).join(", "),
-            })
+        PromptKind::ALL.into_iter().find(|k| k.as_str() == s).ok_or_else(|| crate::domain::UnknownName {
+            what: "kind",
+            value: s.to_string(),
+            expected: PromptKind::ALL.map(PromptKind::as_str).join(", "),
+        })
     }
 }
 

@@ -34,10 +34,7 @@ impl LineSplitter {
     /// A splitter whose first byte is at `offset` in the underlying file.
     #[cfg(test)]
     pub fn starting_at(offset: u64) -> Self {
-        LineSplitter {
-            line_start: offset,
-            ..Default::default()
-        }
+        LineSplitter { line_start: offset, ..Default::default() }
     }
 
     /// The offset just after the last complete line returned.
@@ -62,8 +59,7 @@ impl LineSplitter {
 
     fn keep(&mut self, bytes: &[u8]) {
         let room = MAX_LINE.saturating_sub(self.partial.len());
-        self.partial
-            .extend_from_slice(&bytes[..bytes.len().min(room)]);
+        self.partial.extend_from_slice(&bytes[..bytes.len().min(room)]);
         self.partial_len += bytes.len();
     }
 
@@ -72,10 +68,7 @@ impl LineSplitter {
         if bytes.last() == Some(&b'\r') {
             bytes.pop();
         }
-        let line = Line {
-            text: String::from_utf8_lossy(&bytes).into_owned(),
-            full_len: self.partial_len,
-        };
+        let line = Line { text: String::from_utf8_lossy(&bytes).into_owned(), full_len: self.partial_len };
         self.line_start += self.partial_len as u64;
         self.partial_len = 0;
         line
@@ -93,10 +86,7 @@ mod tests {
         s.push(b"ab", &mut out);
         assert!(out.is_empty());
         s.push(b"c\nde\r\nf", &mut out);
-        assert_eq!(
-            out.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(),
-            ["abc", "de"]
-        );
+        assert_eq!(out.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(), ["abc", "de"]);
         assert_eq!(s.offset(), 8);
         assert_eq!(s.finish().unwrap().text, "f");
         assert_eq!(s.finish(), None);

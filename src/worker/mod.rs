@@ -40,9 +40,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc::UnboundedSender, watch};
 
-pub use agent::{
-    AgentConfig, AgentEvent, ClaudeConfig, CodexConfig, CommandConfig, Launch, Tokens,
-};
+pub use agent::{AgentConfig, AgentEvent, ClaudeConfig, CodexConfig, CommandConfig, Launch, Tokens};
 pub use kind::PromptKind;
 pub use outcome::{EndReason, WorkerOutcome, WorkerUpdate};
 pub use process::{is_same_process, pid_start_time};
@@ -181,14 +179,8 @@ pub async fn run(
     let launch_schema = result::schema(spec.kind);
     let started_at = Utc::now();
     let redactor = Redactor::new(spec.env.secret_values());
-    let mut log = WorkLog::create(
-        &spec.logs_root,
-        &spec.task_gid,
-        spec.kind,
-        started_at,
-        redactor.clone(),
-    )
-    .map_err(WorkerError::io("create work log in", &spec.logs_root))?;
+    let mut log = WorkLog::create(&spec.logs_root, &spec.task_gid, spec.kind, started_at, redactor.clone())
+        .map_err(WorkerError::io("create work log in", &spec.logs_root))?;
     // The log's (unique) name also names the worker's directory of private files.
     let stem = log
         .path()
@@ -262,10 +254,7 @@ pub async fn adopt(
     if !process::is_same_process(spec.pid, spec.pid_start_time) {
         return Err(WorkerError::NotOurProcess { pid: spec.pid });
     }
-    let proc = Proc::Adopted {
-        pid: spec.pid,
-        start_time: spec.pid_start_time,
-    };
+    let proc = Proc::Adopted { pid: spec.pid, start_time: spec.pid_start_time };
     follow_existing(spec, proc, "adopted the running worker", updates, cancel).await
 }
 
@@ -276,19 +265,9 @@ pub async fn collect(
     updates: UnboundedSender<WorkerUpdate>,
 ) -> Result<WorkerOutcome, WorkerError> {
     // A pid of 0 is never alive, so the loop sees the process as already exited.
-    let proc = Proc::Adopted {
-        pid: 0,
-        start_time: 0,
-    };
+    let proc = Proc::Adopted { pid: 0, start_time: 0 };
     let (_tx, rx) = watch::channel(false);
-    follow_existing(
-        spec,
-        proc,
-        "found the worker gone; collecting its output",
-        updates,
-        rx,
-    )
-    .await
+    follow_existing(spec, proc, "found the worker gone; collecting its output", updates, rx).await
 }
 
 async fn follow_existing(
@@ -310,9 +289,7 @@ async fn follow_existing(
     let mut tail = Tail::open(&spec.output_path, spec.agent.parser(), log, updates.clone())
         .await
         .map_err(WorkerError::io("read", &spec.output_path))?;
-    tail.replay(spec.offset)
-        .await
-        .map_err(WorkerError::io("read", &spec.output_path))?;
+    tail.replay(spec.offset).await.map_err(WorkerError::io("read", &spec.output_path))?;
     let idle_for = std::fs::metadata(&spec.output_path)
         .and_then(|m| m.modified())
         .ok()

@@ -30,11 +30,7 @@ pub fn parse_stat(content: &str) -> Option<ProcStat> {
     let state = rest.first()?.chars().next()?;
     let pgrp = rest.get(5 - 3)?.parse().ok()?;
     let start_time = rest.get(22 - 3)?.parse().ok()?;
-    Some(ProcStat {
-        state,
-        pgrp,
-        start_time,
-    })
+    Some(ProcStat { state, pgrp, start_time })
 }
 
 /// Reads `/proc/<pid>/stat`. `None` when the process does not exist (or on systems without procfs).
@@ -78,11 +74,7 @@ pub fn group_members(pgid: i32) -> Vec<i32> {
         return Vec::new();
     }
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return if killpg(Pid::from_raw(pgid), None).is_ok() {
-            vec![pgid]
-        } else {
-            Vec::new()
-        };
+        return if killpg(Pid::from_raw(pgid), None).is_ok() { vec![pgid] } else { Vec::new() };
     };
     entries
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
@@ -110,10 +102,7 @@ pub async fn terminate_group(pgid: i32, grace: Duration, mut reap: impl FnMut())
     if wait_group_empty(pgid, grace, &mut reap).await {
         return;
     }
-    tracing::warn!(
-        pgid,
-        "worker group still alive after SIGTERM and grace; sending SIGKILL"
-    );
+    tracing::warn!(pgid, "worker group still alive after SIGTERM and grace; sending SIGKILL");
     signal_group(pgid, Signal::SIGKILL);
     wait_group_empty(pgid, Duration::from_secs(2), &mut reap).await;
 }
@@ -138,7 +127,8 @@ mod tests {
 
     #[test]
     fn parses_stat_with_odd_command_names() {
-        let line = "1234 (my (weird) cmd) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
+        let line =
+            "1234 (my (weird) cmd) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
         let stat = parse_stat(line).unwrap();
         assert_eq!(stat.state, 'S');
         assert_eq!(stat.pgrp, 1234);

@@ -117,22 +117,15 @@ pub fn parse(
 ) -> Result<ParsedResult, ResultError> {
     let from_text = text.and_then(json_in_text);
     let value = structured.cloned().or(from_text);
-    let malformed = |kind, e: serde_json::Error| ResultError::Malformed {
-        kind,
-        reason: e.to_string(),
-    };
+    let malformed = |kind, e: serde_json::Error| ResultError::Malformed { kind, reason: e.to_string() };
     match kind {
         PromptKind::Worker(WorkerKind::PrReview) => {
             let v = value.ok_or(ResultError::Missing)?;
-            serde_json::from_value(v)
-                .map(ParsedResult::Review)
-                .map_err(|e| malformed("pr_review", e))
+            serde_json::from_value(v).map(ParsedResult::Review).map_err(|e| malformed("pr_review", e))
         }
         PromptKind::Analyzer => {
             let v = value.ok_or(ResultError::Missing)?;
-            serde_json::from_value(v)
-                .map(ParsedResult::Analysis)
-                .map_err(|e| malformed("analyzer", e))
+            serde_json::from_value(v).map(ParsedResult::Analysis).map_err(|e| malformed("analyzer", e))
         }
         PromptKind::Worker(_) => {
             let summary = value
@@ -168,55 +161,24 @@ mod tests {
 
     #[test]
     fn review_verdicts_parse_and_bad_ones_are_typed_errors() {
-        let ok = parse(
-            REVIEW,
-            Some(&json!({"verdict":"pass","summary":"fine"})),
-            None,
-        );
+        let ok = parse(REVIEW, Some(&json!({"verdict":"pass","summary":"fine"})), None);
         assert_eq!(
             ok,
-            Ok(ParsedResult::Review(ReviewResult {
-                verdict: Verdict::Pass,
-                summary: "fine".into()
-            }))
+            Ok(ParsedResult::Review(ReviewResult { verdict: Verdict::Pass, summary: "fine".into() }))
         );
         assert_eq!(parse(REVIEW, None, None), Err(ResultError::Missing));
-        assert_eq!(
-            parse(REVIEW, None, Some("looks good to me")),
-            Err(ResultError::Missing)
-        );
-        let bad = parse(
-            REVIEW,
-            Some(&json!({"verdict":"maybe","summary":"?"})),
-            None,
-        );
-        assert!(matches!(
-            bad,
-            Err(ResultError::Malformed {
-                kind: "pr_review",
-                ..
-            })
-        ));
-        let from_text = parse(
-            REVIEW,
-            None,
-            Some("Done.\n```json\n{\"verdict\":\"fail\",\"summary\":\"no tests\"}\n```"),
-        );
-        assert!(matches!(
-            from_text,
-            Ok(ParsedResult::Review(ReviewResult {
-                verdict: Verdict::Fail,
-                ..
-            }))
-        ));
+        assert_eq!(parse(REVIEW, None, Some("looks good to me")), Err(ResultError::Missing));
+        let bad = parse(REVIEW, Some(&json!({"verdict":"maybe","summary":"?"})), None);
+        assert!(matches!(bad, Err(ResultError::Malformed { kind: "pr_review", .. })));
+        let from_text =
+            parse(REVIEW, None, Some("Done.\n```json\n{\"verdict\":\"fail\",\"summary\":\"no tests\"}\n```"));
+        assert!(matches!(from_text, Ok(ParsedResult::Review(ReviewResult { verdict: Verdict::Fail, .. }))));
     }
 
     #[test]
     fn analyzer_result_parses() {
         let v = json!({"status":"awaiting_go","priority":2,"complexity":"low","feasibility":"high","summary":"s"});
-        let Ok(ParsedResult::Analysis(a)) = parse(PromptKind::Analyzer, Some(&v), None) else {
-            panic!()
-        };
+        let Ok(ParsedResult::Analysis(a)) = parse(PromptKind::Analyzer, Some(&v), None) else { panic!() };
         assert_eq!(a.status, AnalysisStatus::AwaitingGo);
         assert_eq!(a.priority, 2);
         let bad = json!({"status":"awaiting_go","priority":-1,"complexity":"low","feasibility":"high","summary":"s"});
@@ -226,23 +188,15 @@ mod tests {
     #[test]
     fn plain_work_takes_any_summary() {
         let k = PromptKind::Worker(WorkerKind::Queued);
-        assert_eq!(
-            parse(k, None, None),
-            Ok(ParsedResult::Work(WorkSummary { summary: None }))
-        );
-        let Ok(ParsedResult::Work(w)) = parse(k, None, Some("opened PR")) else {
-            panic!()
-        };
+        assert_eq!(parse(k, None, None), Ok(ParsedResult::Work(WorkSummary { summary: None })));
+        let Ok(ParsedResult::Work(w)) = parse(k, None, Some("opened PR")) else { panic!() };
         assert_eq!(w.summary.as_deref(), Some("opened PR"));
     }
 
     #[test]
     fn schemas_exist_exactly_for_kinds_with_a_verdict() {
         for k in PromptKind::ALL {
-            let expect = matches!(
-                k,
-                PromptKind::Analyzer | PromptKind::Worker(WorkerKind::PrReview)
-            );
+            let expect = matches!(k, PromptKind::Analyzer | PromptKind::Worker(WorkerKind::PrReview));
             assert_eq!(schema(k).is_some(), expect, "{k}");
         }
     }

@@ -11,9 +11,8 @@ use super::agent::CommandLine;
 
 /// Variables every agent gets from executor's own environment when set. TERM is deliberately absent:
 /// there is no terminal, and agents that see one may print colours and progress bars into the log.
-pub const BASE_ENV: &[&str] = &[
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ",
-];
+pub const BASE_ENV: &[&str] =
+    &["PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ"];
 
 /// The environment an agent runs with.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -36,11 +35,7 @@ impl EnvSpec {
             env.retain(|(name, _)| name != k);
             env.push((k.to_string(), v));
         };
-        for name in BASE_ENV
-            .iter()
-            .copied()
-            .chain(self.pass.iter().map(String::as_str))
-        {
+        for name in BASE_ENV.iter().copied().chain(self.pass.iter().map(String::as_str)) {
             if let Ok(v) = std::env::var(name) {
                 put(name, v);
             }
@@ -66,18 +61,9 @@ impl EnvSpec {
 
 fn looks_secret(name: &str) -> bool {
     let n = name.to_ascii_uppercase();
-    [
-        "TOKEN",
-        "KEY",
-        "SECRET",
-        "PASSWORD",
-        "PASSWD",
-        "CREDENTIAL",
-        "AUTH",
-        "COOKIE",
-    ]
-    .iter()
-    .any(|w| n.contains(w))
+    ["TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE"]
+        .iter()
+        .any(|w| n.contains(w))
 }
 
 /// Files belonging to one worker, kept outside the worktree so the agent does not commit them.
@@ -121,17 +107,14 @@ pub fn spawn(
     env: &[(String, String)],
     files: &WorkerFiles,
 ) -> Result<tokio::process::Child, WorkerError> {
-    let stdin =
-        std::fs::File::open(&files.prompt).map_err(WorkerError::io("open", &files.prompt))?;
+    let stdin = std::fs::File::open(&files.prompt).map_err(WorkerError::io("open", &files.prompt))?;
     let out = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .mode(0o600)
         .open(&files.output)
         .map_err(WorkerError::io("create", &files.output))?;
-    let err = out
-        .try_clone()
-        .map_err(WorkerError::io("duplicate", &files.output))?;
+    let err = out.try_clone().map_err(WorkerError::io("duplicate", &files.output))?;
     let mut command = tokio::process::Command::new(&cmd.program);
     command
         .args(&cmd.args)
@@ -144,10 +127,7 @@ pub fn spawn(
         .process_group(0)
         // Dropping the handle (supervisor crash, future aborted) must not kill the agent.
         .kill_on_drop(false);
-    command.spawn().map_err(|source| WorkerError::Spawn {
-        program: cmd.program.clone(),
-        source,
-    })
+    command.spawn().map_err(|source| WorkerError::Spawn { program: cmd.program.clone(), source })
 }
 
 #[cfg(test)]
@@ -158,18 +138,12 @@ mod tests {
     fn environment_is_explicit_and_secrets_are_found() {
         let spec = EnvSpec {
             pass: vec!["PATH".into(), "EXECUTOR_TEST_SURELY_UNSET".into()],
-            set: vec![
-                ("GH_TOKEN".into(), "ghp_abcdef".into()),
-                ("MODE".into(), "x".into()),
-            ],
+            set: vec![("GH_TOKEN".into(), "ghp_abcdef".into()), ("MODE".into(), "x".into())],
             secrets: vec!["s3cr3t-value".into()],
         };
         let env = spec.resolve();
         assert!(env.iter().any(|(k, _)| k == "PATH"));
-        assert!(
-            !env.iter()
-                .any(|(k, _)| k == "EXECUTOR_TEST_SURELY_UNSET" || k == "TERM")
-        );
+        assert!(!env.iter().any(|(k, _)| k == "EXECUTOR_TEST_SURELY_UNSET" || k == "TERM"));
         let secrets = spec.secret_values();
         assert!(secrets.contains(&"ghp_abcdef".to_string()));
         assert!(secrets.contains(&"s3cr3t-value".to_string()));

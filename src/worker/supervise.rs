@@ -46,24 +46,15 @@ impl Proc {
             Proc::Child(child, done) => {
                 if done.is_none() {
                     *done = match child.try_wait() {
-                        Ok(Some(status)) => Some(ExitInfo {
-                            code: status.code(),
-                            signal: status.signal(),
-                        }),
+                        Ok(Some(status)) => Some(ExitInfo { code: status.code(), signal: status.signal() }),
                         Ok(None) => None,
-                        Err(_) => Some(ExitInfo {
-                            code: None,
-                            signal: None,
-                        }),
+                        Err(_) => Some(ExitInfo { code: None, signal: None }),
                     };
                 }
                 *done
             }
             Proc::Adopted { pid, start_time } => (!process::is_same_process(*pid, *start_time))
-                .then_some(ExitInfo {
-                    code: None,
-                    signal: None,
-                }),
+                .then_some(ExitInfo { code: None, signal: None }),
         }
     }
 }
@@ -102,10 +93,7 @@ pub(super) async fn supervise(
                 last_output = Instant::now();
                 if last_update.is_none_or(|t| t.elapsed() >= OUTPUT_UPDATE_EVERY) {
                     last_update = Some(Instant::now());
-                    let _ = updates.send(WorkerUpdate::Output {
-                        at: Utc::now(),
-                        offset: tail.offset(),
-                    });
+                    let _ = updates.send(WorkerUpdate::Output { at: Utc::now(), offset: tail.offset() });
                 }
             }
             Ok(false) => {}
@@ -126,19 +114,13 @@ pub(super) async fn supervise(
             None
         };
         if let Some(reason) = stop {
-            tail.log.note(&format!(
-                "stopping the worker's process group: {}",
-                reason.describe()
-            ));
+            tail.log.note(&format!("stopping the worker's process group: {}", reason.describe()));
             process::terminate_group(pgid, w.timeouts.grace, || {
                 proc.poll();
             })
             .await;
             // The leader is gone (or unkillable, which SIGKILL rules out); collect its status if ours.
-            break proc.poll().unwrap_or(ExitInfo {
-                code: None,
-                signal: None,
-            });
+            break proc.poll().unwrap_or(ExitInfo { code: None, signal: None });
         }
         if cancel_open {
             tokio::select! {
@@ -218,9 +200,7 @@ fn outcome(stop: Option<EndReason>, exit: ExitInfo, tail: &Tail, w: &Watch) -> W
         result: r.and_then(|r| r.structured.clone()),
         parsed,
         result_error,
-        final_text: r
-            .and_then(|r| r.text.as_ref())
-            .map(|t| t.chars().take(4000).collect()),
+        final_text: r.and_then(|r| r.text.as_ref()).map(|t| t.chars().take(4000).collect()),
         duration: (Utc::now() - w.started_at).to_std().unwrap_or_default(),
         log_path: tail.log.path().to_path_buf(),
         output_path: w.output_path.clone(),
@@ -232,55 +212,24 @@ mod tests {
     use super::*;
 
     fn res(is_error: bool) -> AgentResult {
-        AgentResult {
-            is_error,
-            ..Default::default()
-        }
+        AgentResult { is_error, ..Default::default() }
     }
 
     #[test]
     fn end_reasons() {
-        let ok = ExitInfo {
-            code: Some(0),
-            signal: None,
-        };
-        let bad = ExitInfo {
-            code: Some(3),
-            signal: None,
-        };
-        let killed = ExitInfo {
-            code: None,
-            signal: Some(9),
-        };
-        let unknown = ExitInfo {
-            code: None,
-            signal: None,
-        };
+        let ok = ExitInfo { code: Some(0), signal: None };
+        let bad = ExitInfo { code: Some(3), signal: None };
+        let killed = ExitInfo { code: None, signal: Some(9) };
+        let unknown = ExitInfo { code: None, signal: None };
         assert_eq!(end_reason(None, ok, Some(&res(false))), EndReason::Finished);
         assert_eq!(end_reason(None, ok, Some(&res(true))), EndReason::Failed);
         assert_eq!(end_reason(None, bad, Some(&res(false))), EndReason::Failed);
         assert_eq!(end_reason(None, bad, None), EndReason::Crashed);
-        assert_eq!(
-            end_reason(None, killed, Some(&res(false))),
-            EndReason::Crashed
-        );
-        assert_eq!(
-            end_reason(None, unknown, Some(&res(false))),
-            EndReason::Finished
-        );
+        assert_eq!(end_reason(None, killed, Some(&res(false))), EndReason::Crashed);
+        assert_eq!(end_reason(None, unknown, Some(&res(false))), EndReason::Finished);
         assert_eq!(end_reason(None, unknown, None), EndReason::Crashed);
-        let budget = AgentResult {
-            budget_exceeded: true,
-            is_error: true,
-            ..Default::default()
-        };
-        assert_eq!(
-            end_reason(None, ok, Some(&budget)),
-            EndReason::BudgetExceeded
-        );
-        assert_eq!(
-            end_reason(Some(EndReason::IdleTimeout), killed, None),
-            EndReason::IdleTimeout
-        );
+        let budget = AgentResult { budget_exceeded: true, is_error: true, ..Default::default() };
+        assert_eq!(end_reason(None, ok, Some(&budget)), EndReason::BudgetExceeded);
+        assert_eq!(end_reason(Some(EndReason::IdleTimeout), killed, None), EndReason::IdleTimeout);
     }
 }

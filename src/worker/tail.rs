@@ -141,9 +141,7 @@ impl Tail {
     fn account(&mut self, events: &[AgentEvent]) {
         for e in events {
             match e {
-                AgentEvent::Session { id, .. }
-                    if self.totals.session_id.as_deref() != Some(id.as_str()) =>
-                {
+                AgentEvent::Session { id, .. } if self.totals.session_id.as_deref() != Some(id.as_str()) => {
                     self.totals.session_id = Some(id.clone());
                     let _ = self.updates.send(WorkerUpdate::SessionId(id.clone()));
                 }

@@ -9,17 +9,9 @@ pub const SLUG_MAX: usize = 40;
 
 /// The branch for a task: `prefix` (from the config, e.g. `executor/`), the gid, and a slug of the
 /// description when it has one. Fails only when the prefix or the gid make an invalid ref name.
-pub fn branch_name(
-    prefix: &str,
-    gid: &TaskGid,
-    description: &str,
-) -> Result<String, WorkspaceError> {
+pub fn branch_name(prefix: &str, gid: &TaskGid, description: &str) -> Result<String, WorkspaceError> {
     let slug = slug(description);
-    let name = if slug.is_empty() {
-        format!("{prefix}{gid}")
-    } else {
-        format!("{prefix}{gid}-{slug}")
-    };
+    let name = if slug.is_empty() { format!("{prefix}{gid}") } else { format!("{prefix}{gid}-{slug}") };
     check_branch_name(&name)?;
     Ok(name)
 }
@@ -40,10 +32,7 @@ pub fn slug(text: &str) -> String {
     }
     if out.len() > SLUG_MAX {
         // Cut at the last whole word that fits, unless that leaves too little to recognise the task.
-        let cut = out[..=SLUG_MAX]
-            .rfind('-')
-            .filter(|&i| i >= SLUG_MAX / 2)
-            .unwrap_or(SLUG_MAX);
+        let cut = out[..=SLUG_MAX].rfind('-').filter(|&i| i >= SLUG_MAX / 2).unwrap_or(SLUG_MAX);
         out.truncate(cut);
     }
     out.trim_end_matches('-').to_string()
@@ -53,10 +42,7 @@ pub fn slug(text: &str) -> String {
 pub fn check_branch_name(name: &str) -> Result<(), WorkspaceError> {
     match ref_rule_broken(name) {
         None => Ok(()),
-        Some(reason) => Err(WorkspaceError::InvalidBranch {
-            name: name.chars().take(200).collect(),
-            reason,
-        }),
+        Some(reason) => Err(WorkspaceError::InvalidBranch { name: name.chars().take(200).collect(), reason }),
     }
 }
 
@@ -70,10 +56,7 @@ fn ref_rule_broken(name: &str) -> Option<&'static str> {
     if name == "@" || name == "HEAD" {
         return Some("'@' and 'HEAD' are reserved");
     }
-    if name
-        .chars()
-        .any(|c| c.is_ascii_control() || " ~^:?*[\\".contains(c))
-    {
+    if name.chars().any(|c| c.is_ascii_control() || " ~^:?*[\\".contains(c)) {
         return Some("it contains a space, a control character or one of ~ ^ : ? * [ \\");
     }
     if name.contains("..") {
@@ -111,15 +94,8 @@ mod tests {
 
     #[test]
     fn names_carry_prefix_gid_and_slug() {
-        let name = branch_name(
-            "executor/",
-            &gid("1207"),
-            "Fix the Login page (crash on 2FA)!",
-        );
-        assert_eq!(
-            name.unwrap(),
-            "executor/1207-fix-the-login-page-crash-on-2fa"
-        );
+        let name = branch_name("executor/", &gid("1207"), "Fix the Login page (crash on 2FA)!");
+        assert_eq!(name.unwrap(), "executor/1207-fix-the-login-page-crash-on-2fa");
         let bare = branch_name("executor/", &gid("1207"), "   ").unwrap();
         assert_eq!(bare, "executor/1207");
     }
@@ -132,14 +108,8 @@ mod tests {
             ("../../x", "executor/42-x"),
             ("$(x) `y` ${HOME}", "executor/42-x-y-home"),
             ("Ünïcödé ✓ naïve", "executor/42-n-c-d-na-ve"),
-            (
-                "-leading --dashes-- and.lock",
-                "executor/42-leading-dashes-and-lock",
-            ),
-            (
-                "refs/heads/main@{1}~2^:?*[\\",
-                "executor/42-refs-heads-main-1-2",
-            ),
+            ("-leading --dashes-- and.lock", "executor/42-leading-dashes-and-lock"),
+            ("refs/heads/main@{1}~2^:?*[\\", "executor/42-refs-heads-main-1-2"),
             ("line\nbreak\ttab\0nul", "executor/42-line-break-tab-nul"),
             ("", "executor/42"),
         ];
@@ -155,37 +125,17 @@ mod tests {
 
     #[test]
     fn long_descriptions_are_cut_at_a_word() {
-        assert_eq!(
-            slug("Add a feature file describing the feature"),
-            "add-a-feature-file-describing-the"
-        );
-        assert_eq!(
-            slug(&"x".repeat(60)).len(),
-            SLUG_MAX,
-            "one long word is cut where it must be"
-        );
+        assert_eq!(slug("Add a feature file describing the feature"), "add-a-feature-file-describing-the");
+        assert_eq!(slug(&"x".repeat(60)).len(), SLUG_MAX, "one long word is cut where it must be");
     }
 
     #[test]
     fn slug_never_has_double_dashes_or_edges() {
-        for text in [
-            "a--b",
-            "--a--",
-            "a - - b",
-            "!!!",
-            "a.b..c",
-            "x".repeat(41).as_str(),
-        ] {
+        for text in ["a--b", "--a--", "a - - b", "!!!", "a.b..c", "x".repeat(41).as_str()] {
             let s = slug(text);
-            assert!(
-                !s.contains("--") && !s.starts_with('-') && !s.ends_with('-'),
-                "{s}"
-            );
+            assert!(!s.contains("--") && !s.starts_with('-') && !s.ends_with('-'), "{s}");
             assert!(s.len() <= SLUG_MAX);
-            assert!(
-                s.bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            );
+            assert!(s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'));
         }
     }
 

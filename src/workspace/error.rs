@@ -5,11 +5,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
     #[error("`{command}` failed ({status}): {stderr}")]
-    Git {
-        command: String,
-        status: String,
-        stderr: String,
-    },
+    Git { command: String, status: String, stderr: String },
     #[error("could not run `{command}`: {source}")]
     Spawn {
         command: String,

@@ -30,10 +30,7 @@ where
     S: AsRef<OsStr>,
 {
     let (_, output) = run(dir, args)?;
-    Ok(output
-        .status
-        .success()
-        .then(|| String::from_utf8_lossy(&output.stdout).into_owned()))
+    Ok(output.status.success().then(|| String::from_utf8_lossy(&output.stdout).into_owned()))
 }
 
 fn run<I, S>(dir: &Path, args: I) -> Result<(String, Output), WorkspaceError>
@@ -43,10 +40,7 @@ where
 {
     let args: Vec<_> = args.into_iter().collect();
     let command = std::iter::once("git".to_string())
-        .chain(
-            args.iter()
-                .map(|a| a.as_ref().to_string_lossy().into_owned()),
-        )
+        .chain(args.iter().map(|a| a.as_ref().to_string_lossy().into_owned()))
         .collect::<Vec<_>>()
         .join(" ");
     let output = Command::new("git")
@@ -58,10 +52,7 @@ where
         .env("GIT_TERMINAL_PROMPT", "0")
         .stdin(Stdio::null())
         .output()
-        .map_err(|source| WorkspaceError::Spawn {
-            command: command.clone(),
-            source,
-        })?;
+        .map_err(|source| WorkspaceError::Spawn { command: command.clone(), source })?;
     Ok((command, output))
 }
 
@@ -69,19 +60,13 @@ fn failure(command: String, output: &Output) -> WorkspaceError {
     let stderr = String::from_utf8_lossy(&output.stderr);
     let mut stderr = stderr.trim().to_string();
     if stderr.len() > STDERR_LIMIT {
-        let cut = (0..=STDERR_LIMIT)
-            .rev()
-            .find(|&i| stderr.is_char_boundary(i))
-            .unwrap_or(0);
+        let cut = (0..=STDERR_LIMIT).rev().find(|&i| stderr.is_char_boundary(i)).unwrap_or(0);
         stderr.truncate(cut);
         stderr.push('…');
     }
     WorkspaceError::Git {
         command,
-        status: output
-            .status
-            .code()
-            .map_or("killed by a signal".into(), |c| format!("exit {c}")),
+        status: output.status.code().map_or("killed by a signal".into(), |c| format!("exit {c}")),
         stderr,
     }
 }

@@ -9,10 +9,7 @@ use super::git::{git, git_probe};
 pub fn branch_head(repo: &Path, branch: &str) -> Result<Option<String>, WorkspaceError> {
     super::check_branch_name(branch)?;
     let spec = format!("refs/heads/{branch}^{{commit}}");
-    Ok(
-        git_probe(repo, ["rev-parse", "--verify", "--quiet", spec.as_str()])?
-            .map(|s| s.trim().to_string()),
-    )
+    Ok(git_probe(repo, ["rev-parse", "--verify", "--quiet", spec.as_str()])?.map(|s| s.trim().to_string()))
 }
 
 /// Checks `sha` out, detached, at `path` (replacing a leftover worktree there).
@@ -40,18 +37,11 @@ pub fn add_detached(repo: &Path, path: &Path, sha: &str) -> Result<(), Workspace
 pub fn remove_scratch(repo: &Path, path: &Path) -> Result<(), WorkspaceError> {
     let removed = git_probe(
         repo,
-        [
-            std::ffi::OsStr::new("worktree"),
-            "remove".as_ref(),
-            "--force".as_ref(),
-            path.as_os_str(),
-        ],
+        [std::ffi::OsStr::new("worktree"), "remove".as_ref(), "--force".as_ref(), path.as_os_str()],
     )?;
     if removed.is_none() && path.exists() {
-        std::fs::remove_dir_all(path).map_err(|source| WorkspaceError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        std::fs::remove_dir_all(path)
+            .map_err(|source| WorkspaceError::Io { path: path.to_path_buf(), source })?;
         git(repo, ["worktree", "prune"])?;
     }
     Ok(())
@@ -63,17 +53,8 @@ mod tests {
     use std::process::Command;
 
     fn sh_git(dir: &Path, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = Command::new("git").arg("-C").arg(dir).args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
@@ -85,18 +66,7 @@ mod tests {
         sh_git(&repo, &["init", "-q", "-b", "main"]);
         std::fs::write(repo.join("a"), "1").unwrap();
         sh_git(&repo, &["add", "a"]);
-        sh_git(
-            &repo,
-            &[
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "commit",
-                "-qm",
-                "one",
-            ],
-        );
+        sh_git(&repo, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one"]);
         let sha = branch_head(&repo, "main").unwrap().unwrap();
         assert_eq!(sha, sh_git(&repo, &["rev-parse", "HEAD"]));
         assert_eq!(branch_head(&repo, "nope").unwrap(), None);

@@ -41,41 +41,22 @@ pub fn ensure_worktree(
     check_branch_name(branch)?;
     let branch_ref = format!("refs/heads/{branch}");
     // The repository's own checkout is never handed to an agent, so it is skipped here.
-    let existing = list_worktrees(repo)?
-        .into_iter()
-        .skip(1)
-        .find(|w| w.branch.as_deref() == Some(branch_ref.as_str()));
+    let existing =
+        list_worktrees(repo)?.into_iter().skip(1).find(|w| w.branch.as_deref() == Some(branch_ref.as_str()));
     if let Some(found) = existing {
         if found.path.is_dir() {
-            return Ok(Worktree {
-                path: found.path,
-                branch: branch.to_string(),
-                reused: true,
-            });
+            return Ok(Worktree { path: found.path, branch: branch.to_string(), reused: true });
         }
         prune(repo)?;
     }
 
-    let io = |source| WorkspaceError::Io {
-        path: worktrees_root.to_path_buf(),
-        source,
-    };
+    let io = |source| WorkspaceError::Io { path: worktrees_root.to_path_buf(), source };
     std::fs::create_dir_all(worktrees_root).map_err(io)?;
     let path = std::path::absolute(worktrees_root.join(format!("{gid}-{run_id}"))).map_err(io)?;
 
-    let branch_exists =
-        git_probe(repo, ["rev-parse", "--verify", "--quiet", &branch_ref])?.is_some();
+    let branch_exists = git_probe(repo, ["rev-parse", "--verify", "--quiet", &branch_ref])?.is_some();
     if branch_exists {
-        git(
-            repo,
-            [
-                "worktree".as_ref(),
-                "add".as_ref(),
-                "--".as_ref(),
-                path.as_os_str(),
-                branch.as_ref(),
-            ],
-        )?;
+        git(repo, ["worktree".as_ref(), "add".as_ref(), "--".as_ref(), path.as_os_str(), branch.as_ref()])?;
     } else {
         git(
             repo,
@@ -90,25 +71,14 @@ pub fn ensure_worktree(
             ],
         )?;
     }
-    Ok(Worktree {
-        path,
-        branch: branch.to_string(),
-        reused: false,
-    })
+    Ok(Worktree { path, branch: branch.to_string(), reused: false })
 }
 
 /// Does `branch` have commits that `base` does not?
 pub fn branch_has_commits(repo: &Path, branch: &str, base: &str) -> Result<bool, WorkspaceError> {
     let branch_ref = format!("refs/heads/{branch}");
     let not_base = format!("^{base}");
-    let command = [
-        "rev-list",
-        "--count",
-        "--end-of-options",
-        &branch_ref,
-        &not_base,
-        "--",
-    ];
+    let command = ["rev-list", "--count", "--end-of-options", &branch_ref, &not_base, "--"];
     let out = git(repo, command)?;
     let count: u64 = out.trim().parse().map_err(|_| WorkspaceError::Unexpected {
         command: format!("git {}", command.join(" ")),
@@ -148,23 +118,12 @@ pub fn remove_if_safe(repo: &Path, worktree: &Worktree) -> Result<Removal, Works
     if let Some(reason) = unsafe_to_remove(path, &worktree.branch)? {
         return Ok(Removal::Kept { reason });
     }
-    git(
-        repo,
-        [
-            "worktree".as_ref(),
-            "remove".as_ref(),
-            "--".as_ref(),
-            path.as_os_str(),
-        ],
-    )?;
+    git(repo, ["worktree".as_ref(), "remove".as_ref(), "--".as_ref(), path.as_os_str()])?;
     Ok(Removal::Removed)
 }
 
 fn unsafe_to_remove(path: &Path, branch: &str) -> Result<Option<String>, WorkspaceError> {
-    let status = git(
-        path,
-        ["status", "--porcelain=v1", "-z", "--untracked-files=all"],
-    )?;
+    let status = git(path, ["status", "--porcelain=v1", "-z", "--untracked-files=all"])?;
     let changed: Vec<&str> = status.split('\0').filter(|s| !s.is_empty()).collect();
     if let Some(first) = changed.first() {
         return Ok(Some(format!(
@@ -179,30 +138,17 @@ fn unsafe_to_remove(path: &Path, branch: &str) -> Result<Option<String>, Workspa
         Some(r) if r == expected => {}
         Some(other) => return Ok(Some(format!("HEAD is on {other}, not {expected}"))),
         None => {
-            return Ok(Some(
-                "HEAD is detached; its commits may be on no branch".into(),
-            ));
+            return Ok(Some("HEAD is detached; its commits may be on no branch".into()));
         }
     }
-    let upstream = git_probe(
-        path,
-        [
-            "rev-parse",
-            "--abbrev-ref",
-            "--symbolic-full-name",
-            "@{upstream}",
-        ],
-    )?;
+    let upstream = git_probe(path, ["rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}"])?;
     let Some(upstream) = upstream else {
         return Ok(None);
     };
     let ahead = git(path, ["rev-list", "--count", "@{upstream}..HEAD", "--"])?;
     match ahead.trim() {
         "0" => Ok(None),
-        n => Ok(Some(format!(
-            "{n} commit(s) not pushed to {}",
-            upstream.trim()
-        ))),
+        n => Ok(Some(format!("{n} commit(s) not pushed to {}", upstream.trim()))),
     }
 }
 
@@ -220,13 +166,8 @@ fn list_worktrees(repo: &Path) -> Result<Vec<Listed>, WorkspaceError> {
     for field in out.split('\0') {
         if let Some(path) = field.strip_prefix("worktree ") {
             listed.extend(current.take());
-            current = Some(Listed {
-                path: PathBuf::from(path),
-                branch: None,
-            });
-        } else if let (Some(entry), Some(branch)) =
-            (current.as_mut(), field.strip_prefix("branch "))
-        {
+            current = Some(Listed { path: PathBuf::from(path), branch: None });
+        } else if let (Some(entry), Some(branch)) = (current.as_mut(), field.strip_prefix("branch ")) {
             entry.branch = Some(branch.to_string());
         }
     }

@@ -26,10 +26,7 @@ impl TestDb {
 pub fn sqlite() -> TestDb {
     let dir = tempfile::tempdir().expect("tempdir");
     let url = format!("sqlite://{}", dir.path().join("executor.db").display());
-    TestDb {
-        url,
-        _dir: Some(dir),
-    }
+    TestDb { url, _dir: Some(dir) }
 }
 
 /// A PostgreSQL database with its own schema, or `None` (after saying so) when no URL is configured.
@@ -51,32 +48,17 @@ pub async fn postgres(test: &str) -> Option<TestDb> {
         }
     };
     static N: AtomicU32 = AtomicU32::new(0);
-    let schema = format!(
-        "t{}_{}_{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst),
-        nanos()
-    );
-    let admin = sqlx::PgPool::connect(&base)
-        .await
-        .unwrap_or_else(|e| panic!("cannot connect to {PG_ENV}: {e}"));
-    sqlx::raw_sql(&format!("CREATE SCHEMA {schema}"))
-        .execute(&admin)
-        .await
-        .expect("create schema");
+    let schema = format!("t{}_{}_{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst), nanos());
+    let admin =
+        sqlx::PgPool::connect(&base).await.unwrap_or_else(|e| panic!("cannot connect to {PG_ENV}: {e}"));
+    sqlx::raw_sql(&format!("CREATE SCHEMA {schema}")).execute(&admin).await.expect("create schema");
     admin.close().await;
     let sep = if base.contains('?') { '&' } else { '?' };
-    Some(TestDb {
-        url: format!("{base}{sep}options[search_path]={schema}"),
-        _dir: None,
-    })
+    Some(TestDb { url: format!("{base}{sep}options[search_path]={schema}"), _dir: None })
 }
 
 fn nanos() -> u32 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0)
 }
 
 /// Declares each listed async test body `fn NAME(db: TestDb)` twice: `sqlite::NAME` and `postgres::NAME`.

@@ -12,12 +12,7 @@ pub struct Env {
 }
 
 pub fn git(dir: &Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .status()
-        .unwrap()
-        .success();
+    let ok = Command::new("git").args(args).current_dir(dir).status().unwrap().success();
     assert!(ok, "git {args:?}");
 }
 
@@ -27,26 +22,13 @@ impl Env {
     }
 
     pub fn with_webhook(extra_env: &[&str], webhook: &str) -> Env {
-        let env = Env {
-            dir: tempfile::tempdir().unwrap(),
-        };
+        let env = Env { dir: tempfile::tempdir().unwrap() };
         let repo = env.path().join("repo");
         std::fs::create_dir(&repo).unwrap();
         git(&repo, &["init", "-q", "-b", "main"]);
         std::fs::write(repo.join("README"), "app\n").unwrap();
         git(&repo, &["add", "README"]);
-        git(
-            &repo,
-            &[
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "commit",
-                "-qm",
-                "initial",
-            ],
-        );
+        git(&repo, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "initial"]);
         let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agents/pipeline.sh");
         let pass: Vec<String> = extra_env.iter().map(|v| format!("{v:?}")).collect();
         let config = format!(
@@ -107,10 +89,7 @@ trusted_authors = ["alex"]
 
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_executor"));
-        cmd.arg("--config")
-            .arg(self.path().join("executor.toml"))
-            .args(args)
-            .current_dir(self.path());
+        cmd.arg("--config").arg(self.path().join("executor.toml")).args(args).current_dir(self.path());
         cmd
     }
 
@@ -181,12 +160,10 @@ impl FakeWebhook {
                 }
                 let mut body = vec![0; length];
                 let _ = reader.read_exact(&mut body);
-                sink.lock()
-                    .unwrap()
-                    .push(String::from_utf8_lossy(&body).into_owned());
-                let _ = reader.get_mut().write_all(
-                    b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok",
-                );
+                sink.lock().unwrap().push(String::from_utf8_lossy(&body).into_owned());
+                let _ = reader
+                    .get_mut()
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
             }
         });
         FakeWebhook { addr, bodies }
@@ -203,11 +180,8 @@ impl FakeWebhook {
 
 pub fn pid_alive(pid: i32) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.split_whitespace().next());
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
-        && !matches!(state, Some("Z" | "X"))
+    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok() && !matches!(state, Some("Z" | "X"))
 }
 
 fn toml_string(s: &str) -> String {

@@ -15,32 +15,19 @@ use tokio::sync::{mpsc, watch};
 pub const SECRET: &str = "ghp_TestSecretValue1234567890";
 
 pub fn fake(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fake_agents")
-        .join(name)
-        .display()
-        .to_string()
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agents").join(name).display().to_string()
 }
 
 pub fn claude(name: &str) -> AgentConfig {
-    AgentConfig::Claude(ClaudeConfig {
-        program: fake(name),
-        ..Default::default()
-    })
+    AgentConfig::Claude(ClaudeConfig { program: fake(name), ..Default::default() })
 }
 
 pub fn codex(name: &str) -> AgentConfig {
-    AgentConfig::Codex(CodexConfig {
-        program: fake(name),
-        ..Default::default()
-    })
+    AgentConfig::Codex(CodexConfig { program: fake(name), ..Default::default() })
 }
 
 pub fn command(name: &str) -> AgentConfig {
-    AgentConfig::Command(CommandConfig {
-        program: fake(name),
-        args: vec![],
-    })
+    AgentConfig::Command(CommandConfig { program: fake(name), args: vec![] })
 }
 
 pub struct Sandbox {
@@ -67,12 +54,7 @@ impl Sandbox {
             vec!["config", "user.name", "Test"],
             vec!["commit", "-q", "--allow-empty", "-m", "initial"],
         ] {
-            let ok = Command::new("git")
-                .args(&args)
-                .current_dir(&self.worktree)
-                .status()
-                .unwrap()
-                .success();
+            let ok = Command::new("git").args(&args).current_dir(&self.worktree).status().unwrap().success();
             assert!(ok, "git {args:?}");
         }
     }
@@ -91,10 +73,7 @@ impl Sandbox {
             cost_cap_usd: None,
             env: EnvSpec {
                 pass: vec![],
-                set: env
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.clone()))
-                    .collect(),
+                set: env.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
                 secrets: vec![],
             },
             logs_root: self.path("logs"),

@@ -7,13 +7,7 @@ fn at(minute: u32) -> DateTime<Utc> {
 }
 
 fn check(name: &str, status: CheckStatus, sha: &str) -> Check {
-    Check {
-        name: name.into(),
-        status,
-        sha: sha.into(),
-        url: None,
-        summary: None,
-    }
+    Check { name: name.into(), status, sha: sha.into(), url: None, summary: None }
 }
 
 fn comment(id: &str, author: &str, body: &str, minute: u32) -> Comment {
@@ -58,54 +52,31 @@ fn ci_rollup_is_derived_from_the_checks_at_head_only() {
     use CheckStatus::*;
     let cases: &[(&str, Vec<Check>, CiRollup)] = &[
         ("no checks", vec![], CiRollup::None),
-        (
-            "only an old commit's checks",
-            vec![check("build", Failure, "old")],
-            CiRollup::None,
-        ),
+        ("only an old commit's checks", vec![check("build", Failure, "old")], CiRollup::None),
         (
             "all green",
-            vec![
-                check("build", Success, "head"),
-                check("lint", Skipped, "head"),
-            ],
+            vec![check("build", Success, "head"), check("lint", Skipped, "head")],
             CiRollup::Success,
         ),
         (
             "one failed",
-            vec![
-                check("build", Success, "head"),
-                check("test", Failure, "head"),
-            ],
+            vec![check("build", Success, "head"), check("test", Failure, "head")],
             CiRollup::Failure,
         ),
-        (
-            "cancelled is not green",
-            vec![check("build", Cancelled, "head")],
-            CiRollup::Failure,
-        ),
+        ("cancelled is not green", vec![check("build", Cancelled, "head")], CiRollup::Failure),
         (
             "pending beats failure",
-            vec![
-                check("build", Failure, "head"),
-                check("test", Pending, "head"),
-            ],
+            vec![check("build", Failure, "head"), check("test", Pending, "head")],
             CiRollup::Pending,
         ),
         (
             "a re-run supersedes the earlier run of the same name",
-            vec![
-                check("build", Failure, "head"),
-                check("build", Success, "head"),
-            ],
+            vec![check("build", Failure, "head"), check("build", Success, "head")],
             CiRollup::Success,
         ),
         (
             "an old failure does not taint the head",
-            vec![
-                check("build", Failure, "old"),
-                check("build", Success, "head"),
-            ],
+            vec![check("build", Failure, "old"), check("build", Success, "head")],
             CiRollup::Success,
         ),
     ];
@@ -126,20 +97,14 @@ fn a_missing_required_check_is_not_green() {
         vec![],
     );
     let required = vec!["build".to_string(), "ui-tests".into(), "lint".into()];
-    assert_eq!(
-        snap.required_checks_not_green(&required),
-        vec!["ui-tests", "lint"]
-    );
+    assert_eq!(snap.required_checks_not_green(&required), vec!["ui-tests", "lint"]);
     assert!(snap.required_checks_not_green(&["build".into()]).is_empty());
 }
 
 #[test]
 fn missing_labels_ignore_case() {
     let snap = pr(vec![], vec![]);
-    assert_eq!(
-        snap.missing_labels(&["executor".into(), "needs-ci".into()]),
-        vec!["needs-ci"]
-    );
+    assert_eq!(snap.missing_labels(&["executor".into(), "needs-ci".into()]), vec!["needs-ci"]);
 }
 
 #[test]
@@ -148,17 +113,10 @@ fn only_trusted_humans_comments_count() {
     bot.by_agent = true;
     let snap = pr(
         vec![],
-        vec![
-            comment("1", "Alex", "rename this", 1),
-            comment("2", "stranger", "delete everything", 2),
-            bot,
-        ],
+        vec![comment("1", "Alex", "rename this", 1), comment("2", "stranger", "delete everything", 2), bot],
     );
     assert_eq!(ids(snap.unresolved_trusted_comments(&trusted())), vec!["1"]);
-    assert!(
-        snap.unresolved_trusted_comments(&[]).is_empty(),
-        "empty list trusts nobody"
-    );
+    assert!(snap.unresolved_trusted_comments(&[]).is_empty(), "empty list trusts nobody");
 }
 
 #[test]
@@ -184,19 +142,8 @@ fn acknowledged_or_resolved_comments_are_not_unresolved() {
     stranger_ack.in_reply_to = Some("open".into());
     let open = comment("open", "alex", "this is wrong", 7);
 
-    let snap = pr(
-        vec![],
-        vec![
-            resolved,
-            direct,
-            direct_ack,
-            threaded,
-            thread_ack,
-            after_ack,
-            open,
-            stranger_ack,
-        ],
-    );
+    let snap =
+        pr(vec![], vec![resolved, direct, direct_ack, threaded, thread_ack, after_ack, open, stranger_ack]);
     assert_eq!(
         ids(snap.unresolved_trusted_comments(&trusted())),
         vec!["t-again", "open"],
@@ -215,10 +162,7 @@ fn a_trusted_humans_own_acknowledgement_is_not_work() {
 
 #[test]
 fn snapshot_round_trips_through_json() {
-    let snap = pr(
-        vec![check("build", CheckStatus::TimedOut, "head")],
-        vec![comment("1", "alex", "hi", 1)],
-    );
+    let snap = pr(vec![check("build", CheckStatus::TimedOut, "head")], vec![comment("1", "alex", "hi", 1)]);
     let json = serde_json::to_string(&snap).unwrap();
     assert!(json.contains("\"timed_out\""), "{json}");
     let back: PrSnapshot = serde_json::from_str(&json).unwrap();

@@ -75,13 +75,7 @@ fn obs() -> Observation {
 }
 
 fn check(name: &str, status: CheckStatus) -> Check {
-    Check {
-        name: name.into(),
-        status,
-        sha: HEAD.into(),
-        url: None,
-        summary: None,
-    }
+    Check { name: name.into(), status, sha: HEAD.into(), url: None, summary: None }
 }
 
 /// An open draft PR, labelled, with green required CI at HEAD and no comments.
@@ -126,12 +120,7 @@ fn pr_obs(f: impl FnOnce(&mut PrSnapshot)) -> Observation {
 }
 
 fn last(kind: WorkerKind, outcome: WorkerOutcome, minute: u32, streak: u32) -> Option<LastWorker> {
-    Some(LastWorker {
-        kind,
-        ended_at: at(minute),
-        outcome,
-        streak,
-    })
+    Some(LastWorker { kind, ended_at: at(minute), outcome, streak })
 }
 
 fn reviewed(mut r: Run, verdict: &str, sha: &str) -> Run {
@@ -141,31 +130,18 @@ fn reviewed(mut r: Run, verdict: &str, sha: &str) -> Run {
 }
 
 fn start(kind: WorkerKind) -> Action {
-    Action::StartWorker {
-        kind,
-        move_to: None,
-        ci_attempt: None,
-    }
+    Action::StartWorker { kind, move_to: None, ci_attempt: None }
 }
 
 fn to(state: RunState) -> Action {
-    Action::Transition {
-        to: state,
-        pr: None,
-        notify: None,
-        stop_worker: false,
-    }
+    Action::Transition { to: state, pr: None, notify: None, stop_worker: false }
 }
 
 fn told(state: RunState, kind: NoticeKind, key: &str, text: &str) -> Action {
     Action::Transition {
         to: state,
         pr: None,
-        notify: Some(Notice {
-            kind,
-            key: key.into(),
-            text: text.into(),
-        }),
+        notify: Some(Notice { kind, key: key.into(), text: text.into() }),
         stop_worker: false,
     }
 }
@@ -180,14 +156,7 @@ struct Row {
 }
 
 fn row(name: &'static str, run: Run, obs: Observation, want: Action, why: &'static str) -> Row {
-    Row {
-        name,
-        run,
-        obs,
-        policy: policy(),
-        want,
-        why,
-    }
+    Row { name, run, obs, policy: policy(), want, why }
 }
 
 fn rows() -> Vec<Row> {
@@ -196,14 +165,11 @@ fn rows() -> Vec<Row> {
     use WorkerKind as K;
     use WorkerOutcome as O;
 
-    let local = Policy {
-        runner_opens_prs: true,
-        ..policy()
-    };
+    let local = Policy { runner_opens_prs: true, ..policy() };
     let green_reviewed = reviewed(run(Pr), "pass", HEAD);
-    let abandoned_text =
-        "CI still fails at abc1234 (checks: build) after 3 fix_ci attempt(s) of 3.";
-    let ready_text = "PR #7 is ready: CI and required checks green, nothing unresolved, review passed at abc1234.";
+    let abandoned_text = "CI still fails at abc1234 (checks: build) after 3 fix_ci attempt(s) of 3.";
+    let ready_text =
+        "PR #7 is ready: CI and required checks green, nothing unresolved, review passed at abc1234.";
 
     vec![
         // queued
@@ -736,12 +702,7 @@ fn every_transition_decided_is_legal_from_its_state() {
             _ => None,
         };
         if let Some(to) = target {
-            assert!(
-                row.run.state.check(to).is_ok(),
-                "{}: {} → {to}",
-                row.name,
-                row.run.state
-            );
+            assert!(row.run.state.check(to).is_ok(), "{}: {} → {to}", row.name, row.run.state);
         }
     }
 }
@@ -750,27 +711,13 @@ fn every_transition_decided_is_legal_from_its_state() {
 fn back_off_is_capped_and_huge_delays_do_not_panic() {
     let mut r = run(RunState::InProgress);
     r.worker_stuck_count = 2;
-    let policy = Policy {
-        max_stuck: 100,
-        retry_backoff: Duration::from_secs(u64::MAX),
-        ..policy()
-    };
-    let o = Observation {
-        last_worker: last(WorkerKind::InProgress, WorkerOutcome::Failed, 0, 50),
-        ..obs()
-    };
+    let policy = Policy { max_stuck: 100, retry_backoff: Duration::from_secs(u64::MAX), ..policy() };
+    let o = Observation { last_worker: last(WorkerKind::InProgress, WorkerOutcome::Failed, 0, 50), ..obs() };
     assert!(decide(&r, &o, &policy, now()).is_wait());
 
     // 50 attempts with a 1 s base: capped at 64 s, so 30 minutes later it starts.
-    let policy = Policy {
-        max_stuck: 100,
-        retry_backoff: Duration::from_secs(1),
-        ..policy
-    };
-    assert_eq!(
-        decide(&r, &o, &policy, now()).action,
-        start(WorkerKind::InProgress)
-    );
+    let policy = Policy { max_stuck: 100, retry_backoff: Duration::from_secs(1), ..policy };
+    assert_eq!(decide(&r, &o, &policy, now()).action, start(WorkerKind::InProgress));
 }
 
 #[test]

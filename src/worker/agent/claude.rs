@@ -4,8 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    AgentEvent, AgentResult, CommandLine, Launch, OutputParser, Tokens, json_object, str_field,
-    u64_field,
+    AgentEvent, AgentResult, CommandLine, Launch, OutputParser, Tokens, json_object, str_field, u64_field,
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,9 +33,8 @@ impl Default for ClaudeConfig {
 
 impl ClaudeConfig {
     pub(super) fn command_line(&self, launch: &Launch) -> CommandLine {
-        let mut args: Vec<String> = ["-p", "--output-format", "stream-json", "--verbose"]
-            .map(String::from)
-            .to_vec();
+        let mut args: Vec<String> =
+            ["-p", "--output-format", "stream-json", "--verbose"].map(String::from).to_vec();
         if let Some(mode) = &self.permission_mode {
             args.extend(["--permission-mode".into(), mode.clone()]);
         }
@@ -57,10 +55,7 @@ impl ClaudeConfig {
             args.extend(["--max-budget-usd".into(), format!("{usd:.2}")]);
         }
         args.extend(self.extra_args.iter().cloned());
-        CommandLine {
-            program: self.program.clone(),
-            args,
-        }
+        CommandLine { program: self.program.clone(), args }
     }
 }
 
@@ -87,17 +82,9 @@ impl OutputParser for ClaudeParser {
                     let tools = event
                         .get("tools")
                         .and_then(Value::as_array)
-                        .map(|t| {
-                            t.iter()
-                                .filter_map(|x| x.as_str().map(String::from))
-                                .collect()
-                        })
+                        .map(|t| t.iter().filter_map(|x| x.as_str().map(String::from)).collect())
                         .unwrap_or_default();
-                    out.push(AgentEvent::Session {
-                        id,
-                        model: str_field(&event, "model"),
-                        tools,
-                    });
+                    out.push(AgentEvent::Session { id, model: str_field(&event, "model"), tools });
                 }
                 return out;
             }
@@ -125,21 +112,13 @@ impl ClaudeParser {
             && self.session_id.as_deref() != Some(id.as_str())
         {
             self.session_id = Some(id.clone());
-            out.push(AgentEvent::Session {
-                id,
-                model: None,
-                tools: Vec::new(),
-            });
+            out.push(AgentEvent::Session { id, model: None, tools: Vec::new() });
         }
     }
 }
 
 fn raw(line: &str) -> Vec<AgentEvent> {
-    if line.trim().is_empty() {
-        Vec::new()
-    } else {
-        vec![AgentEvent::Raw(line.to_string())]
-    }
+    if line.trim().is_empty() { Vec::new() } else { vec![AgentEvent::Raw(line.to_string())] }
 }
 
 fn content_blocks(event: &Value, out: &mut Vec<AgentEvent>, f: fn(&Value) -> Option<AgentEvent>) {
@@ -174,10 +153,7 @@ fn user_block(block: &Value) -> Option<AgentEvent> {
         "tool_result" => Some(AgentEvent::ToolResult {
             id: str_field(block, "tool_use_id").unwrap_or_default(),
             output: tool_output(block.get("content")),
-            is_error: block
-                .get("is_error")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
+            is_error: block.get("is_error").and_then(Value::as_bool).unwrap_or(false),
         }),
         "text" => Some(AgentEvent::Raw(str_field(block, "text")?)),
         _ => None,
@@ -192,10 +168,7 @@ fn tool_output(content: Option<&Value>) -> String {
             .iter()
             .map(|p| match p.get("text").and_then(Value::as_str) {
                 Some(t) => t.to_string(),
-                None => format!(
-                    "[{} block]",
-                    p.get("type").and_then(Value::as_str).unwrap_or("?")
-                ),
+                None => format!("[{} block]", p.get("type").and_then(Value::as_str).unwrap_or("?")),
             })
             .collect::<Vec<_>>()
             .join("\n"),
@@ -206,32 +179,20 @@ fn tool_output(content: Option<&Value>) -> String {
 
 fn result(event: &Value, known_session: Option<String>) -> AgentResult {
     let subtype = str_field(event, "subtype").unwrap_or_default();
-    let tokens = event
-        .get("usage")
-        .filter(|u| u.is_object())
-        .map(|u| Tokens {
-            input: u64_field(u, "input_tokens"),
-            output: u64_field(u, "output_tokens"),
-            cache_read: u64_field(u, "cache_read_input_tokens"),
-            cache_creation: u64_field(u, "cache_creation_input_tokens"),
-        });
+    let tokens = event.get("usage").filter(|u| u.is_object()).map(|u| Tokens {
+        input: u64_field(u, "input_tokens"),
+        output: u64_field(u, "output_tokens"),
+        cache_read: u64_field(u, "cache_read_input_tokens"),
+        cache_creation: u64_field(u, "cache_creation_input_tokens"),
+    });
     AgentResult {
-        is_error: event
-            .get("is_error")
-            .and_then(Value::as_bool)
-            .unwrap_or(subtype != "success"),
+        is_error: event.get("is_error").and_then(Value::as_bool).unwrap_or(subtype != "success"),
         budget_exceeded: subtype == "error_max_budget_usd",
-        num_turns: event
-            .get("num_turns")
-            .and_then(Value::as_u64)
-            .and_then(|n| u32::try_from(n).ok()),
+        num_turns: event.get("num_turns").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok()),
         cost_usd: event.get("total_cost_usd").and_then(Value::as_f64),
         tokens,
         text: str_field(event, "result"),
-        structured: event
-            .get("structured_output")
-            .filter(|v| !v.is_null())
-            .cloned(),
+        structured: event.get("structured_output").filter(|v| !v.is_null()).cloned(),
         session_id: str_field(event, "session_id").or(known_session),
         subtype,
     }
@@ -243,10 +204,7 @@ mod tests {
 
     #[test]
     fn builds_a_fresh_and_a_resumed_command_line() {
-        let cfg = ClaudeConfig {
-            model: Some("sonnet".into()),
-            ..Default::default()
-        };
+        let cfg = ClaudeConfig { model: Some("sonnet".into()), ..Default::default() };
         let fresh = cfg.command_line(&Launch {
             max_turns: Some(40),
             result_schema: Some(serde_json::json!({"type":"object"})),
@@ -255,18 +213,16 @@ mod tests {
         });
         assert_eq!(fresh.program, "claude");
         let a = fresh.args.join(" ");
-        assert!(a.starts_with(
-            "-p --output-format stream-json --verbose --permission-mode bypassPermissions"
-        ));
+        assert!(
+            a.starts_with("-p --output-format stream-json --verbose --permission-mode bypassPermissions")
+        );
         assert!(a.contains("--max-turns 40"));
         assert!(a.contains("--model sonnet"));
         assert!(a.contains("--json-schema {\"type\":\"object\"}"));
         assert!(a.contains("--max-budget-usd 1.50"));
         assert!(!a.contains("--resume"));
-        let resumed = cfg.command_line(&Launch {
-            resume_session: Some("abc-123".into()),
-            ..Default::default()
-        });
+        let resumed =
+            cfg.command_line(&Launch { resume_session: Some("abc-123".into()), ..Default::default() });
         assert!(resumed.args.contains(&"--resume=abc-123".to_string()));
     }
 
@@ -289,16 +245,10 @@ mod tests {
         let user = r#"{"type":"user","session_id":"s1","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"a.txt"}],"is_error":false}]}}"#;
         assert_eq!(
             p.parse_line(user),
-            vec![AgentEvent::ToolResult {
-                id: "t1".into(),
-                output: "a.txt".into(),
-                is_error: false
-            }]
+            vec![AgentEvent::ToolResult { id: "t1".into(), output: "a.txt".into(), is_error: false }]
         );
         let res = r#"{"type":"result","subtype":"success","is_error":false,"num_turns":3,"total_cost_usd":0.25,"usage":{"input_tokens":10,"output_tokens":20,"cache_read_input_tokens":5},"result":"done","session_id":"s1","structured_output":{"verdict":"pass"}}"#;
-        let AgentEvent::Result(r) = &p.parse_line(res)[0] else {
-            panic!()
-        };
+        let AgentEvent::Result(r) = &p.parse_line(res)[0] else { panic!() };
         assert!(!r.is_error);
         assert_eq!(r.num_turns, Some(3));
         assert_eq!(r.cost_usd, Some(0.25));
@@ -312,22 +262,11 @@ mod tests {
         let res = r#"{"type":"result","subtype":"error_max_budget_usd","is_error":true,"session_id":"s2"}"#;
         let ev = p.parse_line(res);
         assert!(matches!(&ev[0], AgentEvent::Session { id, .. } if id == "s2"));
-        let AgentEvent::Result(r) = &ev[1] else {
-            panic!()
-        };
+        let AgentEvent::Result(r) = &ev[1] else { panic!() };
         assert!(r.budget_exceeded && r.is_error);
-        for odd in [
-            r#"{"type":"future_thing"}"#,
-            "not json",
-            "{broken",
-            "[1,2]",
-            r#"{"type":"assistant"}"#,
-        ] {
+        for odd in [r#"{"type":"future_thing"}"#, "not json", "{broken", "[1,2]", r#"{"type":"assistant"}"#] {
             let ev = p.parse_line(odd);
-            assert!(
-                matches!(ev.as_slice(), [AgentEvent::Raw(_)]),
-                "{odd}: {ev:?}"
-            );
+            assert!(matches!(ev.as_slice(), [AgentEvent::Raw(_)]), "{odd}: {ev:?}");
         }
         assert!(p.parse_line("").is_empty());
     }

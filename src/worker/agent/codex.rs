@@ -6,8 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{
-    AgentEvent, AgentResult, CommandLine, Launch, OutputParser, Tokens, json_object, str_field,
-    u64_field,
+    AgentEvent, AgentResult, CommandLine, Launch, OutputParser, Tokens, json_object, str_field, u64_field,
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -49,10 +48,7 @@ impl CodexConfig {
             args.extend(["resume".into(), id.clone()]);
         }
         args.push("-".into());
-        CommandLine {
-            program: self.program.clone(),
-            args,
-        }
+        CommandLine { program: self.program.clone(), args }
     }
 }
 
@@ -70,11 +66,7 @@ pub struct CodexParser {
 impl OutputParser for CodexParser {
     fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
         let Some(map) = json_object(line) else {
-            return if line.trim().is_empty() {
-                Vec::new()
-            } else {
-                vec![AgentEvent::Raw(line.to_string())]
-            };
+            return if line.trim().is_empty() { Vec::new() } else { vec![AgentEvent::Raw(line.to_string())] };
         };
         let event = Value::Object(map);
         let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
@@ -83,11 +75,7 @@ impl OutputParser for CodexParser {
                 Some(id) => {
                     self.seen_anything = true;
                     self.thread_id = Some(id.clone());
-                    vec![AgentEvent::Session {
-                        id,
-                        model: None,
-                        tools: Vec::new(),
-                    }]
+                    vec![AgentEvent::Session { id, model: None, tools: Vec::new() }]
                 }
                 None => vec![AgentEvent::Raw(line.to_string())],
             },
@@ -107,10 +95,7 @@ impl OutputParser for CodexParser {
                 self.tokens.input += turn.input;
                 self.tokens.output += turn.output;
                 self.tokens.cache_read += turn.cache_read;
-                vec![AgentEvent::Usage {
-                    tokens: turn,
-                    cost_usd: None,
-                }]
+                vec![AgentEvent::Usage { tokens: turn, cost_usd: None }]
             }
             "turn.failed" => {
                 let msg = event
@@ -122,9 +107,9 @@ impl OutputParser for CodexParser {
                 vec![AgentEvent::Error(msg)]
             }
             // Codex also reports transient trouble (reconnects) this way, so it does not end the run.
-            "error" => vec![AgentEvent::Error(
-                str_field(&event, "message").unwrap_or_else(|| event.to_string()),
-            )],
+            "error" => {
+                vec![AgentEvent::Error(str_field(&event, "message").unwrap_or_else(|| event.to_string()))]
+            }
             "item.started" | "item.updated" | "item.completed" => match event.get("item") {
                 Some(item) => self.item(kind, item),
                 None => vec![AgentEvent::Raw(line.to_string())],
@@ -138,11 +123,7 @@ impl OutputParser for CodexParser {
             return Vec::new();
         }
         let failed = self.failure.is_some() || exit_code.is_some_and(|c| c != 0);
-        let structured = self
-            .last_message
-            .as_deref()
-            .and_then(json_object)
-            .map(Value::Object);
+        let structured = self.last_message.as_deref().and_then(json_object).map(Value::Object);
         vec![AgentEvent::Result(AgentResult {
             subtype: if failed { "failed" } else { "completed" }.into(),
             is_error: failed,
@@ -162,11 +143,8 @@ impl CodexParser {
         let id = str_field(item, "id").unwrap_or_default();
         let kind = item.get("type").and_then(Value::as_str).unwrap_or("");
         let completed = phase == "item.completed";
-        let call = |name: &str, input: Value| AgentEvent::ToolCall {
-            id: id.clone(),
-            name: name.to_string(),
-            input,
-        };
+        let call =
+            |name: &str, input: Value| AgentEvent::ToolCall { id: id.clone(), name: name.to_string(), input };
         match kind {
             "agent_message" if completed => {
                 let text = str_field(item, "text").unwrap_or_default();
@@ -174,9 +152,7 @@ impl CodexParser {
                 vec![AgentEvent::Text(text)]
             }
             "reasoning" if completed => {
-                vec![AgentEvent::Reasoning(
-                    str_field(item, "text").unwrap_or_default(),
-                )]
+                vec![AgentEvent::Reasoning(str_field(item, "text").unwrap_or_default())]
             }
             "command_execution" => {
                 let mut out = Vec::new();
@@ -213,10 +189,7 @@ impl CodexParser {
                     call(&name, input.unwrap_or(Value::Null)),
                     AgentEvent::ToolResult {
                         id: id.clone(),
-                        output: error
-                            .map(str::to_string)
-                            .or_else(|| status.clone())
-                            .unwrap_or_default(),
+                        output: error.map(str::to_string).or_else(|| status.clone()).unwrap_or_default(),
                         is_error: error.is_some() || status.as_deref() == Some("failed"),
                     },
                 ]
@@ -228,8 +201,7 @@ impl CodexParser {
                         items
                             .iter()
                             .map(|i| {
-                                let done =
-                                    i.get("completed").and_then(Value::as_bool).unwrap_or(false);
+                                let done = i.get("completed").and_then(Value::as_bool).unwrap_or(false);
                                 format!(
                                     "[{}] {}",
                                     if done { "x" } else { " " },
@@ -242,12 +214,11 @@ impl CodexParser {
                     .unwrap_or_default();
                 vec![AgentEvent::Reasoning(format!("plan:\n{plan}"))]
             }
-            "error" => vec![AgentEvent::Error(
-                str_field(item, "message").unwrap_or_default(),
-            )],
+            "error" => vec![AgentEvent::Error(str_field(item, "message").unwrap_or_default())],
             // Progress of items shown once complete (messages, plans, file changes).
-            "agent_message" | "reasoning" | "file_change" | "mcp_tool_call" | "web_search"
-            | "todo_list" => Vec::new(),
+            "agent_message" | "reasoning" | "file_change" | "mcp_tool_call" | "web_search" | "todo_list" => {
+                Vec::new()
+            }
             _ => vec![AgentEvent::Raw(item.to_string())],
         }
     }
@@ -261,16 +232,10 @@ mod tests {
     #[test]
     fn fresh_and_resume_command_lines_read_the_prompt_from_stdin() {
         let cfg = CodexConfig::default();
-        let launch = Launch {
-            cwd: PathBuf::from("/w/t"),
-            ..Default::default()
-        };
+        let launch = Launch { cwd: PathBuf::from("/w/t"), ..Default::default() };
         let fresh = cfg.command_line(&launch).args.join(" ");
         assert_eq!(fresh, "exec --json --sandbox workspace-write -C /w/t -");
-        let resumed = cfg.command_line(&Launch {
-            resume_session: Some("th-1".into()),
-            ..launch
-        });
+        let resumed = cfg.command_line(&Launch { resume_session: Some("th-1".into()), ..launch });
         assert!(resumed.args.join(" ").ends_with("-C /w/t resume th-1 -"));
     }
 
@@ -292,9 +257,7 @@ mod tests {
         assert!(
             matches!(&events[2], AgentEvent::ToolResult { output, is_error: false, .. } if output == "a\n")
         );
-        let AgentEvent::Result(r) = &p.finish(Some(0))[0] else {
-            panic!()
-        };
+        let AgentEvent::Result(r) = &p.finish(Some(0))[0] else { panic!() };
         assert!(!r.is_error);
         assert_eq!(r.num_turns, Some(2));
         assert_eq!(r.tokens.unwrap().input, 101);
@@ -309,9 +272,7 @@ mod tests {
         assert!(p.finish(Some(1)).is_empty());
         p.parse_line(r#"{"type":"turn.started"}"#);
         p.parse_line(r#"{"type":"turn.failed","error":{"message":"quota"}}"#);
-        let AgentEvent::Result(r) = &p.finish(Some(1))[0] else {
-            panic!()
-        };
+        let AgentEvent::Result(r) = &p.finish(Some(1))[0] else { panic!() };
         assert!(r.is_error);
         assert_eq!(r.text.as_deref(), Some("quota"));
     }

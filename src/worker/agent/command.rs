@@ -18,10 +18,7 @@ impl CommandConfig {
         if self.program.trim().is_empty() {
             return Err(AgentError::EmptyProgram);
         }
-        Ok(CommandLine {
-            program: self.program.clone(),
-            args: self.args.clone(),
-        })
+        Ok(CommandLine { program: self.program.clone(), args: self.args.clone() })
     }
 }
 
@@ -66,18 +63,13 @@ mod tests {
         for l in ["hello", r#"{"a":1}"#, "[1]", r#"{"b":2}"#, "bye", "{broken"] {
             assert_eq!(p.parse_line(l), vec![AgentEvent::Raw(l.into())]);
         }
-        let AgentEvent::Result(r) = &p.finish(Some(0))[0] else {
-            panic!()
-        };
+        let AgentEvent::Result(r) = &p.finish(Some(0))[0] else { panic!() };
         assert_eq!(r.structured, Some(serde_json::json!({"b":2})));
         assert!(!r.is_error);
     }
 
     #[test]
     fn empty_program_is_refused() {
-        assert_eq!(
-            CommandConfig::default().command_line(),
-            Err(AgentError::EmptyProgram)
-        );
+        assert_eq!(CommandConfig::default().command_line(), Err(AgentError::EmptyProgram));
     }
 }

@@ -56,11 +56,7 @@ impl CommandLine {
             .chain(self.args.iter().map(String::as_str))
             .map(|a| {
                 let short: String = a.chars().take(120).collect();
-                let short = if short.len() < a.len() {
-                    format!("{short}…")
-                } else {
-                    short
-                };
+                let short = if short.len() < a.len() { format!("{short}…") } else { short };
                 if short.is_empty() || short.contains(|c: char| c.is_whitespace() || c == '\'') {
                     format!("'{}'", short.replace('\'', "'\\''"))
                 } else {
@@ -184,14 +180,8 @@ impl AgentConfig {
 fn check_session_id(id: &str) -> Result<(), AgentError> {
     let ok = id.len() <= 200
         && id.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    if ok {
-        Ok(())
-    } else {
-        Err(AgentError::InvalidSessionId(id.chars().take(80).collect()))
-    }
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok { Ok(()) } else { Err(AgentError::InvalidSessionId(id.chars().take(80).collect())) }
 }
 
 /// Parses a line as a JSON object; anything else (text, arrays, broken JSON) is `None`.
@@ -221,27 +211,16 @@ mod tests {
     #[test]
     fn resume_ids_that_could_be_flags_are_refused() {
         let agent = AgentConfig::Claude(ClaudeConfig::default());
-        for bad in [
-            "",
-            "--dangerously-skip-permissions",
-            "a b",
-            "x;rm -rf /",
-            "$(id)",
-        ] {
-            let launch = Launch {
-                resume_session: Some(bad.into()),
-                ..Default::default()
-            };
+        for bad in ["", "--dangerously-skip-permissions", "a b", "x;rm -rf /", "$(id)"] {
+            let launch = Launch { resume_session: Some(bad.into()), ..Default::default() };
             assert!(agent.command_line(&launch).is_err(), "{bad:?}");
         }
     }
 
     #[test]
     fn display_quotes_and_shortens() {
-        let cl = CommandLine {
-            program: "claude".into(),
-            args: vec!["-p".into(), "a b".into(), "x".repeat(500)],
-        };
+        let cl =
+            CommandLine { program: "claude".into(), args: vec!["-p".into(), "a b".into(), "x".repeat(500)] };
         let shown = cl.display();
         assert!(shown.starts_with("claude -p 'a b' xxx"));
         assert!(shown.len() < 200);

@@ -57,9 +57,7 @@ impl Redactor {
 
 /// The path of a new work log. The gid is a validated [`TaskGid`], so it is safe as a directory name.
 pub fn log_path(logs_root: &Path, gid: &TaskGid, kind: PromptKind, at: DateTime<Utc>) -> PathBuf {
-    logs_root
-        .join(gid.as_str())
-        .join(format!("{}_{}.md", kind.as_str(), at.format(TIME_FORMAT)))
+    logs_root.join(gid.as_str()).join(format!("{}_{}.md", kind.as_str(), at.format(TIME_FORMAT)))
 }
 
 /// What the header says about a worker.
@@ -101,11 +99,7 @@ impl WorkLog {
             let path = if n == 1 {
                 base.clone()
             } else {
-                base.with_file_name(format!(
-                    "{}_{}-{n}.md",
-                    kind.as_str(),
-                    at.format(TIME_FORMAT)
-                ))
+                base.with_file_name(format!("{}_{}-{n}.md", kind.as_str(), at.format(TIME_FORMAT)))
             };
             match OpenOptions::new().write(true).create_new(true).open(&path) {
                 Ok(file) => return Ok(WorkLog::new(file, path, redactor)),
@@ -122,12 +116,7 @@ impl WorkLog {
     }
 
     fn new(file: File, path: PathBuf, redactor: Redactor) -> WorkLog {
-        WorkLog {
-            file,
-            path,
-            redactor,
-            in_raw_block: false,
-        }
+        WorkLog { file, path, redactor, in_raw_block: false }
     }
 
     pub fn path(&self) -> &Path {
@@ -161,32 +150,21 @@ impl WorkLog {
             h.task_gid,
             h.kind,
             h.task_gid,
-            if h.run_id == 0 {
-                "none (a worker run by hand)".to_string()
-            } else {
-                h.run_id.to_string()
-            },
+            if h.run_id == 0 { "none (a worker run by hand)".to_string() } else { h.run_id.to_string() },
             h.kind,
             h.agent,
             h.cwd.display(),
-            h.started_at
-                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            h.started_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         );
         if let Some(id) = h.resumed_session {
             s.push_str(&format!("- **Resumes session:** `{id}`\n"));
         }
-        s.push_str(&format!(
-            "- **Command:**\n\n{}\n",
-            fenced("sh", h.command_line)
-        ));
+        s.push_str(&format!("- **Command:**\n\n{}\n", fenced("sh", h.command_line)));
         self.block(&s);
     }
 
     pub fn prompt(&mut self, prompt: &str) {
-        self.block(&format!(
-            "## Prompt\n\n{}\n## Conversation\n\n",
-            fenced("markdown", prompt)
-        ));
+        self.block(&format!("## Prompt\n\n{}\n## Conversation\n\n", fenced("markdown", prompt)));
     }
 
     /// A line of executor's own, e.g. that a restarted supervisor adopted the worker.
@@ -215,10 +193,7 @@ impl WorkLog {
                 self.block(&format!("{s}\n\n"));
             }
             AgentEvent::Text(text) => {
-                self.block(&format!(
-                    "### Assistant\n\n{}\n\n",
-                    truncate(text, TEXT_LIMIT)
-                ));
+                self.block(&format!("### Assistant\n\n{}\n\n", truncate(text, TEXT_LIMIT)));
             }
             AgentEvent::Reasoning(text) => {
                 let quoted = truncate(text, TOOL_TEXT_LIMIT).replace('\n', "\n> ");
@@ -233,17 +208,9 @@ impl WorkLog {
                     fenced("json", &truncate(&pretty, TOOL_TEXT_LIMIT))
                 ));
             }
-            AgentEvent::ToolResult {
-                id,
-                output,
-                is_error,
-            } => {
+            AgentEvent::ToolResult { id, output, is_error } => {
                 let output = self.redactor.redact(output);
-                let what = if *is_error {
-                    "Tool error"
-                } else {
-                    "Tool output"
-                };
+                let what = if *is_error { "Tool error" } else { "Tool output" };
                 self.block(&format!(
                     "{what} ({id}):\n\n{}\n",
                     fenced("text", &truncate(&output, TOOL_TEXT_LIMIT))
@@ -251,10 +218,7 @@ impl WorkLog {
             }
             AgentEvent::Usage { .. } => {}
             AgentEvent::Error(msg) => {
-                self.block(&format!(
-                    "**Agent error:** {}\n\n",
-                    truncate(msg, TOOL_TEXT_LIMIT)
-                ));
+                self.block(&format!("**Agent error:** {}\n\n", truncate(msg, TOOL_TEXT_LIMIT)));
             }
             AgentEvent::Result(r) => {
                 let mut s = format!(
@@ -267,10 +231,7 @@ impl WorkLog {
                 }
                 if let Some(v) = &r.structured {
                     let pretty = serde_json::to_string_pretty(v).unwrap_or_default();
-                    s.push_str(&format!(
-                        "{}\n",
-                        fenced("json", &truncate(&pretty, TEXT_LIMIT))
-                    ));
+                    s.push_str(&format!("{}\n", fenced("json", &truncate(&pretty, TEXT_LIMIT))));
                 }
                 self.block(&s);
             }
@@ -288,14 +249,8 @@ impl WorkLog {
             humantime::format_duration(std::time::Duration::from_secs(o.duration.as_secs()))
         ));
         let or_unknown = |v: Option<String>| v.unwrap_or_else(|| "unknown".into());
-        s.push_str(&format!(
-            "- **Turns:** {}\n",
-            or_unknown(o.num_turns.map(|n| n.to_string()))
-        ));
-        s.push_str(&format!(
-            "- **Cost:** {}\n",
-            or_unknown(o.cost_usd.map(|c| format!("${c:.4}")))
-        ));
+        s.push_str(&format!("- **Turns:** {}\n", or_unknown(o.num_turns.map(|n| n.to_string()))));
+        s.push_str(&format!("- **Cost:** {}\n", or_unknown(o.cost_usd.map(|c| format!("${c:.4}")))));
         s.push_str(&format!(
             "- **Tokens:** {} in, {} out, {} cache read, {} cache write\n",
             o.tokens.input, o.tokens.output, o.tokens.cache_read, o.tokens.cache_creation
@@ -306,10 +261,9 @@ impl WorkLog {
         ));
         match (&o.parsed, &o.result_error) {
             (_, Some(err)) => s.push_str(&format!("- **Result:** not usable: {err}\n")),
-            (Some(p), None) => s.push_str(&format!(
-                "- **Result:** `{}`\n",
-                serde_json::to_string(p).unwrap_or_default()
-            )),
+            (Some(p), None) => {
+                s.push_str(&format!("- **Result:** `{}`\n", serde_json::to_string(p).unwrap_or_default()))
+            }
             (None, None) => {}
         }
         s.push_str(&format!("\n{END_MARKER}\n"));
@@ -358,15 +312,9 @@ mod tests {
 
     #[test]
     fn redaction_replaces_every_occurrence_and_ignores_tiny_values() {
-        let r = Redactor::new([
-            "ghp_secret123".to_string(),
-            "ab".to_string(),
-            "ghp_secret123456".to_string(),
-        ]);
-        assert_eq!(
-            r.redact("a ghp_secret123 b ghp_secret123456 ab"),
-            "a [REDACTED] b [REDACTED] ab"
-        );
+        let r =
+            Redactor::new(["ghp_secret123".to_string(), "ab".to_string(), "ghp_secret123456".to_string()]);
+        assert_eq!(r.redact("a ghp_secret123 b ghp_secret123456 ab"), "a [REDACTED] b [REDACTED] ab");
     }
 
     #[test]

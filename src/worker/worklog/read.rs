@@ -28,9 +28,8 @@ pub fn find_newest(logs_root: &Path, gid: &TaskGid, kind: Option<PromptKind>) ->
 /// `fix_ci_2024-05-01-10-00-00-2` → (`fix_ci`, (`2024-05-01-10-00-00`, 2)).
 fn split_name(stem: &str) -> Option<(&str, (String, u32))> {
     let kind = PromptKind::ALL.iter().map(|k| k.as_str()).find(|k| {
-        stem.strip_prefix(k).is_some_and(|rest| {
-            rest.starts_with('_') && rest[1..].starts_with(|c: char| c.is_ascii_digit())
-        })
+        stem.strip_prefix(k)
+            .is_some_and(|rest| rest.starts_with('_') && rest[1..].starts_with(|c: char| c.is_ascii_digit()))
     })?;
     let rest = &stem[kind.len() + 1..];
     let stamp = rest.get(..19)?;
@@ -95,10 +94,7 @@ mod tests {
             split_name("fix_ci_2024-05-01-10-00-00"),
             Some(("fix_ci", ("2024-05-01-10-00-00".into(), 1)))
         );
-        assert_eq!(
-            split_name("in_progress_2024-05-01-10-00-00-3").map(|x| x.1.1),
-            Some(3)
-        );
+        assert_eq!(split_name("in_progress_2024-05-01-10-00-00-3").map(|x| x.1.1), Some(3));
         assert_eq!(split_name("fix_2024-05-01-10-00-00"), None);
         assert_eq!(split_name("queued_notes"), None);
         let dir = tempfile::tempdir().unwrap();
@@ -118,10 +114,7 @@ mod tests {
         assert!(newest.ends_with("fix_ci_2024-02-01-00-00-00-2.md"));
         let q = find_newest(dir.path(), &gid, Some(WorkerKind::Queued.into())).unwrap();
         assert!(q.ends_with("queued_2024-01-01-00-00-00.md"));
-        assert_eq!(
-            find_newest(dir.path(), &gid, Some(WorkerKind::PrReview.into())),
-            None
-        );
+        assert_eq!(find_newest(dir.path(), &gid, Some(WorkerKind::PrReview.into())), None);
     }
 
     #[tokio::test]
@@ -137,17 +130,11 @@ mod tests {
             (done, out)
         });
         tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap();
+        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
         write!(f, "more\n{END_MARKER}\n").unwrap();
         let (done, out) = follower.await.unwrap();
         assert!(done);
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            format!("# Work log\nmore\n{END_MARKER}\n")
-        );
+        assert_eq!(String::from_utf8(out).unwrap(), format!("# Work log\nmore\n{END_MARKER}\n"));
     }
 
     #[tokio::test]
@@ -157,8 +144,7 @@ mod tests {
         std::fs::write(&path, "started\n").unwrap();
         let (stop, stop_rx) = tokio::sync::watch::channel(false);
         let p = path.clone();
-        let follower =
-            tokio::spawn(async move { follow(&p, &mut Vec::new(), stop_rx).await.unwrap() });
+        let follower = tokio::spawn(async move { follow(&p, &mut Vec::new(), stop_rx).await.unwrap() });
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         stop.send(true).unwrap();
         assert!(!follower.await.unwrap());

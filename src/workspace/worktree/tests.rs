@@ -17,11 +17,7 @@ fn sh_git(dir: &Path, args: &[&str]) -> String {
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
@@ -40,11 +36,7 @@ fn fixture() -> Fixture {
     sh_git(&repo, &["add", "README.md"]);
     sh_git(&repo, &["commit", "-q", "-m", "initial"]);
     let root = tmp.path().join("worktrees");
-    Fixture {
-        _tmp: tmp,
-        repo,
-        root,
-    }
+    Fixture { _tmp: tmp, repo, root }
 }
 
 fn gid() -> TaskGid {
@@ -72,10 +64,7 @@ fn creates_a_worktree_on_a_new_branch_from_base() {
     assert!(!wt.reused);
     assert!(wt.path.join("README.md").is_file());
     assert_eq!(sh_git(&wt.path, &["branch", "--show-current"]), BRANCH);
-    assert_eq!(
-        head_sha(&wt.path).unwrap(),
-        sh_git(&f.repo, &["rev-parse", "main"])
-    );
+    assert_eq!(head_sha(&wt.path).unwrap(), sh_git(&f.repo, &["rev-parse", "main"]));
     assert!(!branch_has_commits(&f.repo, BRANCH, "main").unwrap());
 }
 
@@ -102,11 +91,7 @@ fn recreates_a_worktree_whose_directory_vanished_keeping_the_branch() {
     let again = ensure(&f, 5).unwrap();
     assert!(!again.reused);
     assert!(again.path.join("fix.txt").is_file());
-    assert_eq!(
-        head_sha(&again.path).unwrap(),
-        sha,
-        "the branch's work survives"
-    );
+    assert_eq!(head_sha(&again.path).unwrap(), sha, "the branch's work survives");
 }
 
 #[test]
@@ -153,14 +138,8 @@ fn keeps_a_worktree_with_uncommitted_or_untracked_work() {
 fn keeps_a_worktree_with_unpushed_commits_until_they_are_pushed() {
     let f = fixture();
     let remote = f.repo.parent().unwrap().join("remote.git");
-    sh_git(
-        f.repo.parent().unwrap(),
-        &["init", "-q", "--bare", "remote.git"],
-    );
-    sh_git(
-        &f.repo,
-        &["remote", "add", "origin", remote.to_str().unwrap()],
-    );
+    sh_git(f.repo.parent().unwrap(), &["init", "-q", "--bare", "remote.git"]);
+    sh_git(&f.repo, &["remote", "add", "origin", remote.to_str().unwrap()]);
     let wt = ensure(&f, 5).unwrap();
     sh_git(&wt.path, &["push", "-q", "-u", "origin", BRANCH]);
     commit_in(&wt.path, "fix.txt");
@@ -199,10 +178,7 @@ fn prune_forgets_vanished_worktrees() {
 fn git_failures_name_the_command_and_its_stderr() {
     let f = fixture();
     let err = ensure_worktree(&f.repo, &f.root, &gid(), 5, BRANCH, "no-such-base").unwrap_err();
-    let WorkspaceError::Git {
-        command, stderr, ..
-    } = &err
-    else {
+    let WorkspaceError::Git { command, stderr, .. } = &err else {
         panic!("expected a git error, got {err}");
     };
     assert!(command.starts_with("git worktree add -b"), "{command}");
@@ -214,10 +190,7 @@ fn an_invalid_branch_is_refused_before_git_runs() {
     let f = fixture();
     for bad in ["a..b", "-x", "x y", "$(touch pwned)"] {
         let err = ensure_worktree(&f.repo, &f.root, &gid(), 5, bad, "main").unwrap_err();
-        assert!(
-            matches!(err, WorkspaceError::InvalidBranch { .. }),
-            "{bad}: {err}"
-        );
+        assert!(matches!(err, WorkspaceError::InvalidBranch { .. }), "{bad}: {err}");
     }
     assert!(!f.root.exists(), "nothing was created");
 }
