@@ -139,6 +139,47 @@ async fn drive_the_pipeline(env: &Env, hook: &FakeWebhook) {
     }
     // A finished run's worktree is removed when clean.
     assert!(!Path::new(run.worktree_path.as_deref().unwrap()).exists());
+
+    // A human comments on the completed draft: back to pr, the comment is answered (in a worktree made
+    // again from the branch), CI and review run at the new head, and the run completes again.
+    let first_done = run.completed_at.unwrap();
+    env.run(&["comment", &run.id.to_string(), "One more thing: a changelog line.", "--author", "alex"]);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let again = loop {
+        env.run(&["runner"]);
+        let r = store.run(run.id).await.unwrap();
+        if r.state == RunState::Complete && r.completed_at.is_some_and(|t| t > first_done) {
+            break r;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "stuck in {}: {:?}",
+            r.state,
+            store.run_memory(r.id).await.unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    assert_ne!(again.head_sha, run.head_sha, "the answer was committed");
+    assert_eq!(again.review_sha, again.head_sha, "reviewed again at the new head");
+    let kinds: Vec<WorkerKind> =
+        store.worker_sessions(run.id).await.unwrap().iter().map(|s| s.kind).collect();
+    assert_eq!(&kinds[4..], [WorkerKind::FixComments, WorkerKind::PrReview]);
+    let states: Vec<String> = store
+        .events(&EventFilter { run_id: Some(run.id), ..Default::default() })
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| e.kind == "run_state")
+        .map(|e| {
+            format!(
+                "{}->{}",
+                e.from_state.clone().unwrap_or_default(),
+                e.to_state.clone().unwrap_or_default()
+            )
+        })
+        .collect();
+    assert_eq!(&states[states.len() - 2..], ["complete->pr", "pr->complete"]);
+    assert_eq!(store.notices(Some(run.id)).await.unwrap().len(), 2, "told again for the new head");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
