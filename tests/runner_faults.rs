@@ -224,3 +224,35 @@ async fn abandoning_a_run_by_hand_stops_its_worker() {
     assert_eq!(again.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&again.stderr).contains("cannot go from abandoned"), "final");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_review_is_told_once_and_waits_for_a_human() {
+    let env = Env::new(&["FAKE_REVIEW"]);
+    env.queue_approved("r1");
+    let store = env.store().await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let run = loop {
+        let out = env.command(&["runner"]).env("FAKE_REVIEW", "fail").output().unwrap();
+        assert!(out.status.success());
+        let run = run_of(&store, "r1").await;
+        if run.review_verdict.is_some() && !store.notices(Some(run.id)).await.unwrap().is_empty() {
+            break run;
+        }
+        assert!(Instant::now() < deadline, "no review: {:?}", store.run_memory(run.id).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    assert_eq!(run.state, RunState::Pr);
+    assert_eq!(run.review_verdict.as_deref(), Some("fail"));
+    let notices = store.notices(Some(run.id)).await.unwrap();
+    assert_eq!(notices.len(), 1);
+    assert_eq!(notices[0].kind, "needs_human");
+    assert!(notices[0].message.contains("review"), "{}", notices[0].message);
+
+    // Nothing more happens by itself: no new worker, no second notice.
+    let workers = store.worker_sessions(run.id).await.unwrap().len();
+    env.command(&["runner"]).env("FAKE_REVIEW", "fail").output().unwrap();
+    assert_eq!(store.worker_sessions(run.id).await.unwrap().len(), workers);
+    assert_eq!(store.notices(Some(run.id)).await.unwrap().len(), 1);
+    let why = store.run_memory(run.id).await.unwrap().last_decision.unwrap_or_default();
+    assert!(why.contains("waiting for a trusted comment"), "{why}");
+}
