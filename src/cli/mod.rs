@@ -105,7 +105,8 @@ pub enum ServiceCommand {
 /// Runs the command line and maps the outcome to an exit code: 0 success, 1 error, 2 usage.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging();
+    // The demo prints its own account of each step; the runner's log lines would only repeat it.
+    init_logging(if matches!(cli.command, Command::Demo(_)) { "warn" } else { "executor=info,warn" });
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -176,10 +177,10 @@ async fn dispatch(ctx: &Context, command: Command, json: bool) -> anyhow::Result
 
 /// executor's own log lines go to stderr; `EXECUTOR_LOG` (or `RUST_LOG`) sets the level (default info
 /// for the runner's progress).
-fn init_logging() {
+fn init_logging(default: &str) {
     let filter = std::env::var("EXECUTOR_LOG")
         .or_else(|_| std::env::var("RUST_LOG"))
-        .unwrap_or_else(|_| "executor=info,warn".into());
+        .unwrap_or_else(|_| default.into());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
         .with_writer(std::io::stderr)
