@@ -71,7 +71,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
              [worker]\nagent = \"command\"\nidle_timeout = \"1m\"\n\n[worker.command]\nargv = [{agent}]\n\n\
              [notify]\nmention = \"@you\"\n\n[repos.demo]\npath = {repo}\n\
              # CI fails until the agent's fix_ci worker adds the file it checks for.\n\
-             ci_command = [\"sh\", \"-c\", \"sleep 1; test -f ci-fixed || {{ echo 'ci-fixed is missing'; exit 1; }}\"]\n",
+             ci_command = [\"sh\", \"-c\", \"sleep 2; test -f ci-fixed || {{ echo 'ci-fixed is missing'; exit 1; }}\"]\n",
             data = toml_str(&dir.join("data")),
             agent = toml_str(&agent),
             repo = toml_str(&repo),

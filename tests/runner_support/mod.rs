@@ -50,7 +50,7 @@ mention = "@alex"
 webhook_url = "{webhook}"
 [repos.app]
 path = "{repo}"
-ci_command = ["sh", "-c", "sleep 1; test -f ci-fixed"]
+ci_command = ["sh", "-c", "sleep 2; test -f ci-fixed"]
 trusted_authors = ["alex"]
 "#,
             data = env.path().join("data").display(),
