@@ -256,3 +256,33 @@ async fn a_failed_review_is_told_once_and_waits_for_a_human() {
     let why = store.run_memory(run.id).await.unwrap().last_decision.unwrap_or_default();
     assert!(why.contains("waiting for a trusted comment"), "{why}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abandoned_task_can_be_retried_on_a_new_branch() {
+    let env = Env::new(&[]);
+    env.queue_approved("t1");
+    let store = env.store().await;
+    env.run(&["runner"]);
+    let first = run_of(&store, "t1").await;
+    let refused = env.command(&["queue", "retry", "t1"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("is not abandoned"));
+
+    env.run(&["runs", "abandon", &first.id.to_string(), "--reason", "start over"]);
+    env.run(&["queue", "retry", "t1", "--reason", "try again"]);
+    env.run(&["runner"]);
+    let runs = store
+        .list_runs(&RunFilter { task_gid: Some(TaskGid::parse("t1").unwrap()), ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(runs.len(), 2);
+    let second = &runs[0];
+    assert_ne!(second.id, first.id);
+    assert!(
+        second.branch_name.as_deref().unwrap().ends_with(&format!("-run{}", second.id)),
+        "{:?}",
+        second.branch_name
+    );
+    assert!(matches!(second.state, RunState::Pr | RunState::Complete), "{}", second.state);
+    assert_eq!(store.task(&TaskGid::parse("t1").unwrap()).await.unwrap().executor_run_id, Some(second.id));
+}

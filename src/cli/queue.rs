@@ -29,6 +29,14 @@ pub enum QueueCommand {
         #[arg(value_name = "GID")]
         gid: String,
     },
+    /// Give an approved task whose run was abandoned a new run (the runner creates it, on a new branch).
+    Retry {
+        #[arg(value_name = "GID")]
+        gid: String,
+        /// Why, for the history.
+        #[arg(long)]
+        reason: Option<String>,
+    },
     /// Send a skipped task back to pending, for the analyzer to look at again.
     Requeue {
         #[arg(value_name = "GID")]
@@ -77,6 +85,16 @@ pub async fn run(ctx: &Context, command: QueueCommand, as_json: bool) -> anyhow:
             list(ctx, TaskFilter { status, source, limit }, as_json).await
         }
         QueueCommand::Show { gid } => show(ctx, &parse_gid(&gid)?, as_json).await,
+        QueueCommand::Retry { gid, reason } => {
+            let gid = parse_gid(&gid)?;
+            let reason = reason.unwrap_or_else(|| "retried by a human after its run was abandoned".into());
+            let task = ctx.store.retry_task(&gid, Actor::Cli, &reason).await?;
+            if as_json {
+                return json(&task);
+            }
+            println!("{gid}: the runner will start a new run on its next tick");
+            Ok(())
+        }
         QueueCommand::Requeue { gid, reason } => {
             let gid = parse_gid(&gid)?;
             let reason = reason.unwrap_or_else(|| "requeued for re-analysis".into());

@@ -6,7 +6,7 @@ use super::decide;
 use super::decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
 use super::engine::{Runner, RunnerError};
 use crate::domain::{Actor, Run, RunState, WorkerKind};
-use crate::forge::{Forge, PrSnapshot};
+use crate::forge::{Forge, PrSnapshot, PrState};
 use crate::store::WorkerSession;
 use crate::workspace;
 
@@ -16,6 +16,13 @@ impl Runner {
         let (repo_name, repo) = self.repo_of(run)?;
         let forge = self.forge(repo_name, repo)?;
         let repo = repo.clone();
+        let memory = self.store.run_memory(run.id).await?;
+        let previous: Option<PrSnapshot> =
+            memory.last_snapshot.as_deref().and_then(|j| serde_json::from_str(j).ok());
+        if run.state == RunState::Complete && previous.as_ref().is_some_and(|p| p.state != PrState::Open) {
+            // A completed run whose pull request was merged or closed has nothing left to watch.
+            return Ok(false);
+        }
         let snapshot = forge.snapshot(run).await?;
         if let Some(pr) = &snapshot
             && !pr.head_sha.is_empty()
@@ -24,11 +31,8 @@ impl Runner {
             self.store.set_run_head(run.id, &pr.head_sha).await?;
         }
         let sessions = self.store.worker_sessions(run.id).await?;
-        let memory = self.store.run_memory(run.id).await?;
         if let Some(pr) = &snapshot {
             // Written when the pull request changed (not merely re-observed), for `runs show`.
-            let previous: Option<PrSnapshot> =
-                memory.last_snapshot.as_deref().and_then(|j| serde_json::from_str(j).ok());
             if previous.is_none_or(|p| PrSnapshot { observed_at: pr.observed_at, ..p } != *pr) {
                 let json = serde_json::to_string(pr)?;
                 self.store.set_last_snapshot(run.id, &json).await?;

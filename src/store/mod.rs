@@ -59,6 +59,9 @@ pub enum StoreError {
         "the database is at schema version {found} and needs migrating to {known}: run `executor migrate`"
     )]
     NeedsMigration { found: i64, known: i64 },
+    /// The operation does not apply to this record as it is; the message says why.
+    #[error("{0}")]
+    Refused(String),
     #[error("unreadable value in the database: {0}")]
     Corrupt(String),
 }

@@ -228,3 +228,47 @@ impl Store {
         Ok(())
     }
 }
+
+impl Store {
+    /// Lets an approved task whose run was abandoned get a new run: the runner creates one on its next
+    /// tick (on a new branch). Refused, naming why, for any other task.
+    pub async fn retry_task(&self, gid: &TaskGid, actor: Actor, reason: &str) -> Result<Task> {
+        let task = self.task(gid).await?;
+        let ev = NewEvent {
+            actor,
+            task_gid: Some(gid.as_str()),
+            run_id: task.executor_run_id,
+            kind: kind::NOTE,
+            from_state: None,
+            to_state: None,
+            reason: Some(reason),
+        };
+        let n = on_pool!(self, |p| {
+            let mut tx = p.begin_write().await?;
+            let n = sqlx::query(
+                "UPDATE executor_queue SET executor_run_id = NULL, updated_at = $1 \
+                 WHERE task_gid = $2 AND status = 'approved' \
+                   AND executor_run_id IN (SELECT id FROM executor_runs WHERE state = 'abandoned')",
+            )
+            .bind(now())
+            .bind(gid.as_str())
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if n == 1 {
+                insert_event!(&mut *tx, ev)?;
+                tx.commit().await?;
+            }
+            n
+        });
+        if n == 0 {
+            let why = match (task.status, task.executor_run_id) {
+                (QueueStatus::Approved, Some(run)) => format!("its run {run} is not abandoned"),
+                (QueueStatus::Approved, None) => "it has no run yet: the runner will create one".into(),
+                (status, _) => format!("it is {status}, and only an approved task is retried"),
+            };
+            return Err(StoreError::Refused(format!("task {gid} cannot be retried: {why}")));
+        }
+        self.task(gid).await
+    }
+}
