@@ -19,8 +19,9 @@ impl Runner {
         let memory = self.store.run_memory(run.id).await?;
         let previous: Option<PrSnapshot> =
             memory.last_snapshot.as_deref().and_then(|j| serde_json::from_str(j).ok());
-        if run.state == RunState::Complete && previous.as_ref().is_some_and(|p| p.state != PrState::Open) {
-            // A completed run whose pull request was merged or closed has nothing left to watch.
+        if run.state == RunState::Complete && previous.as_ref().is_some_and(|p| p.state == PrState::Merged) {
+            // A completed run whose pull request was merged has nothing left to watch (a closed one may
+            // be reopened).
             return Ok(false);
         }
         let snapshot = forge.snapshot(run).await?;
