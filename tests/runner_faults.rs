@@ -286,3 +286,21 @@ async fn an_abandoned_task_can_be_retried_on_a_new_branch() {
     assert!(matches!(second.state, RunState::Pr | RunState::Complete), "{}", second.state);
     assert_eq!(store.task(&TaskGid::parse("t1").unwrap()).await.unwrap().executor_run_id, Some(second.id));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_takes_a_single_tick_and_waits_for_the_workers_it_started() {
+    let env = Env::new(&[]);
+    env.queue_approved("o1");
+    let out = env.run(&["runner", "--once", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((report["runs_created"].as_u64(), report["actions"].as_u64()), (Some(1), Some(1)), "{report}");
+    let store = env.store().await;
+    let run = run_of(&store, "o1").await;
+    assert_eq!(run.state, RunState::InProgress, "one tick: the worker ran, the PR is for the next tick");
+    let sessions = store.worker_sessions(run.id).await.unwrap();
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(sessions[0].end_reason.as_deref(), Some("finished"), "it waited for the worker");
+    env.run(&["runner", "--once"]);
+    assert_eq!(run_of(&store, "o1").await.state, RunState::InProgress, "this tick opened the pull request");
+    assert!(store.local_pr_for_run(run.id).await.unwrap().is_some());
+}

@@ -131,6 +131,7 @@ impl Runner {
 
     /// One tick, then supervise the workers it started until they end (`executor runner --once`).
     pub async fn run_once(&mut self, mut shutdown: watch::Receiver<bool>) -> Result<TickReport, RunnerError> {
+        self.prepare().await?;
         let report = self.tick().await?;
         while !self.pool.is_empty() && !*shutdown.borrow() {
             tokio::select! {
