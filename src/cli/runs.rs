@@ -1,7 +1,7 @@
 use clap::Subcommand;
 
 use super::Context;
-use super::output::{ago, json, opt, table};
+use super::output::{ago, json, opt, short, table};
 use crate::domain::RunState;
 use crate::forge::{PrSnapshot, PrState};
 use crate::store::{EventFilter, RunFilter, now};
@@ -63,23 +63,25 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
                 return Ok(());
             }
             let now = now();
-            let rows: Vec<Vec<String>> = runs
-                .iter()
-                .map(|r| {
-                    vec![
-                        r.id.to_string(),
-                        r.task_gid.to_string(),
-                        r.state.to_string(),
-                        opt(&r.pr_number.map(|n| format!("#{n}"))),
-                        r.ci_attempts.to_string(),
-                        opt(&r.worker_pid),
-                        format!("${:.2}", r.cost_usd),
-                        ago(r.updated_at, now),
-                        opt(&r.branch_name),
-                    ]
-                })
-                .collect();
-            table(&["RUN", "GID", "STATE", "PR", "CI TRIES", "PID", "COST", "UPDATED", "BRANCH"], &rows);
+            let mut rows = Vec::with_capacity(runs.len());
+            for r in &runs {
+                let why = ctx.store.run_memory(r.id).await?.last_decision.unwrap_or_default();
+                rows.push(vec![
+                    r.id.to_string(),
+                    r.task_gid.to_string(),
+                    r.state.to_string(),
+                    opt(&r.pr_number.map(|n| format!("#{n}"))),
+                    r.ci_attempts.to_string(),
+                    opt(&r.worker_pid),
+                    format!("${:.2}", r.cost_usd),
+                    ago(r.updated_at, now),
+                    short(&why, 60),
+                ]);
+            }
+            table(
+                &["RUN", "GID", "STATE", "PR", "CI TRIES", "PID", "COST", "UPDATED", "LAST DECISION"],
+                &rows,
+            );
             Ok(())
         }
         RunsCommand::Abandon { id, reason } => {
