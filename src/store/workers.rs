@@ -51,6 +51,20 @@ pub struct WorkerEnd {
     pub reset_stuck: bool,
 }
 
+/// Updates a worker session and mirrors a fact of it onto its run, in one transaction. Each statement
+/// takes the session id as its last parameter.
+macro_rules! session_and_run {
+    ($store:expr, $session:expr, $session_sql:literal, [$($sb:expr),*], $run_sql:literal, [$($rb:expr),*]) => {{
+        on_pool!($store, |p| {
+            let mut tx = p.begin_write().await?;
+            sqlx::query($session_sql)$(.bind($sb))*.bind($session).execute(&mut *tx).await?;
+            sqlx::query($run_sql)$(.bind($rb))*.bind($session).execute(&mut *tx).await?;
+            tx.commit().await?;
+        });
+        Ok(())
+    }};
+}
+
 fn session_from_row(r: &impl Cols) -> Result<WorkerSession> {
     Ok(WorkerSession {
         id: r.req_int("id")?,
@@ -127,78 +141,40 @@ impl Store {
         output_path: &str,
         log_path: &str,
     ) -> Result<()> {
-        on_pool!(self, |p| {
-            let mut tx = p.begin_write().await?;
-            sqlx::query(
-                "UPDATE executor_worker_sessions SET pid = $1, pid_start_time = $2, output_path = $3, log_path = $4 WHERE id = $5",
-            )
-            .bind(i64::from(pid))
-            .bind(pid_start_time)
-            .bind(output_path)
-            .bind(log_path)
-            .bind(session)
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query(
-                "UPDATE executor_runs SET worker_pid = $1, worker_last_update = $2, updated_at = $2 \
-                 WHERE id = (SELECT run_id FROM executor_worker_sessions WHERE id = $3)",
-            )
-            .bind(i64::from(pid))
-            .bind(now())
-            .bind(session)
-            .execute(&mut *tx)
-            .await?;
-            tx.commit().await?;
-        });
-        Ok(())
+        let at = now();
+        session_and_run!(
+            self,
+            session,
+            "UPDATE executor_worker_sessions SET pid = $1, pid_start_time = $2, output_path = $3, log_path = $4 WHERE id = $5",
+            [i64::from(pid), pid_start_time, output_path, log_path],
+            "UPDATE executor_runs SET worker_pid = $1, worker_last_update = $2, updated_at = $2 WHERE id = (SELECT run_id FROM executor_worker_sessions WHERE id = $3)",
+            [i64::from(pid), at]
+        )
     }
 
     /// Records the agent's own session id (for resume) on the session and the run.
     pub async fn set_worker_agent_session(&self, session: i64, agent_session_id: &str) -> Result<()> {
-        on_pool!(self, |p| {
-            let mut tx = p.begin_write().await?;
-            sqlx::query("UPDATE executor_worker_sessions SET session_id = $1 WHERE id = $2")
-                .bind(agent_session_id)
-                .bind(session)
-                .execute(&mut *tx)
-                .await?;
-            sqlx::query(
-                "UPDATE executor_runs SET worker_session_id = $1 \
-                 WHERE id = (SELECT run_id FROM executor_worker_sessions WHERE id = $2)",
-            )
-            .bind(agent_session_id)
-            .bind(session)
-            .execute(&mut *tx)
-            .await?;
-            tx.commit().await?;
-        });
-        Ok(())
+        session_and_run!(
+            self,
+            session,
+            "UPDATE executor_worker_sessions SET session_id = $1 WHERE id = $2",
+            [agent_session_id],
+            "UPDATE executor_runs SET worker_session_id = $1 WHERE id = (SELECT run_id FROM executor_worker_sessions WHERE id = $2)",
+            [agent_session_id]
+        )
     }
 
     /// Notes that the worker produced output at `at` (the watchdog's evidence of life) and how far its
     /// output has been read.
     pub async fn touch_worker_output(&self, session: i64, at: DateTime<Utc>, offset: i64) -> Result<()> {
-        on_pool!(self, |p| {
-            let mut tx = p.begin_write().await?;
-            sqlx::query(
-                "UPDATE executor_worker_sessions SET last_output_at = $1, output_offset = $2 WHERE id = $3",
-            )
-            .bind(at)
-            .bind(offset)
-            .bind(session)
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query(
-                "UPDATE executor_runs SET worker_last_update = $1 \
-                 WHERE id = (SELECT run_id FROM executor_worker_sessions WHERE id = $2)",
-            )
-            .bind(at)
-            .bind(session)
-            .execute(&mut *tx)
-            .await?;
-            tx.commit().await?;
-        });
-        Ok(())
+        session_and_run!(
+            self,
+            session,
+            "UPDATE executor_worker_sessions SET last_output_at = $1, output_offset = $2 WHERE id = $3",
+            [at, offset],
+            "UPDATE executor_runs SET worker_last_update = $1 WHERE id = (SELECT run_id FROM executor_worker_sessions WHERE id = $2)",
+            [at]
+        )
     }
 
     /// Closes a session: records how it ended, adds its cost and tokens to the run, clears the run's pid,
