@@ -21,6 +21,25 @@ const MIGRATIONS: &[Migration] = &[
     },
 ];
 
+/// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and
+/// records it; evaluates to whether it ran.
+macro_rules! apply {
+    ($tx:ident, $current:expr, $m:expr, $sql:expr) => {{
+        if $current >= $m.version {
+            false
+        } else {
+            sqlx::raw_sql($sql).execute(&mut *$tx).await?;
+            sqlx::query("INSERT INTO executor_schema (version, applied_at) VALUES ($1, $2)")
+                .bind($m.version)
+                .bind(now())
+                .execute(&mut *$tx)
+                .await?;
+            $tx.commit().await?;
+            true
+        }
+    }};
+}
+
 /// The newest schema this build knows.
 pub const KNOWN_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].version;
 
@@ -87,35 +106,15 @@ impl Store {
             let done = match &self.pool {
                 Pool::Sqlite(p) => {
                     let mut tx = p.begin_write().await?;
-                    if current_in_tx_sqlite(&mut tx).await? >= m.version {
-                        false
-                    } else {
-                        sqlx::raw_sql(m.sqlite).execute(&mut *tx).await?;
-                        sqlx::query("INSERT INTO executor_schema (version, applied_at) VALUES ($1, $2)")
-                            .bind(m.version)
-                            .bind(now())
-                            .execute(&mut *tx)
-                            .await?;
-                        tx.commit().await?;
-                        true
-                    }
+                    let current = current_in_tx_sqlite(&mut tx).await?;
+                    apply!(tx, current, m, m.sqlite)
                 }
                 Pool::Postgres(p) => {
                     let mut tx = p.begin_write().await?;
                     // Any constant shared by all executors works as the lock key.
                     sqlx::query("SELECT pg_advisory_xact_lock(7411939)").execute(&mut *tx).await?;
-                    if current_in_tx_pg(&mut tx).await? >= m.version {
-                        false
-                    } else {
-                        sqlx::raw_sql(m.postgres).execute(&mut *tx).await?;
-                        sqlx::query("INSERT INTO executor_schema (version, applied_at) VALUES ($1, $2)")
-                            .bind(m.version)
-                            .bind(now())
-                            .execute(&mut *tx)
-                            .await?;
-                        tx.commit().await?;
-                        true
-                    }
+                    let current = current_in_tx_pg(&mut tx).await?;
+                    apply!(tx, current, m, m.postgres)
                 }
             };
             if done {
