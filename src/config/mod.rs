@@ -34,6 +34,10 @@ pub struct Config {
     pub budget: Budget,
     pub workspace: Workspace,
     pub notify: Notify,
+    /// Dollars per million tokens by model name (the longest key that starts the model's name wins;
+    /// `default` for the rest): executor's estimate of a worker's cost while the agent has not said it
+    /// (Claude Code says it only at the end; Codex never).
+    pub pricing: Pricing,
     /// Repositories the work happens in, by name. A task's `repo` names one; with a single repo it is the
     /// default.
     pub repos: BTreeMap<String, Repo>,
@@ -65,6 +69,9 @@ pub struct Runner {
     pub max_ci_attempts: u32,
     pub retry_backoff: Duration,
     pub lease_ttl: Duration,
+    /// A check that has not reported (or CI that has not started) this long after a head appeared is
+    /// told to the human once; the run keeps waiting.
+    pub check_timeout: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -82,6 +89,8 @@ pub struct Worker {
     pub pass_env: Vec<String>,
     /// Turn limits per worker kind (Claude Code's `--max-turns`).
     pub max_turns: MaxTurns,
+    /// A worker whose raw output passes this many bytes is stopped (reason `output_limit`).
+    pub max_output_bytes: u64,
     pub claude: ClaudeAgent,
     pub codex: CodexAgent,
     pub command: CommandAgent,
@@ -161,6 +170,47 @@ pub struct Workspace {
     pub branch_prefix: String,
 }
 
+/// Dollars per million tokens of one model.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    #[serde(default)]
+    pub cache_read: f64,
+    #[serde(default)]
+    pub cache_write: f64,
+}
+
+/// The price key every table has: what a model not listed costs.
+pub const DEFAULT_PRICE: &str = "default";
+
+const BUILT_IN_DEFAULT_PRICE: Price = Price { input: 3.0, output: 15.0, cache_read: 0.3, cache_write: 3.75 };
+
+/// The `[pricing]` table: model name prefix → price.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(transparent)]
+pub struct Pricing(pub BTreeMap<String, Price>);
+
+impl Default for Pricing {
+    fn default() -> Self {
+        Pricing(BTreeMap::from([(DEFAULT_PRICE.to_string(), BUILT_IN_DEFAULT_PRICE)]))
+    }
+}
+
+impl Pricing {
+    /// The price of `model`: the longest key its name starts with, else `default` (built in when the
+    /// table has none).
+    pub fn price_for(&self, model: &str) -> Price {
+        self.0
+            .iter()
+            .filter(|(k, _)| k.as_str() != DEFAULT_PRICE && model.starts_with(k.as_str()))
+            .max_by_key(|(k, _)| k.len())
+            .or_else(|| self.0.get_key_value(DEFAULT_PRICE))
+            .map_or(BUILT_IN_DEFAULT_PRICE, |(_, p)| *p)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
 pub struct Notify {
@@ -208,6 +258,7 @@ impl Default for Runner {
             max_ci_attempts: 3,
             retry_backoff: Duration::secs(5 * 60),
             lease_ttl: Duration::secs(10 * 60),
+            check_timeout: Duration::secs(2 * 3600),
         }
     }
 }
@@ -227,6 +278,7 @@ impl Default for Worker {
                 "IS_SANDBOX".into(),
             ],
             max_turns: MaxTurns::default(),
+            max_output_bytes: 256 * 1024 * 1024,
             claude: ClaudeAgent::default(),
             codex: CodexAgent::default(),
             command: CommandAgent::default(),
@@ -313,6 +365,17 @@ impl Config {
         {
             if !(value >= 0.0 && value.is_finite()) {
                 return fail(key, "must be a non-negative number of dollars");
+            }
+        }
+        if self.worker.max_output_bytes == 0 {
+            return fail("worker.max_output_bytes", "must be at least 1");
+        }
+        for (model, p) in &self.pricing.0 {
+            if ![p.input, p.output, p.cache_read, p.cache_write].iter().all(|v| *v >= 0.0 && v.is_finite()) {
+                return fail(
+                    &format!("pricing.{model}"),
+                    "prices must be non-negative dollars per million tokens",
+                );
             }
         }
         for (name, repo) in &self.repos {

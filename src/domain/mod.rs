@@ -6,11 +6,13 @@
 mod gid;
 mod queue;
 mod run;
+mod worker_end;
 mod worker_kind;
 
 pub use gid::{GidError, TaskGid};
 pub use queue::{QueueStatus, Task};
 pub use run::{Run, RunState};
+pub use worker_end::{EndClass, EndReason, ReviewVerdict};
 pub use worker_kind::WorkerKind;
 
 use std::fmt;

@@ -19,6 +19,11 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0002_runner.sql"),
         postgres: include_str!("../../migrations/postgres/0002_runner.sql"),
     },
+    Migration {
+        version: 3,
+        sqlite: include_str!("../../migrations/sqlite/0003_hardening.sql"),
+        postgres: include_str!("../../migrations/postgres/0003_hardening.sql"),
+    },
 ];
 
 /// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and

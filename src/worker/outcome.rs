@@ -12,58 +12,7 @@ use serde_json::Value;
 use super::agent::Tokens;
 use super::result::{ParsedResult, ResultError};
 
-/// Why a worker ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EndReason {
-    /// Exited 0 and reported a successful result.
-    Finished,
-    /// Exited non-zero, or its result says it failed (max turns, execution error, failed turn).
-    Failed,
-    /// No output for `idle_timeout`; the group was killed. The caller counts a stuck worker.
-    IdleTimeout,
-    /// Ran longer than `hard_timeout`; the group was killed.
-    HardTimeout,
-    /// Killed by a signal nobody here sent, or ended without a result.
-    Crashed,
-    /// Stopped on the caller's request (e.g. the runner is shutting down).
-    Interrupted,
-    /// The agent stopped at its budget, or its reported cost passed the caller's cap.
-    BudgetExceeded,
-}
-
-impl EndReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EndReason::Finished => "finished",
-            EndReason::Failed => "failed",
-            EndReason::IdleTimeout => "idle_timeout",
-            EndReason::HardTimeout => "hard_timeout",
-            EndReason::Crashed => "crashed",
-            EndReason::Interrupted => "interrupted",
-            EndReason::BudgetExceeded => "budget_exceeded",
-        }
-    }
-
-    /// A sentence for the work log footer and for humans.
-    pub fn describe(self) -> &'static str {
-        match self {
-            EndReason::Finished => "finished",
-            EndReason::Failed => "failed",
-            EndReason::IdleTimeout => "killed: no output for the idle timeout",
-            EndReason::HardTimeout => "killed: ran past the hard timeout",
-            EndReason::Crashed => "crashed (killed by a signal or ended without a result)",
-            EndReason::Interrupted => "killed: interrupted by executor",
-            EndReason::BudgetExceeded => "stopped: budget exceeded",
-        }
-    }
-}
-
-impl std::fmt::Display for EndReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::domain::EndReason;
 
 /// Sent on the caller's channel as things happen, so they can be written to the database at once.
 #[derive(Debug, Clone, PartialEq, Serialize)]
