@@ -11,7 +11,8 @@ pub enum RunState {
     InProgress,
     /// A pull request exists; the pr sub-logic drives it.
     Pr,
-    /// Reviewed, green, human told. Can come back to `pr` when a human comments on a draft.
+    /// Reviewed, green, human told. Can come back to `pr` when a human comments on a draft, and is
+    /// abandoned when its pull request is closed without merging (so the task can be worked again).
     Complete,
     /// Given up: closed unmerged, or out of attempts. Final.
     Abandoned,
@@ -33,7 +34,7 @@ impl RunState {
             Queued => &[InProgress, Abandoned],
             InProgress => &[Pr, Abandoned],
             Pr => &[Complete, Abandoned],
-            Complete => &[Pr],
+            Complete => &[Pr, Abandoned],
             Abandoned => &[],
         }
     }
@@ -75,6 +76,8 @@ pub struct Run {
     pub worker_pid: Option<i32>,
     pub worker_stuck_count: i32,
     pub head_sha: Option<String>,
+    /// When `head_sha` was first observed: how long CI has had to report at this head.
+    pub head_seen_at: Option<DateTime<Utc>>,
     pub review_verdict: Option<String>,
     pub review_sha: Option<String>,
     pub lease_owner: Option<String>,
@@ -96,6 +99,7 @@ mod tests {
         (Pr, Complete),
         (Pr, Abandoned),
         (Complete, Pr),
+        (Complete, Abandoned),
     ];
 
     #[test]
@@ -106,6 +110,12 @@ mod tests {
                 assert_eq!(from.check(to).is_ok(), expected, "{from} -> {to}");
             }
         }
+    }
+
+    #[test]
+    fn a_completed_run_can_be_abandoned_but_an_abandoned_one_goes_nowhere() {
+        assert!(Complete.check(Abandoned).is_ok(), "a completed PR closed unmerged gives the run up");
+        assert!(Abandoned.next().is_empty());
     }
 
     #[test]

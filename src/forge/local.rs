@@ -1,6 +1,9 @@
 //! The local forge: pull requests without GitHub. A pull request is the run's branch plus a row; CI is a
 //! configured command run at the PR's head in a scratch worktree, in the background, its exit status
 //! written to a file so that it survives a restart of the runner; comments come from `executor comment`.
+//!
+//! Git and file work runs on the blocking pool (`spawn_blocking`), never on the async threads that serve
+//! every run's tick.
 
 use std::path::{Path, PathBuf};
 
@@ -29,6 +32,17 @@ pub enum ForgeError {
     NoPr(i64),
     #[error("run {0} has no branch yet")]
     NoBranch(i64),
+    #[error("CI program {program:?} {why}")]
+    CiProgram { program: String, why: &'static str },
+    #[error("a blocking task of the local forge did not finish: {0}")]
+    Blocking(#[from] tokio::task::JoinError),
+}
+
+/// Runs git or file work on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ForgeError> + Send + 'static,
+) -> Result<T, ForgeError> {
+    tokio::task::spawn_blocking(work).await?
 }
 
 /// One repository on the local forge.
@@ -54,15 +68,27 @@ impl LocalForge {
         let Some(pr) = self.store.local_pr_for_run(run.id).await? else {
             return Ok(None);
         };
-        let head = workspace::branch_head(&self.repo_path(), &pr.branch)?;
+        let (repo, branch, base) = (self.repo_path(), pr.branch.clone(), pr.base.clone());
+        let last_head = run.head_sha.clone();
+        let (head, merged) = blocking(move || {
+            let head = workspace::branch_head(&repo, &branch)?;
+            // A branch deleted after its last known head reached the base branch was merged with git.
+            let merged = match (&head, &last_head) {
+                (None, Some(sha)) => is_merged(&repo, sha, &base)?,
+                _ => false,
+            };
+            Ok((head, merged))
+        })
+        .await?;
         let checks = self.store.local_checks(pr.id).await?;
         let comments = self.store.local_comments(pr.id).await?;
         Ok(Some(PrSnapshot {
             number: pr.id,
             url: pr_url(&self.repo_name, pr.id),
-            // A branch deleted by hand closes the pull request.
+            // A branch deleted by hand closes the pull request, unless its work is on the base branch.
             state: match (pr.state.as_str(), &head) {
                 ("merged", _) => PrState::Merged,
+                (_, None) if merged => PrState::Merged,
                 ("closed", _) | (_, None) => PrState::Closed,
                 _ => PrState::Open,
             },
@@ -105,10 +131,12 @@ impl LocalForge {
     }
 
     /// Starts CI at `sha` in the background. With no `ci_command` configured, records a passing check
-    /// that says so, since a run cannot complete without a green check.
+    /// that says so, since a run cannot complete without a green check. When CI cannot start at all (its
+    /// directory, its checkout, its program), the check is recorded as `error` with the reason: that is
+    /// for a human to fix, not a failure of the code under test.
     pub async fn trigger_ci(&self, run: &Run, sha: &str) -> Result<i64, ForgeError> {
         let pr = self.pr(run).await?;
-        let Some((program, args)) = self.repo.ci_command.split_first() else {
+        if self.repo.ci_command.is_empty() {
             let id = self.store.start_local_check(pr.id, sha, CHECK_NAME, "").await?;
             self.store
                 .finish_local_check(
@@ -118,24 +146,17 @@ impl LocalForge {
                 )
                 .await?;
             return Ok(id);
-        };
-        let check_dir = self.ci_root.join(format!("pr{}-{}", pr.id, &sha[..sha.len().min(12)]));
-        let work = check_dir.join("work");
+        }
+        let check_dir = self.ci_root.join(format!("pr{}-{}", pr.id, sha.get(..12).unwrap_or(sha)));
         let id =
             self.store.start_local_check(pr.id, sha, CHECK_NAME, &check_dir.display().to_string()).await?;
-        let started = async {
-            std::fs::create_dir_all(&check_dir).map_err(|source| ForgeError::Io {
-                what: format!("creating {}", check_dir.display()),
-                source,
-            })?;
-            let _ = std::fs::remove_file(check_dir.join("exit"));
-            workspace::add_detached(&self.repo_path(), &work, sha)?;
-            spawn_ci(&check_dir, &work, program, args)
-        };
-        match started.await {
+        // A crash from here until the pid is recorded leaves a pending check: `poll_ci` finds the CI's
+        // own pid file, or else records that CI never started.
+        let (repo, sha, command) = (self.repo_path(), sha.to_string(), self.repo.ci_command.clone());
+        match blocking(move || start_ci(&repo, &check_dir, &sha, &command)).await {
             Ok(pid) => self.store.set_local_check_pid(id, i64::from(pid)).await?,
             Err(e) => {
-                self.store.finish_local_check(id, "failure", &format!("CI could not start: {e}")).await?;
+                self.store.finish_local_check(id, "error", &format!("CI could not start: {e}")).await?;
             }
         }
         Ok(id)
@@ -154,16 +175,78 @@ impl LocalForge {
             if pr.repo.as_deref() != Some(self.repo_name.as_str()) {
                 continue;
             }
-            if let Some((status, tail)) = ci_result(&check) {
+            let looked_at = check.clone();
+            if let Some((status, tail)) = blocking(move || Ok(ci_result(&looked_at))).await? {
                 if self.store.finish_local_check(check.id, status, &tail).await? {
                     finished += 1;
                 }
-                let dir = PathBuf::from(check.work_dir.unwrap_or_default());
-                let _ = workspace::remove_scratch(&self.repo_path(), &dir.join("work"));
+                let (repo, dir) = (self.repo_path(), PathBuf::from(check.work_dir.unwrap_or_default()));
+                let _ = blocking(move || Ok(workspace::remove_scratch(&repo, &dir.join("work"))?)).await;
             }
         }
         Ok(finished)
     }
+}
+
+/// Prepares the check's directory and scratch checkout, then starts the CI command there. Blocking.
+fn start_ci(repo: &Path, check_dir: &Path, sha: &str, command: &[String]) -> Result<u32, ForgeError> {
+    let Some((program, args)) = command.split_first() else {
+        return Err(ForgeError::CiProgram { program: String::new(), why: "is empty" });
+    };
+    let work = check_dir.join("work");
+    std::fs::create_dir_all(check_dir)
+        .map_err(|source| ForgeError::Io { what: format!("creating {}", check_dir.display()), source })?;
+    for leftover in ["exit", "pid"] {
+        let _ = std::fs::remove_file(check_dir.join(leftover));
+    }
+    workspace::add_detached(repo, &work, sha)?;
+    find_program(program, &work)?;
+    spawn_ci(check_dir, &work, program, args)
+}
+
+/// Looks `program` up as the shell that runs it will: a name with a `/` relative to the checkout, any
+/// other name on `PATH`. A program that is not there (or cannot be executed) is an infrastructure error,
+/// known before anything runs — not the exit status 127 of a failed build.
+fn find_program(program: &str, work: &Path) -> Result<(), ForgeError> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable =
+        |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    let found = if program.contains('/') {
+        runnable(&work.join(program))
+    } else if program.is_empty() {
+        false
+    } else {
+        // Without PATH the shell falls back to its own default; let it decide.
+        let Some(path) = std::env::var_os("PATH") else {
+            return Ok(());
+        };
+        std::env::split_paths(&path).any(|dir| runnable(&dir.join(program)))
+    };
+    if found {
+        Ok(())
+    } else {
+        Err(ForgeError::CiProgram { program: program.to_string(), why: "was not found or is not executable" })
+    }
+}
+
+/// Whether `sha` is on `base` (`git merge-base --is-ancestor`). Blocking.
+fn is_merged(repo: &Path, sha: &str, base: &str) -> Result<bool, ForgeError> {
+    if sha.is_empty() || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Ok(false);
+    }
+    let status = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["merge-base", "--is-ancestor", sha, base])
+        .env("LC_ALL", "C")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map_err(|source| ForgeError::Io { what: "running git merge-base".into(), source })?;
+    // 0: an ancestor; 1: not one; anything else (an unknown commit, a missing base): not known merged.
+    Ok(status.code() == Some(0))
 }
 
 /// Runs `program args…` in `work` through a tiny fixed shell script that records the exit status in a
@@ -175,12 +258,13 @@ fn spawn_ci(check_dir: &Path, work: &Path, program: &str, args: &[String]) -> Re
     let exit = check_dir.join("exit");
     let child = std::process::Command::new("/bin/sh")
         .arg("-c")
-        .arg(r#""$@" >"$EXECUTOR_CI_OUT" 2>&1; echo $? >"$EXECUTOR_CI_EXIT.tmp" && mv "$EXECUTOR_CI_EXIT.tmp" "$EXECUTOR_CI_EXIT""#)
+        .arg(r#"echo $$ >"$EXECUTOR_CI_PID"; "$@" >"$EXECUTOR_CI_OUT" 2>&1; echo $? >"$EXECUTOR_CI_EXIT.tmp" && mv "$EXECUTOR_CI_EXIT.tmp" "$EXECUTOR_CI_EXIT""#)
         .arg("executor-ci")
         .arg(program)
         .args(args)
         .env("EXECUTOR_CI_OUT", &out)
         .env("EXECUTOR_CI_EXIT", &exit)
+        .env("EXECUTOR_CI_PID", check_dir.join("pid"))
         .current_dir(work)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -197,19 +281,24 @@ fn spawn_ci(check_dir: &Path, work: &Path, program: &str, args: &[String]) -> Re
     Ok(pid)
 }
 
-/// The check's result if its process has ended: status and output tail.
+/// The check's result if its process has ended: status and output tail. Blocking (file reads).
 fn ci_result(check: &LocalCheck) -> Option<(&'static str, String)> {
     let dir = PathBuf::from(check.work_dir.as_deref()?);
     let tail = read_tail(&dir.join("output.log"));
-    match std::fs::read_to_string(dir.join("exit")) {
-        Ok(code) => {
-            let ok = code.trim() == "0";
-            Some((if ok { "success" } else { "failure" }, format!("exit status {}\n{tail}", code.trim())))
-        }
-        Err(_) => {
-            let alive = check.pid.and_then(|p| i32::try_from(p).ok()).is_some_and(pid_alive);
-            (!alive).then(|| ("failure", format!("CI ended without an exit status (killed?)\n{tail}")))
-        }
+    if let Ok(code) = std::fs::read_to_string(dir.join("exit")) {
+        let ok = code.trim() == "0";
+        return Some((
+            if ok { "success" } else { "failure" },
+            format!("exit status {}\n{tail}", code.trim()),
+        ));
+    }
+    // The recorded pid, or the one the CI wrote itself when a crash came before it was recorded.
+    let pid = check.pid.or_else(|| std::fs::read_to_string(dir.join("pid")).ok()?.trim().parse().ok());
+    match pid.and_then(|p| i32::try_from(p).ok()) {
+        Some(pid) if pid_alive(pid) => None,
+        Some(_) => Some(("failure", format!("CI ended without an exit status (killed?)\n{tail}"))),
+        // Recorded as started, but it never ran: the runner stopped in between. Not the code's fault.
+        None => Some(("error", "CI never started (the runner stopped while starting it)".into())),
     }
 }
 
@@ -229,6 +318,7 @@ fn check_view(c: &LocalCheck) -> Check {
         status: match c.status.as_str() {
             "success" => CheckStatus::Success,
             "failure" => CheckStatus::Failure,
+            "error" => CheckStatus::Error,
             _ => CheckStatus::Pending,
         },
         sha: c.sha.clone(),
@@ -251,3 +341,6 @@ fn comment_view(c: &crate::store::LocalComment) -> Comment {
         by_agent: c.by_agent,
     }
 }
+
+#[cfg(test)]
+mod tests;

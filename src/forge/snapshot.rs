@@ -25,7 +25,8 @@ pub enum PrState {
 /// The state of one CI check. Forges map their vocabularies onto this one; for GitHub: a `CheckRun`'s
 /// status QUEUED/IN_PROGRESS/WAITING/PENDING/REQUESTED → `Pending`, its conclusion otherwise
 /// (STARTUP_FAILURE → `Failure`, STALE → `Cancelled`); a `StatusContext`'s EXPECTED/PENDING → `Pending`,
-/// ERROR → `Failure`.
+/// ERROR → `Failure`. Nothing on GitHub maps to `Error` yet: STARTUP_FAILURE is usually a broken workflow
+/// file, which the agent's branch can fix, so it stays a `Failure`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckStatus {
@@ -39,11 +40,34 @@ pub enum CheckStatus {
     ActionRequired,
     Skipped,
     Neutral,
+    /// The check could not run at all (the local forge could not start the CI command: its directory,
+    /// its program, its checkout). An infrastructure problem for a human, not a code failure: no agent
+    /// is started for it.
+    Error,
 }
 
 impl CheckStatus {
     pub fn is_pending(self) -> bool {
         matches!(self, CheckStatus::Pending)
+    }
+
+    /// The status as a word for sentences (`pending`, `timed_out`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckStatus::Pending => "pending",
+            CheckStatus::Success => "success",
+            CheckStatus::Failure => "failure",
+            CheckStatus::Cancelled => "cancelled",
+            CheckStatus::TimedOut => "timed_out",
+            CheckStatus::ActionRequired => "action_required",
+            CheckStatus::Skipped => "skipped",
+            CheckStatus::Neutral => "neutral",
+            CheckStatus::Error => "error",
+        }
+    }
+
+    pub fn is_error(self) -> bool {
+        matches!(self, CheckStatus::Error)
     }
 
     /// Follows GitHub's own rollup: a cancelled, timed-out or blocked check is not green.
@@ -79,6 +103,9 @@ pub enum CiRollup {
     /// At least one check is still running. Takes precedence over failures so that a fix starts from the
     /// whole picture and does not push while other jobs still run.
     Pending,
+    /// At least one check could not run (infrastructure). Beats failure: with CI itself broken, a code
+    /// fix cannot be judged, so a human is told before any agent works on it.
+    Error,
     Failure,
     Success,
 }
@@ -176,13 +203,16 @@ impl PrSnapshot {
         latest
     }
 
-    /// The CI verdict at the head: pending beats failure beats success; no checks at all is `None`.
+    /// The CI verdict at the head: pending beats error beats failure beats success; no checks at all is
+    /// `None`.
     pub fn ci(&self) -> CiRollup {
         let checks = self.checks_at_head();
         if checks.is_empty() {
             CiRollup::None
         } else if checks.iter().any(|c| c.status.is_pending()) {
             CiRollup::Pending
+        } else if checks.iter().any(|c| c.status.is_error()) {
+            CiRollup::Error
         } else if checks.iter().any(|c| c.status.is_failing()) {
             CiRollup::Failure
         } else {

@@ -4,19 +4,24 @@
 //! Precedence, first match wins:
 //!
 //!  1. `abandoned` → wait (final).
-//!  2. `pr` and the PR was merged → `complete`; closed unmerged → `abandoned`, human told. The world has
-//!     spoken, so this beats a live worker (which is stopped: its work is moot).
+//!  2. `pr` and the PR was merged → `complete`; `pr` or `complete` and the PR was closed unmerged →
+//!     `abandoned`, human told (so the task can be worked again). The world has spoken, so this beats a
+//!     live worker (which is stopped: its work is moot).
 //!  3. A live worker for the run → wait. Never a second worker for one run, never act under a worker.
 //!  4. By state:
 //!     - `queued`: free slot → start `queued` worker, moving to `in_progress`; else wait.
 //!     - `in_progress`: a PR exists for the branch → `pr`, recording it; the branch has commits and the
 //!       runner opens PRs (local forge) → open one; else resume with an `in_progress` worker.
 //!     - `pr`, in this order: no PR visible → wait for a human; draft missing required labels → add
-//!       them; no check at the head → trigger CI once per head sha, then wait; CI pending → wait; CI
-//!       failed → `fix_ci` (or abandon after `max_ci_attempts`); unresolved trusted comments →
-//!       `fix_comments`; a required check missing at the head → wait; green review at this head →
+//!       them; no check at the head → trigger CI once per head sha, then wait; CI pending → wait; a
+//!       check could not run (infrastructure) → tell the human once per head and wait, never `fix_ci`;
+//!       CI failed → `fix_ci` (or abandon after `max_ci_attempts`; an interrupted `fix_ci` does not use
+//!       up its attempt); unresolved trusted comments → `fix_comments`; a required check missing at the
+//!       head → wait; green review at this head →
 //!       `complete`, human told; failed review at this head → tell the human once and wait (see
 //!       [`after_failed_review`]); otherwise → `pr_review`.
+//!       Every wait for checks (none reported after the trigger, one pending, a required one missing)
+//!       tells the human once per head when the head has waited `check_timeout`, and goes on waiting.
 //!     - `complete`: an open draft PR with an unresolved trusted comment newer than the completion →
 //!       back to `pr`; otherwise wait.
 //!
@@ -27,18 +32,20 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use super::decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
 use crate::domain::{Run, RunState, WorkerKind};
-use crate::forge::{CheckStatus, CiRollup, PrSnapshot, PrState};
+use crate::forge::{Check, CheckStatus, CiRollup, PrSnapshot, PrState};
 
 /// The back-off doubles per attempt up to this many times (64 × the base delay).
 const MAX_BACKOFF_DOUBLINGS: u32 = 6;
+/// How much of a check's own summary a notice quotes.
+const SUMMARY_IN_NOTICE: usize = 300;
 
 pub fn decide(run: &Run, obs: &Observation, policy: &Policy, now: DateTime<Utc>) -> Decision {
     if run.state == RunState::Abandoned {
         return Decision::wait("The run is abandoned; nothing more to do.");
     }
-    if run.state == RunState::Pr
+    if matches!(run.state, RunState::Pr | RunState::Complete)
         && let Some(pr) = &obs.pr
-        && let Some(decision) = merged_or_closed(pr, obs.worker_alive)
+        && let Some(decision) = merged_or_closed(run.state, pr, obs.worker_alive)
     {
         return decision;
     }
@@ -67,12 +74,16 @@ pub fn decide(run: &Run, obs: &Observation, policy: &Policy, now: DateTime<Utc>)
     }
 }
 
-fn merged_or_closed(pr: &PrSnapshot, worker_alive: bool) -> Option<Decision> {
+/// A merged PR completes a run in `pr` (a completed one stays so); a PR closed unmerged abandons a run in
+/// `pr` or `complete`: nobody will merge that work, and an abandoned run frees its task for a retry.
+fn merged_or_closed(state: RunState, pr: &PrSnapshot, worker_alive: bool) -> Option<Decision> {
     let (to, notify, why) = match pr.state {
         PrState::Open => return None,
+        PrState::Merged if state == RunState::Complete => return None,
         PrState::Merged => (RunState::Complete, None, format!("PR #{} was merged.", pr.number)),
         PrState::Closed => {
-            let why = format!("PR #{} was closed without merging.", pr.number);
+            let after = if state == RunState::Complete { " after the run completed" } else { "" };
+            let why = format!("PR #{} was closed without merging{after}.", pr.number);
             let notice = notice(NoticeKind::Abandoned, "abandoned", &why);
             (RunState::Abandoned, Some(notice), why)
         }
@@ -116,7 +127,8 @@ fn pr_open(run: &Run, pr: &PrSnapshot, obs: &Observation, policy: &Policy, now: 
     }
     match pr.ci() {
         CiRollup::None if obs.ci_triggered_for.as_deref() == Some(pr.head_sha.as_str()) => {
-            return Decision::wait(format!("CI was triggered at {head} but no check has reported yet."));
+            let waiting = format!("CI was triggered at {head} but no check has reported yet.");
+            return wait_for_checks(run, pr, obs, policy, now, waiting);
         }
         CiRollup::None => {
             return Decision {
@@ -125,11 +137,13 @@ fn pr_open(run: &Run, pr: &PrSnapshot, obs: &Observation, policy: &Policy, now: 
             };
         }
         CiRollup::Pending => {
-            return Decision::wait(format!(
+            let waiting = format!(
                 "CI is running at {head} (pending: {}).",
                 pr.check_names_where(CheckStatus::is_pending).join(", ")
-            ));
+            );
+            return wait_for_checks(run, pr, obs, policy, now, waiting);
         }
+        CiRollup::Error => return ci_error(pr, obs),
         CiRollup::Failure => return fix_ci(run, pr, obs, policy, now),
         CiRollup::Success => {}
     }
@@ -148,10 +162,9 @@ fn pr_open(run: &Run, pr: &PrSnapshot, obs: &Observation, policy: &Policy, now: 
     }
     let not_green = pr.required_checks_not_green(&policy.required_checks);
     if !not_green.is_empty() {
-        return Decision::wait(format!(
-            "CI is green at {head} but required checks have not reported: {}.",
-            not_green.join(", ")
-        ));
+        let waiting =
+            format!("CI is green at {head} but required checks have not reported: {}.", not_green.join(", "));
+        return wait_for_checks(run, pr, obs, policy, now, waiting);
     }
     let reviewed_here = run.review_sha.as_deref() == Some(pr.head_sha.as_str());
     match run.review_verdict.as_deref() {
@@ -199,10 +212,99 @@ fn after_failed_review(pr: &PrSnapshot, obs: &Observation) -> Decision {
     Decision { action: Action::Notify { notice: notice(NoticeKind::NeedsHuman, &key, &why) }, why }
 }
 
+/// A wait for checks at this head. Once the head has waited `check_timeout`, the human is told once per
+/// head which checks are overdue and for how long; the wait goes on either way, since CI may still
+/// report (a required check skipped on drafts, a runner queue that is only slow).
+fn wait_for_checks(
+    run: &Run,
+    pr: &PrSnapshot,
+    obs: &Observation,
+    policy: &Policy,
+    now: DateTime<Utc>,
+    waiting: String,
+) -> Decision {
+    let timeout = TimeDelta::from_std(policy.check_timeout).unwrap_or(TimeDelta::MAX);
+    let Some(waited) = time_at_head(run, pr, now).filter(|waited| *waited >= timeout) else {
+        return Decision::wait(waiting);
+    };
+    let key = format!("checks_timeout:{}", pr.head_sha);
+    if obs.notices_sent.contains(&key) {
+        return Decision::wait(format!(
+            "{waiting} The human was told the checks are overdue; still waiting."
+        ));
+    }
+    let waited = std::time::Duration::from_secs(u64::try_from(waited.num_seconds()).unwrap_or(0));
+    let text = format!(
+        "PR #{} has waited {} at {} for checks that have not finished: {}. No agent is started for this and \
+         executor keeps waiting; look at the CI (or raise runner.check_timeout, now {}).",
+        pr.number,
+        humantime::format_duration(waited),
+        short(&pr.head_sha),
+        overdue_checks(pr, &policy.required_checks),
+        humantime::format_duration(policy.check_timeout),
+    );
+    Decision { action: Action::Notify { notice: notice(NoticeKind::NeedsHuman, &key, &text) }, why: text }
+}
+
+/// How long the run has been at the PR's head, when the run recorded this head and when it first saw it.
+/// The `run` is read before this tick recorded a new head, so a head it has not recorded is brand new.
+fn time_at_head(run: &Run, pr: &PrSnapshot, now: DateTime<Utc>) -> Option<TimeDelta> {
+    if run.head_sha.as_deref() != Some(pr.head_sha.as_str()) {
+        return None;
+    }
+    run.head_seen_at.map(|seen| now - seen)
+}
+
+/// The checks a wait is for, in words: pending ones, and required ones missing or not green at the head.
+fn overdue_checks(pr: &PrSnapshot, required: &[String]) -> String {
+    let at_head = pr.checks_at_head();
+    let mut overdue: Vec<String> =
+        at_head.iter().filter(|c| c.status.is_pending()).map(|c| format!("{} (pending)", c.name)).collect();
+    for name in pr.required_checks_not_green(required) {
+        match at_head.iter().find(|c| c.name == name) {
+            None => overdue.push(format!("{name} (never reported)")),
+            Some(c) if c.status.is_pending() => {}
+            Some(c) => overdue.push(format!("{name} ({})", c.status.as_str())),
+        }
+    }
+    if overdue.is_empty() { "no check has reported at all".into() } else { overdue.join(", ") }
+}
+
+/// A check at the head could not run: CI itself is broken, so an agent could not tell whether its fix
+/// works. The human is told once per head; a new commit (which triggers CI again) moves the run on.
+fn ci_error(pr: &PrSnapshot, obs: &Observation) -> Decision {
+    let head = short(&pr.head_sha);
+    let errored: Vec<&Check> = pr.checks_at_head().into_iter().filter(|c| c.status.is_error()).collect();
+    let names = errored.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ");
+    let key = format!("ci_error:{}", pr.head_sha);
+    if obs.notices_sent.contains(&key) {
+        return Decision::wait(format!(
+            "CI could not run at {head} (checks: {names}) and the human was told; waiting for CI to be fixed and a new commit."
+        ));
+    }
+    let reason = errored
+        .iter()
+        .filter_map(|c| c.summary.as_deref())
+        .map(|s| s.lines().next().unwrap_or("").chars().take(SUMMARY_IN_NOTICE).collect::<String>())
+        .find(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| "no reason given".into());
+    let text = format!(
+        "CI could not run at {head} on PR #{} (checks: {names}): {reason}. This is not a code failure, so no \
+         agent is started; fix the CI setup, then a new commit on the branch runs CI again.",
+        pr.number
+    );
+    Decision { action: Action::Notify { notice: notice(NoticeKind::NeedsHuman, &key, &text) }, why: text }
+}
+
 fn fix_ci(run: &Run, pr: &PrSnapshot, obs: &Observation, policy: &Policy, now: DateTime<Utc>) -> Decision {
     let head = short(&pr.head_sha);
     let failed = pr.check_names_where(CheckStatus::is_failing).join(", ");
-    let done = run.ci_attempts.max(0) as u32;
+    // An interrupted fix_ci (our own shutdown) did not use up its attempt: the next one takes its number.
+    let interrupted = obs
+        .last_worker
+        .as_ref()
+        .is_some_and(|w| w.kind == WorkerKind::FixCi && w.outcome == WorkerOutcome::Interrupted);
+    let done = (run.ci_attempts.max(0) as u32).saturating_sub(u32::from(interrupted));
     if done >= policy.max_ci_attempts {
         return abandon(format!(
             "CI still fails at {head} (checks: {failed}) after {done} fix_ci attempt(s) of {}.",

@@ -73,6 +73,9 @@ pub struct Policy {
     pub retry_backoff: Duration,
     /// The runner opens the pull request itself once the branch has commits (the local forge).
     pub runner_opens_prs: bool,
+    /// How long checks may take at one head (no check at all after CI was triggered, a required check
+    /// missing, a check still pending) before the human is told, once per head. The wait goes on.
+    pub check_timeout: Duration,
 }
 
 /// What `decide` concluded, and why in one sentence naming the facts. The runner records both.

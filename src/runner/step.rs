@@ -27,7 +27,7 @@ impl Runner {
         let snapshot = forge.snapshot(run).await?;
         if let Some(pr) = &snapshot
             && !pr.head_sha.is_empty()
-            && run.head_sha.as_deref() != Some(pr.head_sha.as_str())
+            && (run.head_sha.as_deref() != Some(pr.head_sha.as_str()) || run.head_seen_at.is_none())
         {
             self.store.set_run_head(run.id, &pr.head_sha).await?;
         }
@@ -84,6 +84,7 @@ impl Runner {
             trusted_authors: trusted,
             retry_backoff: self.config.runner.retry_backoff.std(),
             runner_opens_prs: forge.runner_opens_prs(),
+            check_timeout: self.config.runner.check_timeout.std(),
         };
         let mut decision = decide(run, &obs, &policy, Utc::now());
         if let Action::StartWorker { .. } = decision.action

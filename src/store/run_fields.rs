@@ -59,8 +59,18 @@ impl Store {
         )
     }
 
+    /// Records the pull request's head. When it changed (or its first sighting was never stamped, as for
+    /// runs from before schema v3), `head_seen_at` restarts, in the same statement, so the check timeout
+    /// always measures from the head it belongs to.
     pub async fn set_run_head(&self, run_id: i64, sha: &str) -> Result<()> {
-        update_run!(self, run_id, "UPDATE executor_runs SET head_sha = $1 WHERE id = $2", sha)
+        update_run!(
+            self,
+            run_id,
+            "UPDATE executor_runs SET head_seen_at = CASE WHEN head_sha IS NULL OR head_sha <> $1 OR head_seen_at IS NULL \
+               THEN $2 ELSE head_seen_at END, head_sha = $1 WHERE id = $3",
+            sha,
+            now()
+        )
     }
 
     /// A review verdict holds only for the head it reviewed.

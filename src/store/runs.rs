@@ -44,6 +44,7 @@ pub(crate) fn run_from_row(r: &impl Cols) -> Result<Run> {
         worker_pid: r.int("worker_pid")?.map(|v| narrow("worker_pid", v)).transpose()?,
         worker_stuck_count: narrow("worker_stuck_count", r.req_int("worker_stuck_count")?)?,
         head_sha: r.text("head_sha")?,
+        head_seen_at: r.time("head_seen_at")?,
         review_verdict: r.text("review_verdict")?,
         review_sha: r.text("review_sha")?,
         lease_owner: r.text("lease_owner")?,

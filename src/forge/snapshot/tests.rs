@@ -79,6 +79,21 @@ fn ci_rollup_is_derived_from_the_checks_at_head_only() {
             vec![check("build", Failure, "old"), check("build", Success, "head")],
             CiRollup::Success,
         ),
+        (
+            "a check that could not run is an error, not a failure",
+            vec![check("build", Failure, "head"), check("ci", Error, "head")],
+            CiRollup::Error,
+        ),
+        (
+            "pending beats error",
+            vec![check("ci", Error, "head"), check("test", Pending, "head")],
+            CiRollup::Pending,
+        ),
+        (
+            "a re-run that ran supersedes the one that could not start",
+            vec![check("ci", Error, "head"), check("ci", Failure, "head")],
+            CiRollup::Failure,
+        ),
     ];
     for (name, checks, want) in cases {
         assert_eq!(pr(checks.clone(), vec![]).ci(), *want, "{name}");
@@ -98,6 +113,9 @@ fn a_missing_required_check_is_not_green() {
     );
     let required = vec!["build".to_string(), "ui-tests".into(), "lint".into()];
     assert_eq!(snap.required_checks_not_green(&required), vec!["ui-tests", "lint"]);
+    let errored = pr(vec![check("build", Error, "head")], vec![]);
+    assert_eq!(errored.required_checks_not_green(&["build".into()]), vec!["build"], "an error is not green");
+    assert!(!Error.is_failing(), "an error never starts fix_ci");
     assert!(snap.required_checks_not_green(&["build".into()]).is_empty());
 }
 

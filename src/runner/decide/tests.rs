@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 
 use super::decide;
 use crate::domain::{Run, RunState, TaskGid, WorkerKind};
@@ -40,6 +40,7 @@ fn run(state: RunState) -> Run {
         worker_pid: None,
         worker_stuck_count: 0,
         head_sha: None,
+        head_seen_at: None,
         review_verdict: None,
         review_sha: None,
         lease_owner: None,
@@ -59,6 +60,7 @@ fn policy() -> Policy {
         trusted_authors: vec!["alex".into()],
         retry_backoff: Duration::from_secs(60),
         runner_opens_prs: false,
+        check_timeout: Duration::from_secs(2 * 3600),
     }
 }
 
@@ -129,6 +131,17 @@ fn reviewed(mut r: Run, verdict: &str, sha: &str) -> Run {
     r
 }
 
+/// The run recorded `sha` as its head this long before now.
+fn at_head_for(mut r: Run, sha: &str, hours: i64) -> Run {
+    r.head_sha = Some(sha.into());
+    r.head_seen_at = Some(now() - TimeDelta::hours(hours));
+    r
+}
+
+fn notify(key: &str, text: &str) -> Action {
+    Action::Notify { notice: Notice { kind: NoticeKind::NeedsHuman, key: key.into(), text: text.into() } }
+}
+
 fn start(kind: WorkerKind) -> Action {
     Action::StartWorker { kind, move_to: None, ci_attempt: None }
 }
@@ -170,6 +183,22 @@ fn rows() -> Vec<Row> {
     let abandoned_text = "CI still fails at abc1234 (checks: build) after 3 fix_ci attempt(s) of 3.";
     let ready_text =
         "PR #7 is ready: CI and required checks green, nothing unresolved, review passed at abc1234.";
+    let overdue_key = format!("checks_timeout:{HEAD}");
+    let never_reported = "PR #7 has waited 3h at abc1234 for checks that have not finished: build (never \
+        reported). No agent is started for this and executor keeps waiting; look at the CI (or raise \
+        runner.check_timeout, now 2h).";
+    let error_key = format!("ci_error:{HEAD}");
+    let could_not_run = "CI could not run at abc1234 on PR #7 (checks: ci): CI could not start: CI program \
+        \"make-ci\" was not found or is not executable. This is not a code failure, so no agent is started; \
+        fix the CI setup, then a new commit on the branch runs CI again.";
+    let errored = || Check {
+        summary: Some(
+            "CI could not start: CI program \"make-ci\" was not found or is not executable\nmore".into(),
+        ),
+        ..check("ci", Error)
+    };
+    let triggered_no_check =
+        || Observation { ci_triggered_for: Some(HEAD.into()), ..pr_obs(|p| p.checks = vec![]) };
 
     vec![
         // queued
@@ -446,6 +475,131 @@ fn rows() -> Vec<Row> {
             Action::TriggerCi { sha: HEAD.into() },
             "triggering",
         ),
+        // pr: waits for checks end with the human told (check_timeout at one head)
+        row(
+            "pr, CI triggered, no check within check_timeout → wait",
+            at_head_for(run(Pr), HEAD, 1),
+            triggered_no_check(),
+            Action::Wait,
+            "CI was triggered at abc1234 but no check has reported yet.",
+        ),
+        row(
+            "pr, CI triggered, no check for check_timeout at this head → tell the human once",
+            at_head_for(run(Pr), HEAD, 3),
+            triggered_no_check(),
+            notify(&overdue_key, never_reported),
+            never_reported,
+        ),
+        row(
+            "pr, checks overdue and the human was told → keep waiting",
+            at_head_for(run(Pr), HEAD, 3),
+            Observation {
+                notices_sent: vec![overdue_key.clone()],
+                ..triggered_no_check()
+            },
+            Action::Wait,
+            "CI was triggered at abc1234 but no check has reported yet. The human was told the checks are overdue; still waiting.",
+        ),
+        row(
+            "pr, told about an older head, overdue again at this one → tell again (key per head)",
+            at_head_for(run(Pr), HEAD, 3),
+            Observation {
+                notices_sent: vec![format!("checks_timeout:{OLD}")],
+                ..triggered_no_check()
+            },
+            notify(&overdue_key, never_reported),
+            "has waited 3h",
+        ),
+        row(
+            "pr, the run's head is older than the PR's (seen just now) → wait, the clock restarts",
+            at_head_for(run(Pr), OLD, 30),
+            triggered_no_check(),
+            Action::Wait,
+            "no check has reported yet.",
+        ),
+        row(
+            "pr, when the head was first seen is unknown → wait",
+            Run {
+                head_sha: Some(HEAD.into()),
+                ..run(Pr)
+            },
+            triggered_no_check(),
+            Action::Wait,
+            "no check has reported yet.",
+        ),
+        row(
+            "pr, a check pending past check_timeout → tell the human",
+            at_head_for(run(Pr), HEAD, 3),
+            pr_obs(|p| p.checks = vec![check("build", Pending), check("lint", Success)]),
+            notify(
+                &overdue_key,
+                "PR #7 has waited 3h at abc1234 for checks that have not finished: build (pending). No agent is \
+                 started for this and executor keeps waiting; look at the CI (or raise runner.check_timeout, now 2h).",
+            ),
+            "build (pending)",
+        ),
+        row(
+            "pr, green but a required check never reported for check_timeout → tell the human",
+            at_head_for(green_reviewed.clone(), HEAD, 3),
+            pr_obs(|p| p.checks = vec![check("lint", Success)]),
+            notify(&overdue_key, never_reported),
+            "build (never reported)",
+        ),
+        row(
+            "pr, green but a required check skipped (drafts) for check_timeout → tell the human",
+            at_head_for(run(Pr), HEAD, 3),
+            pr_obs(|p| p.checks = vec![check("build", Skipped)]),
+            notify(
+                &overdue_key,
+                "PR #7 has waited 3h at abc1234 for checks that have not finished: build (skipped). No agent is \
+                 started for this and executor keeps waiting; look at the CI (or raise runner.check_timeout, now 2h).",
+            ),
+            "build (skipped)",
+        ),
+        // pr: CI that could not run is for a human, never for fix_ci
+        row(
+            "pr, a check could not run at head → tell the human once, no fix_ci",
+            run(Pr),
+            pr_obs(|p| p.checks = vec![errored()]),
+            notify(&error_key, could_not_run),
+            could_not_run,
+        ),
+        row(
+            "pr, a check could not run and the human was told → wait",
+            run(Pr),
+            Observation {
+                notices_sent: vec![error_key.clone()],
+                ..pr_obs(|p| p.checks = vec![errored()])
+            },
+            Action::Wait,
+            "CI could not run at abc1234 (checks: ci) and the human was told",
+        ),
+        row(
+            "pr, one check could not run and another failed → the human first, no fix_ci",
+            run(Pr),
+            pr_obs(|p| p.checks = vec![check("build", Failure), errored()]),
+            notify(&error_key, could_not_run),
+            "This is not a code failure",
+        ),
+        row(
+            "pr, an older head's check could not run, the head failed → fix_ci",
+            run(Pr),
+            pr_obs(|p| {
+                p.checks = vec![
+                    Check {
+                        sha: OLD.into(),
+                        ..errored()
+                    },
+                    check("build", Failure),
+                ]
+            }),
+            Action::StartWorker {
+                kind: K::FixCi,
+                move_to: None,
+                ci_attempt: Some(1),
+            },
+            "fix_ci attempt 1 of 3",
+        ),
         // pr: CI
         row(
             "pr, CI running → wait this tick",
@@ -486,6 +640,40 @@ fn rows() -> Vec<Row> {
             },
             Observation {
                 last_worker: last(K::FixCi, O::Ok, 20, 2),
+                ..pr_obs(|p| p.checks = vec![check("build", Failure)])
+            },
+            Action::StartWorker {
+                kind: K::FixCi,
+                move_to: None,
+                ci_attempt: Some(3),
+            },
+            "fix_ci attempt 3 of 3",
+        ),
+        row(
+            "pr, CI failed after an interrupted fix_ci → the same attempt again, at once",
+            Run {
+                ci_attempts: 1,
+                ..run(Pr)
+            },
+            Observation {
+                last_worker: last(K::FixCi, O::Interrupted, 30, 1),
+                ..pr_obs(|p| p.checks = vec![check("build", Failure)])
+            },
+            Action::StartWorker {
+                kind: K::FixCi,
+                move_to: None,
+                ci_attempt: Some(1),
+            },
+            "fix_ci attempt 1 of 3",
+        ),
+        row(
+            "pr, last fix_ci attempt interrupted → not abandoned, attempt 3 again",
+            Run {
+                ci_attempts: 3,
+                ..run(Pr)
+            },
+            Observation {
+                last_worker: last(K::FixCi, O::Interrupted, 30, 1),
                 ..pr_obs(|p| p.checks = vec![check("build", Failure)])
             },
             Action::StartWorker {
@@ -660,11 +848,26 @@ fn rows() -> Vec<Row> {
             "no open draft PR",
         ),
         row(
-            "complete + merged PR → nothing (complete cannot be abandoned)",
+            "complete + merged PR → nothing, it stays complete",
             run(Complete),
             pr_obs(|p| p.state = PrState::Merged),
             Action::Wait,
             "The run is complete",
+        ),
+        row(
+            "complete + PR closed without merging → abandoned, human told",
+            Run {
+                completed_at: Some(at(20)),
+                ..run(Complete)
+            },
+            pr_obs(|p| p.state = PrState::Closed),
+            told(
+                Abandoned,
+                NoticeKind::Abandoned,
+                "abandoned",
+                "PR #7 was closed without merging after the run completed.",
+            ),
+            "closed without merging after the run completed",
         ),
         // abandoned
         row(

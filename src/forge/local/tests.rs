@@ -1,0 +1,171 @@
+//! The local forge against real git, real processes and a real SQLite store: CI that cannot start is an
+//! error with its reason (never a code failure), a real failure stays one, and a deleted branch is merged
+//! or closed by what happened to its work.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::domain::{Actor, QueueStatus, TaskGid};
+use crate::forge::CiRollup;
+use crate::store::NewTask;
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    forge: LocalForge,
+    run: Run,
+    /// The head of the run's branch `feature`, one commit past `main`.
+    sha: String,
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=Test", "-c", "user.email=test@example.test", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A repository whose branch `feature` adds an executable `ci.sh` that fails with exit status 3, a
+/// store with one run on that branch, and its open pull request. `ci_command` is TOML.
+async fn fixture(ci_command: &str) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("README"), "app\n").unwrap();
+    git(&repo, &["add", "README"]);
+    git(&repo, &["commit", "-qm", "initial"]);
+    git(&repo, &["checkout", "-qb", "feature"]);
+    std::fs::write(repo.join("ci.sh"), "#!/bin/sh\necho 'the tests fail'\nexit 3\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(repo.join("ci.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    git(&repo, &["add", "ci.sh"]);
+    git(&repo, &["commit", "-qm", "feature"]);
+    let sha = git(&repo, &["rev-parse", "HEAD"]);
+    git(&repo, &["checkout", "-q", "main"]);
+
+    let store = Store::open(&format!("sqlite://{}", dir.path().join("executor.db").display())).await.unwrap();
+    store.migrate().await.unwrap();
+    let gid = TaskGid::parse("f1").unwrap();
+    let task = NewTask { description: Some("work".into()), ..Default::default() };
+    store.upsert_task(&gid, &task, Actor::Cli).await.unwrap();
+    store.set_task_status(&gid, QueueStatus::AwaitingGo, Actor::Cli, None).await.unwrap();
+    store.set_task_status(&gid, QueueStatus::Approved, Actor::Cli, None).await.unwrap();
+    let mut run = store.create_run_for_task(&gid, Actor::Runner).await.unwrap().unwrap();
+    run.branch_name = Some("feature".into());
+
+    let repo_toml = format!("path = {:?}\nci_command = {ci_command}\n", repo.display().to_string());
+    let forge = LocalForge {
+        store,
+        repo_name: "app".into(),
+        repo: toml::from_str(&repo_toml).unwrap(),
+        ci_root: dir.path().join("ci"),
+    };
+    forge.open_pr(&run).await.unwrap();
+    Fixture { dir, forge, run, sha }
+}
+
+impl Fixture {
+    async fn checks(&self) -> Vec<LocalCheck> {
+        let pr = self.forge.store.local_pr_for_run(self.run.id).await.unwrap().unwrap();
+        self.forge.store.local_checks(pr.id).await.unwrap()
+    }
+
+    /// Polls CI until no check is pending (a real process runs in the background).
+    async fn finished_checks(&self) -> Vec<LocalCheck> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            self.forge.poll_ci().await.unwrap();
+            let checks = self.checks().await;
+            if checks.iter().all(|c| c.status != "pending") {
+                return checks;
+            }
+            assert!(Instant::now() < deadline, "CI never finished: {checks:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_missing_ci_program_is_an_error_with_its_reason_not_a_failure() {
+    let f = fixture(r#"["executor-no-such-ci-program", "--all"]"#).await;
+    f.forge.trigger_ci(&f.run, &f.sha).await.unwrap();
+    let checks = f.checks().await;
+    assert_eq!(checks.len(), 1);
+    assert_eq!(checks[0].status, "error", "known before anything runs: {checks:?}");
+    assert_eq!(checks[0].pid, None, "nothing was started");
+    let why = checks[0].output_tail.as_deref().unwrap_or_default();
+    assert!(
+        why.contains(r#"CI could not start: CI program "executor-no-such-ci-program" was not found"#),
+        "{why}"
+    );
+
+    let snapshot = f.forge.snapshot(&f.run).await.unwrap().unwrap();
+    assert_eq!(snapshot.checks[0].status, CheckStatus::Error);
+    assert_eq!(snapshot.ci(), CiRollup::Error);
+}
+
+#[tokio::test]
+async fn a_ci_directory_that_cannot_be_created_is_an_error() {
+    let mut f = fixture(r#"["./ci.sh"]"#).await;
+    let blocker = f.dir.path().join("a-file");
+    std::fs::write(&blocker, "not a directory").unwrap();
+    f.forge.ci_root = blocker.join("ci");
+    f.forge.trigger_ci(&f.run, &f.sha).await.unwrap();
+    let checks = f.checks().await;
+    assert_eq!(checks[0].status, "error", "{checks:?}");
+    let why = checks[0].output_tail.as_deref().unwrap_or_default();
+    assert!(why.starts_with("CI could not start: creating "), "{why}");
+}
+
+#[tokio::test]
+async fn a_ci_program_in_the_checkout_runs_and_its_failure_stays_a_failure() {
+    let f = fixture(r#"["./ci.sh"]"#).await;
+    f.forge.trigger_ci(&f.run, &f.sha).await.unwrap();
+    let checks = f.finished_checks().await;
+    assert_eq!(checks[0].status, "failure", "a failing build is the code's: {checks:?}");
+    let output = checks[0].output_tail.as_deref().unwrap_or_default();
+    assert!(output.starts_with("exit status 3\n") && output.contains("the tests fail"), "{output}");
+    let snapshot = f.forge.snapshot(&f.run).await.unwrap().unwrap();
+    assert_eq!(snapshot.ci(), CiRollup::Failure);
+}
+
+#[tokio::test]
+async fn a_check_recorded_but_never_started_is_an_error() {
+    // What a crash between recording the check and starting its process leaves behind.
+    let f = fixture(r#"["./ci.sh"]"#).await;
+    let pr = f.forge.store.local_pr_for_run(f.run.id).await.unwrap().unwrap();
+    let dir = f.dir.path().join("ci").join("never-started");
+    std::fs::create_dir_all(&dir).unwrap();
+    f.forge.store.start_local_check(pr.id, &f.sha, CHECK_NAME, &dir.display().to_string()).await.unwrap();
+    assert_eq!(f.forge.poll_ci().await.unwrap(), 1);
+    let checks = f.checks().await;
+    assert_eq!(checks[0].status, "error", "{checks:?}");
+    assert!(checks[0].output_tail.as_deref().unwrap_or_default().contains("CI never started"));
+}
+
+#[tokio::test]
+async fn a_deleted_branch_is_merged_when_its_work_reached_the_base_and_closed_otherwise() {
+    let mut f = fixture("[]").await;
+    let repo = f.dir.path().join("repo");
+    assert_eq!(f.forge.snapshot(&f.run).await.unwrap().unwrap().state, PrState::Open);
+    f.run.head_sha = Some(f.sha.clone());
+
+    git(&repo, &["branch", "-D", "feature"]);
+    assert_eq!(f.forge.snapshot(&f.run).await.unwrap().unwrap().state, PrState::Closed, "work not on main");
+
+    git(&repo, &["merge", "-q", "--ff-only", &f.sha]);
+    assert_eq!(
+        f.forge.snapshot(&f.run).await.unwrap().unwrap().state,
+        PrState::Merged,
+        "merged with git, then the branch deleted"
+    );
+}
