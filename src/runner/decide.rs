@@ -5,8 +5,8 @@
 //!
 //!  1. `abandoned` → wait (final).
 //!  2. `pr` and the PR was merged → `complete`; `pr` or `complete` and the PR was closed unmerged →
-//!     `abandoned`, human told (so the task can be worked again). The world has spoken, so this beats a
-//!     live worker (which is stopped: its work is moot).
+//!     `abandoned`, human told (rather than watched forever). The world has spoken, so this beats a live
+//!     worker (which is stopped: its work is moot).
 //!  3. A live worker for the run → wait. Never a second worker for one run, never act under a worker.
 //!  4. By state:
 //!     - `queued`: free slot → start `queued` worker, moving to `in_progress`; else wait.
@@ -75,7 +75,7 @@ pub fn decide(run: &Run, obs: &Observation, policy: &Policy, now: DateTime<Utc>)
 }
 
 /// A merged PR completes a run in `pr` (a completed one stays so); a PR closed unmerged abandons a run in
-/// `pr` or `complete`: nobody will merge that work, and an abandoned run frees its task for a retry.
+/// `pr` or `complete`: nobody will merge that work, and an abandoned run no longer holds its task.
 fn merged_or_closed(state: RunState, pr: &PrSnapshot, worker_alive: bool) -> Option<Decision> {
     let (to, notify, why) = match pr.state {
         PrState::Open => return None,
