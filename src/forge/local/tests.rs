@@ -153,6 +153,19 @@ async fn a_check_recorded_but_never_started_is_an_error() {
 }
 
 #[tokio::test]
+async fn a_check_whose_pid_was_not_recorded_is_found_by_the_pid_file_ci_wrote() {
+    // A crash after CI started but before its pid was recorded: the CI's own pid file still finds it.
+    let f = fixture(r#"["./ci.sh"]"#).await;
+    let pr = f.forge.store.local_pr_for_run(f.run.id).await.unwrap().unwrap();
+    let dir = f.dir.path().join("ci").join("started");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("pid"), format!("{}\n", std::process::id())).unwrap();
+    f.forge.store.start_local_check(pr.id, &f.sha, CHECK_NAME, &dir.display().to_string()).await.unwrap();
+    assert_eq!(f.forge.poll_ci().await.unwrap(), 0, "still running");
+    assert_eq!(f.checks().await[0].status, "pending");
+}
+
+#[tokio::test]
 async fn a_deleted_branch_is_merged_when_its_work_reached_the_base_and_closed_otherwise() {
     let mut f = fixture("[]").await;
     let repo = f.dir.path().join("repo");
