@@ -82,10 +82,10 @@ async fn drive_the_pipeline(env: &Env, hook: &FakeWebhook) {
             .await
             .unwrap()
             .iter()
-            .all(|s| s.end_reason.as_deref() == Some("finished"))
+            .all(|s| s.end_reason.map(|r| r.as_str()) == Some("finished"))
     );
     assert_eq!(run.ci_attempts, 1);
-    assert_eq!(run.review_verdict.as_deref(), Some("pass"));
+    assert_eq!(run.review_verdict.map(|v| v.as_str()), Some("pass"));
     assert_eq!(run.review_sha, run.head_sha, "the review is for the head that completed");
 
     let trail: Vec<String> = store
@@ -224,7 +224,7 @@ async fn a_runner_killed_mid_worker_is_replaced_without_a_second_worker() {
         assert!(pair[1].started_at >= pair[0].ended_at.unwrap(), "overlapping workers: {sessions:?}");
     }
     assert_eq!(sessions[0].pid, Some(pid));
-    assert_eq!(sessions[0].end_reason.as_deref(), Some("finished"));
+    assert_eq!(sessions[0].end_reason.map(|r| r.as_str()), Some("finished"));
     assert!(!pid_alive(pid));
     let run = store.run(run_id).await.unwrap();
     assert!(

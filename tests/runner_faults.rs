@@ -51,7 +51,7 @@ async fn sigterm_stops_the_workers_and_the_next_runner_resumes_at_once() {
     assert!(sent.elapsed() < Duration::from_secs(15), "it stopped within the kill grace");
     assert!(!pid_alive(pid), "the worker's process group was stopped");
     let sessions = store.worker_sessions(run_id).await.unwrap();
-    assert_eq!(sessions[0].end_reason.as_deref(), Some("interrupted"));
+    assert_eq!(sessions[0].end_reason.map(|r| r.as_str()), Some("interrupted"));
     assert_eq!(
         store.run(run_id).await.unwrap().worker_stuck_count,
         0,
@@ -63,7 +63,7 @@ async fn sigterm_stops_the_workers_and_the_next_runner_resumes_at_once() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let sessions = store.worker_sessions(run_id).await.unwrap();
     assert_eq!(sessions[1].kind, WorkerKind::InProgress, "{sessions:?}");
-    assert_eq!(sessions[1].end_reason.as_deref(), Some("finished"));
+    assert_eq!(sessions[1].end_reason.map(|r| r.as_str()), Some("finished"));
     assert!(matches!(store.run(run_id).await.unwrap().state, RunState::Pr | RunState::Complete));
 }
 
@@ -130,7 +130,11 @@ async fn a_run_over_its_budget_waits_for_a_human_and_resumes_when_told() {
     let run = run_of(&store, "b1").await;
     let first = store.worker_sessions(run.id).await.unwrap();
     assert_eq!(first.len(), 1, "no worker past the cap");
-    assert_eq!(first[0].end_reason.as_deref(), Some("budget_exceeded"), "stopped at its cap: {first:?}");
+    assert_eq!(
+        first[0].end_reason.map(|r| r.as_str()),
+        Some("budget_exceeded"),
+        "stopped at its cap: {first:?}"
+    );
     assert!((run.cost_usd - 0.1234).abs() < 1e-9, "the agent's reported cost is summed: {}", run.cost_usd);
     let memory = store.run_memory(run.id).await.unwrap();
     assert!(memory.budget_stopped);
@@ -177,7 +181,7 @@ async fn stuck_workers_are_told_and_the_run_is_abandoned_after_max_stuck() {
     };
     let sessions = store.worker_sessions(run.id).await.unwrap();
     assert_eq!(sessions.len(), 3, "max_stuck = 3 attempts: {sessions:?}");
-    assert!(sessions.iter().all(|s| s.end_reason.as_deref() == Some("idle_timeout")));
+    assert!(sessions.iter().all(|s| s.end_reason.map(|r| r.as_str()) == Some("idle_timeout")));
     assert_eq!(run.worker_stuck_count, 3);
     let notices = store.notices(Some(run.id)).await.unwrap();
     let stuck: Vec<_> =
@@ -218,7 +222,7 @@ async fn abandoning_a_run_by_hand_stops_its_worker() {
     let run = store.run(run_id).await.unwrap();
     assert_eq!(run.state, RunState::Abandoned);
     let sessions = store.worker_sessions(run_id).await.unwrap();
-    assert_eq!(sessions[0].end_reason.as_deref(), Some("interrupted"));
+    assert_eq!(sessions[0].end_reason.map(|r| r.as_str()), Some("interrupted"));
 
     let again = env.command(&["runs", "abandon", &run_id.to_string(), "--reason", "twice"]).output().unwrap();
     assert_eq!(again.status.code(), Some(1));
@@ -242,7 +246,7 @@ async fn a_failed_review_is_told_once_and_waits_for_a_human() {
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
     assert_eq!(run.state, RunState::Pr);
-    assert_eq!(run.review_verdict.as_deref(), Some("fail"));
+    assert_eq!(run.review_verdict.map(|v| v.as_str()), Some("fail"));
     let notices = store.notices(Some(run.id)).await.unwrap();
     assert_eq!(notices.len(), 1);
     assert_eq!(notices[0].kind, "needs_human");
@@ -299,7 +303,7 @@ async fn once_takes_a_single_tick_and_waits_for_the_workers_it_started() {
     assert_eq!(run.state, RunState::InProgress, "one tick: the worker ran, the PR is for the next tick");
     let sessions = store.worker_sessions(run.id).await.unwrap();
     assert_eq!(sessions.len(), 1);
-    assert_eq!(sessions[0].end_reason.as_deref(), Some("finished"), "it waited for the worker");
+    assert_eq!(sessions[0].end_reason.map(|r| r.as_str()), Some("finished"), "it waited for the worker");
     env.run(&["runner", "--once"]);
     assert_eq!(run_of(&store, "o1").await.state, RunState::InProgress, "this tick opened the pull request");
     assert!(store.local_pr_for_run(run.id).await.unwrap().is_some());

@@ -1,6 +1,6 @@
 use chrono::{DateTime, Utc};
 
-use super::{IllegalTransition, TaskGid, illegal};
+use super::{IllegalTransition, ReviewVerdict, TaskGid, illegal};
 
 /// Where a concrete run stands (table `executor_runs`, column `state`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -75,7 +75,7 @@ pub struct Run {
     pub worker_pid: Option<i32>,
     pub worker_stuck_count: i32,
     pub head_sha: Option<String>,
-    pub review_verdict: Option<String>,
+    pub review_verdict: Option<ReviewVerdict>,
     pub review_sha: Option<String>,
     pub lease_owner: Option<String>,
     pub lease_expires_at: Option<DateTime<Utc>>,
