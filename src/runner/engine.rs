@@ -433,3 +433,6 @@ pub fn shutdown_on_signals() -> watch::Receiver<bool> {
     });
     rx
 }
+
+#[cfg(test)]
+mod tests;

@@ -472,3 +472,6 @@ pub(super) fn worker_end(o: &WorkerOutcome, kind: WorkerKind) -> WorkerEnd {
         cost_estimated: false,
     }
 }
+
+#[cfg(test)]
+mod tests;

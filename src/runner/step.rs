@@ -273,3 +273,6 @@ fn outcome_of(s: &WorkerSession) -> WorkerOutcome {
         Some(EndClass::Failed) | None => WorkerOutcome::Failed,
     }
 }
+
+#[cfg(test)]
+mod tests;
