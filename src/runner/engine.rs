@@ -88,6 +88,8 @@ pub struct Runner {
     ended_rx: mpsc::UnboundedReceiver<i64>,
     /// How this process is invoked, so workers can call `executor comment`.
     pub(super) self_exe: Option<std::path::PathBuf>,
+    /// Errors met where no report is at hand (a notice not delivered), for this tick's report.
+    pub(super) met: std::sync::Mutex<Vec<String>>,
 }
 
 /// After this many busy ticks in a row with no worker alive the runner exits anyway, so that a step
@@ -110,6 +112,7 @@ impl Runner {
             ended_tx,
             ended_rx,
             self_exe: std::env::current_exe().ok(),
+            met: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -331,6 +334,11 @@ impl Runner {
                     tracing::warn!(run = run.id, "{why}");
                     self.store.record_decision(run.id, &why).await?;
                 }
+            }
+        }
+        if let Ok(mut met) = self.met.lock() {
+            for what in met.drain(..) {
+                report.failed(what);
             }
         }
         report.workers_alive = self.pool.len();

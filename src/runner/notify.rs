@@ -48,6 +48,9 @@ impl Runner {
         tracing::info!(run = run.id, task = %run.task_gid, "notice: {text}");
         if let Err(e) = self.deliver(id, run, Some(forge), &text).await {
             tracing::warn!(run = run.id, "notice {id} not delivered yet: {e}");
+            if let Ok(mut met) = self.met.lock() {
+                met.push(format!("run {}: notice {id} not delivered: {e}", run.id));
+            }
         }
         Ok(())
     }
