@@ -14,8 +14,8 @@ use crate::config::Config;
 use crate::domain::{Run, RunState, WorkerKind};
 use crate::instance_lock::{InstanceLock, LockError};
 use crate::runner::{
-    Recording, WorkerInputs, agent_config, budget_left, build_spec, forge_for, hostname, load_prompts,
-    repo_for, session_to_resume, shutdown_on_signals, supervise_recorded,
+    MIN_WORKER_BUDGET_USD, Recording, WorkerInputs, agent_config, budget_left, build_spec, forge_for,
+    hostname, load_prompts, repo_for, session_to_resume, shutdown_on_signals, supervise_recorded,
 };
 use crate::store::{RunFilter, SessionStart};
 use crate::worker::worklog::{find_newest, follow};
@@ -155,7 +155,7 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
         pr: pr.as_ref(),
     };
     let budget = budget_left(&config, store, run.as_ref()).await?;
-    if budget <= 0.0 {
+    if budget < MIN_WORKER_BUDGET_USD {
         bail!(
             "no budget left ({}): raise budget.per_run_usd or budget.per_day_usd to run a worker",
             run.as_ref().map_or("today".into(), |r| format!("run {} has spent ${:.2}", r.id, r.cost_usd))

@@ -10,7 +10,7 @@ mod notify;
 mod reconcile;
 mod step;
 
-pub(crate) use budget::budget_left;
+pub(crate) use budget::{MIN_WORKER_BUDGET_USD, budget_left};
 pub use decide::decide;
 pub use decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
 pub use engine::{Runner, RunnerError, TickReport, load_prompts, shutdown_on_signals};

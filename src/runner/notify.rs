@@ -83,16 +83,15 @@ impl Runner {
     /// once per notice as far as the forge can tell), then the webhook. Marks the notice delivered when
     /// both went through, or records the attempt and its error.
     async fn deliver(&self, id: i64, run: &Run, forge: Option<&Forge>, text: &str) -> Result<(), String> {
-        let owned;
-        let forge = match forge {
-            Some(f) => f,
-            None => {
-                let (name, repo) = self.repo_of(run).map_err(|e| e.to_string())?;
-                owned = self.forge(name, repo).map_err(|e| e.to_string())?;
-                &owned
-            }
+        let owned = match forge {
+            Some(_) => None,
+            None => Some(self.repo_of(run).and_then(|(name, repo)| self.forge(name, repo))),
         };
-        let posted = self.post_on_forge(run, forge, text).await;
+        let posted = match (forge, &owned) {
+            (Some(f), _) | (None, Some(Ok(f))) => self.post_on_forge(run, f, text).await,
+            (None, Some(Err(e))) => Err(format!("no forge for the run: {e}")),
+            (None, None) => Err("no forge for the run".into()),
+        };
         let outcome = match &posted {
             Ok(_) => self.send_webhook(text).await,
             // The webhook waits for the comment, so that a retry never sends it twice.
@@ -118,7 +117,10 @@ impl Runner {
                 Ok(())
             }
             Err(e) => {
-                self.store.mark_notice_failed(id, &progress, &e).await?;
+                // `delivery` is what `runs show` prints for a notice: say it has not reached the human.
+                let so_far = if progress.is_empty() { String::new() } else { format!("{progress}; ") };
+                let delivery = format!("{so_far}not delivered yet: {e}");
+                self.store.mark_notice_failed(id, &delivery, &e).await?;
                 Err(RunnerError::Config(format!("notice {id}: {e}")))
             }
         }
