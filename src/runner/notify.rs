@@ -72,6 +72,11 @@ impl Runner {
                 self.settle(n.id, String::new(), outcome).await?;
                 continue;
             };
+            // Another host's runner drives this run and retries its notices: never both at once.
+            let lease = self.config.runner.lease_ttl.chrono();
+            if run.state.is_active() && !self.store.claim_run(run.id, &self.owner, lease).await? {
+                continue;
+            }
             if let Err(e) = self.deliver(n.id, &run, None, &n.message).await {
                 report.failed(format!("run {}: notice {} not delivered: {e}", run.id, n.id));
             }
