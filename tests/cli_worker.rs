@@ -142,7 +142,7 @@ async fn a_worker_run_by_hand_on_a_run_is_recorded_like_the_runners() {
     assert_eq!(sessions[1].kind, WorkerKind::FixCi);
     assert_eq!(sessions[1].agent, "claude");
     for s in &sessions {
-        assert_eq!(s.end_reason.as_deref(), Some("finished"));
+        assert_eq!(s.end_reason.map(|r| r.as_str()), Some("finished"));
         assert!(s.ended_at.is_some() && s.pid.is_some() && s.log_path.is_some());
     }
     assert_eq!(sessions[1].session_id.as_deref(), Some("sess-1234-abcd"));
@@ -151,7 +151,7 @@ async fn a_worker_run_by_hand_on_a_run_is_recorded_like_the_runners() {
 
     // A run whose worker is still live is not given a second one.
     store
-        .begin_worker_session(run_id, WorkerKind::FixComments, "command", "elsewhere")
+        .begin_worker_session(run_id, WorkerKind::FixComments, "command", "elsewhere", &Default::default())
         .await
         .unwrap()
         .unwrap();
@@ -241,7 +241,7 @@ async fn ctrl_c_stops_the_agent_and_exits_non_zero() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("did not finish"), "{}", text(&out.stderr));
     let session = &store.worker_sessions(run_id).await.unwrap()[0];
-    assert_eq!(session.end_reason.as_deref(), Some("interrupted"));
+    assert_eq!(session.end_reason.map(|r| r.as_str()), Some("interrupted"));
     assert_no_leftovers(pid);
 }
 

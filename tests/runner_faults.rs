@@ -4,11 +4,11 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use executor::domain::{RunState, TaskGid, WorkerKind};
-use executor::store::{RunFilter, Store};
+use executor::domain::{Actor, EndReason, RunState, TaskGid, WorkerKind};
+use executor::store::{EventFilter, RunFilter, Store};
 
 mod runner_support;
-use runner_support::{Env, pid_alive};
+use runner_support::{Env, FakeWebhook, pid_alive};
 
 async fn wait_for_worker_pid(store: &Store) -> (i64, i32) {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -51,7 +51,7 @@ async fn sigterm_stops_the_workers_and_the_next_runner_resumes_at_once() {
     assert!(sent.elapsed() < Duration::from_secs(15), "it stopped within the kill grace");
     assert!(!pid_alive(pid), "the worker's process group was stopped");
     let sessions = store.worker_sessions(run_id).await.unwrap();
-    assert_eq!(sessions[0].end_reason.as_deref(), Some("interrupted"));
+    assert_eq!(sessions[0].end_reason.map(|r| r.as_str()), Some("interrupted"));
     assert_eq!(
         store.run(run_id).await.unwrap().worker_stuck_count,
         0,
@@ -63,27 +63,71 @@ async fn sigterm_stops_the_workers_and_the_next_runner_resumes_at_once() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let sessions = store.worker_sessions(run_id).await.unwrap();
     assert_eq!(sessions[1].kind, WorkerKind::InProgress, "{sessions:?}");
-    assert_eq!(sessions[1].end_reason.as_deref(), Some("finished"));
+    assert_eq!(sessions[1].end_reason.map(|r| r.as_str()), Some("finished"));
     assert!(matches!(store.run(run_id).await.unwrap().state, RunState::Pr | RunState::Complete));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_broken_repository_fails_its_own_runs_and_the_others_go_on() {
+async fn a_launch_that_can_never_succeed_is_a_failed_attempt_told_to_the_human_and_abandoned() {
     let env = Env::new(&[]);
     env.append_config("\n[repos.broken]\npath = \"/nonexistent/executor-test-repo\"\n");
     env.run(&["queue", "add", "--gid", "good", "--repo", "app", "--description", "Works"]);
     env.run(&["queue", "add", "--gid", "bad", "--repo", "broken", "--description", "Cannot work"]);
     env.run(&["approve", "--skip-triage", "good", "bad"]);
-    let out = env.run(&["runner"]);
-    assert!(out.status.success());
+    let out = env.command(&["runner"]).output().unwrap();
     let store = env.store().await;
+    let bad = run_of(&store, "bad").await;
+
+    // The runner says it met errors: in its exit status, naming the run and the error.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("run {}:", bad.id)) && stderr.contains("/nonexistent/executor-test-repo"),
+        "{stderr}"
+    );
+    // And in `executor status`, for whoever did not see that exit (cron).
+    let status = String::from_utf8_lossy(&env.run(&["status"]).stdout).into_owned();
+    assert!(status.contains("last runner on ") && status.contains("errors, last"), "{status}");
+    assert!(status.contains("/nonexistent/executor-test-repo"), "{status}");
+    let json: serde_json::Value = serde_json::from_slice(&env.run(&["status", "--json"]).stdout).unwrap();
+    assert!(json["runners"][0]["errors"].as_i64().unwrap() > 0, "{json}");
 
     let good = run_of(&store, "good").await;
     assert!(matches!(good.state, RunState::Pr | RunState::Complete), "good run went on: {}", good.state);
-    let bad = run_of(&store, "bad").await;
-    let why = store.run_memory(bad.id).await.unwrap().last_decision.unwrap_or_default();
-    assert!(why.starts_with("error: ") && why.contains("/nonexistent/executor-test-repo"), "{why}");
-    assert!(store.worker_sessions(bad.id).await.unwrap().is_empty(), "no worker without a worktree");
+    // A failed launch is a failed attempt, recorded with its error; the run did not move on.
+    let sessions = store.worker_sessions(bad.id).await.unwrap();
+    assert!(!sessions.is_empty());
+    assert!(sessions.iter().all(|s| s.end_reason == Some(EndReason::FailedToStart)), "{sessions:?}");
+    let error = sessions[0].result_error.clone().unwrap_or_default();
+    assert!(error.contains("/nonexistent/executor-test-repo"), "{error}");
+    assert_eq!(bad.state, RunState::Queued, "no worker started, so the run is not in progress");
+
+    // Back-off, then abandoned after runner.max_stuck (3) attempts, with the human told.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let bad = loop {
+        let _ = env.command(&["runner"]).output().unwrap();
+        let run = run_of(&store, "bad").await;
+        if run.state == RunState::Abandoned {
+            break run;
+        }
+        assert!(Instant::now() < deadline, "never abandoned: {:?}", store.run_memory(run.id).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    assert_eq!(store.worker_sessions(bad.id).await.unwrap().len(), 3);
+    let notices = store.notices(Some(bad.id)).await.unwrap();
+    assert!(notices.iter().any(|n| n.kind == "abandoned"), "{notices:?}");
+    let states: Vec<_> = store
+        .events(&EventFilter { run_id: Some(bad.id), ..Default::default() })
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| e.to_state)
+        .collect();
+    assert_eq!(states, ["queued", "abandoned"], "never in_progress without a worker");
+    assert_eq!(bad.lease_owner, None, "an abandoned run holds no lease");
+    // The last runner had nothing left to fail on.
+    let out = env.command(&["runner"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -102,7 +146,11 @@ async fn a_run_over_its_budget_waits_for_a_human_and_resumes_when_told() {
     let run = run_of(&store, "b1").await;
     let first = store.worker_sessions(run.id).await.unwrap();
     assert_eq!(first.len(), 1, "no worker past the cap");
-    assert_eq!(first[0].end_reason.as_deref(), Some("budget_exceeded"), "stopped at its cap: {first:?}");
+    assert_eq!(
+        first[0].end_reason.map(|r| r.as_str()),
+        Some("budget_exceeded"),
+        "stopped at its cap: {first:?}"
+    );
     assert!((run.cost_usd - 0.1234).abs() < 1e-9, "the agent's reported cost is summed: {}", run.cost_usd);
     let memory = store.run_memory(run.id).await.unwrap();
     assert!(memory.budget_stopped);
@@ -149,7 +197,7 @@ async fn stuck_workers_are_told_and_the_run_is_abandoned_after_max_stuck() {
     };
     let sessions = store.worker_sessions(run.id).await.unwrap();
     assert_eq!(sessions.len(), 3, "max_stuck = 3 attempts: {sessions:?}");
-    assert!(sessions.iter().all(|s| s.end_reason.as_deref() == Some("idle_timeout")));
+    assert!(sessions.iter().all(|s| s.end_reason.map(|r| r.as_str()) == Some("idle_timeout")));
     assert_eq!(run.worker_stuck_count, 3);
     let notices = store.notices(Some(run.id)).await.unwrap();
     let stuck: Vec<_> =
@@ -190,7 +238,7 @@ async fn abandoning_a_run_by_hand_stops_its_worker() {
     let run = store.run(run_id).await.unwrap();
     assert_eq!(run.state, RunState::Abandoned);
     let sessions = store.worker_sessions(run_id).await.unwrap();
-    assert_eq!(sessions[0].end_reason.as_deref(), Some("interrupted"));
+    assert_eq!(sessions[0].end_reason.map(|r| r.as_str()), Some("interrupted"));
 
     let again = env.command(&["runs", "abandon", &run_id.to_string(), "--reason", "twice"]).output().unwrap();
     assert_eq!(again.status.code(), Some(1));
@@ -214,7 +262,7 @@ async fn a_failed_review_is_told_once_and_waits_for_a_human() {
         tokio::time::sleep(Duration::from_millis(300)).await;
     };
     assert_eq!(run.state, RunState::Pr);
-    assert_eq!(run.review_verdict.as_deref(), Some("fail"));
+    assert_eq!(run.review_verdict.map(|v| v.as_str()), Some("fail"));
     let notices = store.notices(Some(run.id)).await.unwrap();
     assert_eq!(notices.len(), 1);
     assert_eq!(notices[0].kind, "needs_human");
@@ -271,8 +319,104 @@ async fn once_takes_a_single_tick_and_waits_for_the_workers_it_started() {
     assert_eq!(run.state, RunState::InProgress, "one tick: the worker ran, the PR is for the next tick");
     let sessions = store.worker_sessions(run.id).await.unwrap();
     assert_eq!(sessions.len(), 1);
-    assert_eq!(sessions[0].end_reason.as_deref(), Some("finished"), "it waited for the worker");
+    assert_eq!(sessions[0].end_reason.map(|r| r.as_str()), Some("finished"), "it waited for the worker");
     env.run(&["runner", "--once"]);
     assert_eq!(run_of(&store, "o1").await.state, RunState::InProgress, "this tick opened the pull request");
     assert!(store.local_pr_for_run(run.id).await.unwrap().is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notice_that_could_not_be_sent_is_retried_next_tick_and_delivered_once() {
+    let (url, addr) = FakeWebhook::down();
+    let env = Env::with_webhook(&[], &url);
+    // A cap too small for any worker: the first tick tells the human, and the webhook is down.
+    env.append_config("\n[budget]\nper_run_usd = 0.00005\n");
+    env.queue_approved("n1");
+    let store = env.store().await;
+    let out = env.command(&["runner"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "a notice not delivered is an error the runner reports");
+    let run = run_of(&store, "n1").await;
+    let notices = store.notices(Some(run.id)).await.unwrap();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert_eq!(notices[0].delivered_at, None, "recorded, not delivered");
+    assert!(notices[0].attempts >= 1 && notices[0].last_error.as_deref().unwrap_or("").contains("webhook"));
+    assert!(!notices[0].last_error.as_deref().unwrap_or("").contains("secret"), "the URL is never recorded");
+    let status = String::from_utf8_lossy(&env.run(&["status"]).stdout).into_owned();
+    assert!(status.contains("notices not delivered: 1"), "{status}");
+
+    // The webhook is back: the next runner delivers it, once.
+    let hook = FakeWebhook::start_on(&addr);
+    env.run(&["runner"]);
+    env.run(&["runner"]);
+    assert_eq!(hook.bodies().len(), 1, "{:?}", hook.bodies());
+    let notices = store.notices(Some(run.id)).await.unwrap();
+    assert_eq!(notices.len(), 1);
+    assert!(notices[0].delivered_at.is_some(), "{notices:?}");
+    assert!(notices[0].delivery.as_deref().unwrap_or("").contains("webhook: sent"), "{notices:?}");
+    assert!(store.worker_sessions(run.id).await.unwrap().is_empty(), "no worker without budget");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notice_recorded_by_a_runner_that_died_before_sending_it_is_sent_by_the_next() {
+    let hook = FakeWebhook::start();
+    let env = Env::with_webhook(&[], &hook.url());
+    env.queue_approved("d1");
+    let store = env.store().await;
+    env.run(&["runner"]);
+    let run = run_of(&store, "d1").await;
+    let before = hook.bodies().len();
+    // What a runner killed between recording a notice and sending it leaves behind.
+    store
+        .add_notice(Some(run.id), Some("d1"), "needs_human", Some("test:crash"), "@alex look")
+        .await
+        .unwrap();
+    env.run(&["runner"]);
+    let bodies = hook.bodies();
+    assert_eq!(bodies.len(), before + 1, "{bodies:?}");
+    assert!(bodies.last().unwrap().contains("@alex look"));
+    let pr = store.local_pr_for_run(run.id).await.unwrap().unwrap();
+    let on_pr =
+        store.local_comments(pr.id).await.unwrap().into_iter().filter(|c| c.body == "@alex look").count();
+    assert_eq!(on_pr, 1, "posted on the pull request once");
+    env.run(&["runner"]);
+    assert_eq!(hook.bodies().len(), before + 1, "delivered once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_remainder_too_small_for_an_agent_is_a_budget_stop_not_a_launch() {
+    let env = Env::new(&[]);
+    env.append_config("\n[budget]\nper_run_usd = 0.00005\n");
+    env.queue_approved("z1");
+    env.run(&["runner"]);
+    let store = env.store().await;
+    let run = run_of(&store, "z1").await;
+    assert!(store.worker_sessions(run.id).await.unwrap().is_empty(), "no worker started with $0");
+    let memory = store.run_memory(run.id).await.unwrap();
+    assert!(memory.budget_stopped, "{memory:?}");
+    let notices = store.notices(Some(run.id)).await.unwrap();
+    assert_eq!(notices.len(), 1);
+    assert_eq!(notices[0].kind, "needs_human");
+    assert_eq!(run.state, RunState::Queued);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_by_hand_is_refused_on_a_complete_run() {
+    let env = Env::new(&[]);
+    env.queue_approved("c9");
+    let store = env.store().await;
+    let run =
+        store.create_run_for_task(&TaskGid::parse("c9").unwrap(), Actor::Runner).await.unwrap().unwrap();
+    for (from, to) in [
+        (RunState::Queued, RunState::InProgress),
+        (RunState::InProgress, RunState::Pr),
+        (RunState::Pr, RunState::Complete),
+    ] {
+        store.set_run_state_if(run.id, from, to, None, Actor::Cli, "test").await.unwrap();
+    }
+    let out = env.command(&["worker", "run", "--task", "c9", "--kind", "pr_review"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("run {} of task c9 is complete", run.id)), "{stderr}");
+    assert!(store.worker_sessions(run.id).await.unwrap().is_empty(), "nothing recorded");
+    assert_eq!(store.run(run.id).await.unwrap().state, RunState::Complete);
 }

@@ -6,11 +6,11 @@ use std::collections::{HashMap, HashSet};
 
 use chrono::Duration;
 use common::TestDb;
-use executor::domain::WorkerKind;
 use executor::domain::{Actor, QueueStatus, RunState, TaskGid};
+use executor::domain::{EndReason, ReviewVerdict, WorkerKind};
 use executor::store::{
-    EventFilter, KNOWN_VERSION, NewComment, NewTask, RunFilter, Store, StoreError, TaskFilter, Upserted,
-    WorkerEnd,
+    EventFilter, KNOWN_VERSION, NewComment, NewTask, RunFilter, SessionStart, Store, StoreError, TaskFilter,
+    Upserted, WorkerEnd,
 };
 
 on_both_databases!(
@@ -26,6 +26,12 @@ on_both_databases!(
     a_run_has_at_most_one_live_worker_and_costs_add_up,
     local_pull_requests_comments_and_checks_round_trip,
     notices_are_recorded_once_per_key_and_the_runner_memory_round_trips,
+    a_review_verdict_is_written_with_the_end_for_the_head_the_review_started_at,
+    usage_is_recorded_as_it_comes_and_survives_an_end_that_reports_less,
+    only_the_tasks_own_work_is_the_session_to_resume,
+    an_abandoned_run_frees_its_lease,
+    undelivered_notices_stay_in_the_outbox_until_delivered_or_given_up,
+    the_runner_status_says_what_the_last_runner_met,
 );
 
 fn gid(s: &str) -> TaskGid {
@@ -312,9 +318,17 @@ async fn a_run_has_at_most_one_live_worker_and_costs_add_up(db: TestDb) {
     let store = db.open().await;
     let g = approved(&store, "w1").await;
     let run = store.create_run_for_task(&g, Actor::Runner).await.unwrap().unwrap();
-    let s1 = store.begin_worker_session(run.id, WorkerKind::Queued, "claude", "host").await.unwrap().unwrap();
+    let s1 = store
+        .begin_worker_session(run.id, WorkerKind::Queued, "claude", "host", &Default::default())
+        .await
+        .unwrap()
+        .unwrap();
     assert!(
-        store.begin_worker_session(run.id, WorkerKind::Queued, "claude", "host").await.unwrap().is_none(),
+        store
+            .begin_worker_session(run.id, WorkerKind::Queued, "claude", "host", &Default::default())
+            .await
+            .unwrap()
+            .is_none(),
         "a second live worker for the same run is refused by the database"
     );
     store.set_worker_process(s1.id, 4242, Some(99), "/tmp/out", "/tmp/log.md").await.unwrap();
@@ -324,23 +338,23 @@ async fn a_run_has_at_most_one_live_worker_and_costs_add_up(db: TestDb) {
     assert_eq!(store.live_worker_sessions().await.unwrap().len(), 1);
 
     let end = WorkerEnd {
-        reason: "idle_timeout".into(),
         cost_usd: 0.5,
         input_tokens: 10,
         output_tokens: 5,
-        stuck: true,
-        ..Default::default()
+        ..WorkerEnd::new(EndReason::IdleTimeout)
     };
     assert!(store.end_worker_session(s1.id, &end).await.unwrap());
     assert!(!store.end_worker_session(s1.id, &end).await.unwrap(), "closing twice changes nothing");
-    let s2 =
-        store.begin_worker_session(run.id, WorkerKind::InProgress, "claude", "host").await.unwrap().unwrap();
+    let s2 = store
+        .begin_worker_session(run.id, WorkerKind::InProgress, "claude", "host", &Default::default())
+        .await
+        .unwrap()
+        .unwrap();
     let end2 = WorkerEnd {
-        reason: "finished".into(),
         cost_usd: 0.25,
         input_tokens: 1,
         output_tokens: 1,
-        ..Default::default()
+        ..WorkerEnd::new(EndReason::Interrupted)
     };
     store.end_worker_session(s2.id, &end2).await.unwrap();
     let r = store.run(run.id).await.unwrap();
@@ -428,9 +442,137 @@ async fn notices_are_recorded_once_per_key_and_the_runner_memory_round_trips(db:
     store.set_ci_attempts(run.id, 2).await.unwrap();
     let r = store.run(run.id).await.unwrap();
     assert_eq!(
-        (r.review_verdict.as_deref(), r.review_sha.as_deref(), r.ci_attempts),
+        (r.review_verdict.map(|v| v.as_str()), r.review_sha.as_deref(), r.ci_attempts),
         (Some("pass"), Some("abc"), 2)
     );
     let resumed = store.resume_run_budget(run.id, Actor::Cli).await.unwrap();
     assert!(!resumed.budget_stopped);
+}
+
+async fn a_review_verdict_is_written_with_the_end_for_the_head_the_review_started_at(db: TestDb) {
+    let store = db.open().await;
+    let g = approved(&store, "v1").await;
+    let run = store.create_run_for_task(&g, Actor::Runner).await.unwrap().unwrap();
+    store.set_run_head(run.id, "old").await.unwrap();
+    let start = SessionStart { start_sha: Some("old".into()), resumed_session: None };
+    let s = store
+        .begin_worker_session(run.id, WorkerKind::PrReview, "command", "h", &start)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(s.start_sha.as_deref(), Some("old"));
+    // Someone pushes while the review runs: the run's head moves on.
+    store.set_run_head(run.id, "new").await.unwrap();
+    let end = WorkerEnd { verdict: Some(ReviewVerdict::Pass), ..WorkerEnd::new(EndReason::Finished) };
+    store.end_worker_session(s.id, &end).await.unwrap();
+    let r = store.run(run.id).await.unwrap();
+    assert_eq!((r.review_verdict, r.review_sha.as_deref()), (Some(ReviewVerdict::Pass), Some("old")));
+    assert_eq!(r.head_sha.as_deref(), Some("new"), "the pass is not for the new head");
+    let s = store.worker_session(s.id).await.unwrap();
+    assert_eq!((s.verdict, s.end_reason), (Some(ReviewVerdict::Pass), Some(EndReason::Finished)));
+}
+
+async fn usage_is_recorded_as_it_comes_and_survives_an_end_that_reports_less(db: TestDb) {
+    let store = db.open().await;
+    let g = approved(&store, "u1").await;
+    let run = store.create_run_for_task(&g, Actor::Runner).await.unwrap().unwrap();
+    let s = store
+        .begin_worker_session(run.id, WorkerKind::Queued, "claude", "h", &Default::default())
+        .await
+        .unwrap()
+        .unwrap();
+    store.set_worker_usage(s.id, Some(0.25), 1000, 200, true).await.unwrap();
+    store.set_worker_usage(s.id, None, 1500, 300, false).await.unwrap();
+    let spent = store.spent_since(chrono::Utc::now() - Duration::days(1)).await.unwrap();
+    assert!((spent - 0.25).abs() < 1e-9, "the daily budget sees a live worker's spend: {spent}");
+    let live = store.worker_session(s.id).await.unwrap();
+    assert_eq!((live.input_tokens, live.output_tokens, live.cost_estimated), (1500, 300, true));
+    // Killed before its final report: the end says $0, the spend recorded so far stands.
+    store.end_worker_session(s.id, &WorkerEnd::new(EndReason::HardTimeout)).await.unwrap();
+    let r = store.run(run.id).await.unwrap();
+    assert!((r.cost_usd - 0.25).abs() < 1e-9, "{}", r.cost_usd);
+    assert_eq!((r.input_tokens, r.output_tokens, r.worker_stuck_count), (1500, 300, 1));
+    assert!(store.run_memory(run.id).await.unwrap().cost_estimated);
+    let ended = store.worker_session(s.id).await.unwrap();
+    assert!(ended.cost_estimated && (ended.cost_usd - 0.25).abs() < 1e-9);
+    // Usage arriving after the end (a late update) changes nothing.
+    store.set_worker_usage(s.id, Some(9.0), 1, 1, false).await.unwrap();
+    assert!((store.worker_session(s.id).await.unwrap().cost_usd - 0.25).abs() < 1e-9);
+}
+
+async fn only_the_tasks_own_work_is_the_session_to_resume(db: TestDb) {
+    let store = db.open().await;
+    let g = approved(&store, "r1").await;
+    let run = store.create_run_for_task(&g, Actor::Runner).await.unwrap().unwrap();
+    let work = store
+        .begin_worker_session(run.id, WorkerKind::Queued, "claude", "h", &Default::default())
+        .await
+        .unwrap()
+        .unwrap();
+    store.set_worker_agent_session(work.id, "work-1").await.unwrap();
+    store.end_worker_session(work.id, &WorkerEnd::new(EndReason::Interrupted)).await.unwrap();
+    let start = SessionStart { start_sha: None, resumed_session: Some("work-1".into()) };
+    let review = store
+        .begin_worker_session(run.id, WorkerKind::PrReview, "claude", "h", &start)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(review.resumed_session.as_deref(), Some("work-1"));
+    store.set_worker_agent_session(review.id, "review-1").await.unwrap();
+    let r = store.run(run.id).await.unwrap();
+    assert_eq!(r.worker_session_id.as_deref(), Some("work-1"), "a review's thread is not the run's session");
+    assert_eq!(store.worker_session(review.id).await.unwrap().session_id.as_deref(), Some("review-1"));
+}
+
+async fn an_abandoned_run_frees_its_lease(db: TestDb) {
+    let store = db.open().await;
+    let g = approved(&store, "l1").await;
+    let run = store.create_run_for_task(&g, Actor::Runner).await.unwrap().unwrap();
+    assert!(store.claim_run(run.id, "host:1", Duration::minutes(5)).await.unwrap());
+    let r = store
+        .set_run_state_if(
+            run.id,
+            RunState::Queued,
+            RunState::Abandoned,
+            Some("host:1"),
+            Actor::Runner,
+            "gave up",
+        )
+        .await
+        .unwrap();
+    assert_eq!((r.lease_owner, r.lease_expires_at), (None, None));
+}
+
+async fn undelivered_notices_stay_in_the_outbox_until_delivered_or_given_up(db: TestDb) {
+    let store = db.open().await;
+    let g = approved(&store, "o1").await;
+    let run = store.create_run_for_task(&g, Actor::Runner).await.unwrap().unwrap();
+    let a = store.add_notice(Some(run.id), Some("o1"), "needs_human", Some("a"), "A").await.unwrap().unwrap();
+    let b = store.add_notice(Some(run.id), Some("o1"), "needs_human", Some("b"), "B").await.unwrap().unwrap();
+    let ids = |v: Vec<executor::store::Notice>| v.iter().map(|n| n.id).collect::<Vec<_>>();
+    assert_eq!(ids(store.unsent_notices(2).await.unwrap()), [a, b], "recorded, not yet sent");
+    store.mark_notice_failed(a, "local pull request comment 3", "webhook: failed (refused)").await.unwrap();
+    store.mark_notice_delivered(b, "webhook: sent (HTTP 200)").await.unwrap();
+    let unsent = store.unsent_notices(2).await.unwrap();
+    assert_eq!(ids(unsent.clone()), [a]);
+    assert_eq!((unsent[0].attempts, unsent[0].last_error.as_deref()), (1, Some("webhook: failed (refused)")));
+    store.mark_notice_failed(a, "", "webhook: failed again").await.unwrap();
+    assert!(store.unsent_notices(2).await.unwrap().is_empty(), "given up after 2 attempts");
+    assert_eq!(ids(store.undelivered_notices().await.unwrap()), [a], "still visible");
+    assert_eq!(store.notice_keys(run.id).await.unwrap(), ["a", "b"], "each key once, sent or not");
+}
+
+async fn the_runner_status_says_what_the_last_runner_met(db: TestDb) {
+    let store = db.open().await;
+    store.runner_started("h1", 10).await.unwrap();
+    store.runner_ticked("h1", 10, 2, Some("run 3: no repo")).await.unwrap();
+    store.runner_ticked("h1", 10, 0, None).await.unwrap();
+    let s = &store.runner_statuses().await.unwrap()[0];
+    assert_eq!((s.ticks, s.errors, s.last_error.as_deref()), (2, 2, Some("run 3: no repo")));
+    assert!(s.last_error_at.is_some() && s.ended_at.is_none());
+    store.runner_ended("h1", 10).await.unwrap();
+    // The next runner on the host starts afresh.
+    store.runner_started("h1", 11).await.unwrap();
+    let s = &store.runner_statuses().await.unwrap()[0];
+    assert_eq!((s.pid, s.ticks, s.errors, s.last_error.clone()), (11, 0, 0, None));
 }

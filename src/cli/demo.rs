@@ -131,7 +131,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             println!(
                 "  {:<12} {:<10} {}",
                 w.kind.as_str(),
-                w.end_reason.unwrap_or_default(),
+                w.end_reason.map(|r| r.to_string()).unwrap_or_default(),
                 w.log_path.unwrap_or_default()
             );
         }

@@ -35,12 +35,17 @@ pub async fn runner(ctx: Context, args: RunnerArgs, as_json: bool) -> anyhow::Re
     let report =
         if args.once { runner.run_once(shutdown).await? } else { runner.run_until_idle(shutdown).await? };
     if as_json {
-        return json(&report);
+        json(&report)?;
+    } else {
+        println!(
+            "runner idle: {} runs created, {} steps taken, {} errors over {} active runs",
+            report.runs_created, report.actions, report.errors, report.runs_seen
+        );
     }
-    println!(
-        "runner idle: {} runs created, {} steps taken, {} errors over {} active runs",
-        report.runs_created, report.actions, report.errors, report.runs_seen
-    );
+    if report.errors > 0 {
+        // Cron reads the exit status: a runner that met errors says so, and what they were.
+        bail!("the runner met {} error(s):\n  {}", report.errors, report.failures.join("\n  "));
+    }
     Ok(())
 }
 
@@ -50,7 +55,8 @@ pub struct CommentArgs {
     run_id: i64,
     /// The comment text.
     text: String,
-    /// Who is commenting (default: $USER). On the local forge human comments are trusted.
+    /// Who is commenting (default: $USER). Only comments by `repos.NAME.trusted_authors` make a worker
+    /// act.
     #[arg(long)]
     author: Option<String>,
     /// Posted by an agent: never makes a worker act. Workers answer comments this way.

@@ -3,13 +3,15 @@ use clap::Args;
 
 use super::Context;
 use super::output::{ago, json, table};
-use crate::store::{Event, EventFilter, now, start_of_day};
+use crate::store::{Event, EventFilter, RunnerStatus, now, start_of_day};
 
 pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
     let counts = ctx.store.status_counts().await?;
     let workers = ctx.store.live_worker_sessions().await?.len();
     let spent_today = ctx.store.spent_since(start_of_day(now())).await?;
     let budget = ctx.config.budget.per_day_usd;
+    let runners = ctx.store.runner_statuses().await?;
+    let undelivered = ctx.store.undelivered_notices().await?;
     if as_json {
         let queue: serde_json::Map<_, _> =
             counts.queue.iter().map(|(k, v)| (k.clone(), (*v).into())).collect();
@@ -20,6 +22,8 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
             "workers_alive": workers,
             "spent_today_usd": spent_today,
             "per_day_usd": budget,
+            "runners": runners,
+            "undelivered_notices": undelivered,
         }));
     }
     let line = |pairs: &[(String, i64)]| {
@@ -33,7 +37,37 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
     println!("executor_runs:  {}", line(&counts.runs));
     println!("workers alive:  {workers} (runner.max_workers = {})", ctx.config.runner.max_workers);
     println!("spent today:    ${spent_today:.2} of ${budget:.2} (UTC day)");
+    let at = now();
+    for r in &runners {
+        println!("{}", runner_line(r, at));
+    }
+    if !undelivered.is_empty() {
+        println!("notices not delivered: {}", undelivered.len());
+        for n in &undelivered {
+            let run = n.run_id.map(|r| format!("run {r} ")).unwrap_or_default();
+            println!(
+                "  {run}{} ({} attempts): {}",
+                n.kind,
+                n.attempts,
+                n.last_error.as_deref().unwrap_or("not tried yet")
+            );
+        }
+    }
     Ok(())
+}
+
+/// "last runner on HOST: …": whether it is running, and the errors it met, so a runner that fails on
+/// every start under cron is seen.
+fn runner_line(r: &RunnerStatus, now: DateTime<Utc>) -> String {
+    let when = match r.ended_at {
+        Some(t) => format!("started {}, ended {}", ago(r.started_at, now), ago(t, now)),
+        None => format!("pid {}, started {} (running, or killed)", r.pid, ago(r.started_at, now)),
+    };
+    let errors = match (&r.last_error, r.last_error_at) {
+        (Some(e), Some(t)) if r.errors > 0 => format!("{} errors, last ({}): {e}", r.errors, ago(t, now)),
+        _ => "no errors".to_string(),
+    };
+    format!("last runner on {}: {errors}; {} ticks, {when}", r.host, r.ticks)
 }
 
 #[derive(Debug, Args)]

@@ -11,13 +11,13 @@ use super::Context;
 use super::output::json;
 use super::queue::parse_gid;
 use crate::config::Config;
-use crate::domain::{Run, WorkerKind};
+use crate::domain::{Run, RunState, WorkerKind};
 use crate::instance_lock::{InstanceLock, LockError};
 use crate::runner::{
-    Recording, WorkerInputs, agent_config, budget_left, build_spec, forge_for, hostname, load_prompts,
-    repo_for, shutdown_on_signals, supervise_recorded,
+    MIN_WORKER_BUDGET_USD, Recording, WorkerInputs, agent_config, budget_left, build_spec, forge_for,
+    hostname, load_prompts, repo_for, session_to_resume, shutdown_on_signals, supervise_recorded,
 };
-use crate::store::RunFilter;
+use crate::store::{RunFilter, SessionStart};
 use crate::worker::worklog::{find_newest, follow};
 use crate::worker::{self, EndReason, PromptKind, WorkerOutcome, WorkerUpdate};
 use crate::workspace;
@@ -97,6 +97,15 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
         .await?
         .into_iter()
         .find(|r| r.state.is_active());
+    if let Some(r) = run.as_ref().filter(|r| r.state == RunState::Complete) {
+        // A complete run is reviewed, green and told; a worker by hand would change it behind that.
+        bail!(
+            "run {} of task {gid} is complete: a worker by hand would change a finished run. To work on it \
+             again, comment on its pull request (`executor comment {} \"…\"`) so the runner takes it back to pr",
+            r.id,
+            r.id
+        );
+    }
     let dir = match (&args.dir, run.as_ref().and_then(|r| r.worktree_path.as_ref())) {
         (Some(d), _) => d.clone(),
         (None, Some(wt)) => PathBuf::from(wt),
@@ -129,7 +138,13 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
         Some(b) => b,
         None => workspace::current_branch(&cwd).ok().flatten().unwrap_or_default(),
     };
+    let sessions = match &run {
+        Some(r) => store.worker_sessions(r.id).await?,
+        None => Vec::new(),
+    };
+    let resume = if args.kind == WorkerKind::InProgress { session_to_resume(&sessions) } else { None };
     let inputs = WorkerInputs {
+        resume_session: resume.clone(),
         task: &task,
         run: run.as_ref(),
         kind: args.kind,
@@ -140,7 +155,7 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
         pr: pr.as_ref(),
     };
     let budget = budget_left(&config, store, run.as_ref()).await?;
-    if budget <= 0.0 {
+    if budget < MIN_WORKER_BUDGET_USD {
         bail!(
             "no budget left ({}): raise budget.per_run_usd or budget.per_day_usd to run a worker",
             run.as_ref().map_or("today".into(), |r| format!("run {} has spent ${:.2}", r.id, r.cost_usd))
@@ -162,7 +177,23 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
     say(format!("task {gid}: {} worker, agent {agent_name}, in {}", args.kind, cwd.display()));
     let recording = match &run {
         Some(r) => {
-            let Some(session) = store.begin_worker_session(r.id, args.kind, agent_name, &hostname()).await?
+            // What the worker starts from: the pull request's head, else the branch's.
+            let branch_head = match (&r.branch_name, &repo) {
+                (Some(b), Some((_, rp))) => {
+                    let (path, b) = (crate::config::expand_home(&rp.path), b.clone());
+                    tokio::task::spawn_blocking(move || workspace::branch_head(&path, &b))
+                        .await?
+                        .ok()
+                        .flatten()
+                }
+                _ => None,
+            };
+            let start = SessionStart {
+                start_sha: pr.as_ref().map(|p| p.head_sha.clone()).filter(|s| !s.is_empty()).or(branch_head),
+                resumed_session: resume,
+            };
+            let Some(session) =
+                store.begin_worker_session(r.id, args.kind, agent_name, &hostname(), &start).await?
             else {
                 bail!(
                     "run {} already has a live worker session (see `executor runs show {}`); wait for it to end",
@@ -171,13 +202,7 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
                 );
             };
             say(format!("recording on run {} as worker session {}", r.id, session.id));
-            Some(Recording {
-                store: store.clone(),
-                session: session.id,
-                run_id: r.id,
-                kind: args.kind,
-                head_at_start: pr.as_ref().map(|p| p.head_sha.clone()),
-            })
+            Some(Recording { store: store.clone(), session: session.id, run_id: r.id, kind: args.kind })
         }
         None => {
             say(format!(

@@ -1,6 +1,6 @@
 use chrono::{DateTime, Utc};
 
-use super::{IllegalTransition, TaskGid, illegal};
+use super::{IllegalTransition, ReviewVerdict, TaskGid, illegal};
 
 /// Where a concrete run stands (table `executor_runs`, column `state`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -78,7 +78,7 @@ pub struct Run {
     pub head_sha: Option<String>,
     /// When `head_sha` was first observed: how long CI has had to report at this head.
     pub head_seen_at: Option<DateTime<Utc>>,
-    pub review_verdict: Option<String>,
+    pub review_verdict: Option<ReviewVerdict>,
     pub review_sha: Option<String>,
     pub lease_owner: Option<String>,
     pub lease_expires_at: Option<DateTime<Utc>>,

@@ -9,6 +9,10 @@ use crate::config::Config;
 use crate::domain::Run;
 use crate::store::{RunMemory, Store, StoreError, start_of_day};
 
+/// The least a worker is started with: below it (a tenth of a cent) the remaining budget counts as
+/// spent. Agent CLIs refuse a cap that rounds to zero.
+pub const MIN_WORKER_BUDGET_USD: f64 = 0.0001;
+
 impl Runner {
     /// Why a worker must not start for this run now, if a cap says so (and tells the human, once).
     pub(super) async fn budget_block(
@@ -20,18 +24,20 @@ impl Runner {
         let now = Utc::now();
         let spent_today = self.store.spent_since(start_of_day(now)).await?;
         let run_spent = run.cost_usd - memory.budget_base_usd;
-        let (why, key) = if run_spent >= b.per_run_usd {
+        // A remainder too small for an agent to be given is no budget at all: the human is told, rather
+        // than an agent started with nothing (which the CLI refuses, and which would count as a crash).
+        let (why, key) = if b.per_run_usd - run_spent < MIN_WORKER_BUDGET_USD {
             (
                 format!(
-                    "Run {} has spent ${run_spent:.2} of its ${:.2} budget; no worker starts until budget.per_run_usd is raised or `executor runs resume {}`.",
+                    "Run {} has spent ${run_spent:.4} of its ${} budget; no worker starts until budget.per_run_usd is raised or `executor runs resume {}`.",
                     run.id, b.per_run_usd, run.id
                 ),
                 format!("budget_run:{}:{}", b.per_run_usd, memory.budget_base_usd),
             )
-        } else if spent_today >= b.per_day_usd {
+        } else if b.per_day_usd - spent_today < MIN_WORKER_BUDGET_USD {
             (
                 format!(
-                    "Workers have spent ${spent_today:.2} today of the ${:.2} daily budget; no worker starts until tomorrow (UTC) or until budget.per_day_usd is raised.",
+                    "Workers have spent ${spent_today:.4} today of the ${} daily budget; no worker starts until tomorrow (UTC) or until budget.per_day_usd is raised.",
                     b.per_day_usd
                 ),
                 format!("budget_day:{}:{}", now.date_naive(), b.per_day_usd),

@@ -31,7 +31,7 @@
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
-use crate::domain::{Run, RunState, WorkerKind};
+use crate::domain::{ReviewVerdict, Run, RunState, WorkerKind};
 use crate::forge::{Check, CheckStatus, CiRollup, PrSnapshot, PrState};
 
 /// The back-off doubles per attempt up to this many times (64 × the base delay).
@@ -167,8 +167,8 @@ fn pr_open(run: &Run, pr: &PrSnapshot, obs: &Observation, policy: &Policy, now: 
         return wait_for_checks(run, pr, obs, policy, now, waiting);
     }
     let reviewed_here = run.review_sha.as_deref() == Some(pr.head_sha.as_str());
-    match run.review_verdict.as_deref() {
-        Some("pass") if reviewed_here => {
+    match run.review_verdict {
+        Some(ReviewVerdict::Pass) if reviewed_here => {
             let why = format!(
                 "PR #{} is ready: CI and required checks green, nothing unresolved, review passed at {head}.",
                 pr.number
@@ -184,7 +184,7 @@ fn pr_open(run: &Run, pr: &PrSnapshot, obs: &Observation, policy: &Policy, now: 
                 why,
             }
         }
-        Some("fail") if reviewed_here => after_failed_review(pr, obs),
+        Some(ReviewVerdict::Fail) if reviewed_here => after_failed_review(pr, obs),
         _ => {
             let reason =
                 format!("CI green and nothing unresolved at {head}, but no passing review of this head.");

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 use super::launch::{Recording, supervise_recorded};
@@ -33,13 +33,22 @@ pub enum RunnerError {
     Task(#[from] tokio::task::JoinError),
     #[error("cannot record the pull request snapshot: {0}")]
     Snapshot(#[from] serde_json::Error),
+    /// A worker could not be started; its session records it as `failed_to_start`.
+    #[error("the {kind} worker could not start: {error}")]
+    NotStarted { kind: crate::domain::WorkerKind, error: String },
 }
 
-/// A worker this runner supervises (started here, or adopted from a runner that died).
+/// A worker this runner supervises (started here, or adopted from a runner that died), in the pool
+/// under its worker session's id: a run's next worker is another entry, so the end of the one before
+/// can never remove it.
 pub(super) struct LiveWorker {
+    pub run_id: i64,
     pub stop: watch::Sender<bool>,
     pub task: JoinHandle<()>,
 }
+
+/// Tells the starter of a worker whether its process started (`Ok`) or why it could not.
+pub(super) type StartSignal = oneshot::Receiver<Result<(), String>>;
 
 /// What one tick did, for the loop's exit decision and for `--once` output.
 #[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
@@ -49,8 +58,20 @@ pub struct TickReport {
     /// Steps other than waiting: workers started, transitions, PRs opened, CI triggered, notices.
     pub actions: usize,
     pub errors: usize,
+    /// What went wrong, one line each, naming the run ("run 3: …").
+    pub failures: Vec<String>,
     pub workers_alive: usize,
 }
+
+impl TickReport {
+    pub(super) fn failed(&mut self, what: String) {
+        self.errors += 1;
+        self.failures.push(what);
+    }
+}
+
+/// At most this many distinct failures are kept for the runner's final report.
+const MAX_REPORTED_FAILURES: usize = 20;
 
 pub struct Runner {
     pub(super) config: Arc<Config>,
@@ -60,12 +81,15 @@ pub struct Runner {
     pub(super) host: String,
     /// `host:pid`: the lease holder name of this process.
     pub(super) owner: String,
+    /// Live workers by worker session id.
     pub(super) pool: HashMap<i64, LiveWorker>,
-    /// Supervisors report the run id of each worker that ended, to wake the loop at once.
+    /// Supervisors report the session id of each worker that ended, to wake the loop at once.
     ended_tx: mpsc::UnboundedSender<i64>,
     ended_rx: mpsc::UnboundedReceiver<i64>,
     /// How this process is invoked, so workers can call `executor comment`.
     pub(super) self_exe: Option<std::path::PathBuf>,
+    /// Errors met where no report is at hand (a notice not delivered), for this tick's report.
+    pub(super) met: std::sync::Mutex<Vec<String>>,
 }
 
 /// After this many busy ticks in a row with no worker alive the runner exits anyway, so that a step
@@ -88,6 +112,7 @@ impl Runner {
             ended_tx,
             ended_rx,
             self_exe: std::env::current_exe().ok(),
+            met: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -109,6 +134,11 @@ impl Runner {
             total.actions += report.actions;
             total.errors += report.errors;
             total.runs_seen = report.runs_seen;
+            for f in report.failures {
+                if !total.failures.contains(&f) && total.failures.len() < MAX_REPORTED_FAILURES {
+                    total.failures.push(f);
+                }
+            }
             if self.pool.is_empty() {
                 if report.actions == 0 || busy >= MAX_BUSY_TICKS {
                     break;
@@ -120,7 +150,7 @@ impl Runner {
             let interval = self.config.runner.loop_interval.std();
             tokio::select! {
                 _ = tokio::time::sleep(interval) => {}
-                Some(run_id) = self.ended_rx.recv() => { self.reap(run_id); }
+                Some(session) = self.ended_rx.recv() => { self.reap(session); }
                 _ = shutdown.changed() => {}
             }
         }
@@ -135,7 +165,7 @@ impl Runner {
         let report = self.tick().await?;
         while !self.pool.is_empty() && !*shutdown.borrow() {
             tokio::select! {
-                Some(run_id) = self.ended_rx.recv() => { self.reap(run_id); }
+                Some(session) = self.ended_rx.recv() => { self.reap(session); }
                 _ = shutdown.changed() => {}
             }
         }
@@ -145,26 +175,54 @@ impl Runner {
 
     /// Supervises a worker in the background as part of the pool: `start` gets the update channel and
     /// the stop signal and returns the worker's future (a new process, or an adopted one). The loop is
-    /// woken when it ends.
-    pub(super) fn spawn_supervised<F, Fut>(&mut self, recording: Recording, start: F)
+    /// woken when it ends. The returned signal says whether the process started (its `Started` update
+    /// came) or why it could not.
+    pub(super) fn spawn_supervised<F, Fut>(&mut self, recording: Recording, start: F) -> StartSignal
     where
         F: FnOnce(mpsc::UnboundedSender<WorkerUpdate>, watch::Receiver<bool>) -> Fut + Send + 'static,
         Fut: Future<Output = Result<WorkerOutcome, WorkerError>> + Send + 'static,
     {
-        let run_id = recording.run_id;
+        let (run_id, session) = (recording.run_id, recording.session);
         let (stop_tx, stop_rx) = watch::channel(false);
+        let (started_tx, started_rx) = oneshot::channel();
+        let started = std::sync::Arc::new(std::sync::Mutex::new(Some(started_tx)));
         let ended = self.ended_tx.clone();
         let task = tokio::spawn(async move {
-            let _ = supervise_recorded(recording, |tx| start(tx, stop_rx)).await;
-            let _ = ended.send(run_id);
+            let tell = started.clone();
+            let outcome = supervise_recorded(recording, |sink| {
+                // Passes every update on unchanged, noting the first `Started` for the starter.
+                let (tap, mut updates) = mpsc::unbounded_channel::<WorkerUpdate>();
+                tokio::spawn(async move {
+                    while let Some(update) = updates.recv().await {
+                        if matches!(update, WorkerUpdate::Started { .. }) {
+                            signal(&tell, Ok(()));
+                        }
+                        if sink.send(update).is_err() {
+                            break;
+                        }
+                    }
+                });
+                start(tap, stop_rx)
+            })
+            .await;
+            signal(&started, outcome.map(|_| ()).map_err(|e| e.to_string()));
+            let _ = ended.send(session);
         });
-        self.pool.insert(run_id, LiveWorker { stop: stop_tx, task });
+        self.pool.insert(session, LiveWorker { run_id, stop: stop_tx, task });
+        started_rx
     }
 
-    fn reap(&mut self, run_id: i64) {
-        self.pool.remove(&run_id);
+    fn reap(&mut self, session: i64) {
+        self.pool.remove(&session);
         while let Ok(other) = self.ended_rx.try_recv() {
             self.pool.remove(&other);
+        }
+    }
+
+    /// Asks every worker of a run this runner supervises to stop.
+    pub(super) fn stop_workers_of(&self, run_id: i64) {
+        for w in self.pool.values().filter(|w| w.run_id == run_id) {
+            let _ = w.stop.send(true);
         }
     }
 
@@ -181,10 +239,14 @@ impl Runner {
                 let _ = self.store.release_run(run.id, &self.owner).await;
             }
         }
+        if let Err(e) = self.store.runner_ended(&self.host, i64::from(std::process::id())).await {
+            tracing::warn!("recording the runner's end: {e}");
+        }
     }
 
     /// Once per process: forget worktrees whose directory vanished, and free what a dead runner held.
     async fn prepare(&self) -> Result<(), RunnerError> {
+        self.store.runner_started(&self.host, i64::from(std::process::id())).await?;
         for (name, repo) in &self.config.repos {
             let path = crate::config::expand_home(&repo.path);
             match tokio::task::spawn_blocking(move || crate::workspace::prune(&path)).await {
@@ -219,6 +281,20 @@ impl Runner {
     /// One pass over the world: adopt orphaned workers, bring CI results in, create runs for approved
     /// tasks, then observe, decide and act for every active run.
     pub async fn tick(&mut self) -> Result<TickReport, RunnerError> {
+        let report = self.tick_inner().await;
+        let (errors, last) = match &report {
+            Ok(r) => (r.errors, r.failures.last().cloned()),
+            Err(e) => (1, Some(e.to_string())),
+        };
+        let pid = i64::from(std::process::id());
+        let errors = i64::try_from(errors).unwrap_or(i64::MAX);
+        if let Err(e) = self.store.runner_ticked(&self.host, pid, errors, last.as_deref()).await {
+            tracing::warn!("recording the runner's tick: {e}");
+        }
+        report
+    }
+
+    async fn tick_inner(&mut self) -> Result<TickReport, RunnerError> {
         let mut report = TickReport::default();
         self.reconcile().await?;
         for (name, repo) in &self.config.repos {
@@ -226,9 +302,10 @@ impl Runner {
                 && let Err(e) = forge.poll_ci().await
             {
                 tracing::warn!("polling CI of repo {name}: {e}");
-                report.errors += 1;
+                report.failed(format!("repo {name}: polling CI: {e}"));
             }
         }
+        self.send_outbox(&mut report).await?;
         for gid in self.store.approved_tasks_without_run(1000).await? {
             if let Some(run) = self.store.create_run_for_task(&gid, Actor::Runner).await? {
                 tracing::info!(run = run.id, task = %gid, "created a run for the approved task");
@@ -238,9 +315,9 @@ impl Runner {
         let lease = self.config.runner.lease_ttl.chrono();
         let active = self.store.active_runs().await?;
         // A run a human abandoned (`executor runs abandon`) while its worker ran: stop the worker.
-        for (run_id, w) in &self.pool {
-            if !active.iter().any(|r| r.id == *run_id) {
-                tracing::info!(run = run_id, "the run is no longer active: stopping its worker");
+        for w in self.pool.values() {
+            if !active.iter().any(|r| r.id == w.run_id) {
+                tracing::info!(run = w.run_id, "the run is no longer active: stopping its worker");
                 let _ = w.stop.send(true);
             }
         }
@@ -252,11 +329,16 @@ impl Runner {
             match self.step(&run).await {
                 Ok(acted) => report.actions += usize::from(acted),
                 Err(e) => {
-                    report.errors += 1;
+                    report.failed(format!("run {}: {e}", run.id));
                     let why = format!("error: {e}");
                     tracing::warn!(run = run.id, "{why}");
                     self.store.record_decision(run.id, &why).await?;
                 }
+            }
+        }
+        if let Ok(mut met) = self.met.lock() {
+            for what in met.drain(..) {
+                report.failed(what);
             }
         }
         report.workers_alive = self.pool.len();
@@ -270,6 +352,13 @@ impl Runner {
 
     pub(super) fn forge(&self, name: &str, repo: &Repo) -> Result<Forge, RunnerError> {
         forge_for(&self.config, &self.store, name, repo)
+    }
+}
+
+/// Sends `result` to whoever waits for the worker's start, once.
+fn signal(slot: &std::sync::Mutex<Option<oneshot::Sender<Result<(), String>>>>, result: Result<(), String>) {
+    if let Some(tx) = slot.lock().ok().and_then(|mut s| s.take()) {
+        let _ = tx.send(result);
     }
 }
 
@@ -352,3 +441,6 @@ pub fn shutdown_on_signals() -> watch::Receiver<bool> {
     });
     rx
 }
+
+#[cfg(test)]
+mod tests;

@@ -8,9 +8,9 @@ use tokio::sync::mpsc;
 
 use super::engine::{Runner, RunnerError};
 use crate::config::{Config, Repo};
-use crate::domain::{Run, Task, TaskGid, WorkerKind};
+use crate::domain::{ReviewVerdict, Run, Task, TaskGid, WorkerKind};
 use crate::forge::{Forge, PrSnapshot};
-use crate::store::{Store, WorkerEnd};
+use crate::store::{SessionStart, Store, WorkerEnd, WorkerSession};
 use crate::worker::prompt::{FailedCheck, PrContext, ReviewComment, RunContext, TaskContext, tail};
 use crate::worker::result::{ParsedResult, Verdict};
 use crate::worker::{
@@ -19,15 +19,98 @@ use crate::worker::{
 };
 use crate::workspace;
 
+/// How long a launch waits for the agent's process to be reported started before it leaves the run's
+/// state for the next tick to settle (a start takes milliseconds; this bounds a wedged one).
+const START_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Where a new worker will work, once its worktree exists.
+struct Place {
+    task: Task,
+    branch: String,
+    cwd: PathBuf,
+    /// The head the worker starts from: the pull request's, else the branch's.
+    start_sha: Option<String>,
+}
+
 impl Runner {
+    /// Starts a worker of `kind` for the run. Returns whether its process started, so the caller moves
+    /// the run's state only then. A worker that cannot start (no repository, a branch git refuses, a
+    /// worktree that cannot be made, a prompt that does not render, a program that cannot run) is a
+    /// failed attempt: its session is recorded as `failed_to_start` with the error, which backs off and,
+    /// after `runner.max_stuck`, abandons the run with the human told. The error is also returned.
     pub(super) async fn launch(
         &mut self,
         run: &Run,
         kind: WorkerKind,
         forge: &Forge,
         pr: Option<&PrSnapshot>,
-    ) -> Result<(), RunnerError> {
+    ) -> Result<bool, RunnerError> {
+        let sessions = self.store.worker_sessions(run.id).await?;
+        let resume = if kind == WorkerKind::InProgress { session_to_resume(&sessions) } else { None };
+        let agent = agent_config(&self.config);
+        let place = match self.place(run, pr).await {
+            Ok(place) => place,
+            Err(e @ RunnerError::Store(_)) => return Err(e),
+            Err(e) => {
+                let start = SessionStart { start_sha: None, resumed_session: resume };
+                if let Some(s) =
+                    self.store.begin_worker_session(run.id, kind, agent.name(), &self.host, &start).await?
+                {
+                    let end = WorkerEnd::failed(EndReason::FailedToStart, e.to_string());
+                    self.store.end_worker_session(s.id, &end).await?;
+                }
+                return Err(RunnerError::NotStarted { kind, error: e.to_string() });
+            }
+        };
         let (repo_name, repo) = self.repo_of(run)?;
+        let start = SessionStart { start_sha: place.start_sha.clone(), resumed_session: resume.clone() };
+        let Some(session) =
+            self.store.begin_worker_session(run.id, kind, agent.name(), &self.host, &start).await?
+        else {
+            return Ok(false); // another process started a worker for this run a moment ago
+        };
+        let wt_path = place.cwd.display().to_string();
+        let inputs = WorkerInputs {
+            task: &place.task,
+            run: Some(run),
+            kind,
+            repo: Some((repo_name, repo)),
+            branch: place.branch,
+            cwd: place.cwd.clone(),
+            forge: Some(forge),
+            pr,
+            resume_session: resume,
+        };
+        let budget = self.budget_left(run).await?;
+        let spec =
+            match build_spec(&self.config, &self.prompts, &inputs, agent, budget, self.self_exe.as_deref()) {
+                Ok(spec) => spec,
+                Err(e) => {
+                    let end = WorkerEnd::failed(EndReason::PromptError, e.to_string());
+                    self.store.end_worker_session(session.id, &end).await?;
+                    return Err(e.into());
+                }
+            };
+        let recording = Recording { store: self.store.clone(), session: session.id, run_id: run.id, kind };
+        let started = self.spawn_supervised(recording, move |tx, stop| worker::run(spec, tx, stop));
+        match tokio::time::timeout(START_WAIT, started).await {
+            Ok(Ok(Ok(()))) => {
+                tracing::info!(run = run.id, task = %run.task_gid, "started a {kind} worker in {wt_path}");
+                Ok(true)
+            }
+            Ok(Ok(Err(error))) => Err(RunnerError::NotStarted { kind, error }),
+            Ok(Err(_)) => Err(RunnerError::NotStarted { kind, error: "its supervisor ended".into() }),
+            Err(_) => {
+                tracing::warn!(run = run.id, "the {kind} worker has not reported its start yet");
+                Ok(false)
+            }
+        }
+    }
+
+    /// The task, branch and worktree a worker of this run works in (made if needed), and the head it
+    /// starts from.
+    async fn place(&self, run: &Run, pr: Option<&PrSnapshot>) -> Result<Place, RunnerError> {
+        let (_, repo) = self.repo_of(run)?;
         let repo_path = crate::config::expand_home(&repo.path);
         let task = self.store.task(&run.task_gid).await?;
         let branch = match &run.branch_name {
@@ -57,55 +140,20 @@ impl Runner {
             (self.config.worktrees_root(), run.task_gid.clone(), repo.base.clone(), branch.clone());
         let (rp, run_id) = (repo_path.clone(), run.id);
         let wt = tokio::task::spawn_blocking(move || {
-            workspace::ensure_worktree(&rp, &root, &gid, run_id, &b, &base)
+            let wt = workspace::ensure_worktree(&rp, &root, &gid, run_id, &b, &base)?;
+            let head = workspace::branch_head(&rp, &b)?;
+            Ok::<_, workspace::WorkspaceError>((wt, head))
         })
         .await??;
+        let (wt, branch_head) = wt;
         let wt_path = wt.path.display().to_string();
         if run.worktree_path.as_deref() != Some(wt_path.as_str())
             || run.branch_name.as_deref() != Some(&branch)
         {
             self.store.set_run_workspace(run.id, &wt_path, &branch).await?;
         }
-
-        let agent = agent_config(&self.config);
-        let Some(session) = self.store.begin_worker_session(run.id, kind, agent.name(), &self.host).await?
-        else {
-            return Ok(()); // another process started a worker for this run a moment ago
-        };
-        let inputs = WorkerInputs {
-            task: &task,
-            run: Some(run),
-            kind,
-            repo: Some((repo_name, repo)),
-            branch,
-            cwd: wt.path.clone(),
-            forge: Some(forge),
-            pr,
-        };
-        let budget = self.budget_left(run).await?;
-        let spec =
-            match build_spec(&self.config, &self.prompts, &inputs, agent, budget, self.self_exe.as_deref()) {
-                Ok(spec) => spec,
-                Err(e) => {
-                    let end = WorkerEnd {
-                        reason: "prompt_error".into(),
-                        result_error: Some(e.to_string()),
-                        ..Default::default()
-                    };
-                    self.store.end_worker_session(session.id, &end).await?;
-                    return Err(e.into());
-                }
-            };
-        let recording = Recording {
-            store: self.store.clone(),
-            session: session.id,
-            run_id: run.id,
-            kind,
-            head_at_start: pr.map(|p| p.head_sha.clone()),
-        };
-        self.spawn_supervised(recording, move |tx, stop| worker::run(spec, tx, stop));
-        tracing::info!(run = run.id, task = %run.task_gid, "started a {kind} worker in {wt_path}");
-        Ok(())
+        let start_sha = pr.map(|p| p.head_sha.clone()).filter(|s| !s.is_empty()).or(branch_head);
+        Ok(Place { task, branch, cwd: wt.path, start_sha })
     }
 
     /// The agent's environment for one of this runner's runs.
@@ -126,6 +174,29 @@ pub(crate) struct WorkerInputs<'a> {
     pub cwd: PathBuf,
     pub forge: Option<&'a Forge>,
     pub pr: Option<&'a PrSnapshot>,
+    /// The agent session an `in_progress` worker continues ([`session_to_resume`]); `None` starts a
+    /// fresh one, and the prompt says the earlier session could not be resumed.
+    pub resume_session: Option<String>,
+}
+
+/// The agent session a new `in_progress` worker should continue: the newest one of the task's own work
+/// (`queued`, `in_progress`), never a review's or a fix's thread. After a worker failed to resume, the
+/// next starts afresh: a session id that could not be resumed is never passed again.
+pub(crate) fn session_to_resume(sessions: &[WorkerSession]) -> Option<String> {
+    let unresumable: Vec<&str> = sessions
+        .iter()
+        .filter(|s| s.end_reason == Some(EndReason::ResumeFailed))
+        .filter_map(|s| s.resumed_session.as_deref())
+        .collect();
+    for s in sessions.iter().rev().filter(|s| matches!(s.kind, WorkerKind::Queued | WorkerKind::InProgress)) {
+        if s.end_reason == Some(EndReason::ResumeFailed) {
+            return None;
+        }
+        if let Some(id) = s.session_id.as_deref().filter(|id| !unresumable.contains(id)) {
+            return Some(id.to_string());
+        }
+    }
+    None
 }
 
 /// Renders the kind's prompt and assembles the spec: budget, turns, environment, timeouts, log places.
@@ -163,7 +234,6 @@ pub(crate) fn build_spec(
 pub(crate) fn prompt_context(w: &WorkerInputs<'_>) -> PromptContext {
     let task = w.task;
     let repo = w.repo.map(|(_, r)| r);
-    let local = w.forge.is_some_and(Forge::runner_opens_prs);
     PromptContext {
         task: TaskContext {
             gid: task.task_gid.to_string(),
@@ -178,9 +248,7 @@ pub(crate) fn prompt_context(w: &WorkerInputs<'_>) -> PromptContext {
             branch: w.branch.clone(),
             base_branch: repo.map(|r| r.base.clone()).unwrap_or_default(),
             worktree: w.cwd.display().to_string(),
-            resumed_session: (w.kind == WorkerKind::InProgress)
-                .then(|| w.run.and_then(|r| r.worker_session_id.clone()))
-                .flatten(),
+            resumed_session: w.resume_session.clone().filter(|_| w.kind == WorkerKind::InProgress),
         },
         forge: w.forge.map_or("local", Forge::name).to_string(),
         pr: w.pr.map(|p| PrContext {
@@ -190,10 +258,7 @@ pub(crate) fn prompt_context(w: &WorkerInputs<'_>) -> PromptContext {
             draft: p.draft,
         }),
         failed_checks: w.pr.map(failed_checks).unwrap_or_default(),
-        comments: w
-            .pr
-            .map(|p| unresolved(p, repo.map_or(&[], |r| &r.trusted_authors), local))
-            .unwrap_or_default(),
+        comments: w.pr.map(|p| unresolved(p, repo.map_or(&[], |r| &r.trusted_authors))).unwrap_or_default(),
         required_checks: repo.map(|r| r.required_checks.clone()).unwrap_or_default(),
         acceptance_criteria: Vec::new(),
         analyzer_notes: Vec::new(),
@@ -277,12 +342,9 @@ fn failed_checks(pr: &PrSnapshot) -> Vec<FailedCheck> {
         .collect()
 }
 
-fn unresolved(pr: &PrSnapshot, trusted: &[String], local: bool) -> Vec<ReviewComment> {
-    let mut trusted = trusted.to_vec();
-    if local {
-        trusted.extend(pr.comments.iter().filter(|c| !c.by_agent).map(|c| c.author.clone()));
-    }
-    pr.unresolved_trusted_comments(&trusted)
+/// The comments a worker is asked to answer: only `repos.NAME.trusted_authors`', on every forge.
+fn unresolved(pr: &PrSnapshot, trusted: &[String]) -> Vec<ReviewComment> {
+    pr.unresolved_trusted_comments(trusted)
         .into_iter()
         .map(|c| ReviewComment {
             id: c.id.clone(),
@@ -300,8 +362,6 @@ pub(crate) struct Recording {
     pub session: i64,
     pub run_id: i64,
     pub kind: WorkerKind,
-    /// The PR head the worker started from (a review verdict is for this head).
-    pub head_at_start: Option<String>,
 }
 
 /// Supervises a worker (`start` is [`worker::run`], [`worker::adopt`] or [`worker::collect`] given the
@@ -342,7 +402,22 @@ async fn persist_updates(store: Store, session: i64, mut rx: mpsc::UnboundedRece
             WorkerUpdate::Output { at, offset } => {
                 store.touch_worker_output(session, at, i64::try_from(offset).unwrap_or(i64::MAX)).await
             }
-            WorkerUpdate::Usage { .. } | WorkerUpdate::Ended(_) => Ok(()),
+            // Written as it comes, so a runner that dies and the daily budget see the spend so far.
+            WorkerUpdate::Usage { cost_usd, input_tokens, output_tokens, .. } => {
+                let tokens = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+                // INTEGRATOR: pass the update's `cost_estimated` here once `WorkerUpdate::Usage` has it.
+                let estimated = false;
+                store
+                    .set_worker_usage(
+                        session,
+                        cost_usd,
+                        tokens(input_tokens),
+                        tokens(output_tokens),
+                        estimated,
+                    )
+                    .await
+            }
+            WorkerUpdate::Ended(_) => Ok(()),
         };
         if let Err(e) = result {
             tracing::warn!(session, "recording a worker update: {e}");
@@ -350,18 +425,13 @@ async fn persist_updates(store: Store, session: i64, mut rx: mpsc::UnboundedRece
     }
 }
 
-/// Records how a worker ended, and what its result means for the run (a review verdict for the head it
-/// reviewed; a budget stop).
+/// Records how a worker ended, with a review's verdict (the store writes it for the head the session
+/// started at, in the same transaction), and a budget stop.
 async fn finish(rec: &Recording, outcome: &Result<WorkerOutcome, worker::WorkerError>) {
     let (store, session, run_id) = (&rec.store, rec.session, rec.run_id);
     let end = match outcome {
-        Ok(o) => worker_end(o),
-        Err(e) => WorkerEnd {
-            reason: "failed_to_start".into(),
-            result_error: Some(e.to_string()),
-            stuck: true,
-            ..Default::default()
-        },
+        Ok(o) => worker_end(o, rec.kind),
+        Err(e) => WorkerEnd::failed(EndReason::FailedToStart, e.to_string()),
     };
     let recorded = store.end_worker_session(session, &end).await;
     if let Err(e) = &recorded {
@@ -375,25 +445,21 @@ async fn finish(rec: &Recording, outcome: &Result<WorkerOutcome, worker::WorkerE
     {
         let _ = tokio::fs::remove_dir_all(dir).await;
     }
-    if rec.kind == WorkerKind::PrReview
-        && let (Some(ParsedResult::Review(review)), Some(sha)) = (&o.parsed, &rec.head_at_start)
-    {
-        let verdict = match review.verdict {
-            Verdict::Pass => "pass",
-            Verdict::Fail => "fail",
-        };
-        if let Err(e) = store.set_run_review(run_id, verdict, sha).await {
-            tracing::warn!(run = run_id, "recording the review verdict: {e}");
-        }
-    }
     if o.reason == EndReason::BudgetExceeded {
         let _ = store.set_budget_stopped(run_id, true).await;
     }
 }
 
-pub(super) fn worker_end(o: &WorkerOutcome) -> WorkerEnd {
+pub(super) fn worker_end(o: &WorkerOutcome, kind: WorkerKind) -> WorkerEnd {
+    let verdict = match (&o.parsed, kind) {
+        (Some(ParsedResult::Review(review)), WorkerKind::PrReview) => Some(match review.verdict {
+            Verdict::Pass => ReviewVerdict::Pass,
+            Verdict::Fail => ReviewVerdict::Fail,
+        }),
+        _ => None,
+    };
     WorkerEnd {
-        reason: o.reason.as_str().to_string(),
+        reason: o.reason,
         exit_code: o.exit_code,
         num_turns: o.num_turns.map(i64::from),
         cost_usd: o.cost_usd.unwrap_or(0.0),
@@ -401,10 +467,11 @@ pub(super) fn worker_end(o: &WorkerOutcome) -> WorkerEnd {
         output_tokens: i64::try_from(o.output_tokens()).unwrap_or(i64::MAX),
         result_json: o.result.as_ref().map(|v| v.to_string()),
         result_error: o.result_error.as_ref().map(|e| e.to_string()),
-        stuck: matches!(
-            o.reason,
-            EndReason::IdleTimeout | EndReason::HardTimeout | EndReason::Crashed | EndReason::Failed
-        ),
-        reset_stuck: o.reason == EndReason::Finished,
+        verdict,
+        // INTEGRATOR: `o.cost_estimated` once `WorkerOutcome` has it.
+        cost_estimated: false,
     }
 }
+
+#[cfg(test)]
+mod tests;

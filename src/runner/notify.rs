@@ -1,6 +1,7 @@
 //! Telling the human: completion, abandonment, stuck runs, budget stops. A notice is recorded once per
-//! key, posted on the run's pull request with the configured @mention, and later notices about the same
-//! run reply in the first one's thread (`thread_id`).
+//! key in an outbox, then posted on the run's pull request with the configured @mention (later notices
+//! about the same run reply in the first one's thread, `thread_id`) and sent to the webhook; it is marked
+//! delivered only when that went through, and retried on later ticks until then.
 
 use super::decision::{Notice, NoticeKind};
 use super::engine::{Runner, RunnerError};
@@ -19,7 +20,14 @@ fn kind_name(kind: NoticeKind) -> &'static str {
     }
 }
 
+/// A notice that failed this many times is left undelivered, visible in `runs show` and `status`,
+/// instead of being tried on every tick forever.
+pub const MAX_NOTICE_ATTEMPTS: i64 = 5;
+
 impl Runner {
+    /// Tells the human: records the notice in the outbox (once per key), then tries to deliver it. A
+    /// delivery that fails is retried by later ticks ([`Runner::send_outbox`]); a crash between the two
+    /// loses nothing, since the record comes first.
     pub(super) async fn notify(&self, run: &Run, forge: &Forge, notice: &Notice) -> Result<(), RunnerError> {
         let mention = self.config.notify.mention.trim();
         let text =
@@ -35,39 +43,134 @@ impl Runner {
             )
             .await?
         else {
-            return Ok(()); // already told
+            return Ok(()); // already told (or in the outbox)
         };
         tracing::info!(run = run.id, task = %run.task_gid, "notice: {text}");
-        let current = self.store.run(run.id).await?;
+        if let Err(e) = self.deliver(id, run, Some(forge), &text).await {
+            tracing::warn!(run = run.id, "notice {id} not delivered yet: {e}");
+            if let Ok(mut met) = self.met.lock() {
+                met.push(format!("run {}: notice {id} not delivered: {e}", run.id));
+            }
+        }
+        Ok(())
+    }
+
+    /// Delivers the notices recorded but not yet delivered (a failed attempt, or a runner that died
+    /// between recording and sending). Each failure is one of the tick's errors.
+    pub(super) async fn send_outbox(
+        &self,
+        report: &mut super::engine::TickReport,
+    ) -> Result<(), RunnerError> {
+        for n in self.store.unsent_notices(MAX_NOTICE_ATTEMPTS).await? {
+            let run = match n.run_id {
+                Some(id) => Some(self.store.run(id).await?),
+                None => None,
+            };
+            let Some(run) = run else {
+                // A notice about no run has no forge to go to; the webhook is its only channel.
+                let outcome = self.send_webhook(&n.message).await;
+                self.settle(n.id, String::new(), outcome).await?;
+                continue;
+            };
+            // Another host's runner drives this run and retries its notices: never both at once.
+            let lease = self.config.runner.lease_ttl.chrono();
+            if run.state.is_active() && !self.store.claim_run(run.id, &self.owner, lease).await? {
+                continue;
+            }
+            if let Err(e) = self.deliver(n.id, &run, None, &n.message).await {
+                report.failed(format!("run {}: notice {} not delivered: {e}", run.id, n.id));
+            }
+        }
+        Ok(())
+    }
+
+    /// One delivery attempt: the comment on the run's pull request (unless it is already there: at most
+    /// once per notice as far as the forge can tell), then the webhook. Marks the notice delivered when
+    /// both went through, or records the attempt and its error.
+    async fn deliver(&self, id: i64, run: &Run, forge: Option<&Forge>, text: &str) -> Result<(), String> {
+        let owned = match forge {
+            Some(_) => None,
+            None => Some(self.repo_of(run).and_then(|(name, repo)| self.forge(name, repo))),
+        };
+        let posted = match (forge, &owned) {
+            (Some(f), _) | (None, Some(Ok(f))) => self.post_on_forge(run, f, text).await,
+            (None, Some(Err(e))) => Err(format!("no forge for the run: {e}")),
+            (None, None) => Err("no forge for the run".into()),
+        };
+        let outcome = match &posted {
+            Ok(_) => self.send_webhook(text).await,
+            // The webhook waits for the comment, so that a retry never sends it twice.
+            Err(e) => Err(e.clone()),
+        };
+        let progress = posted.unwrap_or_default();
+        self.settle(id, progress, outcome).await.map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    /// Records the attempt's result. Returns the delivery error, if any, as the tick's.
+    async fn settle(
+        &self,
+        id: i64,
+        progress: String,
+        outcome: Result<String, String>,
+    ) -> Result<(), RunnerError> {
+        match outcome {
+            Ok(webhook) => {
+                let delivery = [progress, webhook].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>();
+                let delivery = if delivery.is_empty() { "recorded".to_string() } else { delivery.join("; ") };
+                self.store.mark_notice_delivered(id, &delivery).await?;
+                Ok(())
+            }
+            Err(e) => {
+                // `delivery` is what `runs show` prints for a notice: say it has not reached the human.
+                let so_far = if progress.is_empty() { String::new() } else { format!("{progress}; ") };
+                let delivery = format!("{so_far}not delivered yet: {e}");
+                self.store.mark_notice_failed(id, &delivery, &e).await?;
+                Err(RunnerError::Config(format!("notice {id}: {e}")))
+            }
+        }
+    }
+
+    /// Posts the notice on the run's pull request, replying in the thread of the run's first notice.
+    /// Without a pull request there is nowhere to post: that is not a failure.
+    async fn post_on_forge(&self, run: &Run, forge: &Forge, text: &str) -> Result<String, String> {
+        let pr = forge.snapshot(run).await.map_err(|e| format!("reading the pull request: {e}"))?;
+        let Some(pr) = pr else { return Ok(String::new()) };
+        if let Some(c) = pr.comments.iter().find(|c| c.body == text) {
+            return Ok(format!("{} pull request comment {}", forge.name(), c.id));
+        }
+        let current = self.store.run(run.id).await.map_err(|e| e.to_string())?;
         let reply_to = current.thread_id.as_deref().and_then(|t| t.parse::<i64>().ok());
         let comment = NewComment {
             author: EXECUTOR_AUTHOR,
-            body: &text,
+            body: text,
             in_reply_to: reply_to,
             by_agent: true,
             ..Default::default()
         };
-        let delivery = match forge.comment(run, &comment).await {
-            Ok(comment_id) => {
-                if current.thread_id.is_none() {
-                    self.store.set_run_thread(run.id, &comment_id).await?;
-                }
-                format!("{} pull request comment {comment_id}", forge.name())
-            }
-            Err(e) => format!("not posted on the forge: {e}"),
-        };
-        let delivery = match self.config.notify.webhook_url.trim() {
-            "" => delivery,
-            url => format!("{delivery}; webhook: {}", post_webhook(url.to_string(), text.clone()).await),
-        };
-        self.store.mark_notice_delivered(id, &delivery).await?;
-        Ok(())
+        let comment_id =
+            forge.comment(run, &comment).await.map_err(|e| format!("pull request comment: {e}"))?;
+        if current.thread_id.is_none() {
+            self.store.set_run_thread(run.id, &comment_id).await.map_err(|e| e.to_string())?;
+        }
+        Ok(format!("{} pull request comment {comment_id}", forge.name()))
+    }
+
+    /// Sends the notice to the configured webhook, if any.
+    async fn send_webhook(&self, text: &str) -> Result<String, String> {
+        match self.config.notify.webhook_url.trim() {
+            "" => Ok(String::new()),
+            url => post_webhook(url.to_string(), text.to_string())
+                .await
+                .map(|ok| format!("webhook: {ok}"))
+                .map_err(|e| format!("webhook: {e}")),
+        }
     }
 }
 
 /// Posts a Slack-compatible `{"text": …}` message. Returns what happened, for the record; the URL (which
 /// carries the webhook's secret) is never part of it.
-async fn post_webhook(url: String, text: String) -> String {
+async fn post_webhook(url: String, text: String) -> Result<String, String> {
     let body = serde_json::json!({ "text": text }).to_string();
     let sent = tokio::task::spawn_blocking(move || {
         let agent: ureq::Agent = ureq::Agent::config_builder()
@@ -79,10 +182,10 @@ async fn post_webhook(url: String, text: String) -> String {
     })
     .await;
     match sent {
-        Ok(Ok(status)) if (200..300).contains(&status) => format!("sent (HTTP {status})"),
-        Ok(Ok(status)) => format!("refused (HTTP {status})"),
-        Ok(Err(e)) => format!("failed ({})", redact_transport_error(&e.to_string())),
-        Err(e) => format!("failed ({e})"),
+        Ok(Ok(status)) if (200..300).contains(&status) => Ok(format!("sent (HTTP {status})")),
+        Ok(Ok(status)) => Err(format!("refused (HTTP {status})")),
+        Ok(Err(e)) => Err(format!("failed ({})", redact_transport_error(&e.to_string()))),
+        Err(e) => Err(format!("failed ({e})")),
     }
 }
 

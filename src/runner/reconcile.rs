@@ -5,13 +5,14 @@ use std::path::PathBuf;
 
 use super::engine::{Runner, RunnerError};
 use super::launch::{Recording, agent_config, supervise_recorded, worker_timeouts};
+use crate::domain::EndReason;
 use crate::store::{WorkerEnd, WorkerSession};
 use crate::worker::{self, AdoptSpec, PromptKind, is_same_process};
 
 impl Runner {
     pub(super) async fn reconcile(&mut self) -> Result<(), RunnerError> {
         for s in self.store.live_worker_sessions().await? {
-            if s.host != self.host || self.pool.contains_key(&s.run_id) {
+            if s.host != self.host || self.pool.contains_key(&s.id) {
                 continue;
             }
             self.take_over(s).await?;
@@ -22,7 +23,7 @@ impl Runner {
     async fn take_over(&mut self, s: WorkerSession) -> Result<(), RunnerError> {
         let (Some(pid), Some(output), Some(log)) = (s.pid, s.output_path.clone(), s.log_path.clone()) else {
             // The previous runner died between opening the session and starting the process.
-            let end = WorkerEnd { reason: "never_started".into(), ..Default::default() };
+            let end = WorkerEnd::new(EndReason::NeverStarted);
             self.store.end_worker_session(s.id, &end).await?;
             return Ok(());
         };
@@ -43,16 +44,11 @@ impl Runner {
             secrets: self.worker_env(&run, s.kind).secret_values(),
             timeouts: worker_timeouts(&self.config),
         };
-        let recording = Recording {
-            store: self.store.clone(),
-            session: s.id,
-            run_id: run.id,
-            kind: s.kind,
-            head_at_start: run.head_sha.clone(),
-        };
+        // A review's verdict is recorded for the head its session started at, never the run's head now.
+        let recording = Recording { store: self.store.clone(), session: s.id, run_id: run.id, kind: s.kind };
         if is_same_process(pid, start_time) {
             tracing::info!(run = run.id, pid, "adopting a worker left running by a previous runner");
-            self.spawn_supervised(recording, move |tx, stop| worker::adopt(spec, tx, stop));
+            let _started = self.spawn_supervised(recording, move |tx, stop| worker::adopt(spec, tx, stop));
         } else {
             tracing::info!(run = run.id, pid, "recording a worker that died with the previous runner");
             let _ = supervise_recorded(recording, |tx| worker::collect(spec, tx)).await;

@@ -5,7 +5,7 @@ use chrono::Utc;
 use super::decide;
 use super::decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
 use super::engine::{Runner, RunnerError};
-use crate::domain::{Actor, Run, RunState, WorkerKind};
+use crate::domain::{Actor, EndClass, EndReason, Run, RunState, WorkerKind};
 use crate::forge::{Forge, PrSnapshot, PrState};
 use crate::store::WorkerSession;
 use crate::workspace;
@@ -32,6 +32,13 @@ impl Runner {
             self.store.set_run_head(run.id, &pr.head_sha).await?;
         }
         let sessions = self.store.worker_sessions(run.id).await?;
+        let mut run = run.clone();
+        if run.state == RunState::Queued && sessions.iter().any(|s| s.pid.is_some()) {
+            // A worker really started and the runner died before moving the run on: move it now, so the
+            // run is not started again as if nothing had been done.
+            run = self.move_run(&run, RunState::InProgress, "a queued worker had started").await?;
+        }
+        let run = &run;
         if let Some(pr) = &snapshot {
             // Written when the pull request changed (not merely re-observed), for `runs show`.
             if previous.is_none_or(|p| PrSnapshot { observed_at: pr.observed_at, ..p } != *pr) {
@@ -39,32 +46,26 @@ impl Runner {
                 self.store.set_last_snapshot(run.id, &json).await?;
             }
         }
-        // Only an in_progress run asks whether its branch has commits (to open its pull request).
-        let branch_has_commits = match run.branch_name.as_ref().filter(|_| run.state == RunState::InProgress)
-        {
-            Some(branch) => {
-                let path = crate::config::expand_home(&repo.path);
-                let (branch, base) = (branch.clone(), repo.base.clone());
-                workspace::branch_head(&path, &branch)?.is_some()
-                    && tokio::task::spawn_blocking(move || {
-                        workspace::branch_has_commits(&path, &branch, &base)
-                    })
-                    .await??
+        // The branch's head (git, off the async threads): whether an in_progress run has commits to open
+        // a pull request from, and whether the last worker moved the branch at all.
+        let branch = run.branch_name.clone().map(|b| (crate::config::expand_home(&repo.path), b));
+        let (branch_head, branch_has_commits) = match branch {
+            Some((path, branch)) => {
+                let (base, in_progress) = (repo.base.clone(), run.state == RunState::InProgress);
+                tokio::task::spawn_blocking(move || {
+                    let head = workspace::branch_head(&path, &branch)?;
+                    let commits = in_progress
+                        && head.is_some()
+                        && workspace::branch_has_commits(&path, &branch, &base)?;
+                    Ok::<_, workspace::WorkspaceError>((head, commits))
+                })
+                .await??
             }
-            None => false,
+            None => (None, false),
         };
-        let mut trusted = repo.trusted_authors.clone();
-        if forge.runner_opens_prs()
-            && let Some(pr) = &snapshot
-        {
-            // On the local forge every human comment comes from someone who can run executor on this
-            // machine (`executor comment`), so its authors are trusted; agents' comments never are.
-            for c in pr.comments.iter().filter(|c| !c.by_agent) {
-                if !trusted.contains(&c.author) {
-                    trusted.push(c.author.clone());
-                }
-            }
-        }
+        // What the work is judged by: the pull request's head when there is one, else the branch's.
+        let head_now =
+            snapshot.as_ref().map(|p| p.head_sha.clone()).filter(|s| !s.is_empty()).or(branch_head);
         let notices_sent = self.store.notice_keys(run.id).await?;
         self.tell_of_stuck_worker(run, &forge, &sessions, &notices_sent).await?;
         let obs = Observation {
@@ -72,7 +73,7 @@ impl Runner {
             free_slot: self.pool.len() < self.config.runner.max_workers as usize,
             pr: snapshot.clone(),
             branch_has_commits,
-            last_worker: last_worker(&sessions),
+            last_worker: last_worker(&sessions, head_now.as_deref()),
             ci_triggered_for: memory.ci_triggered_sha.clone(),
             notices_sent,
         };
@@ -81,7 +82,9 @@ impl Runner {
             max_ci_attempts: self.config.runner.max_ci_attempts,
             required_labels: repo.required_labels.clone(),
             required_checks: repo.required_checks.clone(),
-            trusted_authors: trusted,
+            // Only the configured authors, on every forge: anyone who can comment is not someone whose
+            // words an agent should act on.
+            trusted_authors: repo.trusted_authors.clone(),
             retry_backoff: self.config.runner.retry_backoff.std(),
             runner_opens_prs: forge.runner_opens_prs(),
             check_timeout: self.config.runner.check_timeout.std(),
@@ -111,24 +114,27 @@ impl Runner {
         match action {
             Action::Wait => {}
             Action::StartWorker { kind, move_to, ci_attempt } => {
-                let mut run = run.clone();
-                if let Some(to) = move_to {
-                    run = self.move_run(&run, to, &format!("{kind} worker starting")).await?;
+                // The state moves (and a CI attempt counts) only once a worker really started; a launch
+                // that fails is recorded as a failed attempt by `launch` and returned as an error.
+                if !self.launch(run, kind, forge, pr).await? {
+                    return Ok(());
                 }
                 if let Some(n) = ci_attempt {
                     self.store.set_ci_attempts(run.id, n).await?;
                 }
-                self.launch(&run, kind, forge, pr).await?;
+                if let Some(to) = move_to {
+                    self.move_run(run, to, &format!("{kind} worker started")).await?;
+                }
             }
             Action::Transition { to, pr: pr_ref, notify, stop_worker } => {
-                if stop_worker && let Some(w) = self.pool.get(&run.id) {
-                    let _ = w.stop.send(true);
+                if stop_worker {
+                    self.stop_workers_of(run.id);
                 }
                 if let Some(r) = &pr_ref {
                     self.store.set_run_pr(run.id, &r.url, r.number).await?;
                 }
-                // The notice is recorded before the state changes, so a crash in between re-sends
-                // nothing and loses nothing: the key makes it once-only.
+                // The notice is recorded (in the outbox) before the state changes, so a crash in between
+                // re-sends nothing and loses nothing: the key makes it once-only.
                 if let Some(n) = &notify {
                     self.notify(run, forge, n).await?;
                 }
@@ -139,6 +145,9 @@ impl Runner {
                 };
                 self.move_run(run, to, &why).await?;
                 if to == RunState::Complete || to == RunState::Abandoned {
+                    // Nothing to drive until the world changes (the store frees an abandoned run's lease
+                    // itself): another host's runner may watch a completed run too.
+                    self.store.release_run(run.id, &self.owner).await?;
                     self.clean_worktree(run).await;
                 }
             }
@@ -167,9 +176,10 @@ impl Runner {
         let Some(last) = sessions.iter().rev().find(|s| s.ended_at.is_some()) else {
             return Ok(());
         };
-        let what = match last.end_reason.as_deref() {
-            Some("idle_timeout") => format!("no output for {}", self.config.worker.idle_timeout),
-            Some("hard_timeout") => format!("it ran past {}", self.config.worker.hard_timeout),
+        let what = match last.end_reason {
+            Some(EndReason::IdleTimeout) => format!("no output for {}", self.config.worker.idle_timeout),
+            Some(EndReason::HardTimeout) => format!("it ran past {}", self.config.worker.hard_timeout),
+            Some(r) if r.class() == EndClass::Stuck => r.describe().to_string(),
             _ => return Ok(()),
         };
         let key = format!("stuck:{}", last.id);
@@ -216,7 +226,9 @@ impl Runner {
 }
 
 /// The last ended worker and how many of the same job ran back to back (interrupted ones skipped).
-fn last_worker(sessions: &[WorkerSession]) -> Option<LastWorker> {
+/// `head_now` is the head the work is judged by (the pull request's, else the branch's): a worker that
+/// said it finished while the head is still where it started made no progress.
+fn last_worker(sessions: &[WorkerSession], head_now: Option<&str>) -> Option<LastWorker> {
     let ended: Vec<&WorkerSession> = sessions.iter().filter(|s| s.ended_at.is_some()).collect();
     let last = *ended.last()?;
     let job = |k: WorkerKind| {
@@ -229,21 +241,39 @@ fn last_worker(sessions: &[WorkerSession]) -> Option<LastWorker> {
         .take_while(|s| job(s.kind) == job(last.kind))
         .count()
         .max(1);
+    let outcome = match outcome_of(last) {
+        WorkerOutcome::Ok if made_no_progress(last, head_now) => WorkerOutcome::Failed,
+        other => other,
+    };
     Some(LastWorker {
         kind: last.kind,
         ended_at: last.ended_at.unwrap_or(last.started_at),
-        outcome: outcome_of(last),
+        outcome,
         streak: u32::try_from(streak).unwrap_or(u32::MAX),
     })
 }
 
+/// A worker whose job is to change the branch ended with the head where it started: whatever it said,
+/// the branch is the evidence (an agent whose commits were refused still reports success).
+fn made_no_progress(s: &WorkerSession, head_now: Option<&str>) -> bool {
+    let changes_code = matches!(
+        s.kind,
+        WorkerKind::Queued | WorkerKind::InProgress | WorkerKind::FixCi | WorkerKind::FixComments
+    );
+    changes_code && s.start_sha.is_some() && s.start_sha.as_deref() == head_now
+}
+
+/// The one reading of an end reason for the decision: [`EndReason::class`].
 fn outcome_of(s: &WorkerSession) -> WorkerOutcome {
-    match s.end_reason.as_deref() {
-        Some("finished") => WorkerOutcome::Ok,
-        // Stopped by executor itself (shutdown, or a budget cap that the next start checks anyway): not
-        // the worker's fault, so no back-off and no stuck count.
-        Some("interrupted" | "budget_exceeded") => WorkerOutcome::Interrupted,
-        Some("idle_timeout" | "hard_timeout" | "crashed") => WorkerOutcome::Stuck,
-        _ => WorkerOutcome::Failed,
+    match s.end_reason.map(EndReason::class) {
+        Some(EndClass::Ok) => WorkerOutcome::Ok,
+        // Stopped by executor itself (shutdown, a budget cap that the next start checks anyway, a session
+        // that could not be resumed): not the worker's fault, so no back-off and no stuck count.
+        Some(EndClass::Interrupted) => WorkerOutcome::Interrupted,
+        Some(EndClass::Stuck) => WorkerOutcome::Stuck,
+        Some(EndClass::Failed) | None => WorkerOutcome::Failed,
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,4 +1,6 @@
-//! Notices to the human: completion, abandonment, stuck workers, budget stops.
+//! Notices to the human: completion, abandonment, stuck workers, budget stops. An outbox: a notice is
+//! recorded first (once per key), then sent, then marked delivered; one not yet delivered is retried
+//! until it is, or until it has failed too often (then it stays visible, undelivered, with its error).
 
 use chrono::{DateTime, Utc};
 
@@ -16,6 +18,10 @@ pub struct Notice {
     pub created_at: DateTime<Utc>,
     pub delivered_at: Option<DateTime<Utc>>,
     pub delivery: Option<String>,
+    /// Delivery attempts so far (successful or not).
+    pub attempts: i64,
+    /// Why the last attempt failed, while it is not delivered.
+    pub last_error: Option<String>,
 }
 
 fn notice_from_row(r: &impl Cols) -> Result<Notice> {
@@ -29,6 +35,8 @@ fn notice_from_row(r: &impl Cols) -> Result<Notice> {
         created_at: r.req_time("created_at")?,
         delivered_at: r.time("delivered_at")?,
         delivery: r.text("delivery")?,
+        attempts: r.int("attempts")?.unwrap_or(0),
+        last_error: r.text("last_error")?,
     })
 }
 
@@ -70,17 +78,65 @@ impl Store {
         }))
     }
 
-    /// Records how a notice reached the human (forge comment, webhook, or why it did not).
+    /// Records how a notice reached the human (forge comment, webhook): it is delivered.
     pub async fn mark_notice_delivered(&self, id: i64, delivery: &str) -> Result<()> {
         on_pool!(self, |p| {
-            sqlx::query("UPDATE executor_notifications SET delivered_at = $1, delivery = $2 WHERE id = $3")
-                .bind(now())
-                .bind(delivery)
-                .bind(id)
-                .execute(p)
-                .await?;
+            sqlx::query(
+                "UPDATE executor_notifications SET delivered_at = $1, delivery = $2, attempts = attempts + 1, \
+                   last_error = NULL WHERE id = $3",
+            )
+            .bind(now())
+            .bind(delivery)
+            .bind(id)
+            .execute(p)
+            .await?;
         });
         Ok(())
+    }
+
+    /// Records a failed delivery attempt; the notice stays in the outbox. `progress` says what did get
+    /// through (the forge comment, say), for `runs show`.
+    pub async fn mark_notice_failed(&self, id: i64, progress: &str, error: &str) -> Result<()> {
+        on_pool!(self, |p| {
+            sqlx::query(
+                "UPDATE executor_notifications SET attempts = attempts + 1, last_error = $1, delivery = $2 \
+                 WHERE id = $3 AND delivered_at IS NULL",
+            )
+            .bind(error)
+            .bind(progress)
+            .bind(id)
+            .execute(p)
+            .await?;
+        });
+        Ok(())
+    }
+
+    /// Notices recorded but not delivered, that have been tried fewer than `max_attempts` times, oldest
+    /// first.
+    pub async fn unsent_notices(&self, max_attempts: i64) -> Result<Vec<Notice>> {
+        on_pool!(self, |p| {
+            sqlx::query(
+                "SELECT * FROM executor_notifications WHERE delivered_at IS NULL AND attempts < $1 ORDER BY id",
+            )
+            .bind(max_attempts)
+            .fetch_all(p)
+            .await?
+            .iter()
+            .map(notice_from_row)
+            .collect()
+        })
+    }
+
+    /// Notices that were never delivered (still being retried, or given up on), oldest first.
+    pub async fn undelivered_notices(&self) -> Result<Vec<Notice>> {
+        on_pool!(self, |p| {
+            sqlx::query("SELECT * FROM executor_notifications WHERE delivered_at IS NULL ORDER BY id")
+                .fetch_all(p)
+                .await?
+                .iter()
+                .map(notice_from_row)
+                .collect()
+        })
     }
 
     /// Notices, oldest first; only one run's when given.

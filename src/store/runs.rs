@@ -45,7 +45,10 @@ pub(crate) fn run_from_row(r: &impl Cols) -> Result<Run> {
         worker_stuck_count: narrow("worker_stuck_count", r.req_int("worker_stuck_count")?)?,
         head_sha: r.text("head_sha")?,
         head_seen_at: r.time("head_seen_at")?,
-        review_verdict: r.text("review_verdict")?,
+        review_verdict: r
+            .text("review_verdict")?
+            .map(|v| v.parse().map_err(|e| StoreError::Corrupt(format!("column review_verdict: {e}"))))
+            .transpose()?,
         review_sha: r.text("review_sha")?,
         lease_owner: r.text("lease_owner")?,
         lease_expires_at: r.time("lease_expires_at")?,
@@ -168,7 +171,8 @@ impl Store {
     /// The one way a run's state changes. Legal only from `from` (checked against the state machine and,
     /// atomically, against the database); when `holder` is given, only while that lease owner holds the
     /// run. Writes the event in the same transaction. Entering `complete` stamps `completed_at` and marks
-    /// the task done; leaving it clears the stamp.
+    /// the task done; leaving it clears the stamp. Entering `abandoned` frees the lease: nobody drives a
+    /// final run.
     pub async fn set_run_state_if(
         &self,
         run_id: i64,
@@ -185,7 +189,9 @@ impl Store {
             let mut tx = p.begin_write().await?;
             let gid: Option<String> = sqlx::query_scalar(
                 "UPDATE executor_runs SET state = $1, updated_at = $2, \
-                   completed_at = CASE WHEN $1 = 'complete' THEN $3 WHEN $1 = 'pr' THEN NULL ELSE completed_at END \
+                   completed_at = CASE WHEN $1 = 'complete' THEN $3 WHEN $1 = 'pr' THEN NULL ELSE completed_at END, \
+                   lease_owner = CASE WHEN $1 = 'abandoned' THEN NULL ELSE lease_owner END, \
+                   lease_expires_at = CASE WHEN $1 = 'abandoned' THEN NULL ELSE lease_expires_at END \
                  WHERE id = $4 AND state = $5 AND ($6 IS NULL OR lease_owner = $6) RETURNING task_gid",
             )
             .bind(to.as_str())

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 
 use super::row::{Cols, narrow};
 use super::{BeginWrite, Result, Store, StoreError, now, on_pool};
-use crate::domain::WorkerKind;
+use crate::domain::{EndReason, ReviewVerdict, WorkerKind};
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct WorkerSession {
@@ -24,7 +24,7 @@ pub struct WorkerSession {
     pub started_at: DateTime<Utc>,
     pub last_output_at: Option<DateTime<Utc>>,
     pub ended_at: Option<DateTime<Utc>>,
-    pub end_reason: Option<String>,
+    pub end_reason: Option<EndReason>,
     pub exit_code: Option<i32>,
     pub num_turns: Option<i64>,
     pub cost_usd: f64,
@@ -32,23 +32,67 @@ pub struct WorkerSession {
     pub output_tokens: i64,
     pub result_json: Option<String>,
     pub result_error: Option<String>,
+    /// The pull request's head when the worker started (else its branch's head): a review's verdict is
+    /// for this commit, and a worker that ends with its branch still here made no progress.
+    pub start_sha: Option<String>,
+    /// The agent session this worker was asked to continue, if any.
+    pub resumed_session: Option<String>,
+    /// A `pr_review` worker's verdict on `start_sha`.
+    pub verdict: Option<ReviewVerdict>,
+    /// `cost_usd` is executor's estimate from tokens, not the agent's own figure.
+    pub cost_estimated: bool,
 }
 
-/// How a worker ended, as recorded on its session and summed onto its run.
+/// What a worker session starts from, recorded when it opens.
 #[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionStart {
+    /// The pull request's head, or the branch's head before there is a pull request.
+    pub start_sha: Option<String>,
+    /// The agent session the worker is asked to continue.
+    pub resumed_session: Option<String>,
+}
+
+/// How a worker ended, as recorded on its session and summed onto its run. Whether the attempt counts
+/// against `runner.max_stuck` follows from `reason` alone ([`EndReason::counts_as_stuck`]).
+#[derive(Debug, Clone, PartialEq)]
 pub struct WorkerEnd {
-    pub reason: String,
+    pub reason: EndReason,
     pub exit_code: Option<i32>,
     pub num_turns: Option<i64>,
+    /// The worker's total; if usage recorded while it ran was higher (a killed agent reports nothing at
+    /// the end), the higher figure is kept.
     pub cost_usd: f64,
     pub input_tokens: i64,
     pub output_tokens: i64,
     pub result_json: Option<String>,
     pub result_error: Option<String>,
-    /// The attempt counts against `runner.max_stuck` (idle timeout, crash, failure without a result).
-    pub stuck: bool,
-    /// The worker ended well: the run's stuck count starts again from zero.
-    pub reset_stuck: bool,
+    /// A review's verdict: written on the session and, for the session's `start_sha`, on the run, in
+    /// the same transaction as the end.
+    pub verdict: Option<ReviewVerdict>,
+    pub cost_estimated: bool,
+}
+
+impl WorkerEnd {
+    /// An end with nothing measured: a worker that never ran, or ran without reporting.
+    pub fn new(reason: EndReason) -> WorkerEnd {
+        WorkerEnd {
+            reason,
+            exit_code: None,
+            num_turns: None,
+            cost_usd: 0.0,
+            input_tokens: 0,
+            output_tokens: 0,
+            result_json: None,
+            result_error: None,
+            verdict: None,
+            cost_estimated: false,
+        }
+    }
+
+    /// An end that never got as far as a process (no worktree, no prompt, no program), with why.
+    pub fn failed(reason: EndReason, error: impl Into<String>) -> WorkerEnd {
+        WorkerEnd { result_error: Some(error.into()), ..WorkerEnd::new(reason) }
+    }
 }
 
 /// Updates a worker session and mirrors a fact of it onto its run, in one transaction. Each statement
@@ -81,7 +125,7 @@ fn session_from_row(r: &impl Cols) -> Result<WorkerSession> {
         started_at: r.req_time("started_at")?,
         last_output_at: r.time("last_output_at")?,
         ended_at: r.time("ended_at")?,
-        end_reason: r.text("end_reason")?,
+        end_reason: r.text("end_reason")?.map(|v| parse_col("end_reason", &v)).transpose()?,
         exit_code: r.int("exit_code")?.map(|v| narrow("exit_code", v)).transpose()?,
         num_turns: r.int("num_turns")?,
         cost_usd: r.real("cost_usd")?.unwrap_or(0.0),
@@ -89,22 +133,37 @@ fn session_from_row(r: &impl Cols) -> Result<WorkerSession> {
         output_tokens: r.int("output_tokens")?.unwrap_or(0),
         result_json: r.text("result_json")?,
         result_error: r.text("result_error")?,
+        start_sha: r.text("start_sha")?,
+        resumed_session: r.text("resumed_session")?,
+        verdict: r.text("verdict")?.map(|v| parse_col("verdict", &v)).transpose()?,
+        cost_estimated: r.int("cost_estimated")?.unwrap_or(0) != 0,
     })
 }
 
+fn parse_col<T>(col: &str, v: &str) -> Result<T>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    v.parse().map_err(|e: T::Err| StoreError::Corrupt(format!("column {col}: {e}")))
+}
+
 impl Store {
-    /// Opens a worker session for a run, before its process starts. Returns `None` when the run already
-    /// has a live session: a unique index makes a second concurrent worker impossible.
+    /// Opens a worker session for a run, before its process starts, with what it starts from. Returns
+    /// `None` when the run already has a live session: a unique index makes a second concurrent worker
+    /// impossible.
     pub async fn begin_worker_session(
         &self,
         run_id: i64,
         kind: WorkerKind,
         agent: &str,
         host: &str,
+        start: &SessionStart,
     ) -> Result<Option<WorkerSession>> {
         let id: Option<i64> = on_pool!(self, |p| {
             sqlx::query_scalar(
-                "INSERT INTO executor_worker_sessions (run_id, kind, agent, host, started_at) VALUES ($1, $2, $3, $4, $5) \
+                "INSERT INTO executor_worker_sessions (run_id, kind, agent, host, started_at, start_sha, resumed_session) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) \
                  ON CONFLICT (run_id) WHERE ended_at IS NULL DO NOTHING RETURNING id",
             )
             .bind(run_id)
@@ -112,6 +171,8 @@ impl Store {
             .bind(agent)
             .bind(host)
             .bind(now())
+            .bind(start.start_sha.as_deref())
+            .bind(start.resumed_session.as_deref())
             .fetch_optional(p)
             .await?
         });
@@ -152,16 +213,46 @@ impl Store {
         )
     }
 
-    /// Records the agent's own session id (for resume) on the session and the run.
+    /// Records the agent's own session id (for resume) on the session. The run's `worker_session_id`
+    /// mirrors only the task's own work (`queued`, `in_progress`): a review's or a fix's thread is never
+    /// what a later `in_progress` worker continues.
     pub async fn set_worker_agent_session(&self, session: i64, agent_session_id: &str) -> Result<()> {
         session_and_run!(
             self,
             session,
             "UPDATE executor_worker_sessions SET session_id = $1 WHERE id = $2",
             [agent_session_id],
-            "UPDATE executor_runs SET worker_session_id = $1 WHERE id = (SELECT run_id FROM executor_worker_sessions WHERE id = $2)",
+            "UPDATE executor_runs SET worker_session_id = $1 WHERE id = \
+               (SELECT run_id FROM executor_worker_sessions WHERE id = $2 AND kind IN ('queued','in_progress'))",
             [agent_session_id]
         )
+    }
+
+    /// Records a live worker's usage so far (cumulative), so that a runner that dies, and the daily
+    /// budget, see what it has spent before it ends. `cost_usd` of `None` keeps the figure recorded.
+    pub async fn set_worker_usage(
+        &self,
+        session: i64,
+        cost_usd: Option<f64>,
+        input_tokens: i64,
+        output_tokens: i64,
+        cost_estimated: bool,
+    ) -> Result<()> {
+        on_pool!(self, |p| {
+            sqlx::query(
+                "UPDATE executor_worker_sessions SET cost_usd = COALESCE($1, cost_usd), input_tokens = $2, \
+                   output_tokens = $3, cost_estimated = CASE WHEN $1 IS NULL THEN cost_estimated ELSE $4 END \
+                 WHERE id = $5 AND ended_at IS NULL",
+            )
+            .bind(cost_usd)
+            .bind(input_tokens)
+            .bind(output_tokens)
+            .bind(i64::from(cost_estimated))
+            .bind(session)
+            .execute(p)
+            .await?;
+        });
+        Ok(())
     }
 
     /// Notes that the worker produced output at `at` (the watchdog's evidence of life) and how far its
@@ -177,47 +268,74 @@ impl Store {
         )
     }
 
-    /// Closes a session: records how it ended, adds its cost and tokens to the run, clears the run's pid,
-    /// and counts a stuck attempt when it was one. Closing an already closed session changes nothing.
+    /// Closes a session: records how it ended (and a review's verdict), adds its cost and tokens to the
+    /// run, clears the run's pid, and counts a stuck attempt when it was one, all in one transaction. A
+    /// verdict becomes the run's for the head the session started at, never the run's current head.
+    /// Closing an already closed session changes nothing.
     pub async fn end_worker_session(&self, session: i64, end: &WorkerEnd) -> Result<bool> {
         let at = now();
+        let verdict = end.verdict.map(|v| v.as_str());
         let closed = on_pool!(self, |p| {
             let mut tx = p.begin_write().await?;
-            let run_id: Option<i64> = sqlx::query_scalar(
+            // Usage recorded while the worker ran may exceed what its end reports (killed before its
+            // final report): the larger figure is the truer one.
+            let row: Option<(i64, f64, i64, i64, i64, Option<String>)> = sqlx::query_as(
                 "UPDATE executor_worker_sessions SET ended_at = $1, end_reason = $2, exit_code = $3, num_turns = $4, \
-                   cost_usd = $5, input_tokens = $6, output_tokens = $7, result_json = $8, result_error = $9 \
-                 WHERE id = $10 AND ended_at IS NULL RETURNING run_id",
+                   cost_usd = CASE WHEN $5 > cost_usd THEN $5 ELSE cost_usd END, \
+                   input_tokens = CASE WHEN $6 > input_tokens THEN $6 ELSE input_tokens END, \
+                   output_tokens = CASE WHEN $7 > output_tokens THEN $7 ELSE output_tokens END, \
+                   cost_estimated = CASE WHEN $5 >= cost_usd THEN $8 ELSE cost_estimated END, \
+                   result_json = $9, result_error = $10, verdict = $11 \
+                 WHERE id = $12 AND ended_at IS NULL \
+                 RETURNING run_id, cost_usd, input_tokens, output_tokens, cost_estimated, start_sha",
             )
             .bind(at)
-            .bind(&end.reason)
+            .bind(end.reason.as_str())
             .bind(end.exit_code.map(i64::from))
             .bind(end.num_turns)
             .bind(end.cost_usd)
             .bind(end.input_tokens)
             .bind(end.output_tokens)
+            .bind(i64::from(end.cost_estimated))
             .bind(end.result_json.as_deref())
             .bind(end.result_error.as_deref())
+            .bind(verdict)
             .bind(session)
             .fetch_optional(&mut *tx)
             .await?;
-            if let Some(run_id) = run_id {
+            if let Some((run_id, cost, input, output, estimated, start_sha)) = &row {
+                let stuck = end.reason.counts_as_stuck();
+                let reset = end.reason == EndReason::Finished;
                 sqlx::query(
                     "UPDATE executor_runs SET worker_pid = NULL, updated_at = $1, cost_usd = cost_usd + $2, \
                        input_tokens = input_tokens + $3, output_tokens = output_tokens + $4, \
-                       worker_stuck_count = CASE WHEN $5 = 1 THEN 0 ELSE worker_stuck_count + $6 END WHERE id = $7",
+                       cost_estimated = CASE WHEN $5 = 1 THEN 1 ELSE cost_estimated END, \
+                       worker_stuck_count = CASE WHEN $6 = 1 THEN 0 ELSE worker_stuck_count + $7 END WHERE id = $8",
                 )
                 .bind(at)
-                .bind(end.cost_usd)
-                .bind(end.input_tokens)
-                .bind(end.output_tokens)
-                .bind(i64::from(end.reset_stuck))
-                .bind(i64::from(end.stuck))
-                .bind(run_id)
+                .bind(*cost)
+                .bind(*input)
+                .bind(*output)
+                .bind(*estimated)
+                .bind(i64::from(reset))
+                .bind(i64::from(stuck))
+                .bind(*run_id)
                 .execute(&mut *tx)
                 .await?;
+                if let (Some(verdict), Some(sha)) = (verdict, start_sha) {
+                    sqlx::query(
+                        "UPDATE executor_runs SET review_verdict = $1, review_sha = $2, updated_at = $3 WHERE id = $4",
+                    )
+                    .bind(verdict)
+                    .bind(sha)
+                    .bind(at)
+                    .bind(*run_id)
+                    .execute(&mut *tx)
+                    .await?;
+                }
                 tx.commit().await?;
             }
-            run_id.is_some()
+            row.is_some()
         });
         Ok(closed)
     }

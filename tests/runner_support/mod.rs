@@ -140,8 +140,21 @@ pub struct FakeWebhook {
 
 impl FakeWebhook {
     pub fn start() -> FakeWebhook {
-        use std::io::{BufRead, BufReader, Read, Write};
+        FakeWebhook::start_on("127.0.0.1:0")
+    }
+
+    /// A webhook URL on loopback where nothing listens yet (a webhook server that is down), and the
+    /// address to [`FakeWebhook::start_on`] later.
+    pub fn down() -> (String, String) {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        drop(listener);
+        (format!("http://{addr}/services/T000/B000/secret"), addr)
+    }
+
+    pub fn start_on(addr: &str) -> FakeWebhook {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind(addr).unwrap();
         let addr = listener.local_addr().unwrap();
         let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let sink = bodies.clone();

@@ -126,7 +126,7 @@ fn last(kind: WorkerKind, outcome: WorkerOutcome, minute: u32, streak: u32) -> O
 }
 
 fn reviewed(mut r: Run, verdict: &str, sha: &str) -> Run {
-    r.review_verdict = Some(verdict.into());
+    r.review_verdict = Some(verdict.parse().unwrap());
     r.review_sha = Some(sha.into());
     r
 }

@@ -1,0 +1,108 @@
+//! Which agent session a new worker continues (issue 7, items 14 and 23), and what its prompt then says.
+
+use chrono::Utc;
+
+use super::{WorkerInputs, prompt_context, session_to_resume};
+use crate::domain::{Actor, EndReason, TaskGid, WorkerKind};
+use crate::store::{NewTask, Store, WorkerSession};
+use crate::worker::{PromptKind, Prompts};
+
+fn session(
+    id: i64,
+    kind: WorkerKind,
+    end: Option<EndReason>,
+    sid: Option<&str>,
+    resumed: Option<&str>,
+) -> WorkerSession {
+    WorkerSession {
+        id,
+        run_id: 1,
+        kind,
+        agent: "claude".into(),
+        host: "h".into(),
+        pid: None,
+        pid_start_time: None,
+        output_path: None,
+        output_offset: 0,
+        log_path: None,
+        session_id: sid.map(String::from),
+        started_at: Utc::now(),
+        last_output_at: None,
+        ended_at: end.map(|_| Utc::now()),
+        end_reason: end,
+        exit_code: None,
+        num_turns: None,
+        cost_usd: 0.0,
+        input_tokens: 0,
+        output_tokens: 0,
+        result_json: None,
+        result_error: None,
+        start_sha: None,
+        resumed_session: resumed.map(String::from),
+        verdict: None,
+        cost_estimated: false,
+    }
+}
+
+use EndReason::{Finished, Interrupted, ResumeFailed};
+use WorkerKind::{FixComments, InProgress, PrReview, Queued};
+
+#[test]
+fn an_in_progress_worker_continues_the_tasks_own_work_never_a_review_or_a_fix() {
+    let sessions = [
+        session(1, Queued, Some(Interrupted), Some("work-1"), None),
+        session(2, FixComments, Some(Finished), Some("fix-2"), None),
+        session(3, PrReview, Some(Finished), Some("review-3"), None),
+    ];
+    assert_eq!(session_to_resume(&sessions).as_deref(), Some("work-1"));
+    let later =
+        [sessions[0].clone(), session(4, InProgress, Some(Interrupted), Some("work-4"), Some("work-1"))];
+    assert_eq!(session_to_resume(&later).as_deref(), Some("work-4"), "the newest work session");
+}
+
+#[test]
+fn after_a_failed_resume_the_next_worker_starts_afresh_and_never_passes_that_id_again() {
+    let failed = [
+        session(1, Queued, Some(Interrupted), Some("work-1"), None),
+        session(2, InProgress, Some(ResumeFailed), None, Some("work-1")),
+    ];
+    assert_eq!(session_to_resume(&failed), None);
+    // The fresh session crashed before the agent named its session: still nothing to resume.
+    let mut again = failed.to_vec();
+    again.push(session(3, InProgress, Some(EndReason::Crashed), None, None));
+    assert_eq!(session_to_resume(&again), None);
+    // Once a fresh session has an id, that one is continued; the one that failed never is.
+    again.push(session(4, InProgress, Some(Interrupted), Some("work-4"), None));
+    assert_eq!(session_to_resume(&again).as_deref(), Some("work-4"));
+    let mut stale = failed.to_vec();
+    stale.push(session(5, InProgress, Some(Interrupted), Some("work-1"), None));
+    assert_eq!(session_to_resume(&stale), None, "an id that could not be resumed is not passed again");
+}
+
+#[tokio::test]
+async fn a_fresh_in_progress_prompt_says_the_earlier_session_could_not_be_resumed() {
+    // A task as the store gives it (built there, so new columns never break this test).
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&format!("sqlite://{}", dir.path().join("e.db").display())).await.unwrap();
+    store.migrate().await.unwrap();
+    let new = NewTask { description: Some("Add the feature".into()), ..Default::default() };
+    let (task, _) = store.upsert_task(&TaskGid::parse("t1").unwrap(), &new, Actor::Cli).await.unwrap();
+    let inputs = |resume: Option<&str>| WorkerInputs {
+        task: &task,
+        run: None,
+        kind: InProgress,
+        repo: None,
+        branch: "executor/t1".into(),
+        cwd: "/tmp".into(),
+        forge: None,
+        pr: None,
+        resume_session: resume.map(String::from),
+    };
+    let prompts = Prompts::embedded();
+    let fresh = prompts.render(PromptKind::Worker(InProgress), &prompt_context(&inputs(None))).unwrap();
+    assert!(fresh.contains("could not be resumed"), "{fresh}");
+    let ctx = prompt_context(&inputs(Some("work-4")));
+    assert_eq!(ctx.run.resumed_session.as_deref(), Some("work-4"));
+    let resumed = prompts.render(PromptKind::Worker(InProgress), &ctx).unwrap();
+    assert!(!resumed.contains("could not be resumed"), "{resumed}");
+}

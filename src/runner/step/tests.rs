@@ -1,0 +1,69 @@
+//! How a session's end feeds the decision (issue 7, item 20 and the one reading of end reasons).
+
+use chrono::Utc;
+
+use super::{last_worker, outcome_of};
+use crate::domain::{EndReason, WorkerKind};
+use crate::runner::decision::WorkerOutcome;
+use crate::store::WorkerSession;
+
+fn ended(id: i64, kind: WorkerKind, reason: EndReason, start_sha: Option<&str>) -> WorkerSession {
+    WorkerSession {
+        id,
+        run_id: 1,
+        kind,
+        agent: "codex".into(),
+        host: "h".into(),
+        pid: Some(10),
+        pid_start_time: None,
+        output_path: None,
+        output_offset: 0,
+        log_path: None,
+        session_id: None,
+        started_at: Utc::now(),
+        last_output_at: None,
+        ended_at: Some(Utc::now()),
+        end_reason: Some(reason),
+        exit_code: Some(0),
+        num_turns: None,
+        cost_usd: 0.0,
+        input_tokens: 0,
+        output_tokens: 0,
+        result_json: None,
+        result_error: None,
+        start_sha: start_sha.map(String::from),
+        resumed_session: None,
+        verdict: None,
+        cost_estimated: false,
+    }
+}
+
+#[test]
+fn a_worker_that_finished_without_moving_its_branch_made_no_progress() {
+    for kind in [WorkerKind::Queued, WorkerKind::InProgress, WorkerKind::FixCi, WorkerKind::FixComments] {
+        let s = [ended(1, kind, EndReason::Finished, Some("aaa"))];
+        assert_eq!(last_worker(&s, Some("aaa")).unwrap().outcome, WorkerOutcome::Failed, "{kind}");
+        assert_eq!(last_worker(&s, Some("bbb")).unwrap().outcome, WorkerOutcome::Ok, "{kind} committed");
+    }
+    // A review changes no code: finishing at the head it started at is its job.
+    let review = [ended(1, WorkerKind::PrReview, EndReason::Finished, Some("aaa"))];
+    assert_eq!(last_worker(&review, Some("aaa")).unwrap().outcome, WorkerOutcome::Ok);
+    // Nothing known of where it started (an older session): the agent's word stands.
+    let unknown = [ended(1, WorkerKind::Queued, EndReason::Finished, None)];
+    assert_eq!(last_worker(&unknown, None).unwrap().outcome, WorkerOutcome::Ok);
+}
+
+#[test]
+fn end_reasons_mean_what_their_class_says() {
+    let of = |r| outcome_of(&ended(1, WorkerKind::Queued, r, None));
+    assert_eq!(of(EndReason::Finished), WorkerOutcome::Ok);
+    assert_eq!(of(EndReason::IdleTimeout), WorkerOutcome::Stuck);
+    assert_eq!(of(EndReason::OutputLimit), WorkerOutcome::Stuck);
+    assert_eq!(of(EndReason::FailedToStart), WorkerOutcome::Failed);
+    assert_eq!(of(EndReason::ResumeFailed), WorkerOutcome::Interrupted, "retried at once, afresh");
+    assert_eq!(of(EndReason::BudgetExceeded), WorkerOutcome::Interrupted);
+    for r in EndReason::ALL {
+        let stuck_or_failed = matches!(of(*r), WorkerOutcome::Stuck | WorkerOutcome::Failed);
+        assert_eq!(stuck_or_failed, r.counts_as_stuck(), "{r}: one definition of stuck");
+    }
+}
