@@ -208,7 +208,7 @@ impl Runner {
             let Some(pid) = owner.strip_prefix(&prefix).and_then(|p| p.parse::<i32>().ok()) else {
                 continue;
             };
-            if owner != self.owner && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err() {
+            if owner != self.owner && !crate::worker::process::is_alive(pid) {
                 tracing::info!(run = run.id, "releasing the lease of dead runner {owner}");
                 self.store.release_run(run.id, owner).await?;
             }

@@ -103,7 +103,31 @@ impl Runner {
             kind,
             head_at_start: pr.map(|p| p.head_sha.clone()),
         };
-        self.spawn_supervised(recording, move |tx, stop| worker::run(spec, tx, stop));
+        // The agent may do nothing before its pid and start time are durable: it waits behind its
+        // gate until the session records them. A runner killed before the release leaves a process
+        // that exits without running the agent (`NeverStarted` once collected).
+        let pending = match worker::start(spec) {
+            Ok(pending) => pending,
+            Err(e) => {
+                finish(&recording, &Err(e)).await;
+                return Ok(());
+            }
+        };
+        let (out, log) =
+            (pending.output_path().display().to_string(), pending.log_path().display().to_string());
+        let start_time = i64::try_from(pending.pid_start_time()).ok();
+        if let Err(e) = self.store.set_worker_process(session.id, pending.pid(), start_time, &out, &log).await
+        {
+            drop(pending); // closes the gate: the agent never runs
+            let end = WorkerEnd {
+                reason: EndReason::FailedToStart.as_str().into(),
+                result_error: Some(format!("cannot record the agent's process: {e}")),
+                ..Default::default()
+            };
+            let _ = self.store.end_worker_session(session.id, &end).await;
+            return Err(e.into());
+        }
+        self.spawn_supervised(recording, move |tx, stop| async move { Ok(pending.release(tx, stop).await) });
         tracing::info!(run = run.id, task = %run.task_gid, "started a {kind} worker in {wt_path}");
         Ok(())
     }
@@ -156,6 +180,19 @@ pub(crate) fn build_spec(
         logs_root: config.logs_dir(),
         files_root: config.data_dir().join("workers"),
         timeouts: worker_timeouts(config),
+        max_output_bytes: config.worker.max_output_bytes,
+        pricing: config.pricing.clone(),
+        usage_baseline: worker::Tokens::default(),
+        writable_dirs: writable_dirs(&w.cwd),
+    })
+}
+
+/// The worktree's git directories, which a sandboxed agent must be able to write to commit. A
+/// directory that is not a git worktree (a worker run by hand anywhere) has none.
+fn writable_dirs(cwd: &Path) -> Vec<PathBuf> {
+    workspace::git_dirs(cwd).unwrap_or_else(|e| {
+        tracing::debug!("no git directories to make writable for {}: {e}", cwd.display());
+        Vec::new()
     })
 }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use super::engine::{Runner, RunnerError};
 use super::launch::{Recording, agent_config, supervise_recorded, worker_timeouts};
 use crate::store::{WorkerEnd, WorkerSession};
-use crate::worker::{self, AdoptSpec, PromptKind, is_same_process};
+use crate::worker::{self, AdoptSpec, EndReason, PromptKind, is_same_process};
 
 impl Runner {
     pub(super) async fn reconcile(&mut self) -> Result<(), RunnerError> {
@@ -21,8 +21,9 @@ impl Runner {
 
     async fn take_over(&mut self, s: WorkerSession) -> Result<(), RunnerError> {
         let (Some(pid), Some(output), Some(log)) = (s.pid, s.output_path.clone(), s.log_path.clone()) else {
-            // The previous runner died between opening the session and starting the process.
-            let end = WorkerEnd { reason: "never_started".into(), ..Default::default() };
+            // The previous runner died before recording the process; the agent only runs once its
+            // process is recorded (it waits behind a gate until then), so nothing ran.
+            let end = WorkerEnd { reason: EndReason::NeverStarted.as_str().into(), ..Default::default() };
             self.store.end_worker_session(s.id, &end).await?;
             return Ok(());
         };
@@ -42,6 +43,9 @@ impl Runner {
             cost_cap_usd: Some(self.budget_left(&run).await?),
             secrets: self.worker_env(&run, s.kind).secret_values(),
             timeouts: worker_timeouts(&self.config),
+            max_output_bytes: self.config.worker.max_output_bytes,
+            pricing: self.config.pricing.clone(),
+            usage_baseline: worker::Tokens::default(),
         };
         let recording = Recording {
             store: self.store.clone(),
