@@ -118,7 +118,7 @@ impl Runner {
         let start_time = i64::try_from(pending.pid_start_time()).ok();
         if let Err(e) = self.store.set_worker_process(session.id, pending.pid(), start_time, &out, &log).await
         {
-            drop(pending); // closes the gate: the agent never runs
+            pending.abandon(&format!("the agent was not started: cannot record its process: {e}"));
             let end = WorkerEnd {
                 reason: EndReason::FailedToStart.as_str().into(),
                 result_error: Some(format!("cannot record the agent's process: {e}")),

@@ -346,13 +346,26 @@ impl Pending {
     }
 }
 
-impl Drop for Pending {
-    fn drop(&mut self) {
+impl Pending {
+    /// Gives the worker up before it ran (its identity could not be recorded): closes the gate, closes
+    /// the work log with `why`, and removes the worker's private files. Nothing ran, so nothing is lost.
+    pub fn abandon(mut self, why: &str) {
+        self.close_gate();
+        if let Some(tail) = self.tail.as_mut() {
+            tail.log.abandon(why);
+            tail.log.flush();
+        }
+        if let Some(dir) = self.watch.output_path.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+
+    /// Closing the only write end makes the gate's `read` fail: it prints its marker and exits without
+    /// running the agent. It does so at once; wait for it briefly so it leaves no zombie behind.
+    fn close_gate(&mut self) {
         let Some(spawn::Gated { mut child, gate }) = self.gated.take() else {
-            return; // released
+            return; // released, or closed already
         };
-        // Closing the only write end makes the gate's `read` fail: it prints its marker and exits
-        // without running the agent. It does so at once; wait briefly so it leaves no zombie.
         drop(gate);
         let deadline = std::time::Instant::now() + Duration::from_secs(2);
         while matches!(child.try_wait(), Ok(None)) {
@@ -363,13 +376,14 @@ impl Drop for Pending {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        if let Some(tail) = self.tail.as_mut() {
-            tail.log.abandon("the worker was never released: the agent did not run");
-            tail.log.flush();
-        }
-        if let Some(dir) = self.watch.output_path.parent() {
-            let _ = std::fs::remove_dir_all(dir);
-        }
+    }
+}
+
+/// Dropping a `Pending` is what a caller's crash does to it: the gate closes, the agent never runs, the
+/// output holds the gate's marker, and the work log stays open for [`collect`] to close.
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.close_gate();
     }
 }
 

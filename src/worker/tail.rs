@@ -18,6 +18,10 @@ const CHUNK: usize = 256 * 1024;
 /// its output is logged must not keep the supervisor from checking its timeouts.
 const POLL_BYTES: u64 = 4 * 1024 * 1024;
 const POLL_TIME: Duration = Duration::from_millis(250);
+/// At the end, more unread output than this is not logged whole: only its last [`FINISH_KEEP`] bytes,
+/// where the agent's final result is. Stopping a flooding agent must not wait for its flood to be read.
+const FINISH_READ: u64 = 512 * 1024;
+const FINISH_KEEP: u64 = 256 * 1024;
 
 /// What has been learnt from the output so far.
 #[derive(Debug, Default)]
@@ -118,6 +122,15 @@ impl Tail {
     /// The process has ended: read what is left, including an unterminated last line, and let the
     /// parser emit what it only knows at the end.
     pub async fn finish(&mut self, exit_code: Option<i32>) -> std::io::Result<()> {
+        let end = self.file.metadata().await?.len();
+        if end.saturating_sub(self.pos) > FINISH_READ {
+            let from = self.pos;
+            self.skip_to(end - FINISH_KEEP).await?;
+            self.log.note(&format!(
+                "{} bytes of the agent's output were not logged (it printed faster than it could be read)",
+                self.pos - from
+            ));
+        }
         while self.poll().await? {}
         if let Some(line) = self.splitter.finish() {
             self.handle(line);
@@ -127,6 +140,23 @@ impl Tail {
         for e in &events {
             self.log.event(e);
         }
+        Ok(())
+    }
+
+    /// Continues reading at the first line that starts at or after `at`, dropping what lies before it.
+    async fn skip_to(&mut self, at: u64) -> std::io::Result<()> {
+        self.pos = at.max(self.pos);
+        loop {
+            let n = self.read_some(CHUNK).await?;
+            if n == 0 {
+                break;
+            }
+            if let Some(i) = self.buf[..n].iter().position(|b| *b == b'\n') {
+                self.pos = self.pos - n as u64 + i as u64 + 1;
+                break;
+            }
+        }
+        self.splitter = LineSplitter::starting_at(self.pos);
         Ok(())
     }
 
