@@ -138,8 +138,8 @@ pub fn spawn(
     let err = out.try_clone().map_err(WorkerError::io("duplicate", &files.output))?;
     // Both ends close on exec, so no other child of executor (CI, git, another agent) inherits them;
     // the gate gets the read end as fd 3 (dup2 clears close-on-exec on the copy) and closes it itself.
-    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-        .map_err(|e| WorkerError::Spawn { program: cmd.program.clone(), source: e.into() })?;
+    let (read, write) =
+        cloexec_pipe().map_err(|e| WorkerError::Spawn { program: cmd.program.clone(), source: e.into() })?;
     let script = format!(
         "read -r _ <&{GATE_FD} || {{ echo \"{GATE_MARKER}\"; exit {GATE_EXIT}; }}; exec {GATE_FD}<&-; exec \"$@\""
     );
@@ -179,6 +179,23 @@ pub fn spawn(
         command.spawn().map_err(|source| WorkerError::Spawn { program: cmd.program.clone(), source })?;
     drop(read);
     Ok(Gated { child, gate: write })
+}
+
+/// A pipe whose two ends close on exec. Atomic where the system has `pipe2`.
+#[cfg(not(target_vendor = "apple"))]
+fn cloexec_pipe() -> nix::Result<(OwnedFd, OwnedFd)> {
+    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+}
+
+/// macOS has no `pipe2`: the flag is set right after creation. A child forked by another thread in
+/// between could inherit an end; the agent's gate still opens only on the line executor writes.
+#[cfg(target_vendor = "apple")]
+fn cloexec_pipe() -> nix::Result<(OwnedFd, OwnedFd)> {
+    use nix::fcntl::{F_SETFD, FdFlag, fcntl};
+    let (read, write) = nix::unistd::pipe()?;
+    fcntl(&read, F_SETFD(FdFlag::FD_CLOEXEC))?;
+    fcntl(&write, F_SETFD(FdFlag::FD_CLOEXEC))?;
+    Ok((read, write))
 }
 
 /// Where the gate will find `program`: the shell's `exec` would only report a missing program after

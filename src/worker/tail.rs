@@ -18,9 +18,10 @@ const CHUNK: usize = 256 * 1024;
 /// its output is logged must not keep the supervisor from checking its timeouts.
 const POLL_BYTES: u64 = 4 * 1024 * 1024;
 const POLL_TIME: Duration = Duration::from_millis(250);
-/// At the end, more unread output than this is not logged whole: only its last [`FINISH_KEEP`] bytes,
-/// where the agent's final result is. Stopping a flooding agent must not wait for its flood to be read.
-const FINISH_READ: u64 = 512 * 1024;
+/// At the end, what is left unread is read for at most this long; past it only the last
+/// [`FINISH_KEEP`] bytes are read, where the agent's final result is. Stopping a flooding agent must not
+/// wait for its whole flood to be logged.
+const FINISH_TIME: Duration = Duration::from_secs(1);
 const FINISH_KEEP: u64 = 256 * 1024;
 
 /// What has been learnt from the output so far.
@@ -122,8 +123,14 @@ impl Tail {
     /// The process has ended: read what is left, including an unterminated last line, and let the
     /// parser emit what it only knows at the end.
     pub async fn finish(&mut self, exit_code: Option<i32>) -> std::io::Result<()> {
+        let began = Instant::now();
+        while began.elapsed() < FINISH_TIME {
+            if !self.poll().await? {
+                break;
+            }
+        }
         let end = self.file.metadata().await?.len();
-        if end.saturating_sub(self.pos) > FINISH_READ {
+        if end.saturating_sub(self.pos) > FINISH_KEEP {
             let from = self.pos;
             self.skip_to(end - FINISH_KEEP).await?;
             self.log.note(&format!(

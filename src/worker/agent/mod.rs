@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::config::{Price, Pricing};
 
-pub use claude::{ClaudeConfig, ClaudeParser};
+pub use claude::{ClaudeConfig, ClaudeParser, budget_arg};
 pub use codex::{CodexConfig, CodexParser};
 pub use command::{CommandConfig, CommandParser};
 
