@@ -232,6 +232,7 @@ pub fn start(spec: WorkerSpec) -> Result<Pending, WorkerError> {
         Ok(c) => c,
         Err(e) => {
             log.abandon(&format!("the agent was not started: {e}"));
+            files.remove();
             return Err(e.into());
         }
     };
@@ -258,6 +259,7 @@ pub fn start(spec: WorkerSpec) -> Result<Pending, WorkerError> {
         Ok(gated) => gated,
         Err(e) => {
             log.abandon(&format!("the agent did not start: {e}"));
+            files.remove();
             return Err(e);
         }
     };

@@ -84,6 +84,14 @@ impl WorkerFiles {
             schema: dir.join("result-schema.json"),
         })
     }
+
+    /// Removes the worker's directory (best effort): for a worker that never ran, nothing in it is
+    /// needed, and the prompt may hold what should not linger.
+    pub fn remove(&self) {
+        if let Some(dir) = self.output.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
 }
 
 /// Writes a file only the owner can read: prompts and raw output may contain secrets.
