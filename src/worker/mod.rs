@@ -19,7 +19,7 @@
 //! # After a crash of the supervisor
 //!
 //! The agent keeps running: it is in its own process group and writes to a file, not to a pipe. A
-//! restarted runner calls [`adopt`] with what `Started` reported. If the pid is no longer the same
+//! restarted runner calls [`adopt`] with what was recorded. If the pid is no longer the same
 //! process (checked with its start time, so a reused pid is never touched), `adopt` refuses with
 //! [`WorkerError::NotOurProcess`] and the caller may call [`collect`] to read the dead worker's output
 //! into an outcome.
@@ -403,8 +403,9 @@ pub async fn adopt(
     follow_existing(spec, proc, "adopted the running worker", updates, cancel).await
 }
 
-/// Reads the output of a recorded worker whose process is gone into an outcome (usually `Crashed`, or
-/// `Finished` if it completed while nobody watched), and closes its work log.
+/// Reads the output of a recorded worker whose process is gone into an outcome (usually `Crashed`;
+/// `Finished` if it completed while nobody watched; `NeverStarted` if its gate was never opened), and
+/// closes its work log.
 pub async fn collect(
     spec: AdoptSpec,
     updates: UnboundedSender<WorkerUpdate>,
