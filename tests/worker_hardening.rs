@@ -154,6 +154,25 @@ async fn an_agent_printing_without_pause_still_hits_the_hard_timeout() {
     assert!(text.contains("ran past the hard timeout"));
 }
 
+/// The issue's own words: `yes` as the agent, a 3 s hard timeout, the default cap. Whichever limit
+/// comes first, it is stopped within the hard timeout plus the grace period, its output capped.
+#[tokio::test]
+async fn yes_with_a_hard_timeout_and_the_default_cap_is_stopped_in_time_with_its_output_capped() {
+    let sb = Sandbox::new();
+    let yes = AgentConfig::Command(CommandConfig { program: "yes".into(), args: vec![] });
+    let mut spec = sb.spec(yes, WorkerKind::Queued, &[]);
+    spec.env.pass = vec!["PATH".into()];
+    spec.timeouts.hard = Duration::from_secs(3);
+    spec.timeouts.idle = Duration::from_secs(30);
+    let (o, elapsed) = run_bounded(spec.clone(), Duration::from_secs(30)).await;
+    let o = o.unwrap_or_else(|| panic!("still running after {elapsed:?}"));
+    assert!(matches!(o.reason, EndReason::HardTimeout | EndReason::OutputLimit), "{o:?}");
+    let bound = spec.timeouts.hard + spec.timeouts.grace + Duration::from_secs(5);
+    assert!(elapsed < bound, "stopped after {elapsed:?}");
+    let size = std::fs::metadata(&o.output_path).unwrap().len();
+    assert!(size <= spec.max_output_bytes, "the raw output is {size} bytes");
+}
+
 #[tokio::test]
 async fn yes_as_the_agent_is_stopped_at_the_output_cap_and_the_file_cut_back() {
     let sb = Sandbox::new();
