@@ -43,6 +43,9 @@ fn adopt_spec(sb: &Sandbox, updates: &[WorkerUpdate]) -> AdoptSpec {
         cost_cap_usd: None,
         secrets: vec![SECRET.into()],
         timeouts: short_timeouts(),
+        max_output_bytes: 256 * 1024 * 1024,
+        pricing: Default::default(),
+        usage_baseline: Default::default(),
     }
 }
 
@@ -153,4 +156,41 @@ async fn a_dead_worker_is_collected_from_its_output() {
     assert_eq!(o.reason, EndReason::Finished);
     assert_eq!(o.session_id.as_deref(), Some("sess-1234-abcd"));
     assert!(read(&o.log_path).contains("found the worker gone"));
+}
+
+/// The last lines before a pause used to be logged but not covered by the persisted offset (offsets
+/// were sent at most once a second, and only when more output came), so whoever adopted the worker
+/// during the pause logged them again.
+#[tokio::test]
+async fn lines_logged_before_a_pause_are_not_logged_again_by_the_adopter() {
+    let sb = Sandbox::new();
+    // The tool result comes 0.3 s after the first lines, then 1.5 s of silence, then the end.
+    let spec = sb.spec(claude("claude.sh"), WorkerKind::Queued, &[("FAKE_QUIET", "1.5".into())]);
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (_stop, stop_rx) = watch::channel(false);
+    let supervisor = tokio::spawn(worker::run(spec, tx, stop_rx));
+    let mut seen = vec![rx.recv().await.unwrap()];
+    let WorkerUpdate::Started { log_path, .. } = &seen[0] else { panic!("{seen:?}") };
+    let log_path = log_path.clone();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !read(&log_path).contains("Tool output (toolu_01)") {
+        assert!(std::time::Instant::now() < deadline, "the tool output was never logged");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A few polls into the silence, the supervisor dies.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    supervisor.abort();
+    let _ = supervisor.await;
+    while let Ok(u) = rx.try_recv() {
+        seen.push(u);
+    }
+    let spec = adopt_spec(&sb, &seen);
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let (_s, srx) = watch::channel(false);
+    let o = worker::adopt(spec, tx, srx).await.unwrap();
+    assert_eq!(o.reason, EndReason::Finished, "{o:?}");
+    let text = read(&o.log_path);
+    assert!(text.contains("adopted the running worker"), "{text}");
+    assert_eq!(text.matches("Tool output (toolu_01)").count(), 1, "{text}");
+    assert_eq!(text.matches("#### Tool call: `Bash` (toolu_01)").count(), 1, "{text}");
 }

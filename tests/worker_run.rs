@@ -32,6 +32,7 @@ async fn claude_stream_is_supervised_logged_and_reported() {
     assert_eq!(o.exit_code, Some(0));
     assert_eq!(o.session_id.as_deref(), Some("sess-1234-abcd"));
     assert_eq!(o.cost_usd, Some(0.1234));
+    assert!(!o.cost_estimated, "the CLI's own total replaced the estimate");
     assert_eq!(o.num_turns, Some(3));
     assert_eq!((o.tokens.input, o.tokens.output, o.tokens.cache_read), (1500, 321, 2000));
     assert_eq!(o.result_error, None);
@@ -57,7 +58,7 @@ async fn claude_stream_is_supervised_logged_and_reported() {
     );
     assert!(updates.contains(&WorkerUpdate::SessionId("sess-1234-abcd".into())));
     assert!(updates.iter().any(|u| matches!(u, WorkerUpdate::Output { offset, .. } if *offset > 0)));
-    assert!(updates.iter().any(|u| matches!(u, WorkerUpdate::Usage { cost_usd: Some(c), input_tokens: 1500, output_tokens: 321 } if (*c - 0.1234).abs() < 1e-9)));
+    assert!(updates.iter().any(|u| matches!(u, WorkerUpdate::Usage { cost_usd: Some(c), input_tokens: 1500, output_tokens: 321, cost_estimated: false } if (*c - 0.1234).abs() < 1e-9)));
     assert!(matches!(updates.last(), Some(WorkerUpdate::Ended(e)) if e.reason == EndReason::Finished));
 
     // The work log: path, header, prompt, conversation, footer, redaction.
@@ -163,7 +164,10 @@ async fn codex_jsonl_stream() {
     assert_eq!(o.session_id.as_deref(), Some("0199a213-81c0-7800-8aa1-bbab2a035a53"));
     assert_eq!(o.num_turns, Some(2));
     assert_eq!((o.tokens.input, o.tokens.output, o.tokens.cache_read), (1500, 400, 200));
-    assert_eq!(o.cost_usd, None);
+    // Codex reports no cost: estimated at the default price ($3 / $15 / $0.30 per million).
+    let expected = (1300.0 * 3.0 + 400.0 * 15.0 + 200.0 * 0.3) / 1e6;
+    assert!(o.cost_usd.is_some_and(|c| (c - expected).abs() < 1e-9), "{:?}", o.cost_usd);
+    assert!(o.cost_estimated);
     assert!(read(&prompt_copy).contains("PROMPT-MARKER-7f3a"));
     let args = read(&args_file);
     assert!(args.starts_with("exec\n--json\n--sandbox\nworkspace-write\n-C\n"), "{args}");

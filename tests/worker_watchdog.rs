@@ -19,7 +19,7 @@ async fn silence_trips_the_idle_watchdog_and_the_group_is_killed() {
     let (o, updates) = run(spec).await;
     let o = o.unwrap();
     assert_eq!(o.reason, EndReason::IdleTimeout);
-    assert!(o.was_stuck());
+    assert!(o.reason.counts_as_stuck());
     assert_eq!(o.session_id.as_deref(), Some("silent-1"));
     // 1 s idle + at most the 0.5 s grace (sleep dies on SIGTERM) + polling.
     assert!(began.elapsed() < Duration::from_secs(5), "took {:?}", began.elapsed());

@@ -295,15 +295,11 @@ fn ci_result(check: &LocalCheck) -> Option<(&'static str, String)> {
     // The recorded pid, or the one the CI wrote itself when a crash came before it was recorded.
     let pid = check.pid.or_else(|| std::fs::read_to_string(dir.join("pid")).ok()?.trim().parse().ok());
     match pid.and_then(|p| i32::try_from(p).ok()) {
-        Some(pid) if pid_alive(pid) => None,
+        Some(pid) if crate::worker::process::is_alive(pid) => None,
         Some(_) => Some(("failure", format!("CI ended without an exit status (killed?)\n{tail}"))),
         // Recorded as started, but it never ran: the runner stopped in between. Not the code's fault.
         None => Some(("error", "CI never started (the runner stopped while starting it)".into())),
     }
-}
-
-fn pid_alive(pid: i32) -> bool {
-    pid > 0 && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
 }
 
 fn read_tail(path: &Path) -> String {

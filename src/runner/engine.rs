@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use super::launch::{Recording, supervise_recorded};
@@ -46,9 +46,6 @@ pub(super) struct LiveWorker {
     pub stop: watch::Sender<bool>,
     pub task: JoinHandle<()>,
 }
-
-/// Tells the starter of a worker whether its process started (`Ok`) or why it could not.
-pub(super) type StartSignal = oneshot::Receiver<Result<(), String>>;
 
 /// What one tick did, for the loop's exit decision and for `--once` output.
 #[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
@@ -177,39 +174,19 @@ impl Runner {
     /// the stop signal and returns the worker's future (a new process, or an adopted one). The loop is
     /// woken when it ends. The returned signal says whether the process started (its `Started` update
     /// came) or why it could not.
-    pub(super) fn spawn_supervised<F, Fut>(&mut self, recording: Recording, start: F) -> StartSignal
+    pub(super) fn spawn_supervised<F, Fut>(&mut self, recording: Recording, start: F)
     where
         F: FnOnce(mpsc::UnboundedSender<WorkerUpdate>, watch::Receiver<bool>) -> Fut + Send + 'static,
         Fut: Future<Output = Result<WorkerOutcome, WorkerError>> + Send + 'static,
     {
         let (run_id, session) = (recording.run_id, recording.session);
         let (stop_tx, stop_rx) = watch::channel(false);
-        let (started_tx, started_rx) = oneshot::channel();
-        let started = std::sync::Arc::new(std::sync::Mutex::new(Some(started_tx)));
         let ended = self.ended_tx.clone();
         let task = tokio::spawn(async move {
-            let tell = started.clone();
-            let outcome = supervise_recorded(recording, |sink| {
-                // Passes every update on unchanged, noting the first `Started` for the starter.
-                let (tap, mut updates) = mpsc::unbounded_channel::<WorkerUpdate>();
-                tokio::spawn(async move {
-                    while let Some(update) = updates.recv().await {
-                        if matches!(update, WorkerUpdate::Started { .. }) {
-                            signal(&tell, Ok(()));
-                        }
-                        if sink.send(update).is_err() {
-                            break;
-                        }
-                    }
-                });
-                start(tap, stop_rx)
-            })
-            .await;
-            signal(&started, outcome.map(|_| ()).map_err(|e| e.to_string()));
+            let _ = supervise_recorded(recording, |tx| start(tx, stop_rx)).await;
             let _ = ended.send(session);
         });
         self.pool.insert(session, LiveWorker { run_id, stop: stop_tx, task });
-        started_rx
     }
 
     fn reap(&mut self, session: i64) {
@@ -270,7 +247,7 @@ impl Runner {
             let Some(pid) = owner.strip_prefix(&prefix).and_then(|p| p.parse::<i32>().ok()) else {
                 continue;
             };
-            if owner != self.owner && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err() {
+            if owner != self.owner && !crate::worker::process::is_alive(pid) {
                 tracing::info!(run = run.id, "releasing the lease of dead runner {owner}");
                 self.store.release_run(run.id, owner).await?;
             }
@@ -352,13 +329,6 @@ impl Runner {
 
     pub(super) fn forge(&self, name: &str, repo: &Repo) -> Result<Forge, RunnerError> {
         forge_for(&self.config, &self.store, name, repo)
-    }
-}
-
-/// Sends `result` to whoever waits for the worker's start, once.
-fn signal(slot: &std::sync::Mutex<Option<oneshot::Sender<Result<(), String>>>>, result: Result<(), String>) {
-    if let Some(tx) = slot.lock().ok().and_then(|mut s| s.take()) {
-        let _ = tx.send(result);
     }
 }
 

@@ -19,10 +19,6 @@ use crate::worker::{
 };
 use crate::workspace;
 
-/// How long a launch waits for the agent's process to be reported started before it leaves the run's
-/// state for the next tick to settle (a start takes milliseconds; this bounds a wedged one).
-const START_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
-
 /// Where a new worker will work, once its worktree exists.
 struct Place {
     task: Task,
@@ -82,7 +78,7 @@ impl Runner {
             resume_session: resume,
         };
         let budget = self.budget_left(run).await?;
-        let spec =
+        let mut spec =
             match build_spec(&self.config, &self.prompts, &inputs, agent, budget, self.self_exe.as_deref()) {
                 Ok(spec) => spec,
                 Err(e) => {
@@ -91,20 +87,35 @@ impl Runner {
                     return Err(e.into());
                 }
             };
+        spec.usage_baseline = thread_baseline(&sessions, spec.resume_session.as_deref(), session.id);
         let recording = Recording { store: self.store.clone(), session: session.id, run_id: run.id, kind };
-        let started = self.spawn_supervised(recording, move |tx, stop| worker::run(spec, tx, stop));
-        match tokio::time::timeout(START_WAIT, started).await {
-            Ok(Ok(Ok(()))) => {
-                tracing::info!(run = run.id, task = %run.task_gid, "started a {kind} worker in {wt_path}");
-                Ok(true)
+        // The agent may do nothing before its pid and start time are durable: it waits behind its gate
+        // until the session records them. A runner killed before the release leaves a process that exits
+        // without running the agent (`NeverStarted` once collected).
+        let pending = match worker::start(spec) {
+            Ok(pending) => pending,
+            Err(e) => {
+                let end = WorkerEnd::failed(EndReason::FailedToStart, e.to_string());
+                self.store.end_worker_session(session.id, &end).await?;
+                return Err(RunnerError::NotStarted { kind, error: e.to_string() });
             }
-            Ok(Ok(Err(error))) => Err(RunnerError::NotStarted { kind, error }),
-            Ok(Err(_)) => Err(RunnerError::NotStarted { kind, error: "its supervisor ended".into() }),
-            Err(_) => {
-                tracing::warn!(run = run.id, "the {kind} worker has not reported its start yet");
-                Ok(false)
-            }
+        };
+        let (out, log) =
+            (pending.output_path().display().to_string(), pending.log_path().display().to_string());
+        let start_time = i64::try_from(pending.pid_start_time()).ok();
+        if let Err(e) = self.store.set_worker_process(session.id, pending.pid(), start_time, &out, &log).await
+        {
+            pending.abandon(&format!("the agent was not started: cannot record its process: {e}"));
+            let end = WorkerEnd::failed(
+                EndReason::FailedToStart,
+                format!("cannot record the agent's process: {e}"),
+            );
+            let _ = self.store.end_worker_session(session.id, &end).await;
+            return Err(e.into());
         }
+        self.spawn_supervised(recording, move |tx, stop| async move { Ok(pending.release(tx, stop).await) });
+        tracing::info!(run = run.id, task = %run.task_gid, "started a {kind} worker in {wt_path}");
+        Ok(true)
     }
 
     /// The task, branch and worktree a worker of this run works in (made if needed), and the head it
@@ -179,6 +190,19 @@ pub(crate) struct WorkerInputs<'a> {
     pub resume_session: Option<String>,
 }
 
+/// What an agent thread had used before the session `before` (Codex reports a resumed thread's running
+/// total, so a worker's own use is the total less this). Sessions record input and output tokens only.
+pub(crate) fn thread_baseline(
+    sessions: &[WorkerSession],
+    thread: Option<&str>,
+    before: i64,
+) -> worker::Tokens {
+    let Some(thread) = thread else { return worker::Tokens::default() };
+    let earlier = sessions.iter().filter(|s| s.id < before && s.session_id.as_deref() == Some(thread));
+    let sum = |f: fn(&WorkerSession) -> i64| earlier.clone().map(|s| u64::try_from(f(s)).unwrap_or(0)).sum();
+    worker::Tokens { input: sum(|s| s.input_tokens), output: sum(|s| s.output_tokens), ..Default::default() }
+}
+
 /// The agent session a new `in_progress` worker should continue: the newest one of the task's own work
 /// (`queued`, `in_progress`), never a review's or a fix's thread. After a worker failed to resume, the
 /// next starts afresh: a session id that could not be resumed is never passed again.
@@ -227,6 +251,19 @@ pub(crate) fn build_spec(
         logs_root: config.logs_dir(),
         files_root: config.data_dir().join("workers"),
         timeouts: worker_timeouts(config),
+        max_output_bytes: config.worker.max_output_bytes,
+        pricing: config.pricing.clone(),
+        usage_baseline: worker::Tokens::default(),
+        writable_dirs: writable_dirs(&w.cwd),
+    })
+}
+
+/// The worktree's git directories, which a sandboxed agent must be able to write to commit. A
+/// directory that is not a git worktree (a worker run by hand anywhere) has none.
+fn writable_dirs(cwd: &Path) -> Vec<PathBuf> {
+    workspace::git_dirs(cwd).unwrap_or_else(|e| {
+        tracing::debug!("no git directories to make writable for {}: {e}", cwd.display());
+        Vec::new()
     })
 }
 
@@ -403,17 +440,15 @@ async fn persist_updates(store: Store, session: i64, mut rx: mpsc::UnboundedRece
                 store.touch_worker_output(session, at, i64::try_from(offset).unwrap_or(i64::MAX)).await
             }
             // Written as it comes, so a runner that dies and the daily budget see the spend so far.
-            WorkerUpdate::Usage { cost_usd, input_tokens, output_tokens, .. } => {
+            WorkerUpdate::Usage { cost_usd, input_tokens, output_tokens, cost_estimated } => {
                 let tokens = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-                // INTEGRATOR: pass the update's `cost_estimated` here once `WorkerUpdate::Usage` has it.
-                let estimated = false;
                 store
                     .set_worker_usage(
                         session,
                         cost_usd,
                         tokens(input_tokens),
                         tokens(output_tokens),
-                        estimated,
+                        cost_estimated,
                     )
                     .await
             }
@@ -468,8 +503,7 @@ pub(super) fn worker_end(o: &WorkerOutcome, kind: WorkerKind) -> WorkerEnd {
         result_json: o.result.as_ref().map(|v| v.to_string()),
         result_error: o.result_error.as_ref().map(|e| e.to_string()),
         verdict,
-        // INTEGRATOR: `o.cost_estimated` once `WorkerOutcome` has it.
-        cost_estimated: false,
+        cost_estimated: o.cost_estimated,
     }
 }
 

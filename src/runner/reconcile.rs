@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::engine::{Runner, RunnerError};
-use super::launch::{Recording, agent_config, supervise_recorded, worker_timeouts};
+use super::launch::{Recording, agent_config, supervise_recorded, thread_baseline, worker_timeouts};
 use crate::domain::EndReason;
 use crate::store::{WorkerEnd, WorkerSession};
 use crate::worker::{self, AdoptSpec, PromptKind, is_same_process};
@@ -22,12 +22,14 @@ impl Runner {
 
     async fn take_over(&mut self, s: WorkerSession) -> Result<(), RunnerError> {
         let (Some(pid), Some(output), Some(log)) = (s.pid, s.output_path.clone(), s.log_path.clone()) else {
-            // The previous runner died between opening the session and starting the process.
+            // The previous runner died before recording the process; the agent only runs once its
+            // process is recorded (it waits behind a gate until then), so nothing ran.
             let end = WorkerEnd::new(EndReason::NeverStarted);
             self.store.end_worker_session(s.id, &end).await?;
             return Ok(());
         };
         let run = self.store.run(s.run_id).await?;
+        let sessions = self.store.worker_sessions(run.id).await?;
         let start_time = s.pid_start_time.and_then(|t| u64::try_from(t).ok()).unwrap_or(0);
         let spec = AdoptSpec {
             task_gid: run.task_gid.clone(),
@@ -43,12 +45,15 @@ impl Runner {
             cost_cap_usd: Some(self.budget_left(&run).await?),
             secrets: self.worker_env(&run, s.kind).secret_values(),
             timeouts: worker_timeouts(&self.config),
+            max_output_bytes: self.config.worker.max_output_bytes,
+            pricing: self.config.pricing.clone(),
+            usage_baseline: thread_baseline(&sessions, s.resumed_session.as_deref(), s.id),
         };
         // A review's verdict is recorded for the head its session started at, never the run's head now.
         let recording = Recording { store: self.store.clone(), session: s.id, run_id: run.id, kind: s.kind };
         if is_same_process(pid, start_time) {
             tracing::info!(run = run.id, pid, "adopting a worker left running by a previous runner");
-            let _started = self.spawn_supervised(recording, move |tx, stop| worker::adopt(spec, tx, stop));
+            self.spawn_supervised(recording, move |tx, stop| worker::adopt(spec, tx, stop));
         } else {
             tracing::info!(run = run.id, pid, "recording a worker that died with the previous runner");
             let _ = supervise_recorded(recording, |tx| worker::collect(spec, tx)).await;

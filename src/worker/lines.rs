@@ -32,7 +32,6 @@ pub struct LineSplitter {
 
 impl LineSplitter {
     /// A splitter whose first byte is at `offset` in the underlying file.
-    #[cfg(test)]
     pub fn starting_at(offset: u64) -> Self {
         LineSplitter { line_start: offset, ..Default::default() }
     }

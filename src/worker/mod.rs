@@ -5,16 +5,21 @@
 //!
 //! 1. Render the prompt: [`Prompts::render`] with a [`PromptContext`]. Template errors (an unknown
 //!    variable) surface here, before any process exists.
-//! 2. Call [`run`] with a [`WorkerSpec`], an unbounded channel for [`WorkerUpdate`]s and a `watch`
-//!    receiver that stops the worker when it becomes `true`.
-//! 3. Persist each update as it arrives: `Started` (pid, pid start time, output path, log path — what
-//!    [`adopt`] needs), `SessionId`, `Output` (the run's `worker_last_update` and the read offset),
-//!    `Usage`, and `Ended` with the [`WorkerOutcome`].
+//! 2. Call [`start`] with a [`WorkerSpec`]: the agent's process exists, but waits behind a gate and
+//!    has done nothing yet. Persist what the returned [`Pending`] says (pid, pid start time, output
+//!    path, log path, start time — what [`adopt`] needs), then call [`Pending::release`] with an
+//!    unbounded channel for [`WorkerUpdate`]s and a `watch` receiver that stops the worker when it
+//!    becomes `true`. So the agent can never act before its identity is durable; if the caller dies
+//!    (or drops the `Pending`) before releasing, the gate exits without running the agent, and
+//!    [`collect`] later reports `NeverStarted`. [`run`] is start + a `Started` update + release, for
+//!    callers that do not need that guarantee.
+//! 3. Persist each update as it arrives: `Started` (from [`run`] only), `SessionId`, `Output` (the
+//!    run's `worker_last_update` and the read offset), `Usage`, and `Ended` with the [`WorkerOutcome`].
 //!
 //! # After a crash of the supervisor
 //!
 //! The agent keeps running: it is in its own process group and writes to a file, not to a pipe. A
-//! restarted runner calls [`adopt`] with what `Started` reported. If the pid is no longer the same
+//! restarted runner calls [`adopt`] with what was recorded. If the pid is no longer the same
 //! process (checked with its start time, so a reused pid is never touched), `adopt` refuses with
 //! [`WorkerError::NotOurProcess`] and the caller may call [`collect`] to read the dead worker's output
 //! into an outcome.
@@ -40,7 +45,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::sync::{mpsc::UnboundedSender, watch};
 
-pub use agent::{AgentConfig, AgentEvent, ClaudeConfig, CodexConfig, CommandConfig, Launch, Tokens};
+pub use agent::{
+    Accounting, AgentConfig, AgentError, AgentEvent, ClaudeConfig, CodexConfig, CommandConfig, Launch, Tokens,
+};
 pub use kind::PromptKind;
 pub use outcome::{EndReason, WorkerOutcome, WorkerUpdate};
 pub use process::{is_same_process, pid_start_time};
@@ -48,6 +55,7 @@ pub use prompt::{Exported, PromptContext, PromptError, Prompts, export_defaults}
 pub use result::{ParsedResult, ResultError};
 pub use spawn::EnvSpec;
 
+use crate::config::Pricing;
 use crate::domain::TaskGid;
 use spawn::WorkerFiles;
 use supervise::{Proc, Watch};
@@ -115,6 +123,16 @@ pub struct WorkerSpec {
     /// Keep it outside the worktree.
     pub files_root: PathBuf,
     pub timeouts: Timeouts,
+    /// The most raw output kept (`worker.max_output_bytes`); past it the worker is stopped with
+    /// `OutputLimit` and the file cut back to this size.
+    pub max_output_bytes: u64,
+    /// Prices to estimate a cost the agent does not report (Codex; Claude until its final result).
+    pub pricing: Pricing,
+    /// The agent thread's usage before this worker (a resumed Codex thread reports running totals).
+    pub usage_baseline: Tokens,
+    /// Directories outside `cwd` the agent must be able to write: the worktree's git directories
+    /// ([`crate::workspace::git_dirs`]), for sandboxed agents.
+    pub writable_dirs: Vec<PathBuf>,
 }
 
 /// What a restarted supervisor needs to take over a live worker (all of it from `Started` and the
@@ -136,6 +154,9 @@ pub struct AdoptSpec {
     /// Values to redact (the caller rebuilds them from the same [`EnvSpec`]).
     pub secrets: Vec<String>,
     pub timeouts: Timeouts,
+    pub max_output_bytes: u64,
+    pub pricing: Pricing,
+    pub usage_baseline: Tokens,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -167,15 +188,25 @@ impl WorkerError {
     }
 }
 
-/// Starts a worker and supervises it to its end. Returns `Err` only when it could not start; once the
-/// process runs, every ending is an [`WorkerOutcome`] (also sent as `WorkerUpdate::Ended`).
+/// Starts a worker and supervises it to its end: [`start`], a `Started` update, [`Pending::release`].
+/// Returns `Err` only when it could not start; once the process runs, every ending is an
+/// [`WorkerOutcome`] (also sent as `WorkerUpdate::Ended`).
 ///
-/// Dropping the returned future detaches the agent: it keeps running and can be [`adopt`]ed.
+/// Dropping the returned future once it has run detaches the agent: it keeps running and can be
+/// [`adopt`]ed.
 pub async fn run(
     spec: WorkerSpec,
     updates: UnboundedSender<WorkerUpdate>,
     cancel: watch::Receiver<bool>,
 ) -> Result<WorkerOutcome, WorkerError> {
+    let pending = start(spec)?;
+    let _ = updates.send(pending.started());
+    Ok(pending.release(updates, cancel).await)
+}
+
+/// Creates the worker's files and work log and spawns its agent behind the start gate: the process
+/// exists (its pid and start time can be recorded) but runs nothing until [`Pending::release`].
+pub fn start(spec: WorkerSpec) -> Result<Pending, WorkerError> {
     let launch_schema = result::schema(spec.kind);
     let started_at = Utc::now();
     let redactor = Redactor::new(spec.env.secret_values());
@@ -188,19 +219,27 @@ pub async fn run(
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| spec.kind.as_str().to_string());
     let files = WorkerFiles::create(spec.files_root.join(spec.task_gid.as_str()).join(stem))?;
-    spawn::write_private(&files.prompt, spec.prompt.as_bytes())?;
-    if let Some(schema) = &launch_schema {
-        spawn::write_private(&files.schema, schema.to_string().as_bytes())?;
-    }
     let launch = Launch {
         cwd: spec.cwd.clone(),
         resume_session: spec.resume_session.clone(),
         max_turns: spec.max_turns,
         result_schema_file: launch_schema.as_ref().map(|_| files.schema.clone()),
-        result_schema: launch_schema,
+        result_schema: launch_schema.clone(),
         max_budget_usd: spec.max_budget_usd,
+        writable_dirs: spec.writable_dirs.clone(),
     };
-    let command = spec.agent.command_line(&launch)?;
+    let command = match spec.agent.command_line(&launch) {
+        Ok(c) => c,
+        Err(e) => {
+            log.abandon(&format!("the agent was not started: {e}"));
+            files.remove();
+            return Err(e.into());
+        }
+    };
+    spawn::write_private(&files.prompt, spec.prompt.as_bytes())?;
+    if let Some(schema) = &launch_schema {
+        spawn::write_private(&files.schema, schema.to_string().as_bytes())?;
+    }
     log.header(&Header {
         task_gid: &spec.task_gid,
         run_id: spec.run_id,
@@ -214,34 +253,140 @@ pub async fn run(
     log.prompt(&spec.prompt);
     // Created before the spawn so the tail can open it; the agent appends to it.
     spawn::write_private(&files.output, b"")?;
+    let output = std::fs::File::open(&files.output).map_err(WorkerError::io("read", &files.output))?;
     let env = spec.env.resolve();
-    let child = match spawn::spawn(&command, &spec.cwd, &env, &files) {
-        Ok(child) => child,
+    let gated = match spawn::spawn(&command, &spec.cwd, &env, &files) {
+        Ok(gated) => gated,
         Err(e) => {
             log.abandon(&format!("the agent did not start: {e}"));
+            files.remove();
             return Err(e);
         }
     };
-    let pid = child.id().map(|p| p as i32).unwrap_or(0);
-    let _ = updates.send(WorkerUpdate::Started {
+    let pid = gated.child.id().map(|p| p as i32).unwrap_or(0);
+    let accounting = Accounting { pricing: spec.pricing.clone(), baseline: spec.usage_baseline };
+    let log_path = log.path().to_path_buf();
+    Ok(Pending {
+        gated: Some(gated),
         pid,
         pid_start_time: process::pid_start_time(pid),
-        output_path: files.output.clone(),
-        log_path: log.path().to_path_buf(),
+        log_path,
         started_at,
-    });
-    let tail = Tail::open(&files.output, spec.agent.parser(), log, updates.clone())
-        .await
-        .map_err(WorkerError::io("read", &files.output))?;
-    let watch = Watch {
-        kind: spec.kind,
-        timeouts: spec.timeouts,
-        cost_cap_usd: spec.cost_cap_usd,
-        started_at,
-        idle_for: Duration::ZERO,
-        output_path: files.output,
-    };
-    Ok(supervise::supervise(Proc::Child(child, None), tail, watch, updates, cancel).await)
+        tail: Some(Tail::from_file(tokio::fs::File::from_std(output), spec.agent.parser(&accounting), log)),
+        watch: Watch {
+            kind: spec.kind,
+            timeouts: spec.timeouts,
+            cost_cap_usd: spec.cost_cap_usd,
+            started_at,
+            idle_for: Duration::ZERO,
+            output_path: files.output,
+            max_output_bytes: spec.max_output_bytes,
+        },
+    })
+}
+
+/// An agent process that exists but has not been allowed to run yet (see [`start`]). Record its
+/// identity, then [`Pending::release`] it. Dropping it instead closes the gate: the process exits
+/// without running the agent, and is reaped.
+pub struct Pending {
+    gated: Option<spawn::Gated>,
+    pid: i32,
+    pid_start_time: u64,
+    log_path: PathBuf,
+    started_at: DateTime<Utc>,
+    tail: Option<Tail>,
+    watch: Watch,
+}
+
+impl Pending {
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+    /// The process start time to record next to the pid (0 where it cannot be read: such a worker can
+    /// never be adopted, only collected).
+    pub fn pid_start_time(&self) -> u64 {
+        self.pid_start_time
+    }
+    pub fn output_path(&self) -> &Path {
+        &self.watch.output_path
+    }
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+    pub fn started_at(&self) -> DateTime<Utc> {
+        self.started_at
+    }
+
+    /// The `Started` update with all of the above, for callers that persist through the channel.
+    pub fn started(&self) -> WorkerUpdate {
+        WorkerUpdate::Started {
+            pid: self.pid,
+            pid_start_time: self.pid_start_time,
+            output_path: self.watch.output_path.clone(),
+            log_path: self.log_path.clone(),
+            started_at: self.started_at,
+        }
+    }
+
+    /// Opens the gate (the agent starts now) and supervises the worker to its end.
+    pub async fn release(
+        mut self,
+        updates: UnboundedSender<WorkerUpdate>,
+        cancel: watch::Receiver<bool>,
+    ) -> WorkerOutcome {
+        let (Some(gated), Some(mut tail)) = (self.gated.take(), self.tail.take()) else {
+            unreachable!("a Pending is released at most once: release takes it by value");
+        };
+        let spawn::Gated { child, gate } = gated;
+        if let Err(e) = spawn::open_gate(gate) {
+            // The gate process is gone (killed from outside): supervision sees it exited.
+            tracing::warn!(pid = self.pid, "cannot open the start gate: {e}");
+        }
+        tail.connect(updates.clone());
+        let watch = self.watch.clone();
+        supervise::supervise(Proc::Child(child, None), tail, watch, updates, cancel).await
+    }
+}
+
+impl Pending {
+    /// Gives the worker up before it ran (its identity could not be recorded): closes the gate, closes
+    /// the work log with `why`, and removes the worker's private files. Nothing ran, so nothing is lost.
+    pub fn abandon(mut self, why: &str) {
+        self.close_gate();
+        if let Some(tail) = self.tail.as_mut() {
+            tail.log.abandon(why);
+            tail.log.flush();
+        }
+        if let Some(dir) = self.watch.output_path.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+
+    /// Closing the only write end makes the gate's `read` fail: it prints its marker and exits without
+    /// running the agent. It does so at once; wait for it briefly so it leaves no zombie behind.
+    fn close_gate(&mut self) {
+        let Some(spawn::Gated { mut child, gate }) = self.gated.take() else {
+            return; // released, or closed already
+        };
+        drop(gate);
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        while matches!(child.try_wait(), Ok(None)) {
+            if std::time::Instant::now() >= deadline {
+                process::signal_group(self.pid, nix::sys::signal::Signal::SIGKILL);
+                let _ = child.start_kill(); // tokio reaps a killed child it no longer owns
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// Dropping a `Pending` is what a caller's crash does to it: the gate closes, the agent never runs, the
+/// output holds the gate's marker, and the work log stays open for [`collect`] to close.
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.close_gate();
+    }
 }
 
 /// Takes over a worker started by a supervisor that has since died, and supervises it to its end.
@@ -258,8 +403,9 @@ pub async fn adopt(
     follow_existing(spec, proc, "adopted the running worker", updates, cancel).await
 }
 
-/// Reads the output of a recorded worker whose process is gone into an outcome (usually `Crashed`, or
-/// `Finished` if it completed while nobody watched), and closes its work log.
+/// Reads the output of a recorded worker whose process is gone into an outcome (usually `Crashed`;
+/// `Finished` if it completed while nobody watched; `NeverStarted` if its gate was never opened), and
+/// closes its work log.
 pub async fn collect(
     spec: AdoptSpec,
     updates: UnboundedSender<WorkerUpdate>,
@@ -286,9 +432,11 @@ async fn follow_existing(
         Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         spec.offset
     ));
-    let mut tail = Tail::open(&spec.output_path, spec.agent.parser(), log, updates.clone())
+    let accounting = Accounting { pricing: spec.pricing.clone(), baseline: spec.usage_baseline };
+    let mut tail = Tail::open(&spec.output_path, spec.agent.parser(&accounting), log)
         .await
         .map_err(WorkerError::io("read", &spec.output_path))?;
+    tail.connect(updates.clone());
     tail.replay(spec.offset).await.map_err(WorkerError::io("read", &spec.output_path))?;
     let idle_for = std::fs::metadata(&spec.output_path)
         .and_then(|m| m.modified())
@@ -302,6 +450,7 @@ async fn follow_existing(
         started_at: spec.started_at,
         idle_for,
         output_path: spec.output_path,
+        max_output_bytes: spec.max_output_bytes,
     };
     Ok(supervise::supervise(proc, tail, watch, updates, cancel).await)
 }

@@ -34,11 +34,14 @@ pub enum WorkerUpdate {
         at: DateTime<Utc>,
         offset: u64,
     },
-    /// Cumulative usage of this worker so far, when the agent reports it.
+    /// Cumulative usage of this worker so far. Tokens as the agent reports them; dollars estimated
+    /// from the price table (`cost_estimated`) until the agent's own total arrives (Claude's final
+    /// `result`; Codex never reports one).
     Usage {
         cost_usd: Option<f64>,
         input_tokens: u64,
         output_tokens: u64,
+        cost_estimated: bool,
     },
     Ended(Box<WorkerOutcome>),
 }
@@ -53,6 +56,8 @@ pub struct WorkerOutcome {
     pub session_id: Option<String>,
     pub num_turns: Option<u32>,
     pub cost_usd: Option<f64>,
+    /// `cost_usd` is (at least partly) executor's estimate from the price table, not the agent's figure.
+    pub cost_estimated: bool,
     pub tokens: Tokens,
     /// The agent's structured result, as returned.
     pub result: Option<Value>,
@@ -73,10 +78,6 @@ impl WorkerOutcome {
     }
     pub fn output_tokens(&self) -> u64 {
         self.tokens.output
-    }
-    /// True when the caller should add one to the run's `worker_stuck_count`.
-    pub fn was_stuck(&self) -> bool {
-        self.reason == EndReason::IdleTimeout
     }
 }
 

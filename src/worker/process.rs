@@ -42,27 +42,92 @@ pub fn read_stat(pid: i32) -> Option<ProcStat> {
     parse_stat(&content)
 }
 
-/// The start time to record next to a pid. On Linux this is field 22 of `/proc/<pid>/stat`. Without procfs
-/// (macOS, BSD) there is no cheap equivalent without extra dependencies, so 0 is returned and
-/// [`is_same_process`] falls back to a liveness check only: a reused pid cannot be told apart there.
+/// The start time to record next to a pid, or 0 when it cannot be read. On Linux: field 22 of
+/// `/proc/<pid>/stat` (clock ticks after boot). On macOS: `proc_pidinfo`'s start time in microseconds
+/// since the epoch. Elsewhere there is no identity to record: 0, and [`is_same_process`] says no.
 pub fn pid_start_time(pid: i32) -> u64 {
-    read_stat(pid).map(|s| s.start_time).unwrap_or(0)
+    if let Some(stat) = read_stat(pid) {
+        return stat.start_time;
+    }
+    #[cfg(target_os = "macos")]
+    if let Some(info) = macos::bsd_info(pid) {
+        return info.start_micros;
+    }
+    0
 }
 
 /// True when `pid` is alive (not a zombie) and started at `start_time`. A zombie counts as gone: it has
-/// exited, only its exit status is waiting to be collected.
+/// exited, only its exit status is waiting to be collected. Where the start time cannot be read the
+/// answer is `false`: executor never adopts or signals a process it cannot identify.
 pub fn is_same_process(pid: i32, start_time: u64) -> bool {
+    if pid <= 0 || start_time == 0 {
+        return false;
+    }
+    if procfs() {
+        return read_stat(pid).is_some_and(|s| !dead_state(s.state) && s.start_time == start_time);
+    }
+    #[cfg(target_os = "macos")]
+    if let Some(info) = macos::bsd_info(pid) {
+        return !info.zombie && info.start_micros == start_time;
+    }
+    false
+}
+
+/// True when a process with this pid exists and has not exited. Unlike `kill(pid, 0)`, a zombie (exited,
+/// its parent has not collected it yet) is not alive. Without procfs or `proc_pidinfo` a zombie cannot
+/// be told apart, and existence is all that is checked.
+pub fn is_alive(pid: i32) -> bool {
     if pid <= 0 {
         return false;
     }
-    if std::path::Path::new("/proc/self/stat").exists() {
-        match read_stat(pid) {
-            Some(stat) => stat.state != 'Z' && stat.start_time == start_time,
-            None => false,
+    if procfs() {
+        return read_stat(pid).is_some_and(|s| !dead_state(s.state));
+    }
+    #[cfg(target_os = "macos")]
+    if let Some(info) = macos::bsd_info(pid) {
+        return !info.zombie;
+    }
+    kill(Pid::from_raw(pid), None).is_ok()
+}
+
+fn procfs() -> bool {
+    std::path::Path::new("/proc/self/stat").exists()
+}
+
+/// Z: zombie; X: dead (seen for an instant while the kernel tears the process down).
+fn dead_state(state: char) -> bool {
+    matches!(state, 'Z' | 'X')
+}
+
+#[cfg(target_os = "macos")]
+mod macos {
+    /// What `proc_pidinfo(PROC_PIDTBSDINFO)` says about a process.
+    pub struct BsdInfo {
+        pub start_micros: u64,
+        pub zombie: bool,
+    }
+
+    pub fn bsd_info(pid: i32) -> Option<BsdInfo> {
+        if pid <= 0 {
+            return None;
         }
-    } else {
-        // No procfs: see pid_start_time. Signal 0 only checks that some process has this pid.
-        start_time == 0 && kill(Pid::from_raw(pid), None).is_ok()
+        let mut info = std::mem::MaybeUninit::<libc::proc_bsdinfo>::zeroed();
+        let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
+        // SAFETY: the buffer is a zeroed proc_bsdinfo of exactly `size` bytes, which is what this
+        // flavour writes; the return value is the number of bytes written.
+        let n = unsafe { libc::proc_pidinfo(pid, libc::PROC_PIDTBSDINFO, 0, info.as_mut_ptr().cast(), size) };
+        if n != size {
+            return None; // no such process (or not ours to inspect)
+        }
+        // SAFETY: fully written by the call above (n == size), and zeroed before that anyway.
+        let info = unsafe { info.assume_init() };
+        Some(BsdInfo {
+            start_micros: info
+                .pbi_start_tvsec
+                .saturating_mul(1_000_000)
+                .saturating_add(info.pbi_start_tvusec),
+            zombie: info.pbi_status == libc::SZOMB,
+        })
     }
 }
 
@@ -78,7 +143,7 @@ pub fn group_members(pgid: i32) -> Vec<i32> {
     };
     entries
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| read_stat(*pid).is_some_and(|s| s.pgrp == pgid && s.state != 'Z'))
+        .filter(|pid| read_stat(*pid).is_some_and(|s| s.pgrp == pgid && !dead_state(s.state)))
         .collect()
 }
 
@@ -150,5 +215,25 @@ mod tests {
         assert!(!is_same_process(me, start + 1));
         assert!(!is_same_process(0, start));
         assert!(!is_same_process(-5, start));
+        assert!(!is_same_process(me, 0), "an unknown start time identifies nothing");
+    }
+
+    #[test]
+    fn a_zombie_is_not_alive() {
+        // A child that has exited but is not reaped yet: kill(pid, 0) still succeeds on it.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        let start = pid_start_time(pid);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while read_stat(pid).is_some_and(|s| s.state != 'Z') {
+            assert!(std::time::Instant::now() < deadline, "the child never exited");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(kill(Pid::from_raw(pid), None).is_ok(), "a zombie still answers signal 0");
+        assert!(!is_alive(pid));
+        assert!(!is_same_process(pid, start));
+        child.wait().unwrap();
+        assert!(!is_alive(pid));
+        assert!(is_alive(std::process::id() as i32));
     }
 }

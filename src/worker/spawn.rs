@@ -1,6 +1,7 @@
 //! Starting an agent process so that it can outlive its supervisor: its own process group, the prompt
 //! from a file on stdin, stdout and stderr to a file, and an explicit environment.
 
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -83,6 +84,14 @@ impl WorkerFiles {
             schema: dir.join("result-schema.json"),
         })
     }
+
+    /// Removes the worker's directory (best effort): for a worker that never ran, nothing in it is
+    /// needed, and the prompt may hold what should not linger.
+    pub fn remove(&self) {
+        if let Some(dir) = self.output.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
 }
 
 /// Writes a file only the owner can read: prompts and raw output may contain secrets.
@@ -98,15 +107,35 @@ pub fn write_private(path: &Path, content: &[u8]) -> Result<(), WorkerError> {
     f.write_all(content).map_err(WorkerError::io("write", path))
 }
 
-/// Spawns the agent. The child is the leader of a new process group (so the whole tree can be stopped
-/// with one signal and is not hit by a Ctrl-C meant for executor), reads the prompt file on stdin, and
-/// writes to the output file — no pipe to executor, so it keeps running if executor dies.
+/// The line the start gate prints when it is closed without being opened: the agent never ran.
+pub const GATE_MARKER: &str = "executor-gate: closed before the agent was released; the agent did not run";
+/// The gate's exit status in that case.
+pub const GATE_EXIT: i32 = 97;
+/// The file descriptor the gate reads its go-ahead from.
+const GATE_FD: i32 = 3;
+
+/// An agent spawned behind its start gate: `sh` waiting for one line on fd 3 before it `exec`s the
+/// agent (same pid, same process start time). Writing the line opens the gate; closing the write end
+/// without writing (dropping this) makes the gate print [`GATE_MARKER`] and exit without running
+/// anything.
+pub struct Gated {
+    pub child: tokio::process::Child,
+    pub gate: OwnedFd,
+}
+
+/// Spawns the agent behind its gate. The child is the leader of a new process group (so the whole tree
+/// can be stopped with one signal and is not hit by a Ctrl-C meant for executor), reads the prompt file
+/// on stdin, and writes to the output file — no pipe to executor, so it keeps running if executor dies.
+///
+/// Program and arguments reach the agent through `"$@"`: the shell never interprets them.
 pub fn spawn(
     cmd: &CommandLine,
     cwd: &Path,
     env: &[(String, String)],
     files: &WorkerFiles,
-) -> Result<tokio::process::Child, WorkerError> {
+) -> Result<Gated, WorkerError> {
+    let program = resolve_program(&cmd.program, cwd, env)
+        .map_err(|source| WorkerError::Spawn { program: cmd.program.clone(), source })?;
     let stdin = std::fs::File::open(&files.prompt).map_err(WorkerError::io("open", &files.prompt))?;
     let out = std::fs::OpenOptions::new()
         .create(true)
@@ -115,8 +144,19 @@ pub fn spawn(
         .open(&files.output)
         .map_err(WorkerError::io("create", &files.output))?;
     let err = out.try_clone().map_err(WorkerError::io("duplicate", &files.output))?;
-    let mut command = tokio::process::Command::new(&cmd.program);
+    // Both ends close on exec, so no other child of executor (CI, git, another agent) inherits them;
+    // the gate gets the read end as fd 3 (dup2 clears close-on-exec on the copy) and closes it itself.
+    let (read, write) =
+        cloexec_pipe().map_err(|e| WorkerError::Spawn { program: cmd.program.clone(), source: e.into() })?;
+    let script = format!(
+        "read -r _ <&{GATE_FD} || {{ echo \"{GATE_MARKER}\"; exit {GATE_EXIT}; }}; exec {GATE_FD}<&-; exec \"$@\""
+    );
+    let mut command = tokio::process::Command::new("/bin/sh");
     command
+        .arg("-c")
+        .arg(script)
+        .arg("executor-gate")
+        .arg(&program)
         .args(&cmd.args)
         .current_dir(cwd)
         .env_clear()
@@ -127,7 +167,73 @@ pub fn spawn(
         .process_group(0)
         // Dropping the handle (supervisor crash, future aborted) must not kill the agent.
         .kill_on_drop(false);
-    command.spawn().map_err(|source| WorkerError::Spawn { program: cmd.program.clone(), source })
+    let read_fd = read.as_raw_fd();
+    // SAFETY: between fork and exec only async-signal-safe calls (dup2, fcntl) on descriptors that
+    // exist in the child, no allocation.
+    unsafe {
+        command.pre_exec(move || {
+            if read_fd == GATE_FD {
+                // Already in place: dup2 would do nothing, so clear close-on-exec by hand.
+                if libc::fcntl(GATE_FD, libc::F_SETFD, 0) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            } else if libc::dup2(read_fd, GATE_FD) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child =
+        command.spawn().map_err(|source| WorkerError::Spawn { program: cmd.program.clone(), source })?;
+    drop(read);
+    Ok(Gated { child, gate: write })
+}
+
+/// A pipe whose two ends close on exec. Atomic where the system has `pipe2`.
+#[cfg(not(target_vendor = "apple"))]
+fn cloexec_pipe() -> nix::Result<(OwnedFd, OwnedFd)> {
+    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+}
+
+/// macOS has no `pipe2`: the flag is set right after creation. A child forked by another thread in
+/// between could inherit an end; the agent's gate still opens only on the line executor writes.
+#[cfg(target_vendor = "apple")]
+fn cloexec_pipe() -> nix::Result<(OwnedFd, OwnedFd)> {
+    use nix::fcntl::{F_SETFD, FdFlag, fcntl};
+    let (read, write) = nix::unistd::pipe()?;
+    fcntl(&read, F_SETFD(FdFlag::FD_CLOEXEC))?;
+    fcntl(&write, F_SETFD(FdFlag::FD_CLOEXEC))?;
+    Ok((read, write))
+}
+
+/// Where the gate will find `program`: the shell's `exec` would only report a missing program after
+/// the gate opens, so it is looked up here (in the agent's own PATH) and refused before anything runs.
+fn resolve_program(program: &str, cwd: &Path, env: &[(String, String)]) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable =
+        |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    let not_found = || std::io::Error::new(std::io::ErrorKind::NotFound, "no such program");
+    if program.is_empty() {
+        return Err(not_found());
+    }
+    if program.contains('/') {
+        // Relative to the agent's working directory, as the gate's `exec` would take it.
+        let path = cwd.join(program);
+        return if runnable(&path) { Ok(path) } else { Err(not_found()) };
+    }
+    let path = env.iter().rev().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_str()).unwrap_or("");
+    path.split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| Path::new(d).join(program))
+        .find(|p| runnable(p))
+        .ok_or_else(not_found)
+}
+
+/// Opens the gate: the agent starts.
+pub fn open_gate(gate: OwnedFd) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::File::from(gate);
+    f.write_all(b"go\n")
 }
 
 #[cfg(test)]

@@ -16,7 +16,9 @@ use super::result;
 use super::tail::Tail;
 use super::{PromptKind, Timeouts};
 
-/// How often `Output` updates may be sent.
+/// How often `Output` updates may be sent while output keeps coming. Once it pauses, the offset reached
+/// is sent at once: a line logged but not covered by the persisted offset would be logged twice by
+/// whoever adopts the worker after a crash.
 const OUTPUT_UPDATE_EVERY: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +61,7 @@ impl Proc {
     }
 }
 
+#[derive(Clone)]
 pub(super) struct Watch {
     pub kind: PromptKind,
     pub timeouts: Timeouts,
@@ -68,6 +71,8 @@ pub(super) struct Watch {
     /// How long ago the output last changed, as far as we know at the start.
     pub idle_for: Duration,
     pub output_path: PathBuf,
+    /// Past this size of the output file the worker is stopped (`OutputLimit`) and the file cut back.
+    pub max_output_bytes: u64,
 }
 
 /// The supervision loop shared by a fresh start and an adoption.
@@ -84,20 +89,29 @@ pub(super) async fn supervise(
     let start = now.checked_sub(already).unwrap_or(now);
     let mut last_output = now.checked_sub(w.idle_for).unwrap_or(now);
     let mut last_update: Option<Instant> = None;
+    let mut sent_offset = tail.offset();
+    let mut output_at = Utc::now();
     let mut cancel_open = true;
     let mut stop: Option<EndReason> = None;
 
     let exit = loop {
-        match tail.poll().await {
-            Ok(true) => {
-                last_output = Instant::now();
-                if last_update.is_none_or(|t| t.elapsed() >= OUTPUT_UPDATE_EVERY) {
-                    last_update = Some(Instant::now());
-                    let _ = updates.send(WorkerUpdate::Output { at: Utc::now(), offset: tail.offset() });
-                }
+        let grew = match tail.poll().await {
+            Ok(grew) => grew,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read worker output");
+                false
             }
-            Ok(false) => {}
-            Err(e) => tracing::warn!(error = %e, "cannot read worker output"),
+        };
+        if grew {
+            last_output = Instant::now();
+            output_at = Utc::now();
+        }
+        let offset = tail.offset();
+        if offset != sent_offset && (!grew || last_update.is_none_or(|t| t.elapsed() >= OUTPUT_UPDATE_EVERY))
+        {
+            last_update = Some(Instant::now());
+            sent_offset = offset;
+            let _ = updates.send(WorkerUpdate::Output { at: output_at, offset });
         }
         if let Some(exit) = proc.poll() {
             break exit;
@@ -110,6 +124,8 @@ pub(super) async fn supervise(
             Some(EndReason::HardTimeout)
         } else if over_cap(tail.totals.cost_usd, w.cost_cap_usd) {
             Some(EndReason::BudgetExceeded)
+        } else if output_size(&w).await > w.max_output_bytes {
+            Some(EndReason::OutputLimit)
         } else {
             None
         };
@@ -142,6 +158,7 @@ pub(super) async fn supervise(
         process::terminate_group(pgid, w.timeouts.grace, || {}).await;
     }
 
+    cap_output(&w, &mut tail).await;
     if let Err(e) = tail.finish(exit.code).await {
         tracing::warn!(error = %e, "cannot read the end of the worker output");
     }
@@ -150,6 +167,30 @@ pub(super) async fn supervise(
     tail.log.flush();
     let _ = updates.send(WorkerUpdate::Ended(Box::new(outcome.clone())));
     outcome
+}
+
+async fn output_size(w: &Watch) -> u64 {
+    tokio::fs::metadata(&w.output_path).await.map(|m| m.len()).unwrap_or(0)
+}
+
+/// Once the group is gone nothing writes to the output any more: cut it back to the cap, so what an
+/// agent that printed without pause leaves on disk is bounded (the cap, plus what it wrote between
+/// two checks and during the stop, which is then removed).
+async fn cap_output(w: &Watch, tail: &mut Tail) {
+    if output_size(w).await <= w.max_output_bytes {
+        return;
+    }
+    let cut = async {
+        let f = tokio::fs::OpenOptions::new().write(true).open(&w.output_path).await?;
+        f.set_len(w.max_output_bytes).await
+    };
+    match cut.await {
+        Ok(()) => tail.log.note(&format!(
+            "the raw output passed worker.max_output_bytes ({} bytes); the rest was discarded",
+            w.max_output_bytes
+        )),
+        Err(e) => tracing::warn!(error = %e, "cannot cut the worker output back to its cap"),
+    }
 }
 
 fn over_cap(cost: Option<f64>, cap: Option<f64>) -> bool {
@@ -180,6 +221,11 @@ fn outcome(stop: Option<EndReason>, exit: ExitInfo, tail: &Tail, w: &Watch) -> W
     if reason == EndReason::Finished && over_cap(totals.cost_usd, w.cost_cap_usd) {
         reason = EndReason::BudgetExceeded;
     }
+    if stop.is_none() && totals.never_started {
+        reason = EndReason::NeverStarted;
+    } else if totals.resume_failed && matches!(reason, EndReason::Crashed | EndReason::Failed) {
+        reason = EndReason::ResumeFailed;
+    }
     let parsed = match r {
         Some(r) => result::parse(w.kind, r.structured.as_ref(), r.text.as_deref()),
         None => Err(result::ResultError::Missing),
@@ -196,6 +242,7 @@ fn outcome(stop: Option<EndReason>, exit: ExitInfo, tail: &Tail, w: &Watch) -> W
         session_id: totals.session_id.clone(),
         num_turns: totals.num_turns,
         cost_usd: totals.cost_usd,
+        cost_estimated: totals.cost_estimated,
         tokens: totals.tokens,
         result: r.and_then(|r| r.structured.clone()),
         parsed,

@@ -2,6 +2,7 @@
 //! agent's parser, writes the events to the work log and keeps the running totals.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use tokio::sync::mpsc::UnboundedSender;
@@ -11,8 +12,17 @@ use super::lines::{Line, LineSplitter};
 use super::outcome::WorkerUpdate;
 use super::worklog::WorkLog;
 
-/// Bytes read per system call; a tick reads until the end of the file.
+/// Bytes read per system call.
 const CHUNK: usize = 256 * 1024;
+/// The most one [`Tail::poll`] reads, and for how long it may go on: an agent that prints faster than
+/// its output is logged must not keep the supervisor from checking its timeouts.
+const POLL_BYTES: u64 = 4 * 1024 * 1024;
+const POLL_TIME: Duration = Duration::from_millis(250);
+/// At the end, what is left unread is read for at most this long; past it only the last
+/// [`FINISH_KEEP`] bytes are read, where the agent's final result is. Stopping a flooding agent must not
+/// wait for its whole flood to be logged.
+const FINISH_TIME: Duration = Duration::from_secs(1);
+const FINISH_KEEP: u64 = 256 * 1024;
 
 /// What has been learnt from the output so far.
 #[derive(Debug, Default)]
@@ -20,8 +30,15 @@ pub struct Totals {
     pub session_id: Option<String>,
     pub tokens: Tokens,
     pub cost_usd: Option<f64>,
+    /// `cost_usd` comes (at least partly) from the price table, not from the agent's own total.
+    pub cost_estimated: bool,
     pub num_turns: Option<u32>,
     pub result: Option<AgentResult>,
+    /// The agent said the session to resume does not exist.
+    pub resume_failed: bool,
+    /// The output starts with the start gate's marker: the gate was closed without being opened, so the
+    /// agent never ran.
+    pub never_started: bool,
 }
 
 pub struct Tail {
@@ -33,25 +50,32 @@ pub struct Tail {
     pub totals: Totals,
     updates: UnboundedSender<WorkerUpdate>,
     buf: Vec<u8>,
+    lines_seen: u64,
 }
 
 impl Tail {
-    pub async fn open(
-        path: &Path,
-        parser: Box<dyn OutputParser>,
-        log: WorkLog,
-        updates: UnboundedSender<WorkerUpdate>,
-    ) -> std::io::Result<Tail> {
-        Ok(Tail {
-            file: tokio::fs::File::open(path).await?,
+    pub async fn open(path: &Path, parser: Box<dyn OutputParser>, log: WorkLog) -> std::io::Result<Tail> {
+        Ok(Tail::from_file(tokio::fs::File::open(path).await?, parser, log))
+    }
+
+    /// A tail of an already opened output file. Updates go nowhere until [`Tail::connect`].
+    pub fn from_file(file: tokio::fs::File, parser: Box<dyn OutputParser>, log: WorkLog) -> Tail {
+        Tail {
+            file,
             pos: 0,
             splitter: LineSplitter::default(),
             parser,
             log,
             totals: Totals::default(),
-            updates,
+            updates: tokio::sync::mpsc::unbounded_channel().0,
             buf: vec![0; CHUNK],
-        })
+            lines_seen: 0,
+        }
+    }
+
+    /// Where updates (session id, usage) are sent from now on.
+    pub fn connect(&mut self, updates: UnboundedSender<WorkerUpdate>) {
+        self.updates = updates;
     }
 
     /// Offset just after the last complete line handled: where a later [`super::adopt`] resumes.
@@ -70,33 +94,51 @@ impl Tail {
             }
             let lines = self.split(n);
             for line in lines {
-                let events = self.parser.parse_line(&line.text);
-                self.account(&events);
+                if !self.gate_marker(&line) {
+                    let events = self.parser.parse_line(&line.text);
+                    self.account(&events);
+                }
             }
         }
         Ok(())
     }
 
-    /// Reads everything appended since the last call. Returns whether any byte was new.
+    /// Reads what was appended since the last call, up to a bound in bytes and time (the rest waits
+    /// for the next call). Returns whether any byte was new.
     pub async fn poll(&mut self) -> std::io::Result<bool> {
-        let mut grew = false;
-        loop {
+        let (start, began) = (self.pos, Instant::now());
+        while self.pos - start < POLL_BYTES && began.elapsed() < POLL_TIME {
             let n = self.read_some(CHUNK).await?;
             if n == 0 {
-                return Ok(grew);
+                break;
             }
-            grew = true;
             let lines = self.split(n);
             for line in lines {
                 self.handle(line);
             }
         }
+        Ok(self.pos > start)
     }
 
     /// The process has ended: read what is left, including an unterminated last line, and let the
     /// parser emit what it only knows at the end.
     pub async fn finish(&mut self, exit_code: Option<i32>) -> std::io::Result<()> {
-        self.poll().await?;
+        let began = Instant::now();
+        while began.elapsed() < FINISH_TIME {
+            if !self.poll().await? {
+                break;
+            }
+        }
+        let end = self.file.metadata().await?.len();
+        if end.saturating_sub(self.pos) > FINISH_KEEP {
+            let from = self.pos;
+            self.skip_to(end - FINISH_KEEP).await?;
+            self.log.note(&format!(
+                "{} bytes of the agent's output were not logged (it printed faster than it could be read)",
+                self.pos - from
+            ));
+        }
+        while self.poll().await? {}
         if let Some(line) = self.splitter.finish() {
             self.handle(line);
         }
@@ -106,6 +148,34 @@ impl Tail {
             self.log.event(e);
         }
         Ok(())
+    }
+
+    /// Continues reading at the first line that starts at or after `at`, dropping what lies before it.
+    async fn skip_to(&mut self, at: u64) -> std::io::Result<()> {
+        self.pos = at.max(self.pos);
+        loop {
+            let n = self.read_some(CHUNK).await?;
+            if n == 0 {
+                break;
+            }
+            if let Some(i) = self.buf[..n].iter().position(|b| *b == b'\n') {
+                self.pos = self.pos - n as u64 + i as u64 + 1;
+                break;
+            }
+        }
+        self.splitter = LineSplitter::starting_at(self.pos);
+        Ok(())
+    }
+
+    /// The gate prints its marker as the very first line, and only when the agent never ran.
+    fn gate_marker(&mut self, line: &Line) -> bool {
+        let first = self.lines_seen == 0;
+        self.lines_seen += 1;
+        if first && line.text == super::spawn::GATE_MARKER {
+            self.totals.never_started = true;
+            return true;
+        }
+        false
     }
 
     async fn read_some(&mut self, want: usize) -> std::io::Result<usize> {
@@ -122,6 +192,10 @@ impl Tail {
     }
 
     fn handle(&mut self, line: Line) {
+        if self.gate_marker(&line) {
+            self.log.note("the start gate was closed without being opened: the agent never ran");
+            return;
+        }
         let events = if line.truncated() {
             // A cut line is not valid JSON any more; keep its start as text rather than guess.
             vec![AgentEvent::Raw(format!(
@@ -145,24 +219,25 @@ impl Tail {
                     self.totals.session_id = Some(id.clone());
                     let _ = self.updates.send(WorkerUpdate::SessionId(id.clone()));
                 }
-                AgentEvent::Usage { tokens, cost_usd } => {
-                    let t = &mut self.totals.tokens;
-                    t.input += tokens.input;
-                    t.output += tokens.output;
-                    t.cache_read += tokens.cache_read;
-                    t.cache_creation += tokens.cache_creation;
+                AgentEvent::Usage { tokens, cost_usd, estimated } => {
+                    self.totals.tokens.accumulate(tokens);
                     if let Some(c) = cost_usd {
                         *self.totals.cost_usd.get_or_insert(0.0) += c;
+                        self.totals.cost_estimated |= *estimated;
                     }
                     self.send_usage();
                 }
+                AgentEvent::ResumeFailed(_) => self.totals.resume_failed = true,
                 AgentEvent::Result(r) => {
-                    // The result carries the run's totals, which replace the per-turn sums.
+                    // The result carries the run's totals, which replace the per-turn sums. Only an
+                    // agent that reports its own cost (Claude) makes the cost exact; Codex's result
+                    // repeats the estimate.
                     if let Some(t) = r.tokens {
                         self.totals.tokens = t;
                     }
                     if r.cost_usd.is_some() {
                         self.totals.cost_usd = r.cost_usd;
+                        self.totals.cost_estimated = r.cost_estimated;
                     }
                     self.totals.num_turns = r.num_turns.or(self.totals.num_turns);
                     if let Some(id) = &r.session_id
@@ -186,6 +261,7 @@ impl Tail {
             cost_usd: self.totals.cost_usd,
             input_tokens: self.totals.tokens.input,
             output_tokens: self.totals.tokens.output,
+            cost_estimated: self.totals.cost_estimated,
         });
     }
 }

@@ -1,7 +1,7 @@
 //! Running git: an argument array, a fixed locale, no prompts, bounded error text.
 
 use std::ffi::OsStr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use super::WorkspaceError;
@@ -31,6 +31,30 @@ where
 {
     let (_, output) = run(dir, args)?;
     Ok(output.status.success().then(|| String::from_utf8_lossy(&output.stdout).into_owned()))
+}
+
+/// The git directories a commit in `worktree` writes to, absolute: its own git directory
+/// (`<repo>/.git/worktrees/<name>` for a linked worktree: index, HEAD) and the common one (`<repo>/.git`:
+/// objects, refs). One directory for a main checkout, where both are the same. A sandboxed agent
+/// needs write access to exactly these to commit.
+pub fn git_dirs(worktree: &Path) -> Result<Vec<PathBuf>, WorkspaceError> {
+    let out = git(worktree, ["rev-parse", "--git-dir", "--git-common-dir"])?;
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for line in out.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        // Older gits print paths relative to the directory they ran in.
+        let path = worktree.join(line);
+        let path = std::fs::canonicalize(&path).map_err(|source| WorkspaceError::Io { path, source })?;
+        if !dirs.contains(&path) {
+            dirs.push(path);
+        }
+    }
+    if dirs.is_empty() {
+        return Err(WorkspaceError::Unexpected {
+            command: "git rev-parse --git-dir --git-common-dir".into(),
+            output: out,
+        });
+    }
+    Ok(dirs)
 }
 
 fn run<I, S>(dir: &Path, args: I) -> Result<(String, Output), WorkspaceError>
@@ -68,5 +92,37 @@ fn failure(command: String, output: &Output) -> WorkspaceError {
         command,
         status: output.status.code().map_or("killed by a signal".into(), |c| format!("exit {c}")),
         stderr,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh_git(dir: &Path, args: &[&str]) {
+        let ok = Command::new("git").args(args).current_dir(dir).status().unwrap().success();
+        assert!(ok, "git {args:?}");
+    }
+
+    #[test]
+    fn git_dirs_of_a_linked_worktree_are_its_own_and_the_common_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("repo");
+        std::fs::create_dir(&repo).unwrap();
+        sh_git(&repo, &["init", "-q", "-b", "main"]);
+        sh_git(
+            &repo,
+            &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "i"],
+        );
+        sh_git(&repo, &["worktree", "add", "-q", "-b", "feature", "../wt"]);
+        let wt = tmp.path().join("wt");
+        let repo = std::fs::canonicalize(&repo).unwrap();
+        assert_eq!(
+            git_dirs(&wt).unwrap(),
+            vec![repo.join(".git").join("worktrees").join("wt"), repo.join(".git")]
+        );
+        // The main checkout: one directory.
+        assert_eq!(git_dirs(&repo).unwrap(), vec![repo.join(".git")]);
+        assert!(git_dirs(tmp.path()).is_err(), "not a repository");
     }
 }

@@ -12,6 +12,7 @@ mod worktree;
 
 pub use branch::{SLUG_MAX, branch_name, check_branch_name, slug};
 pub use error::WorkspaceError;
+pub use git::git_dirs;
 pub use scratch::{add_detached, branch_head, remove_scratch};
 pub use worktree::{
     Removal, Worktree, branch_has_commits, current_branch, ensure_worktree, head_sha, prune, remove_if_safe,

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Plays `codex exec --json`: JSONL thread events.
+# Plays `codex exec --json`: JSONL thread events. `turn.completed.usage` is the thread's running total.
 if [ -n "$FAKE_PROMPT_FILE" ]; then cat > "$FAKE_PROMPT_FILE"; else cat > /dev/null; fi
 if [ -n "$FAKE_ARGS_FILE" ]; then printf '%s\n' "$@" > "$FAKE_ARGS_FILE"; fi
 TID="${FAKE_SESSION:-0199a213-81c0-7800-8aa1-bbab2a035a53}"
@@ -12,4 +12,4 @@ printf '%s\n' '{"type":"item.completed","item":{"id":"item_2","type":"file_chang
 printf '%s\n' '{"type":"turn.completed","usage":{"input_tokens":1200,"cached_input_tokens":200,"output_tokens":345}}'
 printf '%s\n' '{"type":"turn.started"}'
 printf '%s\n' '{"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":"Updated src/app.js and ran the tests."}}'
-printf '%s\n' '{"type":"turn.completed","usage":{"input_tokens":300,"cached_input_tokens":0,"output_tokens":55}}'
+printf '%s\n' '{"type":"turn.completed","usage":{"input_tokens":1500,"cached_input_tokens":200,"output_tokens":400}}'

@@ -79,6 +79,10 @@ impl Sandbox {
             logs_root: self.path("logs"),
             files_root: self.path("workers"),
             timeouts: short_timeouts(),
+            max_output_bytes: 256 * 1024 * 1024,
+            pricing: Default::default(),
+            usage_baseline: Default::default(),
+            writable_dirs: vec![],
         }
     }
 }

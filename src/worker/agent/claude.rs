@@ -1,11 +1,19 @@
 //! Claude Code in print mode: `claude -p --output-format stream-json --verbose`, one JSON event a line.
 
+use std::collections::HashSet;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    AgentEvent, AgentResult, CommandLine, Launch, OutputParser, Tokens, json_object, str_field, u64_field,
+    AgentError, AgentEvent, AgentResult, CommandLine, Launch, OutputParser, Tokens, estimate_usd,
+    json_object, str_field, u64_field,
 };
+use crate::config::Pricing;
+
+/// What Claude Code prints on stderr (into the output file) when `--resume` names a session it does
+/// not have: another HOME, another host, a cleaned `~/.claude`.
+pub const RESUME_NOT_FOUND: &str = "No conversation found with session ID";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -32,7 +40,7 @@ impl Default for ClaudeConfig {
 }
 
 impl ClaudeConfig {
-    pub(super) fn command_line(&self, launch: &Launch) -> CommandLine {
+    pub(super) fn command_line(&self, launch: &Launch) -> Result<CommandLine, AgentError> {
         let mut args: Vec<String> =
             ["-p", "--output-format", "stream-json", "--verbose"].map(String::from).to_vec();
         if let Some(mode) = &self.permission_mode {
@@ -52,23 +60,63 @@ impl ClaudeConfig {
             args.extend(["--json-schema".into(), schema.to_string()]);
         }
         if let Some(usd) = launch.max_budget_usd {
-            args.extend(["--max-budget-usd".into(), format!("{usd:.2}")]);
+            let amount = budget_arg(usd).ok_or(AgentError::NoBudgetLeft(usd))?;
+            args.extend(["--max-budget-usd".into(), amount]);
         }
         args.extend(self.extra_args.iter().cloned());
-        CommandLine { program: self.program.clone(), args }
+        Ok(CommandLine { program: self.program.clone(), args })
     }
 }
 
+/// `usd` rounded DOWN to a millionth of a dollar, as a decimal without trailing zeros, so the agent is
+/// never allowed more than is left. `None` when that is zero (or `usd` is not a positive number).
+pub fn budget_arg(usd: f64) -> Option<String> {
+    const MICROS: f64 = 1_000_000.0;
+    if !usd.is_finite() || usd <= 0.0 {
+        return None;
+    }
+    let mut micros = (usd * MICROS).floor();
+    // 0.57 * 1e6 is 569999.99…: the product can land just under a whole number the amount really is.
+    if (micros + 1.0) / MICROS <= usd {
+        micros += 1.0;
+    }
+    if micros < 1.0 || micros >= u64::MAX as f64 {
+        return None;
+    }
+    let micros = micros as u64;
+    let (whole, frac) = (micros / 1_000_000, micros % 1_000_000);
+    if frac == 0 {
+        return Some(whole.to_string());
+    }
+    let frac = format!("{frac:06}");
+    Some(format!("{whole}.{}", frac.trim_end_matches('0')))
+}
+
 /// Parses stream-json events. Remembers the session id so a change (or a stream without an `init`
-/// event) is still reported once.
+/// event) is still reported once, and which messages' usage has been counted.
 #[derive(Debug, Default)]
 pub struct ClaudeParser {
     session_id: Option<String>,
+    /// Claude Code repeats a message's usage on every content block of it (one `assistant` event per
+    /// block, same `message.id`): each message counts once.
+    counted: HashSet<String>,
+    pricing: Pricing,
+    /// The configured model, for pricing an event that does not name its own.
+    model: Option<String>,
+}
+
+impl ClaudeParser {
+    pub fn new(pricing: Pricing, model: Option<String>) -> Self {
+        ClaudeParser { pricing, model, ..Default::default() }
+    }
 }
 
 impl OutputParser for ClaudeParser {
     fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
         let Some(map) = json_object(line) else {
+            if line.contains(RESUME_NOT_FOUND) {
+                return vec![AgentEvent::ResumeFailed(line.trim().to_string())];
+            }
             return raw(line);
         };
         let event = Value::Object(map);
@@ -91,7 +139,10 @@ impl OutputParser for ClaudeParser {
             _ => self.note_session(&event, &mut out),
         }
         match kind {
-            "assistant" => content_blocks(&event, &mut out, assistant_block),
+            "assistant" => {
+                content_blocks(&event, &mut out, assistant_block);
+                out.extend(self.usage(&event));
+            }
             "user" => content_blocks(&event, &mut out, user_block),
             "result" => out.push(AgentEvent::Result(result(&event, self.session_id.clone()))),
             _ => out.extend(raw(line)),
@@ -107,6 +158,27 @@ impl OutputParser for ClaudeParser {
 }
 
 impl ClaudeParser {
+    /// The usage of an assistant message the first time it is seen, priced as an estimate: the CLI's
+    /// own total only comes with the final `result`, which a killed worker never prints.
+    fn usage(&mut self, event: &Value) -> Option<AgentEvent> {
+        let message = event.get("message")?;
+        let usage = message.get("usage").filter(|u| u.is_object())?;
+        if let Some(id) = str_field(message, "id")
+            && !self.counted.insert(id)
+        {
+            return None;
+        }
+        let tokens = Tokens {
+            input: u64_field(usage, "input_tokens"),
+            output: u64_field(usage, "output_tokens"),
+            cache_read: u64_field(usage, "cache_read_input_tokens"),
+            cache_creation: u64_field(usage, "cache_creation_input_tokens"),
+        };
+        let model = str_field(message, "model").or_else(|| self.model.clone()).unwrap_or_default();
+        let cost = estimate_usd(&self.pricing.price_for(&model), &tokens, false);
+        Some(AgentEvent::Usage { tokens, cost_usd: Some(cost), estimated: true })
+    }
+
     fn note_session(&mut self, event: &Value, out: &mut Vec<AgentEvent>) {
         if let Some(id) = str_field(event, "session_id")
             && self.session_id.as_deref() != Some(id.as_str())
@@ -179,23 +251,46 @@ fn tool_output(content: Option<&Value>) -> String {
 
 fn result(event: &Value, known_session: Option<String>) -> AgentResult {
     let subtype = str_field(event, "subtype").unwrap_or_default();
-    let tokens = event.get("usage").filter(|u| u.is_object()).map(|u| Tokens {
-        input: u64_field(u, "input_tokens"),
-        output: u64_field(u, "output_tokens"),
-        cache_read: u64_field(u, "cache_read_input_tokens"),
-        cache_creation: u64_field(u, "cache_creation_input_tokens"),
+    // `modelUsage` is what the cost is computed from (`usage` under-counted in a trial): prefer it.
+    let tokens = model_usage(event).or_else(|| {
+        event.get("usage").filter(|u| u.is_object()).map(|u| Tokens {
+            input: u64_field(u, "input_tokens"),
+            output: u64_field(u, "output_tokens"),
+            cache_read: u64_field(u, "cache_read_input_tokens"),
+            cache_creation: u64_field(u, "cache_creation_input_tokens"),
+        })
     });
     AgentResult {
         is_error: event.get("is_error").and_then(Value::as_bool).unwrap_or(subtype != "success"),
         budget_exceeded: subtype == "error_max_budget_usd",
         num_turns: event.get("num_turns").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok()),
         cost_usd: event.get("total_cost_usd").and_then(Value::as_f64),
+        cost_estimated: false,
         tokens,
         text: str_field(event, "result"),
         structured: event.get("structured_output").filter(|v| !v.is_null()).cloned(),
         session_id: str_field(event, "session_id").or(known_session),
         subtype,
     }
+}
+
+/// `result.modelUsage`: `{model: {inputTokens, outputTokens, cacheReadInputTokens,
+/// cacheCreationInputTokens, costUSD, …}}`, summed over the models used.
+fn model_usage(event: &Value) -> Option<Tokens> {
+    let models = event.get("modelUsage")?.as_object()?;
+    if models.is_empty() {
+        return None;
+    }
+    let mut total = Tokens::default();
+    for m in models.values() {
+        total.accumulate(&Tokens {
+            input: u64_field(m, "inputTokens"),
+            output: u64_field(m, "outputTokens"),
+            cache_read: u64_field(m, "cacheReadInputTokens"),
+            cache_creation: u64_field(m, "cacheCreationInputTokens"),
+        });
+    }
+    Some(total)
 }
 
 #[cfg(test)]
@@ -205,12 +300,14 @@ mod tests {
     #[test]
     fn builds_a_fresh_and_a_resumed_command_line() {
         let cfg = ClaudeConfig { model: Some("sonnet".into()), ..Default::default() };
-        let fresh = cfg.command_line(&Launch {
-            max_turns: Some(40),
-            result_schema: Some(serde_json::json!({"type":"object"})),
-            max_budget_usd: Some(1.5),
-            ..Default::default()
-        });
+        let fresh = cfg
+            .command_line(&Launch {
+                max_turns: Some(40),
+                result_schema: Some(serde_json::json!({"type":"object"})),
+                max_budget_usd: Some(1.5),
+                ..Default::default()
+            })
+            .unwrap();
         assert_eq!(fresh.program, "claude");
         let a = fresh.args.join(" ");
         assert!(
@@ -219,10 +316,11 @@ mod tests {
         assert!(a.contains("--max-turns 40"));
         assert!(a.contains("--model sonnet"));
         assert!(a.contains("--json-schema {\"type\":\"object\"}"));
-        assert!(a.contains("--max-budget-usd 1.50"));
+        assert!(a.contains("--max-budget-usd 1.5"));
         assert!(!a.contains("--resume"));
-        let resumed =
-            cfg.command_line(&Launch { resume_session: Some("abc-123".into()), ..Default::default() });
+        let resumed = cfg
+            .command_line(&Launch { resume_session: Some("abc-123".into()), ..Default::default() })
+            .unwrap();
         assert!(resumed.args.contains(&"--resume=abc-123".to_string()));
     }
 
@@ -269,5 +367,75 @@ mod tests {
             assert!(matches!(ev.as_slice(), [AgentEvent::Raw(_)]), "{odd}: {ev:?}");
         }
         assert!(p.parse_line("").is_empty());
+    }
+
+    #[test]
+    fn the_budget_is_exact_and_never_rounded_up() {
+        assert_eq!(budget_arg(0.004).as_deref(), Some("0.004"));
+        assert_eq!(budget_arg(0.006).as_deref(), Some("0.006"));
+        assert_eq!(budget_arg(1.0 / 3.0).as_deref(), Some("0.333333"));
+        assert_eq!(budget_arg(2.0 / 3.0).as_deref(), Some("0.666666"), "down, not to nearest");
+        assert_eq!(budget_arg(0.57).as_deref(), Some("0.57"));
+        assert_eq!(budget_arg(5.0).as_deref(), Some("5"));
+        assert_eq!(budget_arg(12.3456789).as_deref(), Some("12.345678"));
+        for nothing in [0.0, 0.0000004, -1.0, f64::NAN, f64::INFINITY] {
+            assert_eq!(budget_arg(nothing), None, "{nothing}");
+        }
+        for usd in [0.004, 0.006, 0.01, 0.57, 1.0 / 3.0, 0.1 + 0.2, 7.77] {
+            let shown: f64 = budget_arg(usd).unwrap().parse().unwrap();
+            assert!(shown <= usd && usd - shown < 1e-6, "{usd} shown as {shown}");
+        }
+        let cfg = ClaudeConfig::default();
+        let tiny = Launch { max_budget_usd: Some(0.0000001), ..Default::default() };
+        assert!(matches!(cfg.command_line(&tiny), Err(AgentError::NoBudgetLeft(_))));
+        let small = cfg.command_line(&Launch { max_budget_usd: Some(0.004), ..Default::default() }).unwrap();
+        assert!(small.args.windows(2).any(|w| w[0] == "--max-budget-usd" && w[1] == "0.004"), "{small:?}");
+    }
+
+    #[test]
+    fn assistant_usage_counts_each_message_once_as_an_estimate() {
+        let pricing = Pricing(std::collections::BTreeMap::from([(
+            "claude-x".to_string(),
+            crate::config::Price { input: 1.0, output: 10.0, cache_read: 0.1, cache_write: 2.0 },
+        )]));
+        let mut p = ClaudeParser::new(pricing, None);
+        let block = |text: &str| {
+            format!(
+                r#"{{"type":"assistant","session_id":"s","message":{{"id":"msg_1","model":"claude-x-1","content":[{{"type":"text","text":"{text}"}}],"usage":{{"input_tokens":1000,"output_tokens":100,"cache_read_input_tokens":10000,"cache_creation_input_tokens":500}}}}}}"#
+            )
+        };
+        let usage = |events: Vec<AgentEvent>| {
+            events.into_iter().find_map(|e| match e {
+                AgentEvent::Usage { tokens, cost_usd, estimated } => Some((tokens, cost_usd, estimated)),
+                _ => None,
+            })
+        };
+        let (tokens, cost, estimated) = usage(p.parse_line(&block("one"))).expect("usage of msg_1");
+        assert_eq!(tokens.input, 1000);
+        assert_eq!(tokens.cache_creation, 500);
+        assert!(estimated);
+        // 1000 × $1 + 100 × $10 + 10000 × $0.1 + 500 × $2, per million.
+        assert!((cost.unwrap() - 0.004).abs() < 1e-12, "{cost:?}");
+        assert_eq!(usage(p.parse_line(&block("two"))), None, "the same message's second block");
+    }
+
+    #[test]
+    fn result_tokens_come_from_model_usage() {
+        let mut p = ClaudeParser::default();
+        let res = r#"{"type":"result","subtype":"success","is_error":false,"session_id":"s","total_cost_usd":0.5,"usage":{"input_tokens":3,"output_tokens":4},"modelUsage":{"claude-a":{"inputTokens":100,"outputTokens":20,"cacheReadInputTokens":1000,"cacheCreationInputTokens":50,"costUSD":0.4},"claude-b":{"inputTokens":7,"outputTokens":2,"cacheReadInputTokens":0,"cacheCreationInputTokens":0,"costUSD":0.1}}}"#;
+        let ev = p.parse_line(res);
+        let r = ev.iter().find_map(|e| if let AgentEvent::Result(r) = e { Some(r) } else { None }).unwrap();
+        assert_eq!(r.tokens, Some(Tokens { input: 107, output: 22, cache_read: 1000, cache_creation: 50 }));
+        assert_eq!(r.cost_usd, Some(0.5));
+    }
+
+    #[test]
+    fn a_session_that_cannot_be_resumed_is_recognised() {
+        let mut p = ClaudeParser::default();
+        let ev = p.parse_line("No conversation found with session ID: 0b5c7e1a-aaaa-bbbb-cccc-1234567890ab");
+        assert!(matches!(ev.as_slice(), [AgentEvent::ResumeFailed(_)]), "{ev:?}");
+        // The phrase inside the agent's own JSON text is not the CLI's error.
+        let text = r#"{"type":"assistant","session_id":"s","message":{"content":[{"type":"text","text":"No conversation found with session ID"}]}}"#;
+        assert!(!p.parse_line(text).iter().any(|e| matches!(e, AgentEvent::ResumeFailed(_))));
     }
 }

@@ -6,8 +6,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{
-    AgentEvent, AgentResult, CommandLine, Launch, OutputParser, Tokens, json_object, str_field, u64_field,
+    Accounting, AgentEvent, AgentResult, CommandLine, Launch, OutputParser, Tokens, estimate_usd,
+    json_object, str_field, u64_field,
 };
+use crate::config::{Price, Pricing};
+
+/// What Codex prints (stderr, or an `error` event) when `exec resume` names a thread it has no record
+/// of: "thread/resume failed: no rollout found for thread id …".
+pub const RESUME_NOT_FOUND: &str = "no rollout found for thread id";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -43,6 +49,13 @@ impl CodexConfig {
         if let Some(path) = &launch.result_schema_file {
             args.extend(["--output-schema".into(), path.display().to_string()]);
         }
+        // Only `workspace-write` has writable roots to extend (`read-only` must stay read-only, and
+        // `danger-full-access` needs none): the worktree's git directories, so commits work.
+        if self.sandbox == "workspace-write" {
+            for dir in &launch.writable_dirs {
+                args.extend(["--add-dir".into(), dir.display().to_string()]);
+            }
+        }
         args.extend(self.extra_args.iter().cloned());
         if let Some(id) = &launch.resume_session {
             args.extend(["resume".into(), id.clone()]);
@@ -56,16 +69,56 @@ impl CodexConfig {
 pub struct CodexParser {
     thread_id: Option<String>,
     turns: u32,
-    tokens: Tokens,
+    /// The thread's running total as last reported (`turn.completed.usage` is cumulative over the whole
+    /// thread, including the turns of earlier workers on a resumed thread).
+    thread_total: Tokens,
+    /// The thread's total before this worker.
+    baseline: Tokens,
+    /// Codex reports no cost: it is estimated at the price of `model` (`""`: the table's default).
+    pricing: Pricing,
+    model: String,
+    resume_failed: bool,
     failure: Option<String>,
     last_message: Option<String>,
     started_items: HashSet<String>,
     seen_anything: bool,
 }
 
+impl CodexParser {
+    /// `model`: the configured Codex model; without one the price table's `default` applies.
+    pub fn new(accounting: &Accounting, model: Option<&str>) -> Self {
+        CodexParser {
+            baseline: accounting.baseline,
+            thread_total: accounting.baseline,
+            pricing: accounting.pricing.clone(),
+            model: model.unwrap_or("").to_string(),
+            ..Default::default()
+        }
+    }
+
+    fn price(&self) -> Price {
+        self.pricing.price_for(&self.model)
+    }
+
+    fn this_worker(&self) -> Tokens {
+        self.thread_total.since(&self.baseline)
+    }
+
+    fn error(&mut self, msg: String) -> Vec<AgentEvent> {
+        if msg.contains(RESUME_NOT_FOUND) && !self.resume_failed {
+            self.resume_failed = true;
+            return vec![AgentEvent::ResumeFailed(msg)];
+        }
+        vec![AgentEvent::Error(msg)]
+    }
+}
+
 impl OutputParser for CodexParser {
     fn parse_line(&mut self, line: &str) -> Vec<AgentEvent> {
         let Some(map) = json_object(line) else {
+            if line.contains(RESUME_NOT_FOUND) {
+                return self.error(line.trim().to_string());
+            }
             return if line.trim().is_empty() { Vec::new() } else { vec![AgentEvent::Raw(line.to_string())] };
         };
         let event = Value::Object(map);
@@ -86,16 +139,22 @@ impl OutputParser for CodexParser {
             "turn.completed" => {
                 self.turns += 1;
                 let usage = event.get("usage").cloned().unwrap_or(Value::Null);
-                let turn = Tokens {
+                let total = Tokens {
                     input: u64_field(&usage, "input_tokens"),
                     output: u64_field(&usage, "output_tokens"),
                     cache_read: u64_field(&usage, "cached_input_tokens"),
                     cache_creation: 0,
                 };
-                self.tokens.input += turn.input;
-                self.tokens.output += turn.output;
-                self.tokens.cache_read += turn.cache_read;
-                vec![AgentEvent::Usage { tokens: turn, cost_usd: None }]
+                // A running total: what this turn added is the difference, never the whole.
+                let turn = total.since(&self.thread_total);
+                self.thread_total = Tokens {
+                    input: total.input.max(self.thread_total.input),
+                    output: total.output.max(self.thread_total.output),
+                    cache_read: total.cache_read.max(self.thread_total.cache_read),
+                    cache_creation: 0,
+                };
+                let cost = estimate_usd(&self.price(), &turn, true);
+                vec![AgentEvent::Usage { tokens: turn, cost_usd: Some(cost), estimated: true }]
             }
             "turn.failed" => {
                 let msg = event
@@ -104,11 +163,12 @@ impl OutputParser for CodexParser {
                     .unwrap_or("turn failed")
                     .to_string();
                 self.failure = Some(msg.clone());
-                vec![AgentEvent::Error(msg)]
+                self.error(msg)
             }
             // Codex also reports transient trouble (reconnects) this way, so it does not end the run.
             "error" => {
-                vec![AgentEvent::Error(str_field(&event, "message").unwrap_or_else(|| event.to_string()))]
+                let msg = str_field(&event, "message").unwrap_or_else(|| event.to_string());
+                self.error(msg)
             }
             "item.started" | "item.updated" | "item.completed" => match event.get("item") {
                 Some(item) => self.item(kind, item),
@@ -122,6 +182,7 @@ impl OutputParser for CodexParser {
         if !self.seen_anything {
             return Vec::new();
         }
+        let cost = estimate_usd(&self.price(), &self.this_worker(), true);
         let failed = self.failure.is_some() || exit_code.is_some_and(|c| c != 0);
         let structured = self.last_message.as_deref().and_then(json_object).map(Value::Object);
         vec![AgentEvent::Result(AgentResult {
@@ -129,8 +190,10 @@ impl OutputParser for CodexParser {
             is_error: failed,
             budget_exceeded: false,
             num_turns: Some(self.turns),
-            cost_usd: None,
-            tokens: Some(self.tokens),
+            // Estimated from the price table (Codex reports no cost); the supervisor keeps the flag.
+            cost_usd: Some(cost),
+            cost_estimated: true,
+            tokens: Some(self.this_worker()),
             text: self.failure.clone().or_else(|| self.last_message.clone()),
             structured,
             session_id: self.thread_id.clone(),
@@ -240,6 +303,66 @@ mod tests {
     }
 
     #[test]
+    fn workspace_write_gets_the_git_directories_as_extra_writable_roots() {
+        let launch = Launch {
+            cwd: PathBuf::from("/w/t"),
+            writable_dirs: vec![PathBuf::from("/r/.git/worktrees/t"), PathBuf::from("/r/.git")],
+            resume_session: Some("th-1".into()),
+            ..Default::default()
+        };
+        let args = CodexConfig::default().command_line(&launch).args.join(" ");
+        assert_eq!(
+            args,
+            "exec --json --sandbox workspace-write -C /w/t --add-dir /r/.git/worktrees/t --add-dir /r/.git resume th-1 -"
+        );
+        let ro = CodexConfig { sandbox: "read-only".into(), ..Default::default() };
+        assert!(!ro.command_line(&launch).args.contains(&"--add-dir".to_string()));
+    }
+
+    #[test]
+    fn a_resumed_thread_counts_only_its_own_turns_and_is_priced() {
+        let accounting = Accounting {
+            pricing: crate::config::Pricing(std::collections::BTreeMap::from([(
+                "default".to_string(),
+                Price { input: 1.0, output: 10.0, cache_read: 0.1, cache_write: 0.0 },
+            )])),
+            baseline: Tokens { input: 2_000, output: 100, cache_read: 500, cache_creation: 0 },
+        };
+        let mut p = CodexParser::new(&accounting, None);
+        p.parse_line(r#"{"type":"thread.started","thread_id":"th-9"}"#);
+        // Running totals of the thread: 2,000 in before this worker, then 2,011 and 4,039.
+        let first = p.parse_line(
+            r#"{"type":"turn.completed","usage":{"input_tokens":4011,"cached_input_tokens":1500,"output_tokens":150}}"#,
+        );
+        let second = p.parse_line(
+            r#"{"type":"turn.completed","usage":{"input_tokens":6039,"cached_input_tokens":2500,"output_tokens":180}}"#,
+        );
+        let delta = |ev: &[AgentEvent]| match &ev[0] {
+            AgentEvent::Usage { tokens, cost_usd, estimated: true } => (*tokens, cost_usd.unwrap()),
+            other => panic!("{other:?}"),
+        };
+        let (t1, c1) = delta(&first);
+        assert_eq!((t1.input, t1.output, t1.cache_read), (2_011, 50, 1_000));
+        // 1,011 fresh input × $1 + 50 × $10 + 1,000 cached × $0.1, per million.
+        assert!((c1 - 0.001611).abs() < 1e-12, "{c1}");
+        let (t2, _) = delta(&second);
+        assert_eq!((t2.input, t2.output), (2_028, 30));
+        let AgentEvent::Result(r) = &p.finish(Some(0))[0] else { panic!() };
+        assert_eq!(r.tokens.unwrap().input, 4_039, "this worker's, not the thread's 6,039");
+        assert_eq!(r.tokens.unwrap().output, 80);
+        assert!(r.cost_usd.unwrap() > 0.0);
+    }
+
+    #[test]
+    fn a_thread_that_cannot_be_resumed_is_recognised() {
+        let mut p = CodexParser::default();
+        let ev = p.parse_line(
+            "Error: thread/resume: thread/resume failed: no rollout found for thread id 019e (code -32600)",
+        );
+        assert!(matches!(ev.as_slice(), [AgentEvent::ResumeFailed(_)]), "{ev:?}");
+    }
+
+    #[test]
     fn parses_a_thread_and_sums_usage() {
         let mut p = CodexParser::default();
         let lines = [
@@ -249,7 +372,7 @@ mod tests {
             r#"{"type":"item.completed","item":{"id":"i1","type":"command_execution","command":"ls","aggregated_output":"a\n","exit_code":0,"status":"completed"}}"#,
             r#"{"type":"item.completed","item":{"id":"i2","type":"agent_message","text":"{\"summary\":\"ok\"}"}}"#,
             r#"{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":10,"output_tokens":7}}"#,
-            r#"{"type":"turn.completed","usage":{"input_tokens":1,"cached_input_tokens":0,"output_tokens":1}}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":101,"cached_input_tokens":10,"output_tokens":8}}"#,
         ];
         let events: Vec<AgentEvent> = lines.iter().flat_map(|l| p.parse_line(l)).collect();
         assert!(matches!(&events[0], AgentEvent::Session { id, .. } if id == "th-9"));

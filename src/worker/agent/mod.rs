@@ -13,7 +13,9 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use claude::{ClaudeConfig, ClaudeParser};
+use crate::config::{Price, Pricing};
+
+pub use claude::{ClaudeConfig, ClaudeParser, budget_arg};
 pub use codex::{CodexConfig, CodexParser};
 pub use command::{CommandConfig, CommandParser};
 
@@ -40,6 +42,9 @@ pub struct Launch {
     pub result_schema_file: Option<PathBuf>,
     /// What is left of the run's budget, for agents that can cap themselves (Claude `--max-budget-usd`).
     pub max_budget_usd: Option<f64>,
+    /// Directories outside the worktree the agent must be able to write: the worktree's git
+    /// directories, so a sandboxed agent (Codex `workspace-write`) can commit.
+    pub writable_dirs: Vec<PathBuf>,
 }
 
 /// The program and arguments to run. Never contains the prompt: that goes on stdin.
@@ -68,7 +73,7 @@ impl CommandLine {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum AgentError {
     /// A session id goes on the agent's command line, so it must look like one.
     #[error(
@@ -77,6 +82,10 @@ pub enum AgentError {
     InvalidSessionId(String),
     #[error("the command agent has no program configured")]
     EmptyProgram,
+    /// What is left of the budget rounds down to nothing the agent's budget flag can express: this is a
+    /// budget stop, not a launch.
+    #[error("no budget left to start an agent with (${0} remaining)")]
+    NoBudgetLeft(f64),
 }
 
 /// Token counts as the agents report them.
@@ -98,6 +107,8 @@ pub struct AgentResult {
     pub budget_exceeded: bool,
     pub num_turns: Option<u32>,
     pub cost_usd: Option<f64>,
+    /// `cost_usd` is executor's estimate from the price table (Codex), not the agent's own figure.
+    pub cost_estimated: bool,
     pub tokens: Option<Tokens>,
     /// The final message text.
     pub text: Option<String>,
@@ -128,11 +139,17 @@ pub enum AgentEvent {
         output: String,
         is_error: bool,
     },
-    /// Usage reported mid-run (Codex reports it per turn). Amounts are for that turn only.
+    /// Usage reported mid-run: Claude per assistant message, Codex per turn. Amounts are what this
+    /// event adds to the worker's totals. `estimated` when the dollars come from the price table rather
+    /// than from the agent.
     Usage {
         tokens: Tokens,
         cost_usd: Option<f64>,
+        estimated: bool,
     },
+    /// The agent could not continue the session it was asked to resume (it no longer exists where the
+    /// agent looks for it).
+    ResumeFailed(String),
     /// An error the agent reported without ending (a Codex `error` item, a failed turn).
     Error(String),
     Result(AgentResult),
@@ -146,6 +163,46 @@ pub trait OutputParser: Send {
     fn parse_line(&mut self, line: &str) -> Vec<AgentEvent>;
     /// The output has ended (the process exited): emit whatever can only be known at the end.
     fn finish(&mut self, exit_code: Option<i32>) -> Vec<AgentEvent>;
+}
+
+/// What a parser needs to account for usage as it goes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Accounting {
+    /// Dollars per million tokens, to estimate a cost the agent does not report (yet).
+    pub pricing: Pricing,
+    /// Usage of the agent's thread before this worker: Codex reports running totals of the whole thread,
+    /// so a resumed thread's earlier turns are subtracted.
+    pub baseline: Tokens,
+}
+
+impl Tokens {
+    /// What `self` adds to `earlier`, for counters that only grow (a thread's running totals).
+    pub fn since(&self, earlier: &Tokens) -> Tokens {
+        Tokens {
+            input: self.input.saturating_sub(earlier.input),
+            output: self.output.saturating_sub(earlier.output),
+            cache_read: self.cache_read.saturating_sub(earlier.cache_read),
+            cache_creation: self.cache_creation.saturating_sub(earlier.cache_creation),
+        }
+    }
+
+    pub fn accumulate(&mut self, more: &Tokens) {
+        self.input += more.input;
+        self.output += more.output;
+        self.cache_read += more.cache_read;
+        self.cache_creation += more.cache_creation;
+    }
+}
+
+/// Dollars for `t` at `price` (dollars per million tokens). `input_includes_cache_read`: OpenAI counts
+/// cached input inside `input_tokens`; Anthropic counts it apart.
+pub fn estimate_usd(price: &Price, t: &Tokens, input_includes_cache_read: bool) -> f64 {
+    let fresh_input = if input_includes_cache_read { t.input.saturating_sub(t.cache_read) } else { t.input };
+    (fresh_input as f64 * price.input
+        + t.output as f64 * price.output
+        + t.cache_read as f64 * price.cache_read
+        + t.cache_creation as f64 * price.cache_write)
+        / 1_000_000.0
 }
 
 impl AgentConfig {
@@ -162,16 +219,18 @@ impl AgentConfig {
             check_session_id(id)?;
         }
         match self {
-            AgentConfig::Claude(c) => Ok(c.command_line(launch)),
+            AgentConfig::Claude(c) => c.command_line(launch),
             AgentConfig::Codex(c) => Ok(c.command_line(launch)),
             AgentConfig::Command(c) => c.command_line(),
         }
     }
 
-    pub fn parser(&self) -> Box<dyn OutputParser> {
+    pub fn parser(&self, accounting: &Accounting) -> Box<dyn OutputParser> {
         match self {
-            AgentConfig::Claude(_) => Box::new(ClaudeParser::default()),
-            AgentConfig::Codex(_) => Box::new(CodexParser::default()),
+            AgentConfig::Claude(c) => {
+                Box::new(ClaudeParser::new(accounting.pricing.clone(), c.model.clone()))
+            }
+            AgentConfig::Codex(c) => Box::new(CodexParser::new(accounting, c.model.as_deref())),
             AgentConfig::Command(_) => Box::new(CommandParser::default()),
         }
     }

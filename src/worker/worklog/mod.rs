@@ -22,6 +22,8 @@ pub use read::{find_newest, follow};
 pub const TOOL_TEXT_LIMIT: usize = 2_000;
 /// How much of one assistant message or raw line is kept.
 pub const TEXT_LIMIT: usize = 20_000;
+/// How much of the prompt is kept in the log.
+pub const PROMPT_LIMIT: usize = 64 * 1024;
 /// The last line of every finished work log; `follow` stops when it sees it.
 pub const END_MARKER: &str = "<!-- executor:end -->";
 
@@ -163,8 +165,11 @@ impl WorkLog {
         self.block(&s);
     }
 
+    /// The prompt, up to [`PROMPT_LIMIT`]: a huge task text must not be copied whole into every
+    /// worker's log (the agent got all of it; the private prompt file has it while the worker runs).
     pub fn prompt(&mut self, prompt: &str) {
-        self.block(&format!("## Prompt\n\n{}\n## Conversation\n\n", fenced("markdown", prompt)));
+        let shown = truncate(prompt, PROMPT_LIMIT);
+        self.block(&format!("## Prompt\n\n{}\n## Conversation\n\n", fenced("markdown", &shown)));
     }
 
     /// A line of executor's own, e.g. that a restarted supervisor adopted the worker.
@@ -217,6 +222,12 @@ impl WorkLog {
                 ));
             }
             AgentEvent::Usage { .. } => {}
+            AgentEvent::ResumeFailed(msg) => {
+                self.block(&format!(
+                    "**The session to resume does not exist:** {}\n\n",
+                    truncate(msg, TOOL_TEXT_LIMIT)
+                ));
+            }
             AgentEvent::Error(msg) => {
                 self.block(&format!("**Agent error:** {}\n\n", truncate(msg, TOOL_TEXT_LIMIT)));
             }
@@ -250,7 +261,11 @@ impl WorkLog {
         ));
         let or_unknown = |v: Option<String>| v.unwrap_or_else(|| "unknown".into());
         s.push_str(&format!("- **Turns:** {}\n", or_unknown(o.num_turns.map(|n| n.to_string()))));
-        s.push_str(&format!("- **Cost:** {}\n", or_unknown(o.cost_usd.map(|c| format!("${c:.4}")))));
+        let estimate = if o.cost_estimated { " (estimated from the price table)" } else { "" };
+        s.push_str(&format!(
+            "- **Cost:** {}{estimate}\n",
+            or_unknown(o.cost_usd.map(|c| format!("${c:.4}")))
+        ));
         s.push_str(&format!(
             "- **Tokens:** {} in, {} out, {} cache read, {} cache write\n",
             o.tokens.input, o.tokens.output, o.tokens.cache_read, o.tokens.cache_creation
@@ -315,6 +330,20 @@ mod tests {
         let r =
             Redactor::new(["ghp_secret123".to_string(), "ab".to_string(), "ghp_secret123456".to_string()]);
         assert_eq!(r.redact("a ghp_secret123 b ghp_secret123456 ab"), "a [REDACTED] b [REDACTED] ab");
+    }
+
+    #[test]
+    fn a_huge_prompt_is_logged_capped_with_what_was_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let gid = TaskGid::parse("9").unwrap();
+        let mut log =
+            WorkLog::create(dir.path(), &gid, PromptKind::Analyzer, Utc::now(), Redactor::default()).unwrap();
+        let prompt = "p".repeat(50 * 1024 * 1024);
+        log.prompt(&prompt);
+        log.flush();
+        let text = std::fs::read_to_string(log.path()).unwrap();
+        assert!(text.len() < PROMPT_LIMIT + 1024, "{} bytes", text.len());
+        assert!(text.contains(&format!("[{} more bytes]", prompt.len() - PROMPT_LIMIT)));
     }
 
     #[test]
