@@ -138,3 +138,40 @@ fn eight_concurrent_opens_of_a_new_sqlite_file_all_succeed() {
         }
     }
 }
+
+/// Runs `f` on the sandbox's SQLite store, for facts no command can produce without an agent.
+fn with_store<T>(sb: &Sandbox, f: impl AsyncFnOnce(&executor::store::Store) -> T) -> T {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let url = format!("sqlite://{}", sb.path().join("data/executor.db").display());
+        let store = executor::store::Store::open(&url).await.unwrap();
+        let out = f(&store).await;
+        store.close().await;
+        out
+    })
+}
+
+#[test]
+fn a_cheap_worker_shows_its_cost_in_tenths_of_a_cent() {
+    use executor::domain::{Actor, TaskGid, WorkerKind};
+    let sb = Sandbox::new("");
+    sb.ok(&["queue", "add", "--gid", "7", "--description", "d"]);
+    sb.ok(&["approve", "--skip-triage", "7"]);
+    let run_id = with_store(&sb, async |store| {
+        let run =
+            store.create_run_for_task(&TaskGid::parse("7").unwrap(), Actor::Runner).await.unwrap().unwrap();
+        let s = store.begin_worker_session(run.id, WorkerKind::Queued, "claude", "h").await.unwrap().unwrap();
+        let end =
+            executor::store::WorkerEnd { reason: "finished".into(), cost_usd: 0.0021, ..Default::default() };
+        store.end_worker_session(s.id, &end).await.unwrap();
+        run.id
+    });
+    let list = sb.ok(&["runs", "list"]);
+    assert!(list.contains("$0.0021"), "{list}");
+    let show = sb.ok(&["runs", "show", &run_id.to_string()]);
+    assert!(show.contains("cost:               $0.0021 ("), "{show}");
+    assert!(show.lines().any(|l| l.contains("queued") && l.contains("; $0.0021; log")), "{show}");
+    assert!(!show.contains("$0.00 ") && !show.contains("$0.00;"), "{show}");
+    let queue = sb.ok(&["queue", "show", "7"]);
+    assert!(queue.contains("cost $0.0021 "), "{queue}");
+}

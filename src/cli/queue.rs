@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand};
 
-use super::output::{ago, json, opt, short, table};
+use super::output::{ESTIMATED_UNKNOWN, ago, json, money, opt, short, table};
 use super::{Context, UsageError};
 use crate::domain::{Actor, QueueStatus, TaskGid};
 use crate::store::{EventFilter, NewTask, RunFilter, TaskFilter, Upserted, now};
@@ -243,12 +243,12 @@ async fn show(ctx: &Context, gid: &TaskGid, as_json: bool) -> anyhow::Result<()>
     }
     for r in &runs {
         println!(
-            "  #{} {} branch {} pr {} cost ${:.2} started {}",
+            "  #{} {} branch {} pr {} cost {} started {}",
             r.id,
             r.state,
             opt(&r.branch_name),
             opt(&r.pr_url),
-            r.cost_usd,
+            money(r.cost_usd, ESTIMATED_UNKNOWN),
             ago(r.started_at, now)
         );
     }
