@@ -9,7 +9,6 @@ struct Sandbox {
     dir: tempfile::TempDir,
 }
 
-#[allow(dead_code)] // TEMP: used by the intake tests that follow
 impl Sandbox {
     /// A config whose data directory does not exist yet (nothing is created until a command runs).
     fn fresh() -> Sandbox {
@@ -174,4 +173,97 @@ fn a_cheap_worker_shows_its_cost_in_tenths_of_a_cent() {
     assert!(!show.contains("$0.00 ") && !show.contains("$0.00;"), "{show}");
     let queue = sb.ok(&["queue", "show", "7"]);
     assert!(queue.contains("cost $0.0021 "), "{queue}");
+}
+
+fn refused(out: &Output) -> String {
+    assert_eq!(out.status.code(), Some(2), "stdout {} stderr {}", text(&out.stdout), text(&out.stderr));
+    text(&out.stderr)
+}
+
+fn queue_len(sb: &Sandbox) -> usize {
+    sb.json(&["queue", "list"]).as_array().unwrap().len()
+}
+
+const REPOS: &str = "\n[repos.app]\npath = \"/nonexistent/app\"\n[repos.web]\npath = \"/nonexistent/web\"\n";
+
+#[test]
+fn a_gid_that_can_never_be_a_branch_is_refused_at_intake() {
+    let sb = Sandbox::new("");
+    for (gid, why) in [("a..b", "it contains '..'"), ("y.lock", "a path component ends with '.lock'")] {
+        let err = refused(&sb.run(&["queue", "add", "--gid", gid, "--description", "fix it"]));
+        assert!(err.contains(&format!("gid {gid} can never become a branch")), "{err}");
+        assert!(err.contains(why), "{err}");
+    }
+    let json = r#"[{"gid": "ok-1", "description": "d"}, {"gid": "v2.", "description": "d"}]"#;
+    let err = refused(&sb.run_with_stdin(&["queue", "add"], json));
+    assert!(err.contains("task #2 (gid v2.)") && err.contains("it ends with '.'"), "{err}");
+    assert_eq!(queue_len(&sb), 0, "nothing written");
+}
+
+#[test]
+fn a_repo_that_is_not_configured_is_refused_naming_the_configured_ones() {
+    let sb = Sandbox::new(REPOS);
+    let err = refused(&sb.run(&["queue", "add", "--gid", "1", "--description", "d", "--repo", "ap"]));
+    assert!(err.contains("repo \"ap\" is not configured under [repos]"), "{err}");
+    assert!(err.contains("the configured ones are app, web"), "{err}");
+    let json = r#"{"gid": "2", "description": "d", "repo": "mobile"}"#;
+    let err = refused(&sb.run_with_stdin(&["queue", "add"], json));
+    assert!(err.contains("task 2: repo \"mobile\" is not configured"), "{err}");
+    assert_eq!(queue_len(&sb), 0);
+    sb.ok(&["queue", "add", "--gid", "1", "--description", "d", "--repo", "web"]);
+
+    let none = Sandbox::new("");
+    let err = refused(&none.run(&["queue", "add", "--gid", "1", "--description", "d", "--repo", "app"]));
+    assert!(err.contains("none is configured yet"), "{err}");
+}
+
+#[test]
+fn an_array_with_a_nul_in_its_third_task_writes_nothing_and_names_it() {
+    let sb = Sandbox::new("");
+    let json = r#"[{"gid": "a", "description": "one"}, {"gid": "b", "description": "two"},
+                   {"gid": "c", "description": "three\u0000four"}]"#;
+    let file = sb.path().join("tasks.json");
+    std::fs::write(&file, json).unwrap();
+    let err = refused(&sb.run(&["queue", "add", "--from-json", file.to_str().unwrap()]));
+    assert!(err.contains("task #3 (gid c)") && err.contains("NUL"), "{err}");
+    assert_eq!(queue_len(&sb), 0, "all or nothing");
+}
+
+#[test]
+fn a_new_text_for_an_approved_task_waits_as_a_revision_for_the_human() {
+    let sb = Sandbox::new("");
+    sb.ok(&["queue", "add", "--gid", "9", "--description", "the approved text"]);
+    sb.ok(&["approve", "--skip-triage", "9"]);
+
+    let out = sb.ok(&["queue", "add", "--gid", "9", "--description", "rm -rf the tests", "--notes", "n2"]);
+    assert!(out.contains("revision received for 9") && out.contains("approved text is kept"), "{out}");
+    let json = r#"{"gid": "9", "description": "rm -rf the tests"}"#;
+    let out = sb.run_with_stdin(&["queue", "add"], json);
+    assert!(text(&out.stdout).contains("unchanged 9"), "{}", text(&out.stdout));
+
+    let show = sb.ok(&["queue", "show", "9"]);
+    let (approved, revision) = show.split_once("revision received").expect(&show);
+    assert!(approved.contains("description:\n  the approved text"), "{show}");
+    assert!(revision.contains("NOT approved") && revision.contains("rm -rf the tests"), "{show}");
+    assert!(revision.contains("n2") && show.contains("revision received; approved text kept"), "{show}");
+    let task = &sb.json(&["queue", "show", "9"])["task"];
+    assert_eq!(task["description"], "the approved text");
+    assert_eq!(task["revision_description"], "rm -rf the tests");
+    assert_eq!(task["revision_notes"], "n2");
+
+    let out = sb.ok(&["approve", "9"]);
+    assert!(out.contains("approved the revision of 9"), "{out}");
+    let task = &sb.json(&["queue", "show", "9"])["task"];
+    assert_eq!((&task["description"], &task["notes"]), (&"rm -rf the tests".into(), &"n2".into()));
+    assert!(task["revision_at"].is_null(), "{task}");
+    assert!(sb.ok(&["events", "9"]).contains("revision approved"));
+    // With no revision pending, approving an approved task is refused as before.
+    let again = sb.run(&["approve", "9"]);
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again.stderr));
+
+    // Before approval, new text simply replaces the old.
+    sb.ok(&["queue", "add", "--gid", "10", "--description", "first"]);
+    let out = sb.ok(&["queue", "add", "--gid", "10", "--description", "second"]);
+    assert!(out.contains("updated 10"), "{out}");
+    assert_eq!(sb.json(&["queue", "show", "10"])["task"]["description"], "second");
 }

@@ -434,3 +434,92 @@ async fn notices_are_recorded_once_per_key_and_the_runner_memory_round_trips(db:
     let resumed = store.resume_run_budget(run.id, Actor::Cli).await.unwrap();
     assert!(!resumed.budget_stopped);
 }
+
+/// Intake (issue 7): approved text is revised only by a human, and a batch is all or nothing.
+mod intake {
+    use super::*;
+
+    on_both_databases!(
+        an_approved_tasks_text_changes_only_as_a_revision_a_human_accepts,
+        a_batch_with_text_the_database_refuses_writes_nothing_and_names_the_task,
+    );
+
+    async fn reasons(store: &Store, g: &TaskGid) -> Vec<String> {
+        let filter = EventFilter { task_gid: Some(g.clone()), ..Default::default() };
+        store.events(&filter).await.unwrap().into_iter().filter_map(|e| e.reason).collect()
+    }
+
+    async fn an_approved_tasks_text_changes_only_as_a_revision_a_human_accepts(db: TestDb) {
+        let store = db.open().await;
+        let g = approved(&store, "1207").await;
+        let update = NewTask {
+            description: Some("do something else".into()),
+            notes: Some("new notes".into()),
+            ..Default::default()
+        };
+        let (t, what) = store.upsert_task(&g, &update, Actor::Cli).await.unwrap();
+        assert_eq!(what, Upserted::Revised);
+        assert_eq!(
+            (t.description.as_deref(), t.notes.as_deref()),
+            (Some("work"), None),
+            "approved text kept"
+        );
+        assert_eq!(t.revision_description.as_deref(), Some("do something else"));
+        assert_eq!(t.revision_notes.as_deref(), Some("new notes"));
+        let received = t.revision_at.expect("revision time");
+        assert!(reasons(&store, &g).await.contains(&"revision received; approved text kept".to_string()));
+
+        // The same revision again changes nothing; the tracker sending the approved text withdraws it.
+        let (t, what) = store.upsert_task(&g, &update, Actor::Cli).await.unwrap();
+        assert_eq!((what, t.revision_at), (Upserted::Unchanged, Some(received)));
+        let back = NewTask { description: Some("work".into()), ..Default::default() };
+        let (t, what) = store.upsert_task(&g, &back, Actor::Cli).await.unwrap();
+        assert_eq!((what, t.revision_description.as_deref()), (Upserted::Revised, None));
+        assert_eq!(t.revision_notes.as_deref(), Some("new notes"), "the notes' revision still stands");
+
+        let t = store.accept_task_revision(&g, Actor::Cli).await.unwrap();
+        assert_eq!((t.description.as_deref(), t.notes.as_deref()), (Some("work"), Some("new notes")));
+        assert_eq!((t.revision_description, t.revision_notes, t.revision_at), (None, None, None));
+        assert_eq!(t.status, QueueStatus::Approved);
+        assert!(
+            reasons(&store, &g).await.contains(&"revision approved: it is now the task's text".to_string())
+        );
+        let err = store.accept_task_revision(&g, Actor::Cli).await.unwrap_err();
+        assert!(
+            matches!(err, StoreError::Refused(_)) && err.to_string().contains("no pending revision"),
+            "{err}"
+        );
+
+        // Before approval an update simply replaces the text.
+        let p = gid("1208");
+        store.upsert_task(&p, &task("first"), Actor::Cli).await.unwrap();
+        let (t, what) = store.upsert_task(&p, &task("second"), Actor::Cli).await.unwrap();
+        assert_eq!(
+            (what, t.description.as_deref(), t.revision_at),
+            (Upserted::Updated, Some("second"), None)
+        );
+        let err = store.accept_task_revision(&p, Actor::Cli).await.unwrap_err();
+        assert!(err.to_string().contains("it is pending"), "{err}");
+    }
+
+    async fn a_batch_with_text_the_database_refuses_writes_nothing_and_names_the_task(db: TestDb) {
+        let store = db.open().await;
+        let batch = vec![
+            (gid("a"), task("one")),
+            (gid("b"), task("two")),
+            (gid("c"), NewTask { notes: Some("nul \0 here".into()), ..task("three") }),
+        ];
+        let err = store.upsert_tasks(&batch, Actor::Cli).await.unwrap_err();
+        assert!(matches!(err, StoreError::Refused(_)), "{err}");
+        assert!(
+            err.to_string().contains("task #3 (gid c): there is a NUL character (\\0) in its notes"),
+            "{err}"
+        );
+        assert!(store.list_tasks(&TaskFilter::default()).await.unwrap().is_empty(), "nothing written");
+
+        let written = store.upsert_tasks(&batch[..2], Actor::Cli).await.unwrap();
+        let what: Vec<Upserted> = written.iter().map(|(_, w)| *w).collect();
+        assert_eq!(what, [Upserted::Added, Upserted::Added]);
+        assert_eq!(store.list_tasks(&TaskFilter::default()).await.unwrap().len(), 2);
+    }
+}
