@@ -241,6 +241,7 @@ fn a_new_text_for_an_approved_task_waits_as_a_revision_for_the_human() {
     let out = sb.run_with_stdin(&["queue", "add"], json);
     assert!(text(&out.stdout).contains("unchanged 9"), "{}", text(&out.stdout));
 
+    assert!(sb.ok(&["queue", "list"]).contains("approved (revised)"));
     let show = sb.ok(&["queue", "show", "9"]);
     let (approved, revision) = show.split_once("revision received").expect(&show);
     assert!(approved.contains("description:\n  the approved text"), "{show}");

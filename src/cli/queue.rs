@@ -243,7 +243,12 @@ async fn list(ctx: &Context, filter: TaskFilter, as_json: bool) -> anyhow::Resul
         .map(|t| {
             vec![
                 t.task_gid.to_string(),
-                t.status.to_string(),
+                // A pending revision needs a human's eye: say so where tasks are scanned.
+                if t.revision_at.is_some() {
+                    format!("{} (revised)", t.status)
+                } else {
+                    t.status.to_string()
+                },
                 opt(&t.priority),
                 opt(&t.source),
                 opt(&t.executor_run_id),
@@ -329,7 +334,9 @@ pub async fn approve(ctx: &Context, gids: &[String], skip_triage: bool, as_json:
                         println!("approved {gid}");
                     }
                 }
-                results.push(serde_json::json!({ "gid": gid, "ok": true, "task": task }));
+                results.push(
+                    serde_json::json!({ "gid": gid, "ok": true, "revision_approved": revised, "task": task }),
+                );
             }
             Err(e) => {
                 failed += 1;
