@@ -82,15 +82,30 @@ pub fn redact_url(url: &str) -> String {
         return url.to_string();
     };
     let authority_end = rest.find('/').unwrap_or(rest.len());
-    let Some(at) = rest[..authority_end].rfind('@') else {
-        return url.to_string();
+    let rest = match rest[..authority_end].rfind('@') {
+        Some(at) => match rest[..at].split_once(':') {
+            Some((user, _password)) => format!("{user}:***@{}", &rest[at + 1..]),
+            // A user name alone is not a secret.
+            None => rest.to_string(),
+        },
+        None => rest.to_string(),
     };
-    let (userinfo, host) = (&rest[..at], &rest[at + 1..]);
-    match userinfo.split_once(':') {
-        Some((user, _password)) => format!("{scheme}://{user}:***@{host}"),
-        // No password: the user name alone is not a secret, but keep nothing that looks like one.
-        None => format!("{scheme}://{userinfo}@{host}"),
-    }
+    format!("{scheme}://{}", redact_query_password(&rest))
+}
+
+/// `?password=…` (PostgreSQL also takes the password as a query parameter) with its value replaced.
+fn redact_query_password(rest: &str) -> String {
+    let Some((before, query)) = rest.split_once('?') else {
+        return rest.to_string();
+    };
+    let params: Vec<String> = query
+        .split('&')
+        .map(|kv| match kv.split_once('=') {
+            Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+            _ => kv.to_string(),
+        })
+        .collect();
+    format!("{before}?{}", params.join("&"))
 }
 
 #[cfg(test)]
@@ -114,6 +129,10 @@ mod tests {
         assert_eq!(redact_url("postgres://u:p%40ss@host/db"), "postgres://u:***@host/db");
         assert_eq!(redact_url("postgres://host/db"), "postgres://host/db");
         assert_eq!(redact_url("postgres://host/db?user=a@b"), "postgres://host/db?user=a@b");
+        assert_eq!(
+            redact_url("postgres://host/db?user=a&password=s3@cret"),
+            "postgres://host/db?user=a&password=***"
+        );
         // Without a scheme the text is an SQLite path, which holds no credentials: shown as it is.
         assert_eq!(redact_url("/data/me@work/executor.db"), "/data/me@work/executor.db");
     }
