@@ -1,10 +1,12 @@
 //! The queue: tasks taken in from trackers, and their triage status.
 
+mod plan;
+
+use plan::plan;
+
 use super::events::{NewEvent, insert_event, kind};
 use super::row::{Cols, narrow};
 use super::{BeginWrite, Result, Store, StoreError, now, on_pool};
-use chrono::{DateTime, Utc};
-
 use crate::domain::{Actor, QueueStatus, Task, TaskGid};
 
 /// A task as given by a tracker or by `executor queue add`.
@@ -46,93 +48,6 @@ pub enum Upserted {
     /// The task was approved (or done) and its description or notes changed: the approved text is kept
     /// and the new one recorded as a revision for a human to accept (`executor approve`) or not.
     Revised,
-}
-
-/// What an upsert writes: the row's tracker-owned fields after it.
-#[derive(Debug, Clone, PartialEq)]
-struct Planned {
-    outcome: Upserted,
-    source: Option<String>,
-    description: Option<String>,
-    notes: Option<String>,
-    repo: Option<String>,
-    priority: Option<i32>,
-    revision_description: Option<String>,
-    revision_notes: Option<String>,
-    revision_at: Option<DateTime<Utc>>,
-    reason: Option<&'static str>,
-}
-
-/// Merges an intake into the task as it is (`None`: a new task). A field not given is kept. Before
-/// approval new text simply replaces the old; from approval on, the text a human approved stays, and a
-/// differing text becomes (or updates) the pending revision.
-fn plan(old: Option<&Task>, t: &NewTask, at: DateTime<Utc>) -> Planned {
-    let Some(old) = old else {
-        return Planned {
-            outcome: Upserted::Added,
-            source: t.source.clone(),
-            description: t.description.clone(),
-            notes: t.notes.clone(),
-            repo: t.repo.clone(),
-            priority: t.priority,
-            revision_description: None,
-            revision_notes: None,
-            revision_at: None,
-            reason: None,
-        };
-    };
-    let keep = |new: &Option<String>, old: &Option<String>| new.clone().or_else(|| old.clone());
-    let approved = matches!(old.status, QueueStatus::Approved | QueueStatus::Done);
-    // A revision field holds only text that differs from the approved one; the tracker sending the
-    // approved text again withdraws that part of the revision.
-    let revise = |new: &Option<String>, approved_text: &Option<String>, pending: &Option<String>| match new {
-        Some(n) if Some(n) != approved_text.as_ref() => Some(n.clone()),
-        Some(_) => None,
-        None => pending.clone(),
-    };
-    let (description, notes, revision_description, revision_notes) = if approved {
-        (
-            old.description.clone(),
-            old.notes.clone(),
-            revise(&t.description, &old.description, &old.revision_description),
-            revise(&t.notes, &old.notes, &old.revision_notes),
-        )
-    } else {
-        (keep(&t.description, &old.description), keep(&t.notes, &old.notes), None, None)
-    };
-    let revision_changed =
-        (&revision_description, &revision_notes) != (&old.revision_description, &old.revision_notes);
-    let revision_at = match (&revision_description, &revision_notes) {
-        (None, None) => None,
-        _ if revision_changed => Some(at),
-        _ => old.revision_at,
-    };
-    let mut planned = Planned {
-        outcome: Upserted::Updated,
-        source: keep(&t.source, &old.source),
-        description,
-        notes,
-        repo: keep(&t.repo, &old.repo),
-        priority: t.priority.or(old.priority),
-        revision_description,
-        revision_notes,
-        revision_at,
-        reason: None,
-    };
-    let unchanged = (&planned.source, &planned.description, &planned.notes, &planned.repo, planned.priority)
-        == (&old.source, &old.description, &old.notes, &old.repo, old.priority)
-        && !revision_changed;
-    if unchanged {
-        planned.outcome = Upserted::Unchanged;
-    } else if revision_changed {
-        planned.outcome = Upserted::Revised;
-        planned.reason = Some(if planned.revision_at.is_some() {
-            "revision received; approved text kept"
-        } else {
-            "revision withdrawn: the tracker sent the approved text again"
-        });
-    }
-    planned
 }
 
 #[derive(Debug, Clone, Default)]
