@@ -5,6 +5,7 @@
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
@@ -32,12 +33,9 @@ impl InstanceLock {
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
-                let mut pid = String::new();
-                let _ = file.read_to_string(&mut pid);
-                let pid = pid.trim().to_string();
                 return Err(LockError::Held {
                     name: name.to_string(),
-                    pid: if pid.is_empty() { "unknown".into() } else { pid },
+                    pid: holder_pid(&mut file).unwrap_or_else(|| "unknown".into()),
                 });
             }
             Err(TryLockError::Error(e)) => return Err(io(e)),
@@ -47,6 +45,31 @@ impl InstanceLock {
         writeln!(file, "{}", std::process::id()).map_err(io)?;
         file.flush().map_err(io)?;
         Ok(InstanceLock { _file: file, path })
+    }
+}
+
+/// How long a loser waits for the winner to write its pid. The winner writes it right after taking the
+/// lock, so only a race (both started at once) or a holder stuck between the two lines waits at all.
+const PID_WAIT: Duration = Duration::from_secs(3);
+
+/// The pid the holder wrote, once it is complete (a line ending in a newline, as `acquire` writes it).
+/// The holder takes the lock before it can write, so a loser that lost a close race finds the file empty
+/// (or truncated): it reads again for a short, bounded time rather than saying "unknown".
+fn holder_pid(file: &mut File) -> Option<String> {
+    let deadline = Instant::now() + PID_WAIT;
+    loop {
+        let mut text = String::new();
+        let complete = file.seek(SeekFrom::Start(0)).is_ok()
+            && file.read_to_string(&mut text).is_ok()
+            && text.ends_with('\n');
+        let pid = text.trim();
+        if complete && !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) {
+            return Some(pid.to_string());
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -63,5 +86,24 @@ mod tests {
         assert!(InstanceLock::acquire(dir.path(), "analyzer").is_ok(), "each name has its own lock");
         drop(first);
         assert!(InstanceLock::acquire(dir.path(), "runner").is_ok(), "released on drop");
+    }
+
+    #[test]
+    fn a_loser_that_reads_before_the_winner_wrote_its_pid_still_names_it() {
+        // The winner's window between taking the lock and writing its pid, held open on purpose: the
+        // loser must wait for the pid rather than report "pid unknown".
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runner.lock");
+        let mut winner =
+            OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
+        winner.try_lock().unwrap();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            writeln!(winner, "4242").unwrap();
+            winner
+        });
+        let err = InstanceLock::acquire(dir.path(), "runner").unwrap_err();
+        let _winner = writer.join().unwrap();
+        assert_eq!(err.to_string(), "runner already running (pid 4242)");
     }
 }

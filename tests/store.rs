@@ -492,7 +492,7 @@ async fn usage_is_recorded_as_it_comes_and_survives_an_end_that_reports_less(db:
     let r = store.run(run.id).await.unwrap();
     assert!((r.cost_usd - 0.25).abs() < 1e-9, "{}", r.cost_usd);
     assert_eq!((r.input_tokens, r.output_tokens, r.worker_stuck_count), (1500, 300, 1));
-    assert!(store.run_memory(run.id).await.unwrap().cost_estimated);
+    assert!(store.run(run.id).await.unwrap().cost_estimated);
     let ended = store.worker_session(s.id).await.unwrap();
     assert!(ended.cost_estimated && (ended.cost_usd - 0.25).abs() < 1e-9);
     // Usage arriving after the end (a late update) changes nothing.
@@ -575,4 +575,93 @@ async fn the_runner_status_says_what_the_last_runner_met(db: TestDb) {
     store.runner_started("h1", 11).await.unwrap();
     let s = &store.runner_statuses().await.unwrap()[0];
     assert_eq!((s.pid, s.ticks, s.errors, s.last_error.clone()), (11, 0, 0, None));
+}
+
+/// Intake (issue 7): approved text is revised only by a human, and a batch is all or nothing.
+mod intake {
+    use super::*;
+
+    on_both_databases!(
+        an_approved_tasks_text_changes_only_as_a_revision_a_human_accepts,
+        a_batch_with_text_the_database_refuses_writes_nothing_and_names_the_task,
+    );
+
+    async fn reasons(store: &Store, g: &TaskGid) -> Vec<String> {
+        let filter = EventFilter { task_gid: Some(g.clone()), ..Default::default() };
+        store.events(&filter).await.unwrap().into_iter().filter_map(|e| e.reason).collect()
+    }
+
+    async fn an_approved_tasks_text_changes_only_as_a_revision_a_human_accepts(db: TestDb) {
+        let store = db.open().await;
+        let g = approved(&store, "1207").await;
+        let update = NewTask {
+            description: Some("do something else".into()),
+            notes: Some("new notes".into()),
+            ..Default::default()
+        };
+        let (t, what) = store.upsert_task(&g, &update, Actor::Cli).await.unwrap();
+        assert_eq!(what, Upserted::Revised);
+        assert_eq!(
+            (t.description.as_deref(), t.notes.as_deref()),
+            (Some("work"), None),
+            "approved text kept"
+        );
+        assert_eq!(t.revision_description.as_deref(), Some("do something else"));
+        assert_eq!(t.revision_notes.as_deref(), Some("new notes"));
+        let received = t.revision_at.expect("revision time");
+        assert!(reasons(&store, &g).await.contains(&"revision received; approved text kept".to_string()));
+
+        // The same revision again changes nothing; the tracker sending the approved text withdraws it.
+        let (t, what) = store.upsert_task(&g, &update, Actor::Cli).await.unwrap();
+        assert_eq!((what, t.revision_at), (Upserted::Unchanged, Some(received)));
+        let back = NewTask { description: Some("work".into()), ..Default::default() };
+        let (t, what) = store.upsert_task(&g, &back, Actor::Cli).await.unwrap();
+        assert_eq!((what, t.revision_description.as_deref()), (Upserted::Revised, None));
+        assert_eq!(t.revision_notes.as_deref(), Some("new notes"), "the notes' revision still stands");
+
+        let t = store.accept_task_revision(&g, Actor::Cli).await.unwrap();
+        assert_eq!((t.description.as_deref(), t.notes.as_deref()), (Some("work"), Some("new notes")));
+        assert_eq!((t.revision_description, t.revision_notes, t.revision_at), (None, None, None));
+        assert_eq!(t.status, QueueStatus::Approved);
+        assert!(
+            reasons(&store, &g).await.contains(&"revision approved: it is now the task's text".to_string())
+        );
+        let err = store.accept_task_revision(&g, Actor::Cli).await.unwrap_err();
+        assert!(
+            matches!(err, StoreError::Refused(_)) && err.to_string().contains("no pending revision"),
+            "{err}"
+        );
+
+        // Before approval an update simply replaces the text.
+        let p = gid("1208");
+        store.upsert_task(&p, &task("first"), Actor::Cli).await.unwrap();
+        let (t, what) = store.upsert_task(&p, &task("second"), Actor::Cli).await.unwrap();
+        assert_eq!(
+            (what, t.description.as_deref(), t.revision_at),
+            (Upserted::Updated, Some("second"), None)
+        );
+        let err = store.accept_task_revision(&p, Actor::Cli).await.unwrap_err();
+        assert!(err.to_string().contains("it is pending"), "{err}");
+    }
+
+    async fn a_batch_with_text_the_database_refuses_writes_nothing_and_names_the_task(db: TestDb) {
+        let store = db.open().await;
+        let batch = vec![
+            (gid("a"), task("one")),
+            (gid("b"), task("two")),
+            (gid("c"), NewTask { notes: Some("nul \0 here".into()), ..task("three") }),
+        ];
+        let err = store.upsert_tasks(&batch, Actor::Cli).await.unwrap_err();
+        assert!(matches!(err, StoreError::Refused(_)), "{err}");
+        assert!(
+            err.to_string().contains("task #3 (gid c): there is a NUL character (\\0) in its notes"),
+            "{err}"
+        );
+        assert!(store.list_tasks(&TaskFilter::default()).await.unwrap().is_empty(), "nothing written");
+
+        let written = store.upsert_tasks(&batch[..2], Actor::Cli).await.unwrap();
+        let what: Vec<Upserted> = written.iter().map(|(_, w)| *w).collect();
+        assert_eq!(what, [Upserted::Added, Upserted::Added]);
+        assert_eq!(store.list_tasks(&TaskFilter::default()).await.unwrap().len(), 2);
+    }
 }

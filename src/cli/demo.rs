@@ -16,6 +16,10 @@ use crate::store::{EventFilter, NewComment, NewTask};
 /// The fake agent: acts by `$EXECUTOR_WORKER_KIND` (commit, fix CI, answer comments, review).
 const AGENT: &str = include_str!("../../tests/fake_agents/pipeline.sh");
 
+/// The human who comments on the demo's pull request: the config lists them in `trusted_authors`, as a
+/// real setup lists its reviewers, since only trusted authors' comments make a worker act.
+const REVIEWER: &str = "you";
+
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Where to build the demo (default: a new directory under the system's temporary directory).
@@ -70,11 +74,14 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
              [paths]\ndata_dir = {data}\n\n[runner]\nloop_interval = \"1s\"\nretry_backoff = \"1s\"\n\n\
              [worker]\nagent = \"command\"\nidle_timeout = \"1m\"\n\n[worker.command]\nargv = [{agent}]\n\n\
              [notify]\nmention = \"@you\"\n\n[repos.demo]\npath = {repo}\n\
+             # Only comments by these authors make a worker act; the demo's reviewer is \"you\".\n\
+             trusted_authors = [{reviewer}]\n\
              # CI fails until the agent's fix_ci worker adds the file it checks for.\n\
              ci_command = [\"sh\", \"-c\", \"sleep 2; test -f ci-fixed || {{ echo 'ci-fixed is missing'; exit 1; }}\"]\n",
             data = toml_str(&dir.join("data")),
             agent = toml_str(&agent),
             repo = toml_str(&repo),
+            reviewer = toml::Value::String(REVIEWER.into()),
         ),
     )?;
     println!("config: {}", config_path.display());
@@ -118,7 +125,9 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         if run.state == RunState::Pr && !commented {
             let pr = store.local_pr_for_run(run.id).await?.context("a run in pr has a pull request")?;
             let body = "Please note in the repository what you changed.";
-            store.add_local_comment(pr.id, &NewComment { author: "you", body, ..Default::default() }).await?;
+            store
+                .add_local_comment(pr.id, &NewComment { author: REVIEWER, body, ..Default::default() })
+                .await?;
             println!("  you commented on {}: {body:?}", crate::forge::local::pr_url("demo", pr.id));
             commented = true;
         }

@@ -56,6 +56,34 @@ pub fn short(text: &str, max: usize) -> String {
     format!("{cut}…")
 }
 
+/// Dollars as people read them, the one format for money everywhere: cents from a dollar up ("$12.34"),
+/// at least three significant digits below it ("$0.00213", "$0.123") so a cheap worker never shows as
+/// "$0.00". An estimate (tokens priced from the config's table, the CLI's own total not yet known) is
+/// marked "≈".
+pub fn money(usd: f64, estimated: bool) -> String {
+    let mark = if estimated { "≈" } else { "" };
+    if !usd.is_finite() {
+        return format!("{mark}${usd}");
+    }
+    let (sign, abs) = if usd < 0.0 { ("-", -usd) } else { ("", usd) };
+    let digits = if abs >= 1.0 || abs == 0.0 {
+        format!("{abs:.2}")
+    } else {
+        // Decimals for three significant digits, trailing zeros dropped, but never fewer than cents.
+        let decimals = (2 - abs.log10().floor() as i32).max(2) as usize;
+        let text = format!("{abs:.decimals$}");
+        let trimmed = text.trim_end_matches('0');
+        let cents_len = text.find('.').map_or(text.len(), |dot| dot + 3);
+        if trimmed.len() < cents_len { text[..cents_len].to_string() } else { trimmed.to_string() }
+    };
+    format!("{mark}{sign}${digits}")
+}
+
+/// [`money`] followed by "(estimate)" when it is one, for detail views with room for the word.
+pub fn money_long(usd: f64, estimated: bool) -> String {
+    if estimated { format!("{} (estimate)", money(usd, true)) } else { money(usd, false) }
+}
+
 pub fn json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
@@ -74,6 +102,25 @@ mod tests {
         assert_eq!(ago(now - chrono::Duration::hours(3), now), "3h ago");
         assert_eq!(ago(now - chrono::Duration::days(2), now), "2d ago");
         assert_eq!(ago(now + chrono::Duration::minutes(5), now), "in 5m");
+    }
+
+    #[test]
+    fn money_keeps_three_significant_digits_below_a_dollar() {
+        assert_eq!(money(0.002, false), "$0.002");
+        assert_eq!(money(0.0021345, false), "$0.00213");
+        assert_eq!(money(0.004, false), "$0.004");
+        assert_eq!(money(0.1234, false), "$0.123");
+        assert_eq!(money(0.5, false), "$0.50");
+        assert_eq!(money(0.05, false), "$0.05");
+        assert_eq!(money(0.0, false), "$0.00");
+        assert_eq!(money(1.0, false), "$1.00");
+        assert_eq!(money(12.345, false), "$12.35");
+        assert_eq!(money(0.999_9, false), "$1.00");
+        assert_eq!(money(0.000_012_3, false), "$0.0000123");
+        assert_eq!(money(-0.002, false), "-$0.002");
+        assert_eq!(money(0.002, true), "≈$0.002");
+        assert_eq!(money_long(0.002, true), "≈$0.002 (estimate)");
+        assert_eq!(money_long(0.002, false), "$0.002");
     }
 
     #[test]

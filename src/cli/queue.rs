@@ -4,10 +4,11 @@ use std::path::PathBuf;
 use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand};
 
-use super::output::{ago, json, opt, short, table};
+use super::output::{ago, json, money, opt, short, table};
 use super::{Context, UsageError};
+use crate::config::Config;
 use crate::domain::{Actor, QueueStatus, TaskGid};
-use crate::store::{EventFilter, NewTask, RunFilter, TaskFilter, Upserted, now};
+use crate::store::{EventFilter, NewTask, RunFilter, StoreError, TaskFilter, Upserted, now};
 
 #[derive(Debug, Subcommand)]
 pub enum QueueCommand {
@@ -109,8 +110,31 @@ pub async fn run(ctx: &Context, command: QueueCommand, as_json: bool) -> anyhow:
     }
 }
 
+/// Refuses, before anything is written, a task that can never run: a gid that makes no valid branch
+/// name, or a repository the config does not have. `which` names the task in the message.
+fn check_runnable(config: &Config, which: &str, gid: &TaskGid, t: &NewTask) -> anyhow::Result<()> {
+    let prefix = &config.workspace.branch_prefix;
+    if let Err(e) = crate::workspace::check_gid_branch(prefix, gid) {
+        bail!(UsageError(format!(
+            "{which}: gid {gid} can never become a branch (workspace.branch_prefix {prefix:?}): {e}"
+        )));
+    }
+    if let Some(repo) = &t.repo
+        && !config.repos.contains_key(repo)
+    {
+        let known: Vec<&str> = config.repos.keys().map(String::as_str).collect();
+        let known = if known.is_empty() {
+            "none is configured yet: add a [repos.NAME] table to the config".to_string()
+        } else {
+            format!("the configured ones are {}", known.join(", "))
+        };
+        bail!(UsageError(format!("{which}: repo {repo:?} is not configured under [repos]; {known}")));
+    }
+    Ok(())
+}
+
 /// The tasks an `add` call describes, validated before anything is written.
-fn tasks_to_add(args: AddArgs) -> anyhow::Result<Vec<(TaskGid, NewTask)>> {
+fn tasks_to_add(config: &Config, args: AddArgs) -> anyhow::Result<Vec<(TaskGid, NewTask)>> {
     let from_json = |text: &str, origin: &str| -> anyhow::Result<Vec<NewTask>> {
         let value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| UsageError(format!("{origin} is not valid JSON: {e}")))?;
@@ -152,27 +176,43 @@ fn tasks_to_add(args: AddArgs) -> anyhow::Result<Vec<(TaskGid, NewTask)>> {
             from_json(&text, "standard input")?
         }
     };
-    tasks
-        .into_iter()
-        .enumerate()
-        .map(|(i, t)| match t.task_gid.clone() {
-            Some(gid) => Ok((gid, t)),
-            None => Err(UsageError(format!("task #{} has no task_gid", i + 1)).into()),
-        })
-        .collect()
+    let several = tasks.len() > 1;
+    let mut out = Vec::with_capacity(tasks.len());
+    for (i, t) in tasks.into_iter().enumerate() {
+        let Some(gid) = t.task_gid.clone() else {
+            bail!(UsageError(format!("task #{} has no task_gid", i + 1)));
+        };
+        let which = if several { format!("task #{} (gid {gid})", i + 1) } else { format!("task {gid}") };
+        check_runnable(config, &which, &gid, &t)?;
+        out.push((gid, t));
+    }
+    Ok(out)
 }
 
 async fn add(ctx: &Context, args: AddArgs, as_json: bool) -> anyhow::Result<()> {
-    let tasks = tasks_to_add(args)?;
+    let tasks = tasks_to_add(&ctx.config, args)?;
+    // All or nothing: one refused or failed task leaves the queue as it was.
+    let done = ctx.store.upsert_tasks(&tasks, Actor::Cli).await.map_err(|e| match e {
+        StoreError::Refused(why) => UsageError(why).into(),
+        other => anyhow::Error::from(other),
+    })?;
     let mut results = Vec::new();
-    for (gid, t) in &tasks {
-        let (task, what) = ctx.store.upsert_task(gid, t, Actor::Cli).await?;
+    for (task, what) in done {
+        let gid = &task.task_gid;
         if !as_json {
             match what {
                 Upserted::Added => println!("added {gid} (pending)"),
                 Upserted::Updated => println!("updated {gid} (status {} kept)", task.status),
                 Upserted::Unchanged => {
                     println!("unchanged {gid} (already queued with the same fields)")
+                }
+                Upserted::Revised if task.revision_at.is_some() => println!(
+                    "revision received for {gid}: it is {}, so the approved text is kept and agents are told \
+                     only that; compare with `executor queue show {gid}`, accept it with `executor approve {gid}`",
+                    task.status
+                ),
+                Upserted::Revised => {
+                    println!("revision withdrawn for {gid}: the text sent is the approved one again")
                 }
             }
         }
@@ -203,7 +243,12 @@ async fn list(ctx: &Context, filter: TaskFilter, as_json: bool) -> anyhow::Resul
         .map(|t| {
             vec![
                 t.task_gid.to_string(),
-                t.status.to_string(),
+                // A pending revision needs a human's eye: say so where tasks are scanned.
+                if t.revision_at.is_some() {
+                    format!("{} (revised)", t.status)
+                } else {
+                    t.status.to_string()
+                },
                 opt(&t.priority),
                 opt(&t.source),
                 opt(&t.executor_run_id),
@@ -236,6 +281,20 @@ async fn show(ctx: &Context, gid: &TaskGid, as_json: bool) -> anyhow::Result<()>
     field("feasibility", opt(&task.feasibility));
     println!("\ndescription:\n{}", indent(task.description.as_deref().unwrap_or("-")));
     println!("\nnotes:\n{}", indent(task.notes.as_deref().unwrap_or("-")));
+    if let Some(at) = task.revision_at {
+        println!(
+            "\nrevision received {} ({}), NOT approved — agents are told the text above; \
+             `executor approve {gid}` makes this the text:",
+            at.to_rfc3339(),
+            ago(at, now)
+        );
+        let unchanged = "- (unchanged)";
+        println!(
+            "  description:\n{}",
+            indent(&indent(task.revision_description.as_deref().unwrap_or(unchanged)))
+        );
+        println!("  notes:\n{}", indent(&indent(task.revision_notes.as_deref().unwrap_or(unchanged))));
+    }
     println!("\nanalysis:\n{}", indent(task.analysis_summary.as_deref().unwrap_or("- (not analyzed yet)")));
     println!("\nruns:");
     if runs.is_empty() {
@@ -243,12 +302,12 @@ async fn show(ctx: &Context, gid: &TaskGid, as_json: bool) -> anyhow::Result<()>
     }
     for r in &runs {
         println!(
-            "  #{} {} branch {} pr {} cost ${:.2} started {}",
+            "  #{} {} branch {} pr {} cost {} started {}",
             r.id,
             r.state,
             opt(&r.branch_name),
             opt(&r.pr_url),
-            r.cost_usd,
+            money(r.cost_usd, r.cost_estimated),
             ago(r.started_at, now)
         );
     }
@@ -267,11 +326,17 @@ pub async fn approve(ctx: &Context, gids: &[String], skip_triage: bool, as_json:
     let mut results = Vec::new();
     for gid in &gids {
         match approve_one(ctx, gid, skip_triage).await {
-            Ok(task) => {
+            Ok((task, revised)) => {
                 if !as_json {
-                    println!("approved {gid}");
+                    if revised {
+                        println!("approved the revision of {gid}: it is now the text agents are told");
+                    } else {
+                        println!("approved {gid}");
+                    }
                 }
-                results.push(serde_json::json!({ "gid": gid, "ok": true, "task": task }));
+                results.push(
+                    serde_json::json!({ "gid": gid, "ok": true, "revision_approved": revised, "task": task }),
+                );
             }
             Err(e) => {
                 failed += 1;
@@ -289,8 +354,17 @@ pub async fn approve(ctx: &Context, gids: &[String], skip_triage: bool, as_json:
     Ok(())
 }
 
-async fn approve_one(ctx: &Context, gid: &TaskGid, skip_triage: bool) -> anyhow::Result<crate::domain::Task> {
-    let status = ctx.store.task(gid).await?.status;
+/// Approves a task, or the pending revision of an approved one (then `true`).
+async fn approve_one(
+    ctx: &Context,
+    gid: &TaskGid,
+    skip_triage: bool,
+) -> anyhow::Result<(crate::domain::Task, bool)> {
+    let task = ctx.store.task(gid).await?;
+    if task.status == QueueStatus::Approved && task.revision_at.is_some() {
+        return Ok((ctx.store.accept_task_revision(gid, Actor::Cli).await?, true));
+    }
+    let status = task.status;
     if status == QueueStatus::Pending {
         if !skip_triage {
             bail!(
@@ -301,7 +375,11 @@ async fn approve_one(ctx: &Context, gid: &TaskGid, skip_triage: bool) -> anyhow:
             .set_task_status(gid, QueueStatus::AwaitingGo, Actor::Cli, Some("triage skipped by a human"))
             .await?;
     }
-    Ok(ctx.store.set_task_status(gid, QueueStatus::Approved, Actor::Cli, Some("approved by a human")).await?)
+    let task = ctx
+        .store
+        .set_task_status(gid, QueueStatus::Approved, Actor::Cli, Some("approved by a human"))
+        .await?;
+    Ok((task, false))
 }
 
 pub async fn skip(ctx: &Context, gid: &str, reason: &str, as_json: bool) -> anyhow::Result<()> {

@@ -1,7 +1,7 @@
 use clap::Subcommand;
 
 use super::Context;
-use super::output::{ago, json, opt, short, table};
+use super::output::{ago, json, money, money_long, opt, short, table};
 use crate::domain::RunState;
 use crate::forge::{PrSnapshot, PrState};
 use crate::store::{EventFilter, RunFilter, now};
@@ -73,7 +73,7 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
                     opt(&r.pr_number.map(|n| format!("#{n}"))),
                     r.ci_attempts.to_string(),
                     opt(&r.worker_pid),
-                    format!("${:.2}", r.cost_usd),
+                    money(r.cost_usd, r.cost_estimated),
                     ago(r.updated_at, now),
                     short(&why, 60),
                 ]);
@@ -108,8 +108,9 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
                 return json(&memory);
             }
             println!(
-                "run {id} may spend another ${:.2} (budget.per_run_usd) from ${:.2}; the runner picks it up on its next start",
-                ctx.config.budget.per_run_usd, memory.budget_base_usd
+                "run {id} may spend another {} (budget.per_run_usd) from {}; the runner picks it up on its next start",
+                money(ctx.config.budget.per_run_usd, false),
+                money(memory.budget_base_usd, false)
             );
             Ok(())
         }
@@ -151,7 +152,12 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
             field("stuck count", run.worker_stuck_count.to_string());
             field(
                 "cost",
-                format!("${:.2} ({} in / {} out tokens)", run.cost_usd, run.input_tokens, run.output_tokens),
+                format!(
+                    "{} ({} in / {} out tokens)",
+                    money_long(run.cost_usd, run.cost_estimated),
+                    run.input_tokens,
+                    run.output_tokens
+                ),
             );
             field(
                 "lease",
@@ -180,12 +186,12 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
                     _ => format!("running (pid {})", opt(&w.pid)),
                 };
                 println!(
-                    "  #{} {:<12} {:<8} started {:<9} {end}; ${:.2}; log {}",
+                    "  #{} {:<12} {:<8} started {:<9} {end}; {}; log {}",
                     w.id,
                     w.kind.as_str(),
                     w.agent,
                     ago(w.started_at, now),
-                    w.cost_usd,
+                    money_long(w.cost_usd, w.cost_estimated),
                     opt(&w.log_path)
                 );
                 if let Some(e) = &w.result_error {

@@ -36,7 +36,11 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
     println!("executor_queue: {}", line(&counts.queue));
     println!("executor_runs:  {}", line(&counts.runs));
     println!("workers alive:  {workers} (runner.max_workers = {})", ctx.config.runner.max_workers);
-    println!("spent today:    ${spent_today:.2} of ${budget:.2} (UTC day)");
+    println!(
+        "spent today:    {} of {} (UTC day)",
+        super::output::money(spent_today, false),
+        super::output::money(budget, false)
+    );
     let at = now();
     for r in &runners {
         println!("{}", runner_line(r, at));

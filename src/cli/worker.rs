@@ -158,7 +158,11 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
     if budget < MIN_WORKER_BUDGET_USD {
         bail!(
             "no budget left ({}): raise budget.per_run_usd or budget.per_day_usd to run a worker",
-            run.as_ref().map_or("today".into(), |r| format!("run {} has spent ${:.2}", r.id, r.cost_usd))
+            run.as_ref().map_or("today".into(), |r| format!(
+                "run {} has spent {}",
+                r.id,
+                super::output::money(r.cost_usd, r.cost_estimated)
+            ))
         );
     }
     let agent = agent_config(&config);

@@ -69,6 +69,13 @@ pub struct Task {
     pub executor_run_id: Option<i64>,
     /// Which repository (a key of `[repos]` in the config) the work happens in.
     pub repo: Option<String>,
+    /// Text the tracker sent after the task was approved: kept apart, because agents are only ever told
+    /// the text a human approved, until a human accepts this one (`executor approve`). `None` for a
+    /// field the revision does not change.
+    pub revision_description: Option<String>,
+    pub revision_notes: Option<String>,
+    /// When the pending revision arrived; `None` when there is none.
+    pub revision_at: Option<DateTime<Utc>>,
 }
 
 #[cfg(test)]

@@ -83,6 +83,8 @@ pub struct Run {
     pub lease_owner: Option<String>,
     pub lease_expires_at: Option<DateTime<Utc>>,
     pub cost_usd: f64,
+    /// Some of `cost_usd` is executor's estimate from tokens, not an agent's own figure.
+    pub cost_estimated: bool,
     pub input_tokens: i64,
     pub output_tokens: i64,
 }

@@ -45,23 +45,67 @@ impl Store {
             // Several processes (runner, analyzer, CLI) share the file: wait for the lock, don't fail.
             .busy_timeout(Duration::from_secs(30))
             .foreign_keys(true);
-        let pool = SqlitePoolOptions::new().max_connections(4).connect_with(options).await?;
-        Ok(Store { pool: Pool::Sqlite(pool) })
+        // Two processes creating the same new file race to switch it to WAL, and SQLite answers the loser
+        // SQLITE_BUSY at once, without waiting on the busy handler. The switch happens once per file, so
+        // retrying the connection for as long as the busy timeout would have waited is enough.
+        let deadline = std::time::Instant::now() + OPEN_BUSY_WAIT;
+        loop {
+            match SqlitePoolOptions::new().max_connections(4).connect_with(options.clone()).await {
+                Ok(pool) => return Ok(Store { pool: Pool::Sqlite(pool) }),
+                Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(25)).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
     }
 }
 
-/// The URL with any password replaced, for messages and logs.
+/// How long opening an SQLite file keeps retrying while another process holds it busy (as `busy_timeout`).
+const OPEN_BUSY_WAIT: Duration = Duration::from_secs(30);
+
+/// SQLITE_BUSY or SQLITE_LOCKED, in any of their extended forms.
+pub(crate) fn is_busy(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => {
+            db.code().and_then(|c| c.parse::<i64>().ok()).is_some_and(|c| matches!(c & 0xff, 5 | 6))
+        }
+        _ => false,
+    }
+}
+
+/// The URL with its credentials replaced, for messages and logs. The authority ends at the first `/`
+/// after the scheme, and its user part at the LAST `@` before that: a password may itself contain `@`
+/// (unencoded), so splitting at the first one would leak the rest of it.
 pub fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };
-    let Some((userinfo, host)) = rest.split_once('@') else {
-        return url.to_string();
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let rest = match rest[..authority_end].rfind('@') {
+        Some(at) => match rest[..at].split_once(':') {
+            Some((user, _password)) => format!("{user}:***@{}", &rest[at + 1..]),
+            // A user name alone is not a secret.
+            None => rest.to_string(),
+        },
+        None => rest.to_string(),
     };
-    match userinfo.split_once(':') {
-        Some((user, _password)) => format!("{scheme}://{user}:***@{host}"),
-        None => url.to_string(),
-    }
+    format!("{scheme}://{}", redact_query_password(&rest))
+}
+
+/// `?password=…` (PostgreSQL also takes the password as a query parameter) with its value replaced.
+fn redact_query_password(rest: &str) -> String {
+    let Some((before, query)) = rest.split_once('?') else {
+        return rest.to_string();
+    };
+    let params: Vec<String> = query
+        .split('&')
+        .map(|kv| match kv.split_once('=') {
+            Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+            _ => kv.to_string(),
+        })
+        .collect();
+    format!("{before}?{}", params.join("&"))
 }
 
 #[cfg(test)]
@@ -73,5 +117,23 @@ mod tests {
         assert_eq!(redact_url("postgres://bob:s3cret@db:5432/x"), "postgres://bob:***@db:5432/x");
         assert_eq!(redact_url("postgres://bob@db/x"), "postgres://bob@db/x");
         assert_eq!(redact_url("/tmp/a.db"), "/tmp/a.db");
+    }
+
+    #[test]
+    fn a_password_with_at_signs_is_redacted_whole() {
+        assert_eq!(redact_url("postgres://u:p@ss@host/db"), "postgres://u:***@host/db");
+        assert_eq!(
+            redact_url("postgres://u:p@s@s@host:5432/db?x=a@b"),
+            "postgres://u:***@host:5432/db?x=a@b"
+        );
+        assert_eq!(redact_url("postgres://u:p%40ss@host/db"), "postgres://u:***@host/db");
+        assert_eq!(redact_url("postgres://host/db"), "postgres://host/db");
+        assert_eq!(redact_url("postgres://host/db?user=a@b"), "postgres://host/db?user=a@b");
+        assert_eq!(
+            redact_url("postgres://host/db?user=a&password=s3@cret"),
+            "postgres://host/db?user=a&password=***"
+        );
+        // Without a scheme the text is an SQLite path, which holds no credentials: shown as it is.
+        assert_eq!(redact_url("/data/me@work/executor.db"), "/data/me@work/executor.db");
     }
 }

@@ -53,6 +53,7 @@ pub(crate) fn run_from_row(r: &impl Cols) -> Result<Run> {
         lease_owner: r.text("lease_owner")?,
         lease_expires_at: r.time("lease_expires_at")?,
         cost_usd: r.real("cost_usd")?.unwrap_or(0.0),
+        cost_estimated: r.int("cost_estimated")?.unwrap_or(0) != 0,
         input_tokens: r.int("input_tokens")?.unwrap_or(0),
         output_tokens: r.int("output_tokens")?.unwrap_or(0),
     })

@@ -1,5 +1,9 @@
 //! The queue: tasks taken in from trackers, and their triage status.
 
+mod plan;
+
+use plan::plan;
+
 use super::events::{NewEvent, insert_event, kind};
 use super::row::{Cols, narrow};
 use super::{BeginWrite, Result, Store, StoreError, now, on_pool};
@@ -18,6 +22,22 @@ pub struct NewTask {
     pub priority: Option<i32>,
 }
 
+impl NewTask {
+    /// The first text field either backend would refuse, and why: PostgreSQL cannot store NUL in text
+    /// (Rust strings are always valid UTF-8, the other thing it refuses).
+    pub fn unstorable_field(&self) -> Option<&'static str> {
+        [
+            ("source", &self.source),
+            ("description", &self.description),
+            ("notes", &self.notes),
+            ("repo", &self.repo),
+        ]
+        .into_iter()
+        .find(|(_, v)| v.as_deref().is_some_and(|v| v.contains('\0')))
+        .map(|(name, _)| name)
+    }
+}
+
 /// What `upsert_task` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -25,6 +45,9 @@ pub enum Upserted {
     Added,
     Updated,
     Unchanged,
+    /// The task was approved (or done) and its description or notes changed: the approved text is kept
+    /// and the new one recorded as a revision for a human to accept (`executor approve`) or not.
+    Revised,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -50,73 +73,168 @@ pub(crate) fn task_from_row(r: &impl Cols) -> Result<Task> {
         analysis_summary: r.text("analysis_summary")?,
         executor_run_id: r.int("executor_run_id")?,
         repo: r.text("repo")?,
+        revision_description: r.text("revision_description")?,
+        revision_notes: r.text("revision_notes")?,
+        revision_at: r.time("revision_at")?,
     })
 }
 
 impl Store {
     /// Adds a task, or updates the tracker-owned fields (description, notes, source, repo, priority) of an
-    /// existing one without touching its status, analysis or history.
+    /// existing one without touching its status, analysis or history. An approved (or done) task keeps
+    /// the text a human approved: a different one is recorded as a revision ([`Upserted::Revised`]).
     pub async fn upsert_task(&self, gid: &TaskGid, t: &NewTask, actor: Actor) -> Result<(Task, Upserted)> {
-        let existing = self.find_task(gid).await?;
-        let outcome = match &existing {
-            None => Upserted::Added,
-            Some(old) => {
-                let merged = (
-                    t.source.as_ref().or(old.source.as_ref()),
-                    t.description.as_ref().or(old.description.as_ref()),
-                    t.notes.as_ref().or(old.notes.as_ref()),
-                    t.repo.as_ref().or(old.repo.as_ref()),
-                    t.priority.or(old.priority),
-                );
-                let before = (
-                    old.source.as_ref(),
-                    old.description.as_ref(),
-                    old.notes.as_ref(),
-                    old.repo.as_ref(),
-                    old.priority,
-                );
-                if merged == before { Upserted::Unchanged } else { Upserted::Updated }
+        let mut done = self.upsert_tasks(&[(gid.clone(), t.clone())], actor).await?;
+        done.pop().ok_or_else(|| StoreError::Corrupt(format!("task {gid} vanished while written")))
+    }
+
+    /// [`upsert_task`](Self::upsert_task) for several tasks, all or nothing: every task is checked before
+    /// anything is written (a refusal names the task by its position, from 1, and gid), and all are
+    /// written in one transaction.
+    pub async fn upsert_tasks(
+        &self,
+        tasks: &[(TaskGid, NewTask)],
+        actor: Actor,
+    ) -> Result<Vec<(Task, Upserted)>> {
+        for (i, (gid, t)) in tasks.iter().enumerate() {
+            if let Some(field) = t.unstorable_field() {
+                return Err(StoreError::Refused(format!(
+                    "task #{} (gid {gid}): there is a NUL character (\\0) in its {field}, which the database cannot store; nothing was written",
+                    i + 1
+                )));
+            }
+        }
+        // Each write is conditional on the row read in the same transaction (PostgreSQL takes no lock on a
+        // read): a concurrent intake of the same gid makes the whole batch start again, re-reading.
+        let mut attempts = 0;
+        let outcomes = loop {
+            attempts += 1;
+            match self.upsert_once(tasks, actor).await {
+                Err(StoreError::Conflict(_)) if attempts < 5 => continue,
+                other => break other?,
             }
         };
-        if outcome != Upserted::Unchanged {
-            let at = now();
-            let ev = NewEvent {
-                actor,
-                task_gid: Some(gid.as_str()),
-                run_id: None,
-                kind: if outcome == Upserted::Added { kind::TASK_ADDED } else { kind::TASK_UPDATED },
-                from_state: None,
-                to_state: (outcome == Upserted::Added).then_some(QueueStatus::Pending.as_str()),
-                reason: None,
-            };
-            on_pool!(self, |p| {
-                let mut tx = p.begin_write().await?;
-                // COALESCE keeps a field the caller did not give; ON CONFLICT makes a concurrent add of the
-                // same gid an update rather than an error.
-                sqlx::query(
-                    "INSERT INTO executor_queue (task_gid, added_at, updated_at, source, description, notes, repo, priority, status) \
-                     VALUES ($1, $2, $2, $3, $4, $5, $6, $7, 'pending') \
-                     ON CONFLICT (task_gid) DO UPDATE SET updated_at = $2, \
-                       source = COALESCE($3, executor_queue.source), \
-                       description = COALESCE($4, executor_queue.description), \
-                       notes = COALESCE($5, executor_queue.notes), \
-                       repo = COALESCE($6, executor_queue.repo), \
-                       priority = COALESCE($7, executor_queue.priority)",
-                )
-                .bind(gid.as_str())
-                .bind(at)
-                .bind(t.source.as_deref())
-                .bind(t.description.as_deref())
-                .bind(t.notes.as_deref())
-                .bind(t.repo.as_deref())
-                .bind(t.priority.map(i64::from))
-                .execute(&mut *tx)
-                .await?;
+        let mut out = Vec::with_capacity(tasks.len());
+        for ((gid, _), outcome) in tasks.iter().zip(outcomes) {
+            out.push((self.task(gid).await?, outcome));
+        }
+        Ok(out)
+    }
+
+    async fn upsert_once(&self, tasks: &[(TaskGid, NewTask)], actor: Actor) -> Result<Vec<Upserted>> {
+        let at = now();
+        on_pool!(self, |p| {
+            let mut tx = p.begin_write().await?;
+            let mut outcomes = Vec::with_capacity(tasks.len());
+            for (gid, t) in tasks {
+                let old = sqlx::query("SELECT * FROM executor_queue WHERE task_gid = $1")
+                    .bind(gid.as_str())
+                    .fetch_optional(&mut *tx)
+                    .await?
+                    .map(|r| task_from_row(&r))
+                    .transpose()?;
+                let w = plan(old.as_ref(), t, at);
+                let written = match (&old, w.outcome) {
+                    (_, Upserted::Unchanged) => 1,
+                    (None, _) => sqlx::query(
+                        "INSERT INTO executor_queue (task_gid, added_at, updated_at, source, description, notes, repo, priority, status) \
+                         VALUES ($1, $2, $2, $3, $4, $5, $6, $7, 'pending') ON CONFLICT (task_gid) DO NOTHING",
+                    )
+                    .bind(gid.as_str())
+                    .bind(at)
+                    .bind(w.source.as_deref())
+                    .bind(w.description.as_deref())
+                    .bind(w.notes.as_deref())
+                    .bind(w.repo.as_deref())
+                    .bind(w.priority.map(i64::from))
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected(),
+                    (Some(old), _) => sqlx::query(
+                        "UPDATE executor_queue SET updated_at = $1, source = $2, description = $3, notes = $4, \
+                           repo = $5, priority = $6, revision_description = $7, revision_notes = $8, revision_at = $9 \
+                         WHERE task_gid = $10 AND updated_at = $11",
+                    )
+                    .bind(at)
+                    .bind(w.source.as_deref())
+                    .bind(w.description.as_deref())
+                    .bind(w.notes.as_deref())
+                    .bind(w.repo.as_deref())
+                    .bind(w.priority.map(i64::from))
+                    .bind(w.revision_description.as_deref())
+                    .bind(w.revision_notes.as_deref())
+                    .bind(w.revision_at)
+                    .bind(gid.as_str())
+                    .bind(old.updated_at)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected(),
+                };
+                if written != 1 {
+                    return Err(StoreError::Conflict(format!("task {gid}")));
+                }
+                if w.outcome != Upserted::Unchanged {
+                    let added = w.outcome == Upserted::Added;
+                    insert_event!(
+                        &mut *tx,
+                        NewEvent {
+                            actor,
+                            task_gid: Some(gid.as_str()),
+                            run_id: None,
+                            kind: if added { kind::TASK_ADDED } else { kind::TASK_UPDATED },
+                            from_state: None,
+                            to_state: added.then_some(QueueStatus::Pending.as_str()),
+                            reason: w.reason,
+                        }
+                    )?;
+                }
+                outcomes.push(w.outcome);
+            }
+            tx.commit().await?;
+            Ok(outcomes)
+        })
+    }
+
+    /// Makes an approved task's pending revision its text (a human read it and approves it), records
+    /// that, and clears the revision. Refused, naming why, when there is none.
+    pub async fn accept_task_revision(&self, gid: &TaskGid, actor: Actor) -> Result<Task> {
+        let task = self.task(gid).await?;
+        let ev = NewEvent {
+            actor,
+            task_gid: Some(gid.as_str()),
+            run_id: task.executor_run_id,
+            kind: kind::TASK_UPDATED,
+            from_state: None,
+            to_state: None,
+            reason: Some("revision approved: it is now the task's text"),
+        };
+        let n = on_pool!(self, |p| {
+            let mut tx = p.begin_write().await?;
+            let n = sqlx::query(
+                "UPDATE executor_queue SET description = COALESCE(revision_description, description), \
+                   notes = COALESCE(revision_notes, notes), revision_description = NULL, revision_notes = NULL, \
+                   revision_at = NULL, updated_at = $1 \
+                 WHERE task_gid = $2 AND status = 'approved' AND revision_at IS NOT NULL",
+            )
+            .bind(now())
+            .bind(gid.as_str())
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if n == 1 {
                 insert_event!(&mut *tx, ev)?;
                 tx.commit().await?;
-            });
+            }
+            n
+        });
+        if n == 0 {
+            let why = match task.status {
+                QueueStatus::Approved => "it has no pending revision".to_string(),
+                status => format!("it is {status}, and only an approved task's revision is approved"),
+            };
+            return Err(StoreError::Refused(format!("task {gid}: no revision to approve: {why}")));
         }
-        Ok((self.task(gid).await?, outcome))
+        self.task(gid).await
     }
 
     pub async fn find_task(&self, gid: &TaskGid) -> Result<Option<Task>> {

@@ -16,6 +16,13 @@ pub fn branch_name(prefix: &str, gid: &TaskGid, description: &str) -> Result<Str
     Ok(name)
 }
 
+/// Whether a task with this gid can ever get a branch. The runner names it `<prefix><gid>` followed by
+/// a slug of the description when the description has one, so `<prefix><gid>` alone must be a valid
+/// ref name: a gid that only passes thanks to a slug (`y.lock` + `-fix`) fails once the text changes.
+pub fn check_gid_branch(prefix: &str, gid: &TaskGid) -> Result<(), WorkspaceError> {
+    check_branch_name(&format!("{prefix}{gid}"))
+}
+
 /// Lowercase ASCII letters and digits; every other run of characters becomes one `-`; no leading or
 /// trailing `-`; at most [`SLUG_MAX`] characters. Non-ASCII letters are dropped rather than guessed at.
 pub fn slug(text: &str) -> String {
@@ -90,6 +97,18 @@ mod tests {
 
     fn gid(s: &str) -> TaskGid {
         TaskGid::parse(s).unwrap()
+    }
+
+    #[test]
+    fn gids_that_can_never_be_a_branch_are_told_apart() {
+        for bad in ["a..b", "y.lock", "x.", "v1.lock"] {
+            assert!(check_gid_branch("executor/", &gid(bad)).is_err(), "{bad}");
+        }
+        assert!(check_gid_branch("", &gid("HEAD")).is_err());
+        assert!(check_gid_branch("", &gid("-x")).is_err());
+        for good in ["1207", "a.b", "JIRA-12", "y.locked", "a_b"] {
+            assert!(check_gid_branch("executor/", &gid(good)).is_ok(), "{good}");
+        }
     }
 
     #[test]

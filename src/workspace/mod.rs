@@ -10,7 +10,7 @@ mod git;
 mod scratch;
 mod worktree;
 
-pub use branch::{SLUG_MAX, branch_name, check_branch_name, slug};
+pub use branch::{SLUG_MAX, branch_name, check_branch_name, check_gid_branch, slug};
 pub use error::WorkspaceError;
 pub use git::git_dirs;
 pub use scratch::{add_detached, branch_head, remove_scratch};

@@ -41,6 +41,7 @@ fn run(state: RunState) -> Run {
         worker_stuck_count: 0,
         head_sha: None,
         head_seen_at: None,
+        cost_estimated: false,
         review_verdict: None,
         review_sha: None,
         lease_owner: None,

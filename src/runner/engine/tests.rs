@@ -43,7 +43,7 @@ async fn the_end_of_a_runs_worker_never_removes_the_runs_next_worker_from_the_po
 
     // The fix_comments worker ends; its end is recorded and its message waits for the loop.
     let fix = begin(WorkerKind::FixComments).await;
-    let _started = runner.spawn_supervised(recording(fix.id, WorkerKind::FixComments), |_tx, _stop| async {
+    runner.spawn_supervised(recording(fix.id, WorkerKind::FixComments), |_tx, _stop| async {
         Err(WorkerError::NotOurProcess { pid: 0 })
     });
     let ended = runner.ended_rx.recv().await.unwrap();
@@ -52,11 +52,11 @@ async fn the_end_of_a_runs_worker_never_removes_the_runs_next_worker_from_the_po
     // Before the loop reaps it, the same tick starts the review (no back-off after fix_comments).
     let review = begin(WorkerKind::PrReview).await;
     let (release, released) = oneshot::channel::<()>();
-    let _started =
-        runner.spawn_supervised(recording(review.id, WorkerKind::PrReview), move |_tx, _stop| async move {
-            let _ = released.await;
-            Err(WorkerError::NotOurProcess { pid: 0 })
-        });
+
+    runner.spawn_supervised(recording(review.id, WorkerKind::PrReview), move |_tx, _stop| async move {
+        let _ = released.await;
+        Err(WorkerError::NotOurProcess { pid: 0 })
+    });
     runner.reap(ended);
     assert!(runner.pool.contains_key(&review.id), "the review is still supervised");
     assert_eq!(runner.pool.len(), 1, "and it counts against max_workers");

@@ -1,0 +1,180 @@
+//! How an intake merges into a task: pure, so every rule is tested without a database.
+
+use chrono::{DateTime, Utc};
+
+use super::{NewTask, Upserted};
+use crate::domain::{QueueStatus, Task};
+
+/// What an upsert writes: the row's tracker-owned fields after it.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Planned {
+    pub(super) outcome: Upserted,
+    pub(super) source: Option<String>,
+    pub(super) description: Option<String>,
+    pub(super) notes: Option<String>,
+    pub(super) repo: Option<String>,
+    pub(super) priority: Option<i32>,
+    pub(super) revision_description: Option<String>,
+    pub(super) revision_notes: Option<String>,
+    pub(super) revision_at: Option<DateTime<Utc>>,
+    pub(super) reason: Option<&'static str>,
+}
+
+/// Merges an intake into the task as it is (`None`: a new task). A field not given is kept. Before
+/// approval new text simply replaces the old; from approval on, the text a human approved stays, and a
+/// differing text becomes (or updates) the pending revision.
+pub(super) fn plan(old: Option<&Task>, t: &NewTask, at: DateTime<Utc>) -> Planned {
+    let Some(old) = old else {
+        return Planned {
+            outcome: Upserted::Added,
+            source: t.source.clone(),
+            description: t.description.clone(),
+            notes: t.notes.clone(),
+            repo: t.repo.clone(),
+            priority: t.priority,
+            revision_description: None,
+            revision_notes: None,
+            revision_at: None,
+            reason: None,
+        };
+    };
+    let keep = |new: &Option<String>, old: &Option<String>| new.clone().or_else(|| old.clone());
+    let approved = matches!(old.status, QueueStatus::Approved | QueueStatus::Done);
+    // A revision field holds only text that differs from the approved one; the tracker sending the
+    // approved text again withdraws that part of the revision.
+    let revise = |new: &Option<String>, approved_text: &Option<String>, pending: &Option<String>| match new {
+        Some(n) if Some(n) != approved_text.as_ref() => Some(n.clone()),
+        Some(_) => None,
+        None => pending.clone(),
+    };
+    let (description, notes, revision_description, revision_notes) = if approved {
+        (
+            old.description.clone(),
+            old.notes.clone(),
+            revise(&t.description, &old.description, &old.revision_description),
+            revise(&t.notes, &old.notes, &old.revision_notes),
+        )
+    } else {
+        (keep(&t.description, &old.description), keep(&t.notes, &old.notes), None, None)
+    };
+    let revision_changed =
+        (&revision_description, &revision_notes) != (&old.revision_description, &old.revision_notes);
+    let revision_at = match (&revision_description, &revision_notes) {
+        (None, None) => None,
+        _ if revision_changed => Some(at),
+        _ => old.revision_at,
+    };
+    let mut planned = Planned {
+        outcome: Upserted::Updated,
+        source: keep(&t.source, &old.source),
+        description,
+        notes,
+        repo: keep(&t.repo, &old.repo),
+        priority: t.priority.or(old.priority),
+        revision_description,
+        revision_notes,
+        revision_at,
+        reason: None,
+    };
+    let unchanged = (&planned.source, &planned.description, &planned.notes, &planned.repo, planned.priority)
+        == (&old.source, &old.description, &old.notes, &old.repo, old.priority)
+        && !revision_changed;
+    if unchanged {
+        planned.outcome = Upserted::Unchanged;
+    } else if revision_changed {
+        planned.outcome = Upserted::Revised;
+        planned.reason = Some(if planned.revision_at.is_some() {
+            "revision received; approved text kept"
+        } else {
+            "revision withdrawn: the tracker sent the approved text again"
+        });
+    }
+    planned
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::TaskGid;
+
+    fn task(status: QueueStatus) -> Task {
+        Task {
+            id: 1,
+            task_gid: TaskGid::parse("1").unwrap(),
+            added_at: DateTime::UNIX_EPOCH,
+            updated_at: DateTime::UNIX_EPOCH,
+            source: Some("inbox".into()),
+            description: Some("approved".into()),
+            notes: None,
+            status,
+            priority: Some(2),
+            complexity: None,
+            feasibility: None,
+            analysis_summary: None,
+            executor_run_id: None,
+            repo: None,
+            revision_description: None,
+            revision_notes: None,
+            revision_at: None,
+        }
+    }
+
+    fn new(description: &str) -> NewTask {
+        NewTask { description: Some(description.into()), ..Default::default() }
+    }
+
+    #[test]
+    fn before_approval_new_text_replaces_the_old() {
+        let at = chrono::Utc::now();
+        for status in
+            [QueueStatus::Pending, QueueStatus::ForReview, QueueStatus::AwaitingGo, QueueStatus::Skip]
+        {
+            let p = plan(Some(&task(status)), &new("other"), at);
+            assert_eq!(
+                (p.outcome, p.description.as_deref(), p.revision_at),
+                (Upserted::Updated, Some("other"), None)
+            );
+        }
+    }
+
+    #[test]
+    fn from_approval_on_new_text_is_a_revision() {
+        let at = chrono::Utc::now();
+        for status in [QueueStatus::Approved, QueueStatus::Done] {
+            let old = task(status);
+            let p = plan(Some(&old), &new("other"), at);
+            assert_eq!((p.outcome, p.description.as_deref()), (Upserted::Revised, Some("approved")));
+            assert_eq!((p.revision_description.as_deref(), p.revision_at), (Some("other"), Some(at)));
+            assert_eq!(p.reason, Some("revision received; approved text kept"));
+            // The approved text again, and other fields only: no revision.
+            assert_eq!(plan(Some(&old), &new("approved"), at).outcome, Upserted::Unchanged);
+            let prio = NewTask { priority: Some(1), ..Default::default() };
+            let p = plan(Some(&old), &prio, at);
+            assert_eq!((p.outcome, p.priority, p.revision_at), (Upserted::Updated, Some(1), None));
+        }
+    }
+
+    #[test]
+    fn a_pending_revision_is_kept_updated_or_withdrawn() {
+        let (then, at) = (chrono::Utc::now() - chrono::Duration::hours(1), chrono::Utc::now());
+        let old = Task {
+            revision_description: Some("other".into()),
+            revision_at: Some(then),
+            ..task(QueueStatus::Approved)
+        };
+        let same = plan(Some(&old), &new("other"), at);
+        assert_eq!((same.outcome, same.revision_at), (Upserted::Unchanged, Some(then)));
+        let notes = plan(Some(&old), &NewTask { notes: Some("n".into()), ..Default::default() }, at);
+        assert_eq!(
+            (notes.revision_description.as_deref(), notes.revision_notes.as_deref()),
+            (Some("other"), Some("n"))
+        );
+        assert_eq!((notes.outcome, notes.revision_at), (Upserted::Revised, Some(at)));
+        let back = plan(Some(&old), &new("approved"), at);
+        assert_eq!(
+            (back.outcome, back.revision_description, back.revision_at),
+            (Upserted::Revised, None, None)
+        );
+        assert!(back.reason.unwrap().starts_with("revision withdrawn"));
+    }
+}
