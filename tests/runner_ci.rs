@@ -163,6 +163,17 @@ async fn a_completed_pull_request_closed_without_merging_abandons_the_run() {
         "{}",
         abandoned[0].message
     );
+
+    // The task can be worked again: the human retries it and the runner makes a new run.
+    let refused = env.command(&["approve", "k1"]).output().unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && said.contains("queue retry"), "{said}");
+    env.run(&["queue", "retry", "k1"]);
+    let task = store.task(&executor::domain::TaskGid::parse("k1").unwrap()).await.unwrap();
+    assert_eq!(task.status, executor::domain::QueueStatus::Approved);
+    env.run(&["runner", "--once"]);
+    let again = run_of(&store, "k1").await;
+    assert_ne!(again.id, run.id, "a new run for the retried task");
 }
 
 fn branch_head(env: &Env, branch: &str) -> String {

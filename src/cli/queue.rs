@@ -365,6 +365,11 @@ async fn approve_one(
         return Ok((ctx.store.accept_task_revision(gid, Actor::Cli).await?, true));
     }
     let status = task.status;
+    if status == QueueStatus::Done {
+        bail!(
+            "it is done; if its completed pull request was closed unmerged (the run is then abandoned), `executor queue retry {gid}` works it again"
+        );
+    }
     if status == QueueStatus::Pending {
         if !skip_triage {
             bail!(

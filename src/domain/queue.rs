@@ -38,7 +38,8 @@ impl QueueStatus {
             AwaitingGo => &[Approved, Skip],
             Approved => &[Done],
             Skip => &[Pending],
-            Done => &[],
+            // Only `executor queue retry`, once the completed run was abandoned (its PR closed unmerged).
+            Done => &[Approved],
         }
     }
 
@@ -94,6 +95,7 @@ mod tests {
         (AwaitingGo, Skip),
         (Approved, Done),
         (Skip, Pending),
+        (Done, Approved),
     ];
 
     #[test]
@@ -109,7 +111,7 @@ mod tests {
     #[test]
     fn refusal_names_the_allowed_moves() {
         let err = Done.check(Pending).unwrap_err().to_string();
-        assert_eq!(err, "task cannot go from done to pending; from done it can go to: nothing (final)");
+        assert_eq!(err, "task cannot go from done to pending; from done it can go to: approved");
         let err = AwaitingGo.check(Done).unwrap_err().to_string();
         assert!(err.ends_with("it can go to: approved, skip"), "{err}");
     }

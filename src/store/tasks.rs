@@ -363,9 +363,10 @@ impl Store {
         };
         let n = on_pool!(self, |p| {
             let mut tx = p.begin_write().await?;
+            // A done task comes back to approved: its completed pull request was closed unmerged.
             let n = sqlx::query(
-                "UPDATE executor_queue SET executor_run_id = NULL, updated_at = $1 \
-                 WHERE task_gid = $2 AND status = 'approved' \
+                "UPDATE executor_queue SET executor_run_id = NULL, status = 'approved', updated_at = $1 \
+                 WHERE task_gid = $2 AND status IN ('approved', 'done') \
                    AND executor_run_id IN (SELECT id FROM executor_runs WHERE state = 'abandoned')",
             )
             .bind(now())
@@ -375,15 +376,26 @@ impl Store {
             .rows_affected();
             if n == 1 {
                 insert_event!(&mut *tx, ev)?;
+                if task.status == QueueStatus::Done {
+                    let moved = NewEvent {
+                        kind: kind::QUEUE_STATUS,
+                        from_state: Some(QueueStatus::Done.as_str()),
+                        to_state: Some(QueueStatus::Approved.as_str()),
+                        ..ev
+                    };
+                    insert_event!(&mut *tx, moved)?;
+                }
                 tx.commit().await?;
             }
             n
         });
         if n == 0 {
             let why = match (task.status, task.executor_run_id) {
-                (QueueStatus::Approved, Some(run)) => format!("its run {run} is not abandoned"),
+                (QueueStatus::Approved | QueueStatus::Done, Some(run)) => {
+                    format!("its run {run} is not abandoned")
+                }
                 (QueueStatus::Approved, None) => "it has no run yet: the runner will create one".into(),
-                (status, _) => format!("it is {status}, and only an approved task is retried"),
+                (status, _) => format!("it is {status}, and only an approved or done task is retried"),
             };
             return Err(StoreError::Refused(format!("task {gid} cannot be retried: {why}")));
         }
