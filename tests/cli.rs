@@ -1,70 +1,12 @@
 //! The real `executor` binary, run in a temporary directory against its embedded SQLite default.
 
+mod cli_support;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-struct Sandbox {
-    dir: tempfile::TempDir,
-}
-
-impl Sandbox {
-    fn new() -> Sandbox {
-        let sb = Sandbox { dir: tempfile::tempdir().unwrap() };
-        let out = sb.run(&["init", "--data-dir", "data"]);
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-        sb
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_executor"));
-        cmd.args(args)
-            .current_dir(self.path())
-            // Keep the user's own config and data out of the test.
-            .env_remove("EXECUTOR_CONFIG")
-            .env("HOME", self.path())
-            .env("XDG_CONFIG_HOME", self.path().join("xdg-config"))
-            .env("XDG_DATA_HOME", self.path().join("xdg-data"));
-        cmd
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.command(args).stdin(Stdio::null()).output().unwrap()
-    }
-
-    fn run_with_stdin(&self, args: &[&str], input: &str) -> Output {
-        let mut child = self
-            .command(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-        child.wait_with_output().unwrap()
-    }
-
-    /// Runs and expects success, returning stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out.stderr));
-        text(&out.stdout)
-    }
-
-    fn json(&self, args: &[&str]) -> serde_json::Value {
-        let mut all = args.to_vec();
-        all.push("--json");
-        serde_json::from_str(&self.ok(&all)).unwrap()
-    }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use cli_support::{Sandbox, text};
 
 #[test]
 fn init_writes_a_commented_config_and_the_database_and_says_where() {

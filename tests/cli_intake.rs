@@ -1,89 +1,11 @@
 //! The real `executor` binary at the edges where input arrives: opening a new database, `queue add`
 //! refusing what can never run, revisions of approved text, and money as people read it.
 
-use std::io::Write;
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+mod cli_support;
 
-struct Sandbox {
-    dir: tempfile::TempDir,
-}
+use std::process::{Output, Stdio};
 
-impl Sandbox {
-    /// A config whose data directory does not exist yet (nothing is created until a command runs).
-    fn fresh() -> Sandbox {
-        let sb = Sandbox { dir: tempfile::tempdir().unwrap() };
-        sb.write_config("");
-        sb
-    }
-
-    /// `executor init`, then `extra` appended to the config.
-    fn new(extra: &str) -> Sandbox {
-        let sb = Sandbox { dir: tempfile::tempdir().unwrap() };
-        let out = sb.run(&["init", "--data-dir", "data"]);
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-        let mut config = std::fs::read_to_string(sb.path().join("executor.toml")).unwrap();
-        config.push_str(extra);
-        std::fs::write(sb.path().join("executor.toml"), config).unwrap();
-        sb
-    }
-
-    fn write_config(&self, extra: &str) {
-        let data = self.path().join("data");
-        std::fs::write(
-            self.path().join("executor.toml"),
-            format!("[paths]\ndata_dir = \"{}\"\n{extra}", data.display()),
-        )
-        .unwrap();
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_executor"));
-        cmd.args(args)
-            .current_dir(self.path())
-            .env_remove("EXECUTOR_CONFIG")
-            .env("HOME", self.path())
-            .env("XDG_CONFIG_HOME", self.path().join("xdg-config"))
-            .env("XDG_DATA_HOME", self.path().join("xdg-data"));
-        cmd
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.command(args).stdin(Stdio::null()).output().unwrap()
-    }
-
-    fn run_with_stdin(&self, args: &[&str], input: &str) -> Output {
-        let mut child = self
-            .command(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-        child.wait_with_output().unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out.stderr));
-        text(&out.stdout)
-    }
-
-    fn json(&self, args: &[&str]) -> serde_json::Value {
-        let mut all = args.to_vec();
-        all.push("--json");
-        serde_json::from_str(&self.ok(&all)).unwrap()
-    }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use cli_support::{Sandbox, text};
 
 #[test]
 fn eight_processes_opening_a_new_database_at_once_all_succeed() {
@@ -153,7 +75,7 @@ fn with_store<T>(sb: &Sandbox, f: impl AsyncFnOnce(&executor::store::Store) -> T
 #[test]
 fn a_cheap_worker_shows_its_cost_in_tenths_of_a_cent() {
     use executor::domain::{Actor, TaskGid, WorkerKind};
-    let sb = Sandbox::new("");
+    let sb = Sandbox::new();
     sb.ok(&["queue", "add", "--gid", "7", "--description", "d"]);
     sb.ok(&["approve", "--skip-triage", "7"]);
     let run_id = with_store(&sb, async |store| {
@@ -195,7 +117,7 @@ const REPOS: &str = "\n[repos.app]\npath = \"/nonexistent/app\"\n[repos.web]\npa
 
 #[test]
 fn a_gid_that_can_never_be_a_branch_is_refused_at_intake() {
-    let sb = Sandbox::new("");
+    let sb = Sandbox::new();
     for (gid, why) in [("a..b", "it contains '..'"), ("y.lock", "a path component ends with '.lock'")] {
         let err = refused(&sb.run(&["queue", "add", "--gid", gid, "--description", "fix it"]));
         assert!(err.contains(&format!("gid {gid} can never become a branch")), "{err}");
@@ -209,7 +131,7 @@ fn a_gid_that_can_never_be_a_branch_is_refused_at_intake() {
 
 #[test]
 fn a_repo_that_is_not_configured_is_refused_naming_the_configured_ones() {
-    let sb = Sandbox::new(REPOS);
+    let sb = Sandbox::with_config(REPOS);
     let err = refused(&sb.run(&["queue", "add", "--gid", "1", "--description", "d", "--repo", "ap"]));
     assert!(err.contains("repo \"ap\" is not configured under [repos]"), "{err}");
     assert!(err.contains("the configured ones are app, web"), "{err}");
@@ -219,14 +141,14 @@ fn a_repo_that_is_not_configured_is_refused_naming_the_configured_ones() {
     assert_eq!(queue_len(&sb), 0);
     sb.ok(&["queue", "add", "--gid", "1", "--description", "d", "--repo", "web"]);
 
-    let none = Sandbox::new("");
+    let none = Sandbox::new();
     let err = refused(&none.run(&["queue", "add", "--gid", "1", "--description", "d", "--repo", "app"]));
     assert!(err.contains("none is configured yet"), "{err}");
 }
 
 #[test]
 fn an_array_with_a_nul_in_its_third_task_writes_nothing_and_names_it() {
-    let sb = Sandbox::new("");
+    let sb = Sandbox::new();
     let json = r#"[{"gid": "a", "description": "one"}, {"gid": "b", "description": "two"},
                    {"gid": "c", "description": "three\u0000four"}]"#;
     let file = sb.path().join("tasks.json");
@@ -238,7 +160,7 @@ fn an_array_with_a_nul_in_its_third_task_writes_nothing_and_names_it() {
 
 #[test]
 fn a_new_text_for_an_approved_task_waits_as_a_revision_for_the_human() {
-    let sb = Sandbox::new("");
+    let sb = Sandbox::new();
     sb.ok(&["queue", "add", "--gid", "9", "--description", "the approved text"]);
     sb.ok(&["approve", "--skip-triage", "9"]);
 
