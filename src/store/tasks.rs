@@ -348,8 +348,9 @@ impl Store {
 }
 
 impl Store {
-    /// Lets an approved task whose run was abandoned get a new run: the runner creates one on its next
-    /// tick (on a new branch). Refused, naming why, for any other task.
+    /// Lets a task whose run was abandoned get a new run: the runner creates one on its next tick (on a
+    /// new branch). A done task (its completed pull request was closed unmerged) comes back to approved.
+    /// Refused, naming why, for any other task.
     pub async fn retry_task(&self, gid: &TaskGid, actor: Actor, reason: &str) -> Result<Task> {
         let task = self.task(gid).await?;
         let ev = NewEvent {
