@@ -498,6 +498,26 @@ async fn usage_is_recorded_as_it_comes_and_survives_an_end_that_reports_less(db:
     // Usage arriving after the end (a late update) changes nothing.
     store.set_worker_usage(s.id, Some(9.0), 1, 1, false).await.unwrap();
     assert!((store.worker_session(s.id).await.unwrap().cost_usd - 0.25).abs() < 1e-9);
+
+    // The agent's own final total replaces a higher running estimate: the estimate was only a guess.
+    let s = store
+        .begin_worker_session(run.id, WorkerKind::InProgress, "claude", "h", &Default::default())
+        .await
+        .unwrap()
+        .unwrap();
+    store.set_worker_usage(s.id, Some(0.40), 4000, 800, true).await.unwrap();
+    let end = WorkerEnd {
+        cost_usd: 0.30,
+        input_tokens: 3900,
+        output_tokens: 790,
+        ..WorkerEnd::new(EndReason::Finished)
+    };
+    store.end_worker_session(s.id, &end).await.unwrap();
+    let ended = store.worker_session(s.id).await.unwrap();
+    assert!(!ended.cost_estimated && (ended.cost_usd - 0.30).abs() < 1e-9, "{ended:?}");
+    assert_eq!((ended.input_tokens, ended.output_tokens), (3900, 790));
+    let r = store.run(run.id).await.unwrap();
+    assert!((r.cost_usd - 0.55).abs() < 1e-9, "{}", r.cost_usd);
 }
 
 async fn only_the_tasks_own_work_is_the_session_to_resume(db: TestDb) {

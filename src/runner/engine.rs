@@ -36,6 +36,9 @@ pub enum RunnerError {
     /// A worker could not be started; its session records it as `failed_to_start`.
     #[error("the {kind} worker could not start: {error}")]
     NotStarted { kind: crate::domain::WorkerKind, error: String },
+    /// A notice stays in the outbox: this attempt to deliver it failed.
+    #[error("notice {id} not delivered: {why}")]
+    NoticeNotDelivered { id: i64, why: String },
 }
 
 /// A worker this runner supervises (started here, or adopted from a runner that died), in the pool

@@ -126,7 +126,7 @@ impl Runner {
                 let so_far = if progress.is_empty() { String::new() } else { format!("{progress}; ") };
                 let delivery = format!("{so_far}not delivered yet: {e}");
                 self.store.mark_notice_failed(id, &delivery, &e).await?;
-                Err(RunnerError::Config(format!("notice {id}: {e}")))
+                Err(RunnerError::NoticeNotDelivered { id, why: e })
             }
         }
     }

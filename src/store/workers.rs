@@ -277,14 +277,15 @@ impl Store {
         let verdict = end.verdict.map(|v| v.as_str());
         let closed = on_pool!(self, |p| {
             let mut tx = p.begin_write().await?;
-            // Usage recorded while the worker ran may exceed what its end reports (killed before its
-            // final report): the larger figure is the truer one.
+            // The agent's own final figure ($8 = 0 with a cost) is the truth. Otherwise the usage recorded
+            // while the worker ran may exceed what its end reports (killed before its final report): the
+            // larger figure is the truer one.
             let row: Option<(i64, f64, i64, i64, i64, Option<String>)> = sqlx::query_as(
                 "UPDATE executor_worker_sessions SET ended_at = $1, end_reason = $2, exit_code = $3, num_turns = $4, \
-                   cost_usd = CASE WHEN $5 > cost_usd THEN $5 ELSE cost_usd END, \
-                   input_tokens = CASE WHEN $6 > input_tokens THEN $6 ELSE input_tokens END, \
-                   output_tokens = CASE WHEN $7 > output_tokens THEN $7 ELSE output_tokens END, \
-                   cost_estimated = CASE WHEN $5 >= cost_usd THEN $8 ELSE cost_estimated END, \
+                   cost_usd = CASE WHEN ($8 = 0 AND $5 > 0) OR $5 > cost_usd THEN $5 ELSE cost_usd END, \
+                   input_tokens = CASE WHEN ($8 = 0 AND $5 > 0) OR $6 > input_tokens THEN $6 ELSE input_tokens END, \
+                   output_tokens = CASE WHEN ($8 = 0 AND $5 > 0) OR $7 > output_tokens THEN $7 ELSE output_tokens END, \
+                   cost_estimated = CASE WHEN ($8 = 0 AND $5 > 0) OR $5 >= cost_usd THEN $8 ELSE cost_estimated END, \
                    result_json = $9, result_error = $10, verdict = $11 \
                  WHERE id = $12 AND ended_at IS NULL \
                  RETURNING run_id, cost_usd, input_tokens, output_tokens, cost_estimated, start_sha",
