@@ -254,12 +254,11 @@ fn last_worker(sessions: &[WorkerSession], head_now: Option<&str>) -> Option<Las
 }
 
 /// A worker whose job is to change the branch ended with the head where it started: whatever it said,
-/// the branch is the evidence (an agent whose commits were refused still reports success).
+/// the branch is the evidence (an agent whose commits were refused still reports success). A review
+/// changes no code, and `fix_comments` may rightly only answer: its evidence is its replies, which the
+/// forge shows (an unanswered comment brings the run back to it, within the streak limit).
 fn made_no_progress(s: &WorkerSession, head_now: Option<&str>) -> bool {
-    let changes_code = matches!(
-        s.kind,
-        WorkerKind::Queued | WorkerKind::InProgress | WorkerKind::FixCi | WorkerKind::FixComments
-    );
+    let changes_code = matches!(s.kind, WorkerKind::Queued | WorkerKind::InProgress | WorkerKind::FixCi);
     changes_code && s.start_sha.is_some() && s.start_sha.as_deref() == head_now
 }
 

@@ -40,14 +40,17 @@ fn ended(id: i64, kind: WorkerKind, reason: EndReason, start_sha: Option<&str>) 
 
 #[test]
 fn a_worker_that_finished_without_moving_its_branch_made_no_progress() {
-    for kind in [WorkerKind::Queued, WorkerKind::InProgress, WorkerKind::FixCi, WorkerKind::FixComments] {
+    for kind in [WorkerKind::Queued, WorkerKind::InProgress, WorkerKind::FixCi] {
         let s = [ended(1, kind, EndReason::Finished, Some("aaa"))];
         assert_eq!(last_worker(&s, Some("aaa")).unwrap().outcome, WorkerOutcome::Failed, "{kind}");
         assert_eq!(last_worker(&s, Some("bbb")).unwrap().outcome, WorkerOutcome::Ok, "{kind} committed");
     }
-    // A review changes no code: finishing at the head it started at is its job.
-    let review = [ended(1, WorkerKind::PrReview, EndReason::Finished, Some("aaa"))];
-    assert_eq!(last_worker(&review, Some("aaa")).unwrap().outcome, WorkerOutcome::Ok);
+    // A review changes no code, and answering comments may need none: finishing at the head they
+    // started at is their job.
+    for kind in [WorkerKind::PrReview, WorkerKind::FixComments] {
+        let s = [ended(1, kind, EndReason::Finished, Some("aaa"))];
+        assert_eq!(last_worker(&s, Some("aaa")).unwrap().outcome, WorkerOutcome::Ok, "{kind}");
+    }
     // Nothing known of where it started (an older session): the agent's word stands.
     let unknown = [ended(1, WorkerKind::Queued, EndReason::Finished, None)];
     assert_eq!(last_worker(&unknown, None).unwrap().outcome, WorkerOutcome::Ok);
