@@ -47,8 +47,13 @@ impl Runner {
             }
         }
         // The branch's head (git, off the async threads): whether an in_progress run has commits to open
-        // a pull request from, and whether the last worker moved the branch at all.
-        let branch = run.branch_name.clone().map(|b| (crate::config::expand_home(&repo.path), b));
+        // a pull request from, and whether the last worker moved the branch at all. With a pull request
+        // its head says the latter, and git is not asked (a git process per run per tick is the tick's
+        // largest cost).
+        let pr_head = snapshot.as_ref().map(|p| p.head_sha.as_str()).filter(|s| !s.is_empty());
+        let ask_git = run.state == RunState::InProgress || pr_head.is_none();
+        let branch =
+            run.branch_name.clone().filter(|_| ask_git).map(|b| (crate::config::expand_home(&repo.path), b));
         let (branch_head, branch_has_commits) = match branch {
             Some((path, branch)) => {
                 let (base, in_progress) = (repo.base.clone(), run.state == RunState::InProgress);
@@ -64,8 +69,7 @@ impl Runner {
             None => (None, false),
         };
         // What the work is judged by: the pull request's head when there is one, else the branch's.
-        let head_now =
-            snapshot.as_ref().map(|p| p.head_sha.clone()).filter(|s| !s.is_empty()).or(branch_head);
+        let head_now = pr_head.map(str::to_string).or(branch_head);
         let notices_sent = self.store.notice_keys(run.id).await?;
         self.tell_of_stuck_worker(run, &forge, &sessions, &notices_sent).await?;
         let obs = Observation {
