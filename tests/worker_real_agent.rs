@@ -1,32 +1,21 @@
-//! Opt-in: drives a real `claude` or `codex` binary when one is on PATH and
-//! `EXECUTOR_REAL_AGENT_TESTS=1`. Costs real money; skipped (with a message) otherwise.
+//! Opt-in: drives a real `claude` or `codex` binary on PATH. Costs real money and needs the network, so
+//! the tests are ignored (shown as such) unless asked for:
+//! `cargo test --test worker_real_agent -- --ignored`. Asked for without the program, they fail.
 
 #[path = "worker_support/mod.rs"]
 mod common;
 
-use std::io::Write;
 use std::time::Duration;
 
 use common::*;
 use executor::domain::WorkerKind;
 use executor::worker::{AgentConfig, ClaudeConfig, CodexConfig, EndReason};
 
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
-}
-
-fn enabled(program: &str) -> bool {
-    if std::env::var("EXECUTOR_REAL_AGENT_TESTS").as_deref() != Ok("1") {
-        let _ =
-            writeln!(std::io::stderr(), "SKIPPED: set EXECUTOR_REAL_AGENT_TESTS=1 to drive a real {program}");
-        return false;
-    }
-    if !on_path(program) {
-        let _ = writeln!(std::io::stderr(), "SKIPPED: no {program} on PATH");
-        return false;
-    }
-    true
+/// The program must be there: a test that was asked for and cannot run fails rather than passes.
+fn require(program: &str) {
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()));
+    assert!(on_path, "no {program} on PATH: install it to run this test");
 }
 
 async fn drive(agent: AgentConfig, pass: &[&str]) {
@@ -47,16 +36,16 @@ async fn drive(agent: AgentConfig, pass: &[&str]) {
 }
 
 #[tokio::test]
+#[ignore = "drives the real claude CLI (costs money): cargo test --test worker_real_agent -- --ignored"]
 async fn real_claude() {
-    if enabled("claude") {
-        let agent = AgentConfig::Claude(ClaudeConfig { permission_mode: None, ..Default::default() });
-        drive(agent, &["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "IS_SANDBOX"]).await;
-    }
+    require("claude");
+    let agent = AgentConfig::Claude(ClaudeConfig { permission_mode: None, ..Default::default() });
+    drive(agent, &["ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "IS_SANDBOX"]).await;
 }
 
 #[tokio::test]
+#[ignore = "drives the real codex CLI (costs money): cargo test --test worker_real_agent -- --ignored"]
 async fn real_codex() {
-    if enabled("codex") {
-        drive(AgentConfig::Codex(CodexConfig::default()), &["OPENAI_API_KEY", "CODEX_HOME"]).await;
-    }
+    require("codex");
+    drive(AgentConfig::Codex(CodexConfig::default()), &["OPENAI_API_KEY", "CODEX_HOME"]).await;
 }
