@@ -2,7 +2,7 @@
 
 use chrono::Utc;
 
-use super::{WorkerInputs, prompt_context, session_to_resume};
+use super::{WorkerInputs, prompt_context, session_to_resume, thread_baseline};
 use crate::domain::{Actor, EndReason, TaskGid, WorkerKind};
 use crate::store::{NewTask, Store, WorkerSession};
 use crate::worker::{PromptKind, Prompts};
@@ -105,4 +105,21 @@ async fn a_fresh_in_progress_prompt_says_the_earlier_session_could_not_be_resume
     assert_eq!(ctx.run.resumed_session.as_deref(), Some("work-4"));
     let resumed = prompts.render(PromptKind::Worker(InProgress), &ctx).unwrap();
     assert!(!resumed.contains("could not be resumed"), "{resumed}");
+}
+
+#[test]
+fn a_resumed_thread_starts_from_what_its_earlier_sessions_of_that_thread_used() {
+    let with_tokens = |id, sid: &str, input, output| WorkerSession {
+        input_tokens: input,
+        output_tokens: output,
+        ..session(id, WorkerKind::InProgress, Some(EndReason::Finished), Some(sid), None)
+    };
+    let sessions =
+        [with_tokens(1, "t1", 1000, 100), with_tokens(2, "other", 50, 5), with_tokens(3, "t1", 2000, 200)];
+    let base = thread_baseline(&sessions, Some("t1"), 4);
+    assert_eq!((base.input, base.output), (3000, 300), "sessions 1 and 3 of thread t1");
+    let base = thread_baseline(&sessions, Some("t1"), 3);
+    assert_eq!((base.input, base.output), (1000, 100), "only sessions before the one being started");
+    let fresh = thread_baseline(&sessions, None, 4);
+    assert_eq!((fresh.input, fresh.output), (0, 0), "a fresh thread starts from zero");
 }
