@@ -19,6 +19,8 @@ mod runner_status;
 mod runs;
 mod tasks;
 mod workers;
+#[cfg(test)]
+pub(crate) use workers::test_session;
 
 pub use events::{Event, EventFilter};
 pub use local_forge::{LocalCheck, LocalComment, LocalPr, NewComment};

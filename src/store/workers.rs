@@ -109,6 +109,39 @@ macro_rules! session_and_run {
     }};
 }
 
+/// A session for unit tests of code that reads sessions: `id`, `kind`, on run 1, nothing else known.
+#[cfg(test)]
+pub(crate) fn test_session(id: i64, kind: WorkerKind) -> WorkerSession {
+    WorkerSession {
+        id,
+        run_id: 1,
+        kind,
+        agent: "claude".into(),
+        host: "h".into(),
+        pid: None,
+        pid_start_time: None,
+        output_path: None,
+        output_offset: 0,
+        log_path: None,
+        session_id: None,
+        started_at: Utc::now(),
+        last_output_at: None,
+        ended_at: None,
+        end_reason: None,
+        exit_code: None,
+        num_turns: None,
+        cost_usd: 0.0,
+        input_tokens: 0,
+        output_tokens: 0,
+        result_json: None,
+        result_error: None,
+        start_sha: None,
+        resumed_session: None,
+        verdict: None,
+        cost_estimated: false,
+    }
+}
+
 fn session_from_row(r: &impl Cols) -> Result<WorkerSession> {
     Ok(WorkerSession {
         id: r.req_int("id")?,

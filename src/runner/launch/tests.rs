@@ -4,6 +4,7 @@ use chrono::Utc;
 
 use super::{WorkerInputs, prompt_context, session_to_resume, thread_baseline};
 use crate::domain::{Actor, EndReason, TaskGid, WorkerKind};
+use crate::store::test_session;
 use crate::store::{NewTask, Store, WorkerSession};
 use crate::worker::{PromptKind, Prompts};
 
@@ -15,32 +16,11 @@ fn session(
     resumed: Option<&str>,
 ) -> WorkerSession {
     WorkerSession {
-        id,
-        run_id: 1,
-        kind,
-        agent: "claude".into(),
-        host: "h".into(),
-        pid: None,
-        pid_start_time: None,
-        output_path: None,
-        output_offset: 0,
-        log_path: None,
         session_id: sid.map(String::from),
-        started_at: Utc::now(),
-        last_output_at: None,
         ended_at: end.map(|_| Utc::now()),
         end_reason: end,
-        exit_code: None,
-        num_turns: None,
-        cost_usd: 0.0,
-        input_tokens: 0,
-        output_tokens: 0,
-        result_json: None,
-        result_error: None,
-        start_sha: None,
         resumed_session: resumed.map(String::from),
-        verdict: None,
-        cost_estimated: false,
+        ..test_session(id, kind)
     }
 }
 

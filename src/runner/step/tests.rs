@@ -6,35 +6,16 @@ use super::{last_worker, outcome_of};
 use crate::domain::{EndReason, WorkerKind};
 use crate::runner::decision::WorkerOutcome;
 use crate::store::WorkerSession;
+use crate::store::test_session;
 
 fn ended(id: i64, kind: WorkerKind, reason: EndReason, start_sha: Option<&str>) -> WorkerSession {
     WorkerSession {
-        id,
-        run_id: 1,
-        kind,
-        agent: "codex".into(),
-        host: "h".into(),
         pid: Some(10),
-        pid_start_time: None,
-        output_path: None,
-        output_offset: 0,
-        log_path: None,
-        session_id: None,
-        started_at: Utc::now(),
-        last_output_at: None,
         ended_at: Some(Utc::now()),
         end_reason: Some(reason),
         exit_code: Some(0),
-        num_turns: None,
-        cost_usd: 0.0,
-        input_tokens: 0,
-        output_tokens: 0,
-        result_json: None,
-        result_error: None,
         start_sha: start_sha.map(String::from),
-        resumed_session: None,
-        verdict: None,
-        cost_estimated: false,
+        ..test_session(id, kind)
     }
 }
 
