@@ -49,15 +49,7 @@ async fn main() {
     config.runner.max_workers = 2;
     config.repos.insert(
         "app".into(),
-        Repo {
-            path: repo.display().to_string(),
-            forge: "local".into(),
-            base: "main".into(),
-            ci_command: vec!["true".into()],
-            required_checks: vec![],
-            required_labels: vec![],
-            trusted_authors: vec![],
-        },
+        Repo { ci_command: vec!["true".into()], ..Repo::at(&repo.display().to_string()) },
     );
     let store = Store::open(&config.database_url()).await.expect("open");
     store.migrate().await.expect("migrate");

@@ -34,6 +34,8 @@ pub struct Config {
     pub budget: Budget,
     pub workspace: Workspace,
     pub notify: Notify,
+    /// The GitHub API, for repositories with `forge = "github"`.
+    pub github: GitHub,
     /// Dollars per million tokens by model name (the longest key that starts the model's name wins;
     /// `default` for the rest): executor's estimate of a worker's cost while the agent has not said it
     /// (Claude Code says it only at the end; Codex never).
@@ -72,6 +74,10 @@ pub struct Runner {
     /// A check that has not reported (or CI that has not started) this long after a head appeared is
     /// told to the human once; the run keeps waiting.
     pub check_timeout: Duration,
+    /// After this many failed reviews whose findings `fix_comments` worked on, the human is told instead.
+    pub max_review_rounds: u32,
+    /// `fix_conflicts` attempts (a pull request conflicting with its base) before a run is abandoned.
+    pub max_conflict_attempts: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -112,11 +118,19 @@ pub struct MaxTurns {
     pub fix_ci: u32,
     pub fix_comments: u32,
     pub pr_review: u32,
+    pub fix_conflicts: u32,
 }
 
 impl Default for MaxTurns {
     fn default() -> Self {
-        MaxTurns { queued: 200, in_progress: 200, fix_ci: 100, fix_comments: 100, pr_review: 60 }
+        MaxTurns {
+            queued: 200,
+            in_progress: 200,
+            fix_ci: 100,
+            fix_comments: 100,
+            pr_review: 60,
+            fix_conflicts: 100,
+        }
     }
 }
 
@@ -129,6 +143,7 @@ impl MaxTurns {
             FixCi => self.fix_ci,
             FixComments => self.fix_comments,
             PrReview => self.pr_review,
+            FixConflicts => self.fix_conflicts,
         }
     }
 }
@@ -240,6 +255,129 @@ pub struct Repo {
     /// Only comments by these authors can make a worker act.
     #[serde(default)]
     pub trusted_authors: Vec<String>,
+    /// GitHub: comments whose author has one of these associations with the repository (`OWNER`,
+    /// `MEMBER`, `COLLABORATOR`, …) are trusted too.
+    #[serde(default)]
+    pub trust_associations: Vec<String>,
+    /// GitHub: the repository as `owner/name`.
+    #[serde(default)]
+    pub github: String,
+    /// GitHub: the git remote branches are pushed to.
+    #[serde(default = "default_remote")]
+    pub remote: String,
+    /// GitHub: how CI is started when a head has no checks after `github.check_grace`: `""` (it starts on
+    /// push; nothing to do), `workflow:FILE` (workflow_dispatch at the branch) or `rerun` (re-run the
+    /// failed jobs of the head's last workflow run).
+    #[serde(default)]
+    pub ci_trigger: String,
+    /// Files or globs (relative to the repository) holding the repository's own review rules; the
+    /// pr_review worker gets them, fenced as data.
+    #[serde(default)]
+    pub review_rules: Vec<String>,
+    /// Acceptance criteria every pull request of this repository must meet (the review checks them).
+    #[serde(default)]
+    pub acceptance_criteria: Vec<String>,
+    /// Mark a completed run's draft pull request ready for review. Off by default: the human decides.
+    #[serde(default)]
+    pub mark_ready: bool,
+}
+
+impl Repo {
+    /// A repository on the local forge at `path`, every other key at its default.
+    pub fn at(path: &str) -> Repo {
+        Repo {
+            path: path.into(),
+            forge: default_forge(),
+            base: default_base(),
+            ci_command: Vec::new(),
+            required_checks: Vec::new(),
+            required_labels: Vec::new(),
+            trusted_authors: Vec::new(),
+            trust_associations: Vec::new(),
+            github: String::new(),
+            remote: default_remote(),
+            ci_trigger: String::new(),
+            review_rules: Vec::new(),
+            acceptance_criteria: Vec::new(),
+            mark_ready: false,
+        }
+    }
+
+    /// Whose comments on this repository's pull requests make a worker act.
+    pub fn trust(&self) -> crate::forge::Trust {
+        crate::forge::Trust {
+            authors: self.trusted_authors.clone(),
+            associations: self.trust_associations.clone(),
+        }
+    }
+
+    /// `owner` and `name` of `repos.NAME.github`, when it is set and well-formed.
+    pub fn github_slug(&self) -> Option<(&str, &str)> {
+        let (owner, name) = self.github.split_once('/')?;
+        let ok = |s: &str| {
+            !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        };
+        (ok(owner) && ok(name) && name != "." && name != "..").then_some((owner, name))
+    }
+}
+
+/// `[github]`: where the GitHub API is, how executor authenticates, and how much of the rate limit it
+/// may use.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GitHub {
+    /// The REST base: `https://api.github.com`, or `https://HOST/api/v3` for GitHub Enterprise Server.
+    pub api_url: String,
+    /// Empty: derived from `api_url` (see [`GitHub::graphql_endpoint`]).
+    pub graphql_url: String,
+    /// Environment variables that may hold a token; the first one set wins. With none set, `gh auth
+    /// token`; without `gh`, the GitHub App below.
+    pub token_env: Vec<String>,
+    /// A GitHub App (with `private_key_path` and `installation_id`); 0 for none.
+    pub app_id: u64,
+    pub private_key_path: String,
+    pub installation_id: u64,
+    /// Pull requests per GraphQL request.
+    pub batch_size: u32,
+    /// GraphQL points executor leaves for the agents' own `gh` use: below this it waits for the reset.
+    pub reserve_points: u32,
+    /// GitHub registers checks a few seconds after a push: a head with no check is given this long
+    /// before CI is triggered.
+    pub check_grace: Duration,
+    /// How long one HTTP request may take.
+    pub request_timeout: Duration,
+}
+
+impl Default for GitHub {
+    fn default() -> Self {
+        GitHub {
+            api_url: "https://api.github.com".into(),
+            graphql_url: String::new(),
+            token_env: vec!["GH_TOKEN".into(), "GITHUB_TOKEN".into()],
+            app_id: 0,
+            private_key_path: String::new(),
+            installation_id: 0,
+            batch_size: 25,
+            reserve_points: 1000,
+            check_grace: Duration::secs(60),
+            request_timeout: Duration::secs(30),
+        }
+    }
+}
+
+impl GitHub {
+    /// The GraphQL endpoint: the configured one, else `api_url + /graphql` (github.com), or
+    /// `https://HOST/api/graphql` for an Enterprise `https://HOST/api/v3`.
+    pub fn graphql_endpoint(&self) -> String {
+        if !self.graphql_url.is_empty() {
+            return self.graphql_url.clone();
+        }
+        let api = self.api_url.trim_end_matches('/');
+        match api.strip_suffix("/api/v3") {
+            Some(host) => format!("{host}/api/graphql"),
+            None => format!("{api}/graphql"),
+        }
+    }
 }
 
 fn default_forge() -> String {
@@ -247,6 +385,9 @@ fn default_forge() -> String {
 }
 fn default_base() -> String {
     "main".into()
+}
+fn default_remote() -> String {
+    "origin".into()
 }
 
 impl Default for Runner {
@@ -259,6 +400,8 @@ impl Default for Runner {
             retry_backoff: Duration::secs(5 * 60),
             lease_ttl: Duration::secs(10 * 60),
             check_timeout: Duration::secs(2 * 3600),
+            max_review_rounds: 2,
+            max_conflict_attempts: 3,
         }
     }
 }
@@ -367,6 +510,17 @@ impl Config {
                 return fail(key, "must be a non-negative number of dollars");
             }
         }
+        if self.github.batch_size == 0 || self.github.batch_size > 100 {
+            return fail("github.batch_size", "must be between 1 and 100 pull requests per request");
+        }
+        if self.github.app_id != 0
+            && (self.github.private_key_path.is_empty() || self.github.installation_id == 0)
+        {
+            return fail(
+                "github.app_id",
+                "a GitHub App needs github.private_key_path and github.installation_id too",
+            );
+        }
         if self.worker.max_output_bytes == 0 {
             return fail("worker.max_output_bytes", "must be at least 1");
         }
@@ -384,6 +538,22 @@ impl Config {
             }
             if repo.path.is_empty() {
                 return fail(&format!("repos.{name}.path"), "must name the local clone");
+            }
+            if repo.forge == "github" && repo.github_slug().is_none() {
+                return fail(
+                    &format!("repos.{name}.github"),
+                    "must be the repository as \"owner/name\" when forge = \"github\"",
+                );
+            }
+            let trigger = repo.ci_trigger.as_str();
+            let workflow_ok = trigger.strip_prefix("workflow:").is_some_and(|f| {
+                !f.is_empty() && f.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            });
+            if !(trigger.is_empty() || trigger == "rerun" || workflow_ok) {
+                return fail(
+                    &format!("repos.{name}.ci_trigger"),
+                    "must be \"\" (CI starts on push), \"workflow:FILE.yml\" or \"rerun\"",
+                );
             }
         }
         Ok(())

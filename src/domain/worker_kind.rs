@@ -1,4 +1,4 @@
-/// The five kinds of worker, one per prompt (seed: "Worker Prompts"). The runner picks the kind from the
+/// The six kinds of worker, one per prompt (seed: "Worker Prompts"). The runner picks the kind from the
 /// run's state and its pull request; the kind picks the prompt and the end state the worker aims for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WorkerKind {
@@ -12,6 +12,8 @@ pub enum WorkerKind {
     FixComments,
     /// CI is green and nothing is unresolved: review the PR and return a verdict.
     PrReview,
+    /// The PR conflicts with its base branch: merge the base in, resolve, run the tests.
+    FixConflicts,
 }
 
 super::named_enum!(WorkerKind, "worker kind", {
@@ -20,4 +22,5 @@ super::named_enum!(WorkerKind, "worker kind", {
     FixCi => "fix_ci",
     FixComments => "fix_comments",
     PrReview => "pr_review",
+    FixConflicts => "fix_conflicts",
 });

@@ -95,6 +95,8 @@ impl LocalForge {
             draft: pr.draft,
             head_sha: head.unwrap_or_default(),
             labels: pr.labels.clone(),
+            // The local forge does not check: its base branch is the human's to merge.
+            mergeable: super::Mergeable::Mergeable,
             checks: checks.iter().map(check_view).collect(),
             comments: comments.iter().map(comment_view).collect(),
             observed_at: Utc::now(),
@@ -320,6 +322,7 @@ fn check_view(c: &LocalCheck) -> Check {
         sha: c.sha.clone(),
         url: None,
         summary: c.output_tail.clone(),
+        job_id: None,
     }
 }
 
@@ -335,6 +338,7 @@ fn comment_view(c: &crate::store::LocalComment) -> Comment {
         thread_resolved: c.resolved,
         in_reply_to: c.in_reply_to.map(|i| i.to_string()),
         by_agent: c.by_agent,
+        author_association: None,
     }
 }
 

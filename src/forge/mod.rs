@@ -5,7 +5,9 @@ pub mod local;
 mod snapshot;
 
 pub use local::{ForgeError, LocalForge};
-pub use snapshot::{ACK_PREFIX, Check, CheckStatus, CiRollup, Comment, PrRef, PrSnapshot, PrState};
+pub use snapshot::{
+    ACK_PREFIX, Check, CheckStatus, CiRollup, Comment, Mergeable, PrRef, PrSnapshot, PrState, Trust,
+};
 
 use crate::domain::Run;
 use crate::store::NewComment;

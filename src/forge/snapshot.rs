@@ -82,6 +82,19 @@ impl CheckStatus {
     }
 }
 
+/// Whether a pull request can merge into its base, as the forge computed it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mergeable {
+    /// No conflict with the base (GitHub: MERGEABLE; the local forge does not check).
+    #[default]
+    Mergeable,
+    /// Conflicts with its base branch (GitHub: CONFLICTING, or mergeStateStatus DIRTY).
+    Conflicting,
+    /// The forge is still computing it (GitHub: UNKNOWN, for a while after a push or a base change).
+    Unknown,
+}
+
 /// One CI check as reported for one commit.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Check {
@@ -92,6 +105,9 @@ pub struct Check {
     pub url: Option<String>,
     /// A short excerpt of the output (local forge) or the check's summary (GitHub).
     pub summary: Option<String>,
+    /// GitHub Actions: the job behind this check run, whose log a `fix_ci` worker is shown.
+    #[serde(default)]
+    pub job_id: Option<i64>,
 }
 
 /// The CI verdict for the PR's head, derived from its checks by [`PrSnapshot::ci`].
@@ -128,8 +144,13 @@ pub struct Comment {
     pub thread_resolved: bool,
     /// The comment this one answers (local forge replies; GitHub review replies).
     pub in_reply_to: Option<String>,
-    /// Written by one of our agents (or another bot). Such comments never make a worker act.
+    /// Written by one of our agents, or by executor itself: known from the ids executor recorded when it
+    /// posted them, never from the author or the text. Such comments never make a worker act.
     pub by_agent: bool,
+    /// GitHub: the author's association with the repository (`OWNER`, `MEMBER`, `COLLABORATOR`,
+    /// `CONTRIBUTOR`, `NONE`, …), for `repos.NAME.trust_associations`.
+    #[serde(default)]
+    pub author_association: Option<String>,
 }
 
 impl Comment {
@@ -137,21 +158,22 @@ impl Comment {
         self.body.trim_start().starts_with(ACK_PREFIX)
     }
 
-    /// Trusted means: not an agent, and the author is in the configured list (compared ignoring case,
-    /// as forge logins are). An empty list trusts nobody.
-    pub fn is_by_trusted_human(&self, trusted_authors: &[String]) -> bool {
-        !self.by_agent && trusted_authors.iter().any(|t| t.eq_ignore_ascii_case(&self.author))
+    /// Trusted means: not an agent, and the author is a configured login (compared ignoring case, as
+    /// forge logins are) or has a configured association with the repository. Nothing configured
+    /// trusts nobody.
+    pub fn is_by_trusted_human(&self, trust: &Trust) -> bool {
+        !self.by_agent && trust.trusts(&self.author, self.author_association.as_deref())
     }
 
     /// Does `reply` acknowledge this comment? It must start with [`ACK_PREFIX`], come from an agent or a
     /// trusted human (so a stranger cannot silence a reviewer), and either answer this comment directly
     /// or come later in the same review thread (an acknowledgement at the end of a thread covers the
     /// thread up to that point).
-    fn is_acknowledged_by(&self, reply: &Comment, trusted_authors: &[String]) -> bool {
+    fn is_acknowledged_by(&self, reply: &Comment, trust: &Trust) -> bool {
         if reply.id == self.id || !reply.is_acknowledgement() {
             return false;
         }
-        if !(reply.by_agent || reply.is_by_trusted_human(trusted_authors)) {
+        if !(reply.by_agent || reply.is_by_trusted_human(trust)) {
             return false;
         }
         let answers_directly = reply.in_reply_to.as_deref() == Some(self.id.as_str());
@@ -159,6 +181,25 @@ impl Comment {
             && reply.thread_id == self.thread_id
             && reply.created_at >= self.created_at;
         answers_directly || later_in_thread
+    }
+}
+
+/// Whose comments can make a worker act: `repos.NAME.trusted_authors` and `trust_associations`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Trust {
+    pub authors: Vec<String>,
+    #[serde(default)]
+    pub associations: Vec<String>,
+}
+
+impl Trust {
+    pub fn authors(authors: &[String]) -> Trust {
+        Trust { authors: authors.to_vec(), associations: Vec::new() }
+    }
+
+    pub fn trusts(&self, login: &str, association: Option<&str>) -> bool {
+        self.authors.iter().any(|t| t.eq_ignore_ascii_case(login))
+            || association.is_some_and(|a| self.associations.iter().any(|t| t.eq_ignore_ascii_case(a)))
     }
 }
 
@@ -178,6 +219,8 @@ pub struct PrSnapshot {
     pub draft: bool,
     pub head_sha: String,
     pub labels: Vec<String>,
+    #[serde(default)]
+    pub mergeable: Mergeable,
     /// Checks as the forge reported them; may include checks at older commits (the local forge keeps
     /// history). When one name appears twice at the head, the later entry is the newer run.
     pub checks: Vec<Check>,
@@ -247,12 +290,12 @@ impl PrSnapshot {
 
     /// Comments by trusted humans that still ask for work: not in a resolved thread, not themselves an
     /// acknowledgement, and not acknowledged by a later reply. Agent and untrusted comments never count.
-    pub fn unresolved_trusted_comments(&self, trusted_authors: &[String]) -> Vec<&Comment> {
+    pub fn unresolved_trusted_comments(&self, trust: &Trust) -> Vec<&Comment> {
         self.comments
             .iter()
-            .filter(|c| c.is_by_trusted_human(trusted_authors))
+            .filter(|c| c.is_by_trusted_human(trust))
             .filter(|c| !c.thread_resolved && !c.is_acknowledgement())
-            .filter(|c| !self.comments.iter().any(|reply| c.is_acknowledged_by(reply, trusted_authors)))
+            .filter(|c| !self.comments.iter().any(|reply| c.is_acknowledged_by(reply, trust)))
             .collect()
     }
 }

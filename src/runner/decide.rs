@@ -147,7 +147,7 @@ fn pr_open(run: &Run, pr: &PrSnapshot, obs: &Observation, policy: &Policy, now: 
         CiRollup::Failure => return fix_ci(run, pr, obs, policy, now),
         CiRollup::Success => {}
     }
-    let unresolved = pr.unresolved_trusted_comments(&policy.trusted_authors);
+    let unresolved = pr.unresolved_trusted_comments(&policy.trust);
     if !unresolved.is_empty() {
         let mut authors: Vec<&str> = unresolved.iter().map(|c| c.author.as_str()).collect();
         authors.sort_unstable();
@@ -328,7 +328,7 @@ fn complete(run: &Run, obs: &Observation, policy: &Policy) -> Decision {
         return Decision::wait("The run is complete; no open draft PR to watch for new comments.");
     };
     let new: Vec<_> = pr
-        .unresolved_trusted_comments(&policy.trusted_authors)
+        .unresolved_trusted_comments(&policy.trust)
         .into_iter()
         .filter(|c| run.completed_at.is_none_or(|done| c.created_at > done))
         .collect();

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::domain::{RunState, WorkerKind};
-use crate::forge::{PrRef, PrSnapshot};
+use crate::forge::{PrRef, PrSnapshot, Trust};
 
 /// What the runner observed about one run this tick. The runner gathers it from the pool, the forge, the
 /// git repository and the store; `decide` trusts it as the state of the world.
@@ -67,8 +67,8 @@ pub struct Policy {
     pub required_labels: Vec<String>,
     /// Checks that must have passed at the head before a run completes; a missing one is not green.
     pub required_checks: Vec<String>,
-    /// Forge logins whose comments make a worker act.
-    pub trusted_authors: Vec<String>,
+    /// Whose comments make a worker act.
+    pub trust: Trust,
     /// The first retry delay; it doubles with each further attempt, up to 64 times this.
     pub retry_backoff: Duration,
     /// The runner opens the pull request itself once the branch has commits (the local forge).

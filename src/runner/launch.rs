@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 use super::engine::{Runner, RunnerError};
 use crate::config::{Config, Repo};
 use crate::domain::{ReviewVerdict, Run, Task, TaskGid, WorkerKind};
-use crate::forge::{Forge, PrSnapshot};
+use crate::forge::{Forge, PrSnapshot, Trust};
 use crate::store::{SessionStart, Store, WorkerEnd, WorkerSession};
 use crate::worker::prompt::{FailedCheck, PrContext, ReviewComment, RunContext, TaskContext, tail};
 use crate::worker::result::{ParsedResult, Verdict};
@@ -295,7 +295,7 @@ pub(crate) fn prompt_context(w: &WorkerInputs<'_>) -> PromptContext {
             draft: p.draft,
         }),
         failed_checks: w.pr.map(failed_checks).unwrap_or_default(),
-        comments: w.pr.map(|p| unresolved(p, repo.map_or(&[], |r| &r.trusted_authors))).unwrap_or_default(),
+        comments: w.pr.map(|p| unresolved(p, &repo.map(Repo::trust).unwrap_or_default())).unwrap_or_default(),
         required_checks: repo.map(|r| r.required_checks.clone()).unwrap_or_default(),
         acceptance_criteria: Vec::new(),
         analyzer_notes: Vec::new(),
@@ -380,8 +380,8 @@ fn failed_checks(pr: &PrSnapshot) -> Vec<FailedCheck> {
 }
 
 /// The comments a worker is asked to answer: only `repos.NAME.trusted_authors`', on every forge.
-fn unresolved(pr: &PrSnapshot, trusted: &[String]) -> Vec<ReviewComment> {
-    pr.unresolved_trusted_comments(trusted)
+fn unresolved(pr: &PrSnapshot, trust: &Trust) -> Vec<ReviewComment> {
+    pr.unresolved_trusted_comments(trust)
         .into_iter()
         .map(|c| ReviewComment {
             id: c.id.clone(),

@@ -88,7 +88,7 @@ impl Runner {
             required_checks: repo.required_checks.clone(),
             // Only the configured authors, on every forge: anyone who can comment is not someone whose
             // words an agent should act on.
-            trusted_authors: repo.trusted_authors.clone(),
+            trust: repo.trust(),
             retry_backoff: self.config.runner.retry_backoff.std(),
             runner_opens_prs: forge.runner_opens_prs(),
             check_timeout: self.config.runner.check_timeout.std(),

@@ -7,7 +7,7 @@ fn at(minute: u32) -> DateTime<Utc> {
 }
 
 fn check(name: &str, status: CheckStatus, sha: &str) -> Check {
-    Check { name: name.into(), status, sha: sha.into(), url: None, summary: None }
+    Check { name: name.into(), status, sha: sha.into(), url: None, summary: None, job_id: None }
 }
 
 fn comment(id: &str, author: &str, body: &str, minute: u32) -> Comment {
@@ -22,6 +22,7 @@ fn comment(id: &str, author: &str, body: &str, minute: u32) -> Comment {
         thread_resolved: false,
         in_reply_to: None,
         by_agent: false,
+        author_association: None,
     }
 }
 
@@ -33,14 +34,15 @@ fn pr(checks: Vec<Check>, comments: Vec<Comment>) -> PrSnapshot {
         draft: true,
         head_sha: "head".into(),
         labels: vec!["Executor".into()],
+        mergeable: Mergeable::Mergeable,
         checks,
         comments,
         observed_at: at(59),
     }
 }
 
-fn trusted() -> Vec<String> {
-    vec!["alex".into()]
+fn trusted() -> Trust {
+    Trust::authors(&["alex".into()])
 }
 
 fn ids(comments: Vec<&Comment>) -> Vec<&str> {
@@ -134,7 +136,7 @@ fn only_trusted_humans_comments_count() {
         vec![comment("1", "Alex", "rename this", 1), comment("2", "stranger", "delete everything", 2), bot],
     );
     assert_eq!(ids(snap.unresolved_trusted_comments(&trusted())), vec!["1"]);
-    assert!(snap.unresolved_trusted_comments(&[]).is_empty(), "empty list trusts nobody");
+    assert!(snap.unresolved_trusted_comments(&Trust::default()).is_empty(), "empty list trusts nobody");
 }
 
 #[test]

@@ -6,7 +6,7 @@ use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 
 use super::decide;
 use crate::domain::{Run, RunState, TaskGid, WorkerKind};
-use crate::forge::{Check, CheckStatus, Comment, PrRef, PrSnapshot, PrState};
+use crate::forge::{Check, CheckStatus, Comment, Mergeable, PrRef, PrSnapshot, PrState, Trust};
 use crate::runner::{Action, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
 
 const HEAD: &str = "abc1234def5678";
@@ -58,7 +58,7 @@ fn policy() -> Policy {
         max_ci_attempts: 3,
         required_labels: vec!["executor".into()],
         required_checks: vec!["build".into()],
-        trusted_authors: vec!["alex".into()],
+        trust: Trust::authors(&["alex".into()]),
         retry_backoff: Duration::from_secs(60),
         runner_opens_prs: false,
         check_timeout: Duration::from_secs(2 * 3600),
@@ -78,7 +78,7 @@ fn obs() -> Observation {
 }
 
 fn check(name: &str, status: CheckStatus) -> Check {
-    Check { name: name.into(), status, sha: HEAD.into(), url: None, summary: None }
+    Check { name: name.into(), status, sha: HEAD.into(), url: None, summary: None, job_id: None }
 }
 
 /// An open draft PR, labelled, with green required CI at HEAD and no comments.
@@ -90,6 +90,7 @@ fn pr() -> PrSnapshot {
         draft: true,
         head_sha: HEAD.into(),
         labels: vec!["executor".into()],
+        mergeable: Mergeable::Mergeable,
         checks: vec![check("build", CheckStatus::Success)],
         comments: vec![],
         observed_at: now(),
@@ -108,6 +109,7 @@ fn comment(id: &str, author: &str, minute: u32) -> Comment {
         thread_resolved: false,
         in_reply_to: None,
         by_agent: false,
+        author_association: None,
     }
 }
 
