@@ -153,6 +153,8 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
         cwd: cwd.clone(),
         forge: forge.as_ref(),
         pr: pr.as_ref(),
+        review_findings: Vec::new(),
+        ci_logs: Default::default(),
     };
     let budget = budget_left(&config, store, run.as_ref()).await?;
     if budget < MIN_WORKER_BUDGET_USD {

@@ -9,11 +9,28 @@ use std::path::{Path, PathBuf};
 
 use chrono::Utc;
 
-use super::{Check, CheckStatus, Comment, PrRef, PrSnapshot, PrState};
+use super::{Check, CheckStatus, Comment, CommentPost, PrRef, PrSnapshot, PrState};
+use crate::worker::result::ReviewResult;
 use crate::config::Repo;
 use crate::domain::Run;
 use crate::store::{LocalCheck, LocalPr, NewComment, Store, StoreError};
 use crate::workspace::{self, WorkspaceError};
+
+/// The author of the review findings executor posts for its `pr_review` workers.
+pub const REVIEW_AUTHOR: &str = "executor-review";
+
+/// How a review reads on a pull request: the verdict, the summary, and the findings that have no line.
+pub fn review_summary(review: &ReviewResult) -> String {
+    let verdict = match review.verdict {
+        crate::worker::result::Verdict::Pass => "passed",
+        crate::worker::result::Verdict::Fail => "failed",
+    };
+    let mut text = format!("executor's review {verdict}.\n\n{}", review.summary);
+    for f in review.findings.iter().filter(|f| f.path.is_none()) {
+        text.push_str(&format!("\n\n- {}", f.body));
+    }
+    text
+}
 
 /// The name of the one check the local forge runs.
 pub const CHECK_NAME: &str = "ci";
@@ -32,6 +49,8 @@ pub enum ForgeError {
     NoPr(i64),
     #[error("run {0} has no branch yet")]
     NoBranch(i64),
+    #[error("comment {0:?} is not on this pull request")]
+    UnknownComment(String),
     #[error("CI program {program:?} {why}")]
     CiProgram { program: String, why: &'static str },
     #[error("a blocking task of the local forge did not finish: {0}")]
@@ -127,9 +146,48 @@ impl LocalForge {
         Ok(())
     }
 
-    pub async fn comment(&self, run: &Run, c: &NewComment<'_>) -> Result<i64, ForgeError> {
+    pub async fn comment(&self, run: &Run, c: &CommentPost<'_>) -> Result<i64, ForgeError> {
         let pr = self.pr(run).await?;
-        Ok(self.store.add_local_comment(pr.id, c).await?)
+        let in_reply_to = match c.reply_to {
+            None => None,
+            Some(id) => Some(id.parse::<i64>().map_err(|_| ForgeError::UnknownComment(id.to_string()))?),
+        };
+        let comment = NewComment {
+            author: c.author,
+            body: c.body,
+            path: c.path,
+            line: c.line,
+            in_reply_to,
+            by_agent: c.by_agent,
+        };
+        Ok(self.store.add_local_comment(pr.id, &comment).await?)
+    }
+
+    /// A review's findings, as executor's comments: its summary, then one per finding on its file and line.
+    pub async fn post_review(&self, run: &Run, pr: &PrSnapshot, review: &ReviewResult) -> Result<(), ForgeError> {
+        let _ = pr;
+        let summary = review_summary(review);
+        let post = CommentPost { body: &summary, author: REVIEW_AUTHOR, by_agent: true, ..Default::default() };
+        self.comment(run, &post).await?;
+        for f in &review.findings {
+            let post = CommentPost {
+                body: &f.body,
+                author: REVIEW_AUTHOR,
+                by_agent: true,
+                path: f.path.as_deref(),
+                line: f.line,
+                ..Default::default()
+            };
+            self.comment(run, &post).await?;
+        }
+        Ok(())
+    }
+
+    pub async fn mark_ready(&self, run: &Run, pr: &PrSnapshot) -> Result<(), ForgeError> {
+        let _ = pr;
+        let pr = self.pr(run).await?;
+        self.store.set_local_pr_draft(pr.id, false).await?;
+        Ok(())
     }
 
     /// Starts CI at `sha` in the background. With no `ci_command` configured, records a passing check

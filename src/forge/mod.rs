@@ -9,8 +9,24 @@ pub use snapshot::{
     ACK_PREFIX, Check, CheckStatus, CiRollup, Comment, Mergeable, PrRef, PrSnapshot, PrState, Trust,
 };
 
-use crate::domain::Run;
-use crate::store::NewComment;
+use std::collections::HashMap;
+
+use crate::domain::{Run, Task};
+use crate::worker::result::ReviewResult;
+
+/// A comment executor posts on a pull request: its own notice, or an agent's reply.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CommentPost<'a> {
+    pub body: &'a str,
+    /// The comment this one answers (a forge id).
+    pub reply_to: Option<&'a str>,
+    /// Local forge: who is commenting (GitHub: whoever the token belongs to).
+    pub author: &'a str,
+    /// An agent's (or executor's) comment: it never makes a worker act.
+    pub by_agent: bool,
+    pub path: Option<&'a str>,
+    pub line: Option<i64>,
+}
 
 /// The forge one repository uses. The runner calls these operations and nothing forge-specific; the
 /// GitHub forge joins as another variant.
@@ -31,15 +47,86 @@ impl Forge {
         matches!(self, Forge::Local(_))
     }
 
-    pub async fn snapshot(&self, run: &Run) -> Result<Option<PrSnapshot>, ForgeError> {
+    /// How long a new head may show no check before CI is triggered: the local forge runs CI only when
+    /// asked, so at once.
+    pub fn check_grace(&self) -> std::time::Duration {
         match self {
-            Forge::Local(f) => f.snapshot(run).await,
+            Forge::Local(_) => std::time::Duration::ZERO,
         }
     }
 
-    pub async fn open_pr(&self, run: &Run) -> Result<PrRef, ForgeError> {
+    pub async fn snapshot(&self, run: &Run) -> Result<Option<PrSnapshot>, ForgeError> {
+        let mut all = self.snapshots(std::slice::from_ref(run)).await?;
+        Ok(all.remove(&run.id).flatten())
+    }
+
+    /// The pull requests of these runs (all of one repository), by run id: observed together, so that
+    /// GitHub is asked once per `github.batch_size` pull requests. A run without a pull request maps to
+    /// `None`. An error means nothing of the repository could be trusted this tick.
+    pub async fn snapshots(&self, runs: &[Run]) -> Result<HashMap<i64, Option<PrSnapshot>>, ForgeError> {
         match self {
-            Forge::Local(f) => f.open_pr(run).await,
+            Forge::Local(f) => {
+                let mut all = HashMap::new();
+                for run in runs {
+                    all.insert(run.id, f.snapshot(run).await?);
+                }
+                Ok(all)
+            }
+        }
+    }
+
+    /// Opens a draft pull request for the run's branch (pushing it first where the forge is remote),
+    /// titled and described from the task. Idempotent: an existing one is returned.
+    pub async fn open_pr(&self, run: &Run, task: &Task) -> Result<PrRef, ForgeError> {
+        match self {
+            Forge::Local(f) => {
+                let _ = task; // a local pull request is the branch and a row: nothing to describe
+                f.open_pr(run).await
+            }
+        }
+    }
+
+    /// Whether workers' commits reach the forge only when the runner pushes them (GitHub); on the local
+    /// forge the branch is the pull request.
+    pub fn pushes_branches(&self) -> bool {
+        match self {
+            Forge::Local(_) => false,
+        }
+    }
+
+    /// Pushes the run's branch to the forge (agents only commit).
+    pub async fn push(&self, run: &Run) -> Result<(), ForgeError> {
+        match self {
+            Forge::Local(_) => {
+                let _ = run;
+                Ok(())
+            }
+        }
+    }
+
+    /// Posts a `pr_review` worker's findings on the pull request as executor's (an agent's) comments:
+    /// on GitHub one review with a comment per finding on its line.
+    pub async fn post_review(&self, run: &Run, pr: &PrSnapshot, review: &ReviewResult) -> Result<(), ForgeError> {
+        match self {
+            Forge::Local(f) => f.post_review(run, pr, review).await,
+        }
+    }
+
+    /// The end of the logs of the head's failed checks, by check name, where the forge can fetch them
+    /// (GitHub Actions jobs). The local forge's checks carry their output already.
+    pub async fn failed_check_logs(&self, pr: &PrSnapshot) -> Result<HashMap<String, String>, ForgeError> {
+        match self {
+            Forge::Local(_) => {
+                let _ = pr;
+                Ok(HashMap::new())
+            }
+        }
+    }
+
+    /// Takes a completed run's draft pull request out of draft (`repos.NAME.mark_ready`).
+    pub async fn mark_ready(&self, run: &Run, pr: &PrSnapshot) -> Result<(), ForgeError> {
+        match self {
+            Forge::Local(f) => f.mark_ready(run, pr).await,
         }
     }
 
@@ -55,8 +142,9 @@ impl Forge {
         }
     }
 
-    /// Posts a comment on the run's pull request; returns its id.
-    pub async fn comment(&self, run: &Run, c: &NewComment<'_>) -> Result<String, ForgeError> {
+    /// Posts a comment on the run's pull request, replying to `c.reply_to` when given; returns its id.
+    /// Comments by executor or an agent (`c.by_agent`) are recorded as such.
+    pub async fn comment(&self, run: &Run, c: &CommentPost<'_>) -> Result<String, ForgeError> {
         match self {
             Forge::Local(f) => f.comment(run, c).await.map(|id| id.to_string()),
         }

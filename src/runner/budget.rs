@@ -51,9 +51,7 @@ impl Runner {
         if !memory.budget_stopped {
             self.store.set_budget_stopped(run.id, true).await?;
         }
-        let (name, repo) = self.repo_of(run)?;
-        let forge = self.forge(name, repo)?;
-        self.notify(run, &forge, &Notice { kind: NoticeKind::NeedsHuman, key, text: why.clone() }).await?;
+        self.notify(run, &Notice { kind: NoticeKind::NeedsHuman, key, text: why.clone() }).await?;
         Ok(Some(why))
     }
 

@@ -13,12 +13,14 @@
 //!     - `in_progress`: a PR exists for the branch → `pr`, recording it; the branch has commits and the
 //!       runner opens PRs (local forge) → open one; else resume with an `in_progress` worker.
 //!     - `pr`, in this order: no PR visible → wait for a human; draft missing required labels → add
-//!       them; no check at the head → trigger CI once per head sha, then wait; CI pending → wait; a
+//!       them; conflicts with its base → `fix_conflicts` (or abandon after `max_conflict_attempts`); no
+//!       check at the head → after `check_grace`, trigger CI once per head sha, then wait; CI pending → wait; a
 //!       check could not run (infrastructure) → tell the human once per head and wait, never `fix_ci`;
 //!       CI failed → `fix_ci` (or abandon after `max_ci_attempts`; an interrupted `fix_ci` does not use
 //!       up its attempt); unresolved trusted comments → `fix_comments`; a required check missing at the
-//!       head → wait; green review at this head →
-//!       `complete`, human told; failed review at this head → tell the human once and wait (see
+//!       head → wait; the forge still computing mergeability → wait; green review at this head →
+//!       `complete`, human told; failed review at this head → `fix_comments` on its findings, for up to
+//!       `max_review_rounds` failed reviews, then tell the human once and wait (see
 //!       [`after_failed_review`]); otherwise → `pr_review`.
 //!       Every wait for checks (none reported after the trigger, one pending, a required one missing)
 //!       tells the human once per head when the head has waited `check_timeout`, and goes on waiting.
@@ -32,7 +34,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use super::decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
 use crate::domain::{ReviewVerdict, Run, RunState, WorkerKind};
-use crate::forge::{Check, CheckStatus, CiRollup, PrSnapshot, PrState};
+use crate::forge::{Check, CheckStatus, CiRollup, Mergeable, PrSnapshot, PrState};
 
 /// The back-off doubles per attempt up to this many times (64 × the base delay).
 const MAX_BACKOFF_DOUBLINGS: u32 = 6;
@@ -125,10 +127,19 @@ fn pr_open(run: &Run, pr: &PrSnapshot, obs: &Observation, policy: &Policy, now: 
             };
         }
     }
+    if pr.mergeable == Mergeable::Conflicting {
+        return fix_conflicts(run, pr, obs, policy, now);
+    }
     match pr.ci() {
         CiRollup::None if obs.ci_triggered_for.as_deref() == Some(pr.head_sha.as_str()) => {
             let waiting = format!("CI was triggered at {head} but no check has reported yet.");
             return wait_for_checks(run, pr, obs, policy, now, waiting);
+        }
+        CiRollup::None if in_check_grace(run, pr, policy, now) => {
+            return Decision::wait(format!(
+                "No check has reported at {head} yet; checks get {} to register after a push before CI is triggered.",
+                humantime::format_duration(policy.check_grace)
+            ));
         }
         CiRollup::None => {
             return Decision {
@@ -166,6 +177,12 @@ fn pr_open(run: &Run, pr: &PrSnapshot, obs: &Observation, policy: &Policy, now: 
             format!("CI is green at {head} but required checks have not reported: {}.", not_green.join(", "));
         return wait_for_checks(run, pr, obs, policy, now, waiting);
     }
+    if pr.mergeable == Mergeable::Unknown {
+        return Decision::wait(format!(
+            "CI is green at {head}, but the forge is still computing whether PR #{} can merge; observing again next tick.",
+            pr.number
+        ));
+    }
     let reviewed_here = run.review_sha.as_deref() == Some(pr.head_sha.as_str());
     match run.review_verdict {
         Some(ReviewVerdict::Pass) if reviewed_here => {
@@ -184,7 +201,15 @@ fn pr_open(run: &Run, pr: &PrSnapshot, obs: &Observation, policy: &Policy, now: 
                 why,
             }
         }
-        Some(ReviewVerdict::Fail) if reviewed_here => after_failed_review(pr, obs),
+        Some(ReviewVerdict::Fail) if reviewed_here && obs.failed_reviews <= policy.max_review_rounds => {
+            let reason = format!(
+                "The review failed at {head} (review round {} of {}); fix_comments works on its findings.",
+                obs.failed_reviews.max(1),
+                policy.max_review_rounds
+            );
+            start_worker(Start::new(WorkerKind::FixComments, reason), run, obs, policy, now)
+        }
+        Some(ReviewVerdict::Fail) if reviewed_here => after_failed_review(pr, obs, policy),
         _ => {
             let reason =
                 format!("CI green and nothing unresolved at {head}, but no passing review of this head.");
@@ -193,11 +218,11 @@ fn pr_open(run: &Run, pr: &PrSnapshot, obs: &Observation, policy: &Policy, now: 
     }
 }
 
-/// The review of this head failed and no trusted comment is unresolved. The review's own comments are
-/// an agent's and, by rule, never make a worker act (they derive from untrusted task text), and another
-/// review of the same head would say the same. So a human decides: they are told once per head, and a
-/// trusted comment (→ `fix_comments`) or a new commit (→ a new review) moves the run on.
-fn after_failed_review(pr: &PrSnapshot, obs: &Observation) -> Decision {
+/// The review of this head failed, `max_review_rounds` rounds of fixes did not satisfy it, and no trusted
+/// comment is unresolved. Another round would most likely go the same way, so a human decides: they are
+/// told once per head, and a trusted comment (→ `fix_comments`) or a new commit (→ a new review) moves
+/// the run on.
+fn after_failed_review(pr: &PrSnapshot, obs: &Observation, policy: &Policy) -> Decision {
     let head = short(&pr.head_sha);
     let key = format!("review_failed:{}", pr.head_sha);
     if obs.notices_sent.contains(&key) {
@@ -206,8 +231,9 @@ fn after_failed_review(pr: &PrSnapshot, obs: &Observation) -> Decision {
         ));
     }
     let why = format!(
-        "The review of PR #{} failed at {head} with no unresolved trusted comment; a human must say what to fix.",
-        pr.number
+        "The review of PR #{} failed at {head} after {} round(s) of fixes (runner.max_review_rounds = {}); a \
+         human must say what to fix.",
+        pr.number, obs.failed_reviews, policy.max_review_rounds
     );
     Decision { action: Action::Notify { notice: notice(NoticeKind::NeedsHuman, &key, &why) }, why }
 }
@@ -244,6 +270,15 @@ fn wait_for_checks(
         humantime::format_duration(policy.check_timeout),
     );
     Decision { action: Action::Notify { notice: notice(NoticeKind::NeedsHuman, &key, &text) }, why: text }
+}
+
+/// A new head with no check yet, within the grace period in which the forge registers its checks.
+fn in_check_grace(run: &Run, pr: &PrSnapshot, policy: &Policy, now: DateTime<Utc>) -> bool {
+    if policy.check_grace.is_zero() {
+        return false;
+    }
+    let grace = TimeDelta::from_std(policy.check_grace).unwrap_or(TimeDelta::MAX);
+    time_at_head(run, pr, now).is_none_or(|waited| waited < grace)
 }
 
 /// How long the run has been at the PR's head, when the run recorded this head and when it first saw it.
@@ -323,6 +358,25 @@ fn fix_ci(run: &Run, pr: &PrSnapshot, obs: &Observation, policy: &Policy, now: D
     start_worker(start, run, obs, policy, now)
 }
 
+/// The pull request conflicts with its base branch: CI may not even run on it (GitHub runs no
+/// `pull_request` workflow on a conflicting PR), and a human cannot merge it. Capped like `fix_ci`.
+fn fix_conflicts(run: &Run, pr: &PrSnapshot, obs: &Observation, policy: &Policy, now: DateTime<Utc>) -> Decision {
+    let head = short(&pr.head_sha);
+    if obs.conflict_attempts >= policy.max_conflict_attempts {
+        return abandon(format!(
+            "PR #{} still conflicts with its base at {head} after {} fix_conflicts attempt(s) of {}.",
+            pr.number, obs.conflict_attempts, policy.max_conflict_attempts
+        ));
+    }
+    let reason = format!(
+        "PR #{} conflicts with its base branch at {head}; fix_conflicts attempt {} of {}.",
+        pr.number,
+        obs.conflict_attempts + 1,
+        policy.max_conflict_attempts
+    );
+    start_worker(Start::new(WorkerKind::FixConflicts, reason), run, obs, policy, now)
+}
+
 fn complete(run: &Run, obs: &Observation, policy: &Policy) -> Decision {
     let Some(pr) = obs.pr.as_ref().filter(|pr| pr.state == PrState::Open && pr.draft) else {
         return Decision::wait("The run is complete; no open draft PR to watch for new comments.");
@@ -376,7 +430,8 @@ fn start_worker(start: Start, run: &Run, obs: &Observation, policy: &Policy, now
         ));
     }
     if let Some(last) = &obs.last_worker {
-        let repeats = same_job(last.kind, kind) && kind != WorkerKind::FixCi;
+        // fix_ci and fix_conflicts have their own attempt limits.
+        let repeats = same_job(last.kind, kind) && !matches!(kind, WorkerKind::FixCi | WorkerKind::FixConflicts);
         if repeats && last.outcome != WorkerOutcome::Interrupted && last.streak >= policy.max_stuck {
             return abandon(format!(
                 "{reason} Giving up: {} {kind} worker(s) in a row did not get it done (limit {}).",

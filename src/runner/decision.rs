@@ -28,6 +28,11 @@ pub struct Observation {
     pub ci_triggered_for: Option<String>,
     /// Keys ([`Notice::key`]) of the notices already sent for this run, so a notice goes out once.
     pub notices_sent: Vec<String>,
+    /// Reviews of this run that failed: each is a round of `fix_comments` on its findings, up to
+    /// [`Policy::max_review_rounds`].
+    pub failed_reviews: u32,
+    /// `fix_conflicts` workers started for this run (interrupted ones not counted).
+    pub conflict_attempts: u32,
 }
 
 /// The last worker of a run that has ended.
@@ -73,6 +78,13 @@ pub struct Policy {
     pub retry_backoff: Duration,
     /// The runner opens the pull request itself once the branch has commits (the local forge).
     pub runner_opens_prs: bool,
+    /// Rounds of `fix_comments` on a failed review's findings before the human is told instead.
+    pub max_review_rounds: u32,
+    /// `fix_conflicts` attempts before the run is abandoned.
+    pub max_conflict_attempts: u32,
+    /// How long a new head may have no check before CI is triggered (GitHub registers checks a few
+    /// seconds after a push); zero triggers at once (the local forge runs CI only when asked).
+    pub check_grace: Duration,
     /// How long checks may take at one head (no check at all after CI was triggered, a required check
     /// missing, a check still pending) before the human is told, once per head. The wait goes on.
     pub check_timeout: Duration,

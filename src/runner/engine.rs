@@ -1,7 +1,7 @@
 //! The runner process: one tick after another until nothing is left to do (seed: "runs until no
 //! unprocessed tasks remain, then exits; cron restarts it").
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, watch};
@@ -11,7 +11,7 @@ use super::launch::{Recording, supervise_recorded};
 use crate::config::{Config, Repo};
 use crate::domain::{Actor, Run};
 use crate::forge::{Forge, LocalForge};
-use crate::store::Store;
+use crate::store::{RunMemory, Store};
 use crate::worker::{Prompts, WorkerError, WorkerOutcome, WorkerUpdate};
 
 #[derive(Debug, thiserror::Error)]
@@ -90,6 +90,9 @@ pub struct Runner {
     pub(super) self_exe: Option<std::path::PathBuf>,
     /// Errors met where no report is at hand (a notice not delivered), for this tick's report.
     pub(super) met: std::sync::Mutex<Vec<String>>,
+    /// Each configured repository's forge, made once: the GitHub forge keeps its HTTP client, ETags,
+    /// rate-limit state and last answers across ticks.
+    forges: BTreeMap<String, Arc<Forge>>,
 }
 
 /// After this many busy ticks in a row with no worker alive the runner exits anyway, so that a step
@@ -99,6 +102,10 @@ const MAX_BUSY_TICKS: usize = 50;
 impl Runner {
     pub fn new(config: Config, store: Store) -> Result<Runner, RunnerError> {
         let prompts = load_prompts(&config)?;
+        let mut forges = BTreeMap::new();
+        for (name, repo) in &config.repos {
+            forges.insert(name.clone(), Arc::new(forge_for(&config, &store, name, repo)?));
+        }
         let host = hostname();
         let owner = format!("{host}:{}", std::process::id());
         let (ended_tx, ended_rx) = mpsc::unbounded_channel();
@@ -113,6 +120,7 @@ impl Runner {
             ended_rx,
             self_exe: std::env::current_exe().ok(),
             met: std::sync::Mutex::new(Vec::new()),
+            forges,
         })
     }
 
@@ -277,10 +285,8 @@ impl Runner {
     async fn tick_inner(&mut self) -> Result<TickReport, RunnerError> {
         let mut report = TickReport::default();
         self.reconcile().await?;
-        for (name, repo) in &self.config.repos {
-            if let Ok(forge) = self.forge(name, repo)
-                && let Err(e) = forge.poll_ci().await
-            {
+        for (name, forge) in &self.forges {
+            if let Err(e) = forge.poll_ci().await {
                 tracing::warn!("polling CI of repo {name}: {e}");
                 report.failed(format!("repo {name}: polling CI: {e}"));
             }
@@ -301,18 +307,50 @@ impl Runner {
                 let _ = w.stop.send(true);
             }
         }
+        // The runs this runner drives this tick, by repository, so that each forge is observed once per
+        // repository (one batched request per `github.batch_size` pull requests), not once per run.
+        let mut by_repo: BTreeMap<String, Vec<(Run, RunMemory)>> = BTreeMap::new();
         for run in active {
             report.runs_seen += 1;
             if !self.store.claim_run(run.id, &self.owner, lease).await? {
                 continue; // another runner drives it
             }
-            match self.step(&run).await {
-                Ok(acted) => report.actions += usize::from(acted),
+            let repo = match self.repo_of(&run) {
+                Ok((name, _)) => name.to_string(),
                 Err(e) => {
-                    report.failed(format!("run {}: {e}", run.id));
-                    let why = format!("error: {e}");
-                    tracing::warn!(run = run.id, "{why}");
-                    self.store.record_decision(run.id, &why).await?;
+                    self.step_failed(&mut report, &run, &e).await?;
+                    continue;
+                }
+            };
+            let memory = self.store.run_memory(run.id).await?;
+            if is_settled(&run, &memory) {
+                continue;
+            }
+            by_repo.entry(repo).or_default().push((run, memory));
+        }
+        for (repo, runs) in by_repo {
+            let forge = self.forge_named(&repo)?;
+            let observed: Vec<Run> = runs.iter().map(|(r, _)| r.clone()).collect();
+            let mut snapshots = match forge.snapshots(&observed).await {
+                Ok(s) => s,
+                Err(e) => {
+                    // No decision is ever made from a partial view: the whole repository waits a tick.
+                    let why = format!("the {} forge could not be observed, so nothing was done this tick: {e}", forge.name());
+                    tracing::warn!(repo, "{why}");
+                    report.failed(format!("repo {repo}: {why}"));
+                    for (run, memory) in &runs {
+                        if memory.last_decision.as_deref() != Some(why.as_str()) {
+                            self.store.record_decision(run.id, &why).await?;
+                        }
+                    }
+                    continue;
+                }
+            };
+            for (run, memory) in runs {
+                let snapshot = snapshots.remove(&run.id).flatten();
+                match self.step(&run, &forge, memory, snapshot).await {
+                    Ok(acted) => report.actions += usize::from(acted),
+                    Err(e) => self.step_failed(&mut report, &run, &e).await?,
                 }
             }
         }
@@ -330,9 +368,37 @@ impl Runner {
         repo_for(&self.config, run.repo.as_deref(), &format!("run {}", run.id))
     }
 
-    pub(super) fn forge(&self, name: &str, repo: &Repo) -> Result<Forge, RunnerError> {
-        forge_for(&self.config, &self.store, name, repo)
+    /// The forge of the configured repository `name`.
+    pub(super) fn forge_named(&self, name: &str) -> Result<Arc<Forge>, RunnerError> {
+        self.forges.get(name).cloned().ok_or_else(|| {
+            RunnerError::Config(format!("repo {name:?} is not under [repos] in the config"))
+        })
     }
+
+    /// The forge a run's repository uses.
+    pub(super) fn forge_of(&self, run: &Run) -> Result<Arc<Forge>, RunnerError> {
+        let (name, _) = self.repo_of(run)?;
+        self.forge_named(name)
+    }
+
+    async fn step_failed(&self, report: &mut TickReport, run: &Run, e: &RunnerError) -> Result<(), RunnerError> {
+        report.failed(format!("run {}: {e}", run.id));
+        let why = format!("error: {e}");
+        tracing::warn!(run = run.id, "{why}");
+        self.store.record_decision(run.id, &why).await?;
+        Ok(())
+    }
+}
+
+/// A completed run whose pull request was merged has nothing left to watch (a closed one may be
+/// reopened, and a draft one may get a new trusted comment).
+fn is_settled(run: &Run, memory: &RunMemory) -> bool {
+    run.state == crate::domain::RunState::Complete
+        && memory
+            .last_snapshot
+            .as_deref()
+            .and_then(|j| serde_json::from_str::<crate::forge::PrSnapshot>(j).ok())
+            .is_some_and(|p| p.state == crate::forge::PrState::Merged)
 }
 
 /// The repository named `repo` (a task's or run's), or the only one configured when it names none.

@@ -12,7 +12,7 @@ use crate::domain::{ReviewVerdict, Run, Task, TaskGid, WorkerKind};
 use crate::forge::{Forge, PrSnapshot, Trust};
 use crate::store::{SessionStart, Store, WorkerEnd, WorkerSession};
 use crate::worker::prompt::{FailedCheck, PrContext, ReviewComment, RunContext, TaskContext, tail};
-use crate::worker::result::{ParsedResult, Verdict};
+use crate::worker::result::{ParsedResult, ReviewResult, Verdict};
 use crate::worker::{
     self, AgentConfig, ClaudeConfig, CodexConfig, CommandConfig, EndReason, EnvSpec, PromptContext,
     PromptError, PromptKind, Prompts, Timeouts, WorkerOutcome, WorkerSpec, WorkerUpdate,
@@ -76,6 +76,20 @@ impl Runner {
             forge: Some(forge),
             pr,
             resume_session: resume,
+            ci_logs: match (kind, pr) {
+                (WorkerKind::FixCi, Some(pr)) => forge.failed_check_logs(pr).await.unwrap_or_else(|e| {
+                    // The prompt then points at the checks' pages instead; not a reason to hold the fix.
+                    tracing::warn!(run = run.id, "fetching the failed checks' logs: {e}");
+                    Default::default()
+                }),
+                _ => Default::default(),
+            },
+            review_findings: match kind {
+                WorkerKind::FixComments => {
+                    review_findings(&sessions, pr.map(|p| p.head_sha.as_str()).filter(|s| !s.is_empty()))
+                }
+                _ => Vec::new(),
+            },
         };
         let budget = self.budget_left(run).await?;
         let mut spec =
@@ -188,6 +202,41 @@ pub(crate) struct WorkerInputs<'a> {
     /// The agent session an `in_progress` worker continues ([`session_to_resume`]); `None` starts a
     /// fresh one, and the prompt says the earlier session could not be resumed.
     pub resume_session: Option<String>,
+    /// `fix_comments` after a failed review: what the review found ([`review_findings`]).
+    pub review_findings: Vec<ReviewComment>,
+    /// `fix_ci`: the end of each failed check's log, by check name, where the forge could fetch it.
+    pub ci_logs: std::collections::HashMap<String, String>,
+}
+
+/// The findings of the run's failed review at `head`, for the `fix_comments` worker that answers it:
+/// from the newest `pr_review` session that failed at this head. Empty when the review passed or was of
+/// another head.
+pub(crate) fn review_findings(sessions: &[WorkerSession], head: Option<&str>) -> Vec<ReviewComment> {
+    let Some(review) = sessions.iter().rev().find(|s| {
+        s.kind == WorkerKind::PrReview
+            && s.verdict == Some(ReviewVerdict::Fail)
+            && head.is_some()
+            && s.start_sha.as_deref() == head
+    }) else {
+        return Vec::new();
+    };
+    let parsed = review.result_json.as_deref().and_then(|j| serde_json::from_str::<ReviewResult>(j).ok());
+    let Some(result) = parsed else { return Vec::new() };
+    let summary = ReviewComment {
+        id: format!("review-{}", review.id),
+        author: "executor review".into(),
+        path: None,
+        line: None,
+        body: result.summary,
+    };
+    let findings = result.findings.into_iter().enumerate().map(|(i, f)| ReviewComment {
+        id: format!("review-{}-{}", review.id, i + 1),
+        author: "executor review".into(),
+        path: f.path,
+        line: f.line,
+        body: f.body,
+    });
+    std::iter::once(summary).chain(findings).collect()
 }
 
 /// What an agent thread had used before the session `before` (Codex reports a resumed thread's running
@@ -294,11 +343,16 @@ pub(crate) fn prompt_context(w: &WorkerInputs<'_>) -> PromptContext {
             head_sha: Some(p.head_sha.clone()),
             draft: p.draft,
         }),
-        failed_checks: w.pr.map(failed_checks).unwrap_or_default(),
+        failed_checks: w.pr.map(|p| failed_checks(p, &w.ci_logs)).unwrap_or_default(),
         comments: w.pr.map(|p| unresolved(p, &repo.map(Repo::trust).unwrap_or_default())).unwrap_or_default(),
         required_checks: repo.map(|r| r.required_checks.clone()).unwrap_or_default(),
-        acceptance_criteria: Vec::new(),
+        acceptance_criteria: repo.map(|r| r.acceptance_criteria.clone()).unwrap_or_default(),
         analyzer_notes: Vec::new(),
+        review_rules: match (w.kind, repo) {
+            (WorkerKind::PrReview, Some(r)) => workspace::review_rules(&w.cwd, &r.review_rules),
+            _ => Vec::new(),
+        },
+        review_findings: w.review_findings.clone(),
     }
 }
 
@@ -366,15 +420,20 @@ fn first_line(text: &str) -> String {
     text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").chars().take(120).collect()
 }
 
-fn failed_checks(pr: &PrSnapshot) -> Vec<FailedCheck> {
+/// The head's failed checks for the `fix_ci` prompt, each with the end of its log (the job log the
+/// forge fetched, else the check's own summary).
+fn failed_checks(pr: &PrSnapshot, logs: &std::collections::HashMap<String, String>) -> Vec<FailedCheck> {
     pr.checks_at_head()
         .into_iter()
         .filter(|c| c.status.is_failing())
-        .map(|c| FailedCheck {
-            name: c.name.clone(),
-            conclusion: format!("{:?}", c.status).to_lowercase(),
-            url: c.url.clone(),
-            log_tail: tail(c.summary.as_deref().unwrap_or(""), 200, 8_000),
+        .map(|c| {
+            let log = logs.get(&c.name).map(String::as_str).or(c.summary.as_deref()).unwrap_or("");
+            FailedCheck {
+                name: c.name.clone(),
+                conclusion: c.status.as_str().to_string(),
+                url: c.url.clone(),
+                log_tail: tail(log, 200, 16_000),
+            }
         })
         .collect()
 }

@@ -6,8 +6,7 @@
 use super::decision::{Notice, NoticeKind};
 use super::engine::{Runner, RunnerError};
 use crate::domain::Run;
-use crate::forge::Forge;
-use crate::store::NewComment;
+use crate::forge::{CommentPost, Forge};
 
 /// The author name of executor's own comments on the local forge.
 pub const EXECUTOR_AUTHOR: &str = "executor";
@@ -28,7 +27,7 @@ impl Runner {
     /// Tells the human: records the notice in the outbox (once per key), then tries to deliver it. A
     /// delivery that fails is retried by later ticks ([`Runner::send_outbox`]); a crash between the two
     /// loses nothing, since the record comes first.
-    pub(super) async fn notify(&self, run: &Run, forge: &Forge, notice: &Notice) -> Result<(), RunnerError> {
+    pub(super) async fn notify(&self, run: &Run, notice: &Notice) -> Result<(), RunnerError> {
         let mention = self.config.notify.mention.trim();
         let text =
             if mention.is_empty() { notice.text.clone() } else { format!("{mention} {}", notice.text) };
@@ -46,7 +45,7 @@ impl Runner {
             return Ok(()); // already told (or in the outbox)
         };
         tracing::info!(run = run.id, task = %run.task_gid, "notice: {text}");
-        if let Err(e) = self.deliver(id, run, Some(forge), &text).await {
+        if let Err(e) = self.deliver(id, run, &text).await {
             tracing::warn!(run = run.id, "notice {id} not delivered yet: {e}");
             if let Ok(mut met) = self.met.lock() {
                 met.push(format!("run {}: notice {id} not delivered: {e}", run.id));
@@ -77,7 +76,7 @@ impl Runner {
             if run.state.is_active() && !self.store.claim_run(run.id, &self.owner, lease).await? {
                 continue;
             }
-            if let Err(e) = self.deliver(n.id, &run, None, &n.message).await {
+            if let Err(e) = self.deliver(n.id, &run, &n.message).await {
                 report.failed(format!("run {}: notice {} not delivered: {e}", run.id, n.id));
             }
         }
@@ -87,15 +86,10 @@ impl Runner {
     /// One delivery attempt: the comment on the run's pull request (unless it is already there: at most
     /// once per notice as far as the forge can tell), then the webhook. Marks the notice delivered when
     /// both went through, or records the attempt and its error.
-    async fn deliver(&self, id: i64, run: &Run, forge: Option<&Forge>, text: &str) -> Result<(), String> {
-        let owned = match forge {
-            Some(_) => None,
-            None => Some(self.repo_of(run).and_then(|(name, repo)| self.forge(name, repo))),
-        };
-        let posted = match (forge, &owned) {
-            (Some(f), _) | (None, Some(Ok(f))) => self.post_on_forge(run, f, text).await,
-            (None, Some(Err(e))) => Err(format!("no forge for the run: {e}")),
-            (None, None) => Err("no forge for the run".into()),
+    async fn deliver(&self, id: i64, run: &Run, text: &str) -> Result<(), String> {
+        let posted = match self.forge_of(run) {
+            Ok(f) => self.post_on_forge(run, &f, text).await,
+            Err(e) => Err(format!("no forge for the run: {e}")),
         };
         let outcome = match &posted {
             Ok(_) => self.send_webhook(text).await,
@@ -140,11 +134,10 @@ impl Runner {
             return Ok(format!("{} pull request comment {}", forge.name(), c.id));
         }
         let current = self.store.run(run.id).await.map_err(|e| e.to_string())?;
-        let reply_to = current.thread_id.as_deref().and_then(|t| t.parse::<i64>().ok());
-        let comment = NewComment {
+        let comment = CommentPost {
             author: EXECUTOR_AUTHOR,
             body: text,
-            in_reply_to: reply_to,
+            reply_to: current.thread_id.as_deref(),
             by_agent: true,
             ..Default::default()
         };

@@ -5,26 +5,26 @@ use chrono::Utc;
 use super::decide;
 use super::decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
 use super::engine::{Runner, RunnerError};
-use crate::domain::{Actor, EndClass, EndReason, Run, RunState, WorkerKind};
-use crate::forge::{Forge, PrSnapshot, PrState};
-use crate::store::WorkerSession;
+use crate::domain::{Actor, EndClass, EndReason, ReviewVerdict, Run, RunState, WorkerKind};
+use crate::forge::{Forge, PrSnapshot};
+use crate::store::{RunMemory, WorkerSession};
 use crate::workspace;
 
 impl Runner {
     /// Returns whether something other than waiting happened.
-    pub(super) async fn step(&mut self, run: &Run) -> Result<bool, RunnerError> {
-        let (repo_name, repo) = self.repo_of(run)?;
-        let forge = self.forge(repo_name, repo)?;
+    /// `snapshot` is the run's pull request as the forge showed it this tick (observed for the whole
+    /// repository at once).
+    pub(super) async fn step(
+        &mut self,
+        run: &Run,
+        forge: &Forge,
+        memory: RunMemory,
+        snapshot: Option<PrSnapshot>,
+    ) -> Result<bool, RunnerError> {
+        let (_, repo) = self.repo_of(run)?;
         let repo = repo.clone();
-        let memory = self.store.run_memory(run.id).await?;
         let previous: Option<PrSnapshot> =
             memory.last_snapshot.as_deref().and_then(|j| serde_json::from_str(j).ok());
-        if run.state == RunState::Complete && previous.as_ref().is_some_and(|p| p.state == PrState::Merged) {
-            // A completed run whose pull request was merged has nothing left to watch (a closed one may
-            // be reopened).
-            return Ok(false);
-        }
-        let snapshot = forge.snapshot(run).await?;
         if let Some(pr) = &snapshot
             && !pr.head_sha.is_empty()
             && (run.head_sha.as_deref() != Some(pr.head_sha.as_str()) || run.head_seen_at.is_none())
@@ -70,16 +70,31 @@ impl Runner {
         };
         // What the work is judged by: the pull request's head when there is one, else the branch's.
         let head_now = pr_head.map(str::to_string).or(branch_head);
+        let worker_alive = sessions.iter().any(|s| s.ended_at.is_none());
+        if !worker_alive && self.push_if_needed(run, forge, &memory, &sessions).await? {
+            // The forge shows the new head next tick; deciding on this tick's view would judge the
+            // worker by a head it has already moved.
+            return Ok(true);
+        }
+        if let Some(pr) = &snapshot {
+            self.post_pending_review(run, forge, pr, &sessions).await?;
+        }
         let notices_sent = self.store.notice_keys(run.id).await?;
-        self.tell_of_stuck_worker(run, &forge, &sessions, &notices_sent).await?;
+        self.tell_of_stuck_worker(run, &sessions, &notices_sent).await?;
         let obs = Observation {
-            worker_alive: sessions.iter().any(|s| s.ended_at.is_none()),
+            worker_alive,
             free_slot: self.pool.len() < self.config.runner.max_workers as usize,
             pr: snapshot.clone(),
             branch_has_commits,
             last_worker: last_worker(&sessions, head_now.as_deref()),
             ci_triggered_for: memory.ci_triggered_sha.clone(),
             notices_sent,
+            failed_reviews: count(&sessions, |s| {
+                s.kind == WorkerKind::PrReview && s.verdict == Some(ReviewVerdict::Fail)
+            }),
+            conflict_attempts: count(&sessions, |s| {
+                s.kind == WorkerKind::FixConflicts && outcome_of(s) != WorkerOutcome::Interrupted
+            }),
         };
         let policy = Policy {
             max_stuck: self.config.runner.max_stuck,
@@ -92,6 +107,9 @@ impl Runner {
             retry_backoff: self.config.runner.retry_backoff.std(),
             runner_opens_prs: forge.runner_opens_prs(),
             check_timeout: self.config.runner.check_timeout.std(),
+            check_grace: forge.check_grace(),
+            max_review_rounds: self.config.runner.max_review_rounds,
+            max_conflict_attempts: self.config.runner.max_conflict_attempts,
         };
         let mut decision = decide(run, &obs, &policy, Utc::now());
         if let Action::StartWorker { .. } = decision.action
@@ -104,7 +122,7 @@ impl Runner {
             self.store.record_decision(run.id, &decision.why).await?;
         }
         let acted = !decision.is_wait();
-        self.perform(run, &forge, decision.action, snapshot.as_ref()).await?;
+        self.perform(run, forge, decision.action, snapshot.as_ref()).await?;
         Ok(acted)
     }
 
@@ -140,7 +158,7 @@ impl Runner {
                 // The notice is recorded (in the outbox) before the state changes, so a crash in between
                 // re-sends nothing and loses nothing: the key makes it once-only.
                 if let Some(n) = &notify {
-                    self.notify(run, forge, n).await?;
+                    self.notify(run, n).await?;
                 }
                 let why = match (&pr_ref, &notify) {
                     (Some(r), _) => format!("pull request {}", r.url),
@@ -148,6 +166,12 @@ impl Runner {
                     (None, None) => format!("runner decided {to}"),
                 };
                 self.move_run(run, to, &why).await?;
+                if to == RunState::Complete
+                    && self.repo_of(run)?.1.mark_ready
+                    && let Some(pr) = pr.filter(|p| p.draft)
+                {
+                    forge.mark_ready(run, pr).await?;
+                }
                 if to == RunState::Complete || to == RunState::Abandoned {
                     // Nothing to drive until the world changes (the store frees an abandoned run's lease
                     // itself): another host's runner may watch a completed run too.
@@ -156,7 +180,14 @@ impl Runner {
                 }
             }
             Action::OpenPr => {
-                let r = forge.open_pr(run).await?;
+                let task = self.store.task(&run.task_gid).await?;
+                let pushed = chrono::Utc::now();
+                let r = forge.open_pr(run, &task).await?;
+                // Recorded at once: a remote forge is observed by pull request number.
+                self.store.set_run_pr(run.id, &r.url, r.number).await?;
+                if forge.pushes_branches() {
+                    self.store.set_pushed_at(run.id, pushed).await?;
+                }
                 tracing::info!(run = run.id, "opened pull request {}", r.url);
             }
             Action::AddLabels { labels } => forge.add_labels(run, &labels).await?,
@@ -164,8 +195,57 @@ impl Runner {
                 forge.trigger_ci(run, &sha).await?;
                 self.store.set_ci_triggered(run.id, &sha).await?;
             }
-            Action::Notify { notice } => self.notify(run, forge, &notice).await?,
+            Action::Notify { notice } => self.notify(run, &notice).await?,
         }
+        Ok(())
+    }
+
+    /// Pushes the run's branch when a worker ended after the last push (agents only commit; the runner
+    /// pushes, on forges where that is how commits arrive). Returns whether it pushed. A run with no pull
+    /// request yet is pushed when its pull request is opened.
+    async fn push_if_needed(
+        &self,
+        run: &Run,
+        forge: &Forge,
+        memory: &RunMemory,
+        sessions: &[WorkerSession],
+    ) -> Result<bool, RunnerError> {
+        if !forge.pushes_branches() || run.pr_number.is_none() || run.branch_name.is_none() {
+            return Ok(false);
+        }
+        let last_end = sessions.iter().filter_map(|s| s.ended_at).max();
+        let Some(last_end) = last_end.filter(|end| memory.pushed_at.is_none_or(|pushed| *end > pushed)) else {
+            return Ok(false);
+        };
+        // Taken before the push: a worker that ends while it runs is pushed again next tick.
+        let at = Utc::now();
+        forge.push(run).await?;
+        self.store.set_pushed_at(run.id, at.max(last_end)).await?;
+        tracing::info!(run = run.id, "pushed branch {}", run.branch_name.as_deref().unwrap_or(""));
+        Ok(true)
+    }
+
+    /// Posts the findings of a `pr_review` worker that ended with a verdict and whose review is not on
+    /// the pull request yet (once per review; a crash between posting and recording posts it again).
+    async fn post_pending_review(
+        &self,
+        run: &Run,
+        forge: &Forge,
+        pr: &PrSnapshot,
+        sessions: &[WorkerSession],
+    ) -> Result<(), RunnerError> {
+        let pending = sessions.iter().rev().find(|s| {
+            s.kind == WorkerKind::PrReview && s.verdict.is_some() && s.ended_at.is_some() && s.review_posted_at.is_none()
+        });
+        let Some(session) = pending else { return Ok(()) };
+        let review = session
+            .result_json
+            .as_deref()
+            .and_then(|j| serde_json::from_str::<crate::worker::result::ReviewResult>(j).ok());
+        if let Some(review) = review {
+            forge.post_review(run, pr, &review).await?;
+        }
+        self.store.set_review_posted(session.id).await?;
         Ok(())
     }
 
@@ -173,7 +253,6 @@ impl Runner {
     async fn tell_of_stuck_worker(
         &self,
         run: &Run,
-        forge: &Forge,
         sessions: &[WorkerSession],
         sent: &[String],
     ) -> Result<(), RunnerError> {
@@ -200,7 +279,7 @@ impl Runner {
             run.task_gid,
             last.kind.as_str()
         );
-        self.notify(run, forge, &Notice { kind: NoticeKind::NeedsHuman, key, text }).await
+        self.notify(run, &Notice { kind: NoticeKind::NeedsHuman, key, text }).await
     }
 
     /// Moves a run on, as the lease holder, recording why.
@@ -264,6 +343,10 @@ fn last_worker(sessions: &[WorkerSession], head_now: Option<&str>) -> Option<Las
 fn made_no_progress(s: &WorkerSession, head_now: Option<&str>) -> bool {
     let changes_code = matches!(s.kind, WorkerKind::Queued | WorkerKind::InProgress | WorkerKind::FixCi);
     changes_code && s.start_sha.is_some() && s.start_sha.as_deref() == head_now
+}
+
+fn count(sessions: &[WorkerSession], pred: impl Fn(&WorkerSession) -> bool) -> u32 {
+    u32::try_from(sessions.iter().filter(|s| pred(s)).count()).unwrap_or(u32::MAX)
 }
 
 /// The one reading of an end reason for the decision: [`EndReason::class`].

@@ -160,6 +160,19 @@ impl Store {
         Ok(())
     }
 
+    /// Takes a local pull request out of draft (or back into it).
+    pub async fn set_local_pr_draft(&self, pr_id: i64, draft: bool) -> Result<()> {
+        on_pool!(self, |p| {
+            sqlx::query("UPDATE executor_local_prs SET draft = $1, updated_at = $2 WHERE id = $3")
+                .bind(i64::from(draft))
+                .bind(now())
+                .bind(pr_id)
+                .execute(p)
+                .await?;
+        });
+        Ok(())
+    }
+
     pub async fn set_local_pr_labels(&self, pr_id: i64, labels: &[String]) -> Result<()> {
         let json = serde_json::to_string(labels).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         on_pool!(self, |p| {

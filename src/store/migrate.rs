@@ -24,6 +24,11 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0003_hardening.sql"),
         postgres: include_str!("../../migrations/postgres/0003_hardening.sql"),
     },
+    Migration {
+        version: 4,
+        sqlite: include_str!("../../migrations/sqlite/0004_github.sql"),
+        postgres: include_str!("../../migrations/postgres/0004_github.sql"),
+    },
 ];
 
 /// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and

@@ -9,6 +9,7 @@
 //! `on_pool!` macro expands the same body once per backend, so each expansion is fully typed.
 
 mod events;
+mod forge_records;
 mod local_forge;
 mod migrate;
 mod notices;
@@ -23,6 +24,7 @@ mod workers;
 pub(crate) use workers::test_session;
 
 pub use events::{Event, EventFilter};
+pub use forge_records::AgentComments;
 pub use local_forge::{LocalCheck, LocalComment, LocalPr, NewComment};
 pub use migrate::{KNOWN_VERSION, MigrateReport};
 pub use notices::Notice;

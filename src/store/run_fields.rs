@@ -19,6 +19,8 @@ pub struct RunMemory {
     pub budget_base_usd: f64,
     /// The pull request as last observed, as JSON (see `forge::PrSnapshot`).
     pub last_snapshot: Option<String>,
+    /// When the runner last pushed the run's branch to the forge.
+    pub pushed_at: Option<DateTime<Utc>>,
 }
 
 /// Runs one `UPDATE executor_runs SET … WHERE id = $N` and fails if the run does not exist.
@@ -120,7 +122,7 @@ impl Store {
     pub async fn run_memory(&self, run_id: i64) -> Result<RunMemory> {
         on_pool!(self, |p| {
             let row = sqlx::query(
-                "SELECT last_decision, last_decision_at, ci_triggered_sha, budget_stopped, budget_base_usd, last_snapshot FROM executor_runs WHERE id = $1",
+                "SELECT last_decision, last_decision_at, ci_triggered_sha, budget_stopped, budget_base_usd, last_snapshot, pushed_at FROM executor_runs WHERE id = $1",
             )
             .bind(run_id)
             .fetch_optional(p)
@@ -133,6 +135,7 @@ impl Store {
                 budget_stopped: row.int("budget_stopped")?.unwrap_or(0) != 0,
                 budget_base_usd: row.real("budget_base_usd")?.unwrap_or(0.0),
                 last_snapshot: row.text("last_snapshot")?,
+                pushed_at: row.time("pushed_at")?,
             })
         })
     }

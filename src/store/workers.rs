@@ -39,6 +39,8 @@ pub struct WorkerSession {
     pub resumed_session: Option<String>,
     /// A `pr_review` worker's verdict on `start_sha`.
     pub verdict: Option<ReviewVerdict>,
+    /// When a `pr_review` worker's findings were posted on the pull request.
+    pub review_posted_at: Option<DateTime<Utc>>,
     /// `cost_usd` is executor's estimate from tokens, not the agent's own figure.
     pub cost_estimated: bool,
 }
@@ -138,6 +140,7 @@ pub(crate) fn test_session(id: i64, kind: WorkerKind) -> WorkerSession {
         start_sha: None,
         resumed_session: None,
         verdict: None,
+        review_posted_at: None,
         cost_estimated: false,
     }
 }
@@ -169,6 +172,7 @@ fn session_from_row(r: &impl Cols) -> Result<WorkerSession> {
         start_sha: r.text("start_sha")?,
         resumed_session: r.text("resumed_session")?,
         verdict: r.text("verdict")?.map(|v| parse_col("verdict", &v)).transpose()?,
+        review_posted_at: r.time("review_posted_at")?,
         cost_estimated: r.int("cost_estimated")?.unwrap_or(0) != 0,
     })
 }

@@ -22,12 +22,13 @@ use serde::Serialize;
 use super::PromptKind;
 
 /// The embedded defaults, in [`PromptKind::ALL`] order.
-pub const DEFAULT_TEMPLATES: [(&str, &str); 6] = [
+pub const DEFAULT_TEMPLATES: [(&str, &str); 7] = [
     ("queued.md", include_str!("../../prompts/queued.md")),
     ("in_progress.md", include_str!("../../prompts/in_progress.md")),
     ("fix_ci.md", include_str!("../../prompts/fix_ci.md")),
     ("fix_comments.md", include_str!("../../prompts/fix_comments.md")),
     ("pr_review.md", include_str!("../../prompts/pr_review.md")),
+    ("fix_conflicts.md", include_str!("../../prompts/fix_conflicts.md")),
     ("analyzer.md", include_str!("../../prompts/analyzer.md")),
 ];
 
@@ -48,7 +49,13 @@ pub struct PromptContext {
     pub acceptance_criteria: Vec<String>,
     /// For the analyzer: the filters already applied, so it does not re-check them.
     pub analyzer_notes: Vec<String>,
+    /// For `pr_review`: the repository's own review rules (`repos.NAME.review_rules`), file by file.
+    pub review_rules: Vec<ReviewRule>,
+    /// For `fix_comments` after a failed review: the review's findings at this head.
+    pub review_findings: Vec<ReviewComment>,
 }
+
+pub use crate::workspace::ReviewRule;
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct TaskContext {
@@ -381,6 +388,17 @@ pub fn sample_context() -> PromptContext {
         required_checks: vec!["macOS UI Tests".into()],
         acceptance_criteria: vec!["UI changes include a screen recording".into()],
         analyzer_notes: vec!["source: backlog".into()],
+        review_rules: vec![ReviewRule {
+            path: ".cursor/rules/style.mdc".into(),
+            text: "Prefer small functions.".into(),
+        }],
+        review_findings: vec![ReviewComment {
+            id: "finding-1".into(),
+            author: "executor review".into(),
+            path: Some("src/lib.rs".into()),
+            line: Some(12),
+            body: "The error is swallowed here.".into(),
+        }],
     }
 }
 

@@ -20,6 +20,20 @@ pub enum Verdict {
 pub struct ReviewResult {
     pub verdict: Verdict,
     pub summary: String,
+    /// One per concrete problem; executor posts them on the pull request as a review.
+    #[serde(default)]
+    pub findings: Vec<Finding>,
+}
+
+/// A problem the review found, on a file and line when it is about one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Finding {
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub line: Option<i64>,
+    pub body: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,7 +99,21 @@ pub fn schema(kind: PromptKind) -> Option<Value> {
             "properties": {
                 "verdict": {"type": "string", "enum": ["pass", "fail"],
                             "description": "pass only if every check in the prompt passed"},
-                "summary": {"type": "string", "description": "what was checked and, for fail, what must change"}
+                "summary": {"type": "string", "description": "what was checked and, for fail, what must change"},
+                "findings": {
+                    "type": "array",
+                    "description": "one per concrete problem; posted on the pull request as review comments",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "path": {"type": "string", "description": "file, relative to the repository"},
+                            "line": {"type": "integer", "minimum": 1},
+                            "body": {"type": "string", "description": "what is wrong and what would fix it"}
+                        },
+                        "required": ["body"],
+                        "additionalProperties": false
+                    }
+                }
             },
             "required": ["verdict", "summary"],
             "additionalProperties": false
@@ -164,7 +192,7 @@ mod tests {
         let ok = parse(REVIEW, Some(&json!({"verdict":"pass","summary":"fine"})), None);
         assert_eq!(
             ok,
-            Ok(ParsedResult::Review(ReviewResult { verdict: Verdict::Pass, summary: "fine".into() }))
+            Ok(ParsedResult::Review(ReviewResult { verdict: Verdict::Pass, summary: "fine".into(), findings: vec![] }))
         );
         assert_eq!(parse(REVIEW, None, None), Err(ResultError::Missing));
         assert_eq!(parse(REVIEW, None, Some("looks good to me")), Err(ResultError::Missing));

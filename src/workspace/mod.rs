@@ -7,12 +7,14 @@
 mod branch;
 mod error;
 mod git;
+mod review_rules;
 mod scratch;
 mod worktree;
 
 pub use branch::{SLUG_MAX, branch_name, check_branch_name, check_gid_branch, slug};
 pub use error::WorkspaceError;
 pub use git::git_dirs;
+pub use review_rules::{ReviewRule, review_rules};
 pub use scratch::{add_detached, branch_head, remove_scratch};
 pub use worktree::{
     Removal, Worktree, branch_has_commits, current_branch, ensure_worktree, head_sha, prune, remove_if_safe,

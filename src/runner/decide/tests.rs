@@ -62,6 +62,9 @@ fn policy() -> Policy {
         retry_backoff: Duration::from_secs(60),
         runner_opens_prs: false,
         check_timeout: Duration::from_secs(2 * 3600),
+        max_review_rounds: 2,
+        max_conflict_attempts: 3,
+        check_grace: Duration::ZERO,
     }
 }
 
@@ -74,6 +77,8 @@ fn obs() -> Observation {
         last_worker: None,
         ci_triggered_for: None,
         notices_sent: vec![],
+        failed_reviews: 0,
+        conflict_attempts: 0,
     }
 }
 
@@ -458,6 +463,69 @@ fn rows() -> Vec<Row> {
             Action::TriggerCi { sha: HEAD.into() },
             "No CI has run at abc1234; triggering it.",
         ),
+        Row {
+            policy: Policy { check_grace: Duration::from_secs(60), ..policy() },
+            ..row(
+                "pr (GitHub), no check at a head first seen now → wait for checks to register",
+                run(Pr),
+                pr_obs(|p| p.checks = vec![]),
+                Action::Wait,
+                "No check has reported at abc1234 yet; checks get 1m to register after a push",
+            )
+        },
+        Row {
+            policy: Policy { check_grace: Duration::from_secs(60), ..policy() },
+            ..row(
+                "pr (GitHub), still no check after the grace period → trigger CI",
+                at_head_for(run(Pr), HEAD, 1),
+                pr_obs(|p| p.checks = vec![]),
+                Action::TriggerCi { sha: HEAD.into() },
+                "No CI has run at abc1234; triggering it.",
+            )
+        },
+        row(
+            "pr, conflicts with its base → fix_conflicts (before CI, which may not run on it)",
+            run(Pr),
+            pr_obs(|p| {
+                p.mergeable = Mergeable::Conflicting;
+                p.checks = vec![];
+            }),
+            start(K::FixConflicts),
+            "PR #7 conflicts with its base branch at abc1234; fix_conflicts attempt 1 of 3.",
+        ),
+        row(
+            "pr, still conflicting after max_conflict_attempts → abandoned, human told",
+            run(Pr),
+            Observation {
+                conflict_attempts: 3,
+                ..pr_obs(|p| p.mergeable = Mergeable::Conflicting)
+            },
+            told(
+                Abandoned,
+                NoticeKind::Abandoned,
+                "abandoned",
+                "PR #7 still conflicts with its base at abc1234 after 3 fix_conflicts attempt(s) of 3.",
+            ),
+            "after 3 fix_conflicts attempt(s)",
+        ),
+        row(
+            "pr, a fix_conflicts worker just ended without resolving → back-off, not a streak abandon",
+            run(Pr),
+            Observation {
+                conflict_attempts: 1,
+                last_worker: last(K::FixConflicts, O::Ok, 59, 5),
+                ..pr_obs(|p| p.mergeable = Mergeable::Conflicting)
+            },
+            Action::Wait,
+            "Backing off",
+        ),
+        row(
+            "pr, all green and reviewable but mergeability UNKNOWN → wait, observe again",
+            reviewed(run(Pr), "pass", HEAD),
+            pr_obs(|p| p.mergeable = Mergeable::Unknown),
+            Action::Wait,
+            "still computing whether PR #7 can merge",
+        ),
         row(
             "pr, no CI yet but already triggered for this head → wait, not again",
             run(Pr),
@@ -787,14 +855,30 @@ fn rows() -> Vec<Row> {
             "unresolved comment",
         ),
         row(
-            "pr, review failed at head, nothing unresolved → tell the human once",
+            "pr, first failed review at head → fix_comments on its findings (round 1 of 2)",
             reviewed(run(Pr), "fail", HEAD),
-            pr_obs(|_| {}),
+            Observation { failed_reviews: 1, ..pr_obs(|_| {}) },
+            start(K::FixComments),
+            "The review failed at abc1234 (review round 1 of 2); fix_comments works on its findings.",
+        ),
+        row(
+            "pr, second failed review at head → fix_comments again (round 2 of 2)",
+            reviewed(run(Pr), "fail", HEAD),
+            Observation { failed_reviews: 2, ..pr_obs(|_| {}) },
+            start(K::FixComments),
+            "(review round 2 of 2)",
+        ),
+        row(
+            "pr, review failed after max_review_rounds, nothing unresolved → tell the human once",
+            reviewed(run(Pr), "fail", HEAD),
+            Observation { failed_reviews: 3, ..pr_obs(|_| {}) },
             Action::Notify {
                 notice: Notice {
                     kind: NoticeKind::NeedsHuman,
                     key: format!("review_failed:{HEAD}"),
-                    text: "The review of PR #7 failed at abc1234 with no unresolved trusted comment; a human must say what to fix.".into(),
+                    text: "The review of PR #7 failed at abc1234 after 3 round(s) of fixes \
+                           (runner.max_review_rounds = 2); a human must say what to fix."
+                        .into(),
                 },
             },
             "a human must say what to fix",
@@ -804,6 +888,7 @@ fn rows() -> Vec<Row> {
             reviewed(run(Pr), "fail", HEAD),
             Observation {
                 notices_sent: vec![format!("review_failed:{HEAD}")],
+                failed_reviews: 3,
                 ..pr_obs(|_| {})
             },
             Action::Wait,

@@ -77,6 +77,8 @@ async fn a_fresh_in_progress_prompt_says_the_earlier_session_could_not_be_resume
         forge: None,
         pr: None,
         resume_session: resume.map(String::from),
+        review_findings: Vec::new(),
+        ci_logs: Default::default(),
     };
     let prompts = Prompts::embedded();
     let fresh = prompts.render(PromptKind::Worker(InProgress), &prompt_context(&inputs(None))).unwrap();

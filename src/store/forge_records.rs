@@ -1,0 +1,88 @@
+//! What executor wrote on a forge and must remember: the ids of the comments it (or an agent through
+//! it) posted, when it last pushed a run's branch, and which reviews it has posted.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+
+use super::{Result, Store, now, on_pool};
+
+/// Comment ids executor posted, each with the comment it answers when the forge does not say.
+pub type AgentComments = HashMap<String, Option<String>>;
+
+impl Store {
+    /// Records that `comment_id` on the run's pull request is executor's (an agent's reply, a notice,
+    /// a review finding), so that it never makes a worker act. Recording it twice is harmless.
+    pub async fn record_agent_comment(
+        &self,
+        run_id: i64,
+        comment_id: &str,
+        in_reply_to: Option<&str>,
+    ) -> Result<()> {
+        on_pool!(self, |p| {
+            sqlx::query(
+                "INSERT INTO executor_agent_comments (comment_id, run_id, in_reply_to, created_at) \
+                 VALUES ($1, $2, $3, $4) ON CONFLICT (comment_id) DO NOTHING",
+            )
+            .bind(comment_id)
+            .bind(run_id)
+            .bind(in_reply_to)
+            .bind(now())
+            .execute(p)
+            .await?;
+        });
+        Ok(())
+    }
+
+    /// The comments executor posted on the pull requests of these runs.
+    pub async fn agent_comments(&self, run_ids: &[i64]) -> Result<AgentComments> {
+        let mut all = AgentComments::new();
+        // One statement per run keeps the SQL a literal on both backends; the index makes each cheap.
+        for run_id in run_ids {
+            let rows: Vec<(String, Option<String>)> = on_pool!(self, |p| {
+                sqlx::query_as("SELECT comment_id, in_reply_to FROM executor_agent_comments WHERE run_id = $1")
+                    .bind(run_id)
+                    .fetch_all(p)
+                    .await?
+            });
+            all.extend(rows);
+        }
+        Ok(all)
+    }
+
+    /// The run's pull request on the forge is where `executor comment` posts: which run a recorded
+    /// comment belongs to, for a reply (`None` when executor did not post it).
+    pub async fn agent_comment_run(&self, comment_id: &str) -> Result<Option<i64>> {
+        Ok(on_pool!(self, |p| {
+            sqlx::query_scalar("SELECT run_id FROM executor_agent_comments WHERE comment_id = $1")
+                .bind(comment_id)
+                .fetch_optional(p)
+                .await?
+        }))
+    }
+
+    /// The runner pushed the run's branch at `at` (taken before the push: a worker ending during the
+    /// push is pushed again next tick).
+    pub async fn set_pushed_at(&self, run_id: i64, at: DateTime<Utc>) -> Result<()> {
+        on_pool!(self, |p| {
+            sqlx::query("UPDATE executor_runs SET pushed_at = $1 WHERE id = $2")
+                .bind(at)
+                .bind(run_id)
+                .execute(p)
+                .await?;
+        });
+        Ok(())
+    }
+
+    /// A `pr_review` session's findings were posted on the pull request.
+    pub async fn set_review_posted(&self, session_id: i64) -> Result<()> {
+        on_pool!(self, |p| {
+            sqlx::query("UPDATE executor_worker_sessions SET review_posted_at = $1 WHERE id = $2")
+                .bind(now())
+                .bind(session_id)
+                .execute(p)
+                .await?;
+        });
+        Ok(())
+    }
+}
