@@ -407,7 +407,12 @@ async fn only_trusted_authors_make_a_worker_act_and_a_stranger_cannot_silence_th
     // A trusted reviewer's request, "acknowledged" by the stranger: it still gets a worker.
     let out =
         env.run(&["comment", &run.id.to_string(), "Add a changelog line.", "--author", "alex", "--json"]);
-    let id = serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["id"].as_i64().unwrap();
+    // Forge comment ids are strings (GitHub's are node ids).
+    let id: i64 = serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     env.run(&[
         "comment",
         &run.id.to_string(),

@@ -245,12 +245,14 @@ async fn abandoning_a_run_by_hand_stops_its_worker() {
     assert!(String::from_utf8_lossy(&again.stderr).contains("cannot go from abandoned"), "final");
 }
 
+/// The seed's loop: a failing review's findings go to `fix_comments`, for `runner.max_review_rounds` (2)
+/// rounds; a review that still fails after that is told to the human once, and the run waits.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failed_review_is_told_once_and_waits_for_a_human() {
+async fn a_failing_review_is_fixed_for_max_review_rounds_then_told_once() {
     let env = Env::new(&["FAKE_REVIEW"]);
     env.queue_approved("r1");
     let store = env.store().await;
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + Duration::from_secs(120);
     let run = loop {
         let out = env.command(&["runner"]).env("FAKE_REVIEW", "fail").output().unwrap();
         assert!(out.status.success());
@@ -263,6 +265,22 @@ async fn a_failed_review_is_told_once_and_waits_for_a_human() {
     };
     assert_eq!(run.state, RunState::Pr);
     assert_eq!(run.review_verdict.map(|v| v.as_str()), Some("fail"));
+    let sessions = store.worker_sessions(run.id).await.unwrap();
+    let kinds: Vec<&str> = sessions
+        .iter()
+        .filter(|s| matches!(s.kind.as_str(), "pr_review" | "fix_comments"))
+        .map(|s| s.kind.as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["pr_review", "fix_comments", "pr_review", "fix_comments", "pr_review"],
+        "two rounds of fixes on the findings, then the human: {sessions:?}"
+    );
+    // Each review's findings are on the pull request, as executor's comments.
+    let pr = store.local_pr_for_run(run.id).await.unwrap().unwrap();
+    let comments = store.local_comments(pr.id).await.unwrap();
+    let findings = comments.iter().filter(|c| c.by_agent && c.body == "say more").count();
+    assert_eq!(findings, 3, "{comments:?}");
     let notices = store.notices(Some(run.id)).await.unwrap();
     assert_eq!(notices.len(), 1);
     assert_eq!(notices[0].kind, "needs_human");

@@ -1,6 +1,6 @@
 //! `executor runner` and `executor comment`.
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 use clap::Args;
 
 use super::Context;
@@ -8,7 +8,8 @@ use super::output::json;
 use crate::forge::ACK_PREFIX;
 use crate::instance_lock::{InstanceLock, LockError};
 use crate::runner::{Runner, shutdown_on_signals};
-use crate::store::NewComment;
+use crate::forge::{CommentPost, Forge};
+use crate::runner::{forge_for, repo_for};
 
 #[derive(Debug, Args)]
 pub struct RunnerArgs {
@@ -55,39 +56,35 @@ pub struct CommentArgs {
     run_id: i64,
     /// The comment text.
     text: String,
-    /// Who is commenting (default: $USER). Only comments by `repos.NAME.trusted_authors` make a worker
-    /// act.
+    /// Local forge: who is commenting (default: $USER). Only comments by `repos.NAME.trusted_authors`
+    /// make a worker act. On GitHub the comment is posted as the token's owner.
     #[arg(long)]
     author: Option<String>,
-    /// Posted by an agent: never makes a worker act. Workers answer comments this way.
+    /// Posted by an agent: recorded as such, so it never makes a worker act (on GitHub the agent and
+    /// the human may share an account: executor goes by the ids it recorded). Workers answer this way.
     #[arg(long)]
     as_agent: bool,
-    /// The id of the comment this one answers; `[ACKNOWLEDGED: …]` replies resolve it.
+    /// The id of the comment this one answers; a reply starting with `[ACKNOWLEDGED: …]` resolves it.
+    /// On GitHub a reply to a review comment goes into its thread.
     #[arg(long, value_name = "COMMENT_ID")]
-    reply_to: Option<i64>,
-    /// The file the comment is about.
+    reply_to: Option<String>,
+    /// Local forge: the file the comment is about.
     #[arg(long)]
     path: Option<String>,
     #[arg(long)]
     line: Option<i64>,
 }
 
-/// Adds a comment to a run's pull request on the local forge.
+/// Adds a comment to a run's pull request, on the run's forge.
 pub async fn comment(ctx: &Context, args: CommentArgs, as_json: bool) -> anyhow::Result<()> {
     let run = ctx.store.run(args.run_id).await?;
-    let pr = ctx
-        .store
-        .local_pr_for_run(run.id)
-        .await?
-        .with_context(|| format!("run {} has no pull request on the local forge yet", run.id))?;
     if args.text.trim().is_empty() {
         bail!(super::UsageError("the comment text is empty".into()));
     }
-    if let Some(parent) = args.reply_to {
-        let comments = ctx.store.local_comments(pr.id).await?;
-        if !comments.iter().any(|c| c.id == parent) {
-            bail!("comment {parent} is not on run {}'s pull request", run.id);
-        }
+    let (name, repo) = repo_for(&ctx.config, run.repo.as_deref(), &format!("run {}", run.id))?;
+    let forge = forge_for(&ctx.config, &ctx.store, name, repo)?;
+    if run.pr_number.is_none() && !matches!(forge, Forge::Local(_)) {
+        bail!("run {} has no pull request yet; nothing to comment on", run.id);
     }
     let author = match (&args.author, args.as_agent) {
         (Some(a), _) => a.clone(),
@@ -96,25 +93,22 @@ pub async fn comment(ctx: &Context, args: CommentArgs, as_json: bool) -> anyhow:
             std::env::var("USER").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| "human".into())
         }
     };
-    let id = ctx
-        .store
-        .add_local_comment(
-            pr.id,
-            &NewComment {
-                author: &author,
-                body: &args.text,
-                path: args.path.as_deref(),
-                line: args.line,
-                in_reply_to: args.reply_to,
-                by_agent: args.as_agent,
-            },
-        )
-        .await?;
+    let post = CommentPost {
+        body: &args.text,
+        reply_to: args.reply_to.as_deref(),
+        author: &author,
+        by_agent: args.as_agent,
+        path: args.path.as_deref(),
+        line: args.line,
+    };
+    let id = forge.comment(&run, &post).await?;
     if as_json {
-        return json(&serde_json::json!({ "id": id, "run_id": run.id, "pr": pr.id, "author": author }));
+        return json(&serde_json::json!({
+            "id": id, "run_id": run.id, "forge": forge.name(), "author": author, "reply_to": args.reply_to,
+        }));
     }
     let ack = if args.text.starts_with(ACK_PREFIX) { " (acknowledges it)" } else { "" };
-    match args.reply_to {
+    match &args.reply_to {
         Some(p) => println!("comment {id} on run {}'s pull request, replying to {p}{ack}", run.id),
         None => println!("comment {id} on run {}'s pull request", run.id),
     }

@@ -545,6 +545,9 @@ impl Config {
                     "must be the repository as \"owner/name\" when forge = \"github\"",
                 );
             }
+            if repo.remote.is_empty() || repo.remote.starts_with('-') || repo.remote.contains(char::is_whitespace) {
+                return fail(&format!("repos.{name}.remote"), "must name a git remote, e.g. \"origin\"");
+            }
             let trigger = repo.ci_trigger.as_str();
             let workflow_ok = trigger.strip_prefix("workflow:").is_some_and(|f| {
                 !f.is_empty() && f.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))

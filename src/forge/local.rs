@@ -45,7 +45,7 @@ pub enum ForgeError {
     Git(#[from] WorkspaceError),
     #[error("{what}: {source}")]
     Io { what: String, source: std::io::Error },
-    #[error("run {0} has no pull request")]
+    #[error("run {0} has no pull request yet")]
     NoPr(i64),
     #[error("run {0} has no branch yet")]
     NoBranch(i64),
@@ -150,7 +150,11 @@ impl LocalForge {
         let pr = self.pr(run).await?;
         let in_reply_to = match c.reply_to {
             None => None,
-            Some(id) => Some(id.parse::<i64>().map_err(|_| ForgeError::UnknownComment(id.to_string()))?),
+            Some(id) => {
+                let known = self.store.local_comments(pr.id).await?;
+                let parent = id.parse::<i64>().ok().filter(|n| known.iter().any(|k| k.id == *n));
+                Some(parent.ok_or_else(|| ForgeError::UnknownComment(id.to_string()))?)
+            }
         };
         let comment = NewComment {
             author: c.author,

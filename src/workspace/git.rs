@@ -57,6 +57,15 @@ pub fn git_dirs(worktree: &Path) -> Result<Vec<PathBuf>, WorkspaceError> {
     Ok(dirs)
 }
 
+/// Pushes `branch` of the repository at `repo` to the same branch on `remote`, without forcing: a
+/// branch someone else moved on the remote is refused by git, and the error says so. `remote` comes from
+/// the config and `branch` was checked by `check_branch_name`; `--` keeps either from being read as an
+/// option.
+pub fn push_branch(repo: &Path, remote: &str, branch: &str) -> Result<(), WorkspaceError> {
+    let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
+    git(repo, ["push", "--quiet", "--", remote, refspec.as_str()]).map(|_| ())
+}
+
 fn run<I, S>(dir: &Path, args: I) -> Result<(String, Output), WorkspaceError>
 where
     I: IntoIterator<Item = S>,
@@ -121,6 +130,17 @@ mod tests {
             git_dirs(&wt).unwrap(),
             vec![repo.join(".git").join("worktrees").join("wt"), repo.join(".git")]
         );
+        // Pushing a branch to a bare remote, and refusing to overwrite what someone else pushed.
+        let remote = tmp.path().join("remote.git");
+        sh_git(tmp.path(), &["init", "-q", "--bare", remote.to_str().unwrap()]);
+        sh_git(&repo, &["remote", "add", "origin", remote.to_str().unwrap()]);
+        push_branch(&repo, "origin", "feature").unwrap();
+        let pushed = git(&remote, ["rev-parse", "refs/heads/feature"]).unwrap();
+        assert_eq!(pushed, git(&repo, ["rev-parse", "refs/heads/feature"]).unwrap());
+        sh_git(&repo, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "other"]);
+        sh_git(&repo, &["push", "-q", "origin", "+main:feature"]);
+        let refused = push_branch(&repo, "origin", "feature").unwrap_err().to_string();
+        assert!(refused.contains("rejected") || refused.contains("non-fast-forward"), "{refused}");
         // The main checkout: one directory.
         assert_eq!(git_dirs(&repo).unwrap(), vec![repo.join(".git")]);
         assert!(git_dirs(tmp.path()).is_err(), "not a repository");

@@ -3,7 +3,8 @@
 # runner sets, commits in its worktree, answers review comments through `executor comment`, and ends with
 # a JSON result line (the command agent's structured result).
 #   FAKE_SLOW=N   sleep N seconds (printing a heartbeat each second) before working
-#   FAKE_REVIEW   the pr_review verdict (default pass)
+#   FAKE_REVIEW   the pr_review verdict (default pass); a failing review reports one finding on a line
+#   FAKE_CONFLICT_FILE  fix_conflicts: the file whose conflict markers it resolves by taking both sides
 prompt=$(cat)
 echo "working as $EXECUTOR_WORKER_KIND on run $EXECUTOR_RUN_ID"
 i=0
@@ -27,15 +28,33 @@ case "$EXECUTOR_WORKER_KIND" in
     echo '{"summary": "made CI pass"}'
     ;;
   fix_comments)
-    printf '%s\n' "$prompt" | sed -n 's/^### Comment `\([0-9][0-9]*\)`.*/\1/p' | while read -r id; do
+    # A failed review's findings: fixed in a commit, no reply (the next review judges).
+    printf '%s\n' "$prompt" | sed -n 's/^### Finding `\([A-Za-z0-9_.-]*\)`.*/\1/p' | while read -r id; do
+      echo "fixed finding $id" >> review-notes.txt
+      commit "Fix review finding $id"
+    done
+    # Comments: ids are numbers on the local forge, node ids on GitHub.
+    printf '%s\n' "$prompt" | sed -n 's/^### Comment `\([A-Za-z0-9_.-]*\)`.*/\1/p' | while read -r id; do
       echo "addressed comment $id" >> review-notes.txt
       commit "Address comment $id"
       executor comment "$EXECUTOR_RUN_ID" --as-agent --reply-to "$id" "[ACKNOWLEDGED: addressed in a commit]" || exit 1
     done
     echo '{"summary": "answered every comment"}'
     ;;
+  fix_conflicts)
+    git merge -q --no-edit "$(git rev-parse --abbrev-ref HEAD@{upstream} 2>/dev/null || echo main)" >/dev/null 2>&1
+    if [ -n "${FAKE_CONFLICT_FILE:-}" ] && grep -q '^<<<<<<<' "$FAKE_CONFLICT_FILE" 2>/dev/null; then
+      grep -v '^\(<<<<<<<\|=======\|>>>>>>>\)' "$FAKE_CONFLICT_FILE" > "$FAKE_CONFLICT_FILE.tmp" && mv "$FAKE_CONFLICT_FILE.tmp" "$FAKE_CONFLICT_FILE"
+    fi
+    git add -A >/dev/null && git -c user.name=fake -c user.email=fake@example.com commit -qm "Merge the base branch" || true
+    echo '{"summary": "merged the base branch"}'
+    ;;
   pr_review)
-    echo "{\"verdict\": \"${FAKE_REVIEW:-pass}\", \"summary\": \"matches the task\"}"
+    if [ "${FAKE_REVIEW:-pass}" = pass ]; then
+      echo '{"verdict": "pass", "summary": "matches the task"}'
+    else
+      echo '{"verdict": "fail", "summary": "not there yet", "findings": [{"path": "feature.txt", "line": 1, "body": "say more"}]}'
+    fi
     ;;
   *)
     echo "unknown worker kind" >&2
