@@ -144,7 +144,7 @@ pub(crate) struct Auth {
 
 enum Resolved {
     Fixed(Credential),
-    App(AppAuth),
+    App(Box<AppAuth>),
 }
 
 struct AppAuth {
@@ -186,7 +186,10 @@ impl Auth {
     async fn resolve(&self) -> Result<Resolved, GitHubError> {
         let s = &self.sources;
         if let Some(token) = &s.given {
-            return Ok(Resolved::Fixed(Credential { token: token.clone(), origin: "the token given to executor".into() }));
+            return Ok(Resolved::Fixed(Credential {
+                token: token.clone(),
+                origin: "the token given to executor".into(),
+            }));
         }
         for name in &s.env_names {
             if let Some(token) = (s.env)(name).map(|t| t.trim().to_string()).filter(|t| !t.is_empty()) {
@@ -202,7 +205,7 @@ impl Auth {
         }
         if let Some(app) = &s.app {
             let key = load_key(&app.private_key_path).await?;
-            return Ok(Resolved::App(AppAuth { settings: app.clone(), key, current: None }));
+            return Ok(Resolved::App(Box::new(AppAuth { settings: app.clone(), key, current: None })));
         }
         Err(GitHubError::Auth(format!(
             "no GitHub token found: none of the environment variables {} is set, `gh auth token` gave none \
@@ -238,7 +241,8 @@ async fn gh_token(program: &Path, hostname: &str) -> Option<String> {
 impl AppAuth {
     async fn token(&mut self, call: &AppCall<'_>) -> Result<Credential, GitHubError> {
         let now = Utc::now();
-        let origin = format!("GitHub App {} (installation {})", self.settings.app_id, self.settings.installation_id);
+        let origin =
+            format!("GitHub App {} (installation {})", self.settings.app_id, self.settings.installation_id);
         if let Some((token, expires_at)) = &self.current
             && *expires_at - RENEW_BEFORE_EXPIRY > now
         {
@@ -255,9 +259,13 @@ impl AppAuth {
 /// (`BEGIN PRIVATE KEY`).
 async fn load_key(path: &Path) -> Result<RsaKeyPair, GitHubError> {
     let pem = tokio::fs::read_to_string(path).await.map_err(|e| {
-        GitHubError::Auth(format!("cannot read the GitHub App private key {} ([github] private_key_path): {e}", path.display()))
+        GitHubError::Auth(format!(
+            "cannot read the GitHub App private key {} ([github] private_key_path): {e}",
+            path.display()
+        ))
     })?;
-    parse_pem_key(&pem).map_err(|why| GitHubError::Auth(format!("the GitHub App private key {}: {why}", path.display())))
+    parse_pem_key(&pem)
+        .map_err(|why| GitHubError::Auth(format!("the GitHub App private key {}: {why}", path.display())))
 }
 
 pub(crate) fn parse_pem_key(pem: &str) -> Result<RsaKeyPair, String> {
@@ -346,7 +354,9 @@ async fn installation_token(
     }
     let answer: Answer = serde_json::from_str(&body)
         // serde's message could quote the token: say only what was missing.
-        .map_err(|_| GitHubError::Malformed("the installation token answer lacks `token` or `expires_at`".into()))?;
+        .map_err(|_| {
+            GitHubError::Malformed("the installation token answer lacks `token` or `expires_at`".into())
+        })?;
     Ok((Secret(answer.token), answer.expires_at))
 }
 

@@ -121,11 +121,15 @@ impl GitHubClient {
     }
 
     /// Builds the client with its token sources given (tests, the benchmark: [`TokenSources::given`]).
-    pub fn with_sources(config: &crate::config::GitHub, sources: TokenSources) -> Result<GitHubClient, GitHubError> {
+    pub fn with_sources(
+        config: &crate::config::GitHub,
+        sources: TokenSources,
+    ) -> Result<GitHubClient, GitHubError> {
         let api_url = config.api_url.trim_end_matches('/').to_string();
         let graphql_url = config.graphql_endpoint();
         for (key, url) in [("api_url", &api_url), ("graphql_url", &graphql_url)] {
-            Url::parse(url).map_err(|e| GitHubError::Transport(format!("[github] {key} {url:?} is not a URL ({e})")))?;
+            Url::parse(url)
+                .map_err(|e| GitHubError::Transport(format!("[github] {key} {url:?} is not a URL ({e})")))?;
         }
         let build = |redirects: reqwest::redirect::Policy| {
             reqwest::Client::builder()
@@ -235,14 +239,13 @@ impl GitHubClient {
                 self.lock_rate().record_headers(response.headers(), Api::Rest);
             }
             if status.is_redirection() {
-                let location = response
-                    .headers()
-                    .get(header::LOCATION)
-                    .and_then(|v| v.to_str().ok())
-                    .ok_or_else(|| GitHubError::Malformed(format!("GET {path}: a redirect without a Location")))?;
-                url = url
-                    .join(location)
-                    .map_err(|e| GitHubError::Malformed(format!("GET {path}: a redirect to a bad URL ({e})")))?;
+                let location =
+                    response.headers().get(header::LOCATION).and_then(|v| v.to_str().ok()).ok_or_else(
+                        || GitHubError::Malformed(format!("GET {path}: a redirect without a Location")),
+                    )?;
+                url = url.join(location).map_err(|e| {
+                    GitHubError::Malformed(format!("GET {path}: a redirect to a bad URL ({e})"))
+                })?;
                 continue;
             }
             if !status.is_success() {
@@ -346,7 +349,8 @@ impl GitHubClient {
             }
             404 => GitHubError::NotFound(format!("{call}: {message}")),
             403 | 429 => {
-                let limited = self.lock_rate().record_limit_answer(status, &answer.headers, &message, Utc::now());
+                let limited =
+                    self.lock_rate().record_limit_answer(status, &answer.headers, &message, Utc::now());
                 match limited {
                     Some(refusal) => {
                         tracing::warn!(until = %refusal.until, why = %refusal.why, api = ?api, "GitHub rate limit");
@@ -373,14 +377,18 @@ impl GitHubClient {
     }
 
     fn graphql_errors(&self, errors: &[Value]) -> GitHubError {
-        let rate_limited = errors.iter().any(|e| e.get("type").and_then(Value::as_str) == Some("RATE_LIMITED"));
+        let rate_limited =
+            errors.iter().any(|e| e.get("type").and_then(Value::as_str) == Some("RATE_LIMITED"));
         if rate_limited {
             let refusal = self.lock_rate().record_graphql_rate_limited(Utc::now());
             tracing::warn!(until = %refusal.until, why = %refusal.why, "GitHub GraphQL rate limit");
             return refusal.into();
         }
-        let messages: Vec<&str> =
-            errors.iter().take(3).map(|e| e.get("message").and_then(Value::as_str).unwrap_or("(no message)")).collect();
+        let messages: Vec<&str> = errors
+            .iter()
+            .take(3)
+            .map(|e| e.get("message").and_then(Value::as_str).unwrap_or("(no message)"))
+            .collect();
         let more = if errors.len() > 3 { format!(" (and {} more)", errors.len() - 3) } else { String::new() };
         GitHubError::Partial(format!("{}{more}", messages.join("; ")))
     }
@@ -422,8 +430,13 @@ fn rest_headers(request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
 
 /// The Authorization header, marked sensitive so that no HTTP-layer debug output prints it.
 fn bearer(credential: &Credential) -> Result<HeaderValue, GitHubError> {
-    let mut value = HeaderValue::from_str(&format!("Bearer {}", credential.token.expose()))
-        .map_err(|_| GitHubError::Auth(format!("the token from {} holds characters a header cannot", credential.origin)))?;
+    let mut value =
+        HeaderValue::from_str(&format!("Bearer {}", credential.token.expose())).map_err(|_| {
+            GitHubError::Auth(format!(
+                "the token from {} holds characters a header cannot",
+                credential.origin
+            ))
+        })?;
     value.set_sensitive(true);
     Ok(value)
 }
@@ -432,7 +445,8 @@ fn json_body(body: &str, method: &Method, path: &str) -> Result<Value, GitHubErr
     if body.trim().is_empty() {
         return Ok(Value::Null);
     }
-    serde_json::from_str(body).map_err(|e| GitHubError::Malformed(format!("{method} {path}: the answer is not JSON ({e})")))
+    serde_json::from_str(body)
+        .map_err(|e| GitHubError::Malformed(format!("{method} {path}: the answer is not JSON ({e})")))
 }
 
 /// GitHub's `message` field of an error answer, or the start of a body that is not GitHub's JSON.
@@ -453,7 +467,9 @@ pub(crate) fn github_message(body: &str) -> String {
 
 /// Scheme, host and port equal: where the API's token may be sent.
 fn same_origin(a: &Url, b: &Url) -> bool {
-    a.scheme() == b.scheme() && a.host_str() == b.host_str() && a.port_or_known_default() == b.port_or_known_default()
+    a.scheme() == b.scheme()
+        && a.host_str() == b.host_str()
+        && a.port_or_known_default() == b.port_or_known_default()
 }
 
 /// The last `max_bytes` bytes as text, starting at a character boundary.

@@ -184,7 +184,10 @@ impl RateState {
         self.secondary_streak = self.secondary_streak.saturating_add(1);
         let wait = backoff(self.secondary_streak);
         let until = now + wait + jitter(wait, now);
-        self.block(until, format!("{why}, backing off {}", humantime::format_duration(wait.to_std().unwrap_or_default())))
+        self.block(
+            until,
+            format!("{why}, backing off {}", humantime::format_duration(wait.to_std().unwrap_or_default())),
+        )
     }
 
     fn block(&mut self, until: DateTime<Utc>, why: String) -> Refusal {

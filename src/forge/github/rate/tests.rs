@@ -95,7 +95,10 @@ fn secondary_limits_back_off_exponentially_with_jitter_and_a_success_resets() {
 #[test]
 fn a_permission_403_is_not_a_rate_limit() {
     let mut s = RateState::new(0);
-    assert_eq!(s.record_limit_answer(403, &HeaderMap::new(), "Resource not accessible by integration", t(0)), None);
+    assert_eq!(
+        s.record_limit_answer(403, &HeaderMap::new(), "Resource not accessible by integration", t(0)),
+        None
+    );
     assert!(s.admit(Api::Rest, t(0)).is_ok());
 }
 
