@@ -214,9 +214,25 @@ impl GitHubClient {
 
     /// GETs `path`, which redirects to a download (GitHub Actions job logs:
     /// `/repos/{o}/{r}/actions/jobs/{id}/logs` → 302), follows the redirects — sending the token only to
-    /// the API's own host and port — and returns the body's last `max_bytes` bytes as text (cut at a
-    /// character boundary; invalid UTF-8 replaced).
+    /// the API's own scheme, host and port — and returns the body's last `max_bytes` bytes as text (cut
+    /// at a character boundary; invalid UTF-8 replaced).
     pub async fn download_text(&self, path: &str, max_bytes: usize) -> Result<String, GitHubError> {
+        let mut response = self.follow_to_download(path).await?;
+        let mut tail = Vec::new();
+        while let Some(chunk) =
+            response.chunk().await.map_err(|e| GitHubError::from_reqwest(e.without_url()))?
+        {
+            tail.extend_from_slice(&chunk);
+            // Memory stays bounded by the tail wanted, not by the log's size.
+            if tail.len() > max_bytes.saturating_mul(2).max(64 * 1024) {
+                tail.drain(..tail.len() - max_bytes);
+            }
+        }
+        Ok(last_bytes_as_text(&tail, max_bytes))
+    }
+
+    /// The 2xx answer at the end of `path`'s redirects, its body not read yet.
+    async fn follow_to_download(&self, path: &str) -> Result<reqwest::Response, GitHubError> {
         self.admit(Api::Rest)?;
         let credential = self.credential().await?;
         let api = Url::parse(&self.api_url).map_err(|e| GitHubError::Transport(e.to_string()))?;
@@ -230,42 +246,41 @@ impl GitHubClient {
             }
             self.counters.rest.fetch_add(1, Ordering::Relaxed);
             let started = Instant::now();
-            let mut response = request.send().await.map_err(GitHubError::from_reqwest)?;
+            // The download host's URL is signed: it is neither logged nor put in an error.
+            let sent = request.send().await;
+            let response =
+                sent.map_err(|e| GitHubError::from_reqwest(if to_api { e } else { e.without_url() }))?;
             let status = response.status();
-            // The download host's URL is signed: its path and query are not logged.
-            let shown = if to_api { url.path() } else { "(download)" };
-            tracing::debug!(method = "GET", path = shown, status = status.as_u16(), elapsed = ?started.elapsed(), "GitHub REST");
+            let shown = if to_api { url.path() } else { "(download host)" };
+            tracing::debug!(method = "GET", path = shown, status = status.as_u16(), elapsed = ?started.elapsed(), "GitHub");
             if to_api {
                 self.lock_rate().record_headers(response.headers(), Api::Rest);
             }
             if status.is_redirection() {
-                let location =
-                    response.headers().get(header::LOCATION).and_then(|v| v.to_str().ok()).ok_or_else(
-                        || GitHubError::Malformed(format!("GET {path}: a redirect without a Location")),
-                    )?;
+                let location = response.headers().get(header::LOCATION).and_then(|v| v.to_str().ok());
+                let location = location.ok_or_else(|| {
+                    GitHubError::Malformed(format!("GET {path}: a redirect without a Location"))
+                })?;
                 url = url.join(location).map_err(|e| {
                     GitHubError::Malformed(format!("GET {path}: a redirect to a bad URL ({e})"))
                 })?;
                 continue;
             }
-            if !status.is_success() {
-                let headers = response.headers().clone();
-                let body = response.text().await.map_err(GitHubError::from_reqwest)?;
-                let answer = Answer { status, headers, body };
-                return Err(self.failure(Api::Rest, answer, &credential, &format!("GET {path}")).await);
-            }
-            if to_api {
-                self.lock_rate().record_success();
-            }
-            let mut tail = Vec::new();
-            while let Some(chunk) = response.chunk().await.map_err(GitHubError::from_reqwest)? {
-                tail.extend_from_slice(&chunk);
-                // Keep memory bounded by the tail wanted, not by the log's size.
-                if tail.len() > max_bytes.saturating_mul(2).max(64 * 1024) {
-                    tail.drain(..tail.len() - max_bytes);
+            if status.is_success() {
+                if to_api {
+                    self.lock_rate().record_success();
                 }
+                return Ok(response);
             }
-            return Ok(last_bytes_as_text(&tail, max_bytes));
+            let headers = response.headers().clone();
+            let body = response.text().await.unwrap_or_default();
+            if !to_api {
+                // Not GitHub's API: its 401/403/404 say nothing about the token or the rate limit.
+                let message = format!("the download of {path} failed: {}", github_message(&body));
+                return Err(GitHubError::Http { status: status.as_u16(), message });
+            }
+            let answer = Answer { status, headers, body };
+            return Err(self.failure(Api::Rest, answer, &credential, &format!("GET {path}")).await);
         }
         Err(GitHubError::Malformed(format!("GET {path}: more than {MAX_REDIRECTS} redirects")))
     }

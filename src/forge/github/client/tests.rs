@@ -545,3 +545,18 @@ async fn a_missing_app_key_is_an_auth_error_naming_the_file() {
     assert!(message.contains("/nonexistent/app.pem") && message.contains("private_key_path"), "{message}");
     assert!(api.seen().is_empty());
 }
+
+#[tokio::test]
+async fn a_refusing_download_host_is_an_http_error_that_blocks_nothing() {
+    let storage =
+        Fake::start(vec![Reply { status: 403, body: "AuthenticationFailed".into(), ..Reply::default() }])
+            .await;
+    let location = format!("http://localhost:{}/logs/1?sig=expired", storage.port);
+    let api =
+        Fake::start(vec![Reply { status: 302, ..Reply::default() }.header("location", &location)]).await;
+    let gh = client(&api);
+    let err = gh.download_text("/repos/o/r/actions/jobs/1/logs", 10).await.unwrap_err();
+    assert!(matches!(&err, GitHubError::Http { status: 403, .. }), "{err:?}");
+    assert!(!err.to_string().contains("sig=expired"), "{err}");
+    assert_eq!(gh.rate().blocked_until, None);
+}
