@@ -1,6 +1,7 @@
 //! Pull requests and CI. A forge (GitHub, or the offline local forge) is observed through one
 //! forge-neutral type, [`PrSnapshot`], so the runner's decision logic never knows which forge it drives.
 
+pub mod github;
 pub mod local;
 mod snapshot;
 
