@@ -508,11 +508,13 @@ fn later_pages_are_appended_after_the_first() {
     let contexts = contexts_page.into_page().unwrap();
     assert_eq!(contexts.next.as_deref(), Some("bW9yZQ=="));
 
+    let late_thread =
+        thread("PRRT_51", false, false, vec![thread_comment("PRRC_51", Some("alex"), "Late.", None)]);
     let threads_page: WireThreadsPage = serde_json::from_value(json!({
         "rateLimit": { "cost": 1, "remaining": 4989, "resetAt": "2026-05-01T13:00:00Z" },
         "repository": { "pullRequest": { "reviewThreads": {
             "pageInfo": { "hasNextPage": false, "endCursor": "ZW5k" },
-            "nodes": [ thread("PRRT_51", false, false, vec![thread_comment("PRRC_51", Some("alex"), "Late.", None)]) ]
+            "nodes": [ late_thread ]
         } } }
     }))
     .unwrap();
