@@ -675,5 +675,89 @@ impl WireThreadsPage {
     }
 }
 
+// ---- Mutation answers -------------------------------------------------------------------------------
+
+/// The `data` of `add_review.graphql`: the posted review and its line comments, whose ids executor
+/// records as an agent's.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireAddReview {
+    #[serde(deserialize_with = "present")]
+    pub add_pull_request_review: Option<WireAddReviewPayload>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireAddReviewPayload {
+    #[serde(deserialize_with = "present")]
+    pub pull_request_review: Option<WirePostedReview>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct WirePostedReview {
+    pub id: String,
+    pub comments: Nodes<WireNodeId>,
+}
+
+impl WireAddReview {
+    /// The review's id and its comments' ids; `None` when GitHub answered without a review.
+    pub fn posted_ids(self) -> Option<(String, Vec<String>)> {
+        let review = self.add_pull_request_review?.pull_request_review?;
+        Some((review.id, review.comments.into_items().map(|c| c.id).collect()))
+    }
+}
+
+/// The `data` of `reply_to_thread.graphql`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireReplyToThread {
+    #[serde(deserialize_with = "present")]
+    pub add_pull_request_review_thread_reply: Option<WireReplyPayload>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct WireReplyPayload {
+    #[serde(deserialize_with = "present")]
+    pub comment: Option<WireNodeId>,
+}
+
+impl WireReplyToThread {
+    /// The new comment's id; `None` when GitHub answered without one.
+    pub fn comment_id(self) -> Option<String> {
+        self.add_pull_request_review_thread_reply?.comment.map(|c| c.id)
+    }
+}
+
+/// The `data` of `mark_ready.graphql`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireMarkReady {
+    #[serde(deserialize_with = "present")]
+    pub mark_pull_request_ready_for_review: Option<WireMarkReadyPayload>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireMarkReadyPayload {
+    #[serde(deserialize_with = "present")]
+    pub pull_request: Option<WireIsDraft>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireIsDraft {
+    pub is_draft: bool,
+}
+
+impl WireMarkReady {
+    /// Whether the pull request is now ready for review (out of draft), as GitHub answered.
+    pub fn is_ready(&self) -> bool {
+        self.mark_pull_request_ready_for_review
+            .as_ref()
+            .and_then(|p| p.pull_request.as_ref())
+            .is_some_and(|pr| !pr.is_draft)
+    }
+}
+
 #[cfg(test)]
 mod tests;

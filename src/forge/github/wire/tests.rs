@@ -557,3 +557,41 @@ fn the_batch_answer_holds_each_alias_and_null_for_a_missing_pr() {
     assert_eq!(prs["pr0"].as_ref().map(|p| p.number), Some(42));
     assert!(prs["pr1"].is_none());
 }
+
+#[test]
+fn mutation_answers_give_the_posted_ids() {
+    let review: WireAddReview = serde_json::from_value(json!({
+        "addPullRequestReview": { "pullRequestReview": {
+            "id": "PRR_9",
+            "comments": { "nodes": [ { "id": "PRRC_91" }, { "id": "PRRC_92" } ] }
+        } }
+    }))
+    .unwrap();
+    assert_eq!(
+        review.posted_ids(),
+        Some(("PRR_9".to_string(), vec!["PRRC_91".to_string(), "PRRC_92".to_string()]))
+    );
+    let nothing: WireAddReview = serde_json::from_value(json!({ "addPullRequestReview": null })).unwrap();
+    assert_eq!(nothing.posted_ids(), None);
+
+    let reply: WireReplyToThread = serde_json::from_value(
+        json!({ "addPullRequestReviewThreadReply": { "comment": { "id": "PRRC_93" } } }),
+    )
+    .unwrap();
+    assert_eq!(reply.comment_id().as_deref(), Some("PRRC_93"));
+    assert!(
+        serde_json::from_value::<WireReplyToThread>(json!({ "addPullRequestReviewThreadReply": {} }))
+            .is_err()
+    );
+
+    let ready: WireMarkReady = serde_json::from_value(json!({
+        "markPullRequestReadyForReview": { "pullRequest": { "isDraft": false } }
+    }))
+    .unwrap();
+    assert!(ready.is_ready());
+    let still_draft: WireMarkReady = serde_json::from_value(json!({
+        "markPullRequestReadyForReview": { "pullRequest": { "isDraft": true } }
+    }))
+    .unwrap();
+    assert!(!still_draft.is_ready());
+}
