@@ -4,17 +4,22 @@
 //!
 //! Documents are assembled the way the forge sends them: the batch template gets its aliased pull
 //! requests and variables, and each document gets the fragments it spreads, and only those (GitHub
-//! rejects a request that defines a fragment it does not use).
+//! rejects a request that defines a fragment it does not use). Then the wire types must read an answer
+//! built from the schema for each document, with every nullable field present and null.
 
 #[path = "github/validate.rs"]
 mod validate;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use graphql_parser::query::{Definition, OperationDefinition, Selection, SelectionSet};
-use validate::{Schema, validate};
+use executor::forge::github::wire;
+use graphql_parser::query::{
+    Definition, FragmentDefinition, OperationDefinition, Selection, SelectionSet, TypeCondition,
+};
+use serde_json::{Value, json};
+use validate::{Schema, Ty, validate};
 
 const GRAPHQL_DIR: &str = "src/forge/github/graphql";
 /// Not a document but a template (it does not parse before its markers are replaced).
@@ -326,4 +331,214 @@ fn a_document_that_does_not_parse_is_reported() {
     let errors = validate(schema(), "query { repository(owner: \"o\" name: \"n\") { id }");
     assert_eq!(errors.len(), 1);
     assert!(errors[0].starts_with("does not parse"), "{errors:?}");
+}
+
+// ---- The wire types read answers shaped exactly like the documents ---------------------------------
+
+/// Builds the `data` GitHub would answer a document with, from the schema: every selected field with
+/// a value of its declared type; a list of an abstract type gets one item of each possible object type
+/// (so the rollup holds a CheckRun and a StatusContext). Nullable fields at depth `null_from` or deeper
+/// are null, so sweeping `null_from` proves every nullable field is an `Option` in the wire types.
+struct Sampler<'d> {
+    schema: &'static Schema,
+    fragments: HashMap<&'d str, &'d FragmentDefinition<'d, String>>,
+    null_from: usize,
+}
+
+impl<'d> Sampler<'d> {
+    fn object(&self, concrete: &str, set: &'d SelectionSet<'d, String>, depth: usize) -> Value {
+        let mut map = serde_json::Map::new();
+        self.fill(concrete, set, depth, &mut map);
+        Value::Object(map)
+    }
+
+    fn fill(
+        &self,
+        concrete: &str,
+        set: &'d SelectionSet<'d, String>,
+        depth: usize,
+        map: &mut serde_json::Map<String, Value>,
+    ) {
+        for item in &set.items {
+            match item {
+                Selection::Field(f) => {
+                    let key = f.alias.as_ref().unwrap_or(&f.name).clone();
+                    let value = if f.name == "__typename" {
+                        json!(concrete)
+                    } else {
+                        let ty = self
+                            .schema
+                            .field_type(concrete, &f.name)
+                            .unwrap_or_else(|| panic!("{concrete}.{}", f.name));
+                        self.value(ty, &f.selection_set, depth)
+                    };
+                    map.insert(key, value);
+                }
+                Selection::FragmentSpread(s) => {
+                    let fragment = self.fragments[s.fragment_name.as_str()];
+                    let TypeCondition::On(on) = &fragment.type_condition;
+                    if self.schema.possible_types(on).contains(concrete) {
+                        self.fill(concrete, &fragment.selection_set, depth, map);
+                    }
+                }
+                Selection::InlineFragment(i) => {
+                    let applies = match &i.type_condition {
+                        Some(TypeCondition::On(on)) => self.schema.possible_types(on).contains(concrete),
+                        None => true,
+                    };
+                    if applies {
+                        self.fill(concrete, &i.selection_set, depth, map);
+                    }
+                }
+            }
+        }
+    }
+
+    fn value(&self, ty: &Ty, set: &'d SelectionSet<'d, String>, depth: usize) -> Value {
+        match ty {
+            Ty::NonNull(inner) => self.present(inner, set, depth),
+            _ if depth >= self.null_from => Value::Null,
+            _ => self.present(ty, set, depth),
+        }
+    }
+
+    fn present(&self, ty: &Ty, set: &'d SelectionSet<'d, String>, depth: usize) -> Value {
+        match ty {
+            Ty::NonNull(inner) => self.present(inner, set, depth),
+            Ty::List(item) => {
+                let named = item.named();
+                if self.schema.is_composite(named) && !self.schema.possible_types(named).contains(named) {
+                    let mut concrete: Vec<&str> = self.schema.possible_types(named).into_iter().collect();
+                    concrete.sort_unstable();
+                    concrete.into_iter().map(|t| self.object(t, set, depth + 1)).collect()
+                } else {
+                    Value::Array(vec![self.value(item, set, depth + 1)])
+                }
+            }
+            Ty::Named(name) if self.schema.is_composite(name) => {
+                let mut concrete: Vec<&str> = self.schema.possible_types(name).into_iter().collect();
+                concrete.sort_unstable();
+                self.object(concrete[0], set, depth + 1)
+            }
+            Ty::Named(name) => match (name.as_str(), self.schema.enum_values(name)) {
+                (_, Some(values)) => json!(values[0]),
+                ("Int", _) => json!(7),
+                ("Float", _) => json!(1.5),
+                ("Boolean", _) => json!(false),
+                ("DateTime", _) => json!("2026-05-01T12:00:00Z"),
+                ("URI", _) => json!("https://github.com/octo/app/pull/7"),
+                _ => json!("sample"),
+            },
+        }
+    }
+}
+
+/// The `data` for an assembled document (its one operation), with nullable fields null from `null_from`.
+fn sample_answer(doc_text: &str, null_from: usize) -> Value {
+    let doc = graphql_parser::parse_query::<String>(doc_text).unwrap();
+    let fragments = doc
+        .definitions
+        .iter()
+        .filter_map(|d| match d {
+            Definition::Fragment(f) => Some((f.name.as_str(), f)),
+            _ => None,
+        })
+        .collect();
+    let sampler = Sampler { schema: schema(), fragments, null_from };
+    for def in &doc.definitions {
+        match def {
+            Definition::Operation(OperationDefinition::Query(q)) => {
+                return sampler.object("Query", &q.selection_set, 0);
+            }
+            Definition::Operation(OperationDefinition::Mutation(m)) => {
+                return sampler.object("Mutation", &m.selection_set, 0);
+            }
+            _ => {}
+        }
+    }
+    panic!("no query or mutation in {doc_text}")
+}
+
+/// Deserializes `data` into the wire type of the document named `name`.
+fn read_as_wire(name: &str, data: Value) -> Result<(), String> {
+    let file = name.split(' ').next().unwrap_or(name);
+    let result = match file {
+        BATCH_TEMPLATE => serde_json::from_value::<wire::WireBatch>(data).map(drop),
+        "check_contexts_page.graphql" => serde_json::from_value::<wire::WireContextsPage>(data).map(drop),
+        "review_threads_page.graphql" => serde_json::from_value::<wire::WireThreadsPage>(data).map(drop),
+        "add_review.graphql" => serde_json::from_value::<wire::WireAddReview>(data).map(drop),
+        "reply_to_thread.graphql" => serde_json::from_value::<wire::WireReplyToThread>(data).map(drop),
+        "mark_ready.graphql" => serde_json::from_value::<wire::WireMarkReady>(data).map(drop),
+        other => return Err(format!("{other}: no wire type reads its answer (add one in wire.rs and here)")),
+    };
+    result.map_err(|e| e.to_string())
+}
+
+#[test]
+fn the_wire_types_read_every_documents_answer_with_and_without_nulls() {
+    let mut used = HashSet::new();
+    let mut failures = Vec::new();
+    for (name, doc) in assembled_documents(&mut used) {
+        for null_from in (0..12).chain([usize::MAX]) {
+            let data = sample_answer(&doc, null_from);
+            if let Err(e) = read_as_wire(&name, data.clone()) {
+                failures.push(format!("{name} (nullable fields null from depth {null_from}): {e}\n{data:#}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn a_full_batch_answer_maps_to_snapshots_with_both_kinds_of_check() {
+    let batch = batch_query(&graphql_files()[BATCH_TEMPLATE], 2);
+    let mut used = HashSet::new();
+    let doc = with_fragments(&batch, &fragment_library(&graphql_files()), &mut used);
+    let answer: wire::WireBatch = serde_json::from_value(sample_answer(&doc, usize::MAX)).unwrap();
+    let prs = answer.repository.unwrap();
+    assert_eq!(prs.len(), 2);
+    let pr = prs["pr1"].clone().unwrap();
+    let snapshot = pr.into_snapshot(vec![], vec![], &wire::AgentComments::new(), chrono::Utc::now());
+    let names: Vec<&str> = snapshot.checks.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["sample", "sample"], "a CheckRun's name and a StatusContext's context");
+    assert!(!snapshot.comments.is_empty());
+}
+
+/// Each enum word of GitHub's schema that the wire types read has a variant of its own: a misspelt or
+/// missing variant would silently fall into the catch-all.
+#[test]
+fn every_schema_enum_word_has_its_own_wire_variant() {
+    fn check<T: serde::de::DeserializeOwned + std::fmt::Debug>(
+        schema_enum: &str,
+        failures: &mut Vec<String>,
+    ) {
+        let words = schema().enum_values(schema_enum).unwrap_or_else(|| panic!("no enum {schema_enum}"));
+        for word in words {
+            let variant: T = serde_json::from_value(json!(word)).unwrap();
+            let spelt = screaming_snake(&format!("{variant:?}"));
+            if spelt != word {
+                failures.push(format!("{schema_enum}::{word} reads as {variant:?}"));
+            }
+        }
+    }
+    let mut failures = Vec::new();
+    check::<wire::WirePrState>("PullRequestState", &mut failures);
+    check::<wire::WireMergeable>("MergeableState", &mut failures);
+    check::<wire::WireMergeStateStatus>("MergeStateStatus", &mut failures);
+    check::<wire::WireCheckStatus>("CheckStatusState", &mut failures);
+    check::<wire::WireConclusion>("CheckConclusionState", &mut failures);
+    check::<wire::WireStatusState>("StatusState", &mut failures);
+    check::<wire::WireReviewState>("PullRequestReviewState", &mut failures);
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+fn screaming_snake(camel: &str) -> String {
+    let mut out = String::new();
+    for (i, ch) in camel.chars().enumerate() {
+        if ch.is_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(ch.to_ascii_uppercase());
+    }
+    out
 }

@@ -32,7 +32,7 @@ impl Ty {
         }
     }
 
-    fn named(&self) -> &str {
+    pub fn named(&self) -> &str {
         match self {
             Ty::Named(n) => n,
             Ty::List(inner) | Ty::NonNull(inner) => inner.named(),
@@ -174,7 +174,27 @@ impl Schema {
         Ok(Schema { types, directives, query, mutation })
     }
 
-    fn is_composite(&self, name: &str) -> bool {
+    /// The declared type of `parent.field`, for an object or interface `parent`.
+    pub fn field_type(&self, parent: &str, field: &str) -> Option<&Ty> {
+        match self.types.get(parent)? {
+            Kind::Object { fields, .. } | Kind::Interface(fields) => fields.get(field).map(|f| &f.ty),
+            _ => None,
+        }
+    }
+
+    /// An enum's values, sorted; `None` when `name` is no enum.
+    pub fn enum_values(&self, name: &str) -> Option<Vec<&str>> {
+        match self.types.get(name)? {
+            Kind::Enum(values) => {
+                let mut values: Vec<&str> = values.iter().map(String::as_str).collect();
+                values.sort_unstable();
+                Some(values)
+            }
+            _ => None,
+        }
+    }
+
+    pub fn is_composite(&self, name: &str) -> bool {
         matches!(self.types.get(name), Some(Kind::Object { .. } | Kind::Interface(_) | Kind::Union(_)))
     }
 
@@ -183,7 +203,7 @@ impl Schema {
     }
 
     /// The object types a value of type `name` can be at run time.
-    fn possible_types<'s>(&'s self, name: &'s str) -> HashSet<&'s str> {
+    pub fn possible_types<'s>(&'s self, name: &'s str) -> HashSet<&'s str> {
         match self.types.get(name) {
             Some(Kind::Object { .. }) => HashSet::from([name]),
             Some(Kind::Union(members)) => members.iter().map(String::as_str).collect(),
