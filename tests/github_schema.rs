@@ -255,6 +255,8 @@ fn each_broken_rule_is_reported() {
         ("labels(first: 10)", "labels(frist: 10)", "has no argument `frist`"),
         ("pullRequest(number: $number)", "pullRequest", "required argument `number` is missing"),
         ("labels(first: 10)", "labels(first: \"ten\")", "is not a `Int`"),
+        ("labels(first: 10)", "labels", "connection `labels` needs `first` or `last`"),
+        ("labels(first: 10)", "labels(first: 101)", "page size 101 is not 1 to 100"),
         // Variables.
         (
             "$after: String)",

@@ -2,7 +2,8 @@
 //! catches what goes wrong when a document is written by hand against GitHub's schema (a misspelt
 //! field, an argument GitHub does not take, a fragment on the wrong type, a variable of the wrong
 //! type), plus the rules GitHub enforces that make a whole request fail (unused fragments, unused
-//! variables). graphql-parser only parses; the checks are here.
+//! variables, connections without `first`/`last` or with more than 100). graphql-parser only parses;
+//! the checks are here.
 //!
 //! Not covered (not needed by hand-written documents this small): field-merging conflicts between
 //! equal response names, directive locations, the depth and node limits GitHub computes.
@@ -504,6 +505,9 @@ impl<'a> Validator<'a> {
         );
 
         let output = def.ty.named();
+        if output.ends_with("Connection") && def.args.contains_key("first") {
+            self.check_page_size(field);
+        }
         let selected = !field.selection_set.items.is_empty();
         if schema.is_composite(output) {
             if !selected {
@@ -518,6 +522,30 @@ impl<'a> Validator<'a> {
                 field.position,
                 format!("field `{}` is a leaf (`{}`) and takes no selection", field.name, def.ty),
             );
+        }
+    }
+
+    /// GitHub's own rule on connections: `first` or `last` is required and at most 100, else the whole
+    /// request fails ("You must provide a `first` or `last` value to properly paginate").
+    fn check_page_size(&mut self, field: &q::Field<'a, String>) {
+        let sizes: Vec<&Value<'a, String>> = field
+            .arguments
+            .iter()
+            .filter(|(name, _)| name == "first" || name == "last")
+            .map(|(_, v)| v)
+            .collect();
+        if sizes.is_empty() {
+            self.error(field.position, format!("connection `{}` needs `first` or `last`", field.name));
+        }
+        for size in sizes {
+            if let Value::Int(n) = size
+                && !(1..=100).contains(&n.as_i64().unwrap_or(0))
+            {
+                self.error(
+                    field.position,
+                    format!("connection `{}`: page size {size} is not 1 to 100", field.name),
+                );
+            }
         }
     }
 
