@@ -212,6 +212,8 @@ pub struct WireCheckRun {
     pub conclusion: Option<WireConclusion>,
     #[serde(deserialize_with = "present")]
     pub details_url: Option<String>,
+    /// The Actions job id. The schema says `Int`, but GitHub sends check run ids past 2^31 here (they
+    /// are around 3·10^10 now), so it is read as i64.
     #[serde(deserialize_with = "present")]
     pub database_id: Option<i64>,
     #[serde(deserialize_with = "present")]
