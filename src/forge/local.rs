@@ -51,6 +51,10 @@ pub enum ForgeError {
     NoBranch(i64),
     #[error("comment {0:?} is not on this pull request")]
     UnknownComment(String),
+    #[error("GitHub: {0}")]
+    GitHub(#[from] super::github::GitHubError),
+    #[error("{0}")]
+    Config(String),
     #[error("CI program {program:?} {why}")]
     CiProgram { program: String, why: &'static str },
     #[error("a blocking task of the local forge did not finish: {0}")]

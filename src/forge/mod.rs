@@ -33,6 +33,7 @@ pub struct CommentPost<'a> {
 /// GitHub forge joins as another variant.
 pub enum Forge {
     Local(LocalForge),
+    GitHub(github::GitHubForge),
 }
 
 impl Forge {
@@ -40,12 +41,13 @@ impl Forge {
     pub fn name(&self) -> &'static str {
         match self {
             Forge::Local(_) => "local",
+            Forge::GitHub(_) => "github",
         }
     }
 
-    /// The runner opens pull requests itself (the local forge); on GitHub the worker does.
+    /// The runner opens pull requests itself, on every forge: code owns a pull request's lifecycle.
     pub fn runner_opens_prs(&self) -> bool {
-        matches!(self, Forge::Local(_))
+        true
     }
 
     /// How long a new head may show no check before CI is triggered: the local forge runs CI only when
@@ -53,6 +55,7 @@ impl Forge {
     pub fn check_grace(&self) -> std::time::Duration {
         match self {
             Forge::Local(_) => std::time::Duration::ZERO,
+            Forge::GitHub(f) => f.check_grace(),
         }
     }
 
@@ -73,6 +76,7 @@ impl Forge {
                 }
                 Ok(all)
             }
+            Forge::GitHub(f) => f.snapshots(runs).await,
         }
     }
 
@@ -84,6 +88,7 @@ impl Forge {
                 let _ = task; // a local pull request is the branch and a row: nothing to describe
                 f.open_pr(run).await
             }
+            Forge::GitHub(f) => f.open_pr(run, task).await,
         }
     }
 
@@ -92,6 +97,7 @@ impl Forge {
     pub fn pushes_branches(&self) -> bool {
         match self {
             Forge::Local(_) => false,
+            Forge::GitHub(_) => true,
         }
     }
 
@@ -102,6 +108,7 @@ impl Forge {
                 let _ = run;
                 Ok(())
             }
+            Forge::GitHub(f) => f.push(run).await,
         }
     }
 
@@ -110,6 +117,7 @@ impl Forge {
     pub async fn post_review(&self, run: &Run, pr: &PrSnapshot, review: &ReviewResult) -> Result<(), ForgeError> {
         match self {
             Forge::Local(f) => f.post_review(run, pr, review).await,
+            Forge::GitHub(f) => f.post_review(run, pr, review).await,
         }
     }
 
@@ -121,6 +129,7 @@ impl Forge {
                 let _ = pr;
                 Ok(HashMap::new())
             }
+            Forge::GitHub(f) => f.failed_check_logs(pr).await,
         }
     }
 
@@ -128,18 +137,21 @@ impl Forge {
     pub async fn mark_ready(&self, run: &Run, pr: &PrSnapshot) -> Result<(), ForgeError> {
         match self {
             Forge::Local(f) => f.mark_ready(run, pr).await,
+            Forge::GitHub(f) => f.mark_ready(run, pr).await,
         }
     }
 
     pub async fn add_labels(&self, run: &Run, labels: &[String]) -> Result<(), ForgeError> {
         match self {
             Forge::Local(f) => f.add_labels(run, labels).await,
+            Forge::GitHub(f) => f.add_labels(run, labels).await,
         }
     }
 
     pub async fn trigger_ci(&self, run: &Run, sha: &str) -> Result<(), ForgeError> {
         match self {
             Forge::Local(f) => f.trigger_ci(run, sha).await.map(|_| ()),
+            Forge::GitHub(f) => f.trigger_ci(run, sha).await,
         }
     }
 
@@ -148,6 +160,7 @@ impl Forge {
     pub async fn comment(&self, run: &Run, c: &CommentPost<'_>) -> Result<String, ForgeError> {
         match self {
             Forge::Local(f) => f.comment(run, c).await.map(|id| id.to_string()),
+            Forge::GitHub(f) => f.comment(run, c).await,
         }
     }
 
@@ -155,6 +168,7 @@ impl Forge {
     pub async fn poll_ci(&self) -> Result<usize, ForgeError> {
         match self {
             Forge::Local(f) => f.poll_ci().await,
+            Forge::GitHub(_) => Ok(0),
         }
     }
 }

@@ -10,6 +10,7 @@ use tokio::task::JoinHandle;
 use super::launch::{Recording, supervise_recorded};
 use crate::config::{Config, Repo};
 use crate::domain::{Actor, Run};
+use crate::forge::github::{GitHubClient, GitHubForge};
 use crate::forge::{Forge, LocalForge};
 use crate::store::{RunMemory, Store};
 use crate::worker::{Prompts, WorkerError, WorkerOutcome, WorkerUpdate};
@@ -102,10 +103,7 @@ const MAX_BUSY_TICKS: usize = 50;
 impl Runner {
     pub fn new(config: Config, store: Store) -> Result<Runner, RunnerError> {
         let prompts = load_prompts(&config)?;
-        let mut forges = BTreeMap::new();
-        for (name, repo) in &config.repos {
-            forges.insert(name.clone(), Arc::new(forge_for(&config, &store, name, repo)?));
-        }
+        let forges = forges_for(&config, &store)?;
         let host = hostname();
         let owner = format!("{host}:{}", std::process::id());
         let (ended_tx, ended_rx) = mpsc::unbounded_channel();
@@ -425,12 +423,33 @@ pub(crate) fn repo_for<'c>(
     }
 }
 
-/// The forge a configured repository uses.
+/// The forge a configured repository uses (for a one-off command; the runner keeps its forges).
 pub(crate) fn forge_for(
     config: &Config,
     store: &Store,
     name: &str,
     repo: &Repo,
+) -> Result<Forge, RunnerError> {
+    let mut client = None;
+    make_forge(config, store, name, repo, &mut client)
+}
+
+/// Every configured repository's forge, the GitHub ones sharing one client (one token, one rate limit).
+pub(crate) fn forges_for(config: &Config, store: &Store) -> Result<BTreeMap<String, Arc<Forge>>, RunnerError> {
+    let mut client = None;
+    let mut forges = BTreeMap::new();
+    for (name, repo) in &config.repos {
+        forges.insert(name.clone(), Arc::new(make_forge(config, store, name, repo, &mut client)?));
+    }
+    Ok(forges)
+}
+
+fn make_forge(
+    config: &Config,
+    store: &Store,
+    name: &str,
+    repo: &Repo,
+    client: &mut Option<Arc<GitHubClient>>,
 ) -> Result<Forge, RunnerError> {
     match repo.forge.as_str() {
         "local" => Ok(Forge::Local(LocalForge {
@@ -439,8 +458,21 @@ pub(crate) fn forge_for(
             repo: repo.clone(),
             ci_root: config.data_dir().join("ci"),
         })),
+        "github" => {
+            let client = match client {
+                Some(c) => c.clone(),
+                None => {
+                    let c = Arc::new(GitHubClient::new(&config.github).map_err(|e| {
+                        RunnerError::Config(format!("[github]: {e}"))
+                    })?);
+                    *client = Some(c.clone());
+                    c
+                }
+            };
+            Ok(Forge::GitHub(GitHubForge::new(client, store.clone(), name, repo, &config.github)?))
+        }
         other => Err(RunnerError::Config(format!(
-            "repos.{name}.forge = {other:?} is not available in this build; use \"local\""
+            "repos.{name}.forge = {other:?} is not a forge executor knows; use \"local\" or \"github\""
         ))),
     }
 }

@@ -1,9 +1,143 @@
-//! The GitHub forge. (Temporary: only the HTTP client; the forge itself replaces this file.)
+//! The GitHub forge: one configured repository on GitHub (or GitHub Enterprise, or a fake in the tests).
+//!
+//! Observing is batched ([`batch`]): one GraphQL request per `github.batch_size` pull requests per tick,
+//! guarded by a conditional REST request that costs nothing when no open pull request changed. Writing
+//! is the runner's: it pushes branches, opens draft pull requests, adds labels, triggers CI, posts
+//! notices, agents' replies and reviews ([`writes`]). Every comment executor posts is recorded by id, so
+//! "written by an agent" never depends on a login or on text anyone could type.
+//!
+//! Architecture invariant: nothing here decides. A snapshot is either whole or an error: a partial
+//! GraphQL answer, a 5xx or a timeout fails the repository's observation, and the runner then does
+//! nothing for it this tick.
 
 pub mod auth;
+mod batch;
 pub mod client;
 pub mod rate;
+pub mod wire;
+mod writes;
 
 pub use auth::{AppSettings, Secret, TokenSources};
+pub use batch::batch_document;
 pub use client::{GitHubClient, GitHubError, RequestCounts};
 pub use rate::RateStatus;
+pub use wire::AgentComments;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+
+use super::{ForgeError, PrSnapshot};
+use crate::config::Repo;
+use crate::store::Store;
+
+/// One repository on GitHub.
+pub struct GitHubForge {
+    client: Arc<GitHubClient>,
+    store: Store,
+    repo_name: String,
+    repo: Repo,
+    owner: String,
+    name: String,
+    batch_size: usize,
+    check_grace: std::time::Duration,
+    /// What the last observations returned, by pull request number: answers again for pull requests
+    /// GitHub says did not change.
+    cache: Mutex<HashMap<i64, Observed>>,
+    /// Comments by untrusted authors already logged as ignored (once per comment id).
+    ignored: Mutex<HashSet<String>>,
+}
+
+/// A pull request as last observed, with what it takes to write to it.
+#[derive(Debug, Clone)]
+struct Observed {
+    snapshot: PrSnapshot,
+    /// GraphQL node id of the pull request (mutations take it).
+    node_id: String,
+    /// `updated_at` in the open pull requests list when it was observed; `None` when it was not listed.
+    updated_at: Option<String>,
+}
+
+impl GitHubForge {
+    /// The forge of `repos.NAME` (whose `github` is `owner/name`, checked by the config).
+    pub fn new(client: Arc<GitHubClient>, store: Store, repo_name: &str, repo: &Repo, config: &crate::config::GitHub) -> Result<GitHubForge, ForgeError> {
+        let (owner, name) = repo.github_slug().ok_or_else(|| ForgeError::Config(format!(
+            "repos.{repo_name}.github must be \"owner/name\" for forge = \"github\""
+        )))?;
+        Ok(GitHubForge {
+            client,
+            store,
+            repo_name: repo_name.to_string(),
+            repo: repo.clone(),
+            owner: owner.to_string(),
+            name: name.to_string(),
+            batch_size: usize::try_from(config.batch_size).unwrap_or(25).clamp(1, 100),
+            check_grace: config.check_grace.std(),
+            cache: Mutex::new(HashMap::new()),
+            ignored: Mutex::new(HashSet::new()),
+        })
+    }
+
+    pub fn check_grace(&self) -> std::time::Duration {
+        self.check_grace
+    }
+
+    /// `owner/name`.
+    pub fn slug(&self) -> String {
+        format!("{}/{}", self.owner, self.name)
+    }
+
+    pub fn client(&self) -> &GitHubClient {
+        &self.client
+    }
+
+    fn cached(&self, number: i64) -> Option<Observed> {
+        self.cache.lock().ok().and_then(|c| c.get(&number).cloned())
+    }
+
+    fn remember(&self, number: i64, observed: Observed) {
+        if let Ok(mut c) = self.cache.lock() {
+            c.insert(number, observed);
+        }
+    }
+
+    /// Logs once per comment that an untrusted author's comment is ignored: it never reaches a prompt.
+    fn note_ignored(&self, pr: &PrSnapshot) {
+        let trust = self.repo.trust();
+        let Ok(mut ignored) = self.ignored.lock() else { return };
+        for c in pr.comments.iter().filter(|c| !c.by_agent && !c.is_by_trusted_human(&trust)) {
+            if ignored.insert(c.id.clone()) {
+                tracing::info!(
+                    repo = %self.repo_name,
+                    "ignoring comment {} by {} on PR #{}: not a trusted author (repos.{}.trusted_authors / trust_associations)",
+                    c.id, c.author, pr.number, self.repo_name
+                );
+            }
+        }
+    }
+}
+
+/// A REST path segment for a value GitHub gave or the config holds, escaped so it stays one segment.
+fn segment(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| match c {
+            'A'..='Z' | 'a'..='z' | '0'..='9' | '-' | '_' | '.' | '~' => vec![c.to_string()],
+            _ => c.to_string().bytes().map(|b| format!("%{b:02X}")).collect(),
+        })
+        .collect()
+}
+
+fn now() -> DateTime<Utc> {
+    Utc::now()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn segments_are_escaped() {
+        assert_eq!(super::segment("ci.yml"), "ci.yml");
+        assert_eq!(super::segment("a/b c"), "a%2Fb%20c");
+        assert_eq!(super::segment("é"), "%C3%A9");
+    }
+}

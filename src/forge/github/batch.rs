@@ -1,0 +1,217 @@
+//! Observing a repository's pull requests: one GraphQL request per `github.batch_size` of them, by
+//! aliases, with follow-up pages for the rare pull request with more than 100 checks or 50 threads.
+//!
+//! A conditional request guards the batch: `GET /repos/{o}/{r}/pulls?state=open&sort=updated` with the
+//! ETag of its last answer. A 304 (free of rate limit) says no open pull request changed, so only those
+//! whose CI is still pending (a check finishing does not change a pull request) or whose mergeability
+//! GitHub was still computing are asked again; the rest are answered from the last observation.
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+
+use super::wire::{WireCheckContext, WireContextsPage, WirePr, WireThread, WireThreadsPage};
+use super::{AgentComments, GitHubForge, Observed, now};
+use crate::domain::Run;
+use crate::forge::{CiRollup, ForgeError, Mergeable, PrSnapshot, PrState};
+
+const BATCH: &str = include_str!("graphql/batch.graphql");
+const PR_FIELDS: &str = include_str!("graphql/pr_fields.graphql");
+const CHECK_CONTEXT: &str = include_str!("graphql/check_context.graphql");
+const REVIEW_THREAD: &str = include_str!("graphql/review_thread.graphql");
+const CONTEXTS_PAGE: &str = include_str!("graphql/check_contexts_page.graphql");
+const THREADS_PAGE: &str = include_str!("graphql/review_threads_page.graphql");
+
+/// The open pull requests listed per conditional request (GitHub's maximum page).
+const LISTED: usize = 100;
+/// Follow-up pages fetched at most per pull request and kind (10,000 checks; 5,000 threads).
+const MAX_PAGES: usize = 100;
+
+/// The batch query for `count` pull requests: `pr0 … prN` aliases over `$n0 … $nN`.
+pub fn batch_document(count: usize) -> String {
+    let template: String =
+        BATCH.lines().filter(|l| !l.trim_start().starts_with('#')).map(|l| format!("{l}\n")).collect();
+    let variables: String = (0..count).map(|i| format!(", $n{i}: Int!")).collect();
+    let fields: Vec<String> = (0..count).map(|i| format!("pr{i}: pullRequest(number: $n{i}) {{ ...PrFields }}")).collect();
+    let query = template.replace("VARIABLES", &variables).replace("PULL_REQUESTS", &fields.join("\n    "));
+    format!("{query}\n{PR_FIELDS}\n{CHECK_CONTEXT}\n{REVIEW_THREAD}")
+}
+
+/// The page queries, with the one fragment each uses (GraphQL refuses unused fragments).
+pub fn contexts_page_document() -> String {
+    format!("{CONTEXTS_PAGE}\n{CHECK_CONTEXT}")
+}
+
+pub fn threads_page_document() -> String {
+    format!("{THREADS_PAGE}\n{REVIEW_THREAD}")
+}
+
+/// What the conditional list said: `None` when nothing changed (304); else each open pull request's
+/// `updated_at`, and whether the page was full (then a pull request missing from it may still be open).
+struct Listed {
+    updated: HashMap<i64, String>,
+    full: bool,
+}
+
+impl GitHubForge {
+    /// The pull requests of these runs, by run id (see `Forge::snapshots`).
+    pub async fn snapshots(&self, runs: &[Run]) -> Result<HashMap<i64, Option<PrSnapshot>>, ForgeError> {
+        let mut out: HashMap<i64, Option<PrSnapshot>> = runs.iter().map(|r| (r.id, None)).collect();
+        let with_pr: Vec<(i64, i64)> = runs.iter().filter_map(|r| r.pr_number.map(|n| (r.id, n))).collect();
+        if with_pr.is_empty() {
+            return Ok(out);
+        }
+        let listed = self.open_pulls_if_changed().await?;
+        let mut numbers: Vec<i64> = with_pr.iter().map(|(_, n)| *n).collect();
+        numbers.sort_unstable();
+        numbers.dedup();
+        let stale: Vec<i64> = numbers.into_iter().filter(|n| self.needs_query(*n, listed.as_ref())).collect();
+        if !stale.is_empty() {
+            let run_ids: Vec<i64> = with_pr.iter().map(|(r, _)| *r).collect();
+            let agent = self.store.agent_comments(&run_ids).await?;
+            for chunk in stale.chunks(self.batch_size) {
+                self.query_batch(chunk, &agent, listed.as_ref()).await?;
+            }
+        }
+        for (run_id, number) in with_pr {
+            out.insert(run_id, self.cached(number).map(|o| o.snapshot));
+        }
+        Ok(out)
+    }
+
+    /// The open pull requests, unless they are as they were at the last ask (`None`: a 304).
+    async fn open_pulls_if_changed(&self) -> Result<Option<Listed>, ForgeError> {
+        let path = format!(
+            "/repos/{}/{}/pulls?state=open&sort=updated&direction=desc&per_page={LISTED}",
+            self.owner, self.name
+        );
+        let Some(body) = self.client.get_if_changed(&path).await? else {
+            return Ok(None);
+        };
+        let list = body.as_array().ok_or_else(|| malformed("the open pull requests are not a list"))?;
+        let mut updated = HashMap::new();
+        for pr in list {
+            let number = pr.get("number").and_then(Value::as_i64);
+            let at = pr.get("updated_at").and_then(Value::as_str);
+            let (Some(number), Some(at)) = (number, at) else {
+                return Err(malformed("an open pull request without number or updated_at"));
+            };
+            updated.insert(number, at.to_string());
+        }
+        Ok(Some(Listed { full: list.len() >= LISTED, updated }))
+    }
+
+    /// Whether pull request `number` must be asked again, or its last observation still holds.
+    fn needs_query(&self, number: i64, listed: Option<&Listed>) -> bool {
+        let Some(last) = self.cached(number) else { return true };
+        let pr = &last.snapshot;
+        let open = pr.state == PrState::Open;
+        // What changes without changing the pull request: checks reporting, mergeability computed.
+        if open && (matches!(pr.ci(), CiRollup::Pending | CiRollup::None) || pr.mergeable == Mergeable::Unknown) {
+            return true;
+        }
+        match listed {
+            None => false,
+            Some(l) => match l.updated.get(&number) {
+                Some(at) => last.updated_at.as_deref() != Some(at.as_str()),
+                // Not listed: closed or merged since (if it was open), or just older than a full page.
+                None => open || l.full,
+            },
+        }
+    }
+
+    async fn query_batch(&self, numbers: &[i64], agent: &AgentComments, listed: Option<&Listed>) -> Result<(), ForgeError> {
+        let mut variables = json!({ "owner": self.owner, "name": self.name });
+        for (i, n) in numbers.iter().enumerate() {
+            variables[format!("n{i}")] = json!(n);
+        }
+        let data = self.client.graphql(&batch_document(numbers.len()), variables).await?;
+        let repository = data.get("repository").filter(|r| r.is_object()).ok_or_else(|| {
+            malformed(&format!("no repository {} in the answer (does the token see it?)", self.slug()))
+        })?;
+        // Parse every pull request before remembering any: a malformed one fails the batch whole.
+        let mut parsed = Vec::with_capacity(numbers.len());
+        for (i, number) in numbers.iter().enumerate() {
+            let value = repository.get(format!("pr{i}")).cloned().unwrap_or(Value::Null);
+            if value.is_null() {
+                return Err(malformed(&format!("pull request #{number} is not in {}", self.slug())));
+            }
+            let pr: WirePr = serde_json::from_value(value)
+                .map_err(|e| malformed(&format!("pull request #{number}: {e}")))?;
+            parsed.push((*number, pr));
+        }
+        for (number, pr) in parsed {
+            let contexts = self.more_contexts(number, pr.contexts_next_page()).await?;
+            let threads = self.more_threads(number, pr.threads_next_page()).await?;
+            let node_id = pr.id.clone();
+            let snapshot = pr.into_snapshot(contexts, threads, agent, now());
+            self.note_ignored(&snapshot);
+            let updated_at = match listed {
+                Some(l) => l.updated.get(&number).cloned(),
+                None => self.cached(number).and_then(|o| o.updated_at),
+            };
+            self.remember(number, Observed { snapshot, node_id, updated_at });
+        }
+        Ok(())
+    }
+
+    async fn more_contexts(&self, number: i64, mut after: Option<String>) -> Result<Vec<WireCheckContext>, ForgeError> {
+        let mut all = Vec::new();
+        for _ in 0..MAX_PAGES {
+            let Some(cursor) = after.take() else { break };
+            let data = self.client.graphql(&contexts_page_document(), self.page_variables(number, &cursor)).await?;
+            let page = serde_json::from_value::<WireContextsPage>(data)
+                .map_err(|e| malformed(&format!("checks of pull request #{number}: {e}")))?
+                .into_page()
+                .ok_or_else(|| malformed(&format!("no check page for pull request #{number}")))?;
+            after = page.next;
+            all.extend(page.items);
+        }
+        Ok(all)
+    }
+
+    async fn more_threads(&self, number: i64, mut after: Option<String>) -> Result<Vec<WireThread>, ForgeError> {
+        let mut all = Vec::new();
+        for _ in 0..MAX_PAGES {
+            let Some(cursor) = after.take() else { break };
+            let data = self.client.graphql(&threads_page_document(), self.page_variables(number, &cursor)).await?;
+            let page = serde_json::from_value::<WireThreadsPage>(data)
+                .map_err(|e| malformed(&format!("threads of pull request #{number}: {e}")))?
+                .into_page()
+                .ok_or_else(|| malformed(&format!("no thread page for pull request #{number}")))?;
+            after = page.next;
+            all.extend(page.items);
+        }
+        Ok(all)
+    }
+
+    fn page_variables(&self, number: i64, after: &str) -> Value {
+        json!({ "owner": self.owner, "name": self.name, "number": number, "after": after })
+    }
+
+    /// The GraphQL node id of pull request `number`, from its last observation.
+    pub(super) fn node_id(&self, number: i64) -> Option<String> {
+        self.cached(number).map(|o| o.node_id)
+    }
+}
+
+fn malformed(what: &str) -> ForgeError {
+    ForgeError::GitHub(super::GitHubError::Malformed(what.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_batch_document_aliases_each_pull_request() {
+        let doc = batch_document(2);
+        assert!(doc.contains("query Batch($owner: String!, $name: String!, $n0: Int!, $n1: Int!)"), "{doc}");
+        assert!(doc.contains("pr0: pullRequest(number: $n0) { ...PrFields }"), "{doc}");
+        assert!(doc.contains("pr1: pullRequest(number: $n1) { ...PrFields }"), "{doc}");
+        assert!(!doc.contains("PULL_REQUESTS") && !doc.contains("VARIABLES"), "{doc}");
+        for fragment in ["fragment PrFields", "fragment CheckContext", "fragment ReviewThread"] {
+            assert_eq!(doc.matches(fragment).count(), 1, "{fragment}");
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! What the runner writes on GitHub: the branch, the draft pull request, labels, CI triggers, comments
+//! (notices and agents' replies, recorded by id as executor's), reviews, and the ready-for-review mark.
+
+use std::collections::HashMap;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use super::{GitHubForge, segment};
+use crate::domain::{Run, Task};
+use crate::forge::local::review_summary;
+use crate::forge::{CommentPost, ForgeError, PrRef, PrSnapshot};
+use crate::worker::result::ReviewResult;
+
+const REPLY_TO_THREAD: &str = include_str!("graphql/reply_to_thread.graphql");
+const ADD_REVIEW: &str = include_str!("graphql/add_review.graphql");
+const MARK_READY: &str = include_str!("graphql/mark_ready.graphql");
+
+/// How much of a failed job's log a `fix_ci` worker is shown: its last lines, within a byte bound.
+const LOG_LINES: usize = 200;
+const LOG_BYTES: usize = 256 * 1024;
+/// A pull request's title: the task's first line, cut.
+const TITLE_CHARS: usize = 120;
+
+impl GitHubForge {
+    /// Pushes the run's branch to `repos.NAME.remote` (never forced).
+    pub async fn push(&self, run: &Run) -> Result<(), ForgeError> {
+        let branch = run.branch_name.clone().ok_or(ForgeError::NoBranch(run.id))?;
+        let (path, remote) = (crate::config::expand_home(&self.repo.path), self.repo.remote.clone());
+        tokio::task::spawn_blocking(move || crate::workspace::push_branch(&path, &remote, &branch)).await??;
+        Ok(())
+    }
+
+    /// Pushes the branch and opens a draft pull request for it, or finds the one already open (a runner
+    /// that died after opening it, or a human who opened it).
+    pub async fn open_pr(&self, run: &Run, task: &Task) -> Result<PrRef, ForgeError> {
+        let branch = run.branch_name.clone().ok_or(ForgeError::NoBranch(run.id))?;
+        self.push(run).await?;
+        let head = format!("{}:{branch}", self.owner);
+        let existing = self
+            .client
+            .rest(Method::GET, &format!("/repos/{}/{}/pulls?state=open&head={}", self.owner, self.name, segment(&head)), None)
+            .await?;
+        if let Some(pr) = existing.as_array().and_then(|list| list.first()) {
+            return pr_ref(pr);
+        }
+        let body = json!({
+            "title": title(task),
+            "head": branch,
+            "base": self.repo.base,
+            "body": pr_body(run, task),
+            "draft": true,
+        });
+        let created = self.client.rest(Method::POST, &format!("/repos/{}/{}/pulls", self.owner, self.name), Some(&body)).await?;
+        pr_ref(&created)
+    }
+
+    pub async fn add_labels(&self, run: &Run, labels: &[String]) -> Result<(), ForgeError> {
+        let number = run.pr_number.ok_or(ForgeError::NoPr(run.id))?;
+        let path = format!("/repos/{}/{}/issues/{number}/labels", self.owner, self.name);
+        self.client.rest(Method::POST, &path, Some(&json!({ "labels": labels }))).await?;
+        Ok(())
+    }
+
+    /// Starts CI at the head as `repos.NAME.ci_trigger` says: nothing (CI starts on push), a
+    /// `workflow_dispatch` of a workflow file at the branch, or a re-run of the failed jobs of the
+    /// head's last workflow run.
+    pub async fn trigger_ci(&self, run: &Run, sha: &str) -> Result<(), ForgeError> {
+        let trigger = self.repo.ci_trigger.as_str();
+        if trigger.is_empty() {
+            tracing::info!(run = run.id, "no check at {sha} yet; repos.{}.ci_trigger is empty (CI starts on push), so executor waits", self.repo_name);
+            return Ok(());
+        }
+        if let Some(workflow) = trigger.strip_prefix("workflow:") {
+            let branch = run.branch_name.clone().ok_or(ForgeError::NoBranch(run.id))?;
+            let path = format!("/repos/{}/{}/actions/workflows/{}/dispatches", self.owner, self.name, segment(workflow));
+            self.client.rest(Method::POST, &path, Some(&json!({ "ref": branch }))).await?;
+            return Ok(());
+        }
+        let path = format!("/repos/{}/{}/actions/runs?head_sha={}&per_page=1", self.owner, self.name, segment(sha));
+        let runs = self.client.rest(Method::GET, &path, None).await?;
+        let id = runs.pointer("/workflow_runs/0/id").and_then(Value::as_i64).ok_or_else(|| {
+            ForgeError::Config(format!(
+                "repos.{}.ci_trigger = \"rerun\" but no workflow run exists at {sha} to re-run; push a commit or use \"workflow:FILE\"",
+                self.repo_name
+            ))
+        })?;
+        let path = format!("/repos/{}/{}/actions/runs/{id}/rerun-failed-jobs", self.owner, self.name);
+        self.client.rest(Method::POST, &path, None).await?;
+        Ok(())
+    }
+
+    /// Posts a comment: in the review thread of `reply_to` when it is a review comment, else on the
+    /// conversation. An agent's (or executor's) comment is recorded by id, with what it answers.
+    pub async fn comment(&self, run: &Run, c: &CommentPost<'_>) -> Result<String, ForgeError> {
+        let number = run.pr_number.ok_or(ForgeError::NoPr(run.id))?;
+        let thread = match c.reply_to {
+            Some(parent) => self.thread_of(run, number, parent).await?,
+            None => None,
+        };
+        let id = match thread {
+            Some(thread) => {
+                let data = self.client.graphql(REPLY_TO_THREAD, json!({ "thread": thread, "body": c.body })).await?;
+                data.pointer("/addPullRequestReviewThreadReply/comment/id").and_then(Value::as_str).map(str::to_string)
+            }
+            None => {
+                let path = format!("/repos/{}/{}/issues/{number}/comments", self.owner, self.name);
+                let posted = self.client.rest(Method::POST, &path, Some(&json!({ "body": c.body }))).await?;
+                posted.get("node_id").and_then(Value::as_str).map(str::to_string)
+            }
+        };
+        let id = id.ok_or_else(|| malformed("GitHub did not say the new comment's id"))?;
+        if c.by_agent {
+            self.store.record_agent_comment(run.id, &id, c.reply_to).await?;
+        }
+        Ok(id)
+    }
+
+    /// The review thread comment `parent` is in, `None` for a conversation comment; an error when it is
+    /// not on this pull request at all.
+    async fn thread_of(&self, run: &Run, number: i64, parent: &str) -> Result<Option<String>, ForgeError> {
+        let snapshot = match self.cached(number) {
+            Some(o) => o.snapshot,
+            None => self.snapshots(std::slice::from_ref(run)).await?.remove(&run.id).flatten().ok_or(ForgeError::NoPr(run.id))?,
+        };
+        let found = snapshot.comments.iter().find(|c| c.id == parent);
+        match found {
+            Some(c) => Ok(c.thread_id.clone()),
+            None => Err(ForgeError::UnknownComment(parent.to_string())),
+        }
+    }
+
+    /// A review's findings as one GitHub review (event COMMENT: executor never approves) with a comment
+    /// per finding on its line. GitHub refuses a comment on a line outside the diff; then the findings
+    /// go into the review's body instead. Every id is recorded as executor's.
+    pub async fn post_review(&self, run: &Run, pr: &PrSnapshot, review: &ReviewResult) -> Result<(), ForgeError> {
+        let node = self.node_id(pr.number).ok_or(ForgeError::NoPr(run.id))?;
+        let threads: Vec<Value> = review
+            .findings
+            .iter()
+            .filter_map(|f| match (&f.path, f.line) {
+                (Some(path), Some(line)) if line > 0 => Some(json!({ "path": path, "line": line, "body": f.body })),
+                _ => None,
+            })
+            .collect();
+        let body = review_summary(review);
+        let vars = json!({ "pr": node, "commit": pr.head_sha, "body": body, "threads": threads });
+        let data = match self.client.graphql(ADD_REVIEW, vars).await {
+            Ok(data) => data,
+            Err(e) if !threads.is_empty() && !e.is_rate_limit() => {
+                tracing::info!(run = run.id, "posting the review with line comments failed ({e}); posting it whole");
+                let everything = format!("{body}{}", findings_on_lines(review));
+                self.client.graphql(ADD_REVIEW, json!({ "pr": node, "commit": pr.head_sha, "body": everything, "threads": [] })).await?
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let review_node = data.pointer("/addPullRequestReview/pullRequestReview").cloned().unwrap_or(Value::Null);
+        let mut ids: Vec<String> = review_node.get("id").and_then(Value::as_str).map(str::to_string).into_iter().collect();
+        if let Some(comments) = review_node.pointer("/comments/nodes").and_then(Value::as_array) {
+            ids.extend(comments.iter().filter_map(|c| c.get("id").and_then(Value::as_str)).map(str::to_string));
+        }
+        for id in ids {
+            self.store.record_agent_comment(run.id, &id, None).await?;
+        }
+        Ok(())
+    }
+
+    /// The last lines of each failed GitHub Actions job at the head, by check name.
+    pub async fn failed_check_logs(&self, pr: &PrSnapshot) -> Result<HashMap<String, String>, ForgeError> {
+        let mut logs = HashMap::new();
+        for check in pr.checks_at_head().into_iter().filter(|c| c.status.is_failing()) {
+            let Some(job) = check.job_id else { continue };
+            let path = format!("/repos/{}/{}/actions/jobs/{job}/logs", self.owner, self.name);
+            let text = self.client.download_text(&path, LOG_BYTES).await?;
+            logs.insert(check.name.clone(), last_lines(&text, LOG_LINES));
+        }
+        Ok(logs)
+    }
+
+    pub async fn mark_ready(&self, run: &Run, pr: &PrSnapshot) -> Result<(), ForgeError> {
+        let node = self.node_id(pr.number).ok_or(ForgeError::NoPr(run.id))?;
+        self.client.graphql(MARK_READY, json!({ "pr": node })).await?;
+        Ok(())
+    }
+}
+
+fn pr_ref(pr: &Value) -> Result<PrRef, ForgeError> {
+    let number = pr.get("number").and_then(Value::as_i64);
+    let url = pr.get("html_url").and_then(Value::as_str);
+    match (number, url) {
+        (Some(number), Some(url)) => Ok(PrRef { number, url: url.to_string() }),
+        _ => Err(malformed("a pull request without number or html_url")),
+    }
+}
+
+fn title(task: &Task) -> String {
+    let first = task.description.as_deref().unwrap_or("").lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let title: String = first.trim().chars().take(TITLE_CHARS).collect();
+    if title.is_empty() { format!("Task {}", task.task_gid) } else { title }
+}
+
+/// The pull request's description: where the work comes from, and the task's text quoted (so that its
+/// markdown, @mentions included, reads as a quotation of the tracker, not as executor's own words).
+fn pr_body(run: &Run, task: &Task) -> String {
+    let source = task.source.as_deref().map(|s| format!(" from {s}")).unwrap_or_default();
+    let quoted: String = task
+        .description
+        .as_deref()
+        .unwrap_or("")
+        .lines()
+        .map(|l| format!("> {}\n", l.replace('@', "@\u{200b}")))
+        .collect();
+    format!(
+        "Task {gid}{source}, worked on by executor (run {run}).\n\n{quoted}\nThis pull request is a draft opened by executor: \
+         agents commit to its branch, executor pushes, runs the checks and reviews; a human decides whether it merges.",
+        gid = task.task_gid,
+        run = run.id,
+    )
+}
+
+fn findings_on_lines(review: &ReviewResult) -> String {
+    review
+        .findings
+        .iter()
+        .filter_map(|f| match (&f.path, f.line) {
+            (Some(path), Some(line)) => Some(format!("\n\n- `{path}` line {line}: {}", f.body)),
+            (Some(path), None) => Some(format!("\n\n- `{path}`: {}", f.body)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The last `n` lines of `text`.
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+fn malformed(what: &str) -> ForgeError {
+    ForgeError::GitHub(super::GitHubError::Malformed(what.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_lines_of_a_log() {
+        assert_eq!(last_lines("a\nb\nc\n", 2), "b\nc");
+        assert_eq!(last_lines("a", 5), "a");
+    }
+}
