@@ -93,11 +93,11 @@ pub fn add_partial_error(answer: &mut Answer) {
             *value = Value::Null;
             path = vec![json!("repository"), json!(key)];
         }
-    } else if let Some(data) = body.get_mut("data").and_then(Value::as_object_mut) {
-        if let Some((key, value)) = data.iter_mut().next() {
-            *value = Value::Null;
-            path = vec![json!(key)];
-        }
+    } else if let Some(data) = body.get_mut("data").and_then(Value::as_object_mut)
+        && let Some((key, value)) = data.iter_mut().next()
+    {
+        *value = Value::Null;
+        path = vec![json!(key)];
     }
     let error = json!({"message": "Something went wrong while executing your query. This may be the result of a timeout, or it could be a GitHub bug.", "path": path});
     match body.get_mut("errors").and_then(Value::as_array_mut) {

@@ -110,7 +110,7 @@ pub fn handle(state: &mut State, route: Route, body: &[u8], _headers: &HeaderMap
         Route::PullsList { repo, state: wanted, per_page } => {
             let mut prs: Vec<&FakePr> =
                 state.repos[&repo].prs.iter().filter(|pr| state_matches(pr, &wanted)).collect();
-            prs.sort_by(|a, b| b.version.cmp(&a.version));
+            prs.sort_by_key(|pr| std::cmp::Reverse(pr.version));
             prs.truncate(per_page);
             let salt = prs.iter().map(|pr| format!("{}:{} ", pr.number, pr.version)).collect();
             let list = prs.iter().map(|pr| pr_json(state, pr)).collect();
@@ -190,26 +190,22 @@ pub fn log_download(state: &mut State, job: &str, headers: &HeaderMap) -> Answer
 /// Rate-limit headers on every REST answer; an ETag on GET answers and a 304 when it matches
 /// `If-None-Match` (which, as on GitHub, costs no rate limit).
 pub fn finish(state: &mut State, method: &Method, headers: &HeaderMap, mut answer: Answer) -> Answer {
-    if *method == Method::GET && answer.status == 200 {
-        if let AnswerBody::Json(body) = &answer.body {
-            let mut hasher = DefaultHasher::new();
-            body.to_string().hash(&mut hasher);
-            answer.etag_salt.hash(&mut hasher);
-            let etag = format!("W/\"{:016x}\"", hasher.finish());
-            let given = headers.get("if-none-match").and_then(|v| v.to_str().ok()).unwrap_or("");
-            if strip_weak(given) == strip_weak(&etag) {
-                state.counts.not_modified += 1;
-                answer = Answer::empty(304);
-            } else {
-                state.rest_remaining = state.rest_remaining.saturating_sub(1);
-            }
-            answer = answer.header("etag", etag);
-            return rate_headers(state, answer);
+    if *method == Method::GET
+        && answer.status == 200
+        && let AnswerBody::Json(body) = &answer.body
+    {
+        let mut hasher = DefaultHasher::new();
+        body.to_string().hash(&mut hasher);
+        answer.etag_salt.hash(&mut hasher);
+        let etag = format!("W/\"{:016x}\"", hasher.finish());
+        let given = headers.get("if-none-match").and_then(|v| v.to_str().ok()).unwrap_or("");
+        if strip_weak(given) == strip_weak(&etag) {
+            state.counts.not_modified += 1;
+            return rate_headers(state, Answer::empty(304).header("etag", etag));
         }
+        answer = answer.header("etag", etag);
     }
-    if answer.status != 403 || state.rest_remaining != 0 {
-        state.rest_remaining = state.rest_remaining.saturating_sub(1);
-    }
+    state.rest_remaining = state.rest_remaining.saturating_sub(1);
     rate_headers(state, answer)
 }
 
