@@ -328,3 +328,94 @@ async fn job_logs_redirect_to_another_host_that_refuses_the_token() {
     assert_eq!(download.status(), StatusCode::OK);
     assert_eq!(download.text().await.unwrap(), "line 1\nFAILED");
 }
+
+#[tokio::test]
+async fn a_client_following_the_redirect_drops_the_token_at_the_other_host() {
+    let github = fake().await;
+    let number = github.create_pr(REPO, "executor/one", "One", false, "aaa111");
+    let job =
+        github.add_check_run(REPO, number, "aaa111", "test", "COMPLETED", Some("FAILURE"), Some("FAILED"));
+    let following = reqwest::Client::builder().user_agent("fake-github-selftest").build().unwrap();
+    let answer = following
+        .get(format!("{}/repos/{REPO}/actions/jobs/{job}/logs", github.api_url()))
+        .bearer_auth("t0ken")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::OK, "reqwest strips Authorization on a cross-host redirect");
+    assert_eq!(answer.text().await.unwrap(), "FAILED");
+}
+
+#[tokio::test]
+async fn writes_are_recorded_and_seen_by_the_next_batch() {
+    let github = fake().await;
+    github.set_login("alex");
+    let number = github.create_pr(REPO, "executor/one", "One", true, "aaa111");
+    let node_id = github.pr(REPO, number).node_id;
+    let (thread, _) = github.add_thread_comment(REPO, number, "alex", "OWNER", "Rename", "src/a.rs", 3);
+    let documents =
+        |name: &str| std::fs::read_to_string(format!("src/forge/github/graphql/{name}.graphql")).unwrap();
+
+    let reply = graphql(
+        &github,
+        &documents("reply_to_thread"),
+        json!({"thread": thread, "body": "[ACKNOWLEDGED: done]"}),
+    )
+    .await;
+    let reply_id =
+        reply["data"]["addPullRequestReviewThreadReply"]["comment"]["id"].as_str().unwrap().to_string();
+    let threads = [json!({"path": "src/b.rs", "line": 9, "body": "Missing test"})];
+    let variables = json!({"pr": node_id, "commit": "aaa111", "body": "Two findings", "threads": threads});
+    let review = graphql(&github, &documents("add_review"), variables).await;
+    let review = &review["data"]["addPullRequestReview"]["pullRequestReview"];
+    assert_eq!(review["comments"]["nodes"].as_array().unwrap().len(), 1);
+    let ready = graphql(&github, &documents("mark_ready"), json!({"pr": node_id})).await;
+    assert_eq!(ready["data"]["markPullRequestReadyForReview"]["pullRequest"]["isDraft"], json!(false));
+    let unknown = graphql(&github, &documents("mark_ready"), json!({"pr": "PR_nope"})).await;
+    assert_eq!(unknown["errors"][0]["type"], json!("NOT_FOUND"));
+    let labels = client()
+        .post(format!("{}/repos/{REPO}/issues/{number}/labels", github.api_url()))
+        .bearer_auth("t0ken")
+        .json(&json!({"labels": ["executor"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(labels.json::<Value>().await.unwrap()[0]["name"], json!("executor"));
+    let comment = client()
+        .post(format!("{}/repos/{REPO}/issues/{number}/comments", github.api_url()))
+        .bearer_auth("t0ken")
+        .json(&json!({"body": "Done @alex"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(comment.status(), StatusCode::CREATED);
+    let comment: Value = comment.json().await.unwrap();
+    assert_eq!(comment["user"]["login"], json!("alex"));
+
+    let kinds: Vec<PostedKind> = github.posted_comments().into_iter().map(|p| p.kind).collect();
+    use PostedKind::*;
+    assert_eq!(kinds, [ThreadReply, Review, ReviewComment, ReadyForReview, Label, IssueComment]);
+
+    let seen = batch(&github, &[number]).await;
+    let pr = &seen["data"]["repository"]["pr0"];
+    assert_eq!(pr["isDraft"], json!(false));
+    assert_eq!(pr["labels"]["nodes"], json!([{"name": "executor"}]));
+    assert_eq!(pr["reviewThreads"]["nodes"][0]["comments"]["nodes"][1]["id"], json!(reply_id));
+    assert_eq!(pr["reviewThreads"]["nodes"][1]["path"], json!("src/b.rs"));
+    assert_eq!(pr["reviews"]["nodes"][0]["body"], json!("Two findings"));
+    assert_eq!(pr["comments"]["nodes"][0]["id"], comment["node_id"]);
+    assert_eq!(pr["comments"]["nodes"][0]["authorAssociation"], json!("OWNER"));
+}
+
+#[tokio::test]
+async fn graphql_answers_rate_limited_without_data_once_points_run_out() {
+    let github = fake().await;
+    let number = github.create_pr(REPO, "executor/one", "One", true, "aaa111");
+    github.set_rate_remaining(2);
+    let last = batch(&github, &[number]).await;
+    assert_eq!(last["data"]["rateLimit"]["remaining"], json!(0));
+    let refused = batch(&github, &[number]).await;
+    assert!(refused.get("data").is_none());
+    assert_eq!(refused["errors"][0]["type"], json!("RATE_LIMITED"));
+    assert_eq!(github.counts().graphql_points, 2);
+}
