@@ -408,7 +408,7 @@ async fn writes_are_recorded_and_seen_by_the_next_batch() {
 }
 
 #[tokio::test]
-async fn graphql_answers_rate_limited_without_data_once_points_run_out() {
+async fn graphql_answers_rate_limited_without_data_once_points_run_out_until_the_reset() {
     let github = fake().await;
     let number = github.create_pr(REPO, "executor/one", "One", true, "aaa111");
     github.set_rate_remaining(2);
@@ -418,4 +418,8 @@ async fn graphql_answers_rate_limited_without_data_once_points_run_out() {
     assert!(refused.get("data").is_none());
     assert_eq!(refused["errors"][0]["type"], json!("RATE_LIMITED"));
     assert_eq!(github.counts().graphql_points, 2);
+
+    github.set_rate_reset(chrono::Utc::now() - chrono::Duration::seconds(1));
+    let renewed = batch(&github, &[number]).await;
+    assert_eq!(renewed["data"]["rateLimit"]["remaining"], json!(4998));
 }

@@ -55,6 +55,12 @@ pub fn handle(state: &mut State, request: &Request) -> Answer {
         "Batch" => 1 + pull_request_fields(request).count().div_ceil(10) as u32,
         _ => 1,
     };
+    let now = chrono::Utc::now();
+    if now >= state.graphql_reset {
+        // A new hour: the budget is whole again.
+        state.graphql_remaining = HOURLY_LIMIT;
+        state.graphql_reset = now + chrono::Duration::hours(1);
+    }
     if state.graphql_remaining < cost {
         let answer = Answer::json(
             200,
