@@ -25,9 +25,9 @@ use std::time::Duration;
 
 use chrono::Utc;
 
-// Re-exported for the tests that assert on them; a given test binary may use none.
 pub(crate) use server::{Answer, AnswerBody};
 use server::{Shared, dispatch, lock};
+// Re-exported for the tests that assert on them; a given test binary may use none.
 #[allow(unused_imports)]
 pub use state::{
     FakeCheckRun, FakeComment, FakeContext, FakePr, FakeReview, FakeStatus, FakeThread, HOURLY_LIMIT,
