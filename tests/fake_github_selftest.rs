@@ -73,6 +73,8 @@ async fn batch_answers_each_pull_request_and_a_null_with_not_found_for_an_unknow
     let (thread, comment) =
         github.add_thread_comment(REPO, first, "alex", "MEMBER", "Rename this", "src/a.rs", 7);
     github.add_thread_reply(&thread, "mallory", "NONE", "[ACKNOWLEDGED: no]");
+    let (moved, _) = github.add_thread_comment(REPO, first, "alex", "OWNER", "Old code", "src/b.rs", 4);
+    github.set_thread_outdated(&moved);
     github.add_issue_comment(REPO, first, "alex", "OWNER", "Looks good");
     github.set_mergeable(REPO, second, "CONFLICTING", "DIRTY");
 
@@ -103,6 +105,7 @@ async fn batch_answers_each_pull_request_and_a_null_with_not_found_for_an_unknow
     assert_eq!(replies[0]["replyTo"], Value::Null);
     assert_eq!(replies[1]["author"]["login"], json!("mallory"));
     assert_eq!(replies[1]["replyTo"]["id"], json!(comment));
+    assert_eq!((threads[1]["isOutdated"].clone(), threads[1]["line"].clone()), (json!(true), Value::Null));
     assert_eq!(one["comments"]["nodes"][0]["body"], json!("Looks good"));
 
     let two = &answer["data"]["repository"]["pr1"];
@@ -208,6 +211,33 @@ async fn open_pull_request_list_is_not_modified_until_something_but_a_check_chan
 
     let counts = github.counts();
     assert_eq!((counts.rest, counts.not_modified, counts.route("pulls_list")), (4, 2, 4));
+}
+
+#[tokio::test]
+async fn a_hanging_answer_times_the_client_out_and_the_next_request_is_answered() {
+    let github = fake().await;
+    github.fail_next(Fault::Hang, 1);
+    github.fail_next(Fault::Malformed, 1);
+    github.fail_next(Fault::TooMany, 1);
+    github.set_retry_after(1);
+    let impatient = reqwest::Client::builder()
+        .user_agent("fake-github-selftest")
+        .timeout(std::time::Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let url = format!("{}/repos/{REPO}/pulls?state=open", github.api_url());
+    let hung = impatient.get(&url).bearer_auth("t0ken").send().await.unwrap_err();
+    assert!(hung.is_timeout(), "{hung}");
+    let malformed = impatient.get(&url).bearer_auth("t0ken").send().await.unwrap();
+    assert_eq!(malformed.status(), StatusCode::OK);
+    assert!(malformed.json::<Value>().await.is_err());
+    let too_many = impatient.get(&url).bearer_auth("t0ken").send().await.unwrap();
+    assert_eq!(
+        (too_many.status(), too_many.headers()["retry-after"].to_str().unwrap()),
+        (StatusCode::TOO_MANY_REQUESTS, "1")
+    );
+    let normal = impatient.get(&url).bearer_auth("t0ken").send().await.unwrap();
+    assert_eq!(normal.json::<Value>().await.unwrap(), json!([]));
 }
 
 #[tokio::test]

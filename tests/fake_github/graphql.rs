@@ -342,7 +342,7 @@ fn thread_json(thread: &FakeThread) -> Value {
         .map(|c| {
             let mut value = comment_json(c);
             value["path"] = json!(c.path);
-            value["line"] = json!(c.line);
+            value["line"] = if thread.outdated { Value::Null } else { json!(c.line) };
             value["replyTo"] = c.reply_to.as_ref().map_or(Value::Null, |id| json!({"id": id}));
             value
         })
@@ -352,7 +352,7 @@ fn thread_json(thread: &FakeThread) -> Value {
         "isResolved": thread.resolved,
         "isOutdated": thread.outdated,
         "path": thread.path,
-        "line": thread.line,
+        "line": if thread.outdated { Value::Null } else { json!(thread.line) },
         "comments": {"nodes": comments},
     })
 }

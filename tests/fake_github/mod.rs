@@ -221,6 +221,11 @@ impl FakeGitHub {
         run.conclusion = conclusion.map(str::to_string);
     }
 
+    /// The check run's summary (its output's title and summary on GitHub), shown for non-Actions checks.
+    pub fn set_check_summary(&self, job_id: i64, summary: &str) {
+        self.state().check_run_mut(job_id).expect("known check run").summary = Some(summary.to_string());
+    }
+
     /// A commit status (the older Status API) for `sha`.
     pub fn add_status(&self, repo: &str, number: i64, sha: &str, context: &str, state_word: &str) {
         let _ = number;
@@ -291,6 +296,13 @@ impl FakeGitHub {
         let (repo, number, index) = state.thread_by_id(thread_id).expect("known thread");
         state.pr_mut(&repo, number).expect("known PR").threads[index].resolved = true;
         state.touch(&repo, number);
+    }
+
+    /// A push moved the code under the thread: GitHub marks it outdated and its `line` becomes null.
+    pub fn set_thread_outdated(&self, thread_id: &str) {
+        let mut state = self.state();
+        let (repo, number, index) = state.thread_by_id(thread_id).expect("known thread");
+        state.pr_mut(&repo, number).expect("known PR").threads[index].outdated = true;
     }
 
     /// GitHub recomputes these in the background; the PR's `updated_at` does not move.
