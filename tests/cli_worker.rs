@@ -250,8 +250,15 @@ fn prompts_export_keeps_edits_and_check_names_a_broken_override() {
     let sb = Sandbox::with_pipeline();
     let out = sb.ok(&["prompts", "export", "prompts"]);
     let dir = sb.path().join("prompts");
-    let names =
-        ["queued.md", "in_progress.md", "fix_ci.md", "fix_comments.md", "pr_review.md", "fix_conflicts.md", "analyzer.md"];
+    let names = [
+        "queued.md",
+        "in_progress.md",
+        "fix_ci.md",
+        "fix_comments.md",
+        "pr_review.md",
+        "fix_conflicts.md",
+        "analyzer.md",
+    ];
     for name in names {
         assert!(dir.join(name).is_file(), "{name}");
     }

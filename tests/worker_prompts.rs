@@ -54,12 +54,25 @@ fn kind_specific_content() {
     assert!(review.contains("- macOS UI Tests"));
     assert!(review.contains("screen recording"));
     assert!(review.contains("\"verdict\""));
-    let queued = p.render(WorkerKind::Queued.into(), &ctx).unwrap();
-    assert!(queued.contains("gh pr create --draft"));
-    ctx.forge = "local".into();
-    let queued = p.render(WorkerKind::Queued.into(), &ctx).unwrap();
-    assert!(!queued.contains("gh pr create"));
-    assert!(queued.contains("executor opens it"));
+    // The review returns its findings; executor posts them.
+    assert!(review.contains("\"findings\""), "{review}");
+    assert!(review.contains("Prefer small functions."), "the repository's review rules: {review}");
+    // A failed review's findings reach fix_comments, fenced.
+    let fix_comments = p.render(WorkerKind::FixComments.into(), &ctx).unwrap();
+    let f = fence_of(&fix_comments);
+    assert!(
+        fix_comments.contains(&format!("Finding `finding-1` on <{f}>src/lib.rs</{f}> line 12")),
+        "{fix_comments}"
+    );
+    // On every forge, agents only commit: executor pushes and opens the pull request.
+    for forge in ["github", "local"] {
+        ctx.forge = forge.into();
+        let queued = p.render(WorkerKind::Queued.into(), &ctx).unwrap();
+        assert!(!queued.contains("gh pr create"), "{forge}");
+        assert!(queued.contains("Do not push and do not open a pull request yourself"), "{forge}");
+        let conflicts = p.render(WorkerKind::FixConflicts.into(), &ctx).unwrap();
+        assert!(conflicts.contains("**merge** it into"), "{forge}");
+    }
     let fix_comments = p.render(WorkerKind::FixComments.into(), &ctx).unwrap();
     let expected = format!("executor comment {} --as-agent --reply-to c1 \"[ACKNOWLEDGED:", ctx.run.id);
     assert!(fix_comments.contains(&expected), "{fix_comments}");
@@ -116,7 +129,7 @@ fn overrides_win_and_unknown_variables_are_errors() {
 fn export_writes_the_defaults_and_does_not_clobber_edits() {
     let dir = tempfile::tempdir().unwrap();
     let report = prompt::export_defaults(dir.path(), false).unwrap();
-    assert_eq!(report.len(), 6);
+    assert_eq!(report.len(), prompt::DEFAULT_TEMPLATES.len());
     assert!(report.iter().all(|(_, what)| *what == Exported::Written));
     for (name, text) in prompt::DEFAULT_TEMPLATES {
         assert_eq!(std::fs::read_to_string(dir.path().join(name)).unwrap(), text);

@@ -6,9 +6,9 @@ use clap::Args;
 use super::Context;
 use super::output::json;
 use crate::forge::ACK_PREFIX;
+use crate::forge::{CommentPost, Forge};
 use crate::instance_lock::{InstanceLock, LockError};
 use crate::runner::{Runner, shutdown_on_signals};
-use crate::forge::{CommentPost, Forge};
 use crate::runner::{forge_for, repo_for};
 
 #[derive(Debug, Args)]

@@ -545,7 +545,10 @@ impl Config {
                     "must be the repository as \"owner/name\" when forge = \"github\"",
                 );
             }
-            if repo.remote.is_empty() || repo.remote.starts_with('-') || repo.remote.contains(char::is_whitespace) {
+            if repo.remote.is_empty()
+                || repo.remote.starts_with('-')
+                || repo.remote.contains(char::is_whitespace)
+            {
                 return fail(&format!("repos.{name}.remote"), "must name a git remote, e.g. \"origin\"");
             }
             let trigger = repo.ci_trigger.as_str();

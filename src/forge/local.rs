@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use chrono::Utc;
 
 use super::{Check, CheckStatus, Comment, CommentPost, PrRef, PrSnapshot, PrState};
-use crate::worker::result::ReviewResult;
 use crate::config::Repo;
 use crate::domain::Run;
 use crate::store::{LocalCheck, LocalPr, NewComment, Store, StoreError};
+use crate::worker::result::ReviewResult;
 use crate::workspace::{self, WorkspaceError};
 
 /// The author of the review findings executor posts for its `pr_review` workers.
@@ -172,10 +172,16 @@ impl LocalForge {
     }
 
     /// A review's findings, as executor's comments: its summary, then one per finding on its file and line.
-    pub async fn post_review(&self, run: &Run, pr: &PrSnapshot, review: &ReviewResult) -> Result<(), ForgeError> {
+    pub async fn post_review(
+        &self,
+        run: &Run,
+        pr: &PrSnapshot,
+        review: &ReviewResult,
+    ) -> Result<(), ForgeError> {
         let _ = pr;
         let summary = review_summary(review);
-        let post = CommentPost { body: &summary, author: REVIEW_AUTHOR, by_agent: true, ..Default::default() };
+        let post =
+            CommentPost { body: &summary, author: REVIEW_AUTHOR, by_agent: true, ..Default::default() };
         self.comment(run, &post).await?;
         for f in &review.findings {
             let post = CommentPost {

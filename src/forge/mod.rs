@@ -114,7 +114,12 @@ impl Forge {
 
     /// Posts a `pr_review` worker's findings on the pull request as executor's (an agent's) comments:
     /// on GitHub one review with a comment per finding on its line.
-    pub async fn post_review(&self, run: &Run, pr: &PrSnapshot, review: &ReviewResult) -> Result<(), ForgeError> {
+    pub async fn post_review(
+        &self,
+        run: &Run,
+        pr: &PrSnapshot,
+        review: &ReviewResult,
+    ) -> Result<(), ForgeError> {
         match self {
             Forge::Local(f) => f.post_review(run, pr, review).await,
             Forge::GitHub(f) => f.post_review(run, pr, review).await,

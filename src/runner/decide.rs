@@ -360,7 +360,13 @@ fn fix_ci(run: &Run, pr: &PrSnapshot, obs: &Observation, policy: &Policy, now: D
 
 /// The pull request conflicts with its base branch: CI may not even run on it (GitHub runs no
 /// `pull_request` workflow on a conflicting PR), and a human cannot merge it. Capped like `fix_ci`.
-fn fix_conflicts(run: &Run, pr: &PrSnapshot, obs: &Observation, policy: &Policy, now: DateTime<Utc>) -> Decision {
+fn fix_conflicts(
+    run: &Run,
+    pr: &PrSnapshot,
+    obs: &Observation,
+    policy: &Policy,
+    now: DateTime<Utc>,
+) -> Decision {
     let head = short(&pr.head_sha);
     if obs.conflict_attempts >= policy.max_conflict_attempts {
         return abandon(format!(
@@ -431,7 +437,8 @@ fn start_worker(start: Start, run: &Run, obs: &Observation, policy: &Policy, now
     }
     if let Some(last) = &obs.last_worker {
         // fix_ci and fix_conflicts have their own attempt limits.
-        let repeats = same_job(last.kind, kind) && !matches!(kind, WorkerKind::FixCi | WorkerKind::FixConflicts);
+        let repeats =
+            same_job(last.kind, kind) && !matches!(kind, WorkerKind::FixCi | WorkerKind::FixConflicts);
         if repeats && last.outcome != WorkerOutcome::Interrupted && last.streak >= policy.max_stuck {
             return abandon(format!(
                 "{reason} Giving up: {} {kind} worker(s) in a row did not get it done (limit {}).",

@@ -333,7 +333,10 @@ impl Runner {
                 Ok(s) => s,
                 Err(e) => {
                     // No decision is ever made from a partial view: the whole repository waits a tick.
-                    let why = format!("the {} forge could not be observed, so nothing was done this tick: {e}", forge.name());
+                    let why = format!(
+                        "the {} forge could not be observed, so nothing was done this tick: {e}",
+                        forge.name()
+                    );
                     tracing::warn!(repo, "{why}");
                     report.failed(format!("repo {repo}: {why}"));
                     for (run, memory) in &runs {
@@ -368,9 +371,10 @@ impl Runner {
 
     /// The forge of the configured repository `name`.
     pub(super) fn forge_named(&self, name: &str) -> Result<Arc<Forge>, RunnerError> {
-        self.forges.get(name).cloned().ok_or_else(|| {
-            RunnerError::Config(format!("repo {name:?} is not under [repos] in the config"))
-        })
+        self.forges
+            .get(name)
+            .cloned()
+            .ok_or_else(|| RunnerError::Config(format!("repo {name:?} is not under [repos] in the config")))
     }
 
     /// The forge a run's repository uses.
@@ -379,7 +383,12 @@ impl Runner {
         self.forge_named(name)
     }
 
-    async fn step_failed(&self, report: &mut TickReport, run: &Run, e: &RunnerError) -> Result<(), RunnerError> {
+    async fn step_failed(
+        &self,
+        report: &mut TickReport,
+        run: &Run,
+        e: &RunnerError,
+    ) -> Result<(), RunnerError> {
         report.failed(format!("run {}: {e}", run.id));
         let why = format!("error: {e}");
         tracing::warn!(run = run.id, "{why}");
@@ -435,7 +444,10 @@ pub(crate) fn forge_for(
 }
 
 /// Every configured repository's forge, the GitHub ones sharing one client (one token, one rate limit).
-pub(crate) fn forges_for(config: &Config, store: &Store) -> Result<BTreeMap<String, Arc<Forge>>, RunnerError> {
+pub(crate) fn forges_for(
+    config: &Config,
+    store: &Store,
+) -> Result<BTreeMap<String, Arc<Forge>>, RunnerError> {
     let mut client = None;
     let mut forges = BTreeMap::new();
     for (name, repo) in &config.repos {
@@ -462,9 +474,10 @@ fn make_forge(
             let client = match client {
                 Some(c) => c.clone(),
                 None => {
-                    let c = Arc::new(GitHubClient::new(&config.github).map_err(|e| {
-                        RunnerError::Config(format!("[github]: {e}"))
-                    })?);
+                    let c = Arc::new(
+                        GitHubClient::new(&config.github)
+                            .map_err(|e| RunnerError::Config(format!("[github]: {e}")))?,
+                    );
                     *client = Some(c.clone());
                     c
                 }

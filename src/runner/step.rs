@@ -214,7 +214,8 @@ impl Runner {
             return Ok(false);
         }
         let last_end = sessions.iter().filter_map(|s| s.ended_at).max();
-        let Some(last_end) = last_end.filter(|end| memory.pushed_at.is_none_or(|pushed| *end > pushed)) else {
+        let Some(last_end) = last_end.filter(|end| memory.pushed_at.is_none_or(|pushed| *end > pushed))
+        else {
             return Ok(false);
         };
         // Taken before the push: a worker that ends while it runs is pushed again next tick.
@@ -235,7 +236,10 @@ impl Runner {
         sessions: &[WorkerSession],
     ) -> Result<(), RunnerError> {
         let pending = sessions.iter().rev().find(|s| {
-            s.kind == WorkerKind::PrReview && s.verdict.is_some() && s.ended_at.is_some() && s.review_posted_at.is_none()
+            s.kind == WorkerKind::PrReview
+                && s.verdict.is_some()
+                && s.ended_at.is_some()
+                && s.review_posted_at.is_none()
         });
         let Some(session) = pending else { return Ok(()) };
         let review = session

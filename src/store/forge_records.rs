@@ -40,10 +40,12 @@ impl Store {
         // One statement per run keeps the SQL a literal on both backends; the index makes each cheap.
         for run_id in run_ids {
             let rows: Vec<(String, Option<String>)> = on_pool!(self, |p| {
-                sqlx::query_as("SELECT comment_id, in_reply_to FROM executor_agent_comments WHERE run_id = $1")
-                    .bind(run_id)
-                    .fetch_all(p)
-                    .await?
+                sqlx::query_as(
+                    "SELECT comment_id, in_reply_to FROM executor_agent_comments WHERE run_id = $1",
+                )
+                .bind(run_id)
+                .fetch_all(p)
+                .await?
             });
             all.extend(rows);
         }

@@ -192,7 +192,11 @@ mod tests {
         let ok = parse(REVIEW, Some(&json!({"verdict":"pass","summary":"fine"})), None);
         assert_eq!(
             ok,
-            Ok(ParsedResult::Review(ReviewResult { verdict: Verdict::Pass, summary: "fine".into(), findings: vec![] }))
+            Ok(ParsedResult::Review(ReviewResult {
+                verdict: Verdict::Pass,
+                summary: "fine".into(),
+                findings: vec![]
+            }))
         );
         assert_eq!(parse(REVIEW, None, None), Err(ResultError::Missing));
         assert_eq!(parse(REVIEW, None, Some("looks good to me")), Err(ResultError::Missing));

@@ -137,7 +137,10 @@ mod tests {
         push_branch(&repo, "origin", "feature").unwrap();
         let pushed = git(&remote, ["rev-parse", "refs/heads/feature"]).unwrap();
         assert_eq!(pushed, git(&repo, ["rev-parse", "refs/heads/feature"]).unwrap());
-        sh_git(&repo, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "other"]);
+        sh_git(
+            &repo,
+            &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "other"],
+        );
         sh_git(&repo, &["push", "-q", "origin", "+main:feature"]);
         let refused = push_branch(&repo, "origin", "feature").unwrap_err().to_string();
         assert!(refused.contains("rejected") || refused.contains("non-fast-forward"), "{refused}");

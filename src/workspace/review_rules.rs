@@ -122,7 +122,8 @@ mod tests {
         std::fs::write(root.join("pull-request.mdc"), "pr rules").unwrap();
         let outside = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("secret"), "do not read").unwrap();
-        std::os::unix::fs::symlink(outside.path().join("secret"), root.join(".cursor/rules/link.mdc")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), root.join(".cursor/rules/link.mdc"))
+            .unwrap();
 
         let patterns: Vec<String> =
             [".cursor/rules/*.mdc", "pull-request.mdc", "../secret", "/etc/passwd", "missing.md"]

@@ -32,7 +32,8 @@ pub fn batch_document(count: usize) -> String {
     let template: String =
         BATCH.lines().filter(|l| !l.trim_start().starts_with('#')).map(|l| format!("{l}\n")).collect();
     let variables: String = (0..count).map(|i| format!(", $n{i}: Int!")).collect();
-    let fields: Vec<String> = (0..count).map(|i| format!("pr{i}: pullRequest(number: $n{i}) {{ ...PrFields }}")).collect();
+    let fields: Vec<String> =
+        (0..count).map(|i| format!("pr{i}: pullRequest(number: $n{i}) {{ ...PrFields }}")).collect();
     let query = template.replace("VARIABLES", &variables).replace("PULL_REQUESTS", &fields.join("\n    "));
     format!("{query}\n{PR_FIELDS}\n{CHECK_CONTEXT}\n{REVIEW_THREAD}")
 }
@@ -107,7 +108,9 @@ impl GitHubForge {
         let pr = &last.snapshot;
         let open = pr.state == PrState::Open;
         // What changes without changing the pull request: checks reporting, mergeability computed.
-        if open && (matches!(pr.ci(), CiRollup::Pending | CiRollup::None) || pr.mergeable == Mergeable::Unknown) {
+        if open
+            && (matches!(pr.ci(), CiRollup::Pending | CiRollup::None) || pr.mergeable == Mergeable::Unknown)
+        {
             return true;
         }
         match listed {
@@ -120,7 +123,12 @@ impl GitHubForge {
         }
     }
 
-    async fn query_batch(&self, numbers: &[i64], agent: &AgentComments, listed: Option<&Listed>) -> Result<(), ForgeError> {
+    async fn query_batch(
+        &self,
+        numbers: &[i64],
+        agent: &AgentComments,
+        listed: Option<&Listed>,
+    ) -> Result<(), ForgeError> {
         let mut variables = json!({ "owner": self.owner, "name": self.name });
         for (i, n) in numbers.iter().enumerate() {
             variables[format!("n{i}")] = json!(n);
@@ -155,11 +163,16 @@ impl GitHubForge {
         Ok(())
     }
 
-    async fn more_contexts(&self, number: i64, mut after: Option<String>) -> Result<Vec<WireCheckContext>, ForgeError> {
+    async fn more_contexts(
+        &self,
+        number: i64,
+        mut after: Option<String>,
+    ) -> Result<Vec<WireCheckContext>, ForgeError> {
         let mut all = Vec::new();
         for _ in 0..MAX_PAGES {
             let Some(cursor) = after.take() else { break };
-            let data = self.client.graphql(&contexts_page_document(), self.page_variables(number, &cursor)).await?;
+            let data =
+                self.client.graphql(&contexts_page_document(), self.page_variables(number, &cursor)).await?;
             let page = serde_json::from_value::<WireContextsPage>(data)
                 .map_err(|e| malformed(&format!("checks of pull request #{number}: {e}")))?
                 .into_page()
@@ -170,11 +183,16 @@ impl GitHubForge {
         Ok(all)
     }
 
-    async fn more_threads(&self, number: i64, mut after: Option<String>) -> Result<Vec<WireThread>, ForgeError> {
+    async fn more_threads(
+        &self,
+        number: i64,
+        mut after: Option<String>,
+    ) -> Result<Vec<WireThread>, ForgeError> {
         let mut all = Vec::new();
         for _ in 0..MAX_PAGES {
             let Some(cursor) = after.take() else { break };
-            let data = self.client.graphql(&threads_page_document(), self.page_variables(number, &cursor)).await?;
+            let data =
+                self.client.graphql(&threads_page_document(), self.page_variables(number, &cursor)).await?;
             let page = serde_json::from_value::<WireThreadsPage>(data)
                 .map_err(|e| malformed(&format!("threads of pull request #{number}: {e}")))?
                 .into_page()

@@ -61,10 +61,18 @@ struct Observed {
 
 impl GitHubForge {
     /// The forge of `repos.NAME` (whose `github` is `owner/name`, checked by the config).
-    pub fn new(client: Arc<GitHubClient>, store: Store, repo_name: &str, repo: &Repo, config: &crate::config::GitHub) -> Result<GitHubForge, ForgeError> {
-        let (owner, name) = repo.github_slug().ok_or_else(|| ForgeError::Config(format!(
-            "repos.{repo_name}.github must be \"owner/name\" for forge = \"github\""
-        )))?;
+    pub fn new(
+        client: Arc<GitHubClient>,
+        store: Store,
+        repo_name: &str,
+        repo: &Repo,
+        config: &crate::config::GitHub,
+    ) -> Result<GitHubForge, ForgeError> {
+        let (owner, name) = repo.github_slug().ok_or_else(|| {
+            ForgeError::Config(format!(
+                "repos.{repo_name}.github must be \"owner/name\" for forge = \"github\""
+            ))
+        })?;
         Ok(GitHubForge {
             client,
             store,

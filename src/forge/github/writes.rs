@@ -39,7 +39,11 @@ impl GitHubForge {
         let head = format!("{}:{branch}", self.owner);
         let existing = self
             .client
-            .rest(Method::GET, &format!("/repos/{}/{}/pulls?state=open&head={}", self.owner, self.name, segment(&head)), None)
+            .rest(
+                Method::GET,
+                &format!("/repos/{}/{}/pulls?state=open&head={}", self.owner, self.name, segment(&head)),
+                None,
+            )
             .await?;
         if let Some(pr) = existing.as_array().and_then(|list| list.first()) {
             return pr_ref(pr);
@@ -51,7 +55,10 @@ impl GitHubForge {
             "body": pr_body(run, task),
             "draft": true,
         });
-        let created = self.client.rest(Method::POST, &format!("/repos/{}/{}/pulls", self.owner, self.name), Some(&body)).await?;
+        let created = self
+            .client
+            .rest(Method::POST, &format!("/repos/{}/{}/pulls", self.owner, self.name), Some(&body))
+            .await?;
         pr_ref(&created)
     }
 
@@ -68,16 +75,26 @@ impl GitHubForge {
     pub async fn trigger_ci(&self, run: &Run, sha: &str) -> Result<(), ForgeError> {
         let trigger = self.repo.ci_trigger.as_str();
         if trigger.is_empty() {
-            tracing::info!(run = run.id, "no check at {sha} yet; repos.{}.ci_trigger is empty (CI starts on push), so executor waits", self.repo_name);
+            tracing::info!(
+                run = run.id,
+                "no check at {sha} yet; repos.{}.ci_trigger is empty (CI starts on push), so executor waits",
+                self.repo_name
+            );
             return Ok(());
         }
         if let Some(workflow) = trigger.strip_prefix("workflow:") {
             let branch = run.branch_name.clone().ok_or(ForgeError::NoBranch(run.id))?;
-            let path = format!("/repos/{}/{}/actions/workflows/{}/dispatches", self.owner, self.name, segment(workflow));
+            let path = format!(
+                "/repos/{}/{}/actions/workflows/{}/dispatches",
+                self.owner,
+                self.name,
+                segment(workflow)
+            );
             self.client.rest(Method::POST, &path, Some(&json!({ "ref": branch }))).await?;
             return Ok(());
         }
-        let path = format!("/repos/{}/{}/actions/runs?head_sha={}&per_page=1", self.owner, self.name, segment(sha));
+        let path =
+            format!("/repos/{}/{}/actions/runs?head_sha={}&per_page=1", self.owner, self.name, segment(sha));
         let runs = self.client.rest(Method::GET, &path, None).await?;
         let id = runs.pointer("/workflow_runs/0/id").and_then(Value::as_i64).ok_or_else(|| {
             ForgeError::Config(format!(
@@ -100,8 +117,11 @@ impl GitHubForge {
         };
         let id = match thread {
             Some(thread) => {
-                let data = self.client.graphql(REPLY_TO_THREAD, json!({ "thread": thread, "body": c.body })).await?;
-                data.pointer("/addPullRequestReviewThreadReply/comment/id").and_then(Value::as_str).map(str::to_string)
+                let data =
+                    self.client.graphql(REPLY_TO_THREAD, json!({ "thread": thread, "body": c.body })).await?;
+                data.pointer("/addPullRequestReviewThreadReply/comment/id")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
             }
             None => {
                 let path = format!("/repos/{}/{}/issues/{number}/comments", self.owner, self.name);
@@ -121,7 +141,12 @@ impl GitHubForge {
     async fn thread_of(&self, run: &Run, number: i64, parent: &str) -> Result<Option<String>, ForgeError> {
         let snapshot = match self.cached(number) {
             Some(o) => o.snapshot,
-            None => self.snapshots(std::slice::from_ref(run)).await?.remove(&run.id).flatten().ok_or(ForgeError::NoPr(run.id))?,
+            None => self
+                .snapshots(std::slice::from_ref(run))
+                .await?
+                .remove(&run.id)
+                .flatten()
+                .ok_or(ForgeError::NoPr(run.id))?,
         };
         let found = snapshot.comments.iter().find(|c| c.id == parent);
         match found {
@@ -133,13 +158,20 @@ impl GitHubForge {
     /// A review's findings as one GitHub review (event COMMENT: executor never approves) with a comment
     /// per finding on its line. GitHub refuses a comment on a line outside the diff; then the findings
     /// go into the review's body instead. Every id is recorded as executor's.
-    pub async fn post_review(&self, run: &Run, pr: &PrSnapshot, review: &ReviewResult) -> Result<(), ForgeError> {
+    pub async fn post_review(
+        &self,
+        run: &Run,
+        pr: &PrSnapshot,
+        review: &ReviewResult,
+    ) -> Result<(), ForgeError> {
         let node = self.node_id(pr.number).ok_or(ForgeError::NoPr(run.id))?;
         let threads: Vec<Value> = review
             .findings
             .iter()
             .filter_map(|f| match (&f.path, f.line) {
-                (Some(path), Some(line)) if line > 0 => Some(json!({ "path": path, "line": line, "body": f.body })),
+                (Some(path), Some(line)) if line > 0 => {
+                    Some(json!({ "path": path, "line": line, "body": f.body }))
+                }
                 _ => None,
             })
             .collect();
@@ -148,16 +180,28 @@ impl GitHubForge {
         let data = match self.client.graphql(ADD_REVIEW, vars).await {
             Ok(data) => data,
             Err(e) if !threads.is_empty() && !e.is_rate_limit() => {
-                tracing::info!(run = run.id, "posting the review with line comments failed ({e}); posting it whole");
+                tracing::info!(
+                    run = run.id,
+                    "posting the review with line comments failed ({e}); posting it whole"
+                );
                 let everything = format!("{body}{}", findings_on_lines(review));
-                self.client.graphql(ADD_REVIEW, json!({ "pr": node, "commit": pr.head_sha, "body": everything, "threads": [] })).await?
+                self.client
+                    .graphql(
+                        ADD_REVIEW,
+                        json!({ "pr": node, "commit": pr.head_sha, "body": everything, "threads": [] }),
+                    )
+                    .await?
             }
             Err(e) => return Err(e.into()),
         };
-        let review_node = data.pointer("/addPullRequestReview/pullRequestReview").cloned().unwrap_or(Value::Null);
-        let mut ids: Vec<String> = review_node.get("id").and_then(Value::as_str).map(str::to_string).into_iter().collect();
+        let review_node =
+            data.pointer("/addPullRequestReview/pullRequestReview").cloned().unwrap_or(Value::Null);
+        let mut ids: Vec<String> =
+            review_node.get("id").and_then(Value::as_str).map(str::to_string).into_iter().collect();
         if let Some(comments) = review_node.pointer("/comments/nodes").and_then(Value::as_array) {
-            ids.extend(comments.iter().filter_map(|c| c.get("id").and_then(Value::as_str)).map(str::to_string));
+            ids.extend(
+                comments.iter().filter_map(|c| c.get("id").and_then(Value::as_str)).map(str::to_string),
+            );
         }
         for id in ids {
             self.store.record_agent_comment(run.id, &id, None).await?;
@@ -194,7 +238,8 @@ fn pr_ref(pr: &Value) -> Result<PrRef, ForgeError> {
 }
 
 fn title(task: &Task) -> String {
-    let first = task.description.as_deref().unwrap_or("").lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let first =
+        task.description.as_deref().unwrap_or("").lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     let title: String = first.trim().chars().take(TITLE_CHARS).collect();
     if title.is_empty() { format!("Task {}", task.task_gid) } else { title }
 }

@@ -214,54 +214,35 @@ fn rows() -> Vec<Row> {
             "queued + free slot → queued worker, moving to in_progress",
             run(Queued),
             obs(),
-            Action::StartWorker {
-                kind: K::Queued,
-                move_to: Some(InProgress),
-                ci_attempt: None,
-            },
+            Action::StartWorker { kind: K::Queued, move_to: Some(InProgress), ci_attempt: None },
             "The run is queued. Starting a queued worker.",
         ),
         row(
             "queued + no free slot → wait",
             run(Queued),
-            Observation {
-                free_slot: false,
-                ..obs()
-            },
+            Observation { free_slot: false, ..obs() },
             Action::Wait,
             "No free worker slot",
         ),
         // any state with a live worker
         row(
             "in_progress with a live worker → wait",
-            Run {
-                worker_pid: Some(4242),
-                ..run(InProgress)
-            },
-            Observation {
-                worker_alive: true,
-                ..obs()
-            },
+            Run { worker_pid: Some(4242), ..run(InProgress) },
+            Observation { worker_alive: true, ..obs() },
             Action::Wait,
             "A worker is alive for this run (pid 4242); never a second one.",
         ),
         row(
             "queued with a live worker (crash between start and transition) → wait",
             run(Queued),
-            Observation {
-                worker_alive: true,
-                ..obs()
-            },
+            Observation { worker_alive: true, ..obs() },
             Action::Wait,
             "A worker is alive",
         ),
         row(
             "pr with failing CI but a live worker → wait",
             run(Pr),
-            Observation {
-                worker_alive: true,
-                ..pr_obs(|p| p.checks = vec![check("build", Failure)])
-            },
+            Observation { worker_alive: true, ..pr_obs(|p| p.checks = vec![check("build", Failure)]) },
             Action::Wait,
             "A worker is alive",
         ),
@@ -272,10 +253,7 @@ fn rows() -> Vec<Row> {
             pr_obs(|_| {}),
             Action::Transition {
                 to: Pr,
-                pr: Some(PrRef {
-                    number: 7,
-                    url: "https://example.test/pr/7".into(),
-                }),
+                pr: Some(PrRef { number: 7, url: "https://example.test/pr/7".into() }),
                 notify: None,
                 stop_worker: false,
             },
@@ -286,10 +264,7 @@ fn rows() -> Vec<Row> {
             ..row(
                 "in_progress, no PR, branch has commits, local forge → open the PR",
                 run(InProgress),
-                Observation {
-                    branch_has_commits: true,
-                    ..obs()
-                },
+                Observation { branch_has_commits: true, ..obs() },
                 Action::OpenPr,
                 "Branch executor/1207-fix-login has commits and no pull request; opening one.",
             )
@@ -307,76 +282,49 @@ fn rows() -> Vec<Row> {
         row(
             "in_progress, no PR, commits but GitHub forge (worker opens PRs) → resume",
             run(InProgress),
-            Observation {
-                branch_has_commits: true,
-                ..obs()
-            },
+            Observation { branch_has_commits: true, ..obs() },
             start(K::InProgress),
             "No live worker and no pull request for branch executor/1207-fix-login yet.",
         ),
         row(
             "in_progress after the runner's shutdown interrupted the worker → resume at once",
             run(InProgress),
-            Observation {
-                last_worker: last(K::InProgress, O::Interrupted, 29, 1),
-                ..obs()
-            },
+            Observation { last_worker: last(K::InProgress, O::Interrupted, 29, 1), ..obs() },
             start(K::InProgress),
             "Starting",
         ),
         row(
             "in_progress, queued worker ended just now without a PR → back off",
             run(InProgress),
-            Observation {
-                last_worker: last(K::Queued, O::Ok, 30, 1),
-                ..obs()
-            },
+            Observation { last_worker: last(K::Queued, O::Ok, 30, 1), ..obs() },
             Action::Wait,
             "Backing off: the last queued worker ended without reaching its goal at 12:30:00; retry after 12:31:00.",
         ),
         row(
             "in_progress, back-off elapsed → resume",
             run(InProgress),
-            Observation {
-                last_worker: last(K::Queued, O::Ok, 28, 1),
-                ..obs()
-            },
+            Observation { last_worker: last(K::Queued, O::Ok, 28, 1), ..obs() },
             start(K::InProgress),
             "Starting an in_progress worker.",
         ),
         row(
             "in_progress, back-off grows with failures (2 stuck → 2 min)",
-            Run {
-                worker_stuck_count: 2,
-                ..run(InProgress)
-            },
-            Observation {
-                last_worker: last(K::InProgress, O::Stuck, 29, 2),
-                ..obs()
-            },
+            Run { worker_stuck_count: 2, ..run(InProgress) },
+            Observation { last_worker: last(K::InProgress, O::Stuck, 29, 2), ..obs() },
             Action::Wait,
             "retry after 12:31:00",
         ),
         row(
             "in_progress, back-off elapsed but no free slot → wait",
             run(InProgress),
-            Observation {
-                free_slot: false,
-                ..obs()
-            },
+            Observation { free_slot: false, ..obs() },
             Action::Wait,
             "No free worker slot.",
         ),
         row(
             "in_progress after max_stuck stuck or failed workers → abandoned, human told",
-            Run {
-                worker_stuck_count: 3,
-                ..run(InProgress)
-            },
-            Observation {
-                last_worker: last(K::InProgress, O::Failed, 1, 3),
-                ..obs()
-            },
+            Run { worker_stuck_count: 3, ..run(InProgress) },
+            Observation { last_worker: last(K::InProgress, O::Failed, 1, 3), ..obs() },
             told(
                 Abandoned,
                 NoticeKind::Abandoned,
@@ -397,21 +345,13 @@ fn rows() -> Vec<Row> {
             "pr, PR closed unmerged → abandoned, human told",
             run(Pr),
             pr_obs(|p| p.state = PrState::Closed),
-            told(
-                Abandoned,
-                NoticeKind::Abandoned,
-                "abandoned",
-                "PR #7 was closed without merging.",
-            ),
+            told(Abandoned, NoticeKind::Abandoned, "abandoned", "PR #7 was closed without merging."),
             "closed without merging",
         ),
         row(
             "pr, PR closed while a worker runs → abandoned and the worker stopped",
             run(Pr),
-            Observation {
-                worker_alive: true,
-                ..pr_obs(|p| p.state = PrState::Closed)
-            },
+            Observation { worker_alive: true, ..pr_obs(|p| p.state = PrState::Closed) },
             Action::Transition {
                 to: Abandoned,
                 pr: None,
@@ -436,9 +376,7 @@ fn rows() -> Vec<Row> {
             "pr, draft missing a required label → add it, no worker",
             run(Pr),
             pr_obs(|p| p.labels = vec!["bug".into()]),
-            Action::AddLabels {
-                labels: vec!["executor".into()],
-            },
+            Action::AddLabels { labels: vec!["executor".into()] },
             "Draft PR #7 lacks required labels: executor.",
         ),
         row(
@@ -454,12 +392,7 @@ fn rows() -> Vec<Row> {
         row(
             "pr, no CI at all for this head → trigger CI",
             run(Pr),
-            pr_obs(|p| {
-                p.checks = vec![Check {
-                    sha: OLD.into(),
-                    ..check("build", Failure)
-                }]
-            }),
+            pr_obs(|p| p.checks = vec![Check { sha: OLD.into(), ..check("build", Failure) }]),
             Action::TriggerCi { sha: HEAD.into() },
             "No CI has run at abc1234; triggering it.",
         ),
@@ -496,10 +429,7 @@ fn rows() -> Vec<Row> {
         row(
             "pr, still conflicting after max_conflict_attempts → abandoned, human told",
             run(Pr),
-            Observation {
-                conflict_attempts: 3,
-                ..pr_obs(|p| p.mergeable = Mergeable::Conflicting)
-            },
+            Observation { conflict_attempts: 3, ..pr_obs(|p| p.mergeable = Mergeable::Conflicting) },
             told(
                 Abandoned,
                 NoticeKind::Abandoned,
@@ -529,20 +459,14 @@ fn rows() -> Vec<Row> {
         row(
             "pr, no CI yet but already triggered for this head → wait, not again",
             run(Pr),
-            Observation {
-                ci_triggered_for: Some(HEAD.into()),
-                ..pr_obs(|p| p.checks = vec![])
-            },
+            Observation { ci_triggered_for: Some(HEAD.into()), ..pr_obs(|p| p.checks = vec![]) },
             Action::Wait,
             "CI was triggered at abc1234 but no check has reported yet.",
         ),
         row(
             "pr, triggered for an older head → trigger again for the new head",
             run(Pr),
-            Observation {
-                ci_triggered_for: Some(OLD.into()),
-                ..pr_obs(|p| p.checks = vec![])
-            },
+            Observation { ci_triggered_for: Some(OLD.into()), ..pr_obs(|p| p.checks = vec![]) },
             Action::TriggerCi { sha: HEAD.into() },
             "triggering",
         ),
@@ -564,20 +488,14 @@ fn rows() -> Vec<Row> {
         row(
             "pr, checks overdue and the human was told → keep waiting",
             at_head_for(run(Pr), HEAD, 3),
-            Observation {
-                notices_sent: vec![overdue_key.clone()],
-                ..triggered_no_check()
-            },
+            Observation { notices_sent: vec![overdue_key.clone()], ..triggered_no_check() },
             Action::Wait,
             "CI was triggered at abc1234 but no check has reported yet. The human was told the checks are overdue; still waiting.",
         ),
         row(
             "pr, told about an older head, overdue again at this one → tell again (key per head)",
             at_head_for(run(Pr), HEAD, 3),
-            Observation {
-                notices_sent: vec![format!("checks_timeout:{OLD}")],
-                ..triggered_no_check()
-            },
+            Observation { notices_sent: vec![format!("checks_timeout:{OLD}")], ..triggered_no_check() },
             notify(&overdue_key, never_reported),
             "has waited 3h",
         ),
@@ -590,10 +508,7 @@ fn rows() -> Vec<Row> {
         ),
         row(
             "pr, when the head was first seen is unknown → wait",
-            Run {
-                head_sha: Some(HEAD.into()),
-                ..run(Pr)
-            },
+            Run { head_sha: Some(HEAD.into()), ..run(Pr) },
             triggered_no_check(),
             Action::Wait,
             "no check has reported yet.",
@@ -638,10 +553,7 @@ fn rows() -> Vec<Row> {
         row(
             "pr, a check could not run and the human was told → wait",
             run(Pr),
-            Observation {
-                notices_sent: vec![error_key.clone()],
-                ..pr_obs(|p| p.checks = vec![errored()])
-            },
+            Observation { notices_sent: vec![error_key.clone()], ..pr_obs(|p| p.checks = vec![errored()]) },
             Action::Wait,
             "CI could not run at abc1234 (checks: ci) and the human was told",
         ),
@@ -655,20 +567,8 @@ fn rows() -> Vec<Row> {
         row(
             "pr, an older head's check could not run, the head failed → fix_ci",
             run(Pr),
-            pr_obs(|p| {
-                p.checks = vec![
-                    Check {
-                        sha: OLD.into(),
-                        ..errored()
-                    },
-                    check("build", Failure),
-                ]
-            }),
-            Action::StartWorker {
-                kind: K::FixCi,
-                move_to: None,
-                ci_attempt: Some(1),
-            },
+            pr_obs(|p| p.checks = vec![Check { sha: OLD.into(), ..errored() }, check("build", Failure)]),
+            Action::StartWorker { kind: K::FixCi, move_to: None, ci_attempt: Some(1) },
             "fix_ci attempt 1 of 3",
         ),
         // pr: CI
@@ -683,19 +583,12 @@ fn rows() -> Vec<Row> {
             "pr, CI failed at head → fix_ci, attempt 1",
             run(Pr),
             pr_obs(|p| p.checks = vec![check("build", Failure), check("lint", Success)]),
-            Action::StartWorker {
-                kind: K::FixCi,
-                move_to: None,
-                ci_attempt: Some(1),
-            },
+            Action::StartWorker { kind: K::FixCi, move_to: None, ci_attempt: Some(1) },
             "CI failed at abc1234 (checks: build); fix_ci attempt 1 of 3. Starting a fix_ci worker.",
         ),
         row(
             "pr, CI still failing right after a fix_ci ended → back off before attempt 2",
-            Run {
-                ci_attempts: 1,
-                ..run(Pr)
-            },
+            Run { ci_attempts: 1, ..run(Pr) },
             Observation {
                 last_worker: last(K::FixCi, O::Ok, 30, 1),
                 ..pr_obs(|p| p.checks = vec![check("build", TimedOut)])
@@ -705,61 +598,37 @@ fn rows() -> Vec<Row> {
         ),
         row(
             "pr, CI failed, fix_ci attempts left and back-off over → fix_ci attempt 3",
-            Run {
-                ci_attempts: 2,
-                ..run(Pr)
-            },
+            Run { ci_attempts: 2, ..run(Pr) },
             Observation {
                 last_worker: last(K::FixCi, O::Ok, 20, 2),
                 ..pr_obs(|p| p.checks = vec![check("build", Failure)])
             },
-            Action::StartWorker {
-                kind: K::FixCi,
-                move_to: None,
-                ci_attempt: Some(3),
-            },
+            Action::StartWorker { kind: K::FixCi, move_to: None, ci_attempt: Some(3) },
             "fix_ci attempt 3 of 3",
         ),
         row(
             "pr, CI failed after an interrupted fix_ci → the same attempt again, at once",
-            Run {
-                ci_attempts: 1,
-                ..run(Pr)
-            },
+            Run { ci_attempts: 1, ..run(Pr) },
             Observation {
                 last_worker: last(K::FixCi, O::Interrupted, 30, 1),
                 ..pr_obs(|p| p.checks = vec![check("build", Failure)])
             },
-            Action::StartWorker {
-                kind: K::FixCi,
-                move_to: None,
-                ci_attempt: Some(1),
-            },
+            Action::StartWorker { kind: K::FixCi, move_to: None, ci_attempt: Some(1) },
             "fix_ci attempt 1 of 3",
         ),
         row(
             "pr, last fix_ci attempt interrupted → not abandoned, attempt 3 again",
-            Run {
-                ci_attempts: 3,
-                ..run(Pr)
-            },
+            Run { ci_attempts: 3, ..run(Pr) },
             Observation {
                 last_worker: last(K::FixCi, O::Interrupted, 30, 1),
                 ..pr_obs(|p| p.checks = vec![check("build", Failure)])
             },
-            Action::StartWorker {
-                kind: K::FixCi,
-                move_to: None,
-                ci_attempt: Some(3),
-            },
+            Action::StartWorker { kind: K::FixCi, move_to: None, ci_attempt: Some(3) },
             "fix_ci attempt 3 of 3",
         ),
         row(
             "pr, CI failed and ci_attempts exhausted → abandoned, human told",
-            Run {
-                ci_attempts: 3,
-                ..run(Pr)
-            },
+            Run { ci_attempts: 3, ..run(Pr) },
             pr_obs(|p| p.checks = vec![check("build", Failure)]),
             told(Abandoned, NoticeKind::Abandoned, "abandoned", abandoned_text),
             abandoned_text,
@@ -779,11 +648,7 @@ fn rows() -> Vec<Row> {
                 p.checks = vec![check("build", Failure)];
                 p.comments = vec![comment("c1", "alex", 5)];
             }),
-            Action::StartWorker {
-                kind: K::FixCi,
-                move_to: None,
-                ci_attempt: Some(1),
-            },
+            Action::StartWorker { kind: K::FixCi, move_to: None, ci_attempt: Some(1) },
             "CI failed",
         ),
         row(
@@ -826,10 +691,7 @@ fn rows() -> Vec<Row> {
         row(
             "pr, fix_comments just finished → pr_review starts without back-off",
             run(Pr),
-            Observation {
-                last_worker: last(K::FixComments, O::Ok, 30, 1),
-                ..pr_obs(|_| {})
-            },
+            Observation { last_worker: last(K::FixComments, O::Ok, 30, 1), ..pr_obs(|_| {}) },
             start(K::PrReview),
             "Starting a pr_review worker.",
         ),
@@ -904,30 +766,21 @@ fn rows() -> Vec<Row> {
         // complete
         row(
             "complete + draft + trusted comment after completion → back to pr",
-            Run {
-                completed_at: Some(at(20)),
-                ..run(Complete)
-            },
+            Run { completed_at: Some(at(20)), ..run(Complete) },
             pr_obs(|p| p.comments = vec![comment("old", "alex", 10), comment("new", "alex", 25)]),
             to(Pr),
             "alex commented on draft PR #7 after completion (1 new comment(s)); back to pr.",
         ),
         row(
             "complete + draft + only comments from before completion → nothing",
-            Run {
-                completed_at: Some(at(20)),
-                ..run(Complete)
-            },
+            Run { completed_at: Some(at(20)), ..run(Complete) },
             pr_obs(|p| p.comments = vec![comment("old", "alex", 10)]),
             Action::Wait,
             "no new trusted comment since",
         ),
         row(
             "complete + ready (not draft) PR + new comment → nothing",
-            Run {
-                completed_at: Some(at(20)),
-                ..run(Complete)
-            },
+            Run { completed_at: Some(at(20)), ..run(Complete) },
             pr_obs(|p| {
                 p.draft = false;
                 p.comments = vec![comment("new", "alex", 25)];
@@ -944,10 +797,7 @@ fn rows() -> Vec<Row> {
         ),
         row(
             "complete + PR closed without merging → abandoned, human told",
-            Run {
-                completed_at: Some(at(20)),
-                ..run(Complete)
-            },
+            Run { completed_at: Some(at(20)), ..run(Complete) },
             pr_obs(|p| p.state = PrState::Closed),
             told(
                 Abandoned,
