@@ -107,6 +107,9 @@ impl GitHubForge {
         let Some(last) = self.cached(number) else { return true };
         let pr = &last.snapshot;
         let open = pr.state == PrState::Open;
+        if open && !last.after_its_second() {
+            return true;
+        }
         // What changes without changing the pull request: checks reporting, mergeability computed.
         if open
             && (matches!(pr.ci(), CiRollup::Pending | CiRollup::None) || pr.mergeable == Mergeable::Unknown)
@@ -133,6 +136,7 @@ impl GitHubForge {
         for (i, n) in numbers.iter().enumerate() {
             variables[format!("n{i}")] = json!(n);
         }
+        let asked_at = now();
         let data = self.client.graphql(&batch_document(numbers.len()), variables).await?;
         let repository = data.get("repository").filter(|r| r.is_object()).ok_or_else(|| {
             malformed(&format!("no repository {} in the answer (does the token see it?)", self.slug()))
@@ -158,7 +162,7 @@ impl GitHubForge {
                 Some(l) => l.updated.get(&number).cloned(),
                 None => self.cached(number).and_then(|o| o.updated_at),
             };
-            self.remember(number, Observed { snapshot, node_id, updated_at });
+            self.remember(number, Observed { snapshot, node_id, updated_at, asked_at });
         }
         Ok(())
     }

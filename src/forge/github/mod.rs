@@ -57,6 +57,25 @@ struct Observed {
     node_id: String,
     /// `updated_at` in the open pull requests list when it was observed; `None` when it was not listed.
     updated_at: Option<String>,
+    /// When the GraphQL request that observed it was sent.
+    asked_at: DateTime<Utc>,
+}
+
+impl Observed {
+    /// Whether a later change must show in `updated_at` (see [`after_the_second`]).
+    fn after_its_second(&self) -> bool {
+        after_the_second(self.updated_at.as_deref(), self.asked_at)
+    }
+}
+
+/// GitHub's `updated_at` counts whole seconds, so a change later in the second of the last change leaves
+/// it (and maybe the list's ETag) as it was: an observation asked for within that second may already be
+/// out of date, and is asked again. One not listed (or with an unreadable time) has nothing to wait for.
+fn after_the_second(updated_at: Option<&str>, asked_at: DateTime<Utc>) -> bool {
+    match updated_at.and_then(|at| at.parse::<DateTime<Utc>>().ok()) {
+        Some(updated) => asked_at >= updated + chrono::TimeDelta::seconds(1),
+        None => true,
+    }
 }
 
 impl GitHubForge {
@@ -142,6 +161,20 @@ fn now() -> DateTime<Utc> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn an_observation_within_the_second_of_its_last_change_is_asked_again() {
+        let at = |s: &str| s.parse::<DateTime<Utc>>().unwrap();
+        let updated = Some("2026-11-30T14:04:36Z");
+        assert!(
+            !after_the_second(updated, at("2026-11-30T14:04:36.373Z")),
+            "a change later in 14:04:36 keeps it"
+        );
+        assert!(after_the_second(updated, at("2026-11-30T14:04:37.001Z")));
+        assert!(after_the_second(None, at("2026-11-30T14:04:36.373Z")));
+    }
+
     #[test]
     fn segments_are_escaped() {
         assert_eq!(super::segment("ci.yml"), "ci.yml");
