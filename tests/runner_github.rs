@@ -50,7 +50,7 @@ async fn the_github_pipeline_runs_the_same_on_postgresql() {
 async fn drive_the_pipeline(env: &GhEnv) {
     env.queue_approved(GID).await;
     let store = env.store().await;
-    let mut ci = CiPlayer::default();
+    let mut ci = CiPlayer::failing_first();
     let mut hostile: Option<String> = None;
     let mut alex: Option<(String, String)> = None;
     let mut outputs = String::new();

@@ -108,7 +108,8 @@ trusted_authors = ["alex"]
         env
     }
 
-    fn set_agent_env(&self, key: &str, value: &str) {
+    /// Sets a variable for the agent (its name must be in `pass_env`: give it to [`GhEnv::new`]).
+    pub fn set_agent_env(&self, key: &str, value: &str) {
         let path = self.path().join("agent_env");
         let mut text = std::fs::read_to_string(&path).unwrap_or_default();
         text.push_str(&format!("{key}={value}\n"));
@@ -253,17 +254,27 @@ pub fn text(out: &Output) -> String {
 
 /// Plays GitHub's CI: a `ci` check run appears at a head only after CI was dispatched for it. The first
 /// one fails with a job log naming the failing test; every later one passes.
-#[derive(Default)]
 pub struct CiPlayer {
     /// Dispatches already answered.
     answered: usize,
     /// The heads that got a check, in order.
     pub heads: Vec<String>,
+    fail_first: bool,
 }
 
 pub const FAILING_LINE: &str = "error: test_login failed";
 
 impl CiPlayer {
+    /// The first check fails (with a job log), every later one passes.
+    pub fn failing_first() -> CiPlayer {
+        CiPlayer { answered: 0, heads: Vec::new(), fail_first: true }
+    }
+
+    /// Every check passes.
+    pub fn green() -> CiPlayer {
+        CiPlayer { answered: 0, heads: Vec::new(), fail_first: false }
+    }
+
     /// Answers any new `workflow_dispatch` of `branch` with a finished check at the remote's head.
     /// Returns whether a check was added.
     pub fn play(&mut self, env: &GhEnv, number: i64, branch: &str) -> bool {
@@ -274,7 +285,7 @@ impl CiPlayer {
             return false;
         }
         let head = env.remote_head(branch).expect("the branch was pushed before CI was dispatched");
-        if self.heads.is_empty() {
+        if self.heads.is_empty() && self.fail_first {
             let log = format!("Run cargo test\nrunning 12 tests\ntest login ... FAILED\n{FAILING_LINE}\n");
             env.fake.add_check_run(REPO, number, &head, "ci", "COMPLETED", Some("FAILURE"), Some(&log));
         } else {

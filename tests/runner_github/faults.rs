@@ -1,1 +1,91 @@
-//! Faults.
+//! Nothing from a partial view: whatever goes wrong talking to GitHub, the runner does nothing for the
+//! repository that tick (no state change, label, CI trigger or comment), exits non-zero, and says why in
+//! `runs show` and `status`.
+
+use std::time::{Duration, Instant};
+
+use executor::domain::{Run, RunState};
+
+use crate::fake_github::Fault;
+use crate::github_support::{GhEnv, REPO, run_of, text};
+
+/// Runs the runner until the task's run is in `pr` with its draft PR labelled; returns it.
+pub async fn run_in_pr(env: &GhEnv, gid: &str) -> Run {
+    env.queue_approved(gid).await;
+    let store = env.store().await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = env.runner().await;
+        assert!(out.status.success(), "{}", text(&out));
+        let run = run_of(&store, gid).await;
+        if run.state == RunState::Pr
+            && let Some(number) = run.pr_number
+            && env.fake.pr(REPO, number).labels.contains(&"executor".to_string())
+        {
+            return run;
+        }
+        assert!(Instant::now() < deadline, "not in pr: {:?}", store.run_memory(run.id).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits until the check grace of the run's head is over (wall time passing, not an assertion).
+pub async fn past_check_grace() {
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_is_done_from_a_partial_or_failed_view() {
+    let env = GhEnv::new(&[], "request_timeout = \"1s\"").await;
+    let run = run_in_pr(&env, "1301").await;
+    let store = env.store().await;
+    let number = run.pr_number.unwrap();
+    // The head has no check and its grace is over: a whole view would trigger CI now.
+    past_check_grace().await;
+    let before = (env.fake.pr(REPO, number), env.fake.dispatches(), env.fake.posted_comments());
+    assert!(before.1.is_empty(), "{:?}", before.1);
+
+    env.fake.set_retry_after(1);
+    let cases: [(Fault, &str); 6] = [
+        (Fault::Status(502), "HTTP 502"),
+        (Fault::SecondaryLimit, "retry after 1 s (HTTP 403)"),
+        (Fault::TooMany, "HTTP 429"),
+        (Fault::PartialErrors, "answered with errors"),
+        (Fault::Malformed, "not JSON"),
+        (Fault::Hang, "request_timeout"),
+    ];
+    for (fault, reason) in cases {
+        env.fake.fail_next(fault, 1);
+        let out = env.runner().await;
+        assert!(!out.status.success(), "{fault:?}: the runner exited 0:\n{}", text(&out));
+        assert!(
+            text(&out).contains(reason),
+            "{fault:?}: the runner does not say {reason:?}:\n{}",
+            text(&out)
+        );
+
+        let after = run_of(&store, "1301").await;
+        assert_eq!(after.state, RunState::Pr, "{fault:?}");
+        assert_eq!(after.ci_attempts, run.ci_attempts, "{fault:?}");
+        assert!(store.worker_sessions(run.id).await.unwrap().len() == 1, "{fault:?}: a worker started");
+        let memory = store.run_memory(run.id).await.unwrap();
+        assert_eq!(memory.ci_triggered_sha, None, "{fault:?}");
+        let pr = env.fake.pr(REPO, number);
+        assert_eq!(
+            (pr.labels.clone(), pr.draft, pr.state.clone()),
+            (before.0.labels.clone(), true, before.0.state.clone())
+        );
+        assert_eq!(env.fake.dispatches(), before.1, "{fault:?}: CI triggered from a failed view");
+        assert_eq!(env.fake.posted_comments(), before.2, "{fault:?}: something written from a failed view");
+
+        let shown = text(&env.ok(&["runs", "show", &run.id.to_string()]).await);
+        assert!(shown.contains("could not be observed") && shown.contains(reason), "{fault:?}:\n{shown}");
+        let status = text(&env.ok(&["status"]).await);
+        assert!(status.contains(reason), "{fault:?}: `status` does not say {reason:?}:\n{status}");
+    }
+
+    // The same world, seen whole, is acted on: the faults were what held the runner back.
+    let out = env.runner().await;
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(env.fake.dispatches().len(), 1, "{:?}", env.fake.dispatches());
+}

@@ -1,1 +1,172 @@
-//! Observing.
+//! What the runner sees of GitHub and what it does about it: a new head's check grace and one CI
+//! trigger per head, `UNKNOWN` and `CONFLICTING` mergeability, the ETag path that spares GraphQL when
+//! nothing changed, the GraphQL reserve, and a failed review posted as a GitHub review.
+
+use std::time::{Duration, Instant};
+
+use executor::domain::{Run, RunState, WorkerKind};
+use executor::store::Store;
+
+use super::faults::{past_check_grace, run_in_pr};
+use crate::fake_github::PostedKind;
+use crate::github_support::{CiPlayer, GhEnv, REPO, run_of, text};
+
+/// Runs the runner (playing CI between runs) until `done` holds for the task's run; returns it.
+async fn drive_until(env: &GhEnv, gid: &str, ci: &mut CiPlayer, done: impl Fn(&Run) -> bool) -> Run {
+    let store = env.store().await;
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let out = env.runner().await;
+        assert!(out.status.success(), "{}", text(&out));
+        let run = run_of(&store, gid).await;
+        if done(&run) {
+            return run;
+        }
+        assert_ne!(run.state, RunState::Abandoned, "{:?}", store.run_memory(run.id).await.unwrap());
+        if let (Some(number), Some(branch)) = (run.pr_number, run.branch_name.as_deref()) {
+            ci.play(env, number, branch);
+        }
+        assert!(Instant::now() < deadline, "stuck: {:?}", store.run_memory(run.id).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+}
+
+async fn kinds(store: &Store, run: &Run) -> Vec<WorkerKind> {
+    store.worker_sessions(run.id).await.unwrap().iter().map(|s| s.kind).collect()
+}
+
+async fn last_decision(store: &Store, run: &Run) -> String {
+    store.run_memory(run.id).await.unwrap().last_decision.unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ci_is_triggered_once_per_head_after_its_grace_and_mergeability_gates_completion() {
+    let env = GhEnv::new(&[], "").await;
+    let run = run_in_pr(&env, "1501").await;
+    let store = env.store().await;
+    let number = run.pr_number.unwrap();
+    let branch = run.branch_name.clone().unwrap();
+
+    // A null rollup within the grace period: not yet.
+    assert!(env.fake.dispatches().is_empty(), "{:?}", env.fake.dispatches());
+    assert!(
+        last_decision(&store, &run).await.contains("to register after a push"),
+        "{}",
+        last_decision(&store, &run).await
+    );
+    // After it: one dispatch for the head, and not another on the next runner while no check reported.
+    past_check_grace().await;
+    env.ok(&["runner"]).await;
+    env.ok(&["runner"]).await;
+    assert_eq!(env.fake.dispatches(), [("ci.yml".to_string(), branch.clone())]);
+    assert!(last_decision(&store, &run).await.contains("no check has reported yet"));
+
+    // CI is green, but GitHub is still computing mergeability: no review, no completion.
+    let head = env.remote_head(&branch).unwrap();
+    env.fake.add_check_run(REPO, number, &head, "ci", "COMPLETED", Some("SUCCESS"), None);
+    env.fake.set_mergeable(REPO, number, "UNKNOWN", "UNKNOWN");
+    env.ok(&["runner"]).await;
+    env.ok(&["runner"]).await;
+    let waiting = run_of(&store, "1501").await;
+    assert_eq!(waiting.state, RunState::Pr);
+    assert_eq!(kinds(&store, &run).await, [WorkerKind::Queued], "no worker while mergeability is unknown");
+    assert!(
+        last_decision(&store, &run).await.contains("still computing"),
+        "{}",
+        last_decision(&store, &run).await
+    );
+
+    // It turns out to conflict with its base: a fix_conflicts worker (the fake agent merges the base).
+    env.fake.set_mergeable(REPO, number, "CONFLICTING", "DIRTY");
+    env.fake.touch(REPO, number);
+    let mut ci = CiPlayer::green();
+    drive_until(&env, "1501", &mut ci, |_| true).await;
+    assert_eq!(kinds(&store, &run).await, [WorkerKind::Queued, WorkerKind::FixConflicts]);
+    assert!(env.fake.posted_comments().iter().all(|p| p.kind != PostedKind::IssueComment), "not complete");
+
+    // Mergeable again: the review runs and the run completes.
+    env.fake.set_mergeable(REPO, number, "MERGEABLE", "CLEAN");
+    env.fake.touch(REPO, number);
+    let done = drive_until(&env, "1501", &mut ci, |r| r.state == RunState::Complete).await;
+    assert_eq!(kinds(&store, &done).await.last(), Some(&WorkerKind::PrReview));
+    assert!(env.fake.dispatches().iter().all(|(w, r)| w == "ci.yml" && *r == branch));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_review_is_posted_as_a_github_review_and_its_findings_are_fixed() {
+    let env = GhEnv::new(&[("FAKE_REVIEW", "fail")], "").await;
+    env.queue_approved("1601").await;
+    let store = env.store().await;
+    let mut ci = CiPlayer::green();
+    let run = drive_until(&env, "1601", &mut ci, |_| false_until_fixed(&env)).await;
+
+    let posted = env.fake.posted_comments();
+    let reviews: Vec<_> = posted.iter().filter(|p| p.kind == PostedKind::Review).collect();
+    assert_eq!(reviews.len(), 1, "{posted:?}");
+    assert!(reviews[0].body.contains("not there yet"), "{}", reviews[0].body);
+    let lines: Vec<_> = posted.iter().filter(|p| p.kind == PostedKind::ReviewComment).collect();
+    assert_eq!(lines.len(), 1, "{posted:?}");
+    assert_eq!((lines[0].path.as_deref(), lines[0].line), (Some("feature.txt"), Some(1)));
+    assert!(lines[0].body.contains("say more"));
+    assert_eq!(lines[0].reply_to.as_deref(), Some(reviews[0].id.as_str()));
+    // Recorded as executor's: posted from alex's account, they must not read as alex's comments.
+    let recorded = store.agent_comments(&[run.id]).await.unwrap();
+    assert!(recorded.contains_key(&reviews[0].id) && recorded.contains_key(&lines[0].id), "{recorded:?}");
+
+    let sessions = store.worker_sessions(run.id).await.unwrap();
+    let fix = sessions.iter().find(|s| s.kind == WorkerKind::FixComments).expect("fix_comments ran");
+    let log = std::fs::read_to_string(fix.log_path.as_deref().unwrap()).unwrap();
+    assert!(log.contains("say more"), "the finding is not in the fix_comments prompt:\n{log}");
+    assert!(text(&env.ok(&["runs", "show", &run.id.to_string()]).await).contains("fix_comments"));
+}
+
+/// Whether a `fix_comments` worker has ended (the review's findings were worked on).
+fn false_until_fixed(env: &GhEnv) -> bool {
+    let logs = env.logs_dir();
+    std::fs::read_dir(logs.join("1601"))
+        .map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("fix_comments")))
+        .unwrap_or(false)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unchanged_tick_makes_no_graphql_request() {
+    let env = GhEnv::new(&[("FAKE_SLOW", "0")], "").await;
+    env.queue_approved("1701").await;
+    let mut ci = CiPlayer::green();
+    drive_until(&env, "1701", &mut ci, |r| r.state == RunState::Complete).await;
+    // GitHub's updated_at counts seconds: the last change (the completion notice) must be a second old
+    // for a tick to trust that an unchanged list means an unchanged pull request.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+
+    // Another task's worker keeps the runner ticking (once a second) while the completed run's draft PR
+    // stays as it is.
+    env.set_agent_env("FAKE_SLOW", "5");
+    env.queue_approved("1702").await;
+    let before = env.fake.counts();
+    let runner = env.runner();
+    let watch = async {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let now = env.fake.counts();
+            // The third conditional list: the second tick is over.
+            if now.route("pulls_list") >= before.route("pulls_list") + 3 {
+                return now;
+            }
+            assert!(Instant::now() < deadline, "the runner did not tick three times: {now:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let (out, during) = tokio::join!(runner, watch);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        during.route("graphql:Batch") - before.route("graphql:Batch"),
+        1,
+        "only the runner's first tick asks GraphQL: {before:?} → {during:?}"
+    );
+    assert!(during.not_modified >= before.not_modified + 2, "{before:?} → {during:?}");
+    assert_eq!(
+        during.graphql - before.graphql,
+        1,
+        "no other GraphQL request either: {before:?} → {during:?}"
+    );
+}
