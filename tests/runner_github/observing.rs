@@ -163,7 +163,8 @@ async fn an_unchanged_tick_makes_no_graphql_request() {
         1,
         "only the runner's first tick asks GraphQL: {before:?} → {during:?}"
     );
-    assert!(during.not_modified >= before.not_modified + 2, "{before:?} → {during:?}");
+    // (The second tick's 304; the third's may not be answered yet.)
+    assert!(during.not_modified > before.not_modified, "{before:?} → {during:?}");
     assert_eq!(
         during.graphql - before.graphql,
         1,
