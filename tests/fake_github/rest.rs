@@ -15,15 +15,45 @@ use super::{Answer, AnswerBody, PostedComment, PostedKind};
 
 /// A REST call the fake knows, with its parameters.
 pub enum Route {
-    PullsList { repo: String, state: String, per_page: usize },
-    PullsByHead { repo: String, branch: String, state: String },
-    PullsCreate { repo: String },
-    LabelsAdd { repo: String, number: i64 },
-    IssueCommentCreate { repo: String, number: i64 },
-    WorkflowDispatch { repo: String, workflow: String },
-    ActionsRuns { repo: String, head_sha: Option<String> },
-    RerunFailedJobs { repo: String, run_id: i64 },
-    JobLogs { repo: String, job_id: i64 },
+    PullsList {
+        repo: String,
+        state: String,
+        per_page: usize,
+    },
+    PullsByHead {
+        repo: String,
+        branch: String,
+        state: String,
+    },
+    PullsCreate {
+        repo: String,
+    },
+    LabelsAdd {
+        repo: String,
+        number: i64,
+    },
+    IssueCommentCreate {
+        repo: String,
+        number: i64,
+    },
+    WorkflowDispatch {
+        repo: String,
+        workflow: String,
+    },
+    ActionsRuns {
+        repo: String,
+        head_sha: Option<String>,
+    },
+    RerunFailedJobs {
+        repo: String,
+        run_id: i64,
+    },
+    JobLogs {
+        repo: String,
+        job_id: i64,
+    },
+    /// `GET /rate_limit`: free, as on GitHub (it counts against no limit).
+    RateLimit,
     NotFound,
 }
 
@@ -39,6 +69,7 @@ impl Route {
             Route::ActionsRuns { .. } => "actions_runs",
             Route::RerunFailedJobs { .. } => "rerun_failed_jobs",
             Route::JobLogs { .. } => "job_logs",
+            Route::RateLimit => "rate_limit",
             Route::NotFound => "not_found",
         }
         .to_string()
@@ -47,6 +78,9 @@ impl Route {
 
 pub fn route(method: &Method, path: &str, query: &str) -> Route {
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    if method == Method::GET && segments == ["rate_limit"] {
+        return Route::RateLimit;
+    }
     let params = parse_query(query);
     let param = |name: &str| params.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
     let ["repos", owner, name, rest @ ..] = segments.as_slice() else { return Route::NotFound };
@@ -93,13 +127,14 @@ pub fn route(method: &Method, path: &str, query: &str) -> Route {
 }
 
 pub fn handle(state: &mut State, route: Route, body: &[u8], _headers: &HeaderMap) -> Answer {
-    if state.rest_remaining == 0 {
+    if state.rest_remaining == 0 && !matches!(route, Route::RateLimit) {
         return Answer::message(403, "API rate limit exceeded for user ID 1.");
     }
     let known = |repo: &str| state.repo(repo).is_some();
     let body: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     match route {
         Route::NotFound => not_found(),
+        Route::RateLimit => rate_limit(state),
         Route::PullsList { ref repo, .. }
         | Route::PullsByHead { ref repo, .. }
         | Route::PullsCreate { ref repo }
@@ -189,7 +224,33 @@ pub fn log_download(state: &mut State, job: &str, headers: &HeaderMap) -> Answer
 
 /// Rate-limit headers on every REST answer; an ETag on GET answers and a 304 when it matches
 /// `If-None-Match` (which, as on GitHub, costs no rate limit).
-pub fn finish(state: &mut State, method: &Method, headers: &HeaderMap, mut answer: Answer) -> Answer {
+/// GitHub's `GET /rate_limit`: what is left of each budget (the GraphQL one as `graphql`).
+fn rate_limit(state: &State) -> Answer {
+    let now = Utc::now();
+    // A GraphQL budget whose hour is over is whole again at the next query (see graphql::handle).
+    let (graphql_remaining, graphql_reset) = match now >= state.graphql_reset {
+        true => (HOURLY_LIMIT, now + chrono::Duration::hours(1)),
+        false => (state.graphql_remaining, state.graphql_reset),
+    };
+    let bucket = |remaining: u32, reset: chrono::DateTime<Utc>| {
+        json!({"limit": HOURLY_LIMIT, "remaining": remaining, "used": HOURLY_LIMIT.saturating_sub(remaining),
+               "reset": reset.timestamp()})
+    };
+    let core = bucket(state.rest_remaining, state.rest_reset);
+    Answer::json(
+        200,
+        json!({"resources": {"core": core, "graphql": bucket(graphql_remaining, graphql_reset)}, "rate": core}),
+    )
+}
+
+/// Adds the rate-limit headers, the ETag and the 304; `free` answers (`/rate_limit`) cost nothing.
+pub fn finish(
+    state: &mut State,
+    method: &Method,
+    headers: &HeaderMap,
+    mut answer: Answer,
+    free: bool,
+) -> Answer {
     if *method == Method::GET
         && answer.status == 200
         && let AnswerBody::Json(body) = &answer.body
@@ -205,7 +266,9 @@ pub fn finish(state: &mut State, method: &Method, headers: &HeaderMap, mut answe
         }
         answer = answer.header("etag", etag);
     }
-    state.rest_remaining = state.rest_remaining.saturating_sub(1);
+    if !free {
+        state.rest_remaining = state.rest_remaining.saturating_sub(1);
+    }
     rate_headers(state, answer)
 }
 

@@ -110,6 +110,7 @@ pub(super) async fn dispatch(
 
     refresh_heads(&shared).await;
     let mut state = lock(&shared);
+    let mut free = false;
     let answer = match graphql_request {
         Some(Ok(request)) => {
             let mut answer = graphql::handle(&mut state, &request);
@@ -121,10 +122,11 @@ pub(super) async fn dispatch(
         Some(Err(answer)) => answer,
         None => {
             let route = rest::route(&method, &path, uri.query().unwrap_or(""));
+            free = matches!(route, rest::Route::RateLimit);
             rest::handle(&mut state, route, &body, &headers)
         }
     };
-    respond(if is_graphql { answer } else { rest::finish(&mut state, &method, &headers, answer) })
+    respond(if is_graphql { answer } else { rest::finish(&mut state, &method, &headers, answer, free) })
 }
 
 /// 401 without a token (or with the wrong one, when one is set); 403 without a User-Agent, as GitHub.

@@ -4,6 +4,8 @@
 
 use std::time::{Duration, Instant};
 
+use chrono::Timelike;
+
 use executor::domain::{Run, RunState, WorkerKind};
 use executor::store::Store;
 
@@ -170,4 +172,42 @@ async fn an_unchanged_tick_makes_no_graphql_request() {
         1,
         "no other GraphQL request either: {before:?} → {during:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn below_the_graphql_reserve_nothing_is_asked_and_nothing_done() {
+    let env = GhEnv::new(&[], "").await;
+    let run = run_in_pr(&env, "1801").await;
+    let store = env.store().await;
+    // The head's grace is over: a runner that could look would trigger CI now.
+    past_check_grace().await;
+    let reset = (chrono::Utc::now() + chrono::Duration::minutes(40)).with_nanosecond(0).unwrap();
+    env.fake.set_rate_remaining(500); // the default reserve_points is 1000
+    env.fake.set_rate_reset(reset);
+    let before = env.fake.counts();
+    let posted = env.fake.posted_comments();
+
+    let out = env.runner().await;
+    assert!(!out.status.success(), "{}", text(&out));
+    let after = env.fake.counts();
+    assert_eq!(after.graphql, before.graphql, "a GraphQL request below the reserve: {before:?} → {after:?}");
+    assert_eq!(after.route("rate_limit"), before.route("rate_limit") + 1, "{after:?}");
+    assert!(env.fake.dispatches().is_empty());
+    assert_eq!(env.fake.posted_comments(), posted);
+    assert_eq!(run_of(&store, "1801").await.state, RunState::Pr);
+    assert_eq!(store.run_memory(run.id).await.unwrap().ci_triggered_sha, None);
+    // Why, and until when, for the human.
+    let reason = "500 GraphQL points left, at or below the 1000 kept for the agents";
+    for shown in [
+        text(&out),
+        text(&env.ok(&["runs", "show", &run.id.to_string()]).await),
+        text(&env.ok(&["status"]).await),
+    ] {
+        assert!(shown.contains(reason) && shown.contains(&reset.to_string()), "{shown}");
+    }
+
+    // The budget back, the same world is acted on.
+    env.fake.set_rate_remaining(5000);
+    env.ok(&["runner"]).await;
+    assert_eq!(env.fake.dispatches().len(), 1);
 }

@@ -8,10 +8,12 @@
 
 use std::collections::HashMap;
 
+use chrono::DateTime;
+use reqwest::Method;
 use serde_json::{Value, json};
 
 use super::wire::{WireCheckContext, WireContextsPage, WirePr, WireThread, WireThreadsPage};
-use super::{AgentComments, GitHubForge, Observed, now};
+use super::{AgentComments, GitHubError, GitHubForge, Observed, now};
 use crate::domain::Run;
 use crate::forge::{CiRollup, ForgeError, Mergeable, PrSnapshot, PrState};
 
@@ -68,6 +70,7 @@ impl GitHubForge {
         numbers.dedup();
         let stale: Vec<i64> = numbers.into_iter().filter(|n| self.needs_query(*n, listed.as_ref())).collect();
         if !stale.is_empty() {
+            self.check_graphql_budget().await?;
             let run_ids: Vec<i64> = with_pr.iter().map(|(r, _)| *r).collect();
             let agent = self.store.agent_comments(&run_ids).await?;
             for chunk in stale.chunks(self.batch_size) {
@@ -100,6 +103,39 @@ impl GitHubForge {
             updated.insert(number, at.to_string());
         }
         Ok(Some(Listed { full: list.len() >= LISTED, updated }))
+    }
+
+    /// A runner just started (cron starts one every few minutes) knows nothing of the GraphQL budget yet,
+    /// so its first batch would be sent even with the points down to the reserve kept for the agents.
+    /// `GET /rate_limit`, which costs nothing on GitHub, says before the first query of the process.
+    /// GitHub Enterprise without rate limits answers it 404: then there is no budget to keep.
+    async fn check_graphql_budget(&self) -> Result<(), ForgeError> {
+        let status = self.client.rate();
+        if status.graphql_remaining.is_some() {
+            return Ok(()); // the answers to this process's queries keep it up to date
+        }
+        let limits = match self.client.rest(Method::GET, "/rate_limit", None).await {
+            Ok(limits) => limits,
+            Err(GitHubError::NotFound(_)) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        let remaining = limits.pointer("/resources/graphql/remaining").and_then(Value::as_u64);
+        let reset = limits
+            .pointer("/resources/graphql/reset")
+            .and_then(Value::as_i64)
+            .and_then(|at| DateTime::from_timestamp(at, 0));
+        match (remaining, reset) {
+            (Some(remaining), Some(until)) if remaining <= u64::from(status.reserve) && until > now() => {
+                Err(ForgeError::GitHub(GitHubError::RateLimited {
+                    until,
+                    why: format!(
+                        "{remaining} GraphQL points left, at or below the {} kept for the agents ([github] reserve_points)",
+                        status.reserve
+                    ),
+                }))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Whether pull request `number` must be asked again, or its last observation still holds.
