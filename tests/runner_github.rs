@@ -164,7 +164,7 @@ async fn drive_the_pipeline(env: &GhEnv) {
     assert!(!logs.contains(TOKEN) && !outputs.contains(TOKEN));
     let shown = env.ok(&["runs", "show", &run.id.to_string()]).await;
     assert!(!text(&shown).contains(TOKEN));
-    assert!(text(&shown).contains(&pr_url(&env, number)), "{}", text(&shown));
+    assert!(text(&shown).contains(&pr_url(env, number)), "{}", text(&shown));
 
     wait_settled(env, &store, &run).await;
 }
