@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 
 use super::wire::{WireCheckContext, WireContextsPage, WirePr, WireThread, WireThreadsPage};
-use super::{AgentComments, GitHubForge, Observed, now};
+use super::{AgentComments, GitHubForge, Observed};
 use crate::domain::Run;
 use crate::forge::{CiRollup, ForgeError, Mergeable, PrSnapshot, PrState};
 
@@ -167,7 +167,7 @@ impl GitHubForge {
             let contexts = self.more_contexts(number, pr.contexts_next_page()).await?;
             let threads = self.more_threads(number, pr.threads_next_page()).await?;
             let node_id = pr.id.clone();
-            let snapshot = pr.into_snapshot(contexts, threads, agent, now());
+            let snapshot = pr.into_snapshot(contexts, threads, agent, chrono::Utc::now());
             self.note_ignored(&snapshot);
             let updated_at = match listed {
                 Some(l) => l.updated.get(&number).cloned(),

@@ -26,8 +26,6 @@ pub use wire::AgentComments;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use chrono::{DateTime, Utc};
-
 use super::{ForgeError, PrSnapshot};
 use crate::config::Repo;
 use crate::store::Store;
@@ -134,10 +132,6 @@ fn segment(s: &str) -> String {
             _ => c.to_string().bytes().map(|b| format!("%{b:02X}")).collect(),
         })
         .collect()
-}
-
-fn now() -> DateTime<Utc> {
-    Utc::now()
 }
 
 #[cfg(test)]
