@@ -32,6 +32,7 @@ on_both_databases!(
     an_abandoned_run_frees_its_lease,
     undelivered_notices_stay_in_the_outbox_until_delivered_or_given_up,
     the_runner_status_says_what_the_last_runner_met,
+    what_executor_wrote_on_a_forge_is_remembered,
 );
 
 fn gid(s: &str) -> TaskGid {
@@ -684,4 +685,39 @@ mod intake {
         assert_eq!(what, [Upserted::Added, Upserted::Added]);
         assert_eq!(store.list_tasks(&TaskFilter::default()).await.unwrap().len(), 2);
     }
+}
+
+async fn what_executor_wrote_on_a_forge_is_remembered(db: TestDb) {
+    let store = db.open().await;
+    let g = approved(&store, "f1").await;
+    let run = store.create_run_for_task(&g, Actor::Runner).await.unwrap().unwrap();
+    let other =
+        store.create_run_for_task(&approved(&store, "f2").await, Actor::Runner).await.unwrap().unwrap();
+    // Comment ids executor posted: an agent's reply with what it answers, a notice; twice is harmless.
+    store.record_agent_comment(run.id, "IC_reply", Some("PRRC_parent")).await.unwrap();
+    store.record_agent_comment(run.id, "IC_notice", None).await.unwrap();
+    store.record_agent_comment(run.id, "IC_notice", None).await.unwrap();
+    store.record_agent_comment(other.id, "IC_elsewhere", None).await.unwrap();
+    let mine = store.agent_comments(&[run.id]).await.unwrap();
+    assert_eq!(mine.len(), 2);
+    assert_eq!(mine["IC_reply"].as_deref(), Some("PRRC_parent"));
+    assert_eq!(mine["IC_notice"], None);
+    assert_eq!(store.agent_comments(&[run.id, other.id]).await.unwrap().len(), 3);
+
+    // When the branch was last pushed.
+    assert_eq!(store.run_memory(run.id).await.unwrap().pushed_at, None);
+    let at = executor::store::now();
+    store.set_pushed_at(run.id, at).await.unwrap();
+    assert_eq!(store.run_memory(run.id).await.unwrap().pushed_at, Some(at));
+
+    // A review is posted once: the session remembers it.
+    let start = SessionStart { start_sha: Some("h".into()), resumed_session: None };
+    let s = store
+        .begin_worker_session(run.id, WorkerKind::PrReview, "command", "h", &start)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(s.review_posted_at, None);
+    store.set_review_posted(s.id).await.unwrap();
+    assert!(store.worker_session(s.id).await.unwrap().review_posted_at.is_some());
 }

@@ -52,3 +52,42 @@ fn paths_derive_from_the_data_dir() {
     assert_eq!(c.logs_dir(), PathBuf::from("/var/lib/ex/logs"));
     assert_eq!(c.worktrees_root(), PathBuf::from("/var/lib/ex/worktrees"));
 }
+
+#[test]
+fn github_repositories_are_checked() {
+    let repo = |extra: &str| format!("[repos.app]\npath = \"/src/app\"\nforge = \"github\"\n{extra}");
+    let err = Config::parse(&repo("")).unwrap_err();
+    assert!(err.starts_with("key `repos.app.github`"), "{err}");
+    for bad in ["octo", "octo/", "/app", "octo/app/x", "octo/..", "oc to/app"] {
+        let err = Config::parse(&repo(&format!("github = {bad:?}\n"))).unwrap_err();
+        assert!(err.starts_with("key `repos.app.github`"), "{bad}: {err}");
+    }
+    let ok = Config::parse(&repo("github = \"octo/app.rs\"\n")).unwrap();
+    assert_eq!(ok.repos["app"].github_slug(), Some(("octo", "app.rs")));
+    assert_eq!(ok.repos["app"].remote, "origin");
+
+    for bad in ["workflow:", "workflow:../x.yml", "always", "workflow:a b.yml"] {
+        let err = Config::parse(&repo(&format!("github = \"o/a\"\nci_trigger = {bad:?}\n"))).unwrap_err();
+        assert!(err.starts_with("key `repos.app.ci_trigger`"), "{bad}: {err}");
+    }
+    for good in ["", "rerun", "workflow:ci.yml"] {
+        Config::parse(&repo(&format!("github = \"o/a\"\nci_trigger = {good:?}\n"))).unwrap();
+    }
+    let err = Config::parse(&repo("github = \"o/a\"\nremote = \"--upload-pack=x\"\n")).unwrap_err();
+    assert!(err.starts_with("key `repos.app.remote`"), "{err}");
+
+    let err = Config::parse("[github]\nbatch_size = 101\n").unwrap_err();
+    assert!(err.starts_with("key `github.batch_size`"), "{err}");
+    let err = Config::parse("[github]\napp_id = 7\n").unwrap_err();
+    assert!(err.contains("private_key_path") && err.contains("installation_id"), "{err}");
+}
+
+#[test]
+fn the_graphql_endpoint_derives_from_the_rest_base() {
+    let c = Config::default();
+    assert_eq!(c.github.graphql_endpoint(), "https://api.github.com/graphql");
+    let ghe = Config::parse("[github]\napi_url = \"https://ghe.example/api/v3/\"\n").unwrap();
+    assert_eq!(ghe.github.graphql_endpoint(), "https://ghe.example/api/graphql");
+    let set = Config::parse("[github]\ngraphql_url = \"http://127.0.0.1:9/gql\"\n").unwrap();
+    assert_eq!(set.github.graphql_endpoint(), "http://127.0.0.1:9/gql");
+}

@@ -380,7 +380,18 @@ pub(crate) fn worker_env(
         let path = std::env::var("PATH").unwrap_or_default();
         set.push(("PATH".into(), format!("{}:{path}", dir.display())));
     }
-    EnvSpec { pass: config.worker.pass_env.clone(), set, secrets: Vec::new() }
+    // An agent replies on GitHub through `executor comment`, which needs the same token executor found:
+    // the variables that may hold it are passed too (their values, like every passed value, are
+    // redacted from logs).
+    let mut pass = config.worker.pass_env.clone();
+    if config.repos.values().any(|r| r.forge == "github") {
+        for name in &config.github.token_env {
+            if !pass.contains(name) {
+                pass.push(name.clone());
+            }
+        }
+    }
+    EnvSpec { pass, set, secrets: Vec::new() }
 }
 
 pub fn agent_config(config: &Config) -> AgentConfig {

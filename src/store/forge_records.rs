@@ -52,17 +52,6 @@ impl Store {
         Ok(all)
     }
 
-    /// The run's pull request on the forge is where `executor comment` posts: which run a recorded
-    /// comment belongs to, for a reply (`None` when executor did not post it).
-    pub async fn agent_comment_run(&self, comment_id: &str) -> Result<Option<i64>> {
-        Ok(on_pool!(self, |p| {
-            sqlx::query_scalar("SELECT run_id FROM executor_agent_comments WHERE comment_id = $1")
-                .bind(comment_id)
-                .fetch_optional(p)
-                .await?
-        }))
-    }
-
     /// The runner pushed the run's branch at `at` (taken before the push: a worker ending during the
     /// push is pushed again next tick).
     pub async fn set_pushed_at(&self, run_id: i64, at: DateTime<Utc>) -> Result<()> {

@@ -13,7 +13,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use super::wire::{WireCheckContext, WireContextsPage, WirePr, WireThread, WireThreadsPage};
-use super::{AgentComments, GitHubError, GitHubForge, Observed, now};
+use super::{AgentComments, GitHubError, GitHubForge, Observed};
 use crate::domain::Run;
 use crate::forge::{CiRollup, ForgeError, Mergeable, PrSnapshot, PrState};
 
@@ -65,31 +65,46 @@ impl GitHubForge {
             return Ok(out);
         }
         let listed = self.open_pulls_if_changed().await?;
-        let mut numbers: Vec<i64> = with_pr.iter().map(|(_, n)| *n).collect();
-        numbers.sort_unstable();
-        numbers.dedup();
-        let stale: Vec<i64> = numbers.into_iter().filter(|n| self.needs_query(*n, listed.as_ref())).collect();
-        if !stale.is_empty() {
-            self.check_graphql_budget().await?;
-            let run_ids: Vec<i64> = with_pr.iter().map(|(r, _)| *r).collect();
-            let agent = self.store.agent_comments(&run_ids).await?;
-            for chunk in stale.chunks(self.batch_size) {
-                self.query_batch(chunk, &agent, listed.as_ref()).await?;
-            }
+        let observed = self.observe(&with_pr, listed.as_ref()).await;
+        if observed.is_err() && listed.is_some() {
+            // The list's new ETag is remembered, but what it announced was not all observed: ask again
+            // in full next tick rather than be told "nothing changed".
+            self.client.forget_etag(&self.open_pulls_path());
         }
+        observed?;
         for (run_id, number) in with_pr {
             out.insert(run_id, self.cached(number).map(|o| o.snapshot));
         }
         Ok(out)
     }
 
-    /// The open pull requests, unless they are as they were at the last ask (`None`: a 304).
-    async fn open_pulls_if_changed(&self) -> Result<Option<Listed>, ForgeError> {
-        let path = format!(
+    /// Asks GitHub again for the pull requests whose last observation may be out of date.
+    async fn observe(&self, with_pr: &[(i64, i64)], listed: Option<&Listed>) -> Result<(), ForgeError> {
+        let mut numbers: Vec<i64> = with_pr.iter().map(|(_, n)| *n).collect();
+        numbers.sort_unstable();
+        numbers.dedup();
+        let stale: Vec<i64> = numbers.into_iter().filter(|n| self.needs_query(*n, listed)).collect();
+        if !stale.is_empty() {
+            self.check_graphql_budget().await?;
+            let run_ids: Vec<i64> = with_pr.iter().map(|(r, _)| *r).collect();
+            let agent = self.store.agent_comments(&run_ids).await?;
+            for chunk in stale.chunks(self.batch_size) {
+                self.query_batch(chunk, &agent, listed).await?;
+            }
+        }
+        Ok(())
+    }
+
+    fn open_pulls_path(&self) -> String {
+        format!(
             "/repos/{}/{}/pulls?state=open&sort=updated&direction=desc&per_page={LISTED}",
             self.owner, self.name
-        );
-        let Some(body) = self.client.get_if_changed(&path).await? else {
+        )
+    }
+
+    /// The open pull requests, unless they are as they were at the last ask (`None`: a 304).
+    async fn open_pulls_if_changed(&self) -> Result<Option<Listed>, ForgeError> {
+        let Some(body) = self.client.get_if_changed(&self.open_pulls_path()).await? else {
             return Ok(None);
         };
         let list = body.as_array().ok_or_else(|| malformed("the open pull requests are not a list"))?;
@@ -125,7 +140,9 @@ impl GitHubForge {
             .and_then(Value::as_i64)
             .and_then(|at| DateTime::from_timestamp(at, 0));
         match (remaining, reset) {
-            (Some(remaining), Some(until)) if remaining <= u64::from(status.reserve) && until > now() => {
+            (Some(remaining), Some(until))
+                if remaining <= u64::from(status.reserve) && until > chrono::Utc::now() =>
+            {
                 Err(ForgeError::GitHub(GitHubError::RateLimited {
                     until,
                     why: format!(
@@ -172,7 +189,7 @@ impl GitHubForge {
         for (i, n) in numbers.iter().enumerate() {
             variables[format!("n{i}")] = json!(n);
         }
-        let asked_at = now();
+        let asked_at = chrono::Utc::now();
         let data = self.client.graphql(&batch_document(numbers.len()), variables).await?;
         let repository = data.get("repository").filter(|r| r.is_object()).ok_or_else(|| {
             malformed(&format!("no repository {} in the answer (does the token see it?)", self.slug()))
@@ -192,7 +209,7 @@ impl GitHubForge {
             let contexts = self.more_contexts(number, pr.contexts_next_page()).await?;
             let threads = self.more_threads(number, pr.threads_next_page()).await?;
             let node_id = pr.id.clone();
-            let snapshot = pr.into_snapshot(contexts, threads, agent, now());
+            let snapshot = pr.into_snapshot(contexts, threads, agent, chrono::Utc::now());
             self.note_ignored(&snapshot);
             let updated_at = match listed {
                 Some(l) => l.updated.get(&number).cloned(),

@@ -155,10 +155,6 @@ fn segment(s: &str) -> String {
         .collect()
 }
 
-fn now() -> DateTime<Utc> {
-    Utc::now()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

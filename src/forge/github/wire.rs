@@ -19,8 +19,9 @@ use serde::Deserialize;
 
 use crate::forge::{Check, CheckStatus, Comment, Mergeable, PrSnapshot, PrState};
 
-/// Which comment ids executor posted (agents' replies, its own notices), with the comment each answers.
-pub type AgentComments = HashMap<String, Option<String>>;
+/// Which comment ids executor posted (agents' replies, its notices, reviews), with the comment each
+/// answers: kept by the store.
+pub use crate::store::AgentComments;
 
 /// The login GitHub shows for a deleted account (its `author` is null in the answer).
 pub const GHOST_LOGIN: &str = "ghost";

@@ -215,8 +215,15 @@ impl GitHubForge {
         for check in pr.checks_at_head().into_iter().filter(|c| c.status.is_failing()) {
             let Some(job) = check.job_id else { continue };
             let path = format!("/repos/{}/{}/actions/jobs/{job}/logs", self.owner, self.name);
-            let text = self.client.download_text(&path, LOG_BYTES).await?;
-            logs.insert(check.name.clone(), last_lines(&text, LOG_LINES));
+            match self.client.download_text(&path, LOG_BYTES).await {
+                Ok(text) => {
+                    logs.insert(check.name.clone(), last_lines(&text, LOG_LINES));
+                }
+                // A rate limit stops every call anyway; say so rather than try the next job.
+                Err(e) if e.is_rate_limit() => return Err(e.into()),
+                // An expired or missing log: that check's summary and link stand in for it.
+                Err(e) => tracing::info!("the log of job {job} ({}) is not available: {e}", check.name),
+            }
         }
         Ok(logs)
     }
