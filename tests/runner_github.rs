@@ -156,9 +156,20 @@ async fn drive_the_pipeline(env: &GhEnv) {
 
     // Nothing of the stranger's reached an agent, and nothing answered it.
     let hostile = hostile.unwrap();
-    // (The runner's own log names the stranger's comments it ignored, once each, without their text.)
+    // (The runner's own output names the stranger's comments it ignored, once each, without their text;
+    // the agents see neither.)
     let logs = env.all_logs();
     assert!(!logs.contains(HOSTILE), "a stranger's text reached a log");
+    assert!(!outputs.contains(HOSTILE), "a stranger's text reached the runner's output");
+    assert!(outputs.contains(&format!("ignoring comment {hostile} by mallory")), "{outputs}");
+    for s in &sessions {
+        let work_log = std::fs::read_to_string(s.log_path.as_deref().unwrap()).unwrap();
+        assert!(
+            !work_log.contains("mallory"),
+            "a stranger's login reached the {} worker:\n{work_log}",
+            s.kind
+        );
+    }
     assert!(!posted.iter().any(|p| p.reply_to.as_deref() == Some(hostile.as_str())));
     // The token is never written anywhere a human or an agent reads.
     assert!(!logs.contains(TOKEN) && !outputs.contains(TOKEN));

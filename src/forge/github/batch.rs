@@ -57,8 +57,22 @@ struct Listed {
 }
 
 impl GitHubForge {
-    /// The pull requests of these runs, by run id (see `Forge::snapshots`).
+    /// The pull requests of these runs, by run id (see `Forge::snapshots`). The comments of untrusted
+    /// authors are logged as ignored, once each, for the human watching the runner.
     pub async fn snapshots(&self, runs: &[Run]) -> Result<HashMap<i64, Option<PrSnapshot>>, ForgeError> {
+        let out = self.snapshots_unlogged(runs).await?;
+        for pr in out.values().flatten() {
+            self.note_ignored(pr);
+        }
+        Ok(out)
+    }
+
+    /// [`GitHubForge::snapshots`] without the log of ignored comments: for `executor comment`, which an
+    /// agent runs and whose output the agent reads, so a stranger's login never reaches it either.
+    pub(super) async fn snapshots_unlogged(
+        &self,
+        runs: &[Run],
+    ) -> Result<HashMap<i64, Option<PrSnapshot>>, ForgeError> {
         let mut out: HashMap<i64, Option<PrSnapshot>> = runs.iter().map(|r| (r.id, None)).collect();
         let with_pr: Vec<(i64, i64)> = runs.iter().filter_map(|r| r.pr_number.map(|n| (r.id, n))).collect();
         if with_pr.is_empty() {
@@ -210,7 +224,6 @@ impl GitHubForge {
             let threads = self.more_threads(number, pr.threads_next_page()).await?;
             let node_id = pr.id.clone();
             let snapshot = pr.into_snapshot(contexts, threads, agent, chrono::Utc::now());
-            self.note_ignored(&snapshot);
             let updated_at = match listed {
                 Some(l) => l.updated.get(&number).cloned(),
                 None => self.cached(number).and_then(|o| o.updated_at),

@@ -142,7 +142,7 @@ impl GitHubForge {
         let snapshot = match self.cached(number) {
             Some(o) => o.snapshot,
             None => self
-                .snapshots(std::slice::from_ref(run))
+                .snapshots_unlogged(std::slice::from_ref(run))
                 .await?
                 .remove(&run.id)
                 .flatten()
