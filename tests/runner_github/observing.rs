@@ -211,3 +211,23 @@ async fn below_the_graphql_reserve_nothing_is_asked_and_nothing_done() {
     env.ok(&["runner"]).await;
     assert_eq!(env.fake.dispatches().len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_merged_pr_completes_its_run_and_a_closed_one_abandons_it() {
+    let env = GhEnv::new(&[], "").await;
+    let merged = run_in_pr(&env, "1901").await;
+    let closed = run_in_pr(&env, "1902").await;
+    let store = env.store().await;
+    // Neither is in the open pull requests list any more: the runner must still look at them.
+    env.fake.merge(REPO, merged.pr_number.unwrap());
+    env.fake.close(REPO, closed.pr_number.unwrap());
+    env.ok(&["runner"]).await;
+
+    assert_eq!(run_of(&store, "1901").await.state, RunState::Complete);
+    assert_eq!(run_of(&store, "1902").await.state, RunState::Abandoned);
+    for run in [&merged, &closed] {
+        assert_eq!(kinds(&store, run).await, [WorkerKind::Queued], "no worker for a finished PR");
+    }
+    let told = store.notices(Some(closed.id)).await.unwrap();
+    assert!(told.iter().any(|n| n.message.contains("closed without merging")), "{told:?}");
+}
