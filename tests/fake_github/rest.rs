@@ -13,46 +13,18 @@ use serde_json::{Value, json};
 use super::state::{FakeContext, FakePr, HOURLY_LIMIT, State, iso};
 use super::{Answer, AnswerBody, PostedComment, PostedKind};
 
-/// A REST call the fake knows, with its parameters.
+/// A REST call the fake knows, with its parameters. `RateLimit` (`GET /rate_limit`) is free, as on GitHub:
+/// it counts against no limit.
 pub enum Route {
-    PullsList {
-        repo: String,
-        state: String,
-        per_page: usize,
-    },
-    PullsByHead {
-        repo: String,
-        branch: String,
-        state: String,
-    },
-    PullsCreate {
-        repo: String,
-    },
-    LabelsAdd {
-        repo: String,
-        number: i64,
-    },
-    IssueCommentCreate {
-        repo: String,
-        number: i64,
-    },
-    WorkflowDispatch {
-        repo: String,
-        workflow: String,
-    },
-    ActionsRuns {
-        repo: String,
-        head_sha: Option<String>,
-    },
-    RerunFailedJobs {
-        repo: String,
-        run_id: i64,
-    },
-    JobLogs {
-        repo: String,
-        job_id: i64,
-    },
-    /// `GET /rate_limit`: free, as on GitHub (it counts against no limit).
+    PullsList { repo: String, state: String, per_page: usize },
+    PullsByHead { repo: String, branch: String, state: String },
+    PullsCreate { repo: String },
+    LabelsAdd { repo: String, number: i64 },
+    IssueCommentCreate { repo: String, number: i64 },
+    WorkflowDispatch { repo: String, workflow: String },
+    ActionsRuns { repo: String, head_sha: Option<String> },
+    RerunFailedJobs { repo: String, run_id: i64 },
+    JobLogs { repo: String, job_id: i64 },
     RateLimit,
     NotFound,
 }
@@ -222,8 +194,6 @@ pub fn log_download(state: &mut State, job: &str, headers: &HeaderMap) -> Answer
     }
 }
 
-/// Rate-limit headers on every REST answer; an ETag on GET answers and a 304 when it matches
-/// `If-None-Match` (which, as on GitHub, costs no rate limit).
 /// GitHub's `GET /rate_limit`: what is left of each budget (the GraphQL one as `graphql`).
 fn rate_limit(state: &State) -> Answer {
     let now = Utc::now();
@@ -243,7 +213,9 @@ fn rate_limit(state: &State) -> Answer {
     )
 }
 
-/// Adds the rate-limit headers, the ETag and the 304; `free` answers (`/rate_limit`) cost nothing.
+/// Rate-limit headers on every REST answer; an ETag on GET answers and a 304 when it matches
+/// `If-None-Match` (which, as on GitHub, costs no rate limit). A `free` answer (`/rate_limit`) costs none
+/// either.
 pub fn finish(
     state: &mut State,
     method: &Method,
