@@ -633,3 +633,13 @@ fn hostile_task_text_is_just_data() {
     let filters = one_rule(r#"{ field = "raw.a.*.b", equals = "i\u0307" }"#).unwrap();
     assert!(filters.skip_reason(&big_raw.fields(), now()).is_some(), "İ lowercases to i̇");
 }
+
+#[test]
+fn why_is_optional_and_filters_run_in_config_order() {
+    let config = parse(concat!(
+        "[[filters]]\nname = \"second_in_alphabet_first_in_file\"\nwhen = { field = \"notes\", is_empty = true }\n",
+        "[[filters]]\nname = \"also_matches\"\nwhy = \"never reached\"\nwhen = { field = \"notes\", is_empty = true }\n",
+    ));
+    let skip = compile(&config).unwrap().skip_reason(&Task::default().fields(), now());
+    assert_eq!(skip, Some(Skip { rule: "second_in_alphabet_first_in_file".into(), why: String::new() }));
+}
