@@ -6,6 +6,7 @@ pub mod config;
 pub mod domain;
 pub mod forge;
 pub mod instance_lock;
+pub mod intake;
 pub mod runner;
 pub mod schedule;
 pub mod store;
