@@ -81,8 +81,12 @@ pub async fn comment(ctx: &Context, args: CommentArgs, as_json: bool) -> anyhow:
     if args.text.trim().is_empty() {
         bail!(super::UsageError("the comment text is empty".into()));
     }
-    let (name, repo) = repo_for(&ctx.config, run.repo.as_deref(), &format!("run {}", run.id))?;
-    let forge = forge_for(&ctx.config, &ctx.store, name, repo)?;
+    // `github.reserve_points` keeps GraphQL points for the agents' own use; a reply an agent posts
+    // through executor is that use, so it may draw on the reserve.
+    let mut config = ctx.config.clone();
+    config.github.reserve_points = 0;
+    let (name, repo) = repo_for(&config, run.repo.as_deref(), &format!("run {}", run.id))?;
+    let forge = forge_for(&config, &ctx.store, name, repo)?;
     if run.pr_number.is_none() && !matches!(forge, Forge::Local(_)) {
         bail!("run {} has no pull request yet; nothing to comment on", run.id);
     }
