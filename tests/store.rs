@@ -721,3 +721,37 @@ async fn what_executor_wrote_on_a_forge_is_remembered(db: TestDb) {
     store.set_review_posted(s.id).await.unwrap();
     assert!(store.worker_session(s.id).await.unwrap().review_posted_at.is_some());
 }
+
+/// Another process upgrading the database while a runner's pool holds prepared statements (a column
+/// added under them) must not break the runner's reads: rows are read by named columns, never `*`.
+#[tokio::test]
+async fn a_column_added_under_a_live_pool_breaks_no_read() {
+    use sqlx::Connection;
+    let db = common::sqlite();
+    let store = db.open().await;
+    let g = approved(&store, "w1").await;
+    let run = store.create_run_for_task(&g, Actor::Runner).await.unwrap().unwrap();
+    let start = SessionStart { start_sha: None, resumed_session: None };
+    store.begin_worker_session(run.id, WorkerKind::Queued, "command", "h", &start).await.unwrap().unwrap();
+    // Every read prepares (and caches) its statement at today's width.
+    for _ in 0..3 {
+        store.run(run.id).await.unwrap();
+        store.active_runs().await.unwrap();
+        store.worker_sessions(run.id).await.unwrap();
+        store.task(&g).await.unwrap();
+    }
+    let mut other = sqlx::SqliteConnection::connect(&db.url).await.unwrap();
+    for table in ["executor_runs", "executor_worker_sessions", "executor_queue"] {
+        sqlx::raw_sql(&format!("ALTER TABLE {table} ADD COLUMN added_by_a_newer_executor TEXT"))
+            .execute(&mut other)
+            .await
+            .unwrap();
+    }
+    other.close().await.unwrap();
+    for _ in 0..3 {
+        assert_eq!(store.run(run.id).await.unwrap().id, run.id);
+        assert_eq!(store.active_runs().await.unwrap().len(), 1);
+        assert_eq!(store.worker_sessions(run.id).await.unwrap().len(), 1);
+        assert_eq!(store.task(&g).await.unwrap().task_gid, g);
+    }
+}

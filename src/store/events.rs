@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
+use super::columns::event_columns;
 use super::row::Cols;
 use super::{Result, Store, on_pool};
 use crate::domain::{Actor, TaskGid};
@@ -93,9 +94,9 @@ impl Store {
         let limit = f.limit.unwrap_or(i64::MAX);
         let mut events: Vec<Event> = on_pool!(self, |p| {
             sqlx::query(
-                "SELECT * FROM executor_events \
+                concat!("SELECT ", event_columns!(), " FROM executor_events \
                  WHERE ($1 IS NULL OR task_gid = $1) AND ($2 IS NULL OR run_id = $2) AND ($3 IS NULL OR at >= $3) \
-                 ORDER BY id DESC LIMIT $4",
+                 ORDER BY id DESC LIMIT $4"),
             )
             .bind(gid)
             .bind(f.run_id)

@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
+use super::columns::{local_ci_columns, local_comment_columns, local_pr_columns};
 use super::row::Cols;
 use super::{Result, Store, StoreError, now, on_pool};
 
@@ -135,7 +136,7 @@ impl Store {
 
     pub async fn local_pr_for_run(&self, run_id: i64) -> Result<Option<LocalPr>> {
         on_pool!(self, |p| {
-            sqlx::query("SELECT * FROM executor_local_prs WHERE run_id = $1")
+            sqlx::query(concat!("SELECT ", local_pr_columns!(), " FROM executor_local_prs WHERE run_id = $1"))
                 .bind(run_id)
                 .fetch_optional(p)
                 .await?
@@ -207,13 +208,17 @@ impl Store {
 
     pub async fn local_comments(&self, pr_id: i64) -> Result<Vec<LocalComment>> {
         on_pool!(self, |p| {
-            sqlx::query("SELECT * FROM executor_local_comments WHERE pr_id = $1 ORDER BY id")
-                .bind(pr_id)
-                .fetch_all(p)
-                .await?
-                .iter()
-                .map(comment_from_row)
-                .collect()
+            sqlx::query(concat!(
+                "SELECT ",
+                local_comment_columns!(),
+                " FROM executor_local_comments WHERE pr_id = $1 ORDER BY id"
+            ))
+            .bind(pr_id)
+            .fetch_all(p)
+            .await?
+            .iter()
+            .map(comment_from_row)
+            .collect()
         })
     }
 
@@ -266,25 +271,33 @@ impl Store {
     /// The checks of a pull request, oldest first.
     pub async fn local_checks(&self, pr_id: i64) -> Result<Vec<LocalCheck>> {
         on_pool!(self, |p| {
-            sqlx::query("SELECT * FROM executor_local_ci WHERE pr_id = $1 ORDER BY id")
-                .bind(pr_id)
-                .fetch_all(p)
-                .await?
-                .iter()
-                .map(check_from_row)
-                .collect()
+            sqlx::query(concat!(
+                "SELECT ",
+                local_ci_columns!(),
+                " FROM executor_local_ci WHERE pr_id = $1 ORDER BY id"
+            ))
+            .bind(pr_id)
+            .fetch_all(p)
+            .await?
+            .iter()
+            .map(check_from_row)
+            .collect()
         })
     }
 
     /// Checks still running, on any pull request.
     pub async fn pending_local_checks(&self) -> Result<Vec<LocalCheck>> {
         on_pool!(self, |p| {
-            sqlx::query("SELECT * FROM executor_local_ci WHERE status = 'pending' ORDER BY id")
-                .fetch_all(p)
-                .await?
-                .iter()
-                .map(check_from_row)
-                .collect()
+            sqlx::query(concat!(
+                "SELECT ",
+                local_ci_columns!(),
+                " FROM executor_local_ci WHERE status = 'pending' ORDER BY id"
+            ))
+            .fetch_all(p)
+            .await?
+            .iter()
+            .map(check_from_row)
+            .collect()
         })
     }
 }
@@ -292,7 +305,7 @@ impl Store {
 impl Store {
     pub async fn local_pr_by_id(&self, pr_id: i64) -> Result<Option<LocalPr>> {
         on_pool!(self, |p| {
-            sqlx::query("SELECT * FROM executor_local_prs WHERE id = $1")
+            sqlx::query(concat!("SELECT ", local_pr_columns!(), " FROM executor_local_prs WHERE id = $1"))
                 .bind(pr_id)
                 .fetch_optional(p)
                 .await?

@@ -8,6 +8,7 @@
 //! One code path serves SQLite and PostgreSQL: queries use `$1` placeholders, which both accept, and the
 //! `on_pool!` macro expands the same body once per backend, so each expansion is fully typed.
 
+mod columns;
 mod events;
 mod forge_records;
 mod local_forge;

@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
+use super::columns::notice_columns;
 use super::row::Cols;
 use super::{Result, Store, now, on_pool};
 
@@ -115,9 +116,11 @@ impl Store {
     /// first.
     pub async fn unsent_notices(&self, max_attempts: i64) -> Result<Vec<Notice>> {
         on_pool!(self, |p| {
-            sqlx::query(
-                "SELECT * FROM executor_notifications WHERE delivered_at IS NULL AND attempts < $1 ORDER BY id",
-            )
+            sqlx::query(concat!(
+                "SELECT ",
+                notice_columns!(),
+                " FROM executor_notifications WHERE delivered_at IS NULL AND attempts < $1 ORDER BY id"
+            ))
             .bind(max_attempts)
             .fetch_all(p)
             .await?
@@ -130,25 +133,33 @@ impl Store {
     /// Notices that were never delivered (still being retried, or given up on), oldest first.
     pub async fn undelivered_notices(&self) -> Result<Vec<Notice>> {
         on_pool!(self, |p| {
-            sqlx::query("SELECT * FROM executor_notifications WHERE delivered_at IS NULL ORDER BY id")
-                .fetch_all(p)
-                .await?
-                .iter()
-                .map(notice_from_row)
-                .collect()
+            sqlx::query(concat!(
+                "SELECT ",
+                notice_columns!(),
+                " FROM executor_notifications WHERE delivered_at IS NULL ORDER BY id"
+            ))
+            .fetch_all(p)
+            .await?
+            .iter()
+            .map(notice_from_row)
+            .collect()
         })
     }
 
     /// Notices, oldest first; only one run's when given.
     pub async fn notices(&self, run_id: Option<i64>) -> Result<Vec<Notice>> {
         on_pool!(self, |p| {
-            sqlx::query("SELECT * FROM executor_notifications WHERE ($1 IS NULL OR run_id = $1) ORDER BY id")
-                .bind(run_id)
-                .fetch_all(p)
-                .await?
-                .iter()
-                .map(notice_from_row)
-                .collect()
+            sqlx::query(concat!(
+                "SELECT ",
+                notice_columns!(),
+                " FROM executor_notifications WHERE ($1 IS NULL OR run_id = $1) ORDER BY id"
+            ))
+            .bind(run_id)
+            .fetch_all(p)
+            .await?
+            .iter()
+            .map(notice_from_row)
+            .collect()
         })
     }
 }

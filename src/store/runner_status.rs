@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
+use super::columns::runner_status_columns;
 use super::row::Cols;
 use super::{Result, Store, now, on_pool};
 
@@ -95,12 +96,16 @@ impl Store {
     /// Every host's last runner, by host.
     pub async fn runner_statuses(&self) -> Result<Vec<RunnerStatus>> {
         on_pool!(self, |p| {
-            sqlx::query("SELECT * FROM executor_runner_status ORDER BY host")
-                .fetch_all(p)
-                .await?
-                .iter()
-                .map(status_from_row)
-                .collect()
+            sqlx::query(concat!(
+                "SELECT ",
+                runner_status_columns!(),
+                " FROM executor_runner_status ORDER BY host"
+            ))
+            .fetch_all(p)
+            .await?
+            .iter()
+            .map(status_from_row)
+            .collect()
         })
     }
 }

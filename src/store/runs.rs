@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 
+use super::columns::run_columns;
 use super::events::{NewEvent, insert_event, kind};
 use super::row::{Cols, narrow};
 use super::{BeginWrite, Result, Store, StoreError, now, on_pool};
@@ -124,7 +125,7 @@ impl Store {
 
     pub async fn find_run(&self, id: i64) -> Result<Option<Run>> {
         on_pool!(self, |p| {
-            sqlx::query("SELECT * FROM executor_runs WHERE id = $1")
+            sqlx::query(concat!("SELECT ", run_columns!(), " FROM executor_runs WHERE id = $1"))
                 .bind(id)
                 .fetch_optional(p)
                 .await?
@@ -142,10 +143,12 @@ impl Store {
         let state = f.state.map(|s| s.as_str());
         let gid = f.task_gid.as_ref().map(|g| g.as_str());
         on_pool!(self, |p| {
-            sqlx::query(
-                "SELECT * FROM executor_runs WHERE ($1 IS NULL OR state = $1) AND ($2 IS NULL OR task_gid = $2) \
-                 ORDER BY id DESC LIMIT $3",
-            )
+            sqlx::query(concat!(
+                "SELECT ",
+                run_columns!(),
+                " FROM executor_runs WHERE ($1 IS NULL OR state = $1) AND ($2 IS NULL OR task_gid = $2) \
+                 ORDER BY id DESC LIMIT $3"
+            ))
             .bind(state)
             .bind(gid)
             .bind(f.limit.unwrap_or(i64::MAX))
@@ -160,12 +163,16 @@ impl Store {
     /// Runs the runner still drives (every state but abandoned), oldest first.
     pub async fn active_runs(&self) -> Result<Vec<Run>> {
         on_pool!(self, |p| {
-            sqlx::query("SELECT * FROM executor_runs WHERE state IN ('queued','in_progress','pr','complete') ORDER BY id")
-                .fetch_all(p)
-                .await?
-                .iter()
-                .map(run_from_row)
-                .collect()
+            sqlx::query(concat!(
+                "SELECT ",
+                run_columns!(),
+                " FROM executor_runs WHERE state IN ('queued','in_progress','pr','complete') ORDER BY id"
+            ))
+            .fetch_all(p)
+            .await?
+            .iter()
+            .map(run_from_row)
+            .collect()
         })
     }
 

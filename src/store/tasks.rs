@@ -4,6 +4,7 @@ mod plan;
 
 use plan::plan;
 
+use super::columns::task_columns;
 use super::events::{NewEvent, insert_event, kind};
 use super::row::{Cols, narrow};
 use super::{BeginWrite, Result, Store, StoreError, now, on_pool};
@@ -127,12 +128,16 @@ impl Store {
             let mut tx = p.begin_write().await?;
             let mut outcomes = Vec::with_capacity(tasks.len());
             for (gid, t) in tasks {
-                let old = sqlx::query("SELECT * FROM executor_queue WHERE task_gid = $1")
-                    .bind(gid.as_str())
-                    .fetch_optional(&mut *tx)
-                    .await?
-                    .map(|r| task_from_row(&r))
-                    .transpose()?;
+                let old = sqlx::query(concat!(
+                    "SELECT ",
+                    task_columns!(),
+                    " FROM executor_queue WHERE task_gid = $1"
+                ))
+                .bind(gid.as_str())
+                .fetch_optional(&mut *tx)
+                .await?
+                .map(|r| task_from_row(&r))
+                .transpose()?;
                 let w = plan(old.as_ref(), t, at);
                 let written = match (&old, w.outcome) {
                     (_, Upserted::Unchanged) => 1,
@@ -239,7 +244,7 @@ impl Store {
 
     pub async fn find_task(&self, gid: &TaskGid) -> Result<Option<Task>> {
         on_pool!(self, |p| {
-            sqlx::query("SELECT * FROM executor_queue WHERE task_gid = $1")
+            sqlx::query(concat!("SELECT ", task_columns!(), " FROM executor_queue WHERE task_gid = $1"))
                 .bind(gid.as_str())
                 .fetch_optional(p)
                 .await?
@@ -257,10 +262,12 @@ impl Store {
     pub async fn list_tasks(&self, f: &TaskFilter) -> Result<Vec<Task>> {
         let status = f.status.map(|s| s.as_str());
         on_pool!(self, |p| {
-            sqlx::query(
-                "SELECT * FROM executor_queue WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR source = $2) \
-                 ORDER BY priority IS NULL, priority, added_at, id LIMIT $3",
-            )
+            sqlx::query(concat!(
+                "SELECT ",
+                task_columns!(),
+                " FROM executor_queue WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR source = $2) \
+                 ORDER BY priority IS NULL, priority, added_at, id LIMIT $3"
+            ))
             .bind(status)
             .bind(f.source.as_deref())
             .bind(f.limit.unwrap_or(i64::MAX))

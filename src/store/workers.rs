@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
+use super::columns::session_columns;
 use super::row::{Cols, narrow};
 use super::{BeginWrite, Result, Store, StoreError, now, on_pool};
 use crate::domain::{EndReason, ReviewVerdict, WorkerKind};
@@ -221,11 +222,15 @@ impl Store {
 
     pub async fn worker_session(&self, id: i64) -> Result<WorkerSession> {
         on_pool!(self, |p| {
-            let row = sqlx::query("SELECT * FROM executor_worker_sessions WHERE id = $1")
-                .bind(id)
-                .fetch_optional(p)
-                .await?
-                .ok_or_else(|| StoreError::Corrupt(format!("worker session {id} vanished")))?;
+            let row = sqlx::query(concat!(
+                "SELECT ",
+                session_columns!(),
+                " FROM executor_worker_sessions WHERE id = $1"
+            ))
+            .bind(id)
+            .fetch_optional(p)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt(format!("worker session {id} vanished")))?;
             session_from_row(&row)
         })
     }
@@ -381,25 +386,33 @@ impl Store {
     /// Sessions not yet closed, on every host.
     pub async fn live_worker_sessions(&self) -> Result<Vec<WorkerSession>> {
         on_pool!(self, |p| {
-            sqlx::query("SELECT * FROM executor_worker_sessions WHERE ended_at IS NULL ORDER BY id")
-                .fetch_all(p)
-                .await?
-                .iter()
-                .map(session_from_row)
-                .collect()
+            sqlx::query(concat!(
+                "SELECT ",
+                session_columns!(),
+                " FROM executor_worker_sessions WHERE ended_at IS NULL ORDER BY id"
+            ))
+            .fetch_all(p)
+            .await?
+            .iter()
+            .map(session_from_row)
+            .collect()
         })
     }
 
     /// A run's sessions, oldest first.
     pub async fn worker_sessions(&self, run_id: i64) -> Result<Vec<WorkerSession>> {
         on_pool!(self, |p| {
-            sqlx::query("SELECT * FROM executor_worker_sessions WHERE run_id = $1 ORDER BY id")
-                .bind(run_id)
-                .fetch_all(p)
-                .await?
-                .iter()
-                .map(session_from_row)
-                .collect()
+            sqlx::query(concat!(
+                "SELECT ",
+                session_columns!(),
+                " FROM executor_worker_sessions WHERE run_id = $1 ORDER BY id"
+            ))
+            .bind(run_id)
+            .fetch_all(p)
+            .await?
+            .iter()
+            .map(session_from_row)
+            .collect()
         })
     }
 
