@@ -7,6 +7,7 @@
 //! GitHub was still computing are asked again; the rest are answered from the last observation.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use chrono::DateTime;
 use reqwest::Method;
@@ -28,6 +29,9 @@ const THREADS_PAGE: &str = include_str!("graphql/review_threads_page.graphql");
 const LISTED: usize = 100;
 /// Follow-up pages fetched at most per pull request and kind (10,000 checks; 5,000 threads).
 const MAX_PAGES: usize = 100;
+/// Batch requests in flight at once. GitHub asks integrators to keep concurrency low (its secondary
+/// rate limits punish bursts), so a few, not all of them.
+const BATCHES_IN_FLIGHT: usize = 4;
 
 /// The batch query for `count` pull requests: `pr0 … prN` aliases over `$n0 … $nN`.
 pub fn batch_document(count: usize) -> String {
@@ -100,11 +104,11 @@ impl GitHubForge {
         let stale: Vec<i64> = numbers.into_iter().filter(|n| self.needs_query(*n, listed)).collect();
         if !stale.is_empty() {
             self.check_graphql_budget().await?;
-            let run_ids: Vec<i64> = with_pr.iter().map(|(r, _)| *r).collect();
+            // Only the runs whose pull request is asked again: the store answers one query per run.
+            let run_ids: Vec<i64> =
+                with_pr.iter().filter(|(_, n)| stale.binary_search(n).is_ok()).map(|(r, _)| *r).collect();
             let agent = self.store.agent_comments(&run_ids).await?;
-            for chunk in stale.chunks(self.batch_size) {
-                self.query_batch(chunk, &agent, listed).await?;
-            }
+            self.query_batches(&stale, &agent, listed).await?;
         }
         Ok(())
     }
@@ -193,25 +197,64 @@ impl GitHubForge {
         }
     }
 
-    async fn query_batch(
+    /// Asks for `stale` in batches of `batch_size`, up to [`BATCHES_IN_FLIGHT`] at once: one after the
+    /// other, 500 pull requests are 20 round trips, several seconds a tick even when GitHub answers
+    /// fast. Each answer is taken in as it arrives, so at most that many answers are held at once.
+    async fn query_batches(
         &self,
-        numbers: &[i64],
+        stale: &[i64],
         agent: &AgentComments,
         listed: Option<&Listed>,
     ) -> Result<(), ForgeError> {
+        let chunks: Vec<&[i64]> = stale.chunks(self.batch_size).collect();
+        let mut in_flight = tokio::task::JoinSet::new();
+        let mut next = 0;
+        loop {
+            while next < chunks.len() && in_flight.len() < BATCHES_IN_FLIGHT {
+                let (client, index) = (Arc::clone(&self.client), next);
+                let (document, variables) =
+                    (batch_document(chunks[index].len()), self.batch_variables(chunks[index]));
+                // When it was asked: an answer may already miss a change made later in the same second.
+                let asked_at = chrono::Utc::now();
+                in_flight.spawn(async move { (index, asked_at, client.graphql(&document, variables).await) });
+                next += 1;
+            }
+            // On an error the set is dropped with the rest, which aborts the requests still in flight.
+            let (index, asked_at, answer) = match in_flight.join_next().await {
+                None => return Ok(()),
+                Some(Ok(joined)) => joined,
+                Some(Err(e)) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Some(Err(e)) => return Err(e.into()),
+            };
+            self.query_batch(chunks[index], answer?, asked_at, agent, listed).await?;
+        }
+    }
+
+    fn batch_variables(&self, numbers: &[i64]) -> Value {
         let mut variables = json!({ "owner": self.owner, "name": self.name });
         for (i, n) in numbers.iter().enumerate() {
             variables[format!("n{i}")] = json!(n);
         }
-        let asked_at = chrono::Utc::now();
-        let data = self.client.graphql(&batch_document(numbers.len()), variables).await?;
-        let repository = data.get("repository").filter(|r| r.is_object()).ok_or_else(|| {
-            malformed(&format!("no repository {} in the answer (does the token see it?)", self.slug()))
+        variables
+    }
+
+    /// Takes in one batch's answer `data` for `numbers`.
+    async fn query_batch(
+        &self,
+        numbers: &[i64],
+        mut data: Value,
+        asked_at: DateTime<chrono::Utc>,
+        agent: &AgentComments,
+        listed: Option<&Listed>,
+    ) -> Result<(), ForgeError> {
+        let slug = self.slug();
+        let repository = data.get_mut("repository").filter(|r| r.is_object()).ok_or_else(|| {
+            malformed(&format!("no repository {slug} in the answer (does the token see it?)"))
         })?;
         // Parse every pull request before remembering any: a malformed one fails the batch whole.
         let mut parsed = Vec::with_capacity(numbers.len());
         for (i, number) in numbers.iter().enumerate() {
-            let value = repository.get(format!("pr{i}")).cloned().unwrap_or(Value::Null);
+            let value = repository.get_mut(format!("pr{i}")).map(Value::take).unwrap_or(Value::Null);
             if value.is_null() {
                 return Err(malformed(&format!("pull request #{number} is not in {}", self.slug())));
             }
