@@ -1,10 +1,13 @@
 //! Observing a repository's pull requests: one GraphQL request per `github.batch_size` of them, by
 //! aliases, with follow-up pages for the rare pull request with more than 100 checks or 50 threads.
 //!
-//! A conditional request guards the batch: `GET /repos/{o}/{r}/pulls?state=open&sort=updated` with the
-//! ETag of its last answer. A 304 (free of rate limit) says no open pull request changed, so only those
-//! whose CI is still pending (a check finishing does not change a pull request) or whose mergeability
-//! GitHub was still computing are asked again; the rest are answered from the last observation.
+//! A conditional request guards the batch: `GET /repos/{o}/{r}/pulls?state=all&sort=updated` with the
+//! ETag of its last answer. A 304 (free of rate limit) says no pull request changed, so only those whose
+//! CI is still pending (a check finishing does not change a pull request) or whose mergeability GitHub
+//! was still computing are asked again; the rest are answered from the last observation. A 200 lists the
+//! 100 most recently updated pull requests (merged and closed ones too: closing updates them): those
+//! whose `updated_at` moved are asked again, and so is every other one when the page cannot hold all
+//! the changes since the last listing.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,7 +28,7 @@ const REVIEW_THREAD: &str = include_str!("graphql/review_thread.graphql");
 const CONTEXTS_PAGE: &str = include_str!("graphql/check_contexts_page.graphql");
 const THREADS_PAGE: &str = include_str!("graphql/review_threads_page.graphql");
 
-/// The open pull requests listed per conditional request (GitHub's maximum page).
+/// The pull requests listed per conditional request (GitHub's maximum page).
 const LISTED: usize = 100;
 /// Follow-up pages fetched at most per pull request and kind (10,000 checks; 5,000 threads).
 const MAX_PAGES: usize = 100;
@@ -53,11 +56,14 @@ pub fn threads_page_document() -> String {
     format!("{THREADS_PAGE}\n{REVIEW_THREAD}")
 }
 
-/// What the conditional list said: `None` when nothing changed (304); else each open pull request's
-/// `updated_at`, and whether the page was full (then a pull request missing from it may still be open).
+/// What the conditional list said: `None` when nothing changed (304); else the `updated_at` of each
+/// pull request on its page (the most recently updated ones, open, merged or closed), and whether the
+/// page holds every pull request changed since the last listing — it does when it reaches back past
+/// that listing's newest change. Then a pull request missing from it is unchanged; else it may have
+/// changed among the many the page could not hold.
 struct Listed {
     updated: HashMap<i64, String>,
-    full: bool,
+    holds_every_change: bool,
 }
 
 impl GitHubForge {
@@ -82,12 +88,15 @@ impl GitHubForge {
         if with_pr.is_empty() {
             return Ok(out);
         }
-        let listed = self.open_pulls_if_changed().await?;
+        let listed = self.pulls_if_changed().await?;
         let observed = self.observe(&with_pr, listed.as_ref()).await;
         if observed.is_err() && listed.is_some() {
             // The list's new ETag is remembered, but what it announced was not all observed: ask again
             // in full next tick rather than be told "nothing changed".
-            self.client.forget_etag(&self.open_pulls_path());
+            self.client.forget_etag(&self.pulls_path());
+            if let Ok(mut up_to) = self.listed_up_to.lock() {
+                *up_to = None;
+            }
         }
         observed?;
         for (run_id, number) in with_pr {
@@ -113,29 +122,39 @@ impl GitHubForge {
         Ok(())
     }
 
-    fn open_pulls_path(&self) -> String {
+    fn pulls_path(&self) -> String {
         format!(
-            "/repos/{}/{}/pulls?state=open&sort=updated&direction=desc&per_page={LISTED}",
+            "/repos/{}/{}/pulls?state=all&sort=updated&direction=desc&per_page={LISTED}",
             self.owner, self.name
         )
     }
 
-    /// The open pull requests, unless they are as they were at the last ask (`None`: a 304).
-    async fn open_pulls_if_changed(&self) -> Result<Option<Listed>, ForgeError> {
-        let Some(body) = self.client.get_if_changed(&self.open_pulls_path()).await? else {
+    /// The most recently updated pull requests, unless nothing changed since the last ask (`None`: a 304).
+    async fn pulls_if_changed(&self) -> Result<Option<Listed>, ForgeError> {
+        let Some(body) = self.client.get_if_changed(&self.pulls_path()).await? else {
             return Ok(None);
         };
-        let list = body.as_array().ok_or_else(|| malformed("the open pull requests are not a list"))?;
+        let list = body.as_array().ok_or_else(|| malformed("the pull requests are not a list"))?;
         let mut updated = HashMap::new();
         for pr in list {
             let number = pr.get("number").and_then(Value::as_i64);
             let at = pr.get("updated_at").and_then(Value::as_str);
             let (Some(number), Some(at)) = (number, at) else {
-                return Err(malformed("an open pull request without number or updated_at"));
+                return Err(malformed("a listed pull request without number or updated_at"));
             };
             updated.insert(number, at.to_string());
         }
-        Ok(Some(Listed { full: list.len() >= LISTED, updated }))
+        let times: Vec<DateTime<chrono::Utc>> = updated.values().filter_map(|at| at.parse().ok()).collect();
+        let (oldest, newest) = (times.iter().min().copied(), times.iter().max().copied());
+        let mut up_to = self.listed_up_to.lock().map_err(|_| malformed("a poisoned lock"))?;
+        // A change in the same second as the last listing's newest may carry the same `updated_at`:
+        // the page must reach strictly before that second to be sure it holds it.
+        let holds_every_change = list.len() < LISTED
+            || matches!((oldest, *up_to), (Some(oldest), Some(before)) if oldest < before - chrono::TimeDelta::seconds(1));
+        if newest > *up_to {
+            *up_to = newest;
+        }
+        Ok(Some(Listed { holds_every_change, updated }))
     }
 
     /// A runner just started (cron starts one every few minutes) knows nothing of the GraphQL budget yet,
@@ -191,8 +210,8 @@ impl GitHubForge {
             None => false,
             Some(l) => match l.updated.get(&number) {
                 Some(at) => last.updated_at.as_deref() != Some(at.as_str()),
-                // Not listed: closed or merged since (if it was open), or just older than a full page.
-                None => open || l.full,
+                // Not on the page: unchanged, if the page holds every change since the last listing.
+                None => !l.holds_every_change,
             },
         }
     }

@@ -47,6 +47,9 @@ pub struct GitHubForge {
     cache: Mutex<HashMap<i64, Observed>>,
     /// Comments by untrusted authors already logged as ignored (once per comment id).
     ignored: Mutex<HashSet<String>>,
+    /// The newest `updated_at` of the last listing of pull requests: every pull request changed since
+    /// is newer, so a page that reaches back past it lists them all.
+    listed_up_to: Mutex<Option<DateTime<Utc>>>,
 }
 
 /// A pull request as last observed, with what it takes to write to it.
@@ -55,7 +58,7 @@ struct Observed {
     snapshot: PrSnapshot,
     /// GraphQL node id of the pull request (mutations take it).
     node_id: String,
-    /// `updated_at` in the open pull requests list when it was observed; `None` when it was not listed.
+    /// `updated_at` in the listing of pull requests when it was observed; `None` when it was not listed.
     updated_at: Option<String>,
     /// When the GraphQL request that observed it was sent.
     asked_at: DateTime<Utc>,
@@ -103,6 +106,7 @@ impl GitHubForge {
             check_grace: config.check_grace.std(),
             cache: Mutex::new(HashMap::new()),
             ignored: Mutex::new(HashSet::new()),
+            listed_up_to: Mutex::new(None),
         })
     }
 
