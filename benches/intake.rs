@@ -112,6 +112,25 @@ fn reset_hwm() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
+async fn store_pass(url: &str, n: usize, pass: usize) -> (f64, u64) {
+    let store = Store::open(url).await.expect("open");
+    store.migrate().await.expect("migrate");
+    reset_hwm();
+    let start = Instant::now();
+    let mut intake = store.begin_intake(Actor::Cli).await.expect("begin");
+    let mut i = 0;
+    while i < n {
+        let chunk: Vec<(TaskGid, NewTask)> =
+            (i..n.min(i + FEED)).map(|i| (gid(i), task(i, changed(pass, i)))).collect();
+        intake.add(&chunk).await.expect("add");
+        i += FEED;
+    }
+    intake.commit().await.expect("commit");
+    let secs = start.elapsed().as_secs_f64();
+    store.close().await;
+    (secs, vm_hwm_kib())
+}
+
 async fn backend(name: &str, cli_url: &str, store_url: &str, dir: &Path, n: usize) {
     let config = dir.join(format!("{name}.toml"));
     let toml_url = toml::Value::String(cli_url.to_string());
@@ -128,6 +147,11 @@ async fn backend(name: &str, cli_url: &str, store_url: &str, dir: &Path, n: usiz
         let what = if pass == 0 { "add" } else { "1% changed" };
         let (secs, rss) = run_cli(&config, &json);
         println!("{name:<8} cli   {what:<11} {n:>7} tasks: {secs:>7.2} s, peak RSS {:>6.1} MB", rss as f64 / 1024.0);
+    }
+    for pass in 0..2 {
+        let what = if pass == 0 { "add" } else { "1% changed" };
+        let (secs, rss) = store_pass(store_url, n, pass).await;
+        println!("{name:<8} store {what:<11} {n:>7} tasks: {secs:>7.2} s, peak RSS {:>6.1} MB", rss as f64 / 1024.0);
     }
 }
 
