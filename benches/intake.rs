@@ -40,11 +40,11 @@ fn task(i: usize, changed: bool) -> NewTask {
     }
     NewTask {
         task_gid: Some(gid(i)),
-        source: (i % 3 == 0).then(|| "my_tasks_inbox".to_string()),
+        source: i.is_multiple_of(3).then(|| "my_tasks_inbox".to_string()),
         description: Some(description),
-        notes: (i % 4 == 0).then(|| "notes ".repeat(1 + i % 60)),
+        notes: i.is_multiple_of(4).then(|| "notes ".repeat(1 + i % 60)),
         repo: None,
-        priority: (i % 5 == 0).then_some((i % 4) as i32 + 1),
+        priority: i.is_multiple_of(5).then_some((i % 4) as i32 + 1),
     }
 }
 
@@ -76,6 +76,8 @@ fn write_json(path: &Path, n: usize, pass: usize) {
 }
 
 /// Runs the binary and returns (seconds, peak RSS in KiB) of the child.
+// The child is reaped by `wait4`, which also reports its peak memory; `Child::wait` would not.
+#[allow(clippy::zombie_processes)]
 fn run_cli(config: &Path, json: &Path) -> (f64, i64) {
     let start = Instant::now();
     let child = Command::new(env!("CARGO_BIN_EXE_executor"))
@@ -146,12 +148,18 @@ async fn backend(name: &str, cli_url: &str, store_url: &str, dir: &Path, n: usiz
         }
         let what = if pass == 0 { "add" } else { "1% changed" };
         let (secs, rss) = run_cli(&config, &json);
-        println!("{name:<8} cli   {what:<11} {n:>7} tasks: {secs:>7.2} s, peak RSS {:>6.1} MB", rss as f64 / 1024.0);
+        println!(
+            "{name:<8} cli   {what:<11} {n:>7} tasks: {secs:>7.2} s, peak RSS {:>6.1} MB",
+            rss as f64 / 1024.0
+        );
     }
     for pass in 0..2 {
         let what = if pass == 0 { "add" } else { "1% changed" };
         let (secs, rss) = store_pass(store_url, n, pass).await;
-        println!("{name:<8} store {what:<11} {n:>7} tasks: {secs:>7.2} s, peak RSS {:>6.1} MB", rss as f64 / 1024.0);
+        println!(
+            "{name:<8} store {what:<11} {n:>7} tasks: {secs:>7.2} s, peak RSS {:>6.1} MB",
+            rss as f64 / 1024.0
+        );
     }
 }
 

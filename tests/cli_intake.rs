@@ -207,7 +207,8 @@ fn json_lines_an_array_and_one_object_are_all_taken_in() {
     let out = sb.run_with_stdin(&["queue", "add"], lines);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "added l1 (pending)\nadded l2 (pending)\n");
-    let array = "\n  [{\"gid\": \"a1\", \"description\": \"x\"}, {\"gid\": \"l1\", \"description\": \"uno\"}]";
+    let array =
+        "\n  [{\"gid\": \"a1\", \"description\": \"x\"}, {\"gid\": \"l1\", \"description\": \"uno\"}]";
     let out = sb.run_with_stdin(&["queue", "add"], array);
     assert_eq!(text(&out.stdout), "added a1 (pending)\nupdated l1 (status pending kept)\n");
     let out = sb.run_with_stdin(&["queue", "add", "--json"], "{\"gid\": \"o1\", \"priority\": 2}");
@@ -218,7 +219,9 @@ fn json_lines_an_array_and_one_object_are_all_taken_in() {
 
     let err = refused(&sb.run_with_stdin(&["queue", "add"], "  \n"));
     assert!(err.contains("standard input is empty"), "{err}");
-    let err = refused(&sb.run_with_stdin(&["queue", "add"], "[{\"gid\": \"z1\"}, {\"gid\": \"z2\", \"colour\": 1}]"));
+    let err = refused(
+        &sb.run_with_stdin(&["queue", "add"], "[{\"gid\": \"z1\"}, {\"gid\": \"z2\", \"colour\": 1}]"),
+    );
     assert!(err.contains("task #2: unknown field `colour`"), "{err}");
     let err = refused(&sb.run_with_stdin(&["queue", "add"], "{\"gid\": \"z1\"}\n{\"gid\": "));
     assert!(err.contains("is not valid JSON"), "{err}");

@@ -735,7 +735,10 @@ mod intake {
         assert_eq!(appr.description.as_deref(), Some("work"), "approved text kept");
         assert_eq!(appr.revision_description.as_deref(), Some("new text"));
         let skipped_now = store.task(&skipped).await.unwrap();
-        assert_eq!((skipped_now.description.as_deref(), skipped_now.status), (Some("new"), QueueStatus::Skip));
+        assert_eq!(
+            (skipped_now.description.as_deref(), skipped_now.status),
+            (Some("new"), QueueStatus::Skip)
+        );
 
         assert_eq!(kinds(&store, &gid("m5")).await, ["task_added", "task_updated"]);
         assert_eq!(kinds(&store, &gid("m0")).await, ["task_added", "task_updated"]);
@@ -746,8 +749,11 @@ mod intake {
 
         // The same input again changes nothing and records nothing.
         let again = store.upsert_tasks(&many(2500, "first"), Actor::Cli).await.unwrap();
-        let changed: Vec<&str> =
-            again.iter().filter(|(_, w)| *w != Upserted::Unchanged).map(|(t, _)| t.task_gid.as_str()).collect();
+        let changed: Vec<&str> = again
+            .iter()
+            .filter(|(_, w)| *w != Upserted::Unchanged)
+            .map(|(t, _)| t.task_gid.as_str())
+            .collect();
         assert_eq!(changed, ["m5"], "m0 keeps its priority (not given); m5's text goes back");
         assert_eq!(kinds(&store, &gid("m2499")).await, ["task_added"]);
     }
@@ -761,7 +767,8 @@ mod intake {
         assert_eq!(intake.add(&first).await.unwrap().len(), 1500);
         let changed = vec![(kept.clone(), task("after"))];
         assert_eq!(intake.add(&changed).await.unwrap()[0].result, Upserted::Updated);
-        let bad = vec![(gid("x"), task("fine")), (gid("y"), NewTask { source: Some("\0".into()), ..task("t") })];
+        let bad =
+            vec![(gid("x"), task("fine")), (gid("y"), NewTask { source: Some("\0".into()), ..task("t") })];
         let err = intake.add(&bad).await.unwrap_err();
         assert!(err.to_string().contains("task #1503 (gid y): there is a NUL character"), "{err}");
         assert!(intake.add(&many(1, "later")).await.is_err(), "a refused intake takes nothing more");
@@ -804,7 +811,8 @@ mod intake {
         let order: Vec<&str> = all.iter().map(|t| t.task_gid.as_str()).collect();
         assert_eq!(order.len(), 1100);
         assert_eq!(&order[..3], ["m1050", "m0", "m1"], "the urgent first, then the oldest");
-        let page = |limit, offset| TaskFilter { limit: Some(limit), offset: Some(offset), ..Default::default() };
+        let page =
+            |limit, offset| TaskFilter { limit: Some(limit), offset: Some(offset), ..Default::default() };
         let p = store.list_tasks(&page(3, 600)).await.unwrap();
         let p: Vec<&str> = p.iter().map(|t| t.task_gid.as_str()).collect();
         assert_eq!(p, order[600..603]);
@@ -819,7 +827,8 @@ mod intake {
             .await
             .unwrap();
         assert_eq!(seen, 1100);
-        let reports = TaskFilter { source: Some("user_reports".into()), limit: Some(0), ..Default::default() };
+        let reports =
+            TaskFilter { source: Some("user_reports".into()), limit: Some(0), ..Default::default() };
         assert_eq!(store.count_tasks(&reports).await.unwrap(), 1, "the count ignores limit and offset");
         let gids = [gid("m7"), gid("m2"), gid("m7")];
         let found = store.tasks_by_gid(&gids).await.unwrap();

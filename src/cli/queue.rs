@@ -161,12 +161,12 @@ fn tasks_to_add(args: AddArgs) -> anyhow::Result<tokio::sync::mpsc::Receiver<Bat
                 priority: args.priority,
             };
             let (tx, rx) = tokio::sync::mpsc::channel(1);
-            tx.try_send(Ok(vec![task])).map_err(|_| anyhow::anyhow!("the task was lost in a full channel"))?;
+            tx.try_send(Ok(vec![task]))
+                .map_err(|_| anyhow::anyhow!("the task was lost in a full channel"))?;
             return Ok(rx);
         }
         (None, Some(path)) if path.as_os_str() != "-" => {
-            let file =
-                std::fs::File::open(&path).with_context(|| format!("reading {}", path.display()))?;
+            let file = std::fs::File::open(&path).with_context(|| format!("reading {}", path.display()))?;
             (Box::new(file), path.display().to_string())
         }
         (None, _) => {
@@ -249,7 +249,9 @@ fn read_tasks(input: Box<dyn Read + Send>, origin: &str, out: &mut BatchSender) 
         }
     };
     match first {
-        None => Err(format!("{origin} is empty: give a task object, an array of them, or one object per line")),
+        None => {
+            Err(format!("{origin} is empty: give a task object, an array of them, or one object per line"))
+        }
         Some(b'[') => {
             let mut de = serde_json::Deserializer::from_reader(r);
             serde::Deserializer::deserialize_seq(&mut de, ArrayOfTasks { out: &mut *out })

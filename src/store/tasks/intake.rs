@@ -86,7 +86,9 @@ impl Intake {
     /// any error the intake is spoiled: drop it, nothing it wrote is kept.
     pub async fn add(&mut self, tasks: &[(TaskGid, NewTask)]) -> Result<Vec<IntakeResult>> {
         if self.failed {
-            return Err(StoreError::Refused("an earlier error spoiled this intake; nothing was written".into()));
+            return Err(StoreError::Refused(
+                "an earlier error spoiled this intake; nothing was written".into(),
+            ));
         }
         let result = self.add_checked(tasks).await;
         if result.is_err() {
@@ -98,7 +100,9 @@ impl Intake {
     /// Makes everything added durable, at once.
     pub async fn commit(self) -> Result<()> {
         if self.failed {
-            return Err(StoreError::Refused("an earlier error spoiled this intake; nothing was written".into()));
+            return Err(StoreError::Refused(
+                "an earlier error spoiled this intake; nothing was written".into(),
+            ));
         }
         on_tx!(self.tx, |t| t.commit().await.map_err(|e| conflict_on_deadlock(e.into())))
     }
@@ -180,7 +184,11 @@ impl Intake {
     }
 
     /// The rows of the chunk's tasks `which` as they are, by gid; locked on PostgreSQL.
-    async fn current(&mut self, chunk: &[(TaskGid, NewTask)], which: &[usize]) -> Result<HashMap<String, Task>> {
+    async fn current(
+        &mut self,
+        chunk: &[(TaskGid, NewTask)],
+        which: &[usize],
+    ) -> Result<HashMap<String, Task>> {
         let lock = if matches!(self.tx, Tx::Postgres(_)) { " FOR UPDATE" } else { "" };
         let sql = format!(
             "SELECT * FROM executor_queue WHERE task_gid IN ({}){lock}",
@@ -201,7 +209,12 @@ impl Intake {
     }
 
     /// Writes the merged fields of existing tasks, each only if its row is still as read.
-    async fn update(&mut self, chunk: &[(TaskGid, NewTask)], rows: &[(usize, &Task, &Planned)], at: DateTime<Utc>) -> Result<()> {
+    async fn update(
+        &mut self,
+        chunk: &[(TaskGid, NewTask)],
+        rows: &[(usize, &Task, &Planned)],
+        at: DateTime<Utc>,
+    ) -> Result<()> {
         if rows.is_empty() {
             return Ok(());
         }
@@ -239,7 +252,12 @@ impl Intake {
 
     /// Inserts new tasks; returns the gids actually inserted (on PostgreSQL another intake may have
     /// inserted some meanwhile: those are skipped, and merged as updates on the next round).
-    async fn insert(&mut self, chunk: &[(TaskGid, NewTask)], rows: &[(usize, &Planned)], at: DateTime<Utc>) -> Result<HashSet<String>> {
+    async fn insert(
+        &mut self,
+        chunk: &[(TaskGid, NewTask)],
+        rows: &[(usize, &Planned)],
+        at: DateTime<Utc>,
+    ) -> Result<HashSet<String>> {
         if rows.is_empty() {
             return Ok(HashSet::new());
         }
@@ -266,7 +284,11 @@ impl Intake {
     }
 
     /// One event per task added or changed, in the order given (as one upsert after another would).
-    async fn record_events(&mut self, chunk: &[(TaskGid, NewTask)], done: &[(Planned, QueueStatus)]) -> Result<()> {
+    async fn record_events(
+        &mut self,
+        chunk: &[(TaskGid, NewTask)],
+        done: &[(Planned, QueueStatus)],
+    ) -> Result<()> {
         let events: Vec<(&str, &Planned)> = chunk
             .iter()
             .zip(done)
@@ -315,7 +337,9 @@ fn rows_of(rows: usize, cols: usize, first: usize, tail: &str) -> String {
 /// written and running the command again is the remedy.
 fn conflict_on_deadlock(e: StoreError) -> StoreError {
     match &e {
-        StoreError::Db(sqlx::Error::Database(d)) if matches!(d.code().as_deref(), Some("40P01" | "40001")) => {
+        StoreError::Db(sqlx::Error::Database(d))
+            if matches!(d.code().as_deref(), Some("40P01" | "40001")) =>
+        {
             StoreError::Conflict("the queue".into())
         }
         _ => e,
