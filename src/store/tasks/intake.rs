@@ -25,7 +25,7 @@ use crate::domain::{Actor, QueueStatus, Task, TaskGid};
 use crate::store::events::kind;
 use crate::store::{BeginWrite, Pool, Result, Store, StoreError, now};
 
-/// Tasks per multi-row statement: 10 values a row for the UPDATE keeps it far below SQLite's 32,766
+/// Tasks per multi-row statement: 11 values a row for the UPDATE keeps it far below SQLite's 32,766
 /// variables (and PostgreSQL's 65,535), while 100,000 tasks take only 100 round trips per statement.
 pub(crate) const CHUNK: usize = 1000;
 
@@ -62,6 +62,7 @@ macro_rules! on_tx {
 /// [`commit`](Intake::commit). Dropped without committing (or after any error), it writes nothing.
 pub struct Intake {
     tx: Tx,
+    marks: Marks,
     actor: Actor,
     /// Tasks given so far, to name a refused one by its position in the whole input (from 1).
     given: usize,
@@ -76,7 +77,7 @@ impl Store {
             Pool::Sqlite(p) => Tx::Sqlite(p.begin_write().await?),
             Pool::Postgres(p) => Tx::Postgres(p.begin_write().await?),
         };
-        Ok(Intake { tx, actor, given: 0, failed: false })
+        Ok(Intake { tx, marks: Marks::of(&self.pool), actor, given: 0, failed: false })
     }
 }
 
@@ -192,7 +193,7 @@ impl Intake {
         let lock = if matches!(self.tx, Tx::Postgres(_)) { " FOR UPDATE" } else { "" };
         let sql = format!(
             "SELECT * FROM executor_queue WHERE task_gid IN ({}){lock}",
-            placeholders(which.len(), 1)
+            self.marks.list(which.len(), 1)
         );
         let mut found = HashMap::with_capacity(which.len());
         on_tx!(&mut self.tx, |t| {
@@ -220,15 +221,15 @@ impl Intake {
         }
         let sql = format!(
             "WITH v (task_gid, source, description, notes, repo, priority, revision_description, revision_notes, \
-               revision_at, old_updated_at) AS (VALUES {}) \
-             UPDATE executor_queue SET updated_at = $1, source = v.source, description = v.description, \
+               revision_at, old_updated_at, at) AS (VALUES {}) \
+             UPDATE executor_queue SET updated_at = v.at, source = v.source, description = v.description, \
                notes = v.notes, repo = v.repo, priority = v.priority, revision_description = v.revision_description, \
                revision_notes = v.revision_notes, revision_at = v.revision_at \
              FROM v WHERE executor_queue.task_gid = v.task_gid AND executor_queue.updated_at = v.old_updated_at",
-            rows_of(rows.len(), 10, 2, "")
+            self.marks.rows(rows.len(), 11, "")
         );
         let written = on_tx!(&mut self.tx, |t| {
-            let mut q = sqlx::query(&sql).bind(at);
+            let mut q = sqlx::query(&sql);
             for (i, old, p) in rows {
                 q = q
                     .bind(chunk[*i].0.as_str())
@@ -240,7 +241,8 @@ impl Intake {
                     .bind(p.revision_description.as_deref())
                     .bind(p.revision_notes.as_deref())
                     .bind(p.revision_at)
-                    .bind(old.updated_at);
+                    .bind(old.updated_at)
+                    .bind(at);
             }
             q.execute(&mut **t).await?.rows_affected()
         });
@@ -264,11 +266,11 @@ impl Intake {
         let sql = format!(
             "INSERT INTO executor_queue (task_gid, source, description, notes, repo, priority, added_at, updated_at, status) \
              VALUES {} ON CONFLICT (task_gid) DO NOTHING RETURNING task_gid",
-            rows_of(rows.len(), 6, 2, ", $1, $1, 'pending'")
+            self.marks.rows(rows.len(), 8, ", 'pending'")
         );
         let mut inserted = HashSet::with_capacity(rows.len());
         on_tx!(&mut self.tx, |t| {
-            let mut q = sqlx::query_scalar::<_, String>(&sql).bind(at);
+            let mut q = sqlx::query_scalar::<_, String>(&sql);
             for (i, p) in rows {
                 q = q
                     .bind(chunk[*i].0.as_str())
@@ -276,7 +278,9 @@ impl Intake {
                     .bind(p.description.as_deref())
                     .bind(p.notes.as_deref())
                     .bind(p.repo.as_deref())
-                    .bind(p.priority.map(i64::from));
+                    .bind(p.priority.map(i64::from))
+                    .bind(at)
+                    .bind(at);
             }
             inserted.extend(q.fetch_all(&mut **t).await?);
         });
@@ -300,18 +304,20 @@ impl Intake {
         }
         let sql = format!(
             "INSERT INTO executor_events (task_gid, kind, to_state, reason, at, actor) VALUES {}",
-            rows_of(events.len(), 4, 3, ", $1, $2")
+            self.marks.rows(events.len(), 6, "")
         );
         let actor = self.actor.as_str();
         on_tx!(&mut self.tx, |t| {
-            let mut q = sqlx::query(&sql).bind(now()).bind(actor);
+            let (mut q, at) = (sqlx::query(&sql), now());
             for (gid, p) in &events {
                 let added = p.outcome == Upserted::Added;
                 q = q
                     .bind(*gid)
                     .bind(if added { kind::TASK_ADDED } else { kind::TASK_UPDATED })
                     .bind(added.then_some(QueueStatus::Pending.as_str()))
-                    .bind(p.reason);
+                    .bind(p.reason)
+                    .bind(at)
+                    .bind(actor);
             }
             q.execute(&mut **t).await?;
         });
@@ -319,18 +325,39 @@ impl Intake {
     }
 }
 
-/// `$first, $first+1, …` (`n` of them).
-pub(super) fn placeholders(n: usize, first: usize) -> String {
-    (first..first + n).map(|k| format!("${k}")).collect::<Vec<_>>().join(", ")
+/// How a statement's placeholders are written. SQLite looks a `$N` parameter up by name in a list, so
+/// binding thousands of them is quadratic (most of an intake's time, measured): there every value is an
+/// anonymous `?`, bound in the order the text names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Marks {
+    Numbered,
+    Anonymous,
 }
 
-/// `($f, …, $f+cols-1<tail>), (…)` for `rows` rows numbered from `first`: the VALUES of a multi-row
-/// statement. `tail` is literal SQL shared by every row (placeholders of shared values, constants).
-fn rows_of(rows: usize, cols: usize, first: usize, tail: &str) -> String {
-    (0..rows)
-        .map(|r| format!("({}{tail})", placeholders(cols, first + r * cols)))
-        .collect::<Vec<_>>()
-        .join(", ")
+impl Marks {
+    pub(super) fn of(pool: &Pool) -> Marks {
+        match pool {
+            Pool::Sqlite(_) => Marks::Anonymous,
+            Pool::Postgres(_) => Marks::Numbered,
+        }
+    }
+
+    /// `$first, $first+1, …` or `?, ?, …` (`n` of them).
+    pub(super) fn list(self, n: usize, first: usize) -> String {
+        (first..first + n)
+            .map(|k| match self {
+                Marks::Numbered => format!("${k}"),
+                Marks::Anonymous => "?".to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// `(…cols…<tail>), (…)` for `rows` rows: the VALUES of a multi-row statement, its parameters bound
+    /// row by row. `tail` is literal SQL shared by every row (a constant).
+    fn rows(self, rows: usize, cols: usize, tail: &str) -> String {
+        (0..rows).map(|r| format!("({}{tail})", self.list(cols, 1 + r * cols))).collect::<Vec<_>>().join(", ")
+    }
 }
 
 /// A deadlock or serialization failure between two intakes (PostgreSQL) is a conflict: nothing was
@@ -352,7 +379,8 @@ mod tests {
 
     #[test]
     fn values_are_placeholders_only() {
-        assert_eq!(placeholders(3, 4), "$4, $5, $6");
-        assert_eq!(rows_of(2, 2, 3, ", $1"), "($3, $4, $1), ($5, $6, $1)");
+        assert_eq!(Marks::Numbered.list(3, 4), "$4, $5, $6");
+        assert_eq!(Marks::Numbered.rows(2, 2, ", 'x'"), "($1, $2, 'x'), ($3, $4, 'x')");
+        assert_eq!(Marks::Anonymous.rows(2, 2, ""), "(?, ?), (?, ?)");
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::intake::placeholders;
+use super::intake::Marks;
 use super::{TaskFilter, task_from_row};
 use crate::domain::{QueueStatus, Task, TaskGid};
 use crate::store::{Result, Store, StoreError, on_pool};
@@ -32,7 +32,8 @@ impl Store {
     ) -> Result<(), E> {
         let ids = self.listed_ids(f).await?;
         for page in ids.chunks(PAGE) {
-            let sql = format!("SELECT * FROM executor_queue WHERE id IN ({})", placeholders(page.len(), 1));
+            let marks = Marks::of(&self.pool).list(page.len(), 1);
+            let sql = format!("SELECT * FROM executor_queue WHERE id IN ({marks})");
             let mut by_id: HashMap<i64, Task> = on_pool!(self, |p| {
                 let mut q = sqlx::query(&sql);
                 for id in page {
@@ -87,8 +88,8 @@ impl Store {
     pub async fn tasks_by_gid(&self, gids: &[TaskGid]) -> Result<Vec<Task>> {
         let mut out = Vec::with_capacity(gids.len());
         for page in gids.chunks(PAGE) {
-            let sql =
-                format!("SELECT * FROM executor_queue WHERE task_gid IN ({})", placeholders(page.len(), 1));
+            let marks = Marks::of(&self.pool).list(page.len(), 1);
+            let sql = format!("SELECT * FROM executor_queue WHERE task_gid IN ({marks})");
             let found: HashMap<String, Task> = on_pool!(self, |p| {
                 let mut q = sqlx::query(&sql);
                 for gid in page {
