@@ -197,3 +197,76 @@ fn a_new_text_for_an_approved_task_waits_as_a_revision_for_the_human() {
     assert!(out.contains("updated 10"), "{out}");
     assert_eq!(sb.json(&["queue", "show", "10"])["task"]["description"], "second");
 }
+
+/// Intake at scale (issue 9): JSON Lines, one array read element by element, a refusal far into a
+/// long input, and the listing in pages.
+#[test]
+fn json_lines_an_array_and_one_object_are_all_taken_in() {
+    let sb = Sandbox::new();
+    let lines = "{\"gid\": \"l1\", \"description\": \"one\"}\n{\"gid\": \"l2\", \"description\": \"two\"}\n";
+    let out = sb.run_with_stdin(&["queue", "add"], lines);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "added l1 (pending)\nadded l2 (pending)\n");
+    let array =
+        "\n  [{\"gid\": \"a1\", \"description\": \"x\"}, {\"gid\": \"l1\", \"description\": \"uno\"}]";
+    let out = sb.run_with_stdin(&["queue", "add"], array);
+    assert_eq!(text(&out.stdout), "added a1 (pending)\nupdated l1 (status pending kept)\n");
+    let out = sb.run_with_stdin(&["queue", "add", "--json"], "{\"gid\": \"o1\", \"priority\": 2}");
+    let added: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(added[0]["result"], "added");
+    assert_eq!(added[0]["task"]["priority"], 2);
+    assert_eq!(queue_len(&sb), 4);
+
+    let err = refused(&sb.run_with_stdin(&["queue", "add"], "  \n"));
+    assert!(err.contains("standard input is empty"), "{err}");
+    let err = refused(
+        &sb.run_with_stdin(&["queue", "add"], "[{\"gid\": \"z1\"}, {\"gid\": \"z2\", \"colour\": 1}]"),
+    );
+    assert!(err.contains("task #2: unknown field `colour`"), "{err}");
+    let err = refused(&sb.run_with_stdin(&["queue", "add"], "{\"gid\": \"z1\"}\n{\"gid\": "));
+    assert!(err.contains("is not valid JSON"), "{err}");
+    assert_eq!(queue_len(&sb), 4, "nothing written by a refused input");
+}
+
+#[test]
+fn a_bad_gid_after_thousands_of_good_tasks_writes_none_of_them() {
+    let sb = Sandbox::new();
+    let mut json = String::from("[");
+    for i in 0..2500 {
+        json.push_str(&format!("{{\"gid\": \"t{i}\", \"description\": \"task {i}\"}},"));
+    }
+    json.push_str("{\"gid\": \"bad..gid\", \"description\": \"d\"}]");
+    let file = sb.path().join("tasks.json");
+    std::fs::write(&file, &json).unwrap();
+    let err = refused(&sb.run(&["queue", "add", "--from-json", file.to_str().unwrap()]));
+    assert!(err.contains("task #2501 (gid bad..gid): gid bad..gid can never become a branch"), "{err}");
+    assert_eq!(queue_len(&sb), 0, "the chunks already written were rolled back");
+
+    std::fs::write(&file, json.replace("bad..gid", "good")).unwrap();
+    let out = sb.ok(&["queue", "add", "--from-json", file.to_str().unwrap()]);
+    assert_eq!(out.lines().count(), 2501);
+    assert_eq!(queue_len(&sb), 2501);
+}
+
+#[test]
+fn the_listing_pages_with_limit_and_offset_and_streams_the_same_json() {
+    let sb = Sandbox::new();
+    let json: Vec<String> =
+        (0..5).map(|i| format!("{{\"gid\": \"p{i}\", \"description\": \"task {i}\"}}")).collect();
+    sb.run_with_stdin(&["queue", "add"], &json.join("\n"));
+    let page = sb.json(&["queue", "list", "--limit", "2", "--offset", "1"]);
+    let gids: Vec<&str> = page.as_array().unwrap().iter().map(|t| t["task_gid"].as_str().unwrap()).collect();
+    assert_eq!(gids, ["p1", "p2"]);
+    // Streamed element by element, the array is laid out as any other --json output.
+    let raw = text(&sb.run(&["queue", "list", "--json"]).stdout);
+    let parsed: serde_json::Value = serde_json::from_str(&raw).unwrap();
+    assert!(raw.starts_with("[\n  {\n    \"id\": 1,\n    \"task_gid\": \"p0\",\n"), "{raw}");
+    assert!(raw.contains("\n  },\n  {\n    \"id\": 2,\n") && raw.ends_with("\n  }\n]\n"), "{raw}");
+    assert_eq!(parsed.as_array().unwrap().len(), 5);
+    assert_eq!(text(&sb.run(&["queue", "list", "--offset", "9", "--json"]).stdout), "[]\n");
+    // Piped, the table has every row (a terminal gets 200 and a note of how many more).
+    let table = sb.ok(&["queue", "list", "--offset", "3"]);
+    assert_eq!(table.lines().count(), 3, "a header and two rows: {table}");
+    let err = sb.run(&["queue", "list", "--limit", "-1"]);
+    assert_eq!(err.status.code(), Some(2), "{}", text(&err.stderr));
+}

@@ -605,6 +605,10 @@ mod intake {
     on_both_databases!(
         an_approved_tasks_text_changes_only_as_a_revision_a_human_accepts,
         a_batch_with_text_the_database_refuses_writes_nothing_and_names_the_task,
+        a_large_batch_across_chunks_with_repeated_gids_merges_in_order,
+        an_intake_refused_after_chunks_were_written_keeps_none_of_them,
+        two_intakes_of_the_same_new_tasks_at_once_both_succeed,
+        listings_page_with_limit_and_offset,
     );
 
     async fn reasons(store: &Store, g: &TaskGid) -> Vec<String> {
@@ -684,6 +688,153 @@ mod intake {
         let what: Vec<Upserted> = written.iter().map(|(_, w)| *w).collect();
         assert_eq!(what, [Upserted::Added, Upserted::Added]);
         assert_eq!(store.list_tasks(&TaskFilter::default()).await.unwrap().len(), 2);
+    }
+
+    fn many(n: usize, text: &str) -> Vec<(TaskGid, NewTask)> {
+        (0..n).map(|i| (gid(&format!("m{i}")), task(&format!("{text} {i}")))).collect()
+    }
+
+    async fn kinds(store: &Store, g: &TaskGid) -> Vec<String> {
+        let filter = EventFilter { task_gid: Some(g.clone()), ..Default::default() };
+        store.events(&filter).await.unwrap().into_iter().map(|e| e.kind).collect()
+    }
+
+    async fn a_large_batch_across_chunks_with_repeated_gids_merges_in_order(db: TestDb) {
+        let store = db.open().await;
+        let a = approved(&store, "appr").await;
+        let skipped = gid("skipped");
+        store.upsert_task(&skipped, &task("old"), Actor::Cli).await.unwrap();
+        store.set_task_status(&skipped, QueueStatus::Skip, Actor::Analyzer, Some("no")).await.unwrap();
+        // 2,500 new tasks (several chunks); a gid repeated within a chunk and across chunks; an
+        // approved task's text changed (a revision) and a skipped one's (an update, status kept).
+        let mut batch = many(2500, "first");
+        batch.insert(10, (gid("m5"), task("again")));
+        batch.insert(11, (gid("m5"), task("again")));
+        batch.push((gid("m0"), NewTask { priority: Some(1), ..Default::default() }));
+        batch.push((a.clone(), task("new text")));
+        batch.push((skipped.clone(), task("new")));
+        let done = store.upsert_tasks(&batch, Actor::Cli).await.unwrap();
+        let what: Vec<Upserted> = done.iter().map(|(_, w)| *w).collect();
+        assert_eq!(what.len(), batch.len());
+        assert_eq!(&what[..13], {
+            let mut w = vec![Upserted::Added; 13];
+            (w[10], w[11]) = (Upserted::Updated, Upserted::Unchanged);
+            w
+        });
+        assert_eq!(
+            what[what.len() - 3..],
+            [Upserted::Updated, Upserted::Revised, Upserted::Updated],
+            "m0's priority, the approved task's revision, the skipped task's text"
+        );
+        // Each result is the task as the whole intake left it.
+        let (m5, _) = &done[5];
+        assert_eq!((m5.description.as_deref(), m5.status), (Some("again"), QueueStatus::Pending));
+        let (m0, _) = &done[0];
+        assert_eq!((m0.description.as_deref(), m0.priority), (Some("first 0"), Some(1)));
+        let appr = store.task(&a).await.unwrap();
+        assert_eq!(appr.description.as_deref(), Some("work"), "approved text kept");
+        assert_eq!(appr.revision_description.as_deref(), Some("new text"));
+        let skipped_now = store.task(&skipped).await.unwrap();
+        assert_eq!(
+            (skipped_now.description.as_deref(), skipped_now.status),
+            (Some("new"), QueueStatus::Skip)
+        );
+
+        assert_eq!(kinds(&store, &gid("m5")).await, ["task_added", "task_updated"]);
+        assert_eq!(kinds(&store, &gid("m0")).await, ["task_added", "task_updated"]);
+        assert_eq!(kinds(&store, &gid("m2499")).await, ["task_added"]);
+        assert!(reasons(&store, &a).await.contains(&"revision received; approved text kept".to_string()));
+        let listed = store.list_tasks(&TaskFilter::default()).await.unwrap();
+        assert_eq!(listed.len(), 2502);
+
+        // The same input again changes nothing and records nothing.
+        let again = store.upsert_tasks(&many(2500, "first"), Actor::Cli).await.unwrap();
+        let changed: Vec<&str> = again
+            .iter()
+            .filter(|(_, w)| *w != Upserted::Unchanged)
+            .map(|(t, _)| t.task_gid.as_str())
+            .collect();
+        assert_eq!(changed, ["m5"], "m0 keeps its priority (not given); m5's text goes back");
+        assert_eq!(kinds(&store, &gid("m2499")).await, ["task_added"]);
+    }
+
+    async fn an_intake_refused_after_chunks_were_written_keeps_none_of_them(db: TestDb) {
+        let store = db.open().await;
+        let kept = gid("kept");
+        store.upsert_task(&kept, &task("before"), Actor::Cli).await.unwrap();
+        let mut intake = store.begin_intake(Actor::Cli).await.unwrap();
+        let first = many(1500, "one");
+        assert_eq!(intake.add(&first).await.unwrap().len(), 1500);
+        let changed = vec![(kept.clone(), task("after"))];
+        assert_eq!(intake.add(&changed).await.unwrap()[0].result, Upserted::Updated);
+        let bad =
+            vec![(gid("x"), task("fine")), (gid("y"), NewTask { source: Some("\0".into()), ..task("t") })];
+        let err = intake.add(&bad).await.unwrap_err();
+        assert!(err.to_string().contains("task #1503 (gid y): there is a NUL character"), "{err}");
+        assert!(intake.add(&many(1, "later")).await.is_err(), "a refused intake takes nothing more");
+        assert!(intake.commit().await.is_err(), "nor commits");
+        let listed = store.list_tasks(&TaskFilter::default()).await.unwrap();
+        assert_eq!(listed.len(), 1, "nothing of the intake was written");
+        assert_eq!(listed[0].description.as_deref(), Some("before"));
+        assert_eq!(kinds(&store, &kept).await, ["task_added"]);
+
+        // Dropped without a commit, an intake writes nothing either.
+        let mut intake = store.begin_intake(Actor::Cli).await.unwrap();
+        intake.add(&first).await.unwrap();
+        drop(intake);
+        assert_eq!(store.count_tasks(&TaskFilter::default()).await.unwrap(), 1);
+    }
+
+    async fn two_intakes_of_the_same_new_tasks_at_once_both_succeed(db: TestDb) {
+        let store = db.open().await;
+        let batch = many(1200, "same");
+        let other = Store::open(&db.url).await.unwrap();
+        let (b1, b2) = (batch.clone(), batch.clone());
+        let one = tokio::spawn(async move { other.upsert_tasks(&b1, Actor::Cli).await });
+        let two = store.upsert_tasks(&b2, Actor::Cli).await.unwrap();
+        let one = one.await.unwrap().unwrap();
+        for i in [0, 999, 1000, 1199] {
+            let results = [one[i].1, two[i].1];
+            assert!(results.contains(&Upserted::Added), "{i}: {results:?}");
+            assert_eq!(kinds(&store, &batch[i].0).await, ["task_added"], "{i}: added once");
+        }
+        assert_eq!(store.count_tasks(&TaskFilter::default()).await.unwrap(), 1200);
+    }
+
+    async fn listings_page_with_limit_and_offset(db: TestDb) {
+        let store = db.open().await;
+        let mut batch = many(1100, "t");
+        batch[1050].1.priority = Some(1);
+        batch[3].1.source = Some("user_reports".into());
+        store.upsert_tasks(&batch, Actor::Cli).await.unwrap();
+        let all = store.list_tasks(&TaskFilter::default()).await.unwrap();
+        let order: Vec<&str> = all.iter().map(|t| t.task_gid.as_str()).collect();
+        assert_eq!(order.len(), 1100);
+        assert_eq!(&order[..3], ["m1050", "m0", "m1"], "the urgent first, then the oldest");
+        let page =
+            |limit, offset| TaskFilter { limit: Some(limit), offset: Some(offset), ..Default::default() };
+        let p = store.list_tasks(&page(3, 600)).await.unwrap();
+        let p: Vec<&str> = p.iter().map(|t| t.task_gid.as_str()).collect();
+        assert_eq!(p, order[600..603]);
+        assert!(store.list_tasks(&page(10, 1100)).await.unwrap().is_empty());
+        let mut seen = 0;
+        store
+            .for_each_task(&TaskFilter::default(), |t| {
+                assert_eq!(t.task_gid.as_str(), order[seen]);
+                seen += 1;
+                Ok::<_, StoreError>(())
+            })
+            .await
+            .unwrap();
+        assert_eq!(seen, 1100);
+        let reports =
+            TaskFilter { source: Some("user_reports".into()), limit: Some(0), ..Default::default() };
+        assert_eq!(store.count_tasks(&reports).await.unwrap(), 1, "the count ignores limit and offset");
+        let gids = [gid("m7"), gid("m2"), gid("m7")];
+        let found = store.tasks_by_gid(&gids).await.unwrap();
+        let found: Vec<&str> = found.iter().map(|t| t.task_gid.as_str()).collect();
+        assert_eq!(found, ["m7", "m2", "m7"]);
+        assert!(matches!(store.tasks_by_gid(&[gid("nope")]).await, Err(StoreError::UnknownTask(_))));
     }
 }
 

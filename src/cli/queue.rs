@@ -1,4 +1,7 @@
-use std::io::Read;
+//! `executor queue`: taking tasks in (streamed, for inputs of any size), listing and showing them, and
+//! the human's moves on them (approve, skip, retry, requeue).
+
+use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
@@ -10,10 +13,18 @@ use crate::config::Config;
 use crate::domain::{Actor, QueueStatus, TaskGid};
 use crate::store::{EventFilter, NewTask, RunFilter, StoreError, TaskFilter, Upserted, now};
 
+/// Tasks the reader hands to the writer at a time; two such batches wait at most, so memory stays flat
+/// whatever the size of the input.
+const READ_BATCH: usize = 1000;
+
+/// What `queue list` shows on a terminal without `--limit` (a longer table is scrolled past, not read).
+const TERMINAL_LIMIT: i64 = 200;
+
 #[derive(Debug, Subcommand)]
 pub enum QueueCommand {
     /// Add a task, or update the description/notes/source of one already queued (its status and history
-    /// are kept). Without --gid, reads JSON (one object or an array) from --from-json or standard input.
+    /// are kept). Without --gid, reads JSON (one object, an array, or JSON Lines) from --from-json or
+    /// standard input; all or nothing.
     Add(AddArgs),
     /// List tasks, most urgent first.
     List {
@@ -21,9 +32,12 @@ pub enum QueueCommand {
         status: Option<QueueStatus>,
         #[arg(long)]
         source: Option<String>,
-        /// Show at most this many.
-        #[arg(long)]
+        /// Show at most this many (default: all, except 200 when writing a table to a terminal).
+        #[arg(long, value_parser = clap::value_parser!(i64).range(0..))]
         limit: Option<i64>,
+        /// Skip this many first (with --limit, to page through a long queue).
+        #[arg(long, value_parser = clap::value_parser!(i64).range(0..))]
+        offset: Option<i64>,
     },
     /// Every field of a task, its analysis, its run and its full history.
     Show {
@@ -65,8 +79,8 @@ pub struct AddArgs {
     /// 1 is the most urgent.
     #[arg(long)]
     priority: Option<i32>,
-    /// A JSON file with one task object or an array of them ("-" for standard input). Keys: task_gid (or
-    /// gid), source, description, notes, repo, priority.
+    /// A JSON file with one task object, an array of them, or one object per line (JSON Lines); "-" for
+    /// standard input. Keys: task_gid (or gid), source, description, notes, repo, priority.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["gid", "source", "description", "notes", "repo", "priority"])]
     from_json: Option<PathBuf>,
 }
@@ -82,8 +96,8 @@ pub fn parse_gid(s: &str) -> anyhow::Result<TaskGid> {
 pub async fn run(ctx: &Context, command: QueueCommand, as_json: bool) -> anyhow::Result<()> {
     match command {
         QueueCommand::Add(args) => add(ctx, args, as_json).await,
-        QueueCommand::List { status, source, limit } => {
-            list(ctx, TaskFilter { status, source, limit }, as_json).await
+        QueueCommand::List { status, source, limit, offset } => {
+            list(ctx, TaskFilter { status, source, limit, offset }, as_json).await
         }
         QueueCommand::Show { gid } => show(ctx, &parse_gid(&gid)?, as_json).await,
         QueueCommand::Retry { gid, reason } => {
@@ -133,115 +147,269 @@ fn check_runnable(config: &Config, which: &str, gid: &TaskGid, t: &NewTask) -> a
     Ok(())
 }
 
-/// The tasks an `add` call describes, validated before anything is written.
-fn tasks_to_add(config: &Config, args: AddArgs) -> anyhow::Result<Vec<(TaskGid, NewTask)>> {
-    let from_json = |text: &str, origin: &str| -> anyhow::Result<Vec<NewTask>> {
-        let value: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| UsageError(format!("{origin} is not valid JSON: {e}")))?;
-        let items = match value {
-            serde_json::Value::Array(items) => items,
-            one => vec![one],
-        };
-        items
-            .into_iter()
-            .enumerate()
-            .map(|(i, v)| {
-                serde_json::from_value(v)
-                    .map_err(|e| UsageError(format!("{origin}, task #{}: {e}", i + 1)).into())
-            })
-            .collect()
-    };
-    let tasks = match (args.gid, args.from_json) {
-        (Some(gid), _) => vec![NewTask {
-            task_gid: Some(parse_gid(&gid)?),
-            source: args.source,
-            description: args.description,
-            notes: args.notes,
-            repo: args.repo,
-            priority: args.priority,
-        }],
+/// The batches of tasks an `add` call describes: the one given by flags, or JSON read on a thread of its
+/// own as it arrives. A reading error ends the stream, as a usage error's message.
+fn tasks_to_add(args: AddArgs) -> anyhow::Result<tokio::sync::mpsc::Receiver<Batch>> {
+    let (input, origin): (Box<dyn Read + Send>, String) = match (args.gid, args.from_json) {
+        (Some(gid), _) => {
+            let task = NewTask {
+                task_gid: Some(parse_gid(&gid)?),
+                source: args.source,
+                description: args.description,
+                notes: args.notes,
+                repo: args.repo,
+                priority: args.priority,
+            };
+            let (tx, rx) = tokio::sync::mpsc::channel(1);
+            tx.try_send(Ok(vec![task]))
+                .map_err(|_| anyhow::anyhow!("the task was lost in a full channel"))?;
+            return Ok(rx);
+        }
         (None, Some(path)) if path.as_os_str() != "-" => {
-            let text =
-                std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-            from_json(&text, &path.display().to_string())?
+            let file = std::fs::File::open(&path).with_context(|| format!("reading {}", path.display()))?;
+            (Box::new(file), path.display().to_string())
         }
         (None, _) => {
-            if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            if std::io::stdin().is_terminal() {
                 bail!(UsageError(
                     "give --gid (and --description …), --from-json FILE, or JSON on standard input".into()
                 ));
             }
-            let mut text = String::new();
-            std::io::stdin().read_to_string(&mut text).context("reading standard input")?;
-            from_json(&text, "standard input")?
+            (Box::new(std::io::stdin()), "standard input".into())
         }
     };
-    let several = tasks.len() > 1;
-    let mut out = Vec::with_capacity(tasks.len());
-    for (i, t) in tasks.into_iter().enumerate() {
-        let Some(gid) = t.task_gid.clone() else {
-            bail!(UsageError(format!("task #{} has no task_gid", i + 1)));
-        };
-        let which = if several { format!("task #{} (gid {gid})", i + 1) } else { format!("task {gid}") };
-        check_runnable(config, &which, &gid, &t)?;
-        out.push((gid, t));
-    }
-    Ok(out)
-}
-
-async fn add(ctx: &Context, args: AddArgs, as_json: bool) -> anyhow::Result<()> {
-    let tasks = tasks_to_add(&ctx.config, args)?;
-    // All or nothing: one refused or failed task leaves the queue as it was.
-    let done = ctx.store.upsert_tasks(&tasks, Actor::Cli).await.map_err(|e| match e {
-        StoreError::Refused(why) => UsageError(why).into(),
-        other => anyhow::Error::from(other),
-    })?;
-    let mut results = Vec::new();
-    for (task, what) in done {
-        let gid = &task.task_gid;
-        if !as_json {
-            match what {
-                Upserted::Added => println!("added {gid} (pending)"),
-                Upserted::Updated => println!("updated {gid} (status {} kept)", task.status),
-                Upserted::Unchanged => {
-                    println!("unchanged {gid} (already queued with the same fields)")
-                }
-                Upserted::Revised if task.revision_at.is_some() => println!(
-                    "revision received for {gid}: it is {}, so the approved text is kept and agents are told \
-                     only that; compare with `executor queue show {gid}`, accept it with `executor approve {gid}`",
-                    task.status
-                ),
-                Upserted::Revised => {
-                    println!("revision withdrawn for {gid}: the text sent is the approved one again")
-                }
+    let (tx, rx) = tokio::sync::mpsc::channel(2);
+    std::thread::spawn(move || {
+        let mut out = BatchSender { tx, batch: Vec::with_capacity(READ_BATCH), count: 0 };
+        match read_tasks(input, &origin, &mut out) {
+            Ok(()) => {
+                out.flush();
+            }
+            Err(why) => {
+                let _ = out.tx.blocking_send(Err(why));
             }
         }
-        results.push(serde_json::json!({ "result": what, "task": task }));
-    }
-    if as_json { json(&results) } else { Ok(()) }
+    });
+    Ok(rx)
 }
 
-async fn list(ctx: &Context, filter: TaskFilter, as_json: bool) -> anyhow::Result<()> {
-    let tasks = ctx.store.list_tasks(&filter).await?;
-    if as_json {
-        return json(&tasks);
+/// Parsed tasks, or why the input cannot be read.
+type Batch = Result<Vec<NewTask>, String>;
+
+/// Collects parsed tasks into batches for the writer; `false` once the writer has stopped listening.
+struct BatchSender {
+    tx: tokio::sync::mpsc::Sender<Batch>,
+    batch: Vec<NewTask>,
+    /// Tasks parsed so far, to name a bad one by its position (from 1).
+    count: usize,
+}
+
+impl BatchSender {
+    fn push(&mut self, task: NewTask) -> bool {
+        self.count += 1;
+        self.batch.push(task);
+        self.batch.len() < READ_BATCH || self.flush()
     }
-    if tasks.is_empty() {
-        println!(
-            "no tasks{}",
-            if filter.status.is_some() || filter.source.is_some() {
-                " match"
-            } else {
-                " yet: add one with `executor queue add`"
+
+    fn flush(&mut self) -> bool {
+        if self.batch.is_empty() {
+            return true;
+        }
+        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(READ_BATCH));
+        self.tx.blocking_send(Ok(batch)).is_ok()
+    }
+}
+
+/// Reads one task object, an array of them (element by element, never the whole array at once), or a
+/// stream of objects (JSON Lines), telling them apart by the first character.
+fn read_tasks(input: Box<dyn Read + Send>, origin: &str, out: &mut BatchSender) -> Result<(), String> {
+    let mut r = BufReader::with_capacity(1 << 16, input);
+    let first = loop {
+        let buf = r.fill_buf().map_err(|e| format!("reading {origin}: {e}"))?;
+        if buf.is_empty() {
+            break None;
+        }
+        match buf.iter().position(|b| !b.is_ascii_whitespace()) {
+            Some(k) => {
+                let b = buf[k];
+                r.consume(k);
+                break Some(b);
             }
-        );
-        return Ok(());
+            None => {
+                let n = buf.len();
+                r.consume(n);
+            }
+        }
+    };
+    let bad = |e: serde_json::Error, position: usize| {
+        if e.is_data() {
+            format!("{origin}, task #{position}: {e}")
+        } else {
+            format!("{origin} is not valid JSON: {e}")
+        }
+    };
+    match first {
+        None => {
+            Err(format!("{origin} is empty: give a task object, an array of them, or one object per line"))
+        }
+        Some(b'[') => {
+            let mut de = serde_json::Deserializer::from_reader(r);
+            serde::Deserializer::deserialize_seq(&mut de, ArrayOfTasks { out: &mut *out })
+                .map_err(|e| bad(e, out.count + 1))?;
+            de.end().map_err(|e| bad(e, out.count + 1))
+        }
+        Some(_) => {
+            for task in serde_json::Deserializer::from_reader(r).into_iter::<NewTask>() {
+                if !out.push(task.map_err(|e| bad(e, out.count + 1))?) {
+                    break;
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Hands each element of a JSON array of tasks to the sender as soon as it is parsed.
+struct ArrayOfTasks<'a> {
+    out: &'a mut BatchSender,
+}
+
+impl<'de> serde::de::Visitor<'de> for ArrayOfTasks<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an array of task objects")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(task) = seq.next_element::<NewTask>()? {
+            if !self.out.push(task) {
+                return Err(serde::de::Error::custom("the writer stopped"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Takes the tasks in as they are read: each batch is checked (a gid that makes no branch, a repo not
+/// configured) and written into one open intake; any refusal drops it, so nothing is written. The
+/// results are printed after the commit, when they are true.
+async fn add(ctx: &Context, args: AddArgs, as_json: bool) -> anyhow::Result<()> {
+    let mut batches = tasks_to_add(args)?;
+    let mut next = batches.recv().await;
+    // One task is named by its gid; several also by position, as the input lists them.
+    let several = matches!(&next, Some(Ok(batch)) if batch.len() > 1);
+    let (mut intake, mut position, mut results) = (None, 0, Vec::new());
+    while let Some(batch) = next {
+        let batch = batch.map_err(UsageError)?;
+        let mut checked = Vec::with_capacity(batch.len());
+        for t in batch {
+            position += 1;
+            let Some(gid) = t.task_gid.clone() else {
+                bail!(UsageError(format!("task #{position} has no task_gid")));
+            };
+            let which = if several { format!("task #{position} (gid {gid})") } else { format!("task {gid}") };
+            check_runnable(&ctx.config, &which, &gid, &t)?;
+            checked.push((gid, t));
+        }
+        // Opened on the first batch, not before: SQLite's write lock is not held while a slow writer of
+        // standard input has yet to send anything.
+        if intake.is_none() {
+            intake = Some(ctx.store.begin_intake(Actor::Cli).await?);
+        }
+        if let Some(intake) = intake.as_mut() {
+            results.extend(intake.add(&checked).await.map_err(|e| match e {
+                StoreError::Refused(why) => UsageError(why).into(),
+                other => anyhow::Error::from(other),
+            })?);
+        }
+        next = batches.recv().await;
+    }
+    if let Some(intake) = intake {
+        intake.commit().await?;
+    }
+    let mut out = std::io::BufWriter::new(std::io::stdout());
+    if as_json {
+        // Each task as it is now, read back a page at a time.
+        let mut array = JsonArray::new(&mut out);
+        for page in results.chunks(500) {
+            let gids: Vec<TaskGid> = page.iter().map(|r| r.task_gid.clone()).collect();
+            for (done, task) in page.iter().zip(ctx.store.tasks_by_gid(&gids).await?) {
+                array.push(&serde_json::json!({ "result": done.result, "task": task }))?;
+            }
+        }
+        return array.finish();
+    }
+    for done in &results {
+        let gid = &done.task_gid;
+        match done.result {
+            Upserted::Added => writeln!(out, "added {gid} (pending)")?,
+            Upserted::Updated => writeln!(out, "updated {gid} (status {} kept)", done.status)?,
+            Upserted::Unchanged => writeln!(out, "unchanged {gid} (already queued with the same fields)")?,
+            Upserted::Revised if done.revision_pending => writeln!(
+                out,
+                "revision received for {gid}: it is {}, so the approved text is kept and agents are told \
+                 only that; compare with `executor queue show {gid}`, accept it with `executor approve {gid}`",
+                done.status
+            )?,
+            Upserted::Revised => {
+                writeln!(out, "revision withdrawn for {gid}: the text sent is the approved one again")?
+            }
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// A JSON array written element by element, laid out exactly as `output::json` lays out a whole one.
+struct JsonArray<W: Write> {
+    out: W,
+    empty: bool,
+}
+
+impl<W: Write> JsonArray<W> {
+    fn new(out: W) -> Self {
+        JsonArray { out, empty: true }
+    }
+
+    fn push(&mut self, value: &impl serde::Serialize) -> anyhow::Result<()> {
+        let text = serde_json::to_string_pretty(value)?;
+        self.out.write_all(if self.empty { b"[\n" } else { b",\n" })?;
+        self.empty = false;
+        // A JSON string never holds a raw newline: indenting every line indents the element.
+        for (k, line) in text.lines().enumerate() {
+            if k > 0 {
+                self.out.write_all(b"\n")?;
+            }
+            self.out.write_all(b"  ")?;
+            self.out.write_all(line.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> anyhow::Result<()> {
+        self.out.write_all(if self.empty { b"[]\n" } else { b"\n]\n" })?;
+        self.out.flush()?;
+        Ok(())
+    }
+}
+
+async fn list(ctx: &Context, mut filter: TaskFilter, as_json: bool) -> anyhow::Result<()> {
+    if as_json {
+        let mut out = std::io::BufWriter::new(std::io::stdout());
+        let mut array = JsonArray::new(&mut out);
+        ctx.store.for_each_task(&filter, |t| array.push(&t)).await?;
+        return array.finish();
+    }
+    let terminal = std::io::stdout().is_terminal();
+    if terminal && filter.limit.is_none() {
+        filter.limit = Some(TERMINAL_LIMIT);
     }
     let now = now();
-    let rows: Vec<Vec<String>> = tasks
-        .iter()
-        .map(|t| {
-            vec![
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    ctx.store
+        .for_each_task(&filter, |t| {
+            rows.push(vec![
                 t.task_gid.to_string(),
                 // A pending revision needs a human's eye: say so where tasks are scanned.
                 if t.revision_at.is_some() {
@@ -254,10 +422,29 @@ async fn list(ctx: &Context, filter: TaskFilter, as_json: bool) -> anyhow::Resul
                 opt(&t.executor_run_id),
                 ago(t.updated_at, now),
                 short(t.description.as_deref().unwrap_or(""), 60),
-            ]
+            ]);
+            Ok::<_, anyhow::Error>(())
         })
-        .collect();
+        .await?;
+    if rows.is_empty() && filter.offset.unwrap_or(0) == 0 {
+        println!(
+            "no tasks{}",
+            if filter.status.is_some() || filter.source.is_some() {
+                " match"
+            } else {
+                " yet: add one with `executor queue add`"
+            }
+        );
+        return Ok(());
+    }
     table(&["GID", "STATUS", "PRIO", "SOURCE", "RUN", "UPDATED", "DESCRIPTION"], &rows);
+    if terminal {
+        let listed = filter.offset.unwrap_or(0) + rows.len() as i64;
+        let more = ctx.store.count_tasks(&filter).await? - listed;
+        if more > 0 {
+            println!("… {more} more; use --limit N and --offset {listed} to see them");
+        }
+    }
     Ok(())
 }
 

@@ -33,7 +33,7 @@ pub use open::redact_url;
 pub use run_fields::RunMemory;
 pub use runner_status::RunnerStatus;
 pub use runs::{RunFilter, StatusCounts};
-pub use tasks::{NewTask, TaskFilter, Upserted};
+pub use tasks::{Intake, IntakeResult, NewTask, TaskFilter, Upserted};
 pub use workers::{SessionStart, WorkerEnd, WorkerSession};
 
 use chrono::{DateTime, SubsecRound, Utc};

@@ -1,8 +1,10 @@
 //! The queue: tasks taken in from trackers, and their triage status.
 
+mod intake;
+mod listing;
 mod plan;
 
-use plan::plan;
+pub use intake::{Intake, IntakeResult};
 
 use super::columns::task_columns;
 use super::events::{NewEvent, insert_event, kind};
@@ -56,6 +58,8 @@ pub struct TaskFilter {
     pub status: Option<QueueStatus>,
     pub source: Option<String>,
     pub limit: Option<i64>,
+    /// Skip this many (of the tasks in listing order) before the first one listed.
+    pub offset: Option<i64>,
 }
 
 pub(crate) fn task_from_row(r: &impl Cols) -> Result<Task> {
@@ -91,22 +95,14 @@ impl Store {
 
     /// [`upsert_task`](Self::upsert_task) for several tasks, all or nothing: every task is checked before
     /// anything is written (a refusal names the task by its position, from 1, and gid), and all are
-    /// written in one transaction.
+    /// written in one transaction, a chunk at a time (see [`Store::begin_intake`], which a reader that
+    /// streams its input uses directly).
     pub async fn upsert_tasks(
         &self,
         tasks: &[(TaskGid, NewTask)],
         actor: Actor,
     ) -> Result<Vec<(Task, Upserted)>> {
-        for (i, (gid, t)) in tasks.iter().enumerate() {
-            if let Some(field) = t.unstorable_field() {
-                return Err(StoreError::Refused(format!(
-                    "task #{} (gid {gid}): there is a NUL character (\\0) in its {field}, which the database cannot store; nothing was written",
-                    i + 1
-                )));
-            }
-        }
-        // Each write is conditional on the row read in the same transaction (PostgreSQL takes no lock on a
-        // read): a concurrent intake of the same gid makes the whole batch start again, re-reading.
+        // A deadlock with a concurrent intake (PostgreSQL) rolls everything back: start again.
         let mut attempts = 0;
         let outcomes = loop {
             attempts += 1;
@@ -115,89 +111,16 @@ impl Store {
                 other => break other?,
             }
         };
-        let mut out = Vec::with_capacity(tasks.len());
-        for ((gid, _), outcome) in tasks.iter().zip(outcomes) {
-            out.push((self.task(gid).await?, outcome));
-        }
-        Ok(out)
+        let gids: Vec<TaskGid> = tasks.iter().map(|(gid, _)| gid.clone()).collect();
+        let written = self.tasks_by_gid(&gids).await?;
+        Ok(written.into_iter().zip(outcomes).map(|(task, done)| (task, done.result)).collect())
     }
 
-    async fn upsert_once(&self, tasks: &[(TaskGid, NewTask)], actor: Actor) -> Result<Vec<Upserted>> {
-        let at = now();
-        on_pool!(self, |p| {
-            let mut tx = p.begin_write().await?;
-            let mut outcomes = Vec::with_capacity(tasks.len());
-            for (gid, t) in tasks {
-                let old = sqlx::query(concat!(
-                    "SELECT ",
-                    task_columns!(),
-                    " FROM executor_queue WHERE task_gid = $1"
-                ))
-                .bind(gid.as_str())
-                .fetch_optional(&mut *tx)
-                .await?
-                .map(|r| task_from_row(&r))
-                .transpose()?;
-                let w = plan(old.as_ref(), t, at);
-                let written = match (&old, w.outcome) {
-                    (_, Upserted::Unchanged) => 1,
-                    (None, _) => sqlx::query(
-                        "INSERT INTO executor_queue (task_gid, added_at, updated_at, source, description, notes, repo, priority, status) \
-                         VALUES ($1, $2, $2, $3, $4, $5, $6, $7, 'pending') ON CONFLICT (task_gid) DO NOTHING",
-                    )
-                    .bind(gid.as_str())
-                    .bind(at)
-                    .bind(w.source.as_deref())
-                    .bind(w.description.as_deref())
-                    .bind(w.notes.as_deref())
-                    .bind(w.repo.as_deref())
-                    .bind(w.priority.map(i64::from))
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected(),
-                    (Some(old), _) => sqlx::query(
-                        "UPDATE executor_queue SET updated_at = $1, source = $2, description = $3, notes = $4, \
-                           repo = $5, priority = $6, revision_description = $7, revision_notes = $8, revision_at = $9 \
-                         WHERE task_gid = $10 AND updated_at = $11",
-                    )
-                    .bind(at)
-                    .bind(w.source.as_deref())
-                    .bind(w.description.as_deref())
-                    .bind(w.notes.as_deref())
-                    .bind(w.repo.as_deref())
-                    .bind(w.priority.map(i64::from))
-                    .bind(w.revision_description.as_deref())
-                    .bind(w.revision_notes.as_deref())
-                    .bind(w.revision_at)
-                    .bind(gid.as_str())
-                    .bind(old.updated_at)
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected(),
-                };
-                if written != 1 {
-                    return Err(StoreError::Conflict(format!("task {gid}")));
-                }
-                if w.outcome != Upserted::Unchanged {
-                    let added = w.outcome == Upserted::Added;
-                    insert_event!(
-                        &mut *tx,
-                        NewEvent {
-                            actor,
-                            task_gid: Some(gid.as_str()),
-                            run_id: None,
-                            kind: if added { kind::TASK_ADDED } else { kind::TASK_UPDATED },
-                            from_state: None,
-                            to_state: added.then_some(QueueStatus::Pending.as_str()),
-                            reason: w.reason,
-                        }
-                    )?;
-                }
-                outcomes.push(w.outcome);
-            }
-            tx.commit().await?;
-            Ok(outcomes)
-        })
+    async fn upsert_once(&self, tasks: &[(TaskGid, NewTask)], actor: Actor) -> Result<Vec<IntakeResult>> {
+        let mut intake = self.begin_intake(actor).await?;
+        let outcomes = intake.add(tasks).await?;
+        intake.commit().await?;
+        Ok(outcomes)
     }
 
     /// Makes an approved task's pending revision its text (a human read it and approves it), records
@@ -256,27 +179,6 @@ impl Store {
     /// Like `find_task`, but a missing task is an error naming the gid.
     pub async fn task(&self, gid: &TaskGid) -> Result<Task> {
         self.find_task(gid).await?.ok_or_else(|| StoreError::UnknownTask(gid.to_string()))
-    }
-
-    /// Tasks, most urgent first: priority ascending (1 is the most urgent; none last), then oldest.
-    pub async fn list_tasks(&self, f: &TaskFilter) -> Result<Vec<Task>> {
-        let status = f.status.map(|s| s.as_str());
-        on_pool!(self, |p| {
-            sqlx::query(concat!(
-                "SELECT ",
-                task_columns!(),
-                " FROM executor_queue WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR source = $2) \
-                 ORDER BY priority IS NULL, priority, added_at, id LIMIT $3"
-            ))
-            .bind(status)
-            .bind(f.source.as_deref())
-            .bind(f.limit.unwrap_or(i64::MAX))
-            .fetch_all(p)
-            .await?
-            .iter()
-            .map(task_from_row)
-            .collect()
-        })
     }
 
     /// The one way a task's status changes: checks the move is legal, applies it only if nobody changed
