@@ -147,10 +147,7 @@ impl GitHubForge {
         let times: Vec<DateTime<chrono::Utc>> = updated.values().filter_map(|at| at.parse().ok()).collect();
         let (oldest, newest) = (times.iter().min().copied(), times.iter().max().copied());
         let mut up_to = self.listed_up_to.lock().map_err(|_| malformed("a poisoned lock"))?;
-        // A change in the same second as the last listing's newest may carry the same `updated_at`:
-        // the page must reach strictly before that second to be sure it holds it.
-        let holds_every_change = list.len() < LISTED
-            || matches!((oldest, *up_to), (Some(oldest), Some(before)) if oldest < before - chrono::TimeDelta::seconds(1));
+        let holds_every_change = page_holds_every_change(list.len(), oldest, *up_to);
         if newest > *up_to {
             *up_to = newest;
         }
@@ -345,6 +342,19 @@ impl GitHubForge {
     }
 }
 
+/// Whether a page of the most recently updated pull requests holds every one changed since the listing
+/// whose newest `updated_at` was `up_to`: a page that is not full holds them all; a full one does when it
+/// reaches back more than a second before `up_to` (a change in that same second carries the same
+/// `updated_at`, and GitHub's listing may lag a moment behind).
+fn page_holds_every_change(
+    listed: usize,
+    oldest: Option<DateTime<chrono::Utc>>,
+    up_to: Option<DateTime<chrono::Utc>>,
+) -> bool {
+    listed < LISTED
+        || matches!((oldest, up_to), (Some(oldest), Some(up_to)) if oldest < up_to - chrono::TimeDelta::seconds(1))
+}
+
 fn malformed(what: &str) -> ForgeError {
     ForgeError::GitHub(super::GitHubError::Malformed(what.to_string()))
 }
@@ -352,6 +362,23 @@ fn malformed(what: &str) -> ForgeError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_full_page_holds_every_change_only_when_it_reaches_back_past_the_last_listing() {
+        let at = |s: &str| s.parse::<DateTime<chrono::Utc>>().unwrap();
+        let last = Some(at("2026-11-30T12:00:10Z"));
+        assert!(page_holds_every_change(99, None, None), "a page that is not full lists everything");
+        assert!(
+            !page_holds_every_change(LISTED, Some(at("2026-11-30T11:00:00Z")), None),
+            "no listing before"
+        );
+        assert!(page_holds_every_change(LISTED, Some(at("2026-11-30T12:00:08Z")), last));
+        // Within a second of the last listing's newest, or later: changes may be off the page (a second's
+        // margin, as GitHub's listing may lag a moment behind its pull requests).
+        assert!(!page_holds_every_change(LISTED, Some(at("2026-11-30T12:00:09Z")), last));
+        assert!(!page_holds_every_change(LISTED, Some(at("2026-11-30T12:00:10Z")), last));
+        assert!(!page_holds_every_change(LISTED, Some(at("2026-11-30T12:05:00Z")), last), "all 100 are new");
+    }
 
     #[test]
     fn the_batch_document_aliases_each_pull_request() {
