@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use reqwest::Method;
 use serde_json::{Value, json};
 
+use super::wire::{WireAddReview, WireMarkReady, WireReplyToThread};
 use super::{GitHubForge, segment};
 use crate::domain::{Run, Task};
 use crate::forge::local::review_summary;
@@ -119,9 +120,7 @@ impl GitHubForge {
             Some(thread) => {
                 let data =
                     self.client.graphql(REPLY_TO_THREAD, json!({ "thread": thread, "body": c.body })).await?;
-                data.pointer("/addPullRequestReviewThreadReply/comment/id")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
+                answer::<WireReplyToThread>(data, "the thread reply")?.comment_id()
             }
             None => {
                 let path = format!("/repos/{}/{}/issues/{number}/comments", self.owner, self.name);
@@ -194,16 +193,10 @@ impl GitHubForge {
             }
             Err(e) => return Err(e.into()),
         };
-        let review_node =
-            data.pointer("/addPullRequestReview/pullRequestReview").cloned().unwrap_or(Value::Null);
-        let mut ids: Vec<String> =
-            review_node.get("id").and_then(Value::as_str).map(str::to_string).into_iter().collect();
-        if let Some(comments) = review_node.pointer("/comments/nodes").and_then(Value::as_array) {
-            ids.extend(
-                comments.iter().filter_map(|c| c.get("id").and_then(Value::as_str)).map(str::to_string),
-            );
-        }
-        for id in ids {
+        let (review, comments) = answer::<WireAddReview>(data, "the review")?
+            .posted_ids()
+            .ok_or_else(|| malformed("GitHub did not say the new review's id"))?;
+        for id in std::iter::once(review).chain(comments) {
             self.store.record_agent_comment(run.id, &id, None).await?;
         }
         Ok(())
@@ -230,9 +223,17 @@ impl GitHubForge {
 
     pub async fn mark_ready(&self, run: &Run, pr: &PrSnapshot) -> Result<(), ForgeError> {
         let node = self.node_id(pr.number).ok_or(ForgeError::NoPr(run.id))?;
-        self.client.graphql(MARK_READY, json!({ "pr": node })).await?;
+        let data = self.client.graphql(MARK_READY, json!({ "pr": node })).await?;
+        if !answer::<WireMarkReady>(data, "marking ready for review")?.is_ready() {
+            return Err(malformed("GitHub left the pull request a draft"));
+        }
         Ok(())
     }
+}
+
+/// A mutation's `data` in its wire type; any other shape is a malformed answer.
+fn answer<T: serde::de::DeserializeOwned>(data: Value, what: &str) -> Result<T, ForgeError> {
+    serde_json::from_value(data).map_err(|e| malformed(&format!("{what}: {e}")))
 }
 
 fn pr_ref(pr: &Value) -> Result<PrRef, ForgeError> {
