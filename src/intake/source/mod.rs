@@ -60,10 +60,10 @@ pub struct Fetched {
 impl Fetched {
     /// Moves the cursor forward to `modified_at` if that is later.
     fn advance_cursor(&mut self, modified_at: Option<DateTime<Utc>>) {
-        if let Some(at) = modified_at {
-            if self.cursor.is_none_or(|cursor| at > cursor) {
-                self.cursor = Some(at);
-            }
+        if let Some(at) = modified_at
+            && self.cursor.is_none_or(|cursor| at > cursor)
+        {
+            self.cursor = Some(at);
         }
     }
 }
@@ -107,10 +107,10 @@ pub fn task_from_json(mut raw: Value) -> Result<SourceTask, String> {
         None => return Err("it has no gid".into()),
     };
     // Capped in raw too: the filters read raw, and the store keeps it.
-    if let Some(Value::String(notes)) = object.get_mut("notes") {
-        if notes.len() > NOTES_CAP_BYTES {
-            *notes = cap_notes(std::mem::take(notes));
-        }
+    if let Some(Value::String(notes)) = object.get_mut("notes")
+        && notes.len() > NOTES_CAP_BYTES
+    {
+        *notes = cap_notes(std::mem::take(notes));
     }
     let name = text_field(&raw, "name")?.unwrap_or_default();
     let notes = text_field(&raw, "notes")?.unwrap_or_default();
