@@ -58,7 +58,8 @@ async fn three_pages_are_read_by_offset() {
     assert_eq!(requests[1].query.get("offset").map(String::as_str), Some("eyJvZmZzZXQi:3"));
     assert_eq!(requests[2].query.get("offset").map(String::as_str), Some("eyJvZmZzZXQi:6"));
     for request in &requests {
-        assert_eq!(request.path, "/projects/100/tasks");
+        assert_eq!(request.path, "/tasks");
+        assert_eq!(request.query["project"], "100");
         assert_eq!(request.query["limit"], "3");
         assert_eq!(request.query["opt_fields"], OPT_FIELDS);
         assert_eq!(request.authorization.as_deref(), Some(format!("Bearer {TOKEN}").as_str()));
@@ -113,8 +114,19 @@ async fn projects_sections_and_the_user_task_list_are_read_and_a_task_comes_once
     .await
     .unwrap();
     assert_eq!(gids(&fetched.tasks), ["1", "2", "3"]);
-    let paths: Vec<String> = fake.requests().into_iter().map(|r| r.path).collect();
-    assert_eq!(paths, ["/projects/100/tasks", "/sections/200/tasks", "/user_task_lists/300/tasks"]);
+    let asked: Vec<(String, Option<String>, Option<String>)> = fake
+        .requests()
+        .into_iter()
+        .map(|r| (r.path, r.query.get("project").cloned(), r.query.get("section").cloned()))
+        .collect();
+    assert_eq!(
+        asked,
+        [
+            ("/tasks".to_string(), Some("100".to_string()), None),
+            ("/tasks".to_string(), None, Some("200".to_string())),
+            ("/user_task_lists/300/tasks".to_string(), None, None),
+        ]
+    );
 }
 
 #[tokio::test]
@@ -171,7 +183,7 @@ async fn a_500_is_an_error_naming_the_path_and_never_the_token() {
     let error = source(&fake, |c| c.projects = vec!["100".into()]).fetch(None).await.unwrap_err();
     let message = error.to_string();
     assert!(matches!(error, AsanaError::Status { status: 500, .. }), "{error:?}");
-    assert!(message.contains("/projects/100/tasks"), "{message}");
+    assert!(message.contains("/tasks?project=100"), "{message}");
     assert!(!message.contains(TOKEN) && !format!("{error:?}").contains(TOKEN), "{message}");
     assert!(!format!("{:?}", source(&fake, |_| {})).contains(TOKEN));
 }
@@ -204,13 +216,36 @@ async fn odd_tasks_are_kept_as_text_and_a_malformed_one_is_refused_with_its_reas
     assert_eq!(
         fetched.refused,
         [
-            ("backlog /projects/100/tasks page 1 item 2".to_string(), "it has no gid".to_string()),
-            (
-                "backlog /projects/100/tasks page 1 item 4".to_string(),
-                "not a JSON object but a string".to_string()
-            ),
+            ("backlog project 100 page 1 item 2".to_string(), "it has no gid".to_string()),
+            ("backlog project 100 page 1 item 4".to_string(), "not a JSON object but a string".to_string()),
         ]
     );
+}
+
+#[tokio::test]
+async fn a_user_task_list_ignores_modified_since_so_older_tasks_are_dropped_here() {
+    let fake = FakeAsana::start(TOKEN).await;
+    fake.add_user_task_list_task("300", task("old", "Old", "2026-10-01T00:00:00Z"));
+    fake.add_user_task_list_task("300", task("new", "New", "2026-11-20T00:00:00Z"));
+    let fetched = source(&fake, |c| c.user_task_list = Some("300".into()))
+        .fetch(Some(at("2026-11-15T00:00:00Z")))
+        .await
+        .unwrap();
+    assert_eq!(gids(&fetched.tasks), ["new"]);
+    assert!(fetched.refused.is_empty());
+}
+
+#[tokio::test]
+async fn invalid_utf8_in_a_page_loses_only_the_bad_bytes() {
+    let fake = FakeAsana::start(TOKEN).await;
+    fake.add_project_task("100", task("1", "Unused", "2026-11-01T00:00:00Z"));
+    fake.fail_next(Fault::Body(
+        b"{\"data\":[{\"gid\":\"1\",\"name\":\"caf\xE9\",\"notes\":\"ok \xFF\xFE end\"},{\"gid\":\"2\",\"name\":\"fine\"}],\"next_page\":null}",
+    ));
+    let fetched = source(&fake, |c| c.projects = vec!["100".into()]).fetch(None).await.unwrap();
+    assert_eq!(gids(&fetched.tasks), ["1", "2"]);
+    assert_eq!(fetched.tasks[0].name, "caf\u{FFFD}");
+    assert_eq!(fetched.tasks[0].notes, "ok \u{FFFD}\u{FFFD} end");
 }
 
 // The file source.

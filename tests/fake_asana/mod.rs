@@ -1,11 +1,13 @@
 //! A fake Asana for the Asana task source's tests: an in-process HTTP server on 127.0.0.1 answering
-//! `GET /projects/{gid}/tasks`, `/sections/{gid}/tasks` and `/user_task_lists/{gid}/tasks` in
-//! Asana's documented shape, `{"data": [...], "next_page": {"offset", "path", "uri"} | null}`.
+//! `GET /tasks?project=` / `?section=`, `/projects/{gid}/tasks`, `/sections/{gid}/tasks` and
+//! `/user_task_lists/{gid}/tasks` in Asana's documented shape,
+//! `{"data": [...], "next_page": {"offset", "path", "uri"} | null}`.
 //!
 //! It checks the bearer token (401 `{"errors":[{"message":"Not Authorized"}]}`), honours `limit`
 //! (1 to 100, else 400) and `offset` (an opaque token it issued), filters by `modified_since`
-//! (tasks modified at or after it), serves injected faults (429 with `Retry-After`, any status),
-//! and records every request for the tests' assertions.
+//! (tasks modified at or after it) on `/tasks` only — as Asana documents it; the other lists ignore
+//! it —, serves injected faults (429 with `Retry-After`, any status, a raw body), and records every
+//! request for the tests' assertions.
 //!
 //! Use it with `#[path = "fake_asana/mod.rs"] mod fake_asana;`.
 #![allow(dead_code)]
@@ -26,6 +28,8 @@ pub enum Fault {
     TooMany { retry_after: u32 },
     /// That status with an Asana error body.
     Status(u16),
+    /// 200 `application/json` with exactly these bytes (invalid UTF-8, say).
+    Body(&'static [u8]),
 }
 
 /// One request the fake received.
@@ -149,9 +153,27 @@ async fn handle(
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             return error(status, "Server Error");
         }
+        Some(Fault::Body(bytes)) => {
+            return (StatusCode::OK, [("content-type", "application/json")], bytes).into_response();
+        }
         None => {}
     }
-    let Some(tasks) = state.containers.get(&path) else {
+    // `/tasks` names its list by a parameter; it is the one list that takes `modified_since`.
+    let container = if path == "/tasks" {
+        match (query.get("project"), query.get("section")) {
+            (Some(project), None) => format!("/projects/{project}/tasks"),
+            (None, Some(section)) => format!("/sections/{section}/tasks"),
+            _ => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "You must specify exactly one of project, tag, section, user task list, or assignee + workspace",
+                );
+            }
+        }
+    } else {
+        path.clone()
+    };
+    let Some(tasks) = state.containers.get(&container) else {
         return error(StatusCode::NOT_FOUND, "project: Unknown object");
     };
     let limit = match query.get("limit").map(|limit| limit.parse::<usize>()) {
@@ -159,7 +181,11 @@ async fn handle(
         Some(Ok(limit)) if (1..=100).contains(&limit) => limit,
         Some(_) => return error(StatusCode::BAD_REQUEST, "limit: Must be between 1 and 100"),
     };
-    let since = match query.get("modified_since").map(|at| DateTime::parse_from_rfc3339(at)) {
+    let since = match query
+        .get("modified_since")
+        .filter(|_| path == "/tasks")
+        .map(|at| DateTime::parse_from_rfc3339(at))
+    {
         None => None,
         Some(Ok(at)) => Some(at.with_timezone(&Utc)),
         Some(Err(_)) => return error(StatusCode::BAD_REQUEST, "modified_since: Not a valid date-time"),

@@ -1,9 +1,12 @@
 //! The Asana task source: the tasks of projects, sections and a user task list, read with a personal
 //! access token from an environment variable the config names.
 //!
-//! One GET per page (`/projects/{gid}/tasks`, `/sections/{gid}/tasks`, `/user_task_lists/{gid}/tasks`)
-//! with the `opt_fields` the filters and the analyzer read, `limit` and Asana's offset pagination
-//! (`next_page.offset`), and `modified_since` for incremental fetches. A task listed by two
+//! One GET per page with the `opt_fields` the filters and the analyzer read, `limit`, Asana's offset
+//! pagination (`next_page.offset`) and `modified_since` for incremental fetches. Projects and
+//! sections are read with `GET /tasks?project=` / `?section=` rather than
+//! `/projects/{gid}/tasks` / `/sections/{gid}/tasks`: Asana documents `modified_since` on `/tasks`
+//! only. A user task list is read with `/user_task_lists/{gid}/tasks`, which has no
+//! `modified_since` (the parameter is sent anyway, and older tasks are dropped here). A task listed by two
 //! containers is delivered once. A 429 waits its `Retry-After` (at most [`MAX_RETRY_WAIT`]) and is
 //! retried up to [`MAX_RETRIES`] times. A task that cannot be read goes to [`Fetched::refused`]; an
 //! HTTP failure fails the whole fetch with an error that names the URL path, never the token.
@@ -75,12 +78,38 @@ impl AsanaConfig {
         }
     }
 
-    /// The list endpoints to read, in order: projects, sections, the user task list.
-    fn paths(&self) -> Vec<String> {
-        let projects = self.projects.iter().map(|gid| format!("/projects/{gid}/tasks"));
-        let sections = self.sections.iter().map(|gid| format!("/sections/{gid}/tasks"));
-        let user = self.user_task_list.iter().map(|gid| format!("/user_task_lists/{gid}/tasks"));
+    /// The lists to read, in order: projects, sections, the user task list. Projects and sections
+    /// are read through `GET /tasks?project=` / `?section=`, the one task list Asana documents
+    /// `modified_since` on; a user task list has only `GET /user_task_lists/{gid}/tasks`, so its
+    /// tasks are filtered by `modified_at` here.
+    fn lists(&self) -> Vec<TaskList> {
+        let projects = self.projects.iter().map(|gid| TaskList::filtered("project", gid));
+        let sections = self.sections.iter().map(|gid| TaskList::filtered("section", gid));
+        let user = self.user_task_list.iter().map(|gid| TaskList {
+            path: format!("/user_task_lists/{gid}/tasks"),
+            filter: None,
+            name: format!("user task list {gid}"),
+        });
         projects.chain(sections).chain(user).collect()
+    }
+}
+
+/// One list of tasks: the path to GET, and the `project`/`section` parameter it takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct TaskList {
+    path: String,
+    filter: Option<(&'static str, String)>,
+    /// For refusals: `project 123`.
+    name: String,
+}
+
+impl TaskList {
+    fn filtered(parameter: &'static str, gid: &str) -> TaskList {
+        TaskList {
+            path: "/tasks".into(),
+            filter: Some((parameter, gid.to_string())),
+            name: format!("{parameter} {gid}"),
+        }
     }
 }
 
@@ -153,15 +182,15 @@ impl AsanaSource {
             .ok_or_else(|| AsanaError::MissingToken { variable: variable.clone() })?;
         let mut fetched = Fetched { cursor: modified_since, ..Fetched::default() };
         let mut seen = HashSet::new();
-        for path in self.config.paths() {
-            self.fetch_container(&path, &token, modified_since, &mut seen, &mut fetched).await?;
+        for list in self.config.lists() {
+            self.fetch_list(&list, &token, modified_since, &mut seen, &mut fetched).await?;
         }
         Ok(fetched)
     }
 
-    async fn fetch_container(
+    async fn fetch_list(
         &self,
-        path: &str,
+        list: &TaskList,
         token: &str,
         modified_since: Option<DateTime<Utc>>,
         seen: &mut HashSet<String>,
@@ -169,24 +198,35 @@ impl AsanaSource {
     ) -> Result<(), AsanaError> {
         let limit = self.config.page_size.clamp(1, 100).to_string();
         let since = modified_since.map(|at| at.to_rfc3339_opts(SecondsFormat::Millis, true));
+        // Errors name the list as a path: `/tasks?project=123`.
+        let shown = match &list.filter {
+            Some((parameter, gid)) => format!("{}?{parameter}={gid}", list.path),
+            None => list.path.clone(),
+        };
+        let path = shown.as_str();
         let mut offset: Option<String> = None;
         for page in 1..=MAX_PAGES {
             let mut query = vec![("opt_fields", OPT_FIELDS), ("limit", limit.as_str())];
+            if let Some((parameter, gid)) = &list.filter {
+                query.push((parameter, gid));
+            }
             if let Some(since) = &since {
                 query.push(("modified_since", since));
             }
             if let Some(offset) = &offset {
                 query.push(("offset", offset));
             }
-            let body = self.get(path, &query, token).await?;
+            let body = self.get(&list.path, path, &query, token).await?;
             let Some(Value::Array(items)) = body.get("data") else {
                 return Err(malformed(path, "it has no `data` array"));
             };
             for (index, item) in items.iter().enumerate() {
-                let place = format!("{} {path} page {page} item {}", self.config.name, index + 1);
+                let place = format!("{} {} page {page} item {}", self.config.name, list.name, index + 1);
                 match task_from_json(item.clone()) {
                     Ok(task) => {
-                        if seen.insert(task.gid.clone()) {
+                        // Asana may send an older task (a user task list ignores modified_since).
+                        let old = matches!((modified_since, task.modified_at), (Some(since), Some(at)) if at < since);
+                        if !old && seen.insert(task.gid.clone()) {
                             fetched.advance_cursor(task.modified_at);
                             fetched.tasks.push(task);
                         }
@@ -204,9 +244,15 @@ impl AsanaSource {
         Err(malformed(path, &format!("more than {MAX_PAGES} pages")))
     }
 
-    /// One GET, retried after 429s; the body as JSON.
-    async fn get(&self, path: &str, query: &[(&str, &str)], token: &str) -> Result<Value, AsanaError> {
-        let url = format!("{}{path}", self.config.api_url.trim_end_matches('/'));
+    /// One GET of `url_path`, retried after 429s; the body as JSON. Errors name `path`.
+    async fn get(
+        &self,
+        url_path: &str,
+        path: &str,
+        query: &[(&str, &str)],
+        token: &str,
+    ) -> Result<Value, AsanaError> {
+        let url = format!("{}{url_path}", self.config.api_url.trim_end_matches('/'));
         let mut retries = 0;
         loop {
             tracing::debug!(source = %self.config.name, path, "GET Asana tasks");
@@ -299,14 +345,21 @@ mod tests {
     }
 
     #[test]
-    fn paths_cover_projects_sections_and_the_user_task_list() {
+    fn lists_cover_projects_sections_and_the_user_task_list() {
         let mut config = AsanaConfig::new("backlog", "ASANA_TOKEN");
         config.projects = vec!["1".into()];
         config.sections = vec!["2".into(), "3".into()];
         config.user_task_list = Some("4".into());
+        let lists: Vec<(String, Option<(&str, String)>)> =
+            config.lists().into_iter().map(|list| (list.path, list.filter)).collect();
         assert_eq!(
-            config.paths(),
-            ["/projects/1/tasks", "/sections/2/tasks", "/sections/3/tasks", "/user_task_lists/4/tasks"]
+            lists,
+            [
+                ("/tasks".into(), Some(("project", "1".into()))),
+                ("/tasks".into(), Some(("section", "2".into()))),
+                ("/tasks".into(), Some(("section", "3".into()))),
+                ("/user_task_lists/4/tasks".into(), None),
+            ]
         );
     }
 
