@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use reqwest::StatusCode;
-use reqwest::header::{ACCEPT, AUTHORIZATION, RETRY_AFTER};
+use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderValue, RETRY_AFTER};
 use serde_json::Value;
 
 use super::{EnvLookup, Fetched, task_from_json};
@@ -138,6 +138,10 @@ pub enum AsanaError {
     Malformed { path: String, reason: String },
     #[error("the Asana API URL {url:?} is not a valid URL")]
     BadApiUrl { url: String },
+    #[error("the Asana gid {gid:?} in source {source_name} is not a gid (digits only)")]
+    BadGid { source_name: String, gid: String },
+    #[error("the Asana token in {variable} has characters an HTTP header cannot carry")]
+    BadToken { variable: String },
 }
 
 /// Fetches the tasks an [`AsanaConfig`] names.
@@ -160,6 +164,13 @@ impl AsanaSource {
         if reqwest::Url::parse(&config.api_url).is_err() {
             return Err(AsanaError::BadApiUrl { url: config.api_url });
         }
+        // Gids go into URL paths: digits only, as Asana issues them.
+        let gids = config.projects.iter().chain(&config.sections).chain(&config.user_task_list);
+        if let Some(gid) =
+            gids.into_iter().find(|gid| gid.is_empty() || !gid.bytes().all(|b| b.is_ascii_digit()))
+        {
+            return Err(AsanaError::BadGid { source_name: config.name.clone(), gid: gid.clone() });
+        }
         let http = reqwest::Client::builder()
             .user_agent(concat!("executor/", env!("CARGO_PKG_VERSION")))
             .timeout(REQUEST_TIMEOUT)
@@ -180,6 +191,10 @@ impl AsanaSource {
             .map(|token| token.trim().to_string())
             .filter(|token| !token.is_empty())
             .ok_or_else(|| AsanaError::MissingToken { variable: variable.clone() })?;
+        // Marked sensitive, so neither reqwest nor a Debug print shows it.
+        let mut token = HeaderValue::from_str(&format!("Bearer {token}"))
+            .map_err(|_| AsanaError::BadToken { variable: variable.clone() })?;
+        token.set_sensitive(true);
         let mut fetched = Fetched { cursor: modified_since, ..Fetched::default() };
         let mut seen = HashSet::new();
         for list in self.config.lists() {
@@ -191,7 +206,7 @@ impl AsanaSource {
     async fn fetch_list(
         &self,
         list: &TaskList,
-        token: &str,
+        token: &HeaderValue,
         modified_since: Option<DateTime<Utc>>,
         seen: &mut HashSet<String>,
         fetched: &mut Fetched,
@@ -250,7 +265,7 @@ impl AsanaSource {
         url_path: &str,
         path: &str,
         query: &[(&str, &str)],
-        token: &str,
+        token: &HeaderValue,
     ) -> Result<Value, AsanaError> {
         let url = format!("{}{url_path}", self.config.api_url.trim_end_matches('/'));
         let mut retries = 0;
@@ -260,7 +275,7 @@ impl AsanaSource {
                 .http
                 .get(&url)
                 .query(query)
-                .header(AUTHORIZATION, format!("Bearer {token}"))
+                .header(AUTHORIZATION, token.clone())
                 .header(ACCEPT, "application/json")
                 .send()
                 .await
@@ -291,7 +306,7 @@ impl AsanaSource {
                 return Err(AsanaError::Status {
                     status: status.as_u16(),
                     path: path.into(),
-                    message: message.replace(token, "<redacted>"),
+                    message: redact(&message, token),
                 });
             }
             return serde_json::from_str(&text).map_err(|e| malformed(path, &e.to_string()));
@@ -319,6 +334,14 @@ fn asana_message(body: &str) -> Option<String> {
         .filter_map(|error| error.get("message").and_then(Value::as_str))
         .collect();
     (!messages.is_empty()).then(|| messages.join("; "))
+}
+
+/// `message` without the token, should a server ever echo it.
+fn redact(message: &str, token: &HeaderValue) -> String {
+    match token.to_str().ok().and_then(|header| header.strip_prefix("Bearer ")) {
+        Some(secret) if !secret.is_empty() => message.replace(secret, "<redacted>"),
+        _ => message.to_string(),
+    }
 }
 
 fn transport(path: &str, error: reqwest::Error) -> AsanaError {
@@ -361,6 +384,20 @@ mod tests {
                 ("/user_task_lists/4/tasks".into(), None),
             ]
         );
+    }
+
+    #[test]
+    fn gids_must_be_digits() {
+        let mut config = AsanaConfig::new("backlog", "ASANA_TOKEN");
+        config.sections = vec!["12/../../workspaces".into()];
+        let error = AsanaSource::new(config, crate::intake::source::process_env()).unwrap_err();
+        assert!(matches!(error, AsanaError::BadGid { .. }), "{error:?}");
+    }
+
+    #[test]
+    fn an_echoed_token_is_redacted() {
+        let token = HeaderValue::from_static("Bearer s3cret");
+        assert_eq!(redact("bad token s3cret", &token), "bad token <redacted>");
     }
 
     #[test]
