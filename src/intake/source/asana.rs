@@ -231,13 +231,13 @@ impl AsanaSource {
             if let Some(offset) = &offset {
                 query.push(("offset", offset));
             }
-            let body = self.get(&list.path, path, &query, token).await?;
-            let Some(Value::Array(items)) = body.get("data") else {
+            let mut body = self.get(&list.path, path, &query, token).await?;
+            let Some(Value::Array(items)) = body.get_mut("data").map(Value::take) else {
                 return Err(malformed(path, "it has no `data` array"));
             };
-            for (index, item) in items.iter().enumerate() {
+            for (index, item) in items.into_iter().enumerate() {
                 let place = format!("{} {} page {page} item {}", self.config.name, list.name, index + 1);
-                match task_from_json(item.clone()) {
+                match task_from_json(item) {
                     Ok(task) => {
                         // Asana may send an older task (a user task list ignores modified_since).
                         let old = matches!((modified_since, task.modified_at), (Some(since), Some(at)) if at < since);
