@@ -2,3 +2,4 @@
 //! GitHub Issues, files) are to come; the skip filters are here.
 
 pub mod filter;
+pub mod source;

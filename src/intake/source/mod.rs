@@ -1,0 +1,183 @@
+//! Task sources: where tasks come from before the filters and the store see them. Each source
+//! delivers [`SourceTask`]s in one shape, plus the items it could not read (`refused`, with where and
+//! why) so one bad task never stops the rest.
+//!
+//! - [`asana`]: the tasks of Asana projects, sections or a user task list, over its REST API.
+//! - [`file`]: a JSON Lines or CSV file, for anything else and for tests.
+//!
+//! Both accept Asana's task shape and a flat one (see [`task_from_json`]), so an Asana export can be
+//! fed back through a file.
+
+pub mod asana;
+pub mod file;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+/// The longest `notes` a task keeps, in bytes. Longer notes are cut at a character boundary and end
+/// with [`TRUNCATION_MARKER`]: a task is a request for work, and a megabyte of pasted logs would only
+/// crowd the analyzer's prompt and the store.
+pub const NOTES_CAP_BYTES: usize = 256 * 1024;
+
+/// Ends notes that were cut at [`NOTES_CAP_BYTES`].
+pub const TRUNCATION_MARKER: &str = "\n\n[… notes truncated by executor at 256 KiB]";
+
+/// One task as a source delivers it, before filters and storage.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceTask {
+    /// The source's id (Asana `gid`, or the file's `gid`/`task_gid` column).
+    pub gid: String,
+    /// The title (Asana `name`).
+    pub name: String,
+    /// The body as plain text (Asana `notes`; `html_notes` is not used), capped at
+    /// [`NOTES_CAP_BYTES`].
+    pub notes: String,
+    pub completed: Option<bool>,
+    /// The assignee's name, or email if it has no name.
+    pub assignee: Option<String>,
+    /// Asana `memberships[0].section.name`.
+    pub section: Option<String>,
+    /// Asana `permalink_url`.
+    pub url: Option<String>,
+    pub modified_at: Option<DateTime<Utc>>,
+    /// The source's whole object, for the filters' `raw.*` paths (its `notes` capped as above).
+    pub raw: Value,
+}
+
+/// What one fetch delivered.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Fetched {
+    pub tasks: Vec<SourceTask>,
+    /// Items that could not be read: (where, why). The rest were still delivered.
+    pub refused: Vec<(String, String)>,
+    /// The `modified_since` for the next fetch: the latest `modified_at` seen, or the one this fetch
+    /// was given when it saw none.
+    pub cursor: Option<DateTime<Utc>>,
+}
+
+impl Fetched {
+    /// Moves the cursor forward to `modified_at` if that is later.
+    fn advance_cursor(&mut self, modified_at: Option<DateTime<Utc>>) {
+        if let Some(at) = modified_at
+            && self.cursor.is_none_or(|cursor| at > cursor)
+        {
+            self.cursor = Some(at);
+        }
+    }
+}
+
+/// Reads an environment variable: `std::env::var` outside tests (tests cannot set variables safely
+/// while other tests run).
+pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// The process environment.
+pub fn process_env() -> EnvLookup {
+    Arc::new(|name| std::env::var(name).ok())
+}
+
+/// Cuts `notes` to [`NOTES_CAP_BYTES`] (at a character boundary) and marks the cut.
+pub fn cap_notes(mut notes: String) -> String {
+    if notes.len() <= NOTES_CAP_BYTES {
+        return notes;
+    }
+    let mut end = NOTES_CAP_BYTES - TRUNCATION_MARKER.len();
+    while !notes.is_char_boundary(end) {
+        end -= 1;
+    }
+    notes.truncate(end);
+    notes.push_str(TRUNCATION_MARKER);
+    notes
+}
+
+/// A task from a JSON object in Asana's shape (`assignee.name`, `memberships[0].section.name`,
+/// `permalink_url`) or a flat one (`assignee`, `section`, `url` as strings; `task_gid` for `gid`).
+/// The id may be a string or an integer; `name` and `notes` may be absent or null (empty). Refused,
+/// with the reason: not an object, no usable id, a field of the wrong type, a `modified_at` that is
+/// not RFC 3339.
+pub fn task_from_json(mut raw: Value) -> Result<SourceTask, String> {
+    let Some(object) = raw.as_object_mut() else {
+        return Err(format!("not a JSON object but {}", kind(&raw)));
+    };
+    let gid = match object.get("gid").or_else(|| object.get("task_gid")) {
+        Some(Value::String(gid)) if !gid.trim().is_empty() => gid.trim().to_string(),
+        Some(Value::Number(gid)) => gid.to_string(),
+        Some(other) => return Err(format!("its gid is {}, not a non-empty string", kind(other))),
+        None => return Err("it has no gid".into()),
+    };
+    // Capped in raw too: the filters read raw, and the store keeps it.
+    if let Some(Value::String(notes)) = object.get_mut("notes")
+        && notes.len() > NOTES_CAP_BYTES
+    {
+        *notes = cap_notes(std::mem::take(notes));
+    }
+    let name = text_field(&raw, "name")?.unwrap_or_default();
+    let notes = text_field(&raw, "notes")?.unwrap_or_default();
+    let completed = match raw.get("completed") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(done)) => Some(*done),
+        Some(Value::String(text)) => Some(parse_bool(text)?),
+        Some(other) => return Err(format!("its completed is {}, not a boolean", kind(other))),
+    };
+    let assignee = match raw.get("assignee") {
+        Some(Value::Object(person)) => [person.get("name"), person.get("email")]
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .find(|text| !text.is_empty())
+            .map(str::to_string),
+        _ => text_field(&raw, "assignee")?,
+    };
+    let section = match raw.pointer("/memberships/0/section/name") {
+        Some(Value::String(name)) => Some(name.clone()),
+        _ => text_field(&raw, "section")?,
+    };
+    let url = match text_field(&raw, "permalink_url")? {
+        Some(url) => Some(url),
+        None => text_field(&raw, "url")?,
+    };
+    let modified_at = match text_field(&raw, "modified_at")? {
+        Some(at) => Some(parse_time(&at)?),
+        None => None,
+    };
+    Ok(SourceTask { gid, name, notes, completed, assignee, section, url, modified_at, raw })
+}
+
+/// A string field; absent, null or empty is `None`.
+fn text_field(raw: &Value, field: &str) -> Result<Option<String>, String> {
+    match raw.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) if text.is_empty() => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(other) => Err(format!("its {field} is {}, not a string", kind(other))),
+    }
+}
+
+fn parse_bool(text: &str) -> Result<bool, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" | "yes" | "1" => Ok(true),
+        "false" | "no" | "0" => Ok(false),
+        _ => Err(format!("its completed is {text:?}, not true or false")),
+    }
+}
+
+fn parse_time(text: &str) -> Result<DateTime<Utc>, String> {
+    DateTime::parse_from_rfc3339(text.trim())
+        .map(|at| at.with_timezone(&Utc))
+        .map_err(|_| format!("its modified_at {text:?} is not an RFC 3339 timestamp"))
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests;

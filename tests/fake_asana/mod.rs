@@ -1,0 +1,236 @@
+//! A fake Asana for the Asana task source's tests: an in-process HTTP server on 127.0.0.1 answering
+//! `GET /tasks?project=` / `?section=`, `/projects/{gid}/tasks`, `/sections/{gid}/tasks` and
+//! `/user_task_lists/{gid}/tasks` in Asana's documented shape,
+//! `{"data": [...], "next_page": {"offset", "path", "uri"} | null}`.
+//!
+//! It checks the bearer token (401 `{"errors":[{"message":"Not Authorized"}]}`), honours `limit`
+//! (1 to 100, else 400) and `offset` (an opaque token it issued), filters by `modified_since`
+//! (tasks modified at or after it) on `/tasks` only — as Asana documents it; the other lists ignore
+//! it —, serves injected faults (429 with `Retry-After`, any status, a raw body), and records every
+//! request for the tests' assertions.
+//!
+//! Use it with `#[path = "fake_asana/mod.rs"] mod fake_asana;`.
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use axum::extract::{Query, State as AxumState};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+
+/// A failure served instead of the next answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// 429 with `Retry-After: seconds`.
+    TooMany { retry_after: u32 },
+    /// That status with an Asana error body.
+    Status(u16),
+    /// 200 `application/json` with exactly these bytes (invalid UTF-8, say).
+    Body(&'static [u8]),
+}
+
+/// One request the fake received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub path: String,
+    /// The query's parameters, decoded.
+    pub query: BTreeMap<String, String>,
+    pub authorization: Option<String>,
+}
+
+#[derive(Default)]
+struct State {
+    token: String,
+    /// Tasks by container path (`/projects/1/tasks`), in order.
+    containers: BTreeMap<String, Vec<Value>>,
+    faults: VecDeque<Fault>,
+    requests: Vec<Request>,
+}
+
+/// The running fake. Dropping it leaves the server running until the test's runtime ends.
+#[derive(Clone)]
+pub struct FakeAsana {
+    /// The API base to configure (`api_url`).
+    pub url: String,
+    state: Arc<Mutex<State>>,
+}
+
+impl FakeAsana {
+    /// Starts a fake that accepts `token`.
+    pub async fn start(token: &str) -> FakeAsana {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
+        let port = listener.local_addr().expect("local addr").port();
+        let state = Arc::new(Mutex::new(State { token: token.into(), ..State::default() }));
+        let app = axum::Router::new().fallback(handle).with_state(state.clone());
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        FakeAsana { url: format!("http://127.0.0.1:{port}/api/1.0"), state }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Adds a task (any JSON, well-formed or not) to a project.
+    pub fn add_project_task(&self, project: &str, task: Value) {
+        self.add(&format!("/projects/{project}/tasks"), task);
+    }
+
+    pub fn add_section_task(&self, section: &str, task: Value) {
+        self.add(&format!("/sections/{section}/tasks"), task);
+    }
+
+    pub fn add_user_task_list_task(&self, list: &str, task: Value) {
+        self.add(&format!("/user_task_lists/{list}/tasks"), task);
+    }
+
+    fn add(&self, container: &str, task: Value) {
+        self.lock().containers.entry(container.into()).or_default().push(task);
+    }
+
+    /// Serves `fault` instead of the next answer (faults queue up, first in first served).
+    pub fn fail_next(&self, fault: Fault) {
+        self.lock().faults.push_back(fault);
+    }
+
+    /// Every request so far.
+    pub fn requests(&self) -> Vec<Request> {
+        self.lock().requests.clone()
+    }
+}
+
+/// A well-formed task as Asana returns it with the source's `opt_fields`.
+pub fn task(gid: &str, name: &str, modified_at: &str) -> Value {
+    json!({
+        "gid": gid,
+        "resource_type": "task",
+        "name": name,
+        "notes": format!("Notes of {name}"),
+        "completed": false,
+        "assignee": {"gid": "77", "resource_type": "user", "name": "Alex Doe", "email": "alex@example.com"},
+        "memberships": [{"section": {"gid": "5", "resource_type": "section", "name": "Backlog"}}],
+        "custom_fields": [{"gid": "9", "name": "Platform", "display_value": "macOS"}],
+        "permalink_url": format!("https://app.asana.com/0/1/{gid}"),
+        "modified_at": modified_at,
+    })
+}
+
+fn error(status: StatusCode, message: &str) -> Response {
+    (status, axum::Json(json!({"errors": [{"message": message}]}))).into_response()
+}
+
+async fn handle(
+    AxumState(state): AxumState<Arc<Mutex<State>>>,
+    uri: Uri,
+    headers: HeaderMap,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> Response {
+    let mut state = state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let authorization =
+        headers.get("authorization").and_then(|value| value.to_str().ok()).map(str::to_string);
+    let path = uri.path().strip_prefix("/api/1.0").unwrap_or(uri.path()).to_string();
+    state.requests.push(Request {
+        path: path.clone(),
+        query: query.clone(),
+        authorization: authorization.clone(),
+    });
+
+    if authorization.as_deref() != Some(format!("Bearer {}", state.token).as_str()) {
+        return error(StatusCode::UNAUTHORIZED, "Not Authorized");
+    }
+    match state.faults.pop_front() {
+        Some(Fault::TooMany { retry_after }) => {
+            let mut response =
+                error(StatusCode::TOO_MANY_REQUESTS, "You have made too many requests recently.");
+            response.headers_mut().insert("retry-after", retry_after.into());
+            return response;
+        }
+        Some(Fault::Status(status)) => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            return error(status, "Server Error");
+        }
+        Some(Fault::Body(bytes)) => {
+            return (StatusCode::OK, [("content-type", "application/json")], bytes).into_response();
+        }
+        None => {}
+    }
+    // `/tasks` names its list by a parameter; it is the one list that takes `modified_since`.
+    let container = if path == "/tasks" {
+        match (query.get("project"), query.get("section")) {
+            (Some(project), None) => format!("/projects/{project}/tasks"),
+            (None, Some(section)) => format!("/sections/{section}/tasks"),
+            _ => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "You must specify exactly one of project, tag, section, user task list, or assignee + workspace",
+                );
+            }
+        }
+    } else {
+        path.clone()
+    };
+    let Some(tasks) = state.containers.get(&container) else {
+        return error(StatusCode::NOT_FOUND, "project: Unknown object");
+    };
+    let limit = match query.get("limit").map(|limit| limit.parse::<usize>()) {
+        None => 100,
+        Some(Ok(limit)) if (1..=100).contains(&limit) => limit,
+        Some(_) => return error(StatusCode::BAD_REQUEST, "limit: Must be between 1 and 100"),
+    };
+    let since = match query
+        .get("modified_since")
+        .filter(|_| path == "/tasks")
+        .map(|at| DateTime::parse_from_rfc3339(at))
+    {
+        None => None,
+        Some(Ok(at)) => Some(at.with_timezone(&Utc)),
+        Some(Err(_)) => return error(StatusCode::BAD_REQUEST, "modified_since: Not a valid date-time"),
+    };
+    let start =
+        match query.get("offset").map(|offset| offset.strip_prefix("eyJvZmZzZXQi:").map(str::parse::<usize>))
+        {
+            None => 0,
+            Some(Some(Ok(start))) => start,
+            Some(_) => return error(StatusCode::BAD_REQUEST, "offset: Your pagination token is invalid."),
+        };
+    let matching: Vec<&Value> = tasks
+        .iter()
+        .filter(|task| {
+            let modified = task
+                .get("modified_at")
+                .and_then(Value::as_str)
+                .and_then(|at| DateTime::parse_from_rfc3339(at).ok());
+            match (since, modified) {
+                (Some(since), Some(modified)) => modified >= since,
+                _ => true,
+            }
+        })
+        .collect();
+    let page: Vec<Value> = matching.iter().skip(start).take(limit).map(|task| (*task).clone()).collect();
+    let next_page = if start + limit < matching.len() {
+        let offset = format!("eyJvZmZzZXQi:{}", start + limit);
+        let mut next_query: Vec<(String, String)> =
+            query.iter().filter(|(key, _)| *key != "offset").map(|(k, v)| (k.clone(), v.clone())).collect();
+        next_query.push(("offset".into(), offset.clone()));
+        let encoded =
+            next_query.iter().map(|(k, v)| format!("{k}={}", encode(v))).collect::<Vec<_>>().join("&");
+        let next_path = format!("{path}?{encoded}");
+        json!({"offset": offset, "path": next_path, "uri": format!("https://app.asana.com/api/1.0{next_path}")})
+    } else {
+        Value::Null
+    };
+    (StatusCode::OK, axum::Json(json!({"data": page, "next_page": next_page}))).into_response()
+}
+
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (byte as char).to_string(),
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}
