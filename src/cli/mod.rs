@@ -3,6 +3,7 @@
 
 mod context;
 mod demo;
+mod import;
 mod init;
 mod output;
 mod prompts;
@@ -91,6 +92,8 @@ pub enum Command {
     /// The cron watchdog: starts the runner every 5 minutes (it exits when idle).
     #[command(subcommand)]
     Cron(schedule::CronCommand),
+    /// Import v1's executor_queue and executor_runs rows (JSON, or a CSV pair); --dry-run prints the plan.
+    Import(import::ImportArgs),
     /// Print the cron entries as a macOS LaunchAgent or a systemd user timer instead.
     #[command(subcommand)]
     Service(ServiceCommand),
@@ -172,6 +175,7 @@ async fn dispatch(ctx: &Context, command: Command, json: bool) -> anyhow::Result
         Command::Status => status::status(ctx, json).await,
         Command::Events(args) => status::events(ctx, args, json).await,
         Command::Migrate => status::migrate(ctx, json),
+        Command::Import(args) => import::run(ctx, args, json).await,
     }
 }
 
