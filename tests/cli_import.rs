@@ -242,3 +242,20 @@ fn help_teaches_the_export_format_and_the_mapping() {
         assert!(help.contains(needle), "{needle} missing from:\n{help}");
     }
 }
+
+#[test]
+fn repo_names_where_the_work_happens_and_must_be_configured() {
+    let sb = Sandbox::with_config(
+        "\n[repos.app]\npath = \"/nonexistent/app\"\n[repos.web]\npath = \"/nonexistent/web\"\n",
+    );
+    let out = sb.run(&["import", &sample("v1_export.json"), "--repo", "nope"]);
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+    assert!(text(&out.stderr).contains("configured: app, web"), "{}", text(&out.stderr));
+    assert!(statuses(&sb).is_empty());
+
+    sb.ok(&["import", &sample("v1_export.json"), "--repo", "web"]);
+    let runs = runs(&sb);
+    assert!(runs.values().all(|r| r["repo"] == "web"), "runs take their task's repo");
+    let again = sb.json(&["import", &sample("v1_export.json"), "--repo", "web"]);
+    assert_eq!(counts(&again, "executor_queue"), [0, 0, 12, 1]);
+}

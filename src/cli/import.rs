@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::Args;
 
-use super::Context;
 use super::output::json;
+use super::{Context, UsageError};
 use crate::import::{ImportReport, TableCounts, import, plan, read_export};
 
 const EXAMPLE: &str = r#"A v1 export is either one JSON object holding both tables' rows, by v1 column name:
@@ -26,26 +26,31 @@ const EXAMPLE: &str = r#"A v1 export is either one JSON object holding both tabl
     ]
   }
 
-or a directory holding executor_queue.csv and executor_runs.csv (a header line of v1 column names, an
-empty cell is NULL), as `\copy executor_queue TO 'executor_queue.csv' CSV HEADER` writes them.
+or a directory holding executor_queue.csv and executor_runs.csv: a header line of v1 column
+names, an empty cell is NULL, as `\copy executor_queue TO 'executor_queue.csv' CSV HEADER` writes.
 
 Mapping:
   status       for_review, awaiting_go, approved, skip, done as they are; NULL or unknown → pending
-  state        queued, in_progress, pr, complete, abandoned as they are; ci_running → pr (waiting on
-               CI holds no worker slot); an unknown state refuses the row
+  state        queued, in_progress, pr, complete, abandoned as they are; ci_running → pr (waiting
+               on CI holds no worker slot); an unknown state refuses the row
   user_context appended to notes
-  worker_pid, worker_session_id, worker_last_update are not imported: a v1 process is not executor's
-               to adopt
+  not imported worker_pid, worker_session_id, worker_last_update (a v1 process is not executor's to
+               adopt); the timestamps and worker_stuck_count (executor stamps and counts afresh)
 
-Bad rows (no task_gid, an unknown state, a run whose task is not approved, …) are refused one by one,
-named in the output; the rest is imported. Running the import again changes nothing: tasks are matched
-by gid, v1's status applies only to a task executor has not triaged (new or pending), and a run is
-created only for a task that has none.
+Each bad row (no task_gid, an unknown state, a run whose task is not approved, …) is refused
+alone, named in the output, and the rest is imported: one odd row in a live v1 database should not
+hold back the others. A database error stops the import; running it again imports what it had not reached.
+
+Running it twice changes nothing the second time: tasks are matched by gid, v1's status and
+analysis apply only to a task executor has not triaged (new or pending), and a run is created only
+for a task that has none (executor keeps one run per task: the one the queue row's executor_run_id
+names, else the last).
 
 Examples:
   executor import v1.json --dry-run     # the plan: added / updated / unchanged / refused, and why
   executor import v1.json               # apply it and print the same summary
-  executor import v1-export/ --json     # the CSV pair, summary as JSON"#;
+  executor import v1-export/ --json     # the CSV pair, summary as JSON
+  executor import v1.json --repo browser  # with several [repos]: where these tasks' work happens"#;
 
 /// Import v1's executor_queue and executor_runs rows (a JSON export or a CSV pair).
 #[derive(Debug, Args)]
@@ -57,12 +62,29 @@ pub struct ImportArgs {
     /// Print the plan without writing anything.
     #[arg(long)]
     pub dry_run: bool,
+    /// The repository (a key of [repos] in the config) of the tasks whose row names none (v1 had one
+    /// repository and no repo column). Not needed when the config has exactly one.
+    #[arg(long, value_name = "NAME")]
+    pub repo: Option<String>,
 }
 
 pub async fn run(ctx: &Context, args: ImportArgs, as_json: bool) -> anyhow::Result<()> {
     let export =
         read_export(&args.file).with_context(|| format!("reading the v1 export {}", args.file.display()))?;
-    let plan = plan(&export);
+    let mut plan = plan(&export);
+    if let Some(repo) = &args.repo {
+        if !ctx.config.repos.contains_key(repo) {
+            let known: Vec<&str> = ctx.config.repos.keys().map(String::as_str).collect();
+            return Err(UsageError(format!(
+                "--repo {repo:?} is not under [repos] in the config (configured: {})",
+                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+            ))
+            .into());
+        }
+        for task in &mut plan.tasks {
+            task.fields.repo.get_or_insert_with(|| repo.clone());
+        }
+    }
     let report = import(&ctx.store, &plan, args.dry_run).await.context("importing the v1 export")?;
     if as_json {
         return json(&report);

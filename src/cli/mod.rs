@@ -76,6 +76,8 @@ pub enum Command {
     Events(status::EventsArgs),
     /// Apply database migrations (every command also checks the schema version).
     Migrate,
+    /// Import v1's executor_queue and executor_runs rows (JSON, or a CSV pair); --dry-run prints the plan.
+    Import(import::ImportArgs),
     /// Drive runs until idle, then exit (cron restarts it): create runs for approved tasks, keep up to
     /// runner.max_workers agents busy, and take each pull request through CI, comments and review.
     Runner(runner::RunnerArgs),
@@ -92,8 +94,6 @@ pub enum Command {
     /// The cron watchdog: starts the runner every 5 minutes (it exits when idle).
     #[command(subcommand)]
     Cron(schedule::CronCommand),
-    /// Import v1's executor_queue and executor_runs rows (JSON, or a CSV pair); --dry-run prints the plan.
-    Import(import::ImportArgs),
     /// Print the cron entries as a macOS LaunchAgent or a systemd user timer instead.
     #[command(subcommand)]
     Service(ServiceCommand),
