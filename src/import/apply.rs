@@ -40,7 +40,8 @@ pub struct ImportReport {
 const REASON: &str = "imported from v1";
 
 /// Compares `plan` with the store and, unless `dry_run`, applies it. A store error stops the import
-/// where it is; running it again resumes (what was applied is found unchanged).
+/// where it is; running it again imports what it had not reached (what was applied is found
+/// unchanged), except a run created just before the error, which stays in the state it had reached.
 pub async fn import(store: &Store, plan: &Plan, dry_run: bool) -> Result<ImportReport> {
     let mut report = ImportReport {
         dry_run,
