@@ -5,6 +5,7 @@ pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod forge;
+pub mod import;
 pub mod instance_lock;
 pub mod intake;
 pub mod runner;

@@ -3,6 +3,7 @@
 
 mod context;
 mod demo;
+mod import;
 mod init;
 mod output;
 mod prompts;
@@ -75,6 +76,8 @@ pub enum Command {
     Events(status::EventsArgs),
     /// Apply database migrations (every command also checks the schema version).
     Migrate,
+    /// Import v1's executor_queue and executor_runs rows (JSON, or a CSV pair); --dry-run prints the plan.
+    Import(import::ImportArgs),
     /// Drive runs until idle, then exit (cron restarts it): create runs for approved tasks, keep up to
     /// runner.max_workers agents busy, and take each pull request through CI, comments and review.
     Runner(runner::RunnerArgs),
@@ -172,6 +175,7 @@ async fn dispatch(ctx: &Context, command: Command, json: bool) -> anyhow::Result
         Command::Status => status::status(ctx, json).await,
         Command::Events(args) => status::events(ctx, args, json).await,
         Command::Migrate => status::migrate(ctx, json),
+        Command::Import(args) => import::run(ctx, args, json).await,
     }
 }
 

@@ -1,0 +1,248 @@
+//! Comparing the plan with the store, and applying it through the store's public operations (upsert,
+//! legal status and state transitions, the run setters), so each change is recorded as an event like any
+//! other. Idempotent by construction: a task is matched by gid, its v1 status and analysis are applied
+//! only while executor still has it new or pending, and a run is created only for a task without one.
+
+use std::collections::BTreeMap;
+
+use super::plan::{Plan, PlannedRun, PlannedTask, Refusal};
+use super::read::RUNS_TABLE;
+use crate::domain::{Actor, QueueStatus, RunState, Task, TaskGid};
+use crate::store::{NewTask, Result, Store, Upserted};
+
+/// Rows of one v1 table by what the import does (or would do) with them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TableCounts {
+    pub added: usize,
+    pub updated: usize,
+    pub unchanged: usize,
+    pub refused: usize,
+}
+
+/// What `executor import` did, or with `dry_run` would do.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct ImportReport {
+    pub dry_run: bool,
+    pub executor_queue: TableCounts,
+    pub executor_runs: TableCounts,
+    /// One per row left out, naming it and why.
+    pub refused: Vec<Refusal>,
+    /// "v1 status → executor status" → rows.
+    pub status_mapping: BTreeMap<String, usize>,
+    /// "v1 state → executor state" → runs.
+    pub state_mapping: BTreeMap<String, usize>,
+    /// Tasks whose executor status was kept rather than v1's (someone triaged them in executor already).
+    pub kept_status: Vec<String>,
+    /// v1 columns this import does not carry over, and why.
+    pub not_imported: Vec<String>,
+}
+
+const REASON: &str = "imported from v1";
+
+/// Compares `plan` with the store and, unless `dry_run`, applies it. A store error stops the import
+/// where it is; running it again imports what it had not reached (what was applied is found
+/// unchanged), except a run created just before the error, which stays in the state it had reached.
+pub async fn import(store: &Store, plan: &Plan, dry_run: bool) -> Result<ImportReport> {
+    let mut report = ImportReport {
+        dry_run,
+        refused: plan.refused.clone(),
+        status_mapping: plan.status_mapping.clone(),
+        state_mapping: plan.state_mapping.clone(),
+        not_imported: not_imported(plan),
+        ..ImportReport::default()
+    };
+    for r in &plan.refused {
+        if r.table == RUNS_TABLE {
+            report.executor_runs.refused += 1;
+        } else {
+            report.executor_queue.refused += 1;
+        }
+    }
+    let mut before: BTreeMap<TaskGid, Option<Task>> = BTreeMap::new();
+    for t in &plan.tasks {
+        before.insert(t.gid.clone(), store.find_task(&t.gid).await?);
+    }
+    // A task takes v1's status and analysis while executor has not triaged it: new, or still pending.
+    let takes_v1 = |gid: &TaskGid| before[gid].as_ref().is_none_or(|t| t.status == QueueStatus::Pending);
+
+    let upserted: Vec<Upserted> = if dry_run {
+        plan.tasks.iter().map(|t| predict_upsert(before[&t.gid].as_ref(), &t.fields)).collect()
+    } else {
+        let batch: Vec<(TaskGid, NewTask)> =
+            plan.tasks.iter().map(|t| (t.gid.clone(), t.fields.clone())).collect();
+        store.upsert_tasks(&batch, Actor::Cli).await?.into_iter().map(|(_, done)| done).collect()
+    };
+    for (t, done) in plan.tasks.iter().zip(upserted) {
+        let old = before[&t.gid].as_ref();
+        let triage_changes =
+            takes_v1(&t.gid) && old.is_some_and(|o| o.status != t.status || analysis_differs(o, t));
+        match (done, triage_changes) {
+            (Upserted::Added, _) => report.executor_queue.added += 1,
+            (Upserted::Updated | Upserted::Revised, _) | (Upserted::Unchanged, true) => {
+                report.executor_queue.updated += 1
+            }
+            (Upserted::Unchanged, false) => report.executor_queue.unchanged += 1,
+        }
+        if let Some(old) = old.filter(|o| !takes_v1(&o.task_gid) && o.status != t.status) {
+            report.kept_status.push(format!(
+                "task {}: executor has it {}; v1's {} is not applied",
+                t.gid, old.status, t.status
+            ));
+        }
+        if !dry_run && takes_v1(&t.gid) {
+            triage(store, t, old).await?;
+        }
+    }
+
+    for run in &plan.runs {
+        let old = before[&run.gid].as_ref();
+        let has_run = old.is_some_and(|o| o.executor_run_id.is_some());
+        if has_run {
+            report.executor_runs.unchanged += 1;
+            continue;
+        }
+        // The task's status when the run is created: v1's (held at approved for a done one), or executor's.
+        let status = if takes_v1(&run.gid) {
+            QueueStatus::Approved
+        } else {
+            old.map_or(QueueStatus::Approved, |o| o.status)
+        };
+        if status != QueueStatus::Approved {
+            report.executor_runs.refused += 1;
+            report.refused.push(Refusal {
+                table: RUNS_TABLE,
+                row: format!("{} {}", plan.position_word, run.position),
+                task_gid: Some(run.gid.to_string()),
+                reason: format!(
+                    "executor has task {} {} without a run; a run is created only for an approved task",
+                    run.gid, status
+                ),
+                position: run.position,
+            });
+            continue;
+        }
+        report.executor_runs.added += 1;
+        if !dry_run {
+            create_run(store, run).await?;
+        }
+    }
+    // A task done in v1 was held at approved for its run; now it is done (a completed run did it already).
+    if !dry_run {
+        for t in plan.tasks.iter().filter(|t| t.status == QueueStatus::Done && takes_v1(&t.gid)) {
+            if store.task(&t.gid).await?.status == QueueStatus::Approved {
+                store.set_task_status(&t.gid, QueueStatus::Done, Actor::Cli, Some(REASON)).await?;
+            }
+        }
+    }
+    Ok(report)
+}
+
+fn not_imported(plan: &Plan) -> Vec<String> {
+    let mut out = Vec::new();
+    if plan.runs_with_v1_process > 0 {
+        out.push(format!(
+            "worker_pid, worker_session_id, worker_last_update of {} run(s): a v1 process is not executor's to \
+             adopt; the runner starts its own worker when a run needs one",
+            plan.runs_with_v1_process
+        ));
+    }
+    out.push(
+        "added_at, updated_at, started_at, completed_at: executor stamps the time of the import (no store \
+         operation sets them)"
+            .into(),
+    );
+    out.push("worker_stuck_count: executor counts stuck workers afresh (no store operation sets it)".into());
+    out
+}
+
+/// What an upsert of `fields` would report, for a dry run (the store's rule: a field not given is kept).
+fn predict_upsert(old: Option<&Task>, fields: &NewTask) -> Upserted {
+    let Some(old) = old else { return Upserted::Added };
+    let differs = |new: &Option<String>, old: &Option<String>| new.is_some() && new != old;
+    if differs(&fields.source, &old.source)
+        || differs(&fields.description, &old.description)
+        || differs(&fields.notes, &old.notes)
+        || differs(&fields.repo, &old.repo)
+        || fields.priority.is_some_and(|p| Some(p) != old.priority)
+    {
+        Upserted::Updated
+    } else {
+        Upserted::Unchanged
+    }
+}
+
+fn analysis_differs(old: &Task, t: &PlannedTask) -> bool {
+    (&old.complexity, &old.feasibility, &old.analysis_summary)
+        != (&t.complexity, &t.feasibility, &t.analysis_summary)
+}
+
+/// The legal moves from pending to a v1 status. A done task stops at approved here: its run is created
+/// first (only an approved task gets one), then it moves to done.
+fn path_from_pending(to: QueueStatus) -> &'static [QueueStatus] {
+    use QueueStatus::*;
+    match to {
+        Pending => &[],
+        ForReview => &[ForReview],
+        AwaitingGo => &[AwaitingGo],
+        Approved | Done => &[AwaitingGo, Approved],
+        Skip => &[Skip],
+    }
+}
+
+/// Applies v1's analysis and status to a task executor holds as pending (or has just added).
+async fn triage(store: &Store, t: &PlannedTask, old: Option<&Task>) -> Result<()> {
+    let has_analysis = t.complexity.is_some() || t.feasibility.is_some() || t.analysis_summary.is_some();
+    let write = match old {
+        None => has_analysis,
+        Some(o) => analysis_differs(o, t),
+    };
+    if write {
+        store
+            .set_task_analysis(
+                &t.gid,
+                None,
+                t.complexity.as_deref(),
+                t.feasibility.as_deref(),
+                t.analysis_summary.as_deref(),
+            )
+            .await?;
+    }
+    for &step in path_from_pending(t.status) {
+        store.set_task_status(&t.gid, step, Actor::Cli, Some(REASON)).await?;
+    }
+    Ok(())
+}
+
+/// Creates the run of an approved task and brings it to its v1 state by legal steps, with its facts.
+async fn create_run(store: &Store, r: &PlannedRun) -> Result<()> {
+    let Some(run) = store.create_run_for_task(&r.gid, Actor::Cli).await? else {
+        // Someone created one meanwhile (a runner tick): theirs stands.
+        return Ok(());
+    };
+    if let (Some(path), Some(branch)) = (&r.worktree_path, &r.branch_name) {
+        store.set_run_workspace(run.id, path, branch).await?;
+    }
+    if let (Some(url), Some(number)) = (&r.pr_url, r.pr_number) {
+        store.set_run_pr(run.id, url, number).await?;
+    }
+    if let Some(thread) = &r.thread_id {
+        store.set_run_thread(run.id, thread).await?;
+    }
+    if let Some(n) = r.ci_attempts.filter(|n| *n > 0) {
+        store.set_ci_attempts(run.id, n).await?;
+    }
+    use RunState::*;
+    let path: &[RunState] = match r.state {
+        Queued => &[],
+        InProgress => &[InProgress],
+        Pr => &[InProgress, Pr],
+        Complete => &[InProgress, Pr, Complete],
+        Abandoned => &[Abandoned],
+    };
+    let mut from = Queued;
+    for &to in path {
+        store.set_run_state_if(run.id, from, to, None, Actor::Cli, REASON).await?;
+        from = to;
+    }
+    Ok(())
+}

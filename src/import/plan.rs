@@ -1,0 +1,337 @@
+//! The pure part of the import: v1 rows → what executor should hold, with every row that cannot be
+//! imported refused by name and reason. No database here; `apply` compares the plan with the store.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::{Map, Value};
+
+use super::read::{QUEUE_TABLE, RUNS_TABLE, V1Export, V1Row};
+use crate::domain::{QueueStatus, RunState, TaskGid};
+use crate::store::NewTask;
+
+/// A v1 queue row as executor will hold it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedTask {
+    pub position: usize,
+    pub gid: TaskGid,
+    /// The tracker-owned fields (source, description, notes with `user_context` appended, priority).
+    pub fields: NewTask,
+    pub status: QueueStatus,
+    pub complexity: Option<String>,
+    pub feasibility: Option<String>,
+    pub analysis_summary: Option<String>,
+}
+
+/// A v1 run as executor will hold it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedRun {
+    pub position: usize,
+    pub gid: TaskGid,
+    pub state: RunState,
+    pub worktree_path: Option<String>,
+    pub branch_name: Option<String>,
+    pub pr_url: Option<String>,
+    pub pr_number: Option<i64>,
+    pub thread_id: Option<String>,
+    pub ci_attempts: Option<i32>,
+}
+
+/// A row left out, and why (one line of the plan's output).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Refusal {
+    pub table: &'static str,
+    /// "row 3" (JSON) or "line 4" (CSV).
+    pub row: String,
+    pub task_gid: Option<String>,
+    pub reason: String,
+    /// The row's position, for listing refusals in input order.
+    #[serde(skip)]
+    pub position: usize,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.table, self.row)?;
+        if let Some(gid) = &self.task_gid {
+            write!(f, " (task {gid})")?;
+        }
+        write!(f, ": {}", self.reason)
+    }
+}
+
+/// Everything the v1 export asks for, before looking at the store.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Plan {
+    pub tasks: Vec<PlannedTask>,
+    pub runs: Vec<PlannedRun>,
+    pub refused: Vec<Refusal>,
+    /// "v1 status → executor status" → rows, e.g. "(null) → pending".
+    pub status_mapping: BTreeMap<String, usize>,
+    /// "v1 state → executor state" → rows, e.g. "ci_running → pr".
+    pub state_mapping: BTreeMap<String, usize>,
+    /// Runs that carried v1 worker process fields (pid, session id, last update), which are not imported.
+    pub runs_with_v1_process: usize,
+    /// "row" (JSON) or "line" (CSV): how refusals name a row.
+    pub position_word: &'static str,
+}
+
+/// v1's worker process fields: a v1 process is not executor's to adopt, so they are dropped.
+const V1_PROCESS_FIELDS: &[&str] = &["worker_pid", "worker_session_id", "worker_last_update"];
+
+/// Maps a v1 queue status. v1 had no `pending`: a row the analyzer had not reached has NULL, and an
+/// unknown value is treated the same way (the analyzer will look at it again), never refused.
+pub fn map_status(v1: Option<&str>) -> QueueStatus {
+    match v1.map(|s| s.trim().to_ascii_lowercase()).as_deref() {
+        Some("for_review") => QueueStatus::ForReview,
+        Some("awaiting_go") => QueueStatus::AwaitingGo,
+        Some("approved") => QueueStatus::Approved,
+        Some("skip") => QueueStatus::Skip,
+        Some("done") => QueueStatus::Done,
+        _ => QueueStatus::Pending,
+    }
+}
+
+/// Maps a v1 run state; `None` for one executor does not know (the row is refused). v1's `ci_running`
+/// becomes `pr`: waiting on CI is part of the pr sub-logic and holds no worker slot.
+pub fn map_state(v1: &str) -> Option<RunState> {
+    match v1.trim().to_ascii_lowercase().as_str() {
+        "queued" => Some(RunState::Queued),
+        "in_progress" => Some(RunState::InProgress),
+        "pr" | "ci_running" => Some(RunState::Pr),
+        "complete" => Some(RunState::Complete),
+        "abandoned" => Some(RunState::Abandoned),
+        _ => None,
+    }
+}
+
+/// Builds the plan. Queue rows: one per gid (a repeated gid is refused, naming the first). Runs: only for
+/// a task imported as approved or done, and one per task (executor keeps one run per task): the run
+/// the queue row's `executor_run_id` names, otherwise the last one in the export; the others are refused.
+pub fn plan(export: &V1Export) -> Plan {
+    let word = export.position_word;
+    let mut p = Plan { position_word: word, ..Plan::default() };
+    let mut run_ids: HashMap<TaskGid, i64> = HashMap::new();
+    let mut seen: HashMap<TaskGid, usize> = HashMap::new();
+    for row in &export.queue {
+        match plan_task(row) {
+            Err((gid, reason)) => p.refused.push(refusal(QUEUE_TABLE, word, row, gid, reason)),
+            Ok((task, v1_status, run_id)) => {
+                if let Some(first) = seen.get(&task.gid) {
+                    let reason = format!("task {} appears again (first at {word} {first})", task.gid);
+                    p.refused.push(refusal(QUEUE_TABLE, word, row, Some(task.gid.to_string()), reason));
+                    continue;
+                }
+                seen.insert(task.gid.clone(), row.position);
+                if let Some(id) = run_id {
+                    run_ids.insert(task.gid.clone(), id);
+                }
+                *p.status_mapping.entry(format!("{v1_status} → {}", task.status)).or_default() += 1;
+                p.tasks.push(task);
+            }
+        }
+    }
+    let status_of: HashMap<&TaskGid, QueueStatus> = p.tasks.iter().map(|t| (&t.gid, t.status)).collect();
+    let mut candidates: Vec<(PlannedRun, &V1Row, String, Option<i64>)> = Vec::new();
+    let mut refused_runs: Vec<Refusal> = Vec::new();
+    for row in &export.runs {
+        let (run, v1_state, v1_id, has_process) = match plan_run(row) {
+            Ok(r) => r,
+            Err((gid, reason)) => {
+                refused_runs.push(refusal(RUNS_TABLE, word, row, gid, reason));
+                continue;
+            }
+        };
+        let gid_text = Some(run.gid.to_string());
+        match status_of.get(&run.gid) {
+            None => {
+                let reason = format!("no {QUEUE_TABLE} row imports task {}", run.gid);
+                refused_runs.push(refusal(RUNS_TABLE, word, row, gid_text, reason));
+            }
+            Some(QueueStatus::Approved | QueueStatus::Done) => {
+                if has_process {
+                    p.runs_with_v1_process += 1;
+                }
+                candidates.push((run, row, v1_state, v1_id));
+            }
+            Some(status) => {
+                let reason = format!("its task is {status}; only an approved or done task has a run");
+                refused_runs.push(refusal(RUNS_TABLE, word, row, gid_text, reason));
+            }
+        }
+    }
+    // The run kept per task: the one the queue row names, otherwise the last (v1 ids grow with time).
+    let mut kept: HashMap<TaskGid, usize> = HashMap::new();
+    for (index, (run, _, _, v1_id)) in candidates.iter().enumerate() {
+        let named = |i: usize| candidates[i].3.is_some() && candidates[i].3 == run_ids.get(&run.gid).copied();
+        let keep = match kept.get(&run.gid) {
+            None => true,
+            Some(&k) => !named(k) || (v1_id.is_some() && named(index)),
+        };
+        if keep {
+            kept.insert(run.gid.clone(), index);
+        }
+    }
+    let positions: Vec<usize> = candidates.iter().map(|c| c.1.position).collect();
+    for (index, (run, row, v1_state, _)) in candidates.into_iter().enumerate() {
+        let k = kept[&run.gid];
+        if k == index {
+            *p.state_mapping.entry(format!("{v1_state} → {}", run.state)).or_default() += 1;
+            p.runs.push(run);
+        } else {
+            let reason = format!(
+                "task {} has another run ({word} {}), which is imported; executor keeps one run per task",
+                run.gid, positions[k]
+            );
+            refused_runs.push(refusal(RUNS_TABLE, word, row, Some(run.gid.to_string()), reason));
+        }
+    }
+    refused_runs.sort_by_key(|r| r.position);
+    p.refused.extend(refused_runs);
+    p
+}
+
+fn refusal(table: &'static str, word: &str, row: &V1Row, gid: Option<String>, reason: String) -> Refusal {
+    Refusal { table, row: format!("{word} {}", row.position), task_gid: gid, reason, position: row.position }
+}
+
+type RowError = (Option<String>, String);
+
+/// The row's gid (for naming it even when refused) and its columns, or why there are none.
+fn columns_and_gid(row: &V1Row) -> Result<(&Map<String, Value>, TaskGid), RowError> {
+    let Some(cols) = &row.columns else {
+        return Err((None, "not an object".into()));
+    };
+    let raw = text(cols, "task_gid").map_err(|e| (None, e))?;
+    let Some(raw) = raw else {
+        return Err((None, "no task_gid".into()));
+    };
+    let gid = TaskGid::parse(&raw).map_err(|e| (Some(raw.chars().take(60).collect()), e.to_string()))?;
+    Ok((cols, gid))
+}
+
+fn plan_task(row: &V1Row) -> Result<(PlannedTask, String, Option<i64>), RowError> {
+    let (cols, gid) = columns_and_gid(row)?;
+    let gid_text = gid.to_string();
+    let named = |e: String| (Some(gid_text.clone()), e);
+    let v1_status = text(cols, "status").map_err(named)?;
+    let notes = match (text(cols, "notes").map_err(named)?, text(cols, "user_context").map_err(named)?) {
+        (Some(n), Some(c)) => Some(format!("{n}\n\n{c}")),
+        (n, c) => n.or(c),
+    };
+    let priority = int(cols, "priority")
+        .map_err(named)?
+        .map(|p| i32::try_from(p).map_err(|_| named(format!("priority {p} is out of range"))))
+        .transpose()?;
+    let fields = NewTask {
+        task_gid: Some(gid.clone()),
+        source: text(cols, "source").map_err(named)?,
+        description: text(cols, "description").map_err(named)?,
+        notes,
+        repo: text(cols, "repo").map_err(named)?,
+        priority,
+    };
+    if let Some(field) = fields.unstorable_field() {
+        return Err(named(format!("{field} contains a NUL character, which PostgreSQL cannot store")));
+    }
+    let task = PlannedTask {
+        position: row.position,
+        status: map_status(v1_status.as_deref()),
+        complexity: text(cols, "complexity").map_err(named)?,
+        feasibility: text(cols, "feasibility").map_err(named)?,
+        analysis_summary: text(cols, "analysis_summary").map_err(named)?,
+        gid: gid.clone(),
+        fields,
+    };
+    let run_id = int(cols, "executor_run_id").map_err(named)?;
+    Ok((task, v1_status.unwrap_or_else(|| "(null)".into()), run_id))
+}
+
+/// The run, its v1 state as written, its v1 id, and whether it carried v1 process fields.
+fn plan_run(row: &V1Row) -> Result<(PlannedRun, String, Option<i64>, bool), RowError> {
+    let (cols, gid) = columns_and_gid(row)?;
+    let gid_text = gid.to_string();
+    let named = |e: String| (Some(gid_text.clone()), e);
+    let Some(v1_state) = text(cols, "state").map_err(named)? else {
+        return Err(named("no state".into()));
+    };
+    let Some(state) = map_state(&v1_state) else {
+        return Err(named(format!(
+            "unknown state {:?} (v1 states: queued, in_progress, ci_running, pr, complete, abandoned)",
+            v1_state.chars().take(40).collect::<String>()
+        )));
+    };
+    let ci_attempts = int(cols, "ci_attempts")
+        .map_err(named)?
+        .map(|n| {
+            i32::try_from(n)
+                .ok()
+                .filter(|n| *n >= 0)
+                .ok_or_else(|| named(format!("ci_attempts {n} is out of range")))
+        })
+        .transpose()?;
+    let run = PlannedRun {
+        position: row.position,
+        state,
+        worktree_path: text(cols, "worktree_path").map_err(named)?,
+        branch_name: text(cols, "branch_name").map_err(named)?,
+        pr_url: text(cols, "pr_url").map_err(named)?,
+        pr_number: int(cols, "pr_number").map_err(named)?,
+        thread_id: text(cols, "thread_id").map_err(named)?,
+        ci_attempts,
+        gid: gid.clone(),
+    };
+    let has_process =
+        V1_PROCESS_FIELDS.iter().any(|f| cols.get(*f).is_some_and(|v| !v.is_null() && v != &Value::from("")));
+    let v1_id = int(cols, "id").map_err(named)?;
+    if let Some(text) = [&run.worktree_path, &run.branch_name, &run.pr_url, &run.thread_id]
+        .into_iter()
+        .flatten()
+        .find(|t| t.contains('\0'))
+    {
+        return Err(named(format!(
+            "{:?} contains a NUL character",
+            text.chars().take(40).collect::<String>()
+        )));
+    }
+    Ok((run, v1_state, v1_id, has_process))
+}
+
+/// A text column: NULL, missing and "" are `None`; a number is taken as its text.
+fn text(cols: &Map<String, Value>, name: &str) -> Result<Option<String>, String> {
+    match cols.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.is_empty() => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(Value::Number(n)) => Ok(Some(n.to_string())),
+        Some(other) => Err(format!("{name} must be text, not {}", kind(other))),
+    }
+}
+
+/// An integer column: a JSON integer or a text holding one (CSV).
+fn int(cols: &Map<String, Value>, name: &str) -> Result<Option<i64>, String> {
+    match cols.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n.as_i64().map(Some).ok_or_else(|| format!("{name} {n} is not an integer")),
+        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+        Some(Value::String(s)) => s
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| format!("{name} {:?} is not an integer", s.chars().take(40).collect::<String>())),
+        Some(other) => Err(format!("{name} must be an integer, not {}", kind(other))),
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "text",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,261 @@
+//! `executor import` with the real binary: a sample v1 export (every status, every run state including
+//! `ci_running`, a `user_context`, bad rows) planned, imported, imported again, and its CSV variant.
+
+mod cli_support;
+
+use std::collections::BTreeMap;
+
+use cli_support::{Sandbox, text};
+use serde_json::Value;
+
+fn sample(name: &str) -> String {
+    format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// gid → status, from `queue list --json`.
+fn statuses(sb: &Sandbox) -> BTreeMap<String, String> {
+    let tasks = sb.json(&["queue", "list"]);
+    tasks
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["task_gid"].as_str().unwrap().to_string(), t["status"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+/// gid → the run as `runs list --json` shows it.
+fn runs(sb: &Sandbox) -> BTreeMap<String, Value> {
+    let runs = sb.json(&["runs", "list"]);
+    runs.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["task_gid"].as_str().unwrap().to_string(), r.clone()))
+        .collect()
+}
+
+fn counts(report: &Value, table: &str) -> [u64; 4] {
+    let c = &report[table];
+    ["added", "updated", "unchanged", "refused"].map(|k| c[k].as_u64().unwrap())
+}
+
+#[test]
+fn a_dry_run_prints_the_plan_and_writes_nothing() {
+    let sb = Sandbox::new();
+    let out = sb.ok(&["import", &sample("v1_export.json"), "--dry-run"]);
+    assert!(out.contains("dry run: nothing written"), "{out}");
+    assert!(out.contains("executor_queue: 12 added, 0 updated, 0 unchanged, 1 refused"), "{out}");
+    assert!(out.contains("executor_runs:  6 added, 0 updated, 0 unchanged, 4 refused"), "{out}");
+    // One line per refused row, naming it and why.
+    assert!(out.contains("executor_queue row 13: no task_gid"), "{out}");
+    assert!(out.contains("executor_runs row 7 (task 1008): task 1008 has another run (row 5)"), "{out}");
+    assert!(out.contains("executor_runs row 8 (task 1004): unknown state \"exploded\""), "{out}");
+    assert!(out.contains("executor_runs row 9 (task 1003): its task is awaiting_go"), "{out}");
+    assert!(
+        out.contains("executor_runs row 10 (task 9999): no executor_queue row imports task 9999"),
+        "{out}"
+    );
+    // The mapping counts, and what is left behind.
+    assert!(out.contains("ci_running → pr: 1"), "{out}");
+    assert!(out.contains("(null) → pending: 1") && out.contains("needs_info → pending: 1"), "{out}");
+    assert!(out.contains("approved → approved: 5"), "{out}");
+    assert!(out.contains("a v1 process is not executor's to adopt"), "{out}");
+
+    assert!(statuses(&sb).is_empty(), "a dry run adds no task");
+    assert!(runs(&sb).is_empty(), "a dry run creates no run");
+    assert_eq!(sb.json(&["events"]), serde_json::json!([]), "a dry run records nothing");
+}
+
+#[test]
+fn an_import_writes_the_export_and_a_second_changes_nothing() {
+    let sb = Sandbox::new();
+    let first = sb.json(&["import", &sample("v1_export.json")]);
+    assert_eq!(first["dry_run"], false);
+    assert_eq!(counts(&first, "executor_queue"), [12, 0, 0, 1]);
+    assert_eq!(counts(&first, "executor_runs"), [6, 0, 0, 4]);
+    assert_eq!(first["refused"].as_array().unwrap().len(), 5);
+
+    let expected: BTreeMap<String, String> = [
+        ("1001", "pending"),
+        ("1002", "for_review"),
+        ("1003", "awaiting_go"),
+        ("1004", "approved"),
+        ("1005", "approved"),
+        ("1006", "approved"),
+        ("1007", "approved"),
+        ("1008", "done"),
+        ("1009", "approved"),
+        ("1010", "skip"),
+        ("1011", "pending"),
+        ("1012", "done"),
+    ]
+    .into_iter()
+    .map(|(g, s)| (g.to_string(), s.to_string()))
+    .collect();
+    assert_eq!(statuses(&sb), expected);
+
+    let runs = runs(&sb);
+    let states: BTreeMap<&str, &str> =
+        runs.iter().map(|(g, r)| (g.as_str(), r["state"].as_str().unwrap())).collect();
+    assert_eq!(
+        states,
+        BTreeMap::from([
+            ("1004", "queued"),
+            ("1005", "in_progress"),
+            ("1006", "pr"),
+            ("1007", "pr"),
+            ("1008", "complete"),
+            ("1009", "abandoned"),
+        ])
+    );
+    let ci = &runs["1006"];
+    assert_eq!(ci["pr_number"], 306, "ci_running became pr with its pull request");
+    assert_eq!(ci["pr_url"], "https://github.com/acme/browser/pull/306");
+    assert_eq!(ci["ci_attempts"], 2);
+    assert_eq!(ci["thread_id"], "thr-6");
+    assert_eq!(ci["worktree_path"], "/Users/alex/wt/1006");
+    assert_eq!(ci["branch_name"], "executor/1006");
+    let v1_worker = &runs["1005"];
+    assert_eq!(v1_worker["worker_pid"], Value::Null, "a v1 process is not adopted");
+    assert_eq!(v1_worker["worker_session_id"], Value::Null);
+    assert_eq!(runs["1008"]["branch_name"], "executor/1008-2", "the run the queue row names is the one kept");
+
+    let task = sb.json(&["queue", "show", "1002"]);
+    let task = if task["task"].is_object() { &task["task"] } else { &task };
+    assert_eq!(task["notes"], "Asana notes\n\nAlex: check the RTL case", "user_context is appended to notes");
+    assert_eq!(task["analysis_summary"], "Needs a design decision");
+    assert_eq!(task["priority"], 3);
+    let only_context = sb.json(&["queue", "show", "1001"]);
+    let only_context = if only_context["task"].is_object() { &only_context["task"] } else { &only_context };
+    assert_eq!(only_context["notes"], "Seen on an external display only");
+
+    // Every change went through the ordinary transitions, with events saying so.
+    let events = sb.json(&["events", "1006"]);
+    let moves: Vec<String> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| Some(format!("{}→{}", e["from_state"].as_str()?, e["to_state"].as_str()?)))
+        .collect();
+    assert_eq!(
+        moves,
+        ["pending→awaiting_go", "awaiting_go→approved", "queued→in_progress", "in_progress→pr"]
+    );
+
+    let events_before = sb.json(&["events"]).as_array().unwrap().len();
+    let second = sb.json(&["import", &sample("v1_export.json")]);
+    assert_eq!(counts(&second, "executor_queue"), [0, 0, 12, 1]);
+    assert_eq!(counts(&second, "executor_runs"), [0, 0, 6, 4]);
+    assert_eq!(
+        sb.json(&["events"]).as_array().unwrap().len(),
+        events_before,
+        "the second import wrote nothing"
+    );
+    assert_eq!(statuses(&sb), expected);
+    let text = sb.ok(&["import", &sample("v1_export.json")]);
+    assert!(text.contains("executor_queue: 0 added, 0 updated, 12 unchanged, 1 refused"), "{text}");
+}
+
+#[test]
+fn a_task_executor_already_triaged_keeps_its_status_and_a_pending_one_takes_v1s() {
+    let sb = Sandbox::new();
+    sb.ok(&["queue", "add", "--gid", "1004", "--description", "Queued: fix downloads badge"]);
+    sb.ok(&["skip", "1004", "--reason", "not ours"]);
+    sb.ok(&["queue", "add", "--gid", "1003", "--description", "old text"]);
+    let report = sb.json(&["import", &sample("v1_export.json")]);
+    assert_eq!(counts(&report, "executor_queue"), [10, 2, 0, 1]);
+    let kept = report["kept_status"].as_array().unwrap();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert!(kept[0].as_str().unwrap().contains("task 1004: executor has it skip"), "{kept:?}");
+    let statuses = statuses(&sb);
+    assert_eq!(statuses["1004"], "skip", "a human's skip stands");
+    assert_eq!(statuses["1003"], "awaiting_go", "a task still pending takes v1's status");
+    // The skipped task gets no run, and the refusal says why.
+    assert!(!runs(&sb).contains_key("1004"));
+    let refusals: Vec<&str> =
+        report["refused"].as_array().unwrap().iter().map(|r| r["reason"].as_str().unwrap()).collect();
+    assert!(refusals.iter().any(|r| r.contains("executor has task 1004 skip without a run")), "{refusals:?}");
+}
+
+#[test]
+fn the_csv_variant_imports_the_same_way() {
+    let sb = Sandbox::new();
+    let dir = sample("v1_export");
+    let plan = sb.ok(&["import", &dir, "--dry-run"]);
+    assert!(plan.contains("executor_queue: 4 added, 0 updated, 0 unchanged, 1 refused"), "{plan}");
+    // Lines are the file's own: the first task's notes span two.
+    assert!(plan.contains("executor_queue line 6: no task_gid"), "{plan}");
+    assert!(plan.contains("executor_runs line 5 (task 2001): unknown state \"lost\""), "{plan}");
+    assert!(plan.contains("executor_runs line 4 (task 2003): its task is skip"), "{plan}");
+    assert!(statuses(&sb).is_empty());
+
+    let report = sb.json(&["import", &dir]);
+    assert_eq!(counts(&report, "executor_queue"), [4, 0, 0, 1]);
+    assert_eq!(counts(&report, "executor_runs"), [2, 0, 0, 2]);
+    let statuses = statuses(&sb);
+    assert_eq!(statuses["2001"], "approved");
+    assert_eq!(statuses["2002"], "pending");
+    assert_eq!(statuses["2003"], "skip");
+    assert_eq!(statuses["2005"], "done");
+    let runs = runs(&sb);
+    assert_eq!(runs["2001"]["state"], "pr", "ci_running → pr");
+    assert_eq!(runs["2001"]["pr_number"], 1);
+    assert_eq!(runs["2001"]["ci_attempts"], 3);
+    assert_eq!(runs["2005"]["state"], "complete");
+    let task = sb.json(&["queue", "show", "2001"]);
+    let task = if task["task"].is_object() { &task["task"] } else { &task };
+    assert_eq!(task["notes"], "Line one\nline two\n\nFrom Alex");
+    assert_eq!(task["description"], "Crash, on quit");
+
+    let again = sb.json(&["import", &dir]);
+    assert_eq!(counts(&again, "executor_queue"), [0, 0, 4, 1]);
+    assert_eq!(counts(&again, "executor_runs"), [0, 0, 2, 2]);
+}
+
+#[test]
+fn invalid_json_is_an_error_naming_the_file_and_writes_nothing() {
+    let sb = Sandbox::new();
+    let bad = sb.path().join("bad.json");
+    std::fs::write(&bad, "{\"executor_queue\": [{\"task_gid\": \"1\"},").unwrap();
+    let out = sb.run(&["import", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("invalid JSON") && err.contains("bad.json"), "{err}");
+    assert!(statuses(&sb).is_empty());
+
+    let missing = sb.run(&["import", "nowhere.json"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(text(&missing.stderr).contains("nowhere.json"), "{}", text(&missing.stderr));
+}
+
+#[test]
+fn help_teaches_the_export_format_and_the_mapping() {
+    let sb = Sandbox::new();
+    let help = sb.ok(&["import", "--help"]);
+    for needle in [
+        "executor_queue",
+        "executor_runs.csv",
+        "ci_running → pr",
+        "user_context",
+        "--dry-run",
+        "executor import v1.json",
+    ] {
+        assert!(help.contains(needle), "{needle} missing from:\n{help}");
+    }
+}
+
+#[test]
+fn repo_names_where_the_work_happens_and_must_be_configured() {
+    let sb = Sandbox::with_config(
+        "\n[repos.app]\npath = \"/nonexistent/app\"\n[repos.web]\npath = \"/nonexistent/web\"\n",
+    );
+    let out = sb.run(&["import", &sample("v1_export.json"), "--repo", "nope"]);
+    assert_eq!(out.status.code(), Some(2), "a usage error");
+    assert!(text(&out.stderr).contains("configured: app, web"), "{}", text(&out.stderr));
+    assert!(statuses(&sb).is_empty());
+
+    sb.ok(&["import", &sample("v1_export.json"), "--repo", "web"]);
+    let runs = runs(&sb);
+    assert!(runs.values().all(|r| r["repo"] == "web"), "runs take their task's repo");
+    let again = sb.json(&["import", &sample("v1_export.json"), "--repo", "web"]);
+    assert_eq!(counts(&again, "executor_queue"), [0, 0, 12, 1]);
+}
