@@ -227,3 +227,31 @@ fn cron_install_is_idempotent_and_uninstall_leaves_other_entries() {
     let agent = cron(&["service", "print", "--launchd"]);
     assert!(agent.contains("<integer>300</integer>"), "{agent}");
 }
+
+/// A listing piped into a reader that stops early (`| head -1`) ends quietly, without a panic.
+#[test]
+fn a_listing_cut_short_by_its_reader_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("executor.toml");
+    std::fs::write(
+        &config,
+        format!("[paths]\ndata_dir = {:?}\n", dir.path().join("data").display().to_string()),
+    )
+    .unwrap();
+    let exe = env!("CARGO_BIN_EXE_executor");
+    let tasks: String = (0..3000)
+        .map(|i| format!("{{\"gid\": \"T{i}\", \"source\": \"s\", \"description\": \"task {i}\"}}\n"))
+        .collect();
+    let input = dir.path().join("tasks.jsonl");
+    std::fs::write(&input, tasks).unwrap();
+    let add = std::process::Command::new(exe)
+        .args(["--config", config.to_str().unwrap(), "queue", "add", "--from-json", input.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(add.status.success(), "{}", String::from_utf8_lossy(&add.stderr));
+    let script =
+        format!("'{exe}' --config '{}' queue list --json | head -c 100 > /dev/null", config.display());
+    let out = std::process::Command::new("sh").args(["-c", &script]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{stderr}");
+}

@@ -108,6 +108,9 @@ pub enum ServiceCommand {
 /// Runs the command line and maps the outcome to an exit code: 0 success, 1 error, 2 usage.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !starts_agents(&cli.command) {
+        quiet_on_closed_output();
+    }
     // The demo prints its own account of each step; the runner's log lines would only repeat it.
     init_logging(if matches!(cli.command, Command::Demo(_)) { "warn" } else { "executor=info,warn" });
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -123,6 +126,22 @@ pub fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             if e.downcast_ref::<UsageError>().is_some() { ExitCode::from(2) } else { ExitCode::from(1) }
         }
+    }
+}
+
+/// Commands that write to agents' pipes: for them a closed pipe must stay an error to handle (an agent
+/// that exits before reading its whole prompt), never a signal that kills executor.
+fn starts_agents(command: &Command) -> bool {
+    matches!(command, Command::Runner(_) | Command::Worker(_) | Command::Demo(_))
+}
+
+/// `executor queue list | head`: when the reader goes away, end quietly as other command-line tools do
+/// (SIGPIPE's default), instead of panicking in `println!` (Rust ignores SIGPIPE for every program).
+fn quiet_on_closed_output() {
+    // SAFETY: at the very start of main, before any thread or runtime exists; restoring a signal's
+    // default disposition has no other effect on the process.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 
