@@ -45,11 +45,6 @@ impl Forge {
         }
     }
 
-    /// The runner opens pull requests itself, on every forge: code owns a pull request's lifecycle.
-    pub fn runner_opens_prs(&self) -> bool {
-        true
-    }
-
     /// How long a new head may show no check before CI is triggered: the local forge runs CI only when
     /// asked, so at once.
     pub fn check_grace(&self) -> std::time::Duration {

@@ -10,8 +10,9 @@
 //!  3. A live worker for the run → wait. Never a second worker for one run, never act under a worker.
 //!  4. By state:
 //!     - `queued`: free slot → start `queued` worker, moving to `in_progress`; else wait.
-//!     - `in_progress`: a PR exists for the branch → `pr`, recording it; the branch has commits and the
-//!       runner opens PRs (local forge) → open one; else resume with an `in_progress` worker.
+//!     - `in_progress`: a PR exists for the branch → `pr`, recording it; the branch has commits → open a
+//!       draft one (code, not the agent, opens pull requests on every forge); else resume with an
+//!       `in_progress` worker.
 //!     - `pr`, in this order: no PR visible → wait for a human; draft missing required labels → add
 //!       them; conflicts with its base → `fix_conflicts` (or abandon after `max_conflict_attempts`); no
 //!       check at the head → after `check_grace`, trigger CI once per head sha, then wait; CI pending → wait; a
@@ -105,7 +106,7 @@ fn in_progress(run: &Run, obs: &Observation, policy: &Policy, now: DateTime<Utc>
             why: format!("PR #{} exists for branch {}; recording it.", pr.number, branch(run)),
         };
     }
-    if policy.runner_opens_prs && obs.branch_has_commits {
+    if obs.branch_has_commits {
         return Decision {
             action: Action::OpenPr,
             why: format!("Branch {} has commits and no pull request; opening one.", branch(run)),

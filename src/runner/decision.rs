@@ -76,8 +76,6 @@ pub struct Policy {
     pub trust: Trust,
     /// The first retry delay; it doubles with each further attempt, up to 64 times this.
     pub retry_backoff: Duration,
-    /// The runner opens the pull request itself once the branch has commits (the local forge).
-    pub runner_opens_prs: bool,
     /// Rounds of `fix_comments` on a failed review's findings before the human is told instead.
     pub max_review_rounds: u32,
     /// `fix_conflicts` attempts before the run is abandoned.

@@ -105,7 +105,6 @@ impl Runner {
             // words an agent should act on.
             trust: repo.trust(),
             retry_backoff: self.config.runner.retry_backoff.std(),
-            runner_opens_prs: forge.runner_opens_prs(),
             check_timeout: self.config.runner.check_timeout.std(),
             check_grace: forge.check_grace(),
             max_review_rounds: self.config.runner.max_review_rounds,

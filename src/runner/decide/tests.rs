@@ -60,7 +60,6 @@ fn policy() -> Policy {
         required_checks: vec!["build".into()],
         trust: Trust::authors(&["alex".into()]),
         retry_backoff: Duration::from_secs(60),
-        runner_opens_prs: false,
         check_timeout: Duration::from_secs(2 * 3600),
         max_review_rounds: 2,
         max_conflict_attempts: 3,
@@ -186,7 +185,6 @@ fn rows() -> Vec<Row> {
     use WorkerKind as K;
     use WorkerOutcome as O;
 
-    let local = Policy { runner_opens_prs: true, ..policy() };
     let green_reviewed = reviewed(run(Pr), "pass", HEAD);
     let abandoned_text = "CI still fails at abc1234 (checks: build) after 3 fix_ci attempt(s) of 3.";
     let ready_text =
@@ -259,32 +257,19 @@ fn rows() -> Vec<Row> {
             },
             "PR #7 exists for branch executor/1207-fix-login; recording it.",
         ),
-        Row {
-            policy: local.clone(),
-            ..row(
-                "in_progress, no PR, branch has commits, local forge → open the PR",
-                run(InProgress),
-                Observation { branch_has_commits: true, ..obs() },
-                Action::OpenPr,
-                "Branch executor/1207-fix-login has commits and no pull request; opening one.",
-            )
-        },
-        Row {
-            policy: local.clone(),
-            ..row(
-                "in_progress, no PR, no commits, local forge → resume",
-                run(InProgress),
-                obs(),
-                start(K::InProgress),
-                "Starting an in_progress worker.",
-            )
-        },
         row(
-            "in_progress, no PR, commits but GitHub forge (worker opens PRs) → resume",
+            "in_progress, no PR, branch has commits → the runner opens the PR (on every forge)",
             run(InProgress),
             Observation { branch_has_commits: true, ..obs() },
+            Action::OpenPr,
+            "Branch executor/1207-fix-login has commits and no pull request; opening one.",
+        ),
+        row(
+            "in_progress, no PR, no commits → resume",
+            run(InProgress),
+            obs(),
             start(K::InProgress),
-            "No live worker and no pull request for branch executor/1207-fix-login yet.",
+            "No live worker and no pull request for branch executor/1207-fix-login yet. Starting an in_progress worker.",
         ),
         row(
             "in_progress after the runner's shutdown interrupted the worker → resume at once",
