@@ -1,7 +1,7 @@
 //! The GitHub forge: one configured repository on GitHub (or GitHub Enterprise, or a fake in the tests).
 //!
 //! Observing is batched ([`batch`]): one GraphQL request per `github.batch_size` pull requests per tick,
-//! guarded by a conditional REST request that costs nothing when no open pull request changed. Writing
+//! guarded by a conditional REST request that costs nothing when no pull request changed. Writing
 //! is the runner's: it pushes branches, opens draft pull requests, adds labels, triggers CI, posts
 //! notices, agents' replies and reviews ([`writes`]). Every comment executor posts is recorded by id, so
 //! "written by an agent" never depends on a login or on text anyone could type.
