@@ -131,6 +131,9 @@ impl Runner {
         let pr = forge.snapshot(run).await.map_err(|e| format!("reading the pull request: {e}"))?;
         let Some(pr) = pr else { return Ok(String::new()) };
         if let Some(c) = pr.comments.iter().find(|c| c.body == text) {
+            // Posted by an attempt that died before recording it: record it now, or on GitHub (where
+            // executor may post as the human) it would read as the human's own comment.
+            self.store.record_agent_comment(run.id, &c.id, None).await.map_err(|e| e.to_string())?;
             return Ok(format!("{} pull request comment {}", forge.name(), c.id));
         }
         let current = self.store.run(run.id).await.map_err(|e| e.to_string())?;
