@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::Utc;
 
-use super::{Check, CheckStatus, Comment, CommentPost, PrRef, PrSnapshot, PrState};
+use super::{Check, CheckStatus, Comment, CommentPost, PrRef, PrSnapshot, PrState, review_summary};
 use crate::config::Repo;
 use crate::domain::Run;
 use crate::store::{LocalCheck, LocalPr, NewComment, Store, StoreError};
@@ -18,19 +18,6 @@ use crate::workspace::{self, WorkspaceError};
 
 /// The author of the review findings executor posts for its `pr_review` workers.
 pub const REVIEW_AUTHOR: &str = "executor-review";
-
-/// How a review reads on a pull request: the verdict, the summary, and the findings that have no line.
-pub fn review_summary(review: &ReviewResult) -> String {
-    let verdict = match review.verdict {
-        crate::worker::result::Verdict::Pass => "passed",
-        crate::worker::result::Verdict::Fail => "failed",
-    };
-    let mut text = format!("executor's review {verdict}.\n\n{}", review.summary);
-    for f in review.findings.iter().filter(|f| f.path.is_none()) {
-        text.push_str(&format!("\n\n- {}", f.body));
-    }
-    text
-}
 
 /// The name of the one check the local forge runs.
 pub const CHECK_NAME: &str = "ci";

@@ -172,3 +172,16 @@ impl Forge {
         }
     }
 }
+
+/// How a review reads on a pull request: the verdict, the summary, and the findings that have no line.
+pub(crate) fn review_summary(review: &ReviewResult) -> String {
+    let verdict = match review.verdict {
+        crate::worker::result::Verdict::Pass => "passed",
+        crate::worker::result::Verdict::Fail => "failed",
+    };
+    let mut text = format!("executor's review {verdict}.\n\n{}", review.summary);
+    for f in review.findings.iter().filter(|f| f.path.is_none()) {
+        text.push_str(&format!("\n\n- {}", f.body));
+    }
+    text
+}

@@ -193,6 +193,7 @@ pub struct Trust {
 }
 
 impl Trust {
+    #[cfg(test)]
     pub fn authors(authors: &[String]) -> Trust {
         Trust { authors: authors.to_vec(), associations: Vec::new() }
     }

@@ -11,7 +11,7 @@ use super::launch::{Recording, supervise_recorded};
 use crate::config::{Config, Repo};
 use crate::domain::{Actor, Run};
 use crate::forge::github::{GitHubClient, GitHubForge};
-use crate::forge::{Forge, LocalForge};
+use crate::forge::{Forge, LocalForge, PrSnapshot};
 use crate::store::{RunMemory, Store};
 use crate::worker::{Prompts, WorkerError, WorkerOutcome, WorkerUpdate};
 
@@ -307,7 +307,7 @@ impl Runner {
         }
         // The runs this runner drives this tick, by repository, so that each forge is observed once per
         // repository (one batched request per `github.batch_size` pull requests), not once per run.
-        let mut by_repo: BTreeMap<String, Vec<(Run, RunMemory)>> = BTreeMap::new();
+        let mut by_repo: BTreeMap<String, Vec<(Run, RunMemory, Option<PrSnapshot>)>> = BTreeMap::new();
         for run in active {
             report.runs_seen += 1;
             if !self.store.claim_run(run.id, &self.owner, lease).await? {
@@ -321,14 +321,18 @@ impl Runner {
                 }
             };
             let memory = self.store.run_memory(run.id).await?;
-            if is_settled(&run, &memory) {
+            // The pull request as last recorded, read once: what settles a run, and what a new
+            // observation is compared with.
+            let previous: Option<PrSnapshot> =
+                memory.last_snapshot.as_deref().and_then(|j| serde_json::from_str(j).ok());
+            if is_settled(&run, previous.as_ref()) {
                 continue;
             }
-            by_repo.entry(repo).or_default().push((run, memory));
+            by_repo.entry(repo).or_default().push((run, memory, previous));
         }
         for (repo, runs) in by_repo {
             let forge = self.forge_named(&repo)?;
-            let observed: Vec<Run> = runs.iter().map(|(r, _)| r.clone()).collect();
+            let observed: Vec<Run> = runs.iter().map(|(r, _, _)| r.clone()).collect();
             let mut snapshots = match forge.snapshots(&observed).await {
                 Ok(s) => s,
                 Err(e) => {
@@ -339,7 +343,7 @@ impl Runner {
                     );
                     tracing::warn!(repo, "{why}");
                     report.failed(format!("repo {repo}: {why}"));
-                    for (run, memory) in &runs {
+                    for (run, memory, _) in &runs {
                         if memory.last_decision.as_deref() != Some(why.as_str()) {
                             self.store.record_decision(run.id, &why).await?;
                         }
@@ -347,9 +351,9 @@ impl Runner {
                     continue;
                 }
             };
-            for (run, memory) in runs {
+            for (run, memory, previous) in runs {
                 let snapshot = snapshots.remove(&run.id).flatten();
-                match self.step(&run, &forge, memory, snapshot).await {
+                match self.step(&run, &forge, memory, previous, snapshot).await {
                     Ok(acted) => report.actions += usize::from(acted),
                     Err(e) => self.step_failed(&mut report, &run, &e).await?,
                 }
@@ -399,13 +403,9 @@ impl Runner {
 
 /// A completed run whose pull request was merged has nothing left to watch (a closed one may be
 /// reopened, and a draft one may get a new trusted comment).
-fn is_settled(run: &Run, memory: &RunMemory) -> bool {
+fn is_settled(run: &Run, previous: Option<&PrSnapshot>) -> bool {
     run.state == crate::domain::RunState::Complete
-        && memory
-            .last_snapshot
-            .as_deref()
-            .and_then(|j| serde_json::from_str::<crate::forge::PrSnapshot>(j).ok())
-            .is_some_and(|p| p.state == crate::forge::PrState::Merged)
+        && previous.is_some_and(|p| p.state == crate::forge::PrState::Merged)
 }
 
 /// The repository named `repo` (a task's or run's), or the only one configured when it names none.

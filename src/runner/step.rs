@@ -13,18 +13,17 @@ use crate::workspace;
 impl Runner {
     /// Returns whether something other than waiting happened.
     /// `snapshot` is the run's pull request as the forge showed it this tick (observed for the whole
-    /// repository at once).
+    /// repository at once); `previous`, as last recorded (`memory.last_snapshot`, read by the caller).
     pub(super) async fn step(
         &mut self,
         run: &Run,
         forge: &Forge,
         memory: RunMemory,
+        previous: Option<PrSnapshot>,
         snapshot: Option<PrSnapshot>,
     ) -> Result<bool, RunnerError> {
         let (_, repo) = self.repo_of(run)?;
         let repo = repo.clone();
-        let previous: Option<PrSnapshot> =
-            memory.last_snapshot.as_deref().and_then(|j| serde_json::from_str(j).ok());
         if let Some(pr) = &snapshot
             && !pr.head_sha.is_empty()
             && (run.head_sha.as_deref() != Some(pr.head_sha.as_str()) || run.head_seen_at.is_none())

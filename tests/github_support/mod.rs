@@ -55,9 +55,8 @@ impl GhEnv {
         fake.set_token(TOKEN);
 
         let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agents/pipeline.sh");
-        let mut pass: Vec<String> = agent_env.iter().map(|(k, _)| format!("{k:?}")).collect();
-        // `executor comment` (run by the agent) talks to GitHub with the same token source.
-        pass.push(format!("{TOKEN_ENV:?}"));
+        let pass: Vec<String> = agent_env.iter().map(|(k, _)| format!("{k:?}")).collect();
+        // `executor comment` (run by the agent) finds the token too: executor passes `github.token_env`.
         let config = format!(
             r#"
 [paths]

@@ -9,8 +9,7 @@ use serde_json::{Value, json};
 use super::wire::{WireAddReview, WireMarkReady, WireReplyToThread};
 use super::{GitHubForge, segment};
 use crate::domain::{Run, Task};
-use crate::forge::local::review_summary;
-use crate::forge::{CommentPost, ForgeError, PrRef, PrSnapshot};
+use crate::forge::{CommentPost, ForgeError, PrRef, PrSnapshot, review_summary};
 use crate::worker::result::ReviewResult;
 
 const REPLY_TO_THREAD: &str = include_str!("graphql/reply_to_thread.graphql");
