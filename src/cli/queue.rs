@@ -159,6 +159,7 @@ fn tasks_to_add(args: AddArgs) -> anyhow::Result<tokio::sync::mpsc::Receiver<Bat
                 notes: args.notes,
                 repo: args.repo,
                 priority: args.priority,
+                ..Default::default()
             };
             let (tx, rx) = tokio::sync::mpsc::channel(1);
             tx.try_send(Ok(vec![task]))

@@ -3,9 +3,13 @@
 
 mod duration;
 mod find;
+mod intake;
 
 pub use duration::Duration;
 pub use find::{ConfigSource, locate};
+pub use intake::SourceConfig;
+
+use crate::intake::filter::{FilterConfig, Filters, IntakeRules};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -40,6 +44,12 @@ pub struct Config {
     /// `default` for the rest): executor's estimate of a worker's cost while the agent has not said it
     /// (Claude Code says it only at the end; Codex never).
     pub pricing: Pricing,
+    /// Where tasks come from (`executor intake`).
+    pub sources: Vec<SourceConfig>,
+    /// What the filters depend on: the configured user, the qualifying sources.
+    pub intake: IntakeRules,
+    /// Named skip rules, evaluated before any model call (see `executor filters --help`).
+    pub filters: Vec<FilterConfig>,
     /// Repositories the work happens in, by name. A task's `repo` names one; with a single repo it is the
     /// default.
     pub repos: BTreeMap<String, Repo>,
@@ -168,6 +178,19 @@ pub struct CommandAgent {
 pub struct Analyzer {
     pub idle_timeout: Duration,
     pub hard_timeout: Duration,
+    /// Tasks analyzed at once.
+    pub concurrency: u32,
+    /// Failed analyses of a task (no usable answer after its retry) before the analyzer leaves it to a
+    /// human.
+    pub max_attempts: u32,
+    /// The wait after a failed analysis before the task is tried again.
+    pub retry_backoff: Duration,
+    /// Claude Code's `--permission-mode` for triage: read-only.
+    pub permission_mode: String,
+    /// Codex's `--sandbox` for triage: read-only.
+    pub codex_sandbox: String,
+    /// Turn limit of one analysis (Claude Code's `--max-turns`).
+    pub max_turns: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -447,7 +470,16 @@ impl Default for CodexAgent {
 
 impl Default for Analyzer {
     fn default() -> Self {
-        Analyzer { idle_timeout: Duration::secs(5 * 60), hard_timeout: Duration::secs(15 * 60) }
+        Analyzer {
+            idle_timeout: Duration::secs(5 * 60),
+            hard_timeout: Duration::secs(15 * 60),
+            concurrency: 1,
+            max_attempts: 3,
+            retry_backoff: Duration::secs(3600),
+            permission_mode: "plan".into(),
+            codex_sandbox: "read-only".into(),
+            max_turns: 40,
+        }
     }
 }
 
@@ -521,6 +553,16 @@ impl Config {
                 "a GitHub App needs github.private_key_path and github.installation_id too",
             );
         }
+        if self.analyzer.concurrency == 0 || self.analyzer.concurrency > 64 {
+            return fail("analyzer.concurrency", "must be between 1 and 64 tasks at once");
+        }
+        if self.analyzer.max_attempts == 0 {
+            return fail("analyzer.max_attempts", "must be at least 1");
+        }
+        intake::validate_sources(self)?;
+        if let Err(e) = self.compiled_filters() {
+            return Err(format!("[[filters]]: {e}"));
+        }
         if self.worker.max_output_bytes == 0 {
             return fail("worker.max_output_bytes", "must be at least 1");
         }
@@ -580,6 +622,11 @@ impl Config {
         } else {
             self.database.url.clone()
         }
+    }
+
+    /// The skip filters, compiled (a config that loaded always compiles).
+    pub fn compiled_filters(&self) -> Result<Filters, crate::intake::filter::FilterError> {
+        Filters::compile(&self.intake, &self.filters)
     }
 
     pub fn logs_dir(&self) -> PathBuf {

@@ -77,6 +77,33 @@ pub struct Task {
     pub revision_notes: Option<String>,
     /// When the pending revision arrived; `None` when there is none.
     pub revision_at: Option<DateTime<Utc>>,
+    /// What the tracker said besides the text, for the skip filters: the task's page, whether it is done
+    /// (`None`: the tracker does not say), who it is assigned to, when it last changed there.
+    pub url: Option<String>,
+    pub completed: Option<bool>,
+    pub assignee: Option<String>,
+    pub source_modified_at: Option<DateTime<Utc>>,
+    /// The tracker's whole object (JSON) for the filters' `raw.*` fields. Not in `--json` listings.
+    #[serde(skip)]
+    pub raw_json: Option<String>,
+    /// The filter (its name in the config) that skipped the task, and its sentence; `None` when no
+    /// filter skipped it (the triage or a human did, or it is not skipped).
+    pub skip_rule: Option<String>,
+    pub skip_why: Option<String>,
+    /// What the pull request must meet, from the triage; the `pr_review` prompt checks it.
+    pub acceptance_criteria: Vec<String>,
+    pub analyzed_at: Option<DateTime<Utc>>,
+    /// The last failed analysis of the task as it stands (an agent that could not run, an answer that
+    /// was not the schema twice), how many failed, and when the analyzer may try again.
+    pub analysis_error: Option<String>,
+    pub analysis_attempts: i64,
+    pub analysis_retry_at: Option<DateTime<Utc>>,
+    /// How many times a human sent the skipped task back for another look (`executor reanalyze`): the
+    /// analyzer takes round 0 (new tasks) first.
+    pub analysis_round: i64,
+    /// The analyzer analyzing it now (`host:pid`), until its claim expires.
+    pub claim_owner: Option<String>,
+    pub claim_expires_at: Option<DateTime<Utc>>,
 }
 
 #[cfg(test)]

@@ -229,6 +229,7 @@ fn plan_task(row: &V1Row) -> Result<(PlannedTask, String, Option<i64>), RowError
         notes,
         repo: text(cols, "repo").map_err(named)?,
         priority,
+        ..Default::default()
     };
     if let Some(field) = fields.unstorable_field() {
         return Err(named(format!("{field} contains a NUL character, which PostgreSQL cannot store")));

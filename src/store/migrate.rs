@@ -29,6 +29,11 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0004_github.sql"),
         postgres: include_str!("../../migrations/postgres/0004_github.sql"),
     },
+    Migration {
+        version: 5,
+        sqlite: include_str!("../../migrations/sqlite/0005_analyzer.sql"),
+        postgres: include_str!("../../migrations/postgres/0005_analyzer.sql"),
+    },
 ];
 
 /// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and

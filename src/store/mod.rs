@@ -8,6 +8,8 @@
 //! One code path serves SQLite and PostgreSQL: queries use `$1` placeholders, which both accept, and the
 //! `on_pool!` macro expands the same body once per backend, so each expansion is fully typed.
 
+mod analysis;
+mod analysis_sessions;
 mod columns;
 mod events;
 mod forge_records;
@@ -19,11 +21,14 @@ mod row;
 mod run_fields;
 mod runner_status;
 mod runs;
+mod source_cursors;
 mod tasks;
 mod workers;
 #[cfg(test)]
 pub(crate) use workers::test_session;
 
+pub use analysis::Triage;
+pub use analysis_sessions::{AnalysisEnd, AnalysisSession};
 pub use events::{Event, EventFilter};
 pub use forge_records::AgentComments;
 pub use local_forge::{LocalCheck, LocalComment, LocalPr, NewComment};
@@ -33,6 +38,7 @@ pub use open::redact_url;
 pub use run_fields::RunMemory;
 pub use runner_status::RunnerStatus;
 pub use runs::{RunFilter, StatusCounts};
+pub use source_cursors::SourceCursor;
 pub use tasks::{Intake, IntakeResult, NewTask, TaskFilter, Upserted};
 pub use workers::{SessionStart, WorkerEnd, WorkerSession};
 

@@ -23,6 +23,14 @@ pub struct NewTask {
     pub notes: Option<String>,
     pub repo: Option<String>,
     pub priority: Option<i32>,
+    /// The task's page at its tracker.
+    pub url: Option<String>,
+    /// Whether the tracker says it is done; absent when it does not say.
+    pub completed: Option<bool>,
+    pub assignee: Option<String>,
+    pub modified_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The tracker's whole object, kept for the filters' `raw.*` fields.
+    pub raw: Option<serde_json::Value>,
 }
 
 impl NewTask {
@@ -34,6 +42,8 @@ impl NewTask {
             ("description", &self.description),
             ("notes", &self.notes),
             ("repo", &self.repo),
+            ("url", &self.url),
+            ("assignee", &self.assignee),
         ]
         .into_iter()
         .find(|(_, v)| v.as_deref().is_some_and(|v| v.contains('\0')))
@@ -81,6 +91,26 @@ pub(crate) fn task_from_row(r: &impl Cols) -> Result<Task> {
         revision_description: r.text("revision_description")?,
         revision_notes: r.text("revision_notes")?,
         revision_at: r.time("revision_at")?,
+        url: r.text("url")?,
+        completed: r.int("completed")?.map(|v| v != 0),
+        assignee: r.text("assignee")?,
+        source_modified_at: r.time("source_modified_at")?,
+        raw_json: r.text("raw_json")?,
+        skip_rule: r.text("skip_rule")?,
+        skip_why: r.text("skip_why")?,
+        acceptance_criteria: match r.text("acceptance_criteria")? {
+            Some(json) => serde_json::from_str(&json).map_err(|e| {
+                StoreError::Corrupt(format!("executor_queue.acceptance_criteria is not a JSON list: {e}"))
+            })?,
+            None => Vec::new(),
+        },
+        analyzed_at: r.time("analyzed_at")?,
+        analysis_error: r.text("analysis_error")?,
+        analysis_attempts: r.req_int("analysis_attempts")?,
+        analysis_retry_at: r.time("analysis_retry_at")?,
+        analysis_round: r.req_int("analysis_round")?,
+        claim_owner: r.text("claim_owner")?,
+        claim_expires_at: r.time("claim_expires_at")?,
     })
 }
 

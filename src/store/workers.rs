@@ -178,7 +178,7 @@ fn session_from_row(r: &impl Cols) -> Result<WorkerSession> {
     })
 }
 
-fn parse_col<T>(col: &str, v: &str) -> Result<T>
+pub(super) fn parse_col<T>(col: &str, v: &str) -> Result<T>
 where
     T: std::str::FromStr,
     T::Err: std::fmt::Display,
@@ -416,10 +416,13 @@ impl Store {
         })
     }
 
-    /// Dollars spent by workers that started since `since` (the daily budget).
+    /// Dollars spent by workers and analyses that started since `since` (the daily budget).
     pub async fn spent_since(&self, since: DateTime<Utc>) -> Result<f64> {
         let v: Option<f64> = on_pool!(self, |p| {
-            sqlx::query_scalar("SELECT sum(cost_usd) FROM executor_worker_sessions WHERE started_at >= $1")
+            sqlx::query_scalar(
+                "SELECT sum(cost_usd) FROM (SELECT cost_usd FROM executor_worker_sessions WHERE started_at >= $1 \
+                 UNION ALL SELECT cost_usd FROM executor_analysis_sessions WHERE started_at >= $1) AS spent",
+            )
                 .bind(since)
                 .fetch_one(p)
                 .await?

@@ -27,7 +27,7 @@ use crate::store::columns::task_columns;
 use crate::store::events::kind;
 use crate::store::{BeginWrite, Pool, Result, Store, StoreError, now};
 
-/// Tasks per multi-row statement: 11 values a row for the UPDATE keeps it far below SQLite's 32,766
+/// Tasks per multi-row statement: 16 values a row for the UPDATE keeps it far below SQLite's 32,766
 /// variables (and PostgreSQL's 65,535), while 100,000 tasks take only 100 round trips per statement.
 pub(crate) const CHUNK: usize = 1000;
 
@@ -224,12 +224,15 @@ impl Intake {
         }
         let sql = format!(
             "WITH v (task_gid, source, description, notes, repo, priority, revision_description, revision_notes, \
-               revision_at, old_updated_at, at) AS (VALUES {}) \
+               revision_at, url, completed, assignee, source_modified_at, raw_json, old_updated_at, at) \
+               AS (VALUES {}) \
              UPDATE executor_queue SET updated_at = v.at, source = v.source, description = v.description, \
                notes = v.notes, repo = v.repo, priority = v.priority, revision_description = v.revision_description, \
-               revision_notes = v.revision_notes, revision_at = v.revision_at \
+               revision_notes = v.revision_notes, revision_at = v.revision_at, url = v.url, \
+               completed = v.completed, assignee = v.assignee, source_modified_at = v.source_modified_at, \
+               raw_json = v.raw_json \
              FROM v WHERE executor_queue.task_gid = v.task_gid AND executor_queue.updated_at = v.old_updated_at",
-            self.marks.rows(rows.len(), 11, "")
+            self.marks.rows(rows.len(), 16, "")
         );
         let written = on_tx!(&mut self.tx, |t| {
             let mut q = sqlx::query(&sql);
@@ -244,6 +247,11 @@ impl Intake {
                     .bind(p.revision_description.as_deref())
                     .bind(p.revision_notes.as_deref())
                     .bind(p.revision_at)
+                    .bind(p.facts.url.as_deref())
+                    .bind(p.facts.completed.map(i64::from))
+                    .bind(p.facts.assignee.as_deref())
+                    .bind(p.facts.modified_at)
+                    .bind(p.facts.raw_json.as_deref())
                     .bind(old.updated_at)
                     .bind(at);
             }
@@ -267,9 +275,10 @@ impl Intake {
             return Ok(HashSet::new());
         }
         let sql = format!(
-            "INSERT INTO executor_queue (task_gid, source, description, notes, repo, priority, added_at, updated_at, status) \
+            "INSERT INTO executor_queue (task_gid, source, description, notes, repo, priority, url, completed, \
+               assignee, source_modified_at, raw_json, added_at, updated_at, status) \
              VALUES {} ON CONFLICT (task_gid) DO NOTHING RETURNING task_gid",
-            self.marks.rows(rows.len(), 8, ", 'pending'")
+            self.marks.rows(rows.len(), 13, ", 'pending'")
         );
         let mut inserted = HashSet::with_capacity(rows.len());
         on_tx!(&mut self.tx, |t| {
@@ -282,6 +291,11 @@ impl Intake {
                     .bind(p.notes.as_deref())
                     .bind(p.repo.as_deref())
                     .bind(p.priority.map(i64::from))
+                    .bind(p.facts.url.as_deref())
+                    .bind(p.facts.completed.map(i64::from))
+                    .bind(p.facts.assignee.as_deref())
+                    .bind(p.facts.modified_at)
+                    .bind(p.facts.raw_json.as_deref())
                     .bind(at)
                     .bind(at);
             }

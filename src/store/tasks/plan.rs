@@ -17,7 +17,56 @@ pub(super) struct Planned {
     pub(super) revision_description: Option<String>,
     pub(super) revision_notes: Option<String>,
     pub(super) revision_at: Option<DateTime<Utc>>,
+    pub(super) facts: Facts,
     pub(super) reason: Option<&'static str>,
+}
+
+/// What the tracker says besides the text (for the filters). Refreshed by every intake that gives it,
+/// whatever the task's status: it never changes what a human approved.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct Facts {
+    pub(super) url: Option<String>,
+    pub(super) completed: Option<bool>,
+    pub(super) assignee: Option<String>,
+    pub(super) modified_at: Option<DateTime<Utc>>,
+    pub(super) raw_json: Option<String>,
+}
+
+impl Facts {
+    fn given(t: &NewTask) -> Facts {
+        Facts {
+            url: t.url.clone(),
+            completed: t.completed,
+            assignee: t.assignee.clone(),
+            modified_at: t.modified_at,
+            raw_json: t.raw.as_ref().map(|v| v.to_string()),
+        }
+    }
+
+    fn of(task: &Task) -> Facts {
+        Facts {
+            url: task.url.clone(),
+            completed: task.completed,
+            assignee: task.assignee.clone(),
+            modified_at: task.source_modified_at,
+            raw_json: task.raw_json.clone(),
+        }
+    }
+
+    /// The given facts over the old ones. A source that gives a raw object gives all it knows, so an
+    /// assignee it leaves out was removed; a caller without one (`queue add`) only sets what it names.
+    fn over(self, old: Facts) -> Facts {
+        if self.raw_json.is_some() {
+            return self;
+        }
+        Facts {
+            url: self.url.or(old.url),
+            completed: self.completed.or(old.completed),
+            assignee: self.assignee.or(old.assignee),
+            modified_at: self.modified_at.or(old.modified_at),
+            raw_json: old.raw_json,
+        }
+    }
 }
 
 /// Merges an intake into the task as it is (`None`: a new task). A field not given is kept. Before
@@ -35,6 +84,7 @@ pub(super) fn plan(old: Option<&Task>, t: &NewTask, at: DateTime<Utc>) -> Planne
             revision_description: None,
             revision_notes: None,
             revision_at: None,
+            facts: Facts::given(t),
             reason: None,
         };
     };
@@ -74,10 +124,12 @@ pub(super) fn plan(old: Option<&Task>, t: &NewTask, at: DateTime<Utc>) -> Planne
         revision_description,
         revision_notes,
         revision_at,
+        facts: Facts::given(t).over(Facts::of(old)),
         reason: None,
     };
     let unchanged = (&planned.source, &planned.description, &planned.notes, &planned.repo, planned.priority)
         == (&old.source, &old.description, &old.notes, &old.repo, old.priority)
+        && planned.facts == Facts::of(old)
         && !revision_changed;
     if unchanged {
         planned.outcome = Upserted::Unchanged;
@@ -116,6 +168,21 @@ mod tests {
             revision_description: None,
             revision_notes: None,
             revision_at: None,
+            url: None,
+            completed: None,
+            assignee: None,
+            source_modified_at: None,
+            raw_json: None,
+            skip_rule: None,
+            skip_why: None,
+            acceptance_criteria: Vec::new(),
+            analyzed_at: None,
+            analysis_error: None,
+            analysis_attempts: 0,
+            analysis_retry_at: None,
+            analysis_round: 0,
+            claim_owner: None,
+            claim_expires_at: None,
         }
     }
 
