@@ -45,6 +45,7 @@ fn task(i: usize, changed: bool) -> NewTask {
         notes: i.is_multiple_of(4).then(|| "notes ".repeat(1 + i % 60)),
         repo: None,
         priority: i.is_multiple_of(5).then_some((i % 4) as i32 + 1),
+        ..Default::default()
     }
 }
 
