@@ -17,8 +17,8 @@ pub struct Invocation {
     pub log_dir: PathBuf,
 }
 
-/// The long-running jobs started every five minutes; each exits when idle.
-pub const JOBS: &[&str] = &["runner"];
+/// The long-running jobs started every five minutes; each exits when idle (the seed's two daemons).
+pub const JOBS: &[&str] = &["runner", "analyzer"];
 
 /// Quotes for a POSIX shell. Only executor's own paths pass through here, never task text.
 pub fn sh_quote(s: &str) -> String {
@@ -164,6 +164,16 @@ mod tests {
             line,
             "*/5 * * * * env PATH='/usr/bin:/bin' '/opt/bin/executor' '--config' '/home/a/it'\\''s/executor.toml' 'runner' >> '/data/logs/runner.log' 2>&1"
         );
+    }
+
+    #[test]
+    fn the_analyzer_has_its_own_line_and_log() {
+        let block = cron_block(&inv());
+        let lines: Vec<&str> = block.lines().collect();
+        assert_eq!(lines.len(), 4, "begin, runner, analyzer, end: {block}");
+        assert!(lines[2].ends_with("'analyzer' >> '/data/logs/analyzer.log' 2>&1"), "{}", lines[2]);
+        assert_eq!(systemd_units(&inv()).len(), 4, "a service and a timer per job");
+        assert_eq!(launchd_agents(&inv())[1].0, "dev.executor.analyzer.plist");
     }
 
     #[test]

@@ -22,3 +22,9 @@ pub fn task_fields<'a>(task: &'a Task, raw: Option<&'a serde_json::Value>) -> Ta
         raw,
     }
 }
+
+/// The task's title: the first non-empty line of its description, at most 120 characters.
+pub fn title(task: &Task) -> String {
+    let text = task.description.as_deref().unwrap_or("");
+    text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim().chars().take(120).collect()
+}

@@ -40,6 +40,7 @@ pub async fn run(config_flag: Option<&Path>, args: InitArgs, as_json: bool) -> a
             }
             None => TEMPLATE.to_string(),
         };
+        let text = format!("{text}\n{}", seed_rules_commented());
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
         }
@@ -66,7 +67,12 @@ pub async fn run(config_flag: Option<&Path>, args: InitArgs, as_json: bool) -> a
     println!("database:  {} (schema version {})", redact_url(&url), report.to);
     println!();
     println!("Next: add a repository under [repos] in the config, then");
-    println!("  executor queue add --gid 1 --description \"…\"   # queue a task");
+    println!(
+        "  executor queue add --gid 1 --description \"…\"   # queue a task (or add [[sources]]: executor intake)"
+    );
+    println!(
+        "  executor analyzer                               # triage it with the agent (or approve --skip-triage)"
+    );
     println!("  executor approve 1                              # say go");
     println!("  executor status                                 # see where things stand");
     if config_flag.is_some() {
@@ -76,6 +82,19 @@ pub async fn run(config_flag: Option<&Path>, args: InitArgs, as_json: bool) -> a
         );
     }
     Ok(())
+}
+
+/// The seed's skip rules, commented out, for the end of a new config: uncomment and adapt them.
+fn seed_rules_commented() -> String {
+    let mut out = String::from(
+        "# ---- The seed's skip rules (executor-v2-redesign), commented out: uncomment and adapt. ----\n",
+    );
+    for line in crate::intake::filter::SEED_RULES.lines() {
+        out.push_str(if line.is_empty() { "#" } else { "# " });
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 fn toml_string(s: &str) -> String {

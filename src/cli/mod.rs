@@ -1,6 +1,7 @@
 //! The command-line surface. Architecture invariant: only `cli` (and later `web`) print; the library
 //! below returns values and errors.
 
+mod analyzer;
 mod context;
 mod demo;
 mod import;
@@ -78,6 +79,9 @@ pub enum Command {
     Migrate,
     /// Import v1's executor_queue and executor_runs rows (JSON, or a CSV pair); --dry-run prints the plan.
     Import(import::ImportArgs),
+    /// Triage until nothing is pending, then exit (cron restarts it): fetch from the [[sources]], skip
+    /// what the [[filters]] name, and have the agent sort the rest into for_review, awaiting_go or skip.
+    Analyzer(analyzer::AnalyzerArgs),
     /// Drive runs until idle, then exit (cron restarts it): create runs for approved tasks, keep up to
     /// runner.max_workers agents busy, and take each pull request through CI, comments and review.
     Runner(runner::RunnerArgs),
@@ -91,7 +95,7 @@ pub enum Command {
     /// The prompt templates: export the defaults to edit, check the configured ones.
     #[command(subcommand)]
     Prompts(prompts::PromptsCommand),
-    /// The cron watchdog: starts the runner every 5 minutes (it exits when idle).
+    /// The cron watchdog: starts the runner and the analyzer every 5 minutes (each exits when idle).
     #[command(subcommand)]
     Cron(schedule::CronCommand),
     /// Print the cron entries as a macOS LaunchAgent or a systemd user timer instead.
@@ -132,7 +136,7 @@ pub fn main() -> ExitCode {
 /// Commands that write to agents' pipes: for them a closed pipe must stay an error to handle (an agent
 /// that exits before reading its whole prompt), never a signal that kills executor.
 fn starts_agents(command: &Command) -> bool {
-    matches!(command, Command::Runner(_) | Command::Worker(_) | Command::Demo(_))
+    matches!(command, Command::Runner(_) | Command::Analyzer(_) | Command::Worker(_) | Command::Demo(_))
 }
 
 /// `executor queue list | head`: when the reader goes away, end quietly as other command-line tools do
@@ -177,6 +181,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 async fn dispatch(ctx: &Context, command: Command, json: bool) -> anyhow::Result<()> {
     match command {
         Command::Comment(args) => runner::comment(ctx, args, json).await,
+        Command::Analyzer(args) => analyzer::analyzer(ctx, args, json).await,
         Command::Init(_)
         | Command::Demo(_)
         | Command::Cron(_)

@@ -91,3 +91,36 @@ fn the_graphql_endpoint_derives_from_the_rest_base() {
     let set = Config::parse("[github]\ngraphql_url = \"http://127.0.0.1:9/gql\"\n").unwrap();
     assert_eq!(set.github.graphql_endpoint(), "http://127.0.0.1:9/gql");
 }
+
+#[test]
+fn the_seed_rules_appended_to_the_template_load_and_compile() {
+    let text = format!("{TEMPLATE}\n{}", crate::intake::filter::SEED_RULES);
+    let config = Config::parse(&text).unwrap();
+    assert_eq!(config.filters.len(), 5);
+    assert_eq!(config.intake.assignee, "alex");
+    assert_eq!(config.compiled_filters().unwrap().names().count(), 5);
+}
+
+#[test]
+fn sources_are_checked_naming_the_key() {
+    let base = "[repos.app]\npath = \"/src/app\"\n";
+    let cases = [
+        ("[[sources]]\nname = \"a\"\nkind = \"jira\"\n", "sources[0].kind"),
+        ("[[sources]]\nname = \"a\"\nkind = \"asana\"\n", "sources[0].projects"),
+        ("[[sources]]\nname = \"a\"\nkind = \"file\"\n", "sources[0].path"),
+        ("[[sources]]\nname = \"a\"\nkind = \"github_issues\"\ngithub = \"nope\"\n", "sources[0].github"),
+        ("[[sources]]\nname = \"a\"\nkind = \"file\"\npath = \"x\"\nrepo = \"web\"\n", "sources[0].repo"),
+        (
+            "[[sources]]\nname = \"a\"\nkind = \"file\"\npath = \"x\"\n[[sources]]\nname = \"a\"\nkind = \"file\"\npath = \"y\"\n",
+            "sources[1].name",
+        ),
+        ("[[filters]]\nname = \"f\"\n[filters.when]\nfield = \"colour\"\ncontains = \"x\"\n", "[[filters]]"),
+        ("[analyzer]\nconcurrency = 0\n", "analyzer.concurrency"),
+    ];
+    for (text, key) in cases {
+        let err = Config::parse(&format!("{base}{text}")).unwrap_err();
+        assert!(err.contains(key), "{key} not named in: {err}");
+    }
+    let ok = "[[sources]]\nname = \"inbox\"\nkind = \"asana\"\nprojects = [\"1\"]\nrepo = \"app\"\n";
+    assert_eq!(Config::parse(&format!("{base}{ok}")).unwrap().sources[0].token_env, "ASANA_TOKEN");
+}
