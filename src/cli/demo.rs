@@ -40,6 +40,37 @@ fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// One analyzer pass, in process, printing each task's outcome as `executor analyzer` does.
+async fn triage(ctx: &Context) -> anyhow::Result<()> {
+    let config = std::sync::Arc::new(ctx.config.clone());
+    let prompts = std::sync::Arc::new(crate::runner::load_prompts(&config)?);
+    let host = crate::runner::hostname();
+    let triager = crate::analyzer::triage::Triager::new(
+        config.clone(),
+        prompts,
+        ctx.store.clone(),
+        host.clone(),
+        std::env::current_exe().ok(),
+    );
+    let analyzer = crate::analyzer::Analyzer::new(config, ctx.store.clone(), triager, &host)?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (_stop_tx, stop) = tokio::sync::watch::channel(false);
+    let pass = tokio::spawn(async move { analyzer.run_until_idle(tx, stop).await });
+    while let Some(event) = rx.recv().await {
+        use crate::analyzer::Progress;
+        match event {
+            Progress::Filtered { task_gid, rule, why } => println!("  {task_gid}: skipped by filter {rule} ({why})"),
+            Progress::Triaged { task_gid, status, priority, summary } => {
+                println!("  {task_gid}: triaged {status}, priority {priority}: {summary}")
+            }
+            Progress::Failed { task_gid, error, .. } => println!("  {task_gid}: analysis failed: {error}"),
+            Progress::Started { .. } | Progress::Overtaken { .. } => {}
+        }
+    }
+    pass.await??;
+    Ok(())
+}
+
 fn step(text: &str) {
     println!("\n==> {text}");
 }
@@ -77,7 +108,10 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
              # Only comments by these authors make a worker act; the demo's reviewer is \"you\".\n\
              trusted_authors = [{reviewer}]\n\
              # CI fails until the agent's fix_ci worker adds the file it checks for.\n\
-             ci_command = [\"sh\", \"-c\", \"sleep 2; test -f ci-fixed || {{ echo 'ci-fixed is missing'; exit 1; }}\"]\n",
+             ci_command = [\"sh\", \"-c\", \"sleep 2; test -f ci-fixed || {{ echo 'ci-fixed is missing'; exit 1; }}\"]\n\n\
+             # A skip filter, as the seed has: design work never reaches the agent.\n\
+             [[filters]]\nname = \"figma_link\"\nwhy = \"links a Figma design\"\n\
+             [filters.when]\nfield = \"text\"\nmatches = 'figma\\.com/(file|design|proto)/'\n",
             data = toml_str(&dir.join("data")),
             agent = toml_str(&agent),
             repo = toml_str(&repo),
@@ -89,14 +123,24 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let ctx = Context::open(Some(&config_path)).await?;
     let store = &ctx.store;
     let gid = TaskGid::parse("DEMO-1").map_err(anyhow::Error::msg)?;
-    step("Queue a task and approve it (a human's go; triage skipped)");
-    let task = NewTask {
-        source: Some("demo".into()),
-        description: Some("Add a feature file describing the feature".into()),
-        ..Default::default()
-    };
-    store.upsert_task(&gid, &task, Actor::Cli).await?;
-    store.set_task_status(&gid, QueueStatus::AwaitingGo, Actor::Cli, Some("demo: triage skipped")).await?;
+    step("Queue two tasks; the analyzer skips one by a filter and has the agent triage the other");
+    let design = TaskGid::parse("DEMO-2").map_err(anyhow::Error::msg)?;
+    for (g, text) in [
+        (&gid, "Add a feature file describing the feature"),
+        (&design, "Redesign the settings page\n\nMockups: https://www.figma.com/design/demo/settings"),
+    ] {
+        let task = NewTask { source: Some("demo".into()), description: Some(text.into()), ..Default::default() };
+        store.upsert_task(g, &task, Actor::Cli).await?;
+    }
+    triage(&ctx).await?;
+    let triaged = store.task(&gid).await?;
+    if triaged.status != QueueStatus::AwaitingGo {
+        bail!("the demo's triage left {gid} {} ({:?})", triaged.status, triaged.analysis_error);
+    }
+    for c in &triaged.acceptance_criteria {
+        println!("  acceptance criterion for the review: {c}");
+    }
+    step("You approve DEMO-1 (the human's go: `executor approve DEMO-1`)");
     store.set_task_status(&gid, QueueStatus::Approved, Actor::Cli, Some("demo: approved")).await?;
 
     step("Run the runner as cron would, until the run is complete");
