@@ -49,7 +49,10 @@ async fn filters_go_first_then_the_agent_triages_every_pending_task() {
     assert!(!a1.acceptance_criteria.is_empty(), "the triage's criteria are kept for the review");
     let a2 = store.task(&gid("A-2")).await.unwrap();
     assert_eq!(status(&a2), (QueueStatus::Skip, Some("figma_link".into())));
-    assert!(store.analysis_sessions(&gid("A-2")).await.unwrap().is_empty(), "no model call for a filtered task");
+    assert!(
+        store.analysis_sessions(&gid("A-2")).await.unwrap().is_empty(),
+        "no model call for a filtered task"
+    );
     assert_eq!(store.task(&gid("A-3")).await.unwrap().status, QueueStatus::Skip);
     assert_eq!(store.task(&gid("A-4")).await.unwrap().status, QueueStatus::ForReview);
     let sessions = store.analysis_sessions(&gid("A-1")).await.unwrap();
@@ -79,7 +82,11 @@ async fn an_answer_that_is_never_the_schema_leaves_the_task_pending_with_the_err
     let b1 = store.task(&gid("B-1")).await.unwrap();
     assert_eq!((b1.status, b1.analysis_attempts), (QueueStatus::Pending, 1));
     assert!(b1.analysis_error.as_deref().is_some_and(|e| e.contains("schema")), "{:?}", b1.analysis_error);
-    assert_eq!(store.analysis_sessions(&gid("B-1")).await.unwrap().len(), 2, "one retry with the error shown");
+    assert_eq!(
+        store.analysis_sessions(&gid("B-1")).await.unwrap().len(),
+        2,
+        "one retry with the error shown"
+    );
     let b2 = store.task(&gid("B-2")).await.unwrap();
     assert_eq!(b2.status, QueueStatus::AwaitingGo, "the retry's answer was used");
     let shown = String::from_utf8_lossy(&env.run(&["queue", "show", "B-1"]).stdout).to_string();
@@ -129,7 +136,8 @@ async fn two_analyzers_on_postgres_triage_each_task_once() {
         let g = gid(&format!("P-{i}"));
         assert_eq!(store.task(&g).await.unwrap().status, QueueStatus::AwaitingGo);
         assert_eq!(store.analysis_sessions(&g).await.unwrap().len(), 1, "{g} analyzed once");
-        let events = store.events(&EventFilter { task_gid: Some(g.clone()), ..Default::default() }).await.unwrap();
+        let events =
+            store.events(&EventFilter { task_gid: Some(g.clone()), ..Default::default() }).await.unwrap();
         let triages = events.iter().filter(|e| e.from_state.as_deref() == Some("pending")).count();
         assert_eq!(triages, 1, "{g}: {events:?}");
     }

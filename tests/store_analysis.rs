@@ -144,7 +144,10 @@ async fn failed_analyses_back_off_and_stop_after_max_attempts(db: TestDb) {
     store.record_analysis_failure(&g2, "a", "agent crashed", Utc::now() + Duration::hours(1)).await.unwrap();
     assert!(store.claim_for_analysis("a", Duration::seconds(TTL), 2).await.unwrap().is_none(), "backing off");
     // Sent back by a human: tried afresh.
-    assert_eq!(store.send_back_for_analysis(std::slice::from_ref(&g), Actor::Cli, "try again").await.unwrap(), 1);
+    assert_eq!(
+        store.send_back_for_analysis(std::slice::from_ref(&g), Actor::Cli, "try again").await.unwrap(),
+        1
+    );
     let t = store.claim_for_analysis("a", Duration::seconds(TTL), 2).await.unwrap().unwrap();
     assert_eq!((t.task_gid, t.analysis_attempts, t.analysis_error), (g, 0, None));
 }
@@ -194,7 +197,10 @@ async fn sent_back_tasks_come_after_new_ones(db: TestDb) {
     let old = add(&store, "s1").await;
     store.claim_for_analysis("a", Duration::seconds(TTL), 3).await.unwrap().unwrap();
     store.record_filter_skip(&old, "a", "not_macos", "").await.unwrap();
-    assert_eq!(store.send_back_for_analysis(std::slice::from_ref(&old), Actor::Cli, "reanalyze").await.unwrap(), 1);
+    assert_eq!(
+        store.send_back_for_analysis(std::slice::from_ref(&old), Actor::Cli, "reanalyze").await.unwrap(),
+        1
+    );
     assert_eq!(
         store.send_back_for_analysis(std::slice::from_ref(&old), Actor::Cli, "again").await.unwrap(),
         0,

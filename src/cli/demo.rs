@@ -59,7 +59,9 @@ async fn triage(ctx: &Context) -> anyhow::Result<()> {
     while let Some(event) = rx.recv().await {
         use crate::analyzer::Progress;
         match event {
-            Progress::Filtered { task_gid, rule, why } => println!("  {task_gid}: skipped by filter {rule} ({why})"),
+            Progress::Filtered { task_gid, rule, why } => {
+                println!("  {task_gid}: skipped by filter {rule} ({why})")
+            }
             Progress::Triaged { task_gid, status, priority, summary } => {
                 println!("  {task_gid}: triaged {status}, priority {priority}: {summary}")
             }
@@ -129,7 +131,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         (&gid, "Add a feature file describing the feature"),
         (&design, "Redesign the settings page\n\nMockups: https://www.figma.com/design/demo/settings"),
     ] {
-        let task = NewTask { source: Some("demo".into()), description: Some(text.into()), ..Default::default() };
+        let task =
+            NewTask { source: Some("demo".into()), description: Some(text.into()), ..Default::default() };
         store.upsert_task(g, &task, Actor::Cli).await?;
     }
     triage(&ctx).await?;

@@ -4,6 +4,7 @@
 mod analyzer;
 mod context;
 mod demo;
+mod doctor;
 mod import;
 mod init;
 mod output;
@@ -44,6 +45,9 @@ pub struct Cli {
 pub enum Command {
     /// Write a commented executor.toml and create the database; say where both are.
     Init(init::InitArgs),
+    /// Check the setup — config, database, git, repositories, agent, tokens, cron, locks, disk — and
+    /// say how to fix each problem. Writes nothing; exits 1 when a required check fails.
+    Doctor,
     /// See the whole pipeline work, offline: a scratch repository, SQLite, the local forge and a fake
     /// agent take one task from approval to a reviewed, green pull request.
     Demo(demo::DemoArgs),
@@ -159,6 +163,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Init(args) => init::run(cli.config.as_deref(), args, json).await,
         Command::Demo(args) => demo::run(args).await,
+        Command::Doctor => doctor::run(cli.config.as_deref(), json).await,
         Command::Cron(c) => schedule::cron(cli.config.as_deref(), c),
         Command::Service(ServiceCommand::Print(args)) => schedule::service(cli.config.as_deref(), args),
         Command::Logs(args) => worker::logs(&context::load_config(cli.config.as_deref())?, args, json).await,
@@ -183,6 +188,7 @@ async fn dispatch(ctx: &Context, command: Command, json: bool) -> anyhow::Result
         Command::Comment(args) => runner::comment(ctx, args, json).await,
         Command::Analyzer(args) => analyzer::analyzer(ctx, args, json).await,
         Command::Init(_)
+        | Command::Doctor
         | Command::Demo(_)
         | Command::Cron(_)
         | Command::Service(_)

@@ -1,0 +1,417 @@
+//! `executor doctor`: checks a setup and says, for each problem, the one thing to do about it. Writes
+//! nothing: a missing database is reported, never created.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::context::load_config;
+use super::output::json;
+use crate::config::{Config, expand_home};
+use crate::instance_lock::{InstanceLock, LockError};
+use crate::store::{KNOWN_VERSION, Store, redact_url};
+
+/// How a check came out. A `Fail` makes `doctor` exit 1; a `Warn` is worth knowing but not blocking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Pass,
+    Warn,
+    Fail,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub name: String,
+    pub outcome: Outcome,
+    pub detail: String,
+    /// What to do about a warning or failure.
+    pub fix: Option<String>,
+}
+
+fn pass(name: &str, detail: impl Into<String>) -> Check {
+    Check { name: name.into(), outcome: Outcome::Pass, detail: detail.into(), fix: None }
+}
+
+fn problem(outcome: Outcome, name: &str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+    Check { name: name.into(), outcome, detail: detail.into(), fix: Some(fix.into()) }
+}
+
+/// Runs every check, prints them, and fails when a required one did.
+pub async fn run(config_flag: Option<&Path>, as_json: bool) -> anyhow::Result<()> {
+    let mut checks = Vec::new();
+    let config = match load_config(config_flag) {
+        Ok(config) => {
+            let from = config
+                .source
+                .as_ref()
+                .map_or("defaults (no config file found)".to_string(), |p| p.display().to_string());
+            checks.push(pass("config", format!("valid: {from}")));
+            Some(config)
+        }
+        Err(e) => {
+            checks.push(problem(Outcome::Fail, "config", format!("{e:#}"), "fix the key named above"));
+            None
+        }
+    };
+    checks.push(git_check());
+    if let Some(config) = &config {
+        checks.push(database_check(config).await);
+        checks.extend(repo_checks(config));
+        checks.extend(agent_checks(config));
+        checks.extend(token_checks(config));
+        checks.push(cron_check());
+        checks.extend(lock_checks(config));
+        checks.push(disk_check(&config.worktrees_root()));
+    }
+    if as_json {
+        json(
+            &serde_json::json!({ "ok": !checks.iter().any(|c| c.outcome == Outcome::Fail), "checks": checks }),
+        )?;
+    } else {
+        for c in &checks {
+            let mark = match c.outcome {
+                Outcome::Pass => "✓",
+                Outcome::Warn => "!",
+                Outcome::Fail => "✗",
+            };
+            println!("{mark} {:<14} {}", c.name, c.detail);
+            if let Some(fix) = &c.fix {
+                println!("  {:<14} → {fix}", "");
+            }
+        }
+    }
+    let failed = checks.iter().filter(|c| c.outcome == Outcome::Fail).count();
+    if failed > 0 {
+        anyhow::bail!("{failed} check(s) failed");
+    }
+    Ok(())
+}
+
+/// The program's `--version` first line, or why it could not be run.
+fn version_of(program: &str) -> Result<String, String> {
+    match Command::new(program).arg("--version").output() {
+        Ok(out) if out.status.success() => {
+            Ok(String::from_utf8_lossy(&out.stdout).lines().next().unwrap_or("").trim().to_string())
+        }
+        Ok(out) => Err(format!("`{program} --version` exited with {}", out.status)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!("{program} is not on PATH")),
+        Err(e) => Err(format!("cannot run {program}: {e}")),
+    }
+}
+
+fn git_check() -> Check {
+    match version_of("git") {
+        Ok(v) => {
+            // `git worktree` arrived in 2.5 and `worktree remove` in 2.17: the second is what executor needs.
+            let (major, minor) = parse_version(&v);
+            if (major, minor) >= (2, 17) {
+                pass("git", v)
+            } else {
+                problem(Outcome::Fail, "git", v, "install git 2.17 or newer (worktree remove)")
+            }
+        }
+        Err(e) => problem(Outcome::Fail, "git", e, "install git"),
+    }
+}
+
+fn parse_version(text: &str) -> (u32, u32) {
+    let digits = text.split_whitespace().find(|w| w.starts_with(|c: char| c.is_ascii_digit())).unwrap_or("");
+    let mut parts = digits.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+}
+
+async fn database_check(config: &Config) -> Check {
+    let url = config.database_url();
+    let shown = redact_url(&url);
+    if let Some(path) = url.strip_prefix("sqlite://") {
+        if !Path::new(path).exists() {
+            return problem(
+                Outcome::Fail,
+                "database",
+                format!("no database at {path}"),
+                "run `executor init`",
+            );
+        }
+    } else if let Some(refused) = unreachable_postgres(&url).await {
+        return problem(
+            Outcome::Fail,
+            "database",
+            format!("{shown}: {refused}"),
+            "start PostgreSQL, or fix database.url",
+        );
+    }
+    let opened = tokio::time::timeout(Duration::from_secs(20), Store::open(&url)).await;
+    let store = match opened {
+        Ok(Ok(store)) => store,
+        Ok(Err(e)) => return problem(Outcome::Fail, "database", e.to_string(), "fix database.url"),
+        Err(_) => {
+            return problem(
+                Outcome::Fail,
+                "database",
+                format!("{shown}: no answer in 20 s"),
+                "check the server",
+            );
+        }
+    };
+    let version = store.schema_version().await;
+    store.close().await;
+    match version {
+        Ok(v) if v == KNOWN_VERSION => pass("database", format!("{shown}, schema {v}")),
+        Ok(v) if v < KNOWN_VERSION => problem(
+            Outcome::Warn,
+            "database",
+            format!("{shown}, schema {v} (this executor knows {KNOWN_VERSION})"),
+            "run `executor migrate` (any command also migrates)",
+        ),
+        Ok(v) => problem(
+            Outcome::Fail,
+            "database",
+            format!("{shown}, schema {v} is newer than this executor's {KNOWN_VERSION}"),
+            "upgrade executor",
+        ),
+        Err(e) => problem(Outcome::Fail, "database", e.to_string(), "run `executor init`"),
+    }
+}
+
+/// "connection refused" (or the like) within 3 s for a PostgreSQL server that is not there, instead of
+/// the pool's timeout.
+async fn unreachable_postgres(url: &str) -> Option<String> {
+    let after_at = url.split_once("://")?.1;
+    let host_part = after_at.rsplit_once('@').map_or(after_at, |(_, h)| h);
+    let host_port = host_part.split(['/', '?']).next().unwrap_or("");
+    if host_port.is_empty() || host_port.starts_with('%') {
+        return None; // a Unix socket path: let the driver say
+    }
+    let addr = if host_port.contains(':') { host_port.to_string() } else { format!("{host_port}:5432") };
+    let probe = addr.clone();
+    let reached = tokio::task::spawn_blocking(move || {
+        use std::net::ToSocketAddrs;
+        let target = probe.to_socket_addrs()?.next().ok_or(std::io::ErrorKind::NotFound)?;
+        std::net::TcpStream::connect_timeout(&target, Duration::from_secs(3)).map(drop)
+    })
+    .await;
+    match reached {
+        Ok(Ok(())) | Err(_) => None,
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            Some(format!("connection refused at {addr}: is PostgreSQL running?"))
+        }
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::TimedOut => {
+            Some(format!("no answer from {addr} in 3 s"))
+        }
+        Ok(Err(e)) => Some(format!("cannot reach {addr}: {e}")),
+    }
+}
+
+fn repo_checks(config: &Config) -> Vec<Check> {
+    if config.repos.is_empty() {
+        return vec![problem(
+            Outcome::Warn,
+            "repos",
+            "no [repos.NAME] in the config: runs cannot start",
+            "add a [repos.NAME] table with the path of a local clone",
+        )];
+    }
+    config
+        .repos
+        .iter()
+        .map(|(name, repo)| {
+            let label = format!("repo {name}");
+            let path = expand_home(&repo.path);
+            if !path.is_dir() {
+                return problem(
+                    Outcome::Fail,
+                    &label,
+                    format!("{} does not exist", path.display()),
+                    format!("fix repos.{name}.path"),
+                );
+            }
+            let base = format!("refs/heads/{}", repo.base);
+            let ok = Command::new("git")
+                .args(["rev-parse", "--verify", "--quiet", &base])
+                .current_dir(&path)
+                .output()
+                .is_ok_and(|o| o.status.success());
+            if ok {
+                pass(&label, format!("{} (base {})", path.display(), repo.base))
+            } else {
+                problem(
+                    Outcome::Fail,
+                    &label,
+                    format!("{} is not a git checkout with a branch {}", path.display(), repo.base),
+                    format!("clone the repository there, or fix repos.{name}.base"),
+                )
+            }
+        })
+        .collect()
+}
+
+fn agent_checks(config: &Config) -> Vec<Check> {
+    let w = &config.worker;
+    let program = match w.agent.as_str() {
+        "claude" => w.claude.program.clone(),
+        "codex" => w.codex.program.clone(),
+        _ => w.command.argv.first().cloned().unwrap_or_default(),
+    };
+    let mut out = Vec::new();
+    if w.agent == "command" {
+        let found = which(&program);
+        out.push(match found {
+            Some(p) => pass("agent", format!("command {}", p.display())),
+            None => problem(
+                Outcome::Fail,
+                "agent",
+                format!("worker.command.argv names {program:?}, which is not an executable file or on PATH"),
+                "fix worker.command.argv",
+            ),
+        });
+    } else {
+        out.push(match version_of(&program) {
+            Ok(v) => pass("agent", format!("{} {v}", w.agent)),
+            Err(e) => problem(
+                Outcome::Fail,
+                "agent",
+                e,
+                format!("install {} or set worker.{}.program", w.agent, w.agent),
+            ),
+        });
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    if w.agent == "claude" && w.claude.permission_mode == "bypassPermissions" && root {
+        let sandbox = std::env::var("IS_SANDBOX").is_ok_and(|v| v == "1");
+        out.push(if sandbox {
+            pass("claude as root", "IS_SANDBOX=1 is set, so bypassPermissions is allowed")
+        } else {
+            problem(
+                Outcome::Fail,
+                "claude as root",
+                "Claude Code refuses --permission-mode bypassPermissions as root without IS_SANDBOX=1",
+                "export IS_SANDBOX=1 before starting executor (it is in worker.pass_env), or run as another user",
+            )
+        });
+    }
+    out
+}
+
+/// The tokens the configured forges and sources need (present or not; never shown).
+fn token_checks(config: &Config) -> Vec<Check> {
+    let mut out = Vec::new();
+    let uses_github = config.repos.values().any(|r| r.forge == "github")
+        || config.sources.iter().any(|s| s.kind == "github_issues");
+    if uses_github {
+        let set = config.github.token_env.iter().find(|n| std::env::var(n).is_ok_and(|v| !v.is_empty()));
+        out.push(match (set, which("gh"), config.github.app_id) {
+            (Some(name), _, _) => pass("github token", format!("from ${name}")),
+            (None, _, id) if id != 0 => pass("github token", format!("GitHub App {id}")),
+            (None, Some(_), _) => problem(
+                Outcome::Warn,
+                "github token",
+                format!(
+                    "none of {} is set; `gh auth token` will be asked",
+                    config.github.token_env.join(", ")
+                ),
+                "run `gh auth login`, or export GH_TOKEN",
+            ),
+            (None, None, _) => problem(
+                Outcome::Fail,
+                "github token",
+                format!(
+                    "none of {} is set, gh is not installed, no GitHub App",
+                    config.github.token_env.join(", ")
+                ),
+                "export GH_TOKEN with a token that has repo scope",
+            ),
+        });
+    }
+    for s in config.sources.iter().filter(|s| s.kind == "asana") {
+        let label = format!("source {}", s.name);
+        out.push(if std::env::var(&s.token_env).is_ok_and(|v| !v.trim().is_empty()) {
+            pass(&label, format!("Asana token in ${}", s.token_env))
+        } else {
+            problem(
+                Outcome::Fail,
+                &label,
+                format!("${} is not set", s.token_env),
+                format!("export {} with an Asana personal access token", s.token_env),
+            )
+        });
+    }
+    out
+}
+
+fn cron_check() -> Check {
+    match Command::new("crontab").arg("-l").output() {
+        Ok(out) if String::from_utf8_lossy(&out.stdout).contains(crate::schedule::BEGIN) => {
+            pass("cron", "the executor entries are installed")
+        }
+        _ => problem(
+            Outcome::Warn,
+            "cron",
+            "no executor entries in the crontab",
+            "run `executor cron install` (or `executor service print`)",
+        ),
+    }
+}
+
+/// Who holds the runner's and the analyzer's locks now (taken and let go at once when free).
+fn lock_checks(config: &Config) -> Vec<Check> {
+    let dir = config.data_dir();
+    crate::schedule::JOBS
+        .iter()
+        .map(|job| {
+            // No lock file: never ran here; none is created just to look.
+            if !dir.join(format!("{job}.lock")).exists() {
+                return pass(job, "not running");
+            }
+            match InstanceLock::acquire(&dir, job) {
+                Ok(_) => pass(job, "not running"),
+                Err(LockError::Held { pid, .. }) => pass(job, format!("running (pid {pid})")),
+                Err(e) => {
+                    problem(Outcome::Warn, job, e.to_string(), "check the data directory's permissions")
+                }
+            }
+        })
+        .collect()
+}
+
+fn disk_check(root: &Path) -> Check {
+    // The worktree root may not exist yet: its nearest existing parent holds the space.
+    let mut at = root.to_path_buf();
+    while !at.exists() && at.pop() {}
+    match nix::sys::statvfs::statvfs(&at) {
+        Ok(s) => {
+            let free = s.blocks_available() as u64 * s.fragment_size() as u64;
+            let gib = free as f64 / (1u64 << 30) as f64;
+            if gib < 2.0 {
+                problem(
+                    Outcome::Warn,
+                    "disk",
+                    format!("{gib:.1} GiB free under {}", root.display()),
+                    "free space: each run's worktree is a checkout of its repository",
+                )
+            } else {
+                pass("disk", format!("{gib:.1} GiB free under {}", root.display()))
+            }
+        }
+        Err(e) => problem(Outcome::Warn, "disk", format!("{}: {e}", at.display()), "check workspace.root"),
+    }
+}
+
+/// The program as the shell would find it: a path, or a name on PATH.
+fn which(program: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable =
+        |p: &Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if program.contains('/') {
+        let p = expand_home(program);
+        return executable(&p).then_some(p);
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(program))
+        .find(|p| executable(p))
+}

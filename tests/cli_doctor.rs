@@ -1,0 +1,57 @@
+//! `executor doctor` on a working setup and on a broken one, through the real binary.
+
+mod runner_support;
+
+use std::process::Stdio;
+
+use runner_support::Env;
+
+fn doctor(env: &Env) -> (Option<i32>, serde_json::Value) {
+    let out = env.command(&["doctor", "--json"]).stdin(Stdio::null()).output().unwrap();
+    let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("doctor --json printed no JSON ({e}): {}", String::from_utf8_lossy(&out.stdout))
+    });
+    (out.status.code(), report)
+}
+
+fn check<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    report["checks"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap_or_else(|| {
+        panic!("no check {name}: {report}")
+    })
+}
+
+#[test]
+fn a_working_setup_passes_every_required_check() {
+    let env = Env::new(&[]);
+    env.run(&["migrate"]);
+    let (code, report) = doctor(&env);
+    assert_eq!(code, Some(0), "{report:#}");
+    for name in ["config", "git", "database", "repo app", "agent"] {
+        assert_eq!(check(&report, name)["outcome"], "pass", "{name}: {report:#}");
+    }
+    let human = env.command(&["doctor"]).output().unwrap();
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains("✓ database"), "{text}");
+}
+
+#[test]
+fn a_broken_setup_fails_naming_each_fix_and_writes_nothing() {
+    let env = Env::new(&[]);
+    env.edit_config("[repos.app]\npath = \"", "[repos.app]\npath = \"/nonexistent");
+    env.edit_config("[worker.command]\nargv = [\"", "[worker.command]\nargv = [\"/nonexistent");
+    env.append_config(
+        "\n[[sources]]\nname = \"inbox\"\nkind = \"asana\"\nprojects = [\"1\"]\ntoken_env = \"DOCTOR_TEST_NO_SUCH_VAR\"\n",
+    );
+    let (code, report) = doctor(&env);
+    assert_eq!(code, Some(1), "{report:#}");
+    let fail = |name: &str| {
+        let c = check(&report, name);
+        assert_eq!(c["outcome"], "fail", "{name}: {report:#}");
+        c["fix"].as_str().unwrap_or_default().to_string()
+    };
+    assert!(fail("database").contains("executor init"));
+    assert!(fail("repo app").contains("repos.app.path"));
+    assert!(fail("agent").contains("worker.command.argv"));
+    assert!(fail("source inbox").contains("DOCTOR_TEST_NO_SUCH_VAR"));
+    assert!(!env.path().join("data").exists(), "doctor created the data directory");
+}
