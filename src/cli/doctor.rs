@@ -383,6 +383,7 @@ fn disk_check(root: &Path) -> Check {
     while !at.exists() && at.pop() {}
     match nix::sys::statvfs::statvfs(&at) {
         Ok(s) => {
+            #[allow(clippy::unnecessary_cast)] // the fields are narrower on macOS
             let free = s.blocks_available() as u64 * s.fragment_size() as u64;
             let gib = free as f64 / (1u64 << 30) as f64;
             if gib < 2.0 {
