@@ -15,9 +15,12 @@ fn doctor(env: &Env) -> (Option<i32>, serde_json::Value) {
 }
 
 fn check<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    report["checks"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap_or_else(|| {
-        panic!("no check {name}: {report}")
-    })
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no check {name}: {report}"))
 }
 
 #[test]

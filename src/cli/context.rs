@@ -15,7 +15,24 @@ pub struct Context {
 
 impl Context {
     pub async fn open(flag: Option<&Path>) -> anyhow::Result<Context> {
+        Self::open_with(load_config(flag)?).await
+    }
+
+    /// For commands that only read: an SQLite database that does not exist yet is an error, not a new
+    /// empty file (a typo in `--config` must not leave databases behind).
+    pub async fn open_existing(flag: Option<&Path>) -> anyhow::Result<Context> {
         let config = load_config(flag)?;
+        if let Some(path) = config.database_url().strip_prefix("sqlite://")
+            && !Path::new(path).exists()
+        {
+            anyhow::bail!(
+                "no database at {path} yet: run `executor init` (or point --config at the config you meant)"
+            );
+        }
+        Self::open_with(config).await
+    }
+
+    async fn open_with(config: Config) -> anyhow::Result<Context> {
         let url = config.database_url();
         let store = Store::open(&url).await?;
         // A newer schema is refused before anything is written; an older one is brought up to date, so

@@ -143,6 +143,17 @@ fn starts_agents(command: &Command) -> bool {
     matches!(command, Command::Runner(_) | Command::Analyzer(_) | Command::Worker(_) | Command::Demo(_))
 }
 
+/// Commands that only read the database: they never create one.
+fn only_reads(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Status
+            | Command::Events(_)
+            | Command::Queue(queue::QueueCommand::List { .. } | queue::QueueCommand::Show { .. })
+            | Command::Runs(runs::RunsCommand::List { .. } | runs::RunsCommand::Show { .. })
+    )
+}
+
 /// `executor queue list | head`: when the reader goes away, end quietly as other command-line tools do
 /// (SIGPIPE's default), instead of panicking in `println!` (Rust ignores SIGPIPE for every program).
 fn quiet_on_closed_output() {
@@ -169,7 +180,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Logs(args) => worker::logs(&context::load_config(cli.config.as_deref())?, args, json).await,
         Command::Prompts(c) => prompts::run(&context::load_config(cli.config.as_deref())?, c, json),
         command => {
-            let ctx = Context::open(cli.config.as_deref()).await?;
+            let ctx = if only_reads(&command) {
+                Context::open_existing(cli.config.as_deref()).await?
+            } else {
+                Context::open(cli.config.as_deref()).await?
+            };
             if let Command::Runner(args) = command {
                 let store = ctx.store.clone();
                 let result = runner::runner(ctx, args, json).await;
