@@ -129,14 +129,16 @@ impl GitHubIssuesSource {
             let count = items.len();
             let mut last = None;
             for (index, item) in items.into_iter().enumerate() {
-                let place = format!("{} issues request {request} item {}", self.cfg.repo, index + 1);
                 last = updated_at(&item).or(last);
                 if item.get("pull_request").is_some() {
                     continue;
                 }
                 match issue_task(&repo, item) {
                     Ok((number, task)) => deliver(&mut fetched, &mut delivered, number, task),
-                    Err(why) => fetched.refused.push((place, why)),
+                    Err(why) => {
+                        let place = format!("{} issues request {request} item {}", self.cfg.repo, index + 1);
+                        fetched.refused.push((place, why));
+                    }
                 }
             }
             if count < PER_PAGE {
