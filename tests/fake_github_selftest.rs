@@ -453,3 +453,50 @@ async fn graphql_answers_rate_limited_without_data_once_points_run_out_until_the
     let renewed = batch(&github, &[number]).await;
     assert_eq!(renewed["data"]["rateLimit"]["remaining"], json!(4998));
 }
+
+async fn list_issues(github: &FakeGitHub, query: &str) -> reqwest::Response {
+    let url = format!("{}/repos/{REPO}/issues?{query}", github.api_url());
+    client().get(url).bearer_auth("t0ken").send().await.unwrap()
+}
+
+#[tokio::test]
+async fn issues_list_pull_requests_too_and_filter_by_state_labels_and_since() {
+    let github = fake().await;
+    let first = github.add_issue(REPO, "First", None, &["bug", "a,b"]);
+    let pr = github.create_pr(REPO, "executor/x", "A PR", false, "abc123");
+    let closed = github.add_issue(REPO, "Closed", Some("text"), &["bug"]);
+    github.edit_issue(REPO, closed, |issue| issue.state = "closed".into());
+    assert_eq!((first, pr, closed), (1, 2, 3), "issues and pull requests share one sequence of numbers");
+    let old =
+        chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z").unwrap().with_timezone(&chrono::Utc);
+    github.edit_issue(REPO, first, |issue| issue.updated_at = old);
+
+    // GitHub's defaults: open ones, newest created first, 30 a page.
+    let answer: Value = list_issues(&github, "").await.json().await.unwrap();
+    let numbers: Vec<&Value> = answer.as_array().unwrap().iter().map(|item| &item["number"]).collect();
+    assert_eq!(numbers, [&json!(pr), &json!(first)]);
+    assert!(answer[0]["pull_request"]["url"].is_string());
+    assert_eq!(answer[1].get("pull_request"), None);
+    assert_eq!(answer[1]["body"], Value::Null);
+    assert_eq!(answer[1]["updated_at"], json!("2026-01-01T00:00:00Z"));
+
+    let all: Value = list_issues(&github, "state=all&sort=updated&direction=asc").await.json().await.unwrap();
+    let numbers: Vec<i64> = all.as_array().unwrap().iter().map(|i| i["number"].as_i64().unwrap()).collect();
+    assert_eq!(numbers[0], first, "the oldest change first");
+    assert_eq!(numbers.len(), 3);
+    let closed_json = all.as_array().unwrap().iter().find(|i| i["number"] == json!(closed)).unwrap();
+    assert_eq!(closed_json["state"], json!("closed"));
+
+    // Labels: every one, case-insensitive, split on the commas sent (an encoded one is part of a name).
+    let labelled: Value = list_issues(&github, "state=all&labels=BUG,a%2Cb").await.json().await.unwrap();
+    assert_eq!(labelled.as_array().unwrap().len(), 1);
+    assert_eq!(labelled[0]["number"], json!(first));
+
+    let since: Value =
+        list_issues(&github, "state=all&since=2026-06-01T00:00:00Z").await.json().await.unwrap();
+    assert_eq!(since.as_array().unwrap().len(), 2, "all but the one updated in January");
+    let paged: Value = list_issues(&github, "state=all&per_page=2&page=2").await.json().await.unwrap();
+    assert_eq!(paged.as_array().unwrap().len(), 1);
+    assert_eq!(list_issues(&github, "since=yesterday").await.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(github.counts().route("issues_list"), 6);
+}

@@ -1,6 +1,6 @@
 //! Intake: where tasks come from and which of them never reach the analyzer. Task sources (Asana,
-//! files) are in `source`; the skip filters are in `filter`. Wiring them into the config, the store and
-//! an `executor intake` command, and a GitHub Issues source, are issue 9's remaining work.
+//! GitHub Issues, files) are in `source`; the skip filters are in `filter`. Wiring them into the
+//! config, the store and an `executor intake` command is issue 9's remaining work.
 
 pub mod filter;
 pub mod source;

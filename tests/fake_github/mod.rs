@@ -30,7 +30,8 @@ use server::{Shared, dispatch, lock};
 // Re-exported for the tests that assert on them; a given test binary may use none.
 #[allow(unused_imports)]
 pub use state::{
-    FakeCheckRun, FakeComment, FakeContext, FakePr, FakeReview, FakeStatus, FakeThread, HOURLY_LIMIT,
+    FakeCheckRun, FakeComment, FakeContext, FakeIssue, FakePr, FakeReview, FakeStatus, FakeThread,
+    HOURLY_LIMIT,
 };
 use state::{Repo, State};
 
@@ -54,7 +55,7 @@ pub enum Fault {
 
 /// What the client asked for. `rest` counts every REST API request (a 304 too), `not_modified` the
 /// 304s among them; `graphql` every POST /graphql; `graphql_points` the points charged. `by_route`
-/// is keyed by route names: `pulls_list`, `pulls_by_head`, `pulls_create`, `labels_add`,
+/// is keyed by route names: `pulls_list`, `pulls_by_head`, `issues_list`, `pulls_create`, `labels_add`,
 /// `issue_comment_create`, `workflow_dispatch`, `actions_runs`, `rerun_failed_jobs`, `job_logs`,
 /// `job_log_download`, `not_found`, and `graphql:OPERATION` (e.g. `graphql:Batch`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -237,6 +238,45 @@ impl FakeGitHub {
             target_url: Some(format!("https://ci.example.com/{context}")),
             description: None,
         }));
+    }
+
+    /// Opens an issue (open, unassigned, created and updated now) and returns its number.
+    pub fn add_issue(&self, repo: &str, title: &str, body: Option<&str>, labels: &[&str]) -> i64 {
+        let mut state = self.state();
+        let known = state.repo_mut(repo).expect("known repo");
+        let number = known.next_number();
+        let now = Utc::now();
+        known.issues.push(FakeIssue {
+            repo: repo.to_string(),
+            number,
+            title: title.to_string(),
+            body: body.map(str::to_string),
+            state: "open".into(),
+            assignee: None,
+            labels: labels.iter().map(|label| label.to_string()).collect(),
+            created_at: now,
+            updated_at: now,
+        });
+        number
+    }
+
+    /// Changes an issue as `edit` says; `updated_at` moves only if `edit` moves it.
+    pub fn edit_issue(&self, repo: &str, number: i64, edit: impl FnOnce(&mut FakeIssue)) {
+        let mut state = self.state();
+        let known = state.repo_mut(repo).expect("known repo");
+        edit(known.issues.iter_mut().find(|issue| issue.number == number).expect("known issue"));
+    }
+
+    pub fn issue(&self, repo: &str, number: i64) -> FakeIssue {
+        let state = self.state();
+        let known = state.repo(repo).expect("known repo");
+        known.issues.iter().find(|issue| issue.number == number).cloned().expect("known issue")
+    }
+
+    /// Once the `listing`-th issue listing (counting from 1) has been answered, the issue is edited:
+    /// its `updated_at` becomes now, which moves it to the end of a listing sorted by update.
+    pub fn edit_issue_after_listing(&self, listing: usize, repo: &str, number: i64) {
+        self.state().issue_edits_after_listing.push((listing, repo.to_string(), number));
     }
 
     /// Opens a review thread with one comment on `path:line`; returns (thread id, comment id).

@@ -1,4 +1,5 @@
-//! The REST side of the fake GitHub: pull request lists (with ETags), opening PRs, labels,
+//! The REST side of the fake GitHub: pull request lists (with ETags), issue lists (pull requests
+//! included, as on GitHub, each with a `pull_request` key), opening PRs, labels,
 //! conversation comments, workflow dispatch and re-runs, and job logs behind a redirect to another
 //! host. Handlers run under the state lock and return an [`Answer`]; `finish` adds the rate-limit
 //! headers, the ETag and the 304.
@@ -10,7 +11,7 @@ use axum::http::{HeaderMap, Method};
 use chrono::Utc;
 use serde_json::{Value, json};
 
-use super::state::{FakeContext, FakePr, HOURLY_LIMIT, State, iso};
+use super::state::{FakeContext, FakeIssue, FakePr, HOURLY_LIMIT, State, iso};
 use super::{Answer, AnswerBody, PostedComment, PostedKind};
 
 /// A REST call the fake knows, with its parameters. `RateLimit` (`GET /rate_limit`) is free, as on GitHub:
@@ -19,6 +20,7 @@ pub enum Route {
     PullsList { repo: String, state: String, per_page: usize },
     PullsByHead { repo: String, branch: String, state: String },
     PullsCreate { repo: String },
+    IssuesList(IssuesQuery),
     LabelsAdd { repo: String, number: i64 },
     IssueCommentCreate { repo: String, number: i64 },
     WorkflowDispatch { repo: String, workflow: String },
@@ -35,6 +37,7 @@ impl Route {
             Route::PullsList { .. } => "pulls_list",
             Route::PullsByHead { .. } => "pulls_by_head",
             Route::PullsCreate { .. } => "pulls_create",
+            Route::IssuesList(_) => "issues_list",
             Route::LabelsAdd { .. } => "labels_add",
             Route::IssueCommentCreate { .. } => "issue_comment_create",
             Route::WorkflowDispatch { .. } => "workflow_dispatch",
@@ -74,6 +77,19 @@ pub fn route(method: &Method, path: &str, query: &str) -> Route {
             }
         }
         ("POST", ["pulls"]) => Route::PullsCreate { repo },
+        ("GET", ["issues"]) => Route::IssuesList(IssuesQuery {
+            repo,
+            state: param("state").unwrap_or_else(|| "open".into()),
+            // Split before decoding: an encoded ',' inside a name is not a separator.
+            labels: raw_param(query, "labels")
+                .map(|raw| raw.split(',').map(decode).filter(|label| !label.is_empty()).collect())
+                .unwrap_or_default(),
+            since: param("since"),
+            sort: param("sort").unwrap_or_else(|| "created".into()),
+            direction: param("direction").unwrap_or_else(|| "desc".into()),
+            page: param("page").and_then(|n| n.parse().ok()).unwrap_or(1usize).max(1),
+            per_page: param("per_page").and_then(|n| n.parse().ok()).unwrap_or(30usize).clamp(1, 100),
+        }),
         ("POST", ["issues", n, "labels"]) => match number(n) {
             Some(number) => Route::LabelsAdd { repo, number },
             None => Route::NotFound,
@@ -133,6 +149,10 @@ pub fn handle(state: &mut State, route: Route, body: &[u8], _headers: &HeaderMap
             Answer::json(200, Value::Array(list))
         }
         Route::PullsCreate { repo } => create_pr(state, &repo, &body),
+        Route::IssuesList(query) => match state.repo(&query.repo) {
+            Some(_) => list_issues(state, &query),
+            None => not_found(),
+        },
         Route::LabelsAdd { repo, number } => add_labels(state, &repo, number, &body),
         Route::IssueCommentCreate { repo, number } => add_comment(state, &repo, number, &body),
         Route::WorkflowDispatch { repo, workflow } => {
@@ -179,6 +199,126 @@ pub fn handle(state: &mut State, route: Route, body: &[u8], _headers: &HeaderMap
             }
         }
     }
+}
+
+/// `GET /repos/{o}/{r}/issues`'s parameters, GitHub's defaults filled in.
+pub struct IssuesQuery {
+    repo: String,
+    /// open, closed or all.
+    state: String,
+    /// Every one must be on an item (case-insensitive, as on GitHub).
+    labels: Vec<String>,
+    since: Option<String>,
+    /// created or updated (GitHub also has `comments`, not served here).
+    sort: String,
+    /// asc or desc.
+    direction: String,
+    page: usize,
+    per_page: usize,
+}
+
+/// The issues and pull requests of a repository in the issues API's shape, filtered, sorted and cut
+/// to one page; then any edit a test scheduled for after this listing.
+fn list_issues(state: &mut State, query: &IssuesQuery) -> Answer {
+    let since = match query.since.as_deref().map(chrono::DateTime::parse_from_rfc3339) {
+        None => None,
+        Some(Ok(at)) => Some(at.with_timezone(&Utc)),
+        Some(Err(_)) => {
+            return validation_failed(json!({"resource": "Issue", "field": "since", "code": "invalid"}));
+        }
+    };
+    let repo = &state.repos[&query.repo];
+    let wanted = |word: &str, labels: &[String], updated_at: chrono::DateTime<Utc>| {
+        let state_ok = query.state == "all" || query.state == word;
+        let labels_ok = query.labels.iter().all(|l| labels.iter().any(|have| have.eq_ignore_ascii_case(l)));
+        state_ok && labels_ok && since.is_none_or(|since| updated_at >= since)
+    };
+    let by_update = query.sort == "updated";
+    // (sort key, number, the item); only the page's items are made JSON.
+    let mut items: Vec<(chrono::DateTime<Utc>, i64, Result<&FakeIssue, &FakePr>)> = Vec::new();
+    for issue in repo.issues.iter().filter(|i| wanted(&i.state, &i.labels, i.updated_at)) {
+        let key = if by_update { issue.updated_at } else { issue.created_at };
+        items.push((key, issue.number, Ok(issue)));
+    }
+    for pr in &repo.prs {
+        let word = if pr.state == "OPEN" { "open" } else { "closed" };
+        if wanted(word, &pr.labels, pr.updated_at) {
+            let key = if by_update { pr.updated_at } else { pr.created_at };
+            items.push((key, pr.number, Err(pr)));
+        }
+    }
+    items.sort_by_key(|(key, number, _)| (*key, *number));
+    if query.direction != "asc" {
+        items.reverse();
+    }
+    let page: Vec<Value> = items
+        .into_iter()
+        .skip((query.page - 1) * query.per_page)
+        .take(query.per_page)
+        .map(|(_, _, item)| match item {
+            Ok(issue) => issue_json(state, issue),
+            Err(pr) => pr_as_issue_json(state, pr),
+        })
+        .collect();
+    let listing = state.counts.route("issues_list");
+    let due: Vec<(String, i64)> = state
+        .issue_edits_after_listing
+        .iter()
+        .filter(|(after, _, _)| *after == listing)
+        .map(|(_, repo, number)| (repo.clone(), *number))
+        .collect();
+    for (repo, number) in due {
+        let issue = state.repo_mut(&repo).and_then(|r| r.issues.iter_mut().find(|i| i.number == number));
+        if let Some(issue) = issue {
+            issue.updated_at = Utc::now();
+        }
+    }
+    Answer::json(200, Value::Array(page))
+}
+
+/// An issue in the REST shape (the fields of GitHub's issue object the source reads, and a few more).
+fn issue_json(state: &State, issue: &FakeIssue) -> Value {
+    json!({
+        "url": format!("{}/repos/{}/issues/{}", state.base_url(), issue.repo, issue.number),
+        "html_url": format!("{}/{}/issues/{}", state.base_url(), issue.repo, issue.number),
+        "node_id": format!("I_kwDO{}", issue.number),
+        "number": issue.number,
+        "title": issue.title,
+        "body": issue.body,
+        "state": issue.state,
+        "user": {"login": state.login},
+        "assignee": issue.assignee.as_ref().map(|login| json!({"login": login})),
+        "assignees": issue.assignee.iter().map(|login| json!({"login": login})).collect::<Vec<_>>(),
+        "labels": issue.labels.iter().map(|name| label_json(name)).collect::<Vec<_>>(),
+        "comments": 0,
+        "created_at": iso(issue.created_at),
+        "updated_at": iso(issue.updated_at),
+        "closed_at": if issue.state == "closed" { json!(iso(issue.updated_at)) } else { Value::Null },
+    })
+}
+
+/// A pull request as the issues API lists it: an issue with a `pull_request` key.
+fn pr_as_issue_json(state: &State, pr: &FakePr) -> Value {
+    json!({
+        "url": format!("{}/repos/{}/issues/{}", state.base_url(), pr.repo, pr.number),
+        "html_url": html_url(state, pr),
+        "node_id": pr.node_id,
+        "number": pr.number,
+        "title": pr.title,
+        "body": pr.body,
+        "state": if pr.state == "OPEN" { "open" } else { "closed" },
+        "user": {"login": state.login},
+        "assignee": null,
+        "assignees": [],
+        "labels": pr.labels.iter().map(|name| label_json(name)).collect::<Vec<_>>(),
+        "created_at": iso(pr.created_at),
+        "updated_at": iso(pr.updated_at),
+        "pull_request": {
+            "url": format!("{}/repos/{}/pulls/{}", state.base_url(), pr.repo, pr.number),
+            "html_url": html_url(state, pr),
+            "merged_at": if pr.state == "MERGED" { json!(iso(pr.updated_at)) } else { Value::Null },
+        },
+    })
 }
 
 /// The storage host's answer: the job's log as text, and never to a request carrying a token.
@@ -317,7 +457,7 @@ pub fn open_pr(
 ) -> Option<i64> {
     let id = state.next_id();
     let known = state.repo_mut(repo)?;
-    let number = known.prs.iter().map(|pr| pr.number).max().unwrap_or(0) + 1;
+    let number = known.next_number();
     let head_sha = match head_sha {
         "" => known.branches.get(branch).cloned().unwrap_or_default(),
         sha => sha.to_string(),
@@ -505,6 +645,14 @@ fn parse_query(query: &str) -> Vec<(String, String)> {
             (decode(key), decode(value))
         })
         .collect()
+}
+
+/// A parameter's value as sent, not decoded.
+fn raw_param<'a>(query: &'a str, name: &str) -> Option<&'a str> {
+    query.split('&').find_map(|pair| match pair.split_once('=') {
+        Some((key, value)) if decode(key) == name => Some(value),
+        _ => None,
+    })
 }
 
 fn decode(text: &str) -> String {

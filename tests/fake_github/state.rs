@@ -82,6 +82,23 @@ pub struct FakeReview {
     pub commit: String,
 }
 
+/// One issue (not a pull request), as a test sees it (`FakeGitHub::issue` hands out clones). Issues
+/// and pull requests share one sequence of numbers, as on GitHub.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FakeIssue {
+    pub repo: String,
+    pub number: i64,
+    pub title: String,
+    /// `None` is GitHub's null body (an issue opened without a description).
+    pub body: Option<String>,
+    /// "open" or "closed" (REST words).
+    pub state: String,
+    pub assignee: Option<String>,
+    pub labels: Vec<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
 /// A check run or a commit status, reported for one commit.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FakeContext {
@@ -130,6 +147,7 @@ pub struct Repo {
     /// The bare git repository the runner pushes to; branch heads are read from it.
     pub bare: Option<PathBuf>,
     pub prs: Vec<FakePr>,
+    pub issues: Vec<FakeIssue>,
     pub contexts: Vec<FakeContext>,
     /// One GitHub Actions workflow run per commit that has check runs.
     pub runs: BTreeMap<String, i64>,
@@ -156,6 +174,9 @@ pub struct State {
     pub dispatches: Vec<(String, String)>,
     pub reruns: Vec<i64>,
     pub posted: Vec<PostedComment>,
+    /// (n, repo, issue number): once the n-th issue listing has been answered, that issue is edited
+    /// (its `updated_at` becomes now), as by someone while a client pages through the listing.
+    pub issue_edits_after_listing: Vec<(usize, String, i64)>,
 }
 
 impl State {
@@ -178,6 +199,7 @@ impl State {
             dispatches: Vec::new(),
             reruns: Vec::new(),
             posted: Vec::new(),
+            issue_edits_after_listing: Vec::new(),
         }
     }
 
@@ -263,6 +285,12 @@ impl State {
 impl Repo {
     pub fn pr(&self, number: i64) -> Option<&FakePr> {
         self.prs.iter().find(|pr| pr.number == number)
+    }
+
+    /// The number of the next issue or pull request (they share one sequence).
+    pub fn next_number(&self) -> i64 {
+        let prs = self.prs.iter().map(|pr| pr.number);
+        prs.chain(self.issues.iter().map(|issue| issue.number)).max().unwrap_or(0) + 1
     }
 
     /// The check runs and statuses reported for one commit, in the order they were reported.

@@ -3,13 +3,16 @@
 //! why) so one bad task never stops the rest.
 //!
 //! - [`asana`]: the tasks of Asana projects, sections or a user task list, over its REST API.
+//! - [`github_issues`]: the issues of one GitHub repository, through the GitHub forge's client.
 //! - [`file`]: a JSON Lines or CSV file, for anything else and for tests.
 //!
-//! Both accept Asana's task shape and a flat one (see [`task_from_json`]), so an Asana export can be
-//! fed back through a file.
+//! Each source has its own error type for a fetch that fails as a whole; [`SourceError`] holds any of
+//! them, for a caller that runs them all. Asana and files both accept Asana's task shape and a flat
+//! one (see [`task_from_json`]), so an Asana export can be fed back through a file.
 
 pub mod asana;
 pub mod file;
+pub mod github_issues;
 
 use std::sync::Arc;
 
@@ -24,25 +27,47 @@ pub const NOTES_CAP_BYTES: usize = 256 * 1024;
 /// Ends notes that were cut at [`NOTES_CAP_BYTES`].
 pub const TRUNCATION_MARKER: &str = "\n\n[… notes truncated by executor at 256 KiB]";
 
+/// Why a source's fetch failed as a whole (one bad task is refused instead, see [`Fetched::refused`]).
+/// None of these carries a token.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error(transparent)]
+    Asana(#[from] asana::AsanaError),
+    #[error(transparent)]
+    File(#[from] file::FileError),
+    /// A GitHub call failed; its message says what to do (a 401 names where the token came from and
+    /// `gh auth login`).
+    #[error("reading the issues of {repo} on GitHub: {error}")]
+    GitHub { repo: String, error: crate::forge::github::GitHubError },
+    #[error("GitHub's issue listing of {repo} is not what the API documents: {reason}")]
+    GitHubMalformed { repo: String, reason: String },
+    #[error("the GitHub Issues source's repo {repo:?} cannot be read: {why}")]
+    BadRepo { repo: String, why: String },
+    #[error("the GitHub Issues source's label {label:?} cannot be asked for: {why}")]
+    BadLabel { label: String, why: String },
+}
+
 /// One task as a source delivers it, before filters and storage.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SourceTask {
-    /// The source's id (Asana `gid`, or the file's `gid`/`task_gid` column).
+    /// The source's id (Asana `gid`, the file's `gid`/`task_gid` column, or
+    /// [`github_issues::issue_gid`]).
     pub gid: String,
-    /// The title (Asana `name`).
+    /// The title (Asana `name`, GitHub `title`).
     pub name: String,
-    /// The body as plain text (Asana `notes`; `html_notes` is not used), capped at
-    /// [`NOTES_CAP_BYTES`].
+    /// The body as plain text (Asana `notes`, `html_notes` not used; GitHub `body`, Markdown), capped
+    /// at [`NOTES_CAP_BYTES`].
     pub notes: String,
     pub completed: Option<bool>,
-    /// The assignee's name, or email if it has no name.
+    /// The assignee's name, or email if it has no name (GitHub: the first assignee's login).
     pub assignee: Option<String>,
-    /// Asana `memberships[0].section.name`.
+    /// Asana `memberships[0].section.name`; GitHub issues have none.
     pub section: Option<String>,
-    /// Asana `permalink_url`.
+    /// Asana `permalink_url`, GitHub `html_url`.
     pub url: Option<String>,
+    /// Asana `modified_at`, GitHub `updated_at`.
     pub modified_at: Option<DateTime<Utc>>,
-    /// The source's whole object, for the filters' `raw.*` paths (its `notes` capped as above).
+    /// The source's whole object, for the filters' `raw.*` paths (its `notes` or `body` capped as above).
     pub raw: Value,
 }
 
