@@ -58,3 +58,17 @@ fn a_broken_setup_fails_naming_each_fix_and_writes_nothing() {
     assert!(fail("source inbox").contains("DOCTOR_TEST_NO_SUCH_VAR"));
     assert!(!env.path().join("data").exists(), "doctor created the data directory");
 }
+
+#[test]
+fn read_only_commands_never_create_a_database() {
+    let env = Env::new(&[]);
+    for args in [&["status"][..], &["queue", "list"], &["runs", "list"], &["events"], &["queue", "show", "1"]] {
+        let out = env.command(args).stdin(Stdio::null()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(stderr.contains("no database at") && stderr.contains("executor init"), "{args:?}: {stderr}");
+    }
+    assert!(!env.path().join("data").exists(), "a read-only command created the data directory");
+    env.run(&["init"]);
+    env.run(&["status"]);
+}
