@@ -62,7 +62,8 @@ fn a_broken_setup_fails_naming_each_fix_and_writes_nothing() {
 #[test]
 fn read_only_commands_never_create_a_database() {
     let env = Env::new(&[]);
-    for args in [&["status"][..], &["queue", "list"], &["runs", "list"], &["events"], &["queue", "show", "1"]] {
+    for args in [&["status"][..], &["queue", "list"], &["runs", "list"], &["events"], &["queue", "show", "1"]]
+    {
         let out = env.command(args).stdin(Stdio::null()).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{args:?}");
@@ -71,4 +72,19 @@ fn read_only_commands_never_create_a_database() {
     assert!(!env.path().join("data").exists(), "a read-only command created the data directory");
     env.run(&["init"]);
     env.run(&["status"]);
+}
+
+#[test]
+fn completions_are_generated_for_each_shell_and_know_the_subcommands() {
+    let env = Env::new(&[]);
+    for (shell, marker) in
+        [("bash", "_executor()"), ("zsh", "#compdef executor"), ("fish", "complete -c executor")]
+    {
+        let out = env.run(&["completions", shell]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(marker), "{shell}: {}", &text[..text.len().min(200)]);
+        for sub in ["analyzer", "doctor", "runner", "queue"] {
+            assert!(text.contains(sub), "{shell} completion lacks {sub}");
+        }
+    }
 }

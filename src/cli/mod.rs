@@ -102,6 +102,12 @@ pub enum Command {
     /// The cron watchdog: starts the runner and the analyzer every 5 minutes (each exits when idle).
     #[command(subcommand)]
     Cron(schedule::CronCommand),
+    /// Print a shell completion script: `executor completions bash > ~/.local/share/bash-completion/completions/executor`
+    /// (zsh: a file named `_executor` on your $fpath; fish: ~/.config/fish/completions/executor.fish).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// Print the cron entries as a macOS LaunchAgent or a systemd user timer instead.
     #[command(subcommand)]
     Service(ServiceCommand),
@@ -175,6 +181,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Init(args) => init::run(cli.config.as_deref(), args, json).await,
         Command::Demo(args) => demo::run(args).await,
         Command::Doctor => doctor::run(cli.config.as_deref(), json).await,
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(shell, &mut Cli::command(), "executor", &mut std::io::stdout());
+            Ok(())
+        }
         Command::Cron(c) => schedule::cron(cli.config.as_deref(), c),
         Command::Service(ServiceCommand::Print(args)) => schedule::service(cli.config.as_deref(), args),
         Command::Logs(args) => worker::logs(&context::load_config(cli.config.as_deref())?, args, json).await,
@@ -204,6 +215,7 @@ async fn dispatch(ctx: &Context, command: Command, json: bool) -> anyhow::Result
         Command::Analyzer(args) => analyzer::analyzer(ctx, args, json).await,
         Command::Init(_)
         | Command::Doctor
+        | Command::Completions { .. }
         | Command::Demo(_)
         | Command::Cron(_)
         | Command::Service(_)
