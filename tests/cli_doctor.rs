@@ -88,3 +88,23 @@ fn completions_are_generated_for_each_shell_and_know_the_subcommands() {
         }
     }
 }
+
+#[test]
+fn a_missing_agent_program_is_said_once_before_any_run_moves() {
+    let env = Env::new(&[]);
+    env.edit_config("[worker.command]\nargv = [\"", "[worker.command]\nargv = [\"/nonexistent");
+    env.run(&["queue", "add", "--gid", "M-1", "--description", "Fix it"]);
+    env.run(&["approve", "--skip-triage", "M-1"]);
+    let out = env.command(&["runner", "--once"]).stdin(Stdio::null()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("/nonexistent") && stderr.contains("worker.command.argv"), "{stderr}");
+    let runs = env.run(&["runs", "list", "--json"]);
+    assert_eq!(serde_json::from_slice::<serde_json::Value>(&runs.stdout).unwrap(), serde_json::json!([]));
+    let status = String::from_utf8_lossy(&env.run(&["status"]).stdout).to_string();
+    assert!(status.contains("worker.command.argv"), "status tells it too: {status}");
+    env.run(&["queue", "add", "--gid", "M-2", "--description", "Triage me"]);
+    let out = env.command(&["analyzer"]).stdin(Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("worker.command.argv"));
+}

@@ -63,6 +63,8 @@ pub enum AnalyzerError {
     Store(#[from] StoreError),
     #[error("the filters in the config do not compile: {0}")]
     Filters(#[from] crate::intake::filter::FilterError),
+    #[error("{0}")]
+    Agent(String),
 }
 
 /// One analyzer process's loop.
@@ -95,6 +97,8 @@ impl Analyzer {
         progress: UnboundedSender<Progress>,
         stop: watch::Receiver<bool>,
     ) -> Result<Summary, AnalyzerError> {
+        // Without its program every triage would fail, task after task, each one counted: said once instead.
+        crate::runner::agent_config(&self.config).check_program().map_err(AnalyzerError::Agent)?;
         let orphans = self.triager.stop_orphans().await?;
         if orphans > 0 {
             tracing::warn!("ended {orphans} analysis session(s) left open by an analyzer that died");

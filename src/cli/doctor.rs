@@ -1,7 +1,7 @@
 //! `executor doctor`: checks a setup and says, for each problem, the one thing to do about it. Writes
 //! nothing: a missing database is reported, never created.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -257,7 +257,7 @@ fn agent_checks(config: &Config) -> Vec<Check> {
     };
     let mut out = Vec::new();
     if w.agent == "command" {
-        let found = which(&program);
+        let found = crate::worker::agent::locate_program(&program);
         out.push(match found {
             Some(p) => pass("agent", format!("command {}", p.display())),
             None => problem(
@@ -303,7 +303,7 @@ fn token_checks(config: &Config) -> Vec<Check> {
         || config.sources.iter().any(|s| s.kind == "github_issues");
     if uses_github {
         let set = config.github.token_env.iter().find(|n| std::env::var(n).is_ok_and(|v| !v.is_empty()));
-        out.push(match (set, which("gh"), config.github.app_id) {
+        out.push(match (set, crate::worker::agent::locate_program("gh"), config.github.app_id) {
             (Some(name), _, _) => pass("github token", format!("from ${name}")),
             (None, _, id) if id != 0 => pass("github token", format!("GitHub App {id}")),
             (None, Some(_), _) => problem(
@@ -399,20 +399,4 @@ fn disk_check(root: &Path) -> Check {
         }
         Err(e) => problem(Outcome::Warn, "disk", format!("{}: {e}", at.display()), "check workspace.root"),
     }
-}
-
-/// The program as the shell would find it: a path, or a name on PATH.
-fn which(program: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let executable =
-        |p: &Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
-    if program.contains('/') {
-        let p = expand_home(program);
-        return executable(&p).then_some(p);
-    }
-    std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|dir| dir.join(program))
-        .find(|p| executable(p))
 }

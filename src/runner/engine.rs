@@ -232,7 +232,15 @@ impl Runner {
 
     /// Once per process: forget worktrees whose directory vanished, and free what a dead runner held.
     async fn prepare(&self) -> Result<(), RunnerError> {
-        self.store.runner_started(&self.host, i64::from(std::process::id())).await?;
+        let pid = i64::from(std::process::id());
+        self.store.runner_started(&self.host, pid).await?;
+        // A missing agent program would fail every run's start, one back-off after another: said once,
+        // before anything moves, and kept for `executor status`.
+        if let Err(why) = super::launch::agent_config(&self.config).check_program() {
+            self.store.runner_ticked(&self.host, pid, 1, Some(&why)).await?;
+            self.store.runner_ended(&self.host, pid).await?;
+            return Err(RunnerError::Config(why));
+        }
         for (name, repo) in &self.config.repos {
             let path = crate::config::expand_home(&repo.path);
             match tokio::task::spawn_blocking(move || crate::workspace::prune(&path)).await {

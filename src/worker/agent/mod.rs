@@ -205,7 +205,51 @@ pub fn estimate_usd(price: &Price, t: &Tokens, input_includes_cache_read: bool) 
         / 1_000_000.0
 }
 
+/// The program as a shell would find it: a path (`~/` expanded), or a name on `PATH`; `None` when there
+/// is no executable file there.
+pub fn locate_program(program: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable =
+        |p: &std::path::Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if program.contains('/') {
+        let p = crate::config::expand_home(program);
+        return executable(&p).then_some(p);
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(program))
+        .find(|p| executable(p))
+}
+
 impl AgentConfig {
+    /// The program this agent runs.
+    pub fn program(&self) -> &str {
+        match self {
+            AgentConfig::Claude(c) => &c.program,
+            AgentConfig::Codex(c) => &c.program,
+            AgentConfig::Command(c) => &c.program,
+        }
+    }
+
+    /// Refuses an agent whose program cannot be found, naming it and the key that sets it — before any
+    /// run moves, instead of one failed start per run.
+    pub fn check_program(&self) -> Result<std::path::PathBuf, String> {
+        let key = match self {
+            AgentConfig::Claude(_) => "worker.claude.program",
+            AgentConfig::Codex(_) => "worker.codex.program",
+            AgentConfig::Command(_) => "worker.command.argv",
+        };
+        locate_program(self.program()).ok_or_else(|| {
+            format!(
+                "the agent program {:?} ({} agent) is not an executable file or on PATH: install it or set {key} \
+                 (`executor doctor` checks the whole setup)",
+                self.program(),
+                self.name()
+            )
+        })
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             AgentConfig::Claude(_) => "claude",
