@@ -40,7 +40,7 @@ pub async fn run(config_flag: Option<&Path>, args: InitArgs, as_json: bool) -> a
             }
             None => TEMPLATE.to_string(),
         };
-        let text = format!("{text}\n{}", seed_rules_commented());
+        let text = format!("{text}\n{}", seed_rules_commented()); // as `init_text`, with the data dir
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
         }
@@ -82,6 +82,11 @@ pub async fn run(config_flag: Option<&Path>, args: InitArgs, as_json: bool) -> a
         );
     }
     Ok(())
+}
+
+/// What `init` writes without `--data-dir`: the template and, commented out, the seed's rules.
+pub fn init_text() -> String {
+    format!("{TEMPLATE}\n{}", seed_rules_commented())
 }
 
 /// The seed's skip rules, commented out, for the end of a new config: uncomment and adapt them.

@@ -22,6 +22,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub use context::Context;
+pub use init::init_text;
 
 /// executor turns a tracker backlog into reviewed, CI-green pull requests by running AI coding agents
 /// (Claude Code, Codex, any command) in git worktrees. Tasks enter a queue, are triaged, wait for a human's
