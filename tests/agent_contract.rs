@@ -16,7 +16,10 @@ async fn the_example_agent_triages_and_completes_a_run() {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/command-agent.sh");
     let pipeline = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agents/pipeline.sh");
     env.edit_config(&pipeline.display().to_string(), &example.display().to_string());
-    env.edit_config("ci_command = [\"sh\", \"-c\", \"sleep 2; test -f ci-fixed\"]", "ci_command = [\"true\"]");
+    env.edit_config(
+        "ci_command = [\"sh\", \"-c\", \"sleep 2; test -f ci-fixed\"]",
+        "ci_command = [\"true\"]",
+    );
     env.run(&["queue", "add", "--gid", "E-1", "--description", "Write down what you do"]);
     env.run(&["analyzer"]);
     let store = env.store().await;
@@ -28,7 +31,8 @@ async fn the_example_agent_triages_and_completes_a_run() {
     let (mut commented, deadline) = (false, Instant::now() + Duration::from_secs(120));
     loop {
         env.run(&["runner"]);
-        let run = store.list_runs(&RunFilter { task_gid: Some(gid.clone()), ..Default::default() }).await.unwrap();
+        let run =
+            store.list_runs(&RunFilter { task_gid: Some(gid.clone()), ..Default::default() }).await.unwrap();
         let run = &run[0];
         if run.state == RunState::Complete {
             break;

@@ -326,21 +326,24 @@ async fn an_abandoned_task_can_be_retried_on_a_new_branch() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn once_takes_a_single_tick_and_waits_for_the_workers_it_started() {
+async fn once_carries_each_run_as_far_as_it_goes_without_waiting() {
     let env = Env::new(&[]);
     env.queue_approved("o1");
     let out = env.run(&["runner", "--once", "--json"]);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!((report["runs_created"].as_u64(), report["actions"].as_u64()), (Some(1), Some(1)), "{report}");
+    assert_eq!(report["runs_created"].as_u64(), Some(1), "{report}");
+    assert!(report["actions"].as_u64().unwrap() >= 3, "worker, pull request, state: {report}");
     let store = env.store().await;
     let run = run_of(&store, "o1").await;
-    assert_eq!(run.state, RunState::InProgress, "one tick: the worker ran, the PR is for the next tick");
+    assert_eq!(
+        run.state,
+        RunState::Pr,
+        "the worker ran and the pull request is open: CI is what it waits for"
+    );
+    assert!(store.local_pr_for_run(run.id).await.unwrap().is_some());
     let sessions = store.worker_sessions(run.id).await.unwrap();
     assert_eq!(sessions.len(), 1);
     assert_eq!(sessions[0].end_reason.map(|r| r.as_str()), Some("finished"), "it waited for the worker");
-    env.run(&["runner", "--once"]);
-    assert_eq!(run_of(&store, "o1").await.state, RunState::InProgress, "this tick opened the pull request");
-    assert!(store.local_pr_for_run(run.id).await.unwrap().is_some());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,7 +13,9 @@ use crate::runner::{forge_for, repo_for};
 
 #[derive(Debug, Args)]
 pub struct RunnerArgs {
-    /// A single tick, then supervise the workers it started until they end, then exit.
+    /// Carry every run as far as it goes without waiting on the world, then exit: tick, wait for the
+    /// workers that tick started, tick again while ticks act; stop at the first tick that would only wait
+    /// (CI running, a back-off, a human). Without it the runner also waits, until nothing is left to do.
     #[arg(long)]
     once: bool,
 }

@@ -69,6 +69,19 @@ impl TickReport {
         self.errors += 1;
         self.failures.push(what);
     }
+
+    /// Adds a tick's report to a whole pass's.
+    fn absorb(&mut self, report: TickReport) {
+        self.runs_created += report.runs_created;
+        self.actions += report.actions;
+        self.errors += report.errors;
+        self.runs_seen = report.runs_seen;
+        for f in report.failures {
+            if !self.failures.contains(&f) && self.failures.len() < MAX_REPORTED_FAILURES {
+                self.failures.push(f);
+            }
+        }
+    }
 }
 
 /// At most this many distinct failures are kept for the runner's final report.
@@ -136,17 +149,10 @@ impl Runner {
                 break;
             }
             let report = self.tick().await?;
-            total.runs_created += report.runs_created;
-            total.actions += report.actions;
-            total.errors += report.errors;
-            total.runs_seen = report.runs_seen;
-            for f in report.failures {
-                if !total.failures.contains(&f) && total.failures.len() < MAX_REPORTED_FAILURES {
-                    total.failures.push(f);
-                }
-            }
+            let acted = report.actions > 0;
+            total.absorb(report);
             if self.pool.is_empty() {
-                if report.actions == 0 || busy >= MAX_BUSY_TICKS {
+                if !acted || busy >= MAX_BUSY_TICKS {
                     break;
                 }
                 busy += 1;
@@ -165,18 +171,28 @@ impl Runner {
         Ok(total)
     }
 
-    /// One tick, then supervise the workers it started until they end (`executor runner --once`).
+    /// `executor runner --once`: carries every run as far as it goes without waiting on the world — a
+    /// tick, then the workers it started until they end, again while a tick acts — and stops at the first
+    /// tick that only waits (CI running, a back-off, a human).
     pub async fn run_once(&mut self, mut shutdown: watch::Receiver<bool>) -> Result<TickReport, RunnerError> {
         self.prepare().await?;
-        let report = self.tick().await?;
-        while !self.pool.is_empty() && !*shutdown.borrow() {
-            tokio::select! {
-                Some(session) = self.ended_rx.recv() => { self.reap(session); }
-                _ = shutdown.changed() => {}
+        let mut total = TickReport::default();
+        for _ in 0..MAX_BUSY_TICKS {
+            let report = self.tick().await?;
+            let acted = report.actions > 0;
+            total.absorb(report);
+            while !self.pool.is_empty() && !*shutdown.borrow() {
+                tokio::select! {
+                    Some(session) = self.ended_rx.recv() => { self.reap(session); }
+                    _ = shutdown.changed() => {}
+                }
+            }
+            if !acted || *shutdown.borrow() {
+                break;
             }
         }
         self.stop_all().await;
-        Ok(report)
+        Ok(total)
     }
 
     /// Supervises a worker in the background as part of the pool: `start` gets the update channel and
