@@ -7,6 +7,7 @@ mod demo;
 mod doctor;
 mod import;
 mod init;
+mod intake;
 mod output;
 mod prompts;
 mod queue;
@@ -52,6 +53,22 @@ pub enum Command {
     /// See the whole pipeline work, offline: a scratch repository, SQLite, the local forge and a fake
     /// agent take one task from approval to a reviewed, green pull request.
     Demo(demo::DemoArgs),
+    /// Fetch tasks from the configured sources (Asana, GitHub issues, files) into the queue.
+    ///
+    /// A source is a [[sources]] table in the config: the tasks of Asana projects, sections or a user
+    /// task list (kind = "asana"; a personal access token in $ASANA_TOKEN, or the variable token_env
+    /// names), the issues of a GitHub repository (kind = "github_issues"), or a JSON Lines or CSV file
+    /// (kind = "file"; a relative path is read beside the config). Each task is stored under its
+    /// tracker id, with the source's name and repo; new tasks wait as pending for the analyzer.
+    ///
+    /// Incremental: each source remembers the latest change it has seen (its cursor) and the next intake
+    /// asks only for what changed since; a file is read whole every time. Fetching a task again updates
+    /// its text and facts but never its status, and new text for an approved task waits as a revision
+    /// for you (`executor approve GID` accepts it).
+    ///
+    /// A source that fails (a rejected token, a server error, a missing file) keeps its cursor, is
+    /// reported with what to do about it, and does not stop the others; the exit code is then 1.
+    Intake(intake::IntakeArgs),
     /// The incoming tasks: add, list, show.
     #[command(subcommand)]
     Queue(queue::QueueCommand),
@@ -226,6 +243,7 @@ async fn dispatch(ctx: &Context, command: Command, json: bool) -> anyhow::Result
             unreachable!("handled before the store is opened")
         }
         Command::Worker(c) => worker::run(ctx, c, json).await,
+        Command::Intake(args) => intake::run(ctx, args, json).await,
         Command::Queue(c) => queue::run(ctx, c, json).await,
         Command::Approve { gids, skip_triage } => queue::approve(ctx, &gids, skip_triage, json).await,
         Command::Skip { gid, reason } => queue::skip(ctx, &gid, &reason, json).await,

@@ -38,7 +38,8 @@ pub struct SourceConfig {
     /// GitHub Issues: `open` (default) or `all`.
     #[serde(default = "default_issue_state")]
     pub state: String,
-    /// File: a JSON Lines or CSV file, read whole at every intake.
+    /// File: a JSON Lines or CSV file, read whole at every intake; `~/` is the home directory and a
+    /// relative path is read beside the config file.
     #[serde(default)]
     pub path: String,
 }

@@ -1,6 +1,7 @@
 //! Intake: where tasks come from and which of them never reach the analyzer. Task sources (Asana,
-//! GitHub Issues, files) are in `source`; the skip filters are in `filter`. Wiring them into the
-//! config, the store and an `executor intake` command is issue 9's remaining work.
+//! GitHub Issues, files) are in `source`; the skip filters are in `filter`; `run` fetches the configured
+//! sources into the queue (`executor intake`, and the analyzer's first step).
 
 pub mod filter;
+pub mod run;
 pub mod source;

@@ -88,6 +88,16 @@ impl FakeAsana {
         self.add(&format!("/user_task_lists/{list}/tasks"), task);
     }
 
+    /// Replaces the project task with `task`'s gid (as an edit in Asana would), or adds it.
+    pub fn set_project_task(&self, project: &str, task: Value) {
+        let mut state = self.lock();
+        let tasks = state.containers.entry(format!("/projects/{project}/tasks")).or_default();
+        match tasks.iter_mut().find(|old| old.get("gid") == task.get("gid")) {
+            Some(old) => *old = task,
+            None => tasks.push(task),
+        }
+    }
+
     fn add(&self, container: &str, task: Value) {
         self.lock().containers.entry(container.into()).or_default().push(task);
     }
