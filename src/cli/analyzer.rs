@@ -30,10 +30,16 @@ pub async fn analyzer(ctx: &Context, args: AnalyzerArgs, as_json: bool) -> anyho
         }
         Err(e) => return Err(e.into()),
     };
-    let intake_failed: Vec<String> = Vec::new();
-    if !args.no_intake && !ctx.config.sources.is_empty() {
-        // MERGE: intake_failed = super::intake::intake_all(ctx, as_json).await?;
-    }
+    let intake = if !args.no_intake && !ctx.config.sources.is_empty() {
+        let report = super::intake::fetch(ctx, None).await?;
+        if !as_json {
+            super::intake::print(&report)?;
+        }
+        Some(report)
+    } else {
+        None
+    };
+    let intake_failed: Vec<String> = intake.iter().flat_map(|r| r.failed()).map(|s| s.name.clone()).collect();
     let config = Arc::new(ctx.config.clone());
     let prompts = Arc::new(load_prompts(&config)?);
     let host = hostname();
@@ -52,7 +58,7 @@ pub async fn analyzer(ctx: &Context, args: AnalyzerArgs, as_json: bool) -> anyho
     }
     let summary = pass.await??;
     if as_json {
-        json(&serde_json::json!({ "summary": &summary, "events": printer.events }))?;
+        json(&serde_json::json!({ "intake": intake, "summary": &summary, "events": printer.events }))?;
     } else {
         println!("{}", summary_line(&summary));
     }

@@ -9,7 +9,7 @@ use clap::Args;
 use super::output::json;
 use super::{Context, UsageError};
 use crate::forge::github::GitHubClient;
-use crate::intake::run::{IntakeError, SourceReport, intake};
+use crate::intake::run::{IntakeError, IntakeReport, SourceReport, intake};
 use crate::intake::source::process_env;
 
 /// Refusals listed one per line; the rest are counted (`--json` lists every one).
@@ -33,29 +33,11 @@ pub async fn run(ctx: &Context, args: IntakeArgs, as_json: bool) -> anyhow::Resu
         );
         return Ok(());
     }
-    let needs_github = config
-        .sources
-        .iter()
-        .any(|s| s.kind == "github_issues" && args.source.as_ref().is_none_or(|name| *name == s.name));
-    let github = if needs_github {
-        let client = GitHubClient::new(&config.github).map_err(|e| anyhow::anyhow!("[github]: {e}"))?;
-        Some(Arc::new(client))
-    } else {
-        None
-    };
-    let report = match intake(config, &ctx.store, args.source.as_deref(), process_env(), github).await {
-        Ok(report) => report,
-        Err(e @ IntakeError::UnknownSource { .. }) => bail!(UsageError(e.to_string())),
-        Err(e) => return Err(e.into()),
-    };
+    let report = fetch(ctx, args.source.as_deref()).await?;
     if as_json {
         json(&report)?;
     } else {
-        let mut out = std::io::BufWriter::new(std::io::stdout());
-        for source in &report.sources {
-            write_source(&mut out, source)?;
-        }
-        out.flush()?;
+        print(&report)?;
     }
     let failed: Vec<&str> = report.failed().map(|s| s.name.as_str()).collect();
     if !failed.is_empty() {
@@ -69,6 +51,34 @@ pub async fn run(ctx: &Context, args: IntakeArgs, as_json: bool) -> anyhow::Resu
         );
     }
     Ok(())
+}
+
+/// Every configured source (or only `only`) into the queue: the GitHub client is made only when a
+/// GitHub Issues source is among them.
+pub(super) async fn fetch(ctx: &Context, only: Option<&str>) -> anyhow::Result<IntakeReport> {
+    let config = &ctx.config;
+    let needs_github =
+        config.sources.iter().any(|s| s.kind == "github_issues" && only.is_none_or(|name| name == s.name));
+    let github = if needs_github {
+        let client = GitHubClient::new(&config.github).map_err(|e| anyhow::anyhow!("[github]: {e}"))?;
+        Some(Arc::new(client))
+    } else {
+        None
+    };
+    match intake(config, &ctx.store, only, process_env(), github).await {
+        Ok(report) => Ok(report),
+        Err(e @ IntakeError::UnknownSource { .. }) => bail!(UsageError(e.to_string())),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// One line per source, and what needs a human.
+pub(super) fn print(report: &IntakeReport) -> std::io::Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout());
+    for source in &report.sources {
+        write_source(&mut out, source)?;
+    }
+    out.flush()
 }
 
 /// `inbox (asana): 120 fetched — 3 added, 2 updated, 115 unchanged; 1 refused: …`, then what needs a

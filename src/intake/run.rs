@@ -17,6 +17,7 @@ use chrono::{DateTime, Utc};
 
 use super::source::asana::{AsanaConfig, AsanaError, AsanaSource};
 use super::source::file::{FileError, read_file};
+use super::source::github_issues::{GitHubIssuesConfig, GitHubIssuesSource, IssueState};
 use super::source::{EnvLookup, Fetched, SourceTask};
 use crate::config::{Config, SourceConfig, expand_home};
 use crate::domain::{Actor, GidError, TaskGid};
@@ -249,17 +250,21 @@ async fn fetch(
                 .map_err(|e| format!("reading the task file stopped: {e}"))?
                 .map_err(|e| file_error(config, source, &e))
         }
-        "github_issues" => fetch_github_issues(source, github),
+        "github_issues" => fetch_github_issues(source, github, since).await,
         other => Err(format!("kind {other:?} is not a source executor knows (asana, github_issues, file)")),
     }
 }
 
-// lead: wire GitHubIssuesSource here
-fn fetch_github_issues(
-    _source: &SourceConfig,
-    _github: Option<&Arc<GitHubClient>>,
+/// The issues of `github = "owner/name"`, through the forge's client (its token, rate limits, retries).
+async fn fetch_github_issues(
+    source: &SourceConfig,
+    github: Option<&Arc<GitHubClient>>,
+    since: Option<DateTime<Utc>>,
 ) -> Result<Fetched, String> {
-    Err("github_issues sources arrive with the GitHub Issues source module".into())
+    let client = github.ok_or("no GitHub client: the [github] settings could not make one")?;
+    let state = if source.state == "all" { IssueState::All } else { IssueState::Open };
+    let cfg = GitHubIssuesConfig { repo: source.github.clone(), labels: source.labels.clone(), state };
+    GitHubIssuesSource::new(client.clone(), cfg).fetch(since).await.map_err(|e| e.to_string())
 }
 
 fn asana_config(source: &SourceConfig) -> AsanaConfig {
