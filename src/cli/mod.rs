@@ -8,6 +8,7 @@ mod init;
 mod output;
 mod prompts;
 mod queue;
+mod reanalyze;
 mod runner;
 mod runs;
 mod schedule;
@@ -67,6 +68,10 @@ pub enum Command {
         #[arg(long)]
         reason: String,
     },
+    /// Run the current filters over the skipped tasks again and send those that now pass back to
+    /// pending, for the analyzer to triage after every new task; --dry-run reports, by source and by
+    /// rule, what would change.
+    Reanalyze(reanalyze::ReanalyzeArgs),
     /// Concrete runs: list and show.
     #[command(subcommand)]
     Runs(runs::RunsCommand),
@@ -195,6 +200,7 @@ async fn dispatch(ctx: &Context, command: Command, json: bool) -> anyhow::Result
         Command::Events(args) => status::events(ctx, args, json).await,
         Command::Migrate => status::migrate(ctx, json),
         Command::Import(args) => import::run(ctx, args, json).await,
+        Command::Reanalyze(args) => reanalyze::run(ctx, args, json).await,
     }
 }
 
