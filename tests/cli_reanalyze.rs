@@ -11,8 +11,8 @@ use std::collections::BTreeSet;
 use chrono::Duration;
 use cli_support::{Sandbox, text};
 use common::TestDb;
-use executor::domain::{Actor, QueueStatus, TaskGid};
-use executor::store::{EventFilter, NewTask, Store, TaskFilter, Triage};
+use executor::domain::{Actor, EndReason, QueueStatus, TaskGid};
+use executor::store::{AnalysisEnd, EventFilter, NewTask, Store, TaskFilter, Triage};
 use serde_json::Value;
 
 /// The current config has one filter; the tasks were skipped under older ones too.
@@ -289,6 +289,22 @@ fn queue_show_and_list_say_which_filter_skipped_a_task() {
         store.upsert_task(&g, &NewTask::default(), Actor::Cli).await.unwrap();
         store.claim_for_analysis("a", Duration::minutes(5), 3).await.unwrap().unwrap();
         assert!(store.record_filter_skip(&g, "a", "not_macos", "not a macOS task").await.unwrap());
+        // A task the agent triaged, with the session that did it; a source whose last fetch failed.
+        let t = TaskGid::parse("t1").unwrap();
+        store.upsert_task(&t, &NewTask::default(), Actor::Cli).await.unwrap();
+        store.claim_for_analysis("a", Duration::minutes(5), 3).await.unwrap().unwrap();
+        let session = store.begin_analysis_session(&t, "claude", "host").await.unwrap();
+        store.set_analysis_process(session, 4242, None, "logs/t1/analyze_1.md").await.unwrap();
+        let end = AnalysisEnd { reason: Some(EndReason::Finished), cost_usd: 0.0123, ..Default::default() };
+        store.end_analysis_session(session, &end).await.unwrap();
+        let triage = Triage {
+            status: QueueStatus::ForReview,
+            acceptance_criteria: vec!["The menu opens on click".into()],
+            summary: "Small and clear.".into(),
+            ..triage_skip()
+        };
+        assert!(store.record_triage(&t, "a", &triage).await.unwrap());
+        store.set_source_failed("inbox", "HTTP 401: set ASANA_TOKEN").await.unwrap();
         store.close().await;
     });
     let show = sb.ok(&["queue", "show", "f1"]);
@@ -296,6 +312,17 @@ fn queue_show_and_list_say_which_filter_skipped_a_task() {
     let json = sb.json(&["queue", "show", "f1"]);
     assert_eq!(json["task"]["skip_rule"], "not_macos");
     assert_eq!(json["analysis_sessions"], serde_json::json!([]));
+    let show = sb.ok(&["queue", "show", "t1"]);
+    for part in
+        ["Small and clear.", "The menu opens on click", "claude", "finished", "$0.0123", "analyze_1.md"]
+    {
+        assert!(show.contains(part), "{part}: {show}");
+    }
+    assert_eq!(sb.json(&["queue", "show", "t1"])["analysis_sessions"][0]["agent"], "claude");
+    let status = sb.ok(&["status"]);
+    assert!(status.contains("source inbox: never fetched; last fetch failed"), "{status}");
+    assert!(status.contains("HTTP 401: set ASANA_TOKEN"), "{status}");
+    assert_eq!(sb.json(&["status"])["sources"][0]["source"], "inbox");
     let list = sb.ok(&["queue", "list"]);
     assert!(list.contains("skip (not_macos)"), "{list}");
     let out = sb.run(&["reanalyze", "--help"]);

@@ -75,7 +75,8 @@ pub enum Command {
     /// Concrete runs: list and show.
     #[command(subcommand)]
     Runs(runs::RunsCommand),
-    /// Counts by queue status and run state.
+    /// Counts by queue status and run state, what the pending tasks wait for (the analyzer, a back-off,
+    /// a human after failed analyses), and how each task source's last fetch went.
     Status,
     /// The audit trail of every status and state change (oldest first).
     Events(status::EventsArgs),
