@@ -243,7 +243,10 @@ async fn given_up_analyses_are_tried_afresh(db: Option<TestDb>) {
     assert_eq!(status["pending"]["given_up"], 1, "{status}");
     assert!(sb.ok(&["status"]).contains("1 given up"));
     let show = sb.ok(&["queue", "show", "stuck"]);
-    assert!(show.contains("3 failed attempts") && show.contains("the answer was prose"), "{show}");
+    assert!(
+        show.contains("3 failed attempts; given up on") && show.contains("the answer was prose"),
+        "{show}"
+    );
     let report = sb.json(&["reanalyze", "--failed"]);
     assert_eq!((report["looked_at"].as_str(), report["sent_back"].as_u64()), (Some("failed"), Some(1)));
     let t = store.task(&g).await.unwrap();

@@ -5,9 +5,8 @@ use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
-use clap::{Args, Subcommand};
-
 use chrono::{DateTime, Utc};
+use clap::{Args, Subcommand};
 
 use super::output::{ago, json, money, opt, short, table};
 use super::{Context, UsageError};
@@ -507,7 +506,7 @@ async fn show(ctx: &Context, gid: &TaskGid, as_json: bool) -> anyhow::Result<()>
         );
         println!("  notes:\n{}", indent(&indent(task.revision_notes.as_deref().unwrap_or(unchanged))));
     }
-    print_analysis(&task, &sessions, now);
+    print_analysis(&task, &sessions, ctx.config.analyzer.max_attempts, now);
     println!("\nruns:");
     if runs.is_empty() {
         println!("  none");
@@ -528,7 +527,7 @@ async fn show(ctx: &Context, gid: &TaskGid, as_json: bool) -> anyhow::Result<()>
     Ok(())
 }
 
-/// "filter not_macos: not a macOS task", "triage (see the analysis)", or "a human" for a skipped task.
+/// What skipped a skipped task: "filter not_macos: not a macOS task", the triage, or a human (or v1).
 fn skipped_by(task: &Task) -> Option<String> {
     if task.status != QueueStatus::Skip {
         return None;
@@ -541,8 +540,9 @@ fn skipped_by(task: &Task) -> Option<String> {
     })
 }
 
-/// The triage's answer, the last failed analysis, and every analysis session.
-fn print_analysis(task: &Task, sessions: &[AnalysisSession], now: DateTime<Utc>) {
+/// The triage's answer, the last failed analysis (`max_attempts`: `analyzer.max_attempts`, after which
+/// it is given up on), and every analysis session.
+fn print_analysis(task: &Task, sessions: &[AnalysisSession], max_attempts: u32, now: DateTime<Utc>) {
     println!("\nanalysis:");
     match task.analyzed_at {
         Some(at) => {
@@ -560,7 +560,12 @@ fn print_analysis(task: &Task, sessions: &[AnalysisSession], now: DateTime<Utc>)
         }
     }
     if let Some(error) = &task.analysis_error {
+        let gid = &task.task_gid;
         let retry = match task.analysis_retry_at {
+            _ if task.status != QueueStatus::Pending => "no longer pending".to_string(),
+            _ if task.analysis_attempts >= i64::from(max_attempts) => format!(
+                "given up on; `executor queue requeue {gid}` or `executor reanalyze --failed` tries again"
+            ),
             Some(at) if at > now => format!("next try {} ({})", at.to_rfc3339(), ago(at, now)),
             Some(_) | None => "may be tried now".to_string(),
         };
