@@ -15,6 +15,7 @@
 //! Order: new tasks before re-analyzed ones (see [`crate::store`]'s `analysis` module), oldest first.
 
 pub mod fields;
+pub mod reanalyze;
 pub mod triage;
 
 use std::sync::Arc;

@@ -11,6 +11,7 @@ mod intake;
 mod output;
 mod prompts;
 mod queue;
+mod reanalyze;
 mod runner;
 mod runs;
 mod schedule;
@@ -90,10 +91,15 @@ pub enum Command {
         #[arg(long)]
         reason: String,
     },
+    /// Run the current filters over the skipped tasks again and send those that now pass back to
+    /// pending, for the analyzer to triage after every new task; --dry-run reports, by source and by
+    /// rule, what would change.
+    Reanalyze(reanalyze::ReanalyzeArgs),
     /// Concrete runs: list and show.
     #[command(subcommand)]
     Runs(runs::RunsCommand),
-    /// Counts by queue status and run state.
+    /// Counts by queue status and run state, what the pending tasks wait for (the analyzer, a back-off,
+    /// a human after failed analyses), and how each task source's last fetch went.
     Status,
     /// The audit trail of every status and state change (oldest first).
     Events(status::EventsArgs),
@@ -252,6 +258,7 @@ async fn dispatch(ctx: &Context, command: Command, json: bool) -> anyhow::Result
         Command::Events(args) => status::events(ctx, args, json).await,
         Command::Migrate => status::migrate(ctx, json),
         Command::Import(args) => import::run(ctx, args, json).await,
+        Command::Reanalyze(args) => reanalyze::run(ctx, args, json).await,
     }
 }
 

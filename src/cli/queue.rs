@@ -5,13 +5,14 @@ use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
+use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 
 use super::output::{ago, json, money, opt, short, table};
 use super::{Context, UsageError};
 use crate::config::Config;
-use crate::domain::{Actor, QueueStatus, TaskGid};
-use crate::store::{EventFilter, NewTask, RunFilter, StoreError, TaskFilter, Upserted, now};
+use crate::domain::{Actor, QueueStatus, Task, TaskGid};
+use crate::store::{AnalysisSession, EventFilter, NewTask, RunFilter, StoreError, TaskFilter, Upserted, now};
 
 /// Tasks the reader hands to the writer at a time; two such batches wait at most, so memory stays flat
 /// whatever the size of the input.
@@ -52,7 +53,8 @@ pub enum QueueCommand {
         #[arg(long)]
         reason: Option<String>,
     },
-    /// Send a skipped task back to pending, for the analyzer to look at again.
+    /// Send a skipped task back to pending, for the analyzer to look at again (after every new task);
+    /// a pending task whose analysis failed is tried afresh. `executor reanalyze` does this in bulk.
     Requeue {
         #[arg(value_name = "GID")]
         gid: String,
@@ -113,12 +115,24 @@ pub async fn run(ctx: &Context, command: QueueCommand, as_json: bool) -> anyhow:
         QueueCommand::Requeue { gid, reason } => {
             let gid = parse_gid(&gid)?;
             let reason = reason.unwrap_or_else(|| "requeued for re-analysis".into());
-            let task =
-                ctx.store.set_task_status(&gid, QueueStatus::Pending, Actor::Cli, Some(&reason)).await?;
+            let before = ctx.store.task(&gid).await?;
+            // The same move as `executor reanalyze`: one analysis round up, the skip rule cleared.
+            if ctx.store.send_back_for_analysis(std::slice::from_ref(&gid), Actor::Cli, &reason).await? == 0 {
+                before.status.check(QueueStatus::Pending)?;
+                bail!("{gid} is {} and was not sent back (it changed meanwhile?)", before.status);
+            }
+            let task = ctx.store.task(&gid).await?;
             if as_json {
                 return json(&task);
             }
-            println!("{gid}: skip → pending");
+            if before.status == QueueStatus::Skip {
+                println!("{gid}: skip → pending (analysis round {})", task.analysis_round);
+            } else {
+                println!(
+                    "{gid}: its given-up analysis starts afresh (analysis round {})",
+                    task.analysis_round
+                );
+            }
             Ok(())
         }
     }
@@ -413,10 +427,13 @@ async fn list(ctx: &Context, mut filter: TaskFilter, as_json: bool) -> anyhow::R
             rows.push(vec![
                 t.task_gid.to_string(),
                 // A pending revision needs a human's eye: say so where tasks are scanned.
-                if t.revision_at.is_some() {
-                    format!("{} (revised)", t.status)
-                } else {
-                    t.status.to_string()
+                match (&t.revision_at, &t.skip_rule) {
+                    (Some(_), _) => format!("{} (revised)", t.status),
+                    // Which filter skipped it, so a wrong rule is seen while scanning.
+                    (None, Some(rule)) if t.status == QueueStatus::Skip => {
+                        format!("skip ({})", short(rule, 24))
+                    }
+                    _ => t.status.to_string(),
                 },
                 opt(&t.priority),
                 opt(&t.source),
@@ -453,13 +470,19 @@ async fn show(ctx: &Context, gid: &TaskGid, as_json: bool) -> anyhow::Result<()>
     let task = ctx.store.task(gid).await?;
     let runs = ctx.store.list_runs(&RunFilter { task_gid: Some(gid.clone()), ..Default::default() }).await?;
     let events = ctx.store.events(&EventFilter { task_gid: Some(gid.clone()), ..Default::default() }).await?;
+    let sessions = ctx.store.analysis_sessions(gid).await?;
     if as_json {
-        return json(&serde_json::json!({ "task": task, "runs": runs, "events": events }));
+        return json(&serde_json::json!({
+            "task": task, "runs": runs, "events": events, "analysis_sessions": sessions,
+        }));
     }
     let now = now();
     let field = |name: &str, value: String| println!("{:<18}{value}", format!("{name}:"));
     field("gid", task.task_gid.to_string());
     field("status", task.status.to_string());
+    if let Some(skipped) = skipped_by(&task) {
+        field("skipped by", skipped);
+    }
     field("source", opt(&task.source));
     field("repo", opt(&task.repo));
     field("added", format!("{} ({})", task.added_at.to_rfc3339(), ago(task.added_at, now)));
@@ -483,7 +506,7 @@ async fn show(ctx: &Context, gid: &TaskGid, as_json: bool) -> anyhow::Result<()>
         );
         println!("  notes:\n{}", indent(&indent(task.revision_notes.as_deref().unwrap_or(unchanged))));
     }
-    println!("\nanalysis:\n{}", indent(task.analysis_summary.as_deref().unwrap_or("- (not analyzed yet)")));
+    print_analysis(&task, &sessions, ctx.config.analyzer.max_attempts, now);
     println!("\nruns:");
     if runs.is_empty() {
         println!("  none");
@@ -502,6 +525,75 @@ async fn show(ctx: &Context, gid: &TaskGid, as_json: bool) -> anyhow::Result<()>
     println!("\nhistory:");
     super::status::print_events(&events, now);
     Ok(())
+}
+
+/// What skipped a skipped task: "filter not_macos: not a macOS task", the triage, or a human (or v1).
+fn skipped_by(task: &Task) -> Option<String> {
+    if task.status != QueueStatus::Skip {
+        return None;
+    }
+    Some(match (&task.skip_rule, &task.skip_why, task.analyzed_at) {
+        (Some(rule), Some(why), _) if !why.is_empty() => format!("filter {rule}: {why}"),
+        (Some(rule), _, _) => format!("filter {rule}"),
+        (None, _, Some(_)) => "triage (see the analysis below)".to_string(),
+        (None, _, None) => "a human, or imported skipped (see the history)".to_string(),
+    })
+}
+
+/// The triage's answer, the last failed analysis (`max_attempts`: `analyzer.max_attempts`, after which
+/// it is given up on), and every analysis session.
+fn print_analysis(task: &Task, sessions: &[AnalysisSession], max_attempts: u32, now: DateTime<Utc>) {
+    println!("\nanalysis:");
+    match task.analyzed_at {
+        Some(at) => {
+            println!("  analyzed {} ({}), round {}", at.to_rfc3339(), ago(at, now), task.analysis_round)
+        }
+        None => println!("  not analyzed yet (round {})", task.analysis_round),
+    }
+    if let Some(summary) = &task.analysis_summary {
+        println!("{}", indent(summary));
+    }
+    if !task.acceptance_criteria.is_empty() {
+        println!("  acceptance criteria:");
+        for c in &task.acceptance_criteria {
+            println!("    - {}", short(c, 200));
+        }
+    }
+    if let Some(error) = &task.analysis_error {
+        let gid = &task.task_gid;
+        let retry = match task.analysis_retry_at {
+            _ if task.status != QueueStatus::Pending => "no longer pending".to_string(),
+            _ if task.analysis_attempts >= i64::from(max_attempts) => format!(
+                "given up on; `executor queue requeue {gid}` or `executor reanalyze --failed` tries again"
+            ),
+            Some(at) if at > now => format!("next try {} ({})", at.to_rfc3339(), ago(at, now)),
+            Some(_) | None => "may be tried now".to_string(),
+        };
+        println!("  last analysis failed ({} failed attempts; {retry}):", task.analysis_attempts);
+        println!("{}", indent(&indent(error)));
+    }
+    if sessions.is_empty() {
+        return;
+    }
+    println!("  sessions:");
+    let rows: Vec<Vec<String>> = sessions
+        .iter()
+        .map(|s| {
+            vec![
+                format!("  {}", s.started_at.format("%Y-%m-%d %H:%M:%S")),
+                s.agent.clone(),
+                match (s.end_reason, s.ended_at) {
+                    (Some(r), _) => r.to_string(),
+                    (None, Some(_)) => "ended".to_string(),
+                    (None, None) => "running (or killed)".to_string(),
+                },
+                money(s.cost_usd, false),
+                s.result_error.as_deref().map(|e| short(e, 60)).unwrap_or_default(),
+                opt(&s.log_path),
+            ]
+        })
+        .collect();
+    table(&["  STARTED (UTC)", "AGENT", "END", "COST", "ANSWER ERROR", "LOG"], &rows);
 }
 
 fn indent(text: &str) -> String {

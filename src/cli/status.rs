@@ -3,7 +3,7 @@ use clap::Args;
 
 use super::Context;
 use super::output::{ago, json, table};
-use crate::store::{Event, EventFilter, RunnerStatus, now, start_of_day};
+use crate::store::{Event, EventFilter, PendingDetail, RunnerStatus, SourceCursor, now, start_of_day};
 
 pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
     let counts = ctx.store.status_counts().await?;
@@ -12,6 +12,8 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
     let budget = ctx.config.budget.per_day_usd;
     let runners = ctx.store.runner_statuses().await?;
     let undelivered = ctx.store.undelivered_notices().await?;
+    let pending = ctx.store.pending_detail(ctx.config.analyzer.max_attempts).await?;
+    let sources = ctx.store.source_cursors().await?;
     if as_json {
         let queue: serde_json::Map<_, _> =
             counts.queue.iter().map(|(k, v)| (k.clone(), (*v).into())).collect();
@@ -24,6 +26,8 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
             "per_day_usd": budget,
             "runners": runners,
             "undelivered_notices": undelivered,
+            "pending": pending,
+            "sources": sources,
         }));
     }
     let line = |pairs: &[(String, i64)]| {
@@ -34,6 +38,9 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
         }
     };
     println!("executor_queue: {}", line(&counts.queue));
+    if let Some(detail) = pending_line(&pending) {
+        println!("  pending:      {detail}");
+    }
     println!("executor_runs:  {}", line(&counts.runs));
     println!("workers alive:  {workers} (runner.max_workers = {})", ctx.config.runner.max_workers);
     println!(
@@ -44,6 +51,9 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
     let at = now();
     for r in &runners {
         println!("{}", runner_line(r, at));
+    }
+    for c in &sources {
+        println!("{}", source_line(c, at));
     }
     if !undelivered.is_empty() {
         println!("notices not delivered: {}", undelivered.len());
@@ -58,6 +68,37 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// "3 claimable now, 1 analyzing, 2 backing off, 1 given up (…)": the parts that are not zero; `None`
+/// when nothing is pending.
+fn pending_line(p: &PendingDetail) -> Option<String> {
+    let parts: Vec<String> = [
+        (p.claimable, "claimable now"),
+        (p.analyzing, "analyzing"),
+        (p.backing_off, "backing off after a failed analysis"),
+        (p.given_up, "given up (`executor reanalyze --failed` tries them again)"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// "source NAME: fetched 5m ago, changes since …; last error (2m ago): …".
+fn source_line(c: &SourceCursor, now: DateTime<Utc>) -> String {
+    let fetched = match c.fetched_at {
+        Some(t) => format!("fetched {}", ago(t, now)),
+        None => "never fetched".to_string(),
+    };
+    let cursor = c.cursor.map(|t| format!(", next fetch asks for changes since {}", t.to_rfc3339()));
+    let error = match (&c.last_error, c.last_error_at) {
+        (Some(e), Some(t)) => format!("; last fetch failed ({}): {e}", ago(t, now)),
+        (Some(e), None) => format!("; last fetch failed: {e}"),
+        _ => String::new(),
+    };
+    format!("source {}: {fetched}{}{error}", c.source, cursor.unwrap_or_default())
 }
 
 /// "last runner on HOST: …": whether it is running, and the errors it met, so a runner that fails on

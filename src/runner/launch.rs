@@ -346,7 +346,7 @@ pub(crate) fn prompt_context(w: &WorkerInputs<'_>) -> PromptContext {
         failed_checks: w.pr.map(|p| failed_checks(p, &w.ci_logs)).unwrap_or_default(),
         comments: w.pr.map(|p| unresolved(p, &repo.map(Repo::trust).unwrap_or_default())).unwrap_or_default(),
         required_checks: repo.map(|r| r.required_checks.clone()).unwrap_or_default(),
-        acceptance_criteria: repo.map(|r| r.acceptance_criteria.clone()).unwrap_or_default(),
+        acceptance_criteria: acceptance_criteria(repo, task),
         analyzer_notes: Vec::new(),
         review_rules: match (w.kind, repo) {
             (WorkerKind::PrReview, Some(r)) => workspace::review_rules(&w.cwd, &r.review_rules),
@@ -354,6 +354,20 @@ pub(crate) fn prompt_context(w: &WorkerInputs<'_>) -> PromptContext {
         },
         review_findings: w.review_findings.clone(),
     }
+}
+
+/// What the pull request must meet: the repository's configured criteria, then the task's own from its
+/// triage, each once (a triage that repeats a configured criterion does not make the review check it
+/// twice).
+fn acceptance_criteria(repo: Option<&Repo>, task: &Task) -> Vec<String> {
+    let mut all: Vec<String> = repo.map(|r| r.acceptance_criteria.clone()).unwrap_or_default();
+    for c in &task.acceptance_criteria {
+        let c = c.trim();
+        if !c.is_empty() && !all.iter().any(|a| a.trim() == c) {
+            all.push(c.to_string());
+        }
+    }
+    all
 }
 
 /// The agent's environment: what it needs, what the config names, and how to reach executor.

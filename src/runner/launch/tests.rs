@@ -105,3 +105,55 @@ fn a_resumed_thread_starts_from_what_its_earlier_sessions_of_that_thread_used() 
     let fresh = thread_baseline(&sessions, None, 4);
     assert_eq!((fresh.input, fresh.output), (0, 0), "a fresh thread starts from zero");
 }
+
+#[tokio::test]
+async fn the_review_checks_the_repositorys_criteria_then_the_tasks_own_each_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&format!("sqlite://{}", dir.path().join("e.db").display())).await.unwrap();
+    store.migrate().await.unwrap();
+    let gid = TaskGid::parse("t2").unwrap();
+    let new = NewTask { description: Some("Open the menu on click".into()), ..Default::default() };
+    store.upsert_task(&gid, &new, Actor::Cli).await.unwrap();
+    // The triage gives the task its own criteria, one of them the repository's already.
+    let claimed = store.claim_for_analysis("test", chrono::Duration::minutes(5), 3).await.unwrap();
+    assert_eq!(claimed.map(|t| t.task_gid), Some(gid.clone()));
+    let triage = crate::store::Triage {
+        status: crate::domain::QueueStatus::AwaitingGo,
+        priority: 2,
+        complexity: "low".into(),
+        feasibility: "high".into(),
+        summary: "small".into(),
+        acceptance_criteria: vec![" Tests pass".into(), "The menu opens on a single click".into()],
+    };
+    assert!(store.record_triage(&gid, "test", &triage).await.unwrap());
+    let task = store.task(&gid).await.unwrap();
+    let mut repo = crate::config::Repo::at("/tmp/repo");
+    repo.acceptance_criteria = vec!["UI changes include a screen recording".into(), "Tests pass".into()];
+    let inputs = WorkerInputs {
+        task: &task,
+        run: None,
+        kind: PrReview,
+        repo: Some(("app", &repo)),
+        branch: "executor/t2".into(),
+        cwd: dir.path().into(),
+        forge: None,
+        pr: None,
+        resume_session: None,
+        review_findings: Vec::new(),
+        ci_logs: Default::default(),
+    };
+    let ctx = prompt_context(&inputs);
+    assert_eq!(
+        ctx.acceptance_criteria,
+        ["UI changes include a screen recording", "Tests pass", "The menu opens on a single click"]
+    );
+    let prompt = Prompts::embedded().render(PromptKind::Worker(PrReview), &ctx).unwrap();
+    assert!(prompt.contains("The menu opens on a single click"), "{prompt}");
+    assert_eq!(prompt.matches("Tests pass").count(), 1, "{prompt}");
+
+    // A task with no triage criteria: the repository's alone, as before.
+    let plain = NewTask { description: Some("Other".into()), ..Default::default() };
+    let (other, _) = store.upsert_task(&TaskGid::parse("t3").unwrap(), &plain, Actor::Cli).await.unwrap();
+    let ctx = prompt_context(&WorkerInputs { task: &other, ..inputs });
+    assert_eq!(ctx.acceptance_criteria, repo.acceptance_criteria);
+}
