@@ -70,7 +70,7 @@ pub enum Command {
     /// A source that fails (a rejected token, a server error, a missing file) keeps its cursor, is
     /// reported with what to do about it, and does not stop the others; the exit code is then 1.
     Intake(intake::IntakeArgs),
-    /// The incoming tasks: add, list, show.
+    /// The incoming tasks: add, list, show, retry, requeue.
     #[command(subcommand)]
     Queue(queue::QueueCommand),
     /// Approve tasks (awaiting_go or for_review → approved); the runner turns them into runs.
@@ -95,7 +95,7 @@ pub enum Command {
     /// pending, for the analyzer to triage after every new task; --dry-run reports, by source and by
     /// rule, what would change.
     Reanalyze(reanalyze::ReanalyzeArgs),
-    /// Concrete runs: list and show.
+    /// Concrete runs: list, show, abandon, resume.
     #[command(subcommand)]
     Runs(runs::RunsCommand),
     /// Counts by queue status and run state, what the pending tasks wait for (the analyzer, a back-off,

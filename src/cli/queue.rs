@@ -29,8 +29,10 @@ pub enum QueueCommand {
     Add(AddArgs),
     /// List tasks, most urgent first.
     List {
+        /// Only tasks in this status: pending, for_review, awaiting_go, approved, skip or done.
         #[arg(long, value_parser = parse_status)]
         status: Option<QueueStatus>,
+        /// Only tasks from this source (its name in [[sources]], or what `queue add --source` gave).
         #[arg(long)]
         source: Option<String>,
         /// Show at most this many (default: all, except 200 when writing a table to a terminal).
@@ -58,6 +60,7 @@ pub enum QueueCommand {
     Requeue {
         #[arg(value_name = "GID")]
         gid: String,
+        /// Why, for the history.
         #[arg(long)]
         reason: Option<String>,
     },
@@ -71,8 +74,11 @@ pub struct AddArgs {
     /// Where the task came from (e.g. my_tasks_inbox, user_reports).
     #[arg(long)]
     source: Option<String>,
+    /// The task's text: its first line is the title (the branch is named after it); the rest says what
+    /// to do. Agents get it fenced as data, never as instructions.
     #[arg(long)]
     description: Option<String>,
+    /// A human's context for the agents (v1's user_context), shown with the task.
     #[arg(long)]
     notes: Option<String>,
     /// The repository (a name under [repos] in the config).
@@ -157,6 +163,9 @@ fn check_runnable(config: &Config, which: &str, gid: &TaskGid, t: &NewTask) -> a
             format!("the configured ones are {}", known.join(", "))
         };
         bail!(UsageError(format!("{which}: repo {repo:?} is not configured under [repos]; {known}")));
+    }
+    if t.description.as_deref().is_some_and(|d| d.trim().is_empty()) {
+        bail!(UsageError(format!("{which}: the description is empty; a task needs text for the agent")));
     }
     Ok(())
 }

@@ -73,7 +73,8 @@ pub struct CommentArgs {
     /// Local forge: the file the comment is about.
     #[arg(long)]
     path: Option<String>,
-    #[arg(long)]
+    /// Local forge: the line of --path the comment is about.
+    #[arg(long, requires = "path")]
     line: Option<i64>,
 }
 

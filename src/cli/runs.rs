@@ -10,12 +10,14 @@ use crate::store::{EventFilter, RunFilter, now};
 pub enum RunsCommand {
     /// List runs, newest first.
     List {
+        /// Only runs in this state: queued, in_progress, pr, complete or abandoned.
         #[arg(long, value_parser = parse_state)]
         state: Option<RunState>,
         /// Only the runs of this task.
         #[arg(long, value_name = "GID")]
         task: Option<String>,
-        #[arg(long)]
+        /// Show at most this many.
+        #[arg(long, value_parser = clap::value_parser!(i64).range(0..))]
         limit: Option<i64>,
     },
     /// Every field of a run and its history.
