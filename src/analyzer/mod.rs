@@ -2,3 +2,4 @@
 //! the rest into for_review, awaiting_go or skip.
 
 pub mod fields;
+pub mod triage;
