@@ -161,6 +161,7 @@ async fn a_good_answer_is_decided_with_its_criteria(db: TestDb) {
     );
     let log = std::fs::read_to_string(&log_path).unwrap();
     assert!(log.contains("Add a --verbose flag") && log.contains("- source: tests"), "{log}");
+    assert!(log.contains("- **Run:** none (a triage)"), "{log}");
     let scratch = env.data().join("analysis").join(format!("101-{}", s.id));
     assert!(log.contains(&format!("triaging in {}", scratch.display())), "{log}");
     assert!(!log.contains("no-checkout"), "the agent ran in a git checkout: {log}");
