@@ -189,6 +189,7 @@ fn hostile_context(extra: &str) -> PromptContext {
     ctx.task.description = evil("description");
     ctx.task.notes = evil("notes");
     ctx.task.url = Some(evil("url"));
+    ctx.previous_error = Some(evil("previous-error"));
     let pr = ctx.pr.as_mut().unwrap();
     pr.url = evil("pr-url");
     pr.head_sha = Some(evil("head-sha"));

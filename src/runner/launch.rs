@@ -183,7 +183,7 @@ impl Runner {
 
     /// The agent's environment for one of this runner's runs.
     pub(super) fn worker_env(&self, run: &Run, kind: WorkerKind) -> EnvSpec {
-        worker_env(&self.config, self.self_exe.as_deref(), &run.task_gid, Some(run.id), kind)
+        worker_env(&self.config, self.self_exe.as_deref(), &run.task_gid, Some(run.id), kind.into())
     }
 }
 
@@ -296,7 +296,7 @@ pub(crate) fn build_spec(
         max_turns: Some(config.worker.max_turns.for_kind(w.kind)),
         max_budget_usd: Some(budget_usd),
         cost_cap_usd: Some(budget_usd),
-        env: worker_env(config, self_exe, &w.task.task_gid, run_id, w.kind),
+        env: worker_env(config, self_exe, &w.task.task_gid, run_id, w.kind.into()),
         logs_root: config.logs_dir(),
         files_root: config.data_dir().join("workers"),
         timeouts: worker_timeouts(config),
@@ -353,6 +353,7 @@ pub(crate) fn prompt_context(w: &WorkerInputs<'_>) -> PromptContext {
             _ => Vec::new(),
         },
         review_findings: w.review_findings.clone(),
+        previous_error: None,
     }
 }
 
@@ -370,13 +371,15 @@ fn acceptance_criteria(repo: Option<&Repo>, task: &Task) -> Vec<String> {
     all
 }
 
-/// The agent's environment: what it needs, what the config names, and how to reach executor.
+/// The agent's environment: what it needs, what the config names, and how to reach executor. `run_id`
+/// is `None` for an agent that works on no run (one run by hand, the analyzer's triage); `kind` becomes
+/// `EXECUTOR_WORKER_KIND` (`analyzer` for a triage).
 pub(crate) fn worker_env(
     config: &Config,
     self_exe: Option<&Path>,
     gid: &TaskGid,
     run_id: Option<i64>,
-    kind: WorkerKind,
+    kind: PromptKind,
 ) -> EnvSpec {
     let mut set = Vec::new();
     if let Some(id) = run_id {

@@ -15,5 +15,7 @@ pub use decide::decide;
 pub use decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
 pub use engine::{Runner, RunnerError, TickReport, load_prompts, shutdown_on_signals};
 pub(crate) use engine::{forge_for, hostname, repo_for};
-pub(crate) use launch::{Recording, WorkerInputs, build_spec, session_to_resume, supervise_recorded};
+pub(crate) use launch::{
+    Recording, WorkerInputs, build_spec, session_to_resume, supervise_recorded, worker_env,
+};
 pub use launch::{agent_config, worker_timeouts};

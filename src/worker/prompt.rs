@@ -53,6 +53,9 @@ pub struct PromptContext {
     pub review_rules: Vec<ReviewRule>,
     /// For `fix_comments` after a failed review: the review's findings at this head.
     pub review_findings: Vec<ReviewComment>,
+    /// For the analyzer's second try: why its first answer could not be used. It quotes the agent's own
+    /// output, so templates fence it as data.
+    pub previous_error: Option<String>,
 }
 
 pub use crate::workspace::ReviewRule;
@@ -399,6 +402,7 @@ pub fn sample_context() -> PromptContext {
             line: Some(12),
             body: "The error is swallowed here.".into(),
         }],
+        previous_error: Some("the agent's structured result does not match the analyzer schema".into()),
     }
 }
 

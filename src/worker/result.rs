@@ -66,6 +66,10 @@ pub struct AnalysisResult {
     /// How likely an agent is to finish it without a human.
     pub feasibility: Level,
     pub summary: String,
+    /// Checkable statements the pull request must meet; the `pr_review` prompt verifies them. Optional
+    /// in an answer (an agent that leaves it out gives none); the analyzer bounds their number and size.
+    #[serde(default)]
+    pub acceptance_criteria: Vec<String>,
 }
 
 /// A worker kind without a verdict may still say what it did.
@@ -127,9 +131,15 @@ pub fn schema(kind: PromptKind) -> Option<Value> {
                 "complexity": {"type": "string", "enum": ["low", "medium", "high"]},
                 "feasibility": {"type": "string", "enum": ["low", "medium", "high"],
                                 "description": "how likely an agent finishes this without a human"},
-                "summary": {"type": "string"}
+                "summary": {"type": "string"},
+                "acceptance_criteria": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "at most 10 short, checkable statements the pull request must meet; \
+                                    the review verifies them (empty for skip)"
+                }
             },
-            "required": ["status", "priority", "complexity", "feasibility", "summary"],
+            "required": ["status", "priority", "complexity", "feasibility", "summary", "acceptance_criteria"],
             "additionalProperties": false
         })),
         PromptKind::Worker(_) => None,
@@ -213,8 +223,13 @@ mod tests {
         let Ok(ParsedResult::Analysis(a)) = parse(PromptKind::Analyzer, Some(&v), None) else { panic!() };
         assert_eq!(a.status, AnalysisStatus::AwaitingGo);
         assert_eq!(a.priority, 2);
+        assert!(a.acceptance_criteria.is_empty(), "criteria are optional in an answer");
         let bad = json!({"status":"awaiting_go","priority":-1,"complexity":"low","feasibility":"high","summary":"s"});
         assert!(parse(PromptKind::Analyzer, Some(&bad), None).is_err());
+        let with = json!({"status":"skip","priority":5,"complexity":"high","feasibility":"low","summary":"s",
+                          "acceptance_criteria":["a test covers it"]});
+        let Ok(ParsedResult::Analysis(a)) = parse(PromptKind::Analyzer, Some(&with), None) else { panic!() };
+        assert_eq!(a.acceptance_criteria, vec!["a test covers it".to_string()]);
     }
 
     #[test]

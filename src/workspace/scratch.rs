@@ -12,6 +12,15 @@ pub fn branch_head(repo: &Path, branch: &str) -> Result<Option<String>, Workspac
     Ok(git_probe(repo, ["rev-parse", "--verify", "--quiet", spec.as_str()])?.map(|s| s.trim().to_string()))
 }
 
+/// The commit `base` (a repository's base branch as configured: `main`, `origin/main`) names in `repo`,
+/// or `None` when it names none. The name is checked like a branch name first, so it cannot be read as
+/// an option or a revision expression.
+pub fn base_commit(repo: &Path, base: &str) -> Result<Option<String>, WorkspaceError> {
+    super::check_branch_name(base)?;
+    let spec = format!("{base}^{{commit}}");
+    Ok(git_probe(repo, ["rev-parse", "--verify", "--quiet", spec.as_str()])?.map(|s| s.trim().to_string()))
+}
+
 /// Checks `sha` out, detached, at `path` (replacing a leftover worktree there).
 pub fn add_detached(repo: &Path, path: &Path, sha: &str) -> Result<(), WorkspaceError> {
     if !sha.bytes().all(|b| b.is_ascii_hexdigit()) || sha.is_empty() {
@@ -70,6 +79,11 @@ mod tests {
         let sha = branch_head(&repo, "main").unwrap().unwrap();
         assert_eq!(sha, sh_git(&repo, &["rev-parse", "HEAD"]));
         assert_eq!(branch_head(&repo, "nope").unwrap(), None);
+        assert_eq!(base_commit(&repo, "main").unwrap().as_deref(), Some(sha.as_str()));
+        sh_git(&repo, &["update-ref", "refs/remotes/origin/main", &sha]);
+        assert_eq!(base_commit(&repo, "origin/main").unwrap().as_deref(), Some(sha.as_str()));
+        assert_eq!(base_commit(&repo, "nope").unwrap(), None);
+        assert!(base_commit(&repo, "--output=x").is_err());
 
         let scratch = dir.path().join("ci-1");
         add_detached(&repo, &scratch, &sha).unwrap();

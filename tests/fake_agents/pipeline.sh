@@ -5,7 +5,34 @@
 #   FAKE_SLOW=N   sleep N seconds (printing a heartbeat each second) before working
 #   FAKE_REVIEW   the pr_review verdict (default pass); a failing review reports one finding on a line
 #   FAKE_CONFLICT_FILE  fix_conflicts: the file whose conflict markers it resolves by taking both sides
+# As the analyzer (EXECUTOR_WORKER_KIND=analyzer, read-only) it answers a valid triage by default; the
+# task's text steers it with FAKE_ANALYZER=WORD (see tests/fake_agents/README.md).
 prompt=$(cat)
+if [ "$EXECUTOR_WORKER_KIND" = analyzer ]; then
+  mode=$(printf '%s\n' "$prompt" | sed -n 's/.*FAKE_ANALYZER=\([a-z0-9_]*\).*/\1/p' | head -n 1)
+  retried=no
+  if printf '%s\n' "$prompt" | grep -q 'Your previous answer could not be used'; then retried=yes; fi
+  echo "triaging in $PWD at $(git rev-parse --short HEAD 2>/dev/null || echo no-checkout)"
+  echo "read a prompt of $(printf '%s' "$prompt" | wc -c | tr -d ' ') bytes"
+  answer() {
+    printf '{"status": "%s", "priority": %s, "complexity": "low", "feasibility": "high", "summary": "A small change with a clear test.", "acceptance_criteria": ["the change has a test", "the docs mention it"]}\n' "$1" "$2"
+  }
+  case "$mode" in
+    prose) echo "I think this task is a good fit for an agent, priority two." ;;
+    truncated) echo '{"status": "for_review", "priority": 2, "complexi' ;;
+    bad_status) answer maybe 2 ;;
+    bad_priority) answer awaiting_go 9 ;;
+    skip) answer skip 5 ;;
+    for_review) answer for_review 2 ;;
+    fail_once)
+      if [ "$retried" = yes ]; then answer awaiting_go 1; else echo "Looks fine to me."; fi
+      ;;
+    exit1) echo "something went wrong" >&2; exit 1 ;;
+    silent) exec sleep 600 ;;
+    *) answer awaiting_go 3 ;;
+  esac
+  exit 0
+fi
 echo "working as $EXECUTOR_WORKER_KIND on run $EXECUTOR_RUN_ID"
 i=0
 while [ "$i" -lt "${FAKE_SLOW:-0}" ]; do

@@ -152,7 +152,11 @@ impl WorkLog {
             h.task_gid,
             h.kind,
             h.task_gid,
-            if h.run_id == 0 { "none (a worker run by hand)".to_string() } else { h.run_id.to_string() },
+            match (h.run_id, h.kind) {
+                (0, PromptKind::Analyzer) => "none (a triage)".to_string(),
+                (0, _) => "none (a worker run by hand)".to_string(),
+                (id, _) => id.to_string(),
+            },
             h.kind,
             h.agent,
             h.cwd.display(),
