@@ -375,9 +375,18 @@ async fn orphans_are_stopped_only_when_they_are_the_recorded_process_and_their_s
     let never = open(None, None).await;
     // Another host's session is not this analyzer's to end.
     let elsewhere = env.store.begin_analysis_session(gid, "command", "other-host").await.unwrap();
+    // Another analyzer of this machine (another data directory, the same database) still at work: its
+    // process lives and holds the claim on its task. Left alone.
+    let busy_owner = format!("test-host:{}", std::process::id());
+    let busy =
+        env.store.claim_for_analysis(&busy_owner, chrono::Duration::minutes(30), 3).await.unwrap().unwrap();
+    let working = env.store.begin_analysis_session(&busy.task_gid, "command", &busy_owner).await.unwrap();
+    // The same, dead: its process is gone, so its session is an orphan even though its claim lives on.
+    let gone_owner = format!("test-host:{gone_pid}");
+    let dead_analyzer = env.store.begin_analysis_session(gid, "command", &gone_owner).await.unwrap();
 
     let n = env.triager(config).stop_orphans().await.unwrap();
-    assert_eq!(n, 4);
+    assert_eq!(n, 5);
     assert!(live.wait().is_ok_and(|s| !s.success()), "the live orphan was stopped");
     assert!(other.try_wait().unwrap().is_none(), "a process that is not the recorded one is never signalled");
     let sessions = env.sessions(&task).await;
@@ -387,8 +396,15 @@ async fn orphans_are_stopped_only_when_they_are_the_recorded_process_and_their_s
     assert_eq!(reason(dead), Some(EndReason::Crashed));
     assert_eq!(reason(never), Some(EndReason::NeverStarted));
     assert_eq!(reason(elsewhere), None);
+    assert_eq!(reason(dead_analyzer), Some(EndReason::NeverStarted));
+    let busy_sessions = env.sessions(&busy).await;
+    assert!(
+        busy_sessions.iter().any(|s| s.id == working && s.end_reason.is_none()),
+        "a live analyzer's session"
+    );
     assert!(!scratch.exists(), "the orphan's checkout was removed");
-    assert!(env.store.open_analysis_sessions("test-host").await.unwrap().is_empty());
+    let left = env.store.open_analysis_sessions("test-host").await.unwrap();
+    assert_eq!(left.iter().map(|s| s.id).collect::<Vec<_>>(), vec![working]);
     other.kill().unwrap();
     other.wait().unwrap();
 }

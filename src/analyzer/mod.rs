@@ -68,6 +68,12 @@ pub enum AnalyzerError {
     Agent(String),
 }
 
+/// Who an analyzer process is, in claims and analysis sessions: `HOST:PID`, so that a later analyzer can
+/// tell a dead one's leftovers from a live one's.
+pub fn owner() -> String {
+    format!("{}:{}", crate::runner::hostname(), std::process::id())
+}
+
 /// One analyzer process's loop.
 #[derive(Clone)]
 pub struct Analyzer {
@@ -80,14 +86,15 @@ pub struct Analyzer {
 }
 
 impl Analyzer {
+    /// `owner` is [`owner`]'s, the same the triager was given: it holds the claims and names the
+    /// analysis sessions.
     pub fn new(
         config: Arc<Config>,
         store: Store,
         triager: Triager,
-        host: &str,
+        owner: String,
     ) -> Result<Self, AnalyzerError> {
         let filters = Arc::new(config.compiled_filters()?);
-        let owner = format!("{host}:{}", std::process::id());
         Ok(Analyzer { store, config, filters, triager, owner })
     }
 

@@ -11,7 +11,7 @@ use super::output::json;
 use crate::analyzer::triage::Triager;
 use crate::analyzer::{Analyzer, Progress, Summary};
 use crate::instance_lock::{InstanceLock, LockError};
-use crate::runner::{hostname, load_prompts, shutdown_on_signals};
+use crate::runner::{load_prompts, shutdown_on_signals};
 
 #[derive(Debug, Args)]
 pub struct AnalyzerArgs {
@@ -42,10 +42,10 @@ pub async fn analyzer(ctx: &Context, args: AnalyzerArgs, as_json: bool) -> anyho
     let intake_failed: Vec<String> = intake.iter().flat_map(|r| r.failed()).map(|s| s.name.clone()).collect();
     let config = Arc::new(ctx.config.clone());
     let prompts = Arc::new(load_prompts(&config)?);
-    let host = hostname();
+    let owner = crate::analyzer::owner();
     let triager =
-        Triager::new(config.clone(), prompts, ctx.store.clone(), host.clone(), std::env::current_exe().ok());
-    let analyzer = Analyzer::new(config, ctx.store.clone(), triager, &host)?;
+        Triager::new(config.clone(), prompts, ctx.store.clone(), owner.clone(), std::env::current_exe().ok());
+    let analyzer = Analyzer::new(config, ctx.store.clone(), triager, owner)?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let pass = tokio::spawn({
         let analyzer = analyzer.clone();

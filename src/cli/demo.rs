@@ -44,15 +44,15 @@ fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
 async fn triage(ctx: &Context) -> anyhow::Result<()> {
     let config = std::sync::Arc::new(ctx.config.clone());
     let prompts = std::sync::Arc::new(crate::runner::load_prompts(&config)?);
-    let host = crate::runner::hostname();
+    let owner = crate::analyzer::owner();
     let triager = crate::analyzer::triage::Triager::new(
         config.clone(),
         prompts,
         ctx.store.clone(),
-        host.clone(),
+        owner.clone(),
         std::env::current_exe().ok(),
     );
-    let analyzer = crate::analyzer::Analyzer::new(config, ctx.store.clone(), triager, &host)?;
+    let analyzer = crate::analyzer::Analyzer::new(config, ctx.store.clone(), triager, owner)?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let (_stop_tx, stop) = tokio::sync::watch::channel(false);
     let pass = tokio::spawn(async move { analyzer.run_until_idle(tx, stop).await });

@@ -127,14 +127,15 @@ impl Store {
         Ok(())
     }
 
-    /// This host's sessions that never ended: their analyzer died. The caller stops any process still
-    /// running and ends them.
+    /// The sessions of this machine that have not ended, by their analyzer's `host` (`HOST:PID`, or a
+    /// bare `HOST`): the caller tells a live analyzer's from a dead one's.
     pub async fn open_analysis_sessions(&self, host: &str) -> Result<Vec<AnalysisSession>> {
         on_pool!(self, |p| {
             sqlx::query(concat!(
                 "SELECT ",
                 analysis_session_columns!(),
-                " FROM executor_analysis_sessions WHERE host = $1 AND ended_at IS NULL ORDER BY id"
+                " FROM executor_analysis_sessions WHERE ended_at IS NULL \
+                   AND (host = $1 OR substr(host, 1, length($1) + 1) = $1 || ':') ORDER BY id"
             ))
             .bind(host)
             .fetch_all(p)

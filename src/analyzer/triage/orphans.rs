@@ -11,7 +11,16 @@ use crate::workspace;
 
 /// See [`Triager::stop_orphans`].
 pub(super) async fn stop_orphans(t: &Triager) -> Result<usize, StoreError> {
-    let open = t.store.open_analysis_sessions(&t.host).await?;
+    // `t.host` is this analyzer's `HOST:PID`: the sessions of the same machine are looked at, and those
+    // of another analyzer still at work (several data directories may share one database) are left.
+    let machine = t.host.rsplit_once(':').map_or(t.host.as_str(), |(machine, _)| machine);
+    let mut open = Vec::new();
+    for s in t.store.open_analysis_sessions(machine).await? {
+        if s.host != t.host && analyzer_alive(t, &s).await? {
+            continue;
+        }
+        open.push(s);
+    }
     for s in &open {
         let reason = stop_agent(s, t.config.worker.kill_grace.std()).await;
         let end = AnalysisEnd {
@@ -31,6 +40,22 @@ pub(super) async fn stop_orphans(t: &Triager) -> Result<usize, StoreError> {
         tracing::info!(session = s.id, task = %s.task_gid, "ended an orphaned analysis session ({reason})");
     }
     Ok(open.len())
+}
+
+/// Whether the analyzer that opened the session still works on it: its process is alive and still
+/// holds an unexpired claim on the session's task (a reused pid holds no claim).
+async fn analyzer_alive(t: &Triager, s: &AnalysisSession) -> Result<bool, StoreError> {
+    let Some(pid) = s.host.rsplit_once(':').and_then(|(_, pid)| pid.parse::<i32>().ok()) else {
+        return Ok(false);
+    };
+    if !process::is_alive(pid) {
+        return Ok(false);
+    }
+    let task = t.store.find_task(&s.task_gid).await?;
+    Ok(task.is_some_and(|task| {
+        task.claim_owner.as_deref() == Some(s.host.as_str())
+            && task.claim_expires_at.is_some_and(|at| at > chrono::Utc::now())
+    }))
 }
 
 /// Stops the session's agent if it still runs (the very process recorded: pid and start time), and
