@@ -113,6 +113,7 @@ async fn a_spent_daily_budget_stops_the_pass_and_says_so() {
 /// Two analyzers (each its own data directory, so its own lock) on one PostgreSQL: every task is
 /// triaged exactly once — one analysis session and one pending → … event each.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(pg_tests), ignore = "needs PostgreSQL: set EXECUTOR_TEST_DATABASE_URL (see README)")]
 async fn two_analyzers_on_postgres_triage_each_task_once() {
     let Some(db) = common::postgres("two_analyzers_on_postgres_triage_each_task_once").await else { return };
     let (one, two) = (Env::new(&[]), Env::new(&[]));

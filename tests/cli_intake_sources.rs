@@ -173,6 +173,7 @@ async fn sources_land_then_only_changes_come_back_on_sqlite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(pg_tests), ignore = "needs PostgreSQL: set EXECUTOR_TEST_DATABASE_URL (see README)")]
 async fn sources_land_then_only_changes_come_back_on_postgres() {
     if let Some(db) = common::postgres("sources_land_then_only_changes_come_back").await {
         sources_land_then_only_changes_come_back(Some(&db.url)).await;

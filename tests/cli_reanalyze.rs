@@ -261,6 +261,7 @@ async fn sqlite_reanalyze_a_thousand_skipped_tasks() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(pg_tests), ignore = "needs PostgreSQL: set EXECUTOR_TEST_DATABASE_URL (see README)")]
 async fn postgres_reanalyze_a_thousand_skipped_tasks() {
     if let Some(db) = common::postgres("reanalyze_a_thousand_skipped_tasks").await {
         reanalyze_a_thousand_skipped_tasks(Some(db)).await;
@@ -273,6 +274,7 @@ async fn sqlite_given_up_analyses_are_tried_afresh() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(pg_tests), ignore = "needs PostgreSQL: set EXECUTOR_TEST_DATABASE_URL (see README)")]
 async fn postgres_given_up_analyses_are_tried_afresh() {
     if let Some(db) = common::postgres("given_up_analyses_are_tried_afresh").await {
         given_up_analyses_are_tried_afresh(Some(db)).await;

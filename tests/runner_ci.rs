@@ -96,6 +96,7 @@ async fn checks_that_never_finish_are_told_once_after_check_timeout() {
 
 /// The same on PostgreSQL, where the head and when it was first seen are written in one statement too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(pg_tests), ignore = "needs PostgreSQL: set EXECUTOR_TEST_DATABASE_URL (see README)")]
 async fn checks_that_never_finish_are_told_once_on_postgresql() {
     let Some(db) = common::postgres("checks_that_never_finish_are_told_once_on_postgresql").await else {
         return;

@@ -22,6 +22,7 @@ async fn a_task_goes_from_approval_to_complete_through_ci_comments_and_review() 
 
 /// The same pipeline with the state in PostgreSQL (each test in its own schema).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(pg_tests), ignore = "needs PostgreSQL: set EXECUTOR_TEST_DATABASE_URL (see README)")]
 async fn the_pipeline_runs_the_same_on_postgresql() {
     let Some(db) = common::postgres("the_pipeline_runs_the_same_on_postgresql").await else {
         return;
@@ -272,14 +273,34 @@ fn the_demo_takes_a_task_to_complete_offline() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("run #1 is complete"), "{text}");
-    for kind in ["queued", "fix_ci", "fix_comments", "pr_review"] {
-        assert!(
-            text.lines().any(|l| l.trim_start().starts_with(kind) && l.contains("finished")),
-            "{kind}: {text}"
-        );
+    // The story, each step told as it happened, in this order.
+    let steps = [
+        "DEMO-1: triaged awaiting_go",
+        "DEMO-2: skipped by filter figma_link",
+        "acceptance criterion for the review:",
+        "▶ queued worker started",
+        "run #1: in_progress → pr",
+        "… CI is running at",
+        "💬 you: \"Please note in the repository what you changed.\"",
+        "✗ CI failure at",
+        "▶ fix_ci worker started",
+        "▶ fix_comments worker started",
+        "💬 agent: \"[ACKNOWLEDGED: addressed in a commit]\"",
+        "▶ pr_review worker started",
+        "■ pr_review worker ended: finished, review verdict: pass",
+        "💬 executor: \"@you PR #1 is ready",
+        "run #1: pr → complete",
+        "==> Summary",
+        "DEMO-1   done       run #1 complete — 4 workers (queued, fix_ci, fix_comments, pr_review)",
+        "runs show 1",
+    ];
+    let mut at = 0;
+    for step in steps {
+        let found =
+            text[at..].find(step).unwrap_or_else(|| panic!("{step:?} missing or out of order:\n{text}"));
+        at += found + step.len();
     }
-    assert!(text.contains("pr → complete"), "{text}");
+    assert!(demo.join("executor.toml").exists(), "--dir keeps the demo");
     // A second demo in the same place is refused rather than mixed with the first.
     let again = std::process::Command::new(env!("CARGO_BIN_EXE_executor"))
         .args(["demo", "--dir"])
@@ -287,6 +308,22 @@ fn the_demo_takes_a_task_to_complete_offline() {
         .output()
         .unwrap();
     assert_eq!(again.status.code(), Some(1));
+}
+
+#[test]
+fn the_demo_without_dir_cleans_up_after_itself() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_executor"))
+        .arg("demo")
+        .env_remove("EXECUTOR_CONFIG")
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("directory was removed") && text.contains("--dir"), "{text}");
+    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert!(left.is_empty(), "the demo left {left:?} behind");
 }
 
 /// Runs the runner (as cron would) until `done` says the run is there.

@@ -38,6 +38,7 @@ async fn a_task_becomes_a_complete_mentioned_draft_pr_on_github() {
 
 /// The same pipeline with the state in PostgreSQL (each test in its own schema).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(pg_tests), ignore = "needs PostgreSQL: set EXECUTOR_TEST_DATABASE_URL (see README)")]
 async fn the_github_pipeline_runs_the_same_on_postgresql() {
     let Some(db) = common::postgres("the_github_pipeline_runs_the_same_on_postgresql").await else {
         return;

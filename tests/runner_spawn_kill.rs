@@ -26,6 +26,7 @@ async fn a_runner_killed_at_spawn_never_leaves_a_second_agent_on_sqlite() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(pg_tests), ignore = "needs PostgreSQL: set EXECUTOR_TEST_DATABASE_URL (see README)")]
 async fn a_runner_killed_at_spawn_never_leaves_a_second_agent_on_postgresql() {
     for round in 0..ROUNDS {
         let Some(db) =

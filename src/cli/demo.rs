@@ -11,7 +11,9 @@ use clap::Args;
 use super::Context;
 use crate::domain::{Actor, QueueStatus, RunState, TaskGid};
 use crate::runner::Runner;
-use crate::store::{EventFilter, NewComment, NewTask};
+use crate::store::{NewComment, NewTask};
+
+mod narrate;
 
 /// The fake agent: acts by `$EXECUTOR_WORKER_KIND` (commit, fix CI, answer comments, review).
 const AGENT: &str = include_str!("../../tests/fake_agents/pipeline.sh");
@@ -78,6 +80,7 @@ fn step(text: &str) {
 }
 
 pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
+    let keep = args.dir.is_some();
     let dir = match args.dir {
         Some(d) => d,
         None => std::env::temp_dir().join(format!("executor-demo-{}", std::process::id())),
@@ -147,58 +150,75 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     store.set_task_status(&gid, QueueStatus::Approved, Actor::Cli, Some("demo: approved")).await?;
 
     step("Run the runner as cron would, until the run is complete");
+    let mut narrator = narrate::Narrator::default();
     let mut commented = false;
-    for round in 1..=30 {
+    let mut finished = None;
+    for _ in 0..30 {
+        // One runner pass, as cron would start it, told as it happens.
         let mut runner = Runner::new(ctx.config.clone(), store.clone())?;
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
-        let report = runner.run_until_idle(shutdown).await?;
-        let run = store
-            .list_runs(&crate::store::RunFilter { task_gid: Some(gid.clone()), ..Default::default() })
-            .await?
-            .into_iter()
-            .next()
-            .context("the runner created no run")?;
-        let memory = store.run_memory(run.id).await?;
-        println!(
-            "  runner pass {round}: {} steps; run #{} is {} — {}",
-            report.actions,
-            run.id,
-            run.state,
-            memory.last_decision.unwrap_or_default()
-        );
-        if run.state == RunState::Complete || run.state == RunState::Abandoned {
+        let mut pass = tokio::spawn(async move { runner.run_until_idle(shutdown).await });
+        let report = loop {
+            tokio::select! {
+                done = &mut pass => break done??,
+                _ = tokio::time::sleep(Duration::from_millis(250)) => narrator.catch_up(store, &gid).await?,
+            }
+        };
+        narrator.catch_up(store, &gid).await?;
+        if report.errors > 0 {
+            println!("  the runner met errors: {}", report.failures.join("; "));
+        }
+        let run_id = store.task(&gid).await?.executor_run_id.context("the runner created no run")?;
+        let run = store.run(run_id).await?;
+        if matches!(run.state, RunState::Complete | RunState::Abandoned) {
+            finished = Some(run);
             break;
         }
         if run.state == RunState::Pr && !commented {
             let pr = store.local_pr_for_run(run.id).await?.context("a run in pr has a pull request")?;
             let body = "Please note in the repository what you changed.";
+            println!("  (you review {} and comment)", crate::forge::local::pr_url("demo", pr.id));
             store
                 .add_local_comment(pr.id, &NewComment { author: REVIEWER, body, ..Default::default() })
                 .await?;
-            println!("  you commented on {}: {body:?}", crate::forge::local::pr_url("demo", pr.id));
             commented = true;
         }
-        tokio::time::sleep(Duration::from_millis(1200)).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
+    let run = finished.context("the demo's run did not finish in 30 runner passes")?;
 
-    step("The workers the runner started, in order");
-    if let Some(run_id) = store.task(&gid).await?.executor_run_id {
-        for w in store.worker_sessions(run_id).await? {
-            println!(
-                "  {:<12} {:<10} {}",
-                w.kind.as_str(),
-                w.end_reason.map(|r| r.to_string()).unwrap_or_default(),
-                w.log_path.unwrap_or_default()
-            );
-        }
-    }
-
-    step("What happened (executor events DEMO-1)");
-    let events = store.events(&EventFilter { task_gid: Some(gid.clone()), ..Default::default() }).await?;
-    super::status::print_events(&events, crate::store::now());
-    let show = format!("executor --config {} runs show 1", config_path.display());
-    println!("\nThe notices, work logs and the pull request's conversation: {show}");
-    println!("Work logs: {}", ctx.config.logs_dir().join(gid.as_str()).display());
+    step("Summary");
+    let sessions = store.worker_sessions(run.id).await?;
+    let pr = store.local_pr_for_run(run.id).await?;
+    println!("  {:<8} {:<10} {}", "TASK", "STATUS", "WHAT BECAME OF IT");
+    println!("  {:<8} {:<10} skipped by the filter figma_link, no model call", design.as_str(), "skip");
+    println!(
+        "  {:<8} {:<10} run #{} {} — {} workers ({}), pull request {}",
+        gid.as_str(),
+        store.task(&gid).await?.status.as_str(),
+        run.id,
+        run.state,
+        sessions.len(),
+        sessions.iter().map(|w| w.kind.as_str()).collect::<Vec<_>>().join(", "),
+        pr.map(|p| crate::forge::local::pr_url("demo", p.id)).unwrap_or_default()
+    );
+    let config_arg = config_path.display().to_string();
     ctx.store.close().await;
+    if keep {
+        println!(
+            "
+Look further (the demo's directory is kept):"
+        );
+        println!("  executor --config {config_arg} runs show {}     # the PR, CI, comments, notices", run.id);
+        println!("  executor --config {config_arg} events DEMO-1   # the audit trail");
+        println!("  executor --config {config_arg} logs DEMO-1     # the newest work log");
+    } else {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
+        println!(
+            "
+The demo's directory was removed. To keep it and look further (`runs show`, `events`,"
+        );
+        println!("`logs`), run `executor demo --dir ./executor-demo`.");
+    }
     Ok(())
 }

@@ -89,7 +89,11 @@ pub enum ParsedResult {
 /// Why a run's structured result could not be used. Recorded on the outcome and in the work log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
 pub enum ResultError {
-    #[error("the agent returned no structured result")]
+    #[error(
+        "the agent returned no structured result: its last output line that is a JSON object is read as \
+         the result (a review: {{\"verdict\": \"pass\"|\"fail\", \"summary\": …}}; see the README's \
+         \"Your own agent\" for every kind)"
+    )]
     Missing,
     #[error("the agent's structured result does not match the {kind} schema: {reason}")]
     Malformed { kind: &'static str, reason: String },

@@ -9,10 +9,56 @@ use executor::store::Store;
 
 pub const PG_ENV: &str = "EXECUTOR_TEST_DATABASE_URL";
 
-/// A database for one test. Keeps the temporary directory alive as long as the test holds it.
+/// A database for one test. Keeps the temporary directory alive as long as the test holds it; a
+/// PostgreSQL schema is dropped when the test is done with it.
 pub struct TestDb {
     pub url: String,
     _dir: Option<tempfile::TempDir>,
+    /// (server URL, schema) of a PostgreSQL test database.
+    schema: Option<(String, String)>,
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let Some((base, schema)) = self.schema.take() else { return };
+        // Drop runs inside the test's runtime, which cannot be blocked on: a thread of its own, with a
+        // runtime of its own, drops the schema and is waited for.
+        let _ = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+            rt.block_on(drop_schema(&base, &schema));
+        })
+        .join();
+    }
+}
+
+async fn drop_schema(base: &str, schema: &str) {
+    if let Ok(admin) = sqlx::PgPool::connect(base).await {
+        let _ = sqlx::raw_sql(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).execute(&admin).await;
+        admin.close().await;
+    }
+}
+
+/// Schemas left by test processes that died before dropping theirs (`t<pid>_…` of a pid gone).
+async fn sweep_dead_schemas(admin: &sqlx::PgPool) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    let mut first = false;
+    ONCE.call_once(|| first = true);
+    if !first {
+        return;
+    }
+    let names: Vec<String> = sqlx::query_scalar(
+        "SELECT nspname::text FROM pg_namespace WHERE nspname ~ '^t[0-9]+_[0-9]+_[0-9]+$'",
+    )
+    .fetch_all(admin)
+    .await
+    .unwrap_or_default();
+    for name in names {
+        let pid: Option<i32> = name[1..].split('_').next().and_then(|p| p.parse().ok());
+        let alive = pid.is_some_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists());
+        if !alive {
+            let _ = sqlx::raw_sql(&format!("DROP SCHEMA IF EXISTS {name} CASCADE")).execute(admin).await;
+        }
+    }
 }
 
 impl TestDb {
@@ -26,7 +72,7 @@ impl TestDb {
 pub fn sqlite() -> TestDb {
     let dir = tempfile::tempdir().expect("tempdir");
     let url = format!("sqlite://{}", dir.path().join("executor.db").display());
-    TestDb { url, _dir: Some(dir) }
+    TestDb { url, _dir: Some(dir), schema: None }
 }
 
 /// A PostgreSQL database with its own schema, or `None` (after saying so) when no URL is configured.
@@ -51,10 +97,12 @@ pub async fn postgres(test: &str) -> Option<TestDb> {
     let schema = format!("t{}_{}_{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst), nanos());
     let admin =
         sqlx::PgPool::connect(&base).await.unwrap_or_else(|e| panic!("cannot connect to {PG_ENV}: {e}"));
+    sweep_dead_schemas(&admin).await;
     sqlx::raw_sql(&format!("CREATE SCHEMA {schema}")).execute(&admin).await.expect("create schema");
     admin.close().await;
     let sep = if base.contains('?') { '&' } else { '?' };
-    Some(TestDb { url: format!("{base}{sep}options[search_path]={schema}"), _dir: None })
+    let url = format!("{base}{sep}options[search_path]={schema}");
+    Some(TestDb { url, _dir: None, schema: Some((base, schema)) })
 }
 
 fn nanos() -> u32 {
@@ -76,6 +124,7 @@ macro_rules! on_both_databases {
         mod postgres {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                #[cfg_attr(not(pg_tests), ignore = "needs PostgreSQL: set EXECUTOR_TEST_DATABASE_URL (see README)")]
                 async fn $name() {
                     if let Some(db) = super::common::postgres(stringify!($name)).await {
                         super::$name(db).await;
