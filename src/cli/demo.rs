@@ -190,7 +190,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     step("Summary");
     let sessions = store.worker_sessions(run.id).await?;
     let pr = store.local_pr_for_run(run.id).await?;
-    println!("  {:<8} {:<10} {}", "TASK", "STATUS", "WHAT BECAME OF IT");
+    println!("  {:<8} {:<10} WHAT BECAME OF IT", "TASK", "STATUS");
     println!("  {:<8} {:<10} skipped by the filter figma_link, no model call", design.as_str(), "skip");
     println!(
         "  {:<8} {:<10} run #{} {} — {} workers ({}), pull request {}",
