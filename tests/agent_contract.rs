@@ -16,9 +16,14 @@ async fn the_example_agent_triages_and_completes_a_run() {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/command-agent.sh");
     let pipeline = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agents/pipeline.sh");
     env.edit_config(&pipeline.display().to_string(), &example.display().to_string());
+    // CI waits until the test opens its gate, so the comment below lands while the pull request is open.
+    let gate = env.path().join("ci-gate");
     env.edit_config(
         "ci_command = [\"sh\", \"-c\", \"sleep 2; test -f ci-fixed\"]",
-        "ci_command = [\"true\"]",
+        &format!(
+            "ci_command = [\"sh\", \"-c\", \"while [ ! -f '{}' ]; do sleep 0.2; done\"]",
+            gate.display()
+        ),
     );
     env.run(&["queue", "add", "--gid", "E-1", "--description", "Write down what you do"]);
     env.run(&["analyzer"]);
@@ -40,6 +45,7 @@ async fn the_example_agent_triages_and_completes_a_run() {
         assert_ne!(run.state, RunState::Abandoned, "{run:?}");
         if run.state == RunState::Pr && !commented {
             env.run(&["comment", &run.id.to_string(), "Please note the date too.", "--author", "alex"]);
+            std::fs::write(&gate, "open").unwrap();
             commented = true;
         }
         assert!(Instant::now() < deadline, "no completion in 2 minutes: {run:?}");

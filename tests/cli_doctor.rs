@@ -108,3 +108,29 @@ fn a_missing_agent_program_is_said_once_before_any_run_moves() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("worker.command.argv"));
 }
+
+#[test]
+fn an_unreachable_postgresql_is_said_at_once_and_once() {
+    let env = Env::new(&[]);
+    // Port 9 (discard) is closed on any test machine: the connection is refused.
+    env.use_database("postgres://postgres@127.0.0.1:9/test");
+    let out = env.command(&["status"]).stdin(Stdio::null()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("connection refused at 127.0.0.1:9"), "{stderr}");
+    assert_eq!(stderr.matches("connection refused").count(), 1, "said once: {stderr}");
+}
+
+#[test]
+fn queue_add_refuses_an_empty_description_and_an_unknown_repo() {
+    let env = Env::new(&[]);
+    let out = env.command(&["queue", "add", "--gid", "Q-1", "--description", "  "]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("description is empty"));
+    let out = env
+        .command(&["queue", "add", "--gid", "Q-2", "--description", "x", "--repo", "web"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the configured ones are app"));
+}

@@ -135,7 +135,7 @@ async fn database_check(config: &Config) -> Check {
                 "run `executor init`",
             );
         }
-    } else if let Some(refused) = unreachable_postgres(&url).await {
+    } else if let Some(refused) = crate::store::unreachable_postgres(&url).await {
         return problem(
             Outcome::Fail,
             "database",
@@ -173,35 +173,6 @@ async fn database_check(config: &Config) -> Check {
             "upgrade executor",
         ),
         Err(e) => problem(Outcome::Fail, "database", e.to_string(), "run `executor init`"),
-    }
-}
-
-/// "connection refused" (or the like) within 3 s for a PostgreSQL server that is not there, instead of
-/// the pool's timeout.
-async fn unreachable_postgres(url: &str) -> Option<String> {
-    let after_at = url.split_once("://")?.1;
-    let host_part = after_at.rsplit_once('@').map_or(after_at, |(_, h)| h);
-    let host_port = host_part.split(['/', '?']).next().unwrap_or("");
-    if host_port.is_empty() || host_port.starts_with('%') {
-        return None; // a Unix socket path: let the driver say
-    }
-    let addr = if host_port.contains(':') { host_port.to_string() } else { format!("{host_port}:5432") };
-    let probe = addr.clone();
-    let reached = tokio::task::spawn_blocking(move || {
-        use std::net::ToSocketAddrs;
-        let target = probe.to_socket_addrs()?.next().ok_or(std::io::ErrorKind::NotFound)?;
-        std::net::TcpStream::connect_timeout(&target, Duration::from_secs(3)).map(drop)
-    })
-    .await;
-    match reached {
-        Ok(Ok(())) | Err(_) => None,
-        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-            Some(format!("connection refused at {addr}: is PostgreSQL running?"))
-        }
-        Ok(Err(e)) if e.kind() == std::io::ErrorKind::TimedOut => {
-            Some(format!("no answer from {addr} in 3 s"))
-        }
-        Ok(Err(e)) => Some(format!("cannot reach {addr}: {e}")),
     }
 }
 

@@ -120,7 +120,9 @@ pub enum Command {
     Worker(worker::WorkerCommand),
     /// Print the newest work log of a task, or follow it as the worker writes it.
     Logs(worker::LogsArgs),
-    /// The prompt templates: export the defaults to edit, check the configured ones.
+    /// The prompt templates: export the defaults to edit, check the configured ones. What an agent gets
+    /// (prompt on stdin, EXECUTOR_* variables) and must answer (a final JSON line): see the README's
+    /// "Your own agent", and examples/command-agent.sh.
     #[command(subcommand)]
     Prompts(prompts::PromptsCommand),
     /// The cron watchdog: starts the runner and the analyzer every 5 minutes (each exits when idle).

@@ -35,7 +35,7 @@ pub use forge_records::AgentComments;
 pub use local_forge::{LocalCheck, LocalComment, LocalPr, NewComment};
 pub use migrate::{KNOWN_VERSION, MigrateReport};
 pub use notices::Notice;
-pub use open::redact_url;
+pub use open::{redact_url, unreachable_postgres};
 pub use pending_detail::PendingDetail;
 pub use run_fields::RunMemory;
 pub use runner_status::RunnerStatus;
@@ -51,8 +51,11 @@ use crate::domain::IllegalTransition;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("cannot open database {url}: {source}")]
-    Open { url: String, source: sqlx::Error },
+    /// The cause is in the message and deliberately not a `source`: printed as a chain it would repeat.
+    #[error("cannot open database {url}: {cause}")]
+    Open { url: String, cause: sqlx::Error },
+    #[error("cannot open database {url}: {why}")]
+    Unreachable { url: String, why: String },
     #[error("database error: {0}")]
     Db(#[from] sqlx::Error),
     #[error("no task with gid '{0}' (see `executor queue list`)")]

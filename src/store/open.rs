@@ -14,8 +14,12 @@ impl Store {
     /// SQLite (the file and its directory are created if missing). Does not migrate: see `migrate`.
     pub async fn open(url: &str) -> Result<Store> {
         let shown = redact_url(url);
-        let open_err = |source| StoreError::Open { url: shown.clone(), source };
+        let open_err = |cause| StoreError::Open { url: shown.clone(), cause };
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            // A server that is not there is said in milliseconds, not after the pool's 15 s timeout.
+            if let Some(why) = unreachable_postgres(url).await {
+                return Err(StoreError::Unreachable { url: shown, why });
+            }
             let options = PgConnectOptions::from_str(url).map_err(open_err)?;
             let pool = PgPoolOptions::new()
                 .max_connections(8)
@@ -77,6 +81,35 @@ pub(crate) fn is_busy(e: &sqlx::Error) -> bool {
 /// The URL with its credentials replaced, for messages and logs. The authority ends at the first `/`
 /// after the scheme, and its user part at the LAST `@` before that: a password may itself contain `@`
 /// (unencoded), so splitting at the first one would leak the rest of it.
+/// Why the PostgreSQL server of `url` cannot be reached over TCP within 3 s ("connection refused",
+/// no answer), or `None` when it answers (or `url` names a Unix socket, which the driver judges).
+pub async fn unreachable_postgres(url: &str) -> Option<String> {
+    let after_scheme = url.split_once("://")?.1;
+    let host_part = after_scheme.rsplit_once('@').map_or(after_scheme, |(_, h)| h);
+    let host_port = host_part.split(['/', '?']).next().unwrap_or("");
+    if host_port.is_empty() || host_port.starts_with('%') {
+        return None;
+    }
+    let addr = if host_port.contains(':') { host_port.to_string() } else { format!("{host_port}:5432") };
+    let probe = addr.clone();
+    let reached = tokio::task::spawn_blocking(move || {
+        use std::net::ToSocketAddrs;
+        let target = probe.to_socket_addrs()?.next().ok_or(std::io::ErrorKind::NotFound)?;
+        std::net::TcpStream::connect_timeout(&target, Duration::from_secs(3)).map(drop)
+    })
+    .await;
+    match reached {
+        Ok(Ok(())) | Err(_) => None,
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            Some(format!("connection refused at {addr}: is PostgreSQL running there?"))
+        }
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::TimedOut => {
+            Some(format!("no answer from {addr} in 3 s"))
+        }
+        Ok(Err(e)) => Some(format!("cannot reach {addr}: {e}")),
+    }
+}
+
 pub fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
