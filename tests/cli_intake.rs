@@ -11,9 +11,10 @@ use cli_support::{Sandbox, text};
 fn eight_processes_opening_a_new_database_at_once_all_succeed() {
     for round in 0..20 {
         let sb = Sandbox::fresh();
+        // `migrate` creates the database (read-only commands such as `status` refuse a missing one).
         let children: Vec<_> = (0..8)
             .map(|_| {
-                sb.command(&["status"])
+                sb.command(&["migrate"])
                     .stdin(Stdio::null())
                     .stdout(Stdio::null())
                     .stderr(Stdio::piped())
