@@ -12,5 +12,6 @@ pub mod intake;
 pub mod runner;
 pub mod schedule;
 pub mod store;
+pub mod web;
 pub mod worker;
 pub mod workspace;
