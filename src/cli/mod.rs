@@ -15,6 +15,7 @@ mod reanalyze;
 mod runner;
 mod runs;
 mod schedule;
+mod serve;
 mod status;
 mod worker;
 
@@ -128,6 +129,9 @@ pub enum Command {
     /// The cron watchdog: starts the runner and the analyzer every 5 minutes (each exits when idle).
     #[command(subcommand)]
     Cron(schedule::CronCommand),
+    /// The dashboard: a local web page and JSON API (/api/v1/) to triage and approve tasks and watch runs,
+    /// and Prometheus metrics (/metrics). Prints its URL with the token once; runs until SIGTERM/SIGINT.
+    Serve(serve::ServeArgs),
     /// Print a shell completion script: `executor completions bash > ~/.local/share/bash-completion/completions/executor`
     /// (zsh: a file named `_executor` on your $fpath; fish: ~/.config/fish/completions/executor.fish).
     Completions {
@@ -215,6 +219,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Cron(c) => schedule::cron(cli.config.as_deref(), c),
         Command::Service(ServiceCommand::Print(args)) => schedule::service(cli.config.as_deref(), args),
         Command::Logs(args) => worker::logs(&context::load_config(cli.config.as_deref())?, args, json).await,
+        Command::Serve(args) => serve::run(cli.config.as_deref(), args, json).await,
         Command::Prompts(c) => prompts::run(&context::load_config(cli.config.as_deref())?, c, json),
         command => {
             let ctx = if only_reads(&command) {
@@ -247,6 +252,7 @@ async fn dispatch(ctx: &Context, command: Command, json: bool) -> anyhow::Result
         | Command::Service(_)
         | Command::Runner(_)
         | Command::Logs(_)
+        | Command::Serve(_)
         | Command::Prompts(_) => {
             unreachable!("handled before the store is opened")
         }

@@ -40,6 +40,8 @@ pub struct Config {
     pub notify: Notify,
     /// The GitHub API, for repositories with `forge = "github"`.
     pub github: GitHub,
+    /// The dashboard (`executor serve`).
+    pub web: Web,
     /// Dollars per million tokens by model name (the longest key that starts the model's name wins;
     /// `default` for the rest): executor's estimate of a worker's cost while the agent has not said it
     /// (Claude Code says it only at the end; Codex never).
@@ -341,6 +343,25 @@ impl Repo {
             !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         };
         (ok(owner) && ok(name) && name != "." && name != "..").then_some((owner, name))
+    }
+}
+
+/// `[web]`: where `executor serve` listens and the token that guards it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Web {
+    /// The address to bind; anything but a loopback address needs `allow_remote = true`.
+    pub bind: String,
+    pub port: u16,
+    /// The dashboard token. Empty: a new random one at each start, printed once in the URL.
+    pub token: String,
+    /// Allow binding beyond loopback; every request (reads too) then needs the token.
+    pub allow_remote: bool,
+}
+
+impl Default for Web {
+    fn default() -> Self {
+        Web { bind: "127.0.0.1".into(), port: 8370, token: String::new(), allow_remote: false }
     }
 }
 

@@ -24,6 +24,7 @@ mod runner_status;
 mod runs;
 mod source_cursors;
 mod tasks;
+mod worker_stats;
 mod workers;
 #[cfg(test)]
 pub(crate) use workers::test_session;
@@ -41,7 +42,8 @@ pub use run_fields::RunMemory;
 pub use runner_status::RunnerStatus;
 pub use runs::{RunFilter, StatusCounts};
 pub use source_cursors::SourceCursor;
-pub use tasks::{Intake, IntakeResult, NewTask, TaskFilter, Upserted};
+pub use tasks::{Approved, Intake, IntakeResult, NewTask, TaskFilter, Upserted};
+pub use worker_stats::WorkerDurations;
 pub use workers::{SessionStart, WorkerEnd, WorkerSession};
 
 use chrono::{DateTime, SubsecRound, Utc};

@@ -1,9 +1,11 @@
 //! The queue: tasks taken in from trackers, and their triage status.
 
+mod approve;
 mod intake;
 mod listing;
 mod plan;
 
+pub use approve::Approved;
 pub use intake::{Intake, IntakeResult};
 
 use super::columns::task_columns;
@@ -67,6 +69,9 @@ pub enum Upserted {
 pub struct TaskFilter {
     pub status: Option<QueueStatus>,
     pub source: Option<String>,
+    /// Only tasks whose description or notes contain this text (case-insensitive for ASCII; `%` and `_`
+    /// are plain characters here, not patterns).
+    pub text: Option<String>,
     pub limit: Option<i64>,
     /// Skip this many (of the tasks in listing order) before the first one listed.
     pub offset: Option<i64>,

@@ -1,8 +1,101 @@
-//! `/metrics` in Prometheus text format (H-A fills this in).
+//! `/metrics` in the Prometheus text format (version 0.0.4): a handful of aggregate queries per scrape,
+//! whatever the size of the queue.
+
+use std::fmt::Write as _;
+
 use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 
 use super::AppState;
+use crate::domain::{QueueStatus, RunState};
+use crate::store::{Result, now, start_of_day};
 
-pub async fn metrics(State(_state): State<AppState>) -> String {
-    String::new()
+/// The Content-Type Prometheus expects for this format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+pub async fn metrics(State(state): State<AppState>) -> Response {
+    match render(&state).await {
+        Ok(text) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response(),
+        Err(e) => {
+            tracing::warn!("metrics failed: {e}");
+            (StatusCode::INTERNAL_SERVER_ERROR, format!("metrics failed: {e}\n")).into_response()
+        }
+    }
+}
+
+/// The whole exposition text.
+pub async fn render(state: &AppState) -> Result<String> {
+    let store = &state.store;
+    let counts = store.status_counts().await?;
+    let mut out = Metrics::default();
+
+    out.family("executor_tasks", "gauge", "Tasks in the queue, by status.");
+    for status in QueueStatus::ALL {
+        let n = counts.queue.iter().find(|(k, _)| k == status.as_str()).map_or(0, |(_, v)| *v);
+        out.sample("executor_tasks", &[("status", status.as_str())], n as f64);
+    }
+    out.family("executor_runs", "gauge", "Runs, by state.");
+    for s in RunState::ALL {
+        let n = counts.runs.iter().find(|(k, _)| k == s.as_str()).map_or(0, |(_, v)| *v);
+        out.sample("executor_runs", &[("state", s.as_str())], n as f64);
+    }
+    out.family("executor_live_workers", "gauge", "Worker sessions not yet ended, on every host.");
+    out.sample("executor_live_workers", &[], store.live_worker_count().await? as f64);
+
+    let name = "executor_worker_duration_seconds";
+    out.family(name, "summary", "Wall-clock time of ended worker sessions, by kind.");
+    for d in store.worker_durations().await? {
+        out.sample(&format!("{name}_sum"), &[("kind", &d.kind)], d.seconds);
+        out.sample(&format!("{name}_count"), &[("kind", &d.kind)], d.count as f64);
+    }
+    out.family(
+        "executor_spend_usd_today",
+        "gauge",
+        "Dollars spent by workers and analyses since midnight UTC.",
+    );
+    out.sample("executor_spend_usd_today", &[], store.spent_since(start_of_day(now())).await?);
+    out.family("executor_budget_per_day_usd", "gauge", "The daily budget (budget.per_day_usd).");
+    out.sample("executor_budget_per_day_usd", &[], state.config.budget.per_day_usd);
+
+    let runners = store.runner_statuses().await?;
+    out.family("executor_runner_ticks_total", "counter", "Ticks of the last runner on each host.");
+    for r in &runners {
+        out.sample("executor_runner_ticks_total", &[("host", &r.host)], r.ticks as f64);
+    }
+    out.family("executor_runner_errors_total", "counter", "Errors met by the last runner on each host.");
+    for r in &runners {
+        out.sample("executor_runner_errors_total", &[("host", &r.host)], r.errors as f64);
+    }
+    let sources = store.source_cursors().await?;
+    out.family("executor_source_errors", "gauge", "Task sources whose last fetch failed.");
+    let failing = sources.iter().filter(|s| s.last_error.is_some()).count();
+    out.sample("executor_source_errors", &[], failing as f64);
+    Ok(out.text)
+}
+
+#[derive(Default)]
+struct Metrics {
+    text: String,
+}
+
+impl Metrics {
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.text, "# HELP {name} {help}");
+        let _ = writeln!(self.text, "# TYPE {name} {kind}");
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        self.text.push_str(name);
+        if !labels.is_empty() {
+            let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v))).collect();
+            let _ = write!(self.text, "{{{}}}", labels.join(","));
+        }
+        let _ = writeln!(self.text, " {value}");
+    }
+}
+
+/// A label value as the format wants it: backslash, double quote and newline escaped.
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }

@@ -12,6 +12,30 @@ use crate::store::{Result, Store, StoreError, on_pool};
 /// Rows read by one statement when paging by key.
 const PAGE: usize = 500;
 
+/// The text filter's condition on bound parameter `$3`, a lowercased LIKE pattern from [`like_pattern`]
+/// (or NULL for no filter). `lower()` on both sides: SQLite's LIKE ignores ASCII case, PostgreSQL's does
+/// not, and the two must list the same tasks.
+macro_rules! text_matches {
+    () => {
+        "($3 IS NULL OR lower(description) LIKE $3 ESCAPE '\\' OR lower(notes) LIKE $3 ESCAPE '\\')"
+    };
+}
+
+/// `%text%` for LIKE, with the pattern characters `%`, `_` and the escape `\` in the text escaped, so
+/// searched text is only ever matched literally.
+fn like_pattern(text: &str) -> String {
+    let mut p = String::with_capacity(text.len() + 2);
+    p.push('%');
+    for c in text.to_lowercase().chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            p.push('\\');
+        }
+        p.push(c);
+    }
+    p.push('%');
+    p
+}
+
 impl Store {
     /// Tasks, most urgent first: priority ascending (1 is the most urgent; none last), then oldest.
     pub async fn list_tasks(&self, f: &TaskFilter) -> Result<Vec<Task>> {
@@ -58,12 +82,15 @@ impl Store {
     /// How many tasks the filter matches, ignoring its limit and offset.
     pub async fn count_tasks(&self, f: &TaskFilter) -> Result<i64> {
         let status = f.status.map(QueueStatus::as_str);
+        let text = f.text.as_deref().map(like_pattern);
         Ok(on_pool!(self, |p| {
-            sqlx::query_scalar::<_, i64>(
-                "SELECT COUNT(*) FROM executor_queue WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR source = $2)",
-            )
+            sqlx::query_scalar::<_, i64>(concat!(
+                "SELECT COUNT(*) FROM executor_queue WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR source = $2) AND ",
+                text_matches!()
+            ))
             .bind(status)
             .bind(f.source.as_deref())
+            .bind(text.as_deref())
             .fetch_one(p)
             .await?
         }))
@@ -71,13 +98,16 @@ impl Store {
 
     async fn listed_ids(&self, f: &TaskFilter) -> Result<Vec<i64>> {
         let status = f.status.map(QueueStatus::as_str);
+        let text = f.text.as_deref().map(like_pattern);
         Ok(on_pool!(self, |p| {
-            sqlx::query_scalar::<_, i64>(
-                "SELECT id FROM executor_queue WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR source = $2) \
-                 ORDER BY priority IS NULL, priority, added_at, id LIMIT $3 OFFSET $4",
-            )
+            sqlx::query_scalar::<_, i64>(concat!(
+                "SELECT id FROM executor_queue WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR source = $2) AND ",
+                text_matches!(),
+                " ORDER BY priority IS NULL, priority, added_at, id LIMIT $4 OFFSET $5"
+            ))
             .bind(status)
             .bind(f.source.as_deref())
+            .bind(text.as_deref())
             .bind(f.limit.unwrap_or(i64::MAX))
             .bind(f.offset.unwrap_or(0).max(0))
             .fetch_all(p)

@@ -1,0 +1,82 @@
+//! `executor serve`: the dashboard and its JSON API, until SIGTERM or SIGINT.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use clap::Args;
+
+use super::{Context, UsageError};
+use crate::config::Config;
+use crate::runner::shutdown_on_signals;
+use crate::web::{self, AppState};
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The port to listen on (default: web.port, 8370; 0 picks a free one).
+    #[arg(long)]
+    port: Option<u16>,
+    /// The address to bind (default: web.bind, 127.0.0.1). Anything but a loopback address needs
+    /// web.allow_remote = true in the config, and then every request needs the token.
+    #[arg(long, value_name = "ADDR")]
+    bind: Option<String>,
+}
+
+/// Where to listen, checked against the config before anything is opened: a non-loopback address
+/// without `web.allow_remote` is a usage error (exit 2).
+pub fn address(config: &Config, args: &ServeArgs) -> anyhow::Result<SocketAddr> {
+    let bind = args.bind.as_deref().unwrap_or(&config.web.bind);
+    let ip: IpAddr = bind
+        .trim_matches(|c| c == '[' || c == ']')
+        .parse()
+        .map_err(|_| UsageError(format!("--bind {bind:?} is not an IP address (e.g. 127.0.0.1 or ::1)")))?;
+    if !ip.is_loopback() && !config.web.allow_remote {
+        anyhow::bail!(UsageError(format!(
+            "refusing to bind {ip}: the dashboard approves work and spends money, so it listens only on \
+             loopback unless the config says `allow_remote = true` under [web] (then every request needs \
+             the token)"
+        )));
+    }
+    Ok(SocketAddr::new(ip, args.port.unwrap_or(config.web.port)))
+}
+
+/// Checks the address, opens the store, listens, prints the URL with the token once, and serves until a
+/// signal.
+pub async fn run(flag: Option<&Path>, args: ServeArgs, as_json: bool) -> anyhow::Result<()> {
+    let config = super::context::load_config(flag)?;
+    let addr = address(&config, &args)?;
+    let ctx = Context::open(flag).await?;
+    let token = if ctx.config.web.token.is_empty() { new_token()? } else { ctx.config.web.token.clone() };
+    let listener =
+        tokio::net::TcpListener::bind(addr).await.with_context(|| format!("listening on {addr}"))?;
+    let local = listener.local_addr()?;
+    let state = AppState {
+        store: ctx.store.clone(),
+        config: Arc::new(ctx.config),
+        token: Arc::new(token),
+        loopback: local.ip().is_loopback(),
+    };
+    // The token goes to standard output once, never to the log.
+    let url = format!("http://{local}/?token={}", web::auth::csrf_token(&state));
+    if as_json {
+        super::output::json(&serde_json::json!({ "url": url, "address": local.to_string() }))?;
+    } else {
+        println!("dashboard: {url}");
+    }
+    tracing::info!("dashboard listening on {local}");
+    let store = state.store.clone();
+    let served = web::serve(listener, state, shutdown_on_signals()).await;
+    store.close().await;
+    served.context("serving the dashboard")
+}
+
+/// 32 random bytes as hex: letters and digits only, so it is safe in a URL, a cookie and a header.
+fn new_token() -> anyhow::Result<String> {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 32];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| anyhow::anyhow!("no randomness for the dashboard token"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}

@@ -1,0 +1,139 @@
+//! The API's reads: each one a few queries, never one per row.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{ApiError, ApiResult, gid, named, number};
+use crate::domain::{QueueStatus, RunState};
+use crate::forge::PrSnapshot;
+use crate::store::{EventFilter, RunFilter, TaskFilter, now, start_of_day};
+use crate::web::AppState;
+
+/// Tasks per page when the request does not say.
+pub const DEFAULT_LIMIT: i64 = 50;
+/// The most tasks, runs or events one request returns.
+pub const MAX_LIMIT: i64 = 1000;
+
+#[derive(Debug, Deserialize)]
+pub struct TasksQuery {
+    status: Option<String>,
+    source: Option<String>,
+    q: Option<String>,
+    limit: Option<String>,
+    offset: Option<String>,
+}
+
+/// `GET /tasks?status=&source=&q=&limit=&offset=` → `{"tasks": [...], "total": N}` (total ignores the
+/// page).
+pub async fn tasks(State(state): State<AppState>, Query(q): Query<TasksQuery>) -> ApiResult<Json<Value>> {
+    let filter = TaskFilter {
+        status: named::<QueueStatus>(q.status.as_deref())?,
+        source: q.source.filter(|s| !s.is_empty()),
+        text: q.q.filter(|s| !s.trim().is_empty()),
+        limit: Some(number("limit", q.limit.as_deref())?.unwrap_or(DEFAULT_LIMIT).min(MAX_LIMIT)),
+        offset: number("offset", q.offset.as_deref())?,
+    };
+    let tasks = state.store.list_tasks(&filter).await?;
+    let total = state.store.count_tasks(&filter).await?;
+    Ok(Json(json!({ "tasks": tasks, "total": total })))
+}
+
+/// `GET /tasks/{gid}` → what `executor queue show GID --json` prints.
+pub async fn task(State(state): State<AppState>, Path(raw): Path<String>) -> ApiResult<Json<Value>> {
+    let gid = gid(&raw)?;
+    let task = state.store.task(&gid).await?;
+    let runs =
+        state.store.list_runs(&RunFilter { task_gid: Some(gid.clone()), ..Default::default() }).await?;
+    let events =
+        state.store.events(&EventFilter { task_gid: Some(gid.clone()), ..Default::default() }).await?;
+    let sessions = state.store.analysis_sessions(&gid).await?;
+    Ok(Json(json!({ "task": task, "runs": runs, "events": events, "analysis_sessions": sessions })))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct RunsQuery {
+    state: Option<String>,
+    limit: Option<String>,
+}
+
+/// `GET /runs?state=&limit=` → what `executor runs list --json` prints, newest first.
+pub async fn runs(State(state): State<AppState>, Query(q): Query<RunsQuery>) -> ApiResult<Json<Value>> {
+    let filter = RunFilter {
+        state: named::<RunState>(q.state.as_deref())?,
+        task_gid: None,
+        limit: Some(number("limit", q.limit.as_deref())?.unwrap_or(MAX_LIMIT).min(MAX_LIMIT)),
+    };
+    Ok(Json(json!(state.store.list_runs(&filter).await?)))
+}
+
+/// `GET /runs/{id}` → what `executor runs show ID --json` prints: the run, its workers, the pull request
+/// as last seen, notices and history.
+pub async fn run(State(state): State<AppState>, Path(raw): Path<String>) -> ApiResult<Json<Value>> {
+    let id: i64 = raw
+        .parse()
+        .map_err(|_| ApiError::new(axum::http::StatusCode::NOT_FOUND, format!("no run with id {raw:?}")))?;
+    let run = state.store.run(id).await?;
+    let events = state.store.events(&EventFilter { run_id: Some(id), ..Default::default() }).await?;
+    let memory = state.store.run_memory(id).await?;
+    let pr: Option<PrSnapshot> = memory.last_snapshot.as_deref().and_then(|j| serde_json::from_str(j).ok());
+    let workers = state.store.worker_sessions(id).await?;
+    let notices = state.store.notices(Some(id)).await?;
+    Ok(Json(json!({
+        "run": run,
+        "last_decision": memory.last_decision,
+        "last_decision_at": memory.last_decision_at,
+        "budget_stopped": memory.budget_stopped,
+        "pull_request": pr,
+        "workers": workers,
+        "notices": notices,
+        "events": events,
+    })))
+}
+
+/// `GET /status` → what `executor status --json` prints.
+pub async fn status(State(state): State<AppState>) -> ApiResult<Json<Value>> {
+    let store = &state.store;
+    let counts = store.status_counts().await?;
+    let queue: serde_json::Map<_, _> = counts.queue.iter().map(|(k, v)| (k.clone(), (*v).into())).collect();
+    let runs: serde_json::Map<_, _> = counts.runs.iter().map(|(k, v)| (k.clone(), (*v).into())).collect();
+    Ok(Json(json!({
+        "executor_queue": queue,
+        "executor_runs": runs,
+        "workers_alive": store.live_worker_count().await?,
+        "spent_today_usd": store.spent_since(start_of_day(now())).await?,
+        "per_day_usd": state.config.budget.per_day_usd,
+        "runners": store.runner_statuses().await?,
+        "undelivered_notices": store.undelivered_notices().await?,
+        "pending": store.pending_detail(state.config.analyzer.max_attempts).await?,
+        "sources": store.source_cursors().await?,
+    })))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct EventsQuery {
+    since: Option<String>,
+    limit: Option<String>,
+}
+
+/// `GET /events?since=&limit=` → what `executor events --json` prints (oldest first; `limit`: the newest
+/// N; `since`: a time like 2026-11-29T08:00:00Z or an age like 2h).
+pub async fn events(State(state): State<AppState>, Query(q): Query<EventsQuery>) -> ApiResult<Json<Value>> {
+    let since = q.since.as_deref().filter(|s| !s.is_empty()).map(parse_since).transpose()?;
+    let limit = Some(number("limit", q.limit.as_deref())?.unwrap_or(100).min(MAX_LIMIT));
+    let filter = EventFilter { task_gid: None, run_id: None, since, limit };
+    Ok(Json(json!(state.store.events(&filter).await?)))
+}
+
+fn parse_since(s: &str) -> ApiResult<DateTime<Utc>> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    let bad =
+        || ApiError::invalid(format!("since {s:?} is neither a time (2026-11-29T08:00:00Z) nor an age (2h)"));
+    let age = humantime::parse_duration(s).map_err(|_| bad())?;
+    let age = chrono::Duration::from_std(age).map_err(|_| bad())?;
+    Ok(Utc::now() - age)
+}

@@ -1,0 +1,522 @@
+//! The dashboard's JSON API, its security layer and `/metrics`, over real HTTP against `web::serve` on
+//! 127.0.0.1:0 with a real SQLite store; and `executor serve` itself.
+
+mod common;
+
+use std::sync::Arc;
+
+use executor::config::Config;
+use executor::domain::{Actor, QueueStatus, RunState, TaskGid, WorkerKind};
+use executor::store::{EventFilter, NewTask, Store, WorkerEnd};
+use executor::web::{self, AppState};
+use reqwest::StatusCode;
+use reqwest::header::{HeaderMap, LOCATION, SET_COOKIE};
+use serde_json::{Value, json};
+
+const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+
+struct Server {
+    base: String,
+    store: Store,
+    http: reqwest::Client,
+    stop: tokio::sync::watch::Sender<bool>,
+    _db: common::TestDb,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+impl Server {
+    async fn start(loopback: bool) -> Server {
+        let db = common::sqlite();
+        let store = db.open().await;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let state = AppState {
+            store: store.clone(),
+            config: Arc::new(Config::default()),
+            token: Arc::new(TOKEN.to_string()),
+            loopback,
+        };
+        let (stop, rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(web::serve(listener, state, rx));
+        let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        Server { base, store, http, stop, _db: db }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    async fn get(&self, path: &str) -> reqwest::Response {
+        self.http.get(self.url(path)).send().await.unwrap()
+    }
+
+    async fn post_bearer(&self, path: &str, body: Value) -> reqwest::Response {
+        self.http.post(self.url(path)).bearer_auth(TOKEN).json(&body).send().await.unwrap()
+    }
+
+    async fn add(&self, gid: &str, description: &str, status: QueueStatus) -> TaskGid {
+        let g = TaskGid::parse(gid).unwrap();
+        let t = NewTask {
+            source: Some("inbox".into()),
+            description: Some(description.into()),
+            ..Default::default()
+        };
+        self.store.upsert_task(&g, &t, Actor::Cli).await.unwrap();
+        if status != QueueStatus::Pending {
+            if status != QueueStatus::Skip && status != QueueStatus::ForReview {
+                self.store.set_task_status(&g, QueueStatus::AwaitingGo, Actor::Cli, None).await.unwrap();
+            }
+            if status != QueueStatus::AwaitingGo {
+                self.store.set_task_status(&g, status, Actor::Cli, None).await.unwrap();
+            }
+        }
+        g
+    }
+}
+
+fn assert_secure(headers: &HeaderMap, what: &str) {
+    let csp = headers.get("content-security-policy").and_then(|v| v.to_str().ok()).unwrap_or("");
+    assert!(csp.contains("script-src 'self'") && csp.contains("default-src 'none'"), "{what}: CSP {csp:?}");
+    assert_eq!(headers.get("x-content-type-options").unwrap(), "nosniff", "{what}");
+    assert_eq!(headers.get("referrer-policy").unwrap(), "no-referrer", "{what}");
+}
+
+async fn json_of(r: reqwest::Response) -> Value {
+    r.json().await.unwrap()
+}
+
+#[tokio::test]
+async fn every_read_answers_json_with_the_security_headers() {
+    let s = Server::start(true).await;
+    let g = s.add("T1", "first task", QueueStatus::AwaitingGo).await;
+    s.add("T2", "second task", QueueStatus::Pending).await;
+    s.store.approve_task(&g, false, Actor::Cli).await.unwrap();
+    let run = s.store.create_run_for_task(&g, Actor::Runner).await.unwrap().unwrap();
+
+    let r = s.get("/api/v1/tasks").await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_secure(r.headers(), "/tasks");
+    assert_eq!(r.headers().get("cache-control").unwrap(), "no-store");
+    let v = json_of(r).await;
+    assert_eq!(v["total"], 2);
+    assert_eq!(v["tasks"].as_array().unwrap().len(), 2);
+
+    let v = json_of(s.get("/api/v1/tasks/T1").await).await;
+    assert_eq!(v["task"]["task_gid"], "T1");
+    assert_eq!(v["task"]["status"], "approved");
+    assert_eq!(v["runs"][0]["id"], run.id);
+    assert!(v["events"].as_array().unwrap().len() >= 2, "{v}");
+    assert!(v["analysis_sessions"].is_array());
+
+    let v = json_of(s.get("/api/v1/runs").await).await;
+    assert_eq!(v.as_array().unwrap().len(), 1);
+    assert_eq!(v[0]["state"], "queued");
+    let v = json_of(s.get("/api/v1/runs?state=pr").await).await;
+    assert_eq!(v.as_array().unwrap().len(), 0);
+
+    let v = json_of(s.get(&format!("/api/v1/runs/{}", run.id)).await).await;
+    assert_eq!(v["run"]["id"], run.id);
+    assert!(v["workers"].is_array() && v["events"].is_array() && v["notices"].is_array(), "{v}");
+
+    let v = json_of(s.get("/api/v1/status").await).await;
+    assert_eq!(v["executor_queue"]["approved"], 1);
+    assert_eq!(v["executor_queue"]["pending"], 1);
+    assert_eq!(v["executor_runs"]["queued"], 1);
+    assert_eq!(v["workers_alive"], 0);
+    assert_eq!(v["per_day_usd"], 50.0);
+
+    let v = json_of(s.get("/api/v1/events?limit=2").await).await;
+    assert_eq!(v.as_array().unwrap().len(), 2);
+    let v = json_of(s.get("/api/v1/events?since=1h").await).await;
+    assert!(v.as_array().unwrap().len() >= 4, "{v}");
+    let r = s.get("/api/v1/events?since=yesterday-ish").await;
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+
+    // Errors are JSON, with the headers too.
+    for (path, status) in [
+        ("/api/v1/tasks/NOPE", StatusCode::NOT_FOUND),
+        ("/api/v1/runs/999", StatusCode::NOT_FOUND),
+        ("/api/v1/runs/x", StatusCode::NOT_FOUND),
+        ("/api/v1/tasks?status=bogus", StatusCode::UNPROCESSABLE_ENTITY),
+        ("/api/v1/tasks?limit=-1", StatusCode::UNPROCESSABLE_ENTITY),
+        ("/api/v1/nothing", StatusCode::NOT_FOUND),
+    ] {
+        let r = s.get(path).await;
+        assert_eq!(r.status(), status, "{path}");
+        assert_secure(r.headers(), path);
+        assert!(json_of(r).await["error"].is_string(), "{path}");
+    }
+    let r = s.get("/metrics").await;
+    assert_secure(r.headers(), "/metrics");
+}
+
+#[tokio::test]
+async fn the_task_list_filters_searches_and_pages() {
+    let s = Server::start(true).await;
+    for i in 0..7 {
+        s.add(&format!("P{i}"), &format!("pending number {i}"), QueueStatus::Pending).await;
+    }
+    s.add("S1", "Fix the LOGIN page", QueueStatus::Skip).await;
+    s.add("S2", "100% done_ish", QueueStatus::Skip).await;
+    s.add("S3", "100 percent", QueueStatus::Skip).await;
+
+    let v = json_of(s.get("/api/v1/tasks?status=pending&limit=3&offset=5").await).await;
+    assert_eq!(v["total"], 7);
+    let gids: Vec<&str> =
+        v["tasks"].as_array().unwrap().iter().map(|t| t["task_gid"].as_str().unwrap()).collect();
+    assert_eq!(gids.len(), 2, "{gids:?}");
+
+    let v = json_of(s.get("/api/v1/tasks?q=login").await).await;
+    assert_eq!((v["total"].clone(), v["tasks"][0]["task_gid"].clone()), (json!(1), json!("S1")));
+    // % and _ are matched literally, not as patterns.
+    let v = json_of(s.get("/api/v1/tasks?q=100%25").await).await;
+    assert_eq!((v["total"].clone(), v["tasks"][0]["task_gid"].clone()), (json!(1), json!("S2")));
+    let v = json_of(s.get("/api/v1/tasks?q=e_i").await).await;
+    assert_eq!(v["total"], 1, "{v}");
+    let v = json_of(s.get("/api/v1/tasks?source=inbox&status=skip").await).await;
+    assert_eq!(v["total"], 3);
+    let v = json_of(s.get("/api/v1/tasks?source=elsewhere").await).await;
+    assert_eq!(v["total"], 0);
+}
+
+#[tokio::test]
+async fn approve_and_skip_need_the_token_and_change_the_store_as_web() {
+    let s = Server::start(true).await;
+    let g = s.add("A1", "approve me", QueueStatus::AwaitingGo).await;
+    let k = s.add("K1", "skip me", QueueStatus::ForReview).await;
+
+    // No token: refused, nothing written.
+    let r = s.http.post(s.url("/api/v1/tasks/A1/approve")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert_secure(r.headers(), "401");
+    assert!(json_of(r).await["error"].is_string());
+    let r = s.http.post(s.url("/api/v1/tasks/A1/approve")).bearer_auth("wrong-token").send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(s.store.task(&g).await.unwrap().status, QueueStatus::AwaitingGo);
+
+    // The bearer token: approved, recorded as the web's doing.
+    let r = s.http.post(s.url("/api/v1/tasks/A1/approve")).bearer_auth(TOKEN).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let v = json_of(r).await;
+    assert_eq!((v["ok"].clone(), v["task"]["status"].clone()), (json!(true), json!("approved")));
+    assert_eq!(s.store.task(&g).await.unwrap().status, QueueStatus::Approved);
+    let events =
+        s.store.events(&EventFilter { task_gid: Some(g.clone()), ..Default::default() }).await.unwrap();
+    let last = events.last().unwrap();
+    assert_eq!((last.actor.as_str(), last.to_state.as_deref()), ("web", Some("approved")));
+
+    // Approving it again is not a legal move: 409 with the store's reason.
+    let r = s.post_bearer("/api/v1/tasks/A1/approve", json!({})).await;
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    assert!(json_of(r).await["error"].as_str().unwrap().contains("approved"));
+    // A pending task needs skip_triage.
+    let p = s.add("P1", "pending", QueueStatus::Pending).await;
+    let r = s.post_bearer("/api/v1/tasks/P1/approve", json!({})).await;
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    let r = s.post_bearer("/api/v1/tasks/P1/approve", json!({ "skip_triage": true })).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(s.store.task(&p).await.unwrap().status, QueueStatus::Approved);
+    let r = s.post_bearer("/api/v1/tasks/NOPE/approve", json!({})).await;
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    let r = s.post_bearer("/api/v1/tasks/A1/approve", json!({ "skip_triage": "yes" })).await;
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+
+    // Skip needs a reason.
+    let r = s.post_bearer("/api/v1/tasks/K1/skip", json!({})).await;
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let r = s.post_bearer("/api/v1/tasks/K1/skip", json!({ "reason": "  " })).await;
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let r = s.post_bearer("/api/v1/tasks/K1/skip", json!({ "reason": "not ours" })).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(json_of(r).await["status"], "skip");
+    let events =
+        s.store.events(&EventFilter { task_gid: Some(k.clone()), ..Default::default() }).await.unwrap();
+    let last = events.last().unwrap();
+    assert_eq!((last.actor.as_str(), last.reason.as_deref()), ("web", Some("not ours")));
+    let r = s.post_bearer("/api/v1/tasks/K1/skip", json!({ "reason": "again" })).await;
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+}
+
+#[tokio::test]
+async fn bulk_approve_answers_per_gid() {
+    let s = Server::start(true).await;
+    let a = s.add("B1", "one", QueueStatus::AwaitingGo).await;
+    let b = s.add("B2", "two", QueueStatus::ForReview).await;
+    s.add("B3", "three", QueueStatus::Pending).await;
+    let r = s
+        .post_bearer("/api/v1/tasks/bulk-approve", json!({ "gids": ["B1", "B2", "B3", "NOPE", "../x"] }))
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let v = json_of(r).await;
+    let oks: Vec<bool> = v.as_array().unwrap().iter().map(|r| r["ok"].as_bool().unwrap()).collect();
+    assert_eq!(oks, [true, true, false, false, false], "{v}");
+    assert_eq!(v[2]["gid"], "B3");
+    assert!(v[2]["error"].as_str().unwrap().contains("pending"), "{v}");
+    for g in [&a, &b] {
+        assert_eq!(s.store.task(g).await.unwrap().status, QueueStatus::Approved);
+    }
+    let r = s.post_bearer("/api/v1/tasks/bulk-approve", json!({ "gids": [] })).await;
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let r = s.post_bearer("/api/v1/tasks/bulk-approve", json!({})).await;
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+#[tokio::test]
+async fn a_cookie_needs_the_csrf_token_and_a_foreign_origin_is_refused() {
+    let s = Server::start(true).await;
+    let g = s.add("C1", "cookie", QueueStatus::AwaitingGo).await;
+    let cookie = format!("executor_token={TOKEN}");
+    let url = s.url("/api/v1/tasks/C1/approve");
+
+    // The cookie alone (what a cross-site form would carry, were it sent): refused.
+    let r = s.http.post(&url).header("cookie", &cookie).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let r =
+        s.http.post(&url).header("cookie", &cookie).header("x-executor-csrf", "wrong").send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let r = s
+        .http
+        .post(&url)
+        .header("cookie", &cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("csrf=wrong")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(s.store.task(&g).await.unwrap().status, QueueStatus::AwaitingGo);
+
+    // A foreign Origin is refused even with every token.
+    let r = s
+        .http
+        .post(&url)
+        .bearer_auth(TOKEN)
+        .header("cookie", &cookie)
+        .header("x-executor-csrf", TOKEN)
+        .header("origin", "http://evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert_secure(r.headers(), "403");
+    assert_eq!(s.store.task(&g).await.unwrap().status, QueueStatus::AwaitingGo);
+
+    // Cookie + the token in a browser form's csrf field, from the page's own origin.
+    let r = s
+        .http
+        .post(&url)
+        .header("cookie", &cookie)
+        .header("origin", &s.base)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("csrf={TOKEN}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(s.store.task(&g).await.unwrap().status, QueueStatus::Approved);
+
+    // Cookie + the header, as the page's script sends it; a form's fields become the body.
+    s.add("C2", "header", QueueStatus::ForReview).await;
+    let r = s
+        .http
+        .post(s.url("/api/v1/tasks/C2/skip"))
+        .header("cookie", &cookie)
+        .header("x-executor-csrf", TOKEN)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("reason=dup+of+C1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(json_of(r).await["status"], "skip");
+}
+
+#[tokio::test]
+async fn the_token_in_the_url_becomes_a_cookie_and_leaves_the_address() {
+    let s = Server::start(true).await;
+    let r = s.get(&format!("/api/v1/tasks?status=pending&token={TOKEN}&limit=5")).await;
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_secure(r.headers(), "redirect");
+    assert_eq!(r.headers().get(LOCATION).unwrap(), "/api/v1/tasks?status=pending&limit=5");
+    let cookie = r.headers().get(SET_COOKIE).unwrap().to_str().unwrap();
+    assert_eq!(cookie, format!("executor_token={TOKEN}; HttpOnly; SameSite=Strict; Path=/"));
+
+    let r = s.get(&format!("/?token={TOKEN}")).await;
+    assert_eq!(
+        (r.status(), r.headers().get(LOCATION).unwrap().to_str().unwrap()),
+        (StatusCode::SEE_OTHER, "/")
+    );
+
+    let r = s.get("/api/v1/status?token=wrong").await;
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert!(r.headers().get(SET_COOKIE).is_none());
+}
+
+#[tokio::test]
+async fn beyond_loopback_every_request_needs_the_token() {
+    let s = Server::start(false).await;
+    for path in ["/api/v1/status", "/metrics", "/"] {
+        let r = s.get(path).await;
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{path}");
+        assert_secure(r.headers(), path);
+    }
+    let r = s.http.get(s.url("/api/v1/status")).bearer_auth(TOKEN).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = s
+        .http
+        .get(s.url("/metrics"))
+        .header("cookie", format!("a=b; executor_token={TOKEN}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let r =
+        s.http.get(s.url("/api/v1/status")).header("cookie", "executor_token=wrong").send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+}
+
+/// Parses the exposition text: every non-comment line is `name{labels} value`; returns (series, value).
+fn parse_metrics(text: &str) -> Vec<(String, f64)> {
+    text.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (series, value) = l.rsplit_once(' ').unwrap_or_else(|| panic!("no value: {l:?}"));
+            let name_end = series.find('{').unwrap_or(series.len());
+            let name = &series[..name_end];
+            assert!(
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+                "bad name in {l:?}"
+            );
+            if name_end < series.len() {
+                assert!(series.ends_with('}'), "bad labels in {l:?}");
+            }
+            (series.to_string(), value.parse().unwrap_or_else(|_| panic!("bad value in {l:?}")))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn metrics_parse_and_count() {
+    let s = Server::start(true).await;
+    let a = s.add("M1", "one", QueueStatus::AwaitingGo).await;
+    s.add("M2", "two", QueueStatus::AwaitingGo).await;
+    s.add("M3", "three", QueueStatus::Skip).await;
+    s.store.approve_task(&a, false, Actor::Cli).await.unwrap();
+    let run = s.store.create_run_for_task(&a, Actor::Runner).await.unwrap().unwrap();
+    let w = s
+        .store
+        .begin_worker_session(run.id, WorkerKind::Queued, "claude", "h", &Default::default())
+        .await
+        .unwrap()
+        .unwrap();
+    s.store.end_worker_session(w.id, &WorkerEnd::new(executor::domain::EndReason::Finished)).await.unwrap();
+    s.store
+        .begin_worker_session(run.id, WorkerKind::InProgress, "claude", "h", &Default::default())
+        .await
+        .unwrap()
+        .unwrap();
+    s.store.set_source_failed("inbox", "boom").await.unwrap();
+    s.store.runner_started("box1", 42).await.unwrap();
+    assert_eq!(run.state, RunState::Queued);
+
+    let r = s.get("/metrics").await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers().get("content-type").unwrap(), "text/plain; version=0.0.4; charset=utf-8");
+    let text = r.text().await.unwrap();
+    assert!(text.contains("# TYPE executor_tasks gauge"), "{text}");
+    assert!(text.contains("# HELP executor_worker_duration_seconds"), "{text}");
+    let samples = parse_metrics(&text);
+    let value = |series: &str| {
+        samples
+            .iter()
+            .find(|(s, _)| s == series)
+            .map(|(_, v)| *v)
+            .unwrap_or_else(|| panic!("{series}:\n{text}"))
+    };
+    assert_eq!(value(r#"executor_tasks{status="approved"}"#), 1.0);
+    assert_eq!(value(r#"executor_tasks{status="awaiting_go"}"#), 1.0);
+    assert_eq!(value(r#"executor_tasks{status="skip"}"#), 1.0);
+    assert_eq!(value(r#"executor_tasks{status="pending"}"#), 0.0);
+    assert_eq!(value(r#"executor_runs{state="queued"}"#), 1.0);
+    assert_eq!(value(r#"executor_runs{state="pr"}"#), 0.0);
+    assert_eq!(value("executor_live_workers"), 1.0);
+    assert_eq!(value(r#"executor_worker_duration_seconds_count{kind="queued"}"#), 1.0);
+    let secs = value(r#"executor_worker_duration_seconds_sum{kind="queued"}"#);
+    assert!((0.0..60.0).contains(&secs), "{secs}");
+    assert!(!text.contains(r#"_count{kind="in_progress"}"#), "a live session has no duration yet:\n{text}");
+    assert_eq!(value("executor_spend_usd_today"), 0.0);
+    assert_eq!(value(r#"executor_runner_ticks_total{host="box1"}"#), 0.0);
+    assert_eq!(value(r#"executor_runner_errors_total{host="box1"}"#), 0.0);
+    assert_eq!(value("executor_source_errors"), 1.0);
+}
+
+fn config_in(dir: &std::path::Path, web: &str) -> std::path::PathBuf {
+    let config = dir.join("executor.toml");
+    let data = dir.join("data").display().to_string();
+    std::fs::write(&config, format!("[paths]\ndata_dir = {data:?}\n\n[web]\n{web}")).unwrap();
+    config
+}
+
+#[test]
+fn serve_refuses_a_non_loopback_bind_without_allow_remote() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_in(dir.path(), "");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_executor"))
+        .args(["--config", config.to_str().unwrap(), "serve", "--bind", "0.0.0.0", "--port", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("refusing to bind 0.0.0.0") && stderr.contains("allow_remote"), "{stderr}");
+    assert!(!dir.path().join("data").exists(), "nothing is created before the refusal");
+}
+
+#[tokio::test]
+async fn serve_prints_its_url_once_and_stops_on_sigterm() {
+    use tokio::io::AsyncBufReadExt;
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_in(dir.path(), "port = 0\n");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_executor"))
+        .args(["--config", config.to_str().unwrap(), "serve"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let line = tokio::time::timeout(std::time::Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("the URL within 30 s")
+        .unwrap()
+        .unwrap();
+    let url = line.strip_prefix("dashboard: ").unwrap_or_else(|| panic!("{line}"));
+    let (base, token) = url.split_once("/?token=").unwrap();
+    assert!(base.starts_with("http://127.0.0.1:") && token.len() == 64, "{url}");
+
+    let http = reqwest::Client::new();
+    let r = http.get(format!("{base}/api/v1/status")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = http
+        .post(format!("{base}/api/v1/tasks/bulk-approve"))
+        .bearer_auth(token)
+        .json(&json!({"gids": ["X"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+
+    let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status =
+        tokio::time::timeout(std::time::Duration::from_secs(30), child.wait()).await.unwrap().unwrap();
+    assert!(status.success(), "{status:?}");
+    let mut stderr = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).await.unwrap();
+    assert!(!stderr.contains(token), "the token never reaches the log: {stderr}");
+}
