@@ -85,7 +85,8 @@ impl Store {
         let text = f.text.as_deref().map(like_pattern);
         Ok(on_pool!(self, |p| {
             sqlx::query_scalar::<_, i64>(concat!(
-                "SELECT COUNT(*) FROM executor_queue WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR source = $2) AND ",
+                "SELECT COUNT(*) FROM executor_queue ",
+                "WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR source = $2) AND ",
                 text_matches!()
             ))
             .bind(status)
@@ -101,7 +102,8 @@ impl Store {
         let text = f.text.as_deref().map(like_pattern);
         Ok(on_pool!(self, |p| {
             sqlx::query_scalar::<_, i64>(concat!(
-                "SELECT id FROM executor_queue WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR source = $2) AND ",
+                "SELECT id FROM executor_queue ",
+                "WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR source = $2) AND ",
                 text_matches!(),
                 " ORDER BY priority IS NULL, priority, added_at, id LIMIT $4 OFFSET $5"
             ))
