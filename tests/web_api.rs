@@ -352,6 +352,9 @@ async fn the_token_in_the_url_becomes_a_cookie_and_leaves_the_address() {
         (StatusCode::SEE_OTHER, "/")
     );
 
+    let r = s.get(&format!("//evil.example/x?token={TOKEN}")).await;
+    assert_eq!(r.headers().get(LOCATION).unwrap(), "/evil.example/x", "never to another site");
+
     let r = s.get("/api/v1/status?token=wrong").await;
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
     assert!(r.headers().get(SET_COOKIE).is_none());

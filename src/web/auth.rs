@@ -142,7 +142,8 @@ fn set_cookie_and_redirect(req: &Request, token: &str) -> Response {
         .split('&')
         .filter(|pair| !pair.is_empty() && pair.split('=').next() != Some("token"))
         .collect();
-    let mut location = req.uri().path().to_string();
+    // One leading slash: "//host/…" would send the browser to another site.
+    let mut location = format!("/{}", req.uri().path().trim_start_matches('/'));
     if !rest.is_empty() {
         location.push('?');
         location.push_str(&rest.join("&"));
