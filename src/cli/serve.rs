@@ -27,10 +27,11 @@ pub struct ServeArgs {
 /// without `web.allow_remote` is a usage error (exit 2).
 pub fn address(config: &Config, args: &ServeArgs) -> anyhow::Result<SocketAddr> {
     let bind = args.bind.as_deref().unwrap_or(&config.web.bind);
-    let ip: IpAddr = bind
-        .trim_matches(|c| c == '[' || c == ']')
-        .parse()
-        .map_err(|_| UsageError(format!("--bind {bind:?} is not an IP address (e.g. 127.0.0.1 or ::1)")))?;
+    // "localhost" is the one name taken: resolving others would make the check depend on DNS.
+    let literal = if bind.eq_ignore_ascii_case("localhost") { "127.0.0.1" } else { bind };
+    let ip: IpAddr = literal.trim_matches(|c| c == '[' || c == ']').parse().map_err(|_| {
+        UsageError(format!("--bind {bind:?} is not an IP address (e.g. 127.0.0.1, ::1 or localhost)"))
+    })?;
     if !ip.is_loopback() && !config.web.allow_remote {
         anyhow::bail!(UsageError(format!(
             "refusing to bind {ip}: the dashboard approves work and spends money, so it listens only on \
@@ -79,4 +80,28 @@ fn new_token() -> anyhow::Result<String> {
         .fill(&mut bytes)
         .map_err(|_| anyhow::anyhow!("no randomness for the dashboard token"))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(bind: Option<&str>) -> ServeArgs {
+        ServeArgs { port: Some(0), bind: bind.map(Into::into) }
+    }
+
+    #[test]
+    fn only_loopback_unless_the_config_allows_more() {
+        let mut config = Config::default();
+        assert_eq!(address(&config, &args(None)).unwrap().to_string(), "127.0.0.1:0");
+        assert_eq!(address(&config, &args(Some("localhost"))).unwrap().to_string(), "127.0.0.1:0");
+        assert_eq!(address(&config, &args(Some("::1"))).unwrap().to_string(), "[::1]:0");
+        for refused in ["0.0.0.0", "192.168.1.2", "::", "example.com"] {
+            let err = address(&config, &args(Some(refused))).unwrap_err();
+            assert!(err.downcast_ref::<UsageError>().is_some(), "{refused}: {err}");
+        }
+        config.web.allow_remote = true;
+        assert_eq!(address(&config, &args(Some("0.0.0.0"))).unwrap().to_string(), "0.0.0.0:0");
+        assert_eq!(config.web.port, 8370);
+    }
 }

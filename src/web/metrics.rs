@@ -14,6 +14,7 @@ use crate::store::{Result, now, start_of_day};
 /// The Content-Type Prometheus expects for this format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
+/// `GET /metrics`: the exposition text, or 500 with the reason when the database cannot be read.
 pub async fn metrics(State(state): State<AppState>) -> Response {
     match render(&state).await {
         Ok(text) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response(),

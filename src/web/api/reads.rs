@@ -17,6 +17,7 @@ pub const DEFAULT_LIMIT: i64 = 50;
 /// The most tasks, runs or events one request returns.
 pub const MAX_LIMIT: i64 = 1000;
 
+/// The query string of `GET /tasks`; each value checked by hand so that a bad one is a 422 that says why.
 #[derive(Debug, Deserialize)]
 pub struct TasksQuery {
     status: Option<String>,
@@ -53,13 +54,15 @@ pub async fn task(State(state): State<AppState>, Path(raw): Path<String>) -> Api
     Ok(Json(json!({ "task": task, "runs": runs, "events": events, "analysis_sessions": sessions })))
 }
 
+/// The query string of `GET /runs`.
 #[derive(Debug, Deserialize)]
 pub struct RunsQuery {
     state: Option<String>,
     limit: Option<String>,
 }
 
-/// `GET /runs?state=&limit=` → what `executor runs list --json` prints, newest first.
+/// `GET /runs?state=&limit=` → what `executor runs list --json` prints, newest first (one query; the
+/// dashboard page for runs reads its richer board rows separately).
 pub async fn runs(State(state): State<AppState>, Query(q): Query<RunsQuery>) -> ApiResult<Json<Value>> {
     let filter = RunFilter {
         state: named::<RunState>(q.state.as_deref())?,
@@ -112,6 +115,7 @@ pub async fn status(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     })))
 }
 
+/// The query string of `GET /events`.
 #[derive(Debug, Deserialize)]
 pub struct EventsQuery {
     since: Option<String>,
