@@ -1,0 +1,90 @@
+//! A real headless Chromium for the dashboard's browser tests, driven over WebDriver (chromedriver +
+//! fantoccini). Screenshots go to `target/screenshots/` for a reviewer to look at.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder};
+
+/// A chromedriver process and a browser session on it; both end when this is dropped.
+pub struct Browser {
+    pub client: Client,
+    driver: Child,
+    _profile: tempfile::TempDir,
+}
+
+/// The chromedriver program. The browser tests run only when asked for (`EXECUTOR_BROWSER_TESTS=1`, or
+/// CI; see build.rs), so a missing driver is a failure that names the packages.
+pub fn chromedriver() -> PathBuf {
+    ["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .expect("chromedriver is not installed: apt-get install chromium chromium-driver (.ci/run does)")
+}
+
+impl Browser {
+    pub async fn start(driver_path: &Path) -> Browser {
+        let port = free_port();
+        let driver = Command::new(driver_path)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start chromedriver");
+        let profile = tempfile::tempdir().unwrap();
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            serde_json::json!({
+                "binary": "/usr/bin/chromium",
+                "args": [
+                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                    "--window-size=1280,900",
+                    format!("--user-data-dir={}", profile.path().display()),
+                ]
+            }),
+        );
+        let url = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let client = loop {
+            let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+            match ClientBuilder::new(connector).capabilities(caps.clone()).connect(&url).await {
+                Ok(c) => break c,
+                Err(e) if Instant::now() < deadline => {
+                    let _ = e;
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(e) => panic!("cannot start a Chromium session: {e}"),
+            }
+        };
+        Browser { client, driver, _profile: profile }
+    }
+
+    /// Saves a screenshot as `target/screenshots/{name}.png`.
+    pub async fn screenshot(&self, name: &str) {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
+        std::fs::create_dir_all(&dir).unwrap();
+        let png = self.client.screenshot().await.expect("screenshot");
+        std::fs::write(dir.join(format!("{name}.png")), png).unwrap();
+    }
+
+    pub async fn close(mut self) {
+        let _ = self.client.clone().close().await;
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
