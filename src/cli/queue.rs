@@ -105,7 +105,7 @@ pub async fn run(ctx: &Context, command: QueueCommand, as_json: bool) -> anyhow:
     match command {
         QueueCommand::Add(args) => add(ctx, args, as_json).await,
         QueueCommand::List { status, source, limit, offset } => {
-            list(ctx, TaskFilter { status, source, limit, offset }, as_json).await
+            list(ctx, TaskFilter { status, source, limit, offset, text: None }, as_json).await
         }
         QueueCommand::Show { gid } => show(ctx, &parse_gid(&gid)?, as_json).await,
         QueueCommand::Retry { gid, reason } => {
@@ -614,8 +614,8 @@ pub async fn approve(ctx: &Context, gids: &[String], skip_triage: bool, as_json:
     let mut failed = 0;
     let mut results = Vec::new();
     for gid in &gids {
-        match approve_one(ctx, gid, skip_triage).await {
-            Ok((task, revised)) => {
+        match ctx.store.approve_task(gid, skip_triage, Actor::Cli).await {
+            Ok(crate::store::Approval { task, revision_approved: revised }) => {
                 if !as_json {
                     if revised {
                         println!("approved the revision of {gid}: it is now the text agents are told");
@@ -641,39 +641,6 @@ pub async fn approve(ctx: &Context, gids: &[String], skip_triage: bool, as_json:
         bail!("{failed} of {} tasks were not approved", gids.len());
     }
     Ok(())
-}
-
-/// Approves a task, or the pending revision of an approved one (then `true`).
-async fn approve_one(
-    ctx: &Context,
-    gid: &TaskGid,
-    skip_triage: bool,
-) -> anyhow::Result<(crate::domain::Task, bool)> {
-    let task = ctx.store.task(gid).await?;
-    if task.status == QueueStatus::Approved && task.revision_at.is_some() {
-        return Ok((ctx.store.accept_task_revision(gid, Actor::Cli).await?, true));
-    }
-    let status = task.status;
-    if status == QueueStatus::Done {
-        bail!(
-            "it is done; if its completed pull request was closed unmerged (the run is then abandoned), `executor queue retry {gid}` works it again"
-        );
-    }
-    if status == QueueStatus::Pending {
-        if !skip_triage {
-            bail!(
-                "it is still pending: the analyzer triages it first, or approve it anyway with --skip-triage"
-            );
-        }
-        ctx.store
-            .set_task_status(gid, QueueStatus::AwaitingGo, Actor::Cli, Some("triage skipped by a human"))
-            .await?;
-    }
-    let task = ctx
-        .store
-        .set_task_status(gid, QueueStatus::Approved, Actor::Cli, Some("approved by a human"))
-        .await?;
-    Ok((task, false))
 }
 
 pub async fn skip(ctx: &Context, gid: &str, reason: &str, as_json: bool) -> anyhow::Result<()> {

@@ -10,6 +10,8 @@
 
 mod analysis;
 mod analysis_sessions;
+mod approve;
+mod board;
 mod columns;
 mod events;
 mod forge_records;
@@ -30,6 +32,8 @@ pub(crate) use workers::test_session;
 
 pub use analysis::Triage;
 pub use analysis_sessions::{AnalysisEnd, AnalysisSession};
+pub use approve::Approval;
+pub use board::{BoardRow, LiveWorker};
 pub use events::{Event, EventFilter};
 pub use forge_records::AgentComments;
 pub use local_forge::{LocalCheck, LocalComment, LocalPr, NewComment};

@@ -70,6 +70,18 @@ pub struct TaskFilter {
     pub limit: Option<i64>,
     /// Skip this many (of the tasks in listing order) before the first one listed.
     pub offset: Option<i64>,
+    /// Only tasks whose description or notes contain this text (case-insensitive for ASCII).
+    pub text: Option<String>,
+}
+
+impl TaskFilter {
+    /// `text` as a LIKE pattern (bound, never spliced): `%`, `_` and the escape character itself match
+    /// literally.
+    pub(crate) fn like_pattern(&self) -> Option<String> {
+        let text = self.text.as_deref().filter(|t| !t.is_empty())?;
+        let escaped = text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+        Some(format!("%{escaped}%"))
+    }
 }
 
 pub(crate) fn task_from_row(r: &impl Cols) -> Result<Task> {

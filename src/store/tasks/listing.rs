@@ -12,6 +12,24 @@ use crate::store::{Result, Store, StoreError, on_pool};
 /// Rows read by one statement when paging by key.
 const PAGE: usize = 500;
 
+/// The text filter on placeholder `$p` (bound to [`TaskFilter::like_pattern`]): the description or
+/// the notes contain the text. `LOWER` on both sides makes it case-insensitive on both backends
+/// (PostgreSQL's LIKE is case-sensitive, SQLite's only for non-ASCII).
+macro_rules! text_matches {
+    ($p:literal) => {
+        concat!(
+            "(",
+            $p,
+            " IS NULL OR LOWER(COALESCE(description, '')) LIKE LOWER(",
+            $p,
+            ") ESCAPE '\\' ",
+            "OR LOWER(COALESCE(notes, '')) LIKE LOWER(",
+            $p,
+            ") ESCAPE '\\')"
+        )
+    };
+}
+
 impl Store {
     /// Tasks, most urgent first: priority ascending (1 is the most urgent; none last), then oldest.
     pub async fn list_tasks(&self, f: &TaskFilter) -> Result<Vec<Task>> {
@@ -60,10 +78,14 @@ impl Store {
         let status = f.status.map(QueueStatus::as_str);
         Ok(on_pool!(self, |p| {
             sqlx::query_scalar::<_, i64>(
-                "SELECT COUNT(*) FROM executor_queue WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR source = $2)",
+                concat!(
+                    "SELECT COUNT(*) FROM executor_queue WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR source = $2) AND ",
+                    text_matches!("$3")
+                ),
             )
             .bind(status)
             .bind(f.source.as_deref())
+            .bind(f.like_pattern())
             .fetch_one(p)
             .await?
         }))
@@ -73,13 +95,17 @@ impl Store {
         let status = f.status.map(QueueStatus::as_str);
         Ok(on_pool!(self, |p| {
             sqlx::query_scalar::<_, i64>(
-                "SELECT id FROM executor_queue WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR source = $2) \
-                 ORDER BY priority IS NULL, priority, added_at, id LIMIT $3 OFFSET $4",
+                concat!(
+                    "SELECT id FROM executor_queue WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR source = $2) AND ",
+                    text_matches!("$5"),
+                    " ORDER BY priority IS NULL, priority, added_at, id LIMIT $3 OFFSET $4"
+                ),
             )
             .bind(status)
             .bind(f.source.as_deref())
             .bind(f.limit.unwrap_or(i64::MAX))
             .bind(f.offset.unwrap_or(0).max(0))
+            .bind(f.like_pattern())
             .fetch_all(p)
             .await?
         }))
