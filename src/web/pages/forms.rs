@@ -114,8 +114,8 @@ pub(super) async fn skip(
     if reason.is_empty() {
         return Ok(back_to(&fields, Some(&gid), "error", &format!("{gid} was not skipped: say why")));
     }
-    let why = format!("skipped by a human: {reason}");
-    Ok(match state.store.set_task_status(&gid, QueueStatus::Skip, Actor::Web, Some(&why)).await {
+    // The reason as given, as `executor skip` records it (the event's actor says it was the dashboard).
+    Ok(match state.store.set_task_status(&gid, QueueStatus::Skip, Actor::Web, Some(reason)).await {
         Ok(_) => back_to(&fields, Some(&gid), "flash", &format!("skipped {gid}: {reason}")),
         Err(e) => back_to(&fields, Some(&gid), "error", &format!("{gid} was not skipped: {e}")),
     })
