@@ -31,7 +31,7 @@ fn task(i: usize) -> NewTask {
         description.push(' ');
         w = w.wrapping_mul(31).wrapping_add(7);
     }
-    if i % 997 == 0 {
+    if i.is_multiple_of(997) {
         description.push_str("needle");
     }
     NewTask {
