@@ -81,8 +81,9 @@ pub(super) async fn task(
         .iter()
         .map(|r| {
             minijinja::context! {
-                id => r.id, state => r.state.as_str(), branch => r.branch_name, pr_url => web_link(r.pr_url.as_deref()),
-                pr_number => r.pr_number, cost => money(r.cost_usd, r.cost_estimated), started => ago(r.started_at, now),
+                id => r.id, state => r.state.as_str(), branch => r.branch_name,
+                pr_url => web_link(r.pr_url.as_deref()), pr_number => r.pr_number,
+                cost => money(r.cost_usd, r.cost_estimated), started => ago(r.started_at, now),
             }
         })
         .collect();
@@ -185,7 +186,11 @@ pub(super) async fn run(
         .map(|pr| {
             pr.checks_at_head()
                 .into_iter()
-                .map(|c| minijinja::context! { name => c.name, status => c.status.as_str(), url => web_link(c.url.as_deref()) })
+                .map(|c| {
+                    minijinja::context! {
+                        name => c.name, status => c.status.as_str(), url => web_link(c.url.as_deref()),
+                    }
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -194,7 +199,11 @@ pub(super) async fn run(
         .map(|pr| {
             pr.unresolved_trusted_comments(&trust)
                 .into_iter()
-                .map(|c| minijinja::context! { author => c.author, body => super::short(&c.body, 300), at => ago(c.created_at, now) })
+                .map(|c| {
+                    minijinja::context! {
+                        author => c.author, body => super::short(&c.body, 300), at => ago(c.created_at, now),
+                    }
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -208,7 +217,8 @@ pub(super) async fn run(
                     (Some(t), None) => format!("ended {}", ago(*t, now)),
                     _ => "running".to_string(),
                 },
-                cost => money(w.cost_usd, w.cost_estimated), tokens => format!("{} in / {} out", w.input_tokens, w.output_tokens),
+                cost => money(w.cost_usd, w.cost_estimated),
+                tokens => format!("{} in / {} out", w.input_tokens, w.output_tokens),
                 error => w.result_error, has_log => w.log_path.is_some(),
             }
         })

@@ -27,7 +27,8 @@ pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, 
         .iter()
         .map(|r| {
             minijinja::context! {
-                host => r.host, pid => r.pid, ticks => r.ticks, errors => r.errors, last_error => r.last_error,
+                host => r.host, pid => r.pid, ticks => r.ticks, errors => r.errors,
+                last_error => r.last_error,
                 started => ago(r.started_at, now), ended => r.ended_at.map(|t| ago(t, now)),
             }
         })
@@ -53,7 +54,11 @@ pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, 
         .collect();
     let workers: Vec<_> = workers
         .iter()
-        .map(|w| minijinja::context! { id => w.id, run_id => w.run_id, kind => w.kind.as_str(), since => ago(w.started_at, now) })
+        .map(|w| {
+            minijinja::context! {
+                id => w.id, run_id => w.run_id, kind => w.kind.as_str(), since => ago(w.started_at, now),
+            }
+        })
         .collect();
     render(
         "status.html",
