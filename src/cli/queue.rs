@@ -614,8 +614,8 @@ pub async fn approve(ctx: &Context, gids: &[String], skip_triage: bool, as_json:
     let mut failed = 0;
     let mut results = Vec::new();
     for gid in &gids {
-        match approve_one(ctx, gid, skip_triage).await {
-            Ok((task, revised)) => {
+        match ctx.store.approve_task(gid, skip_triage, Actor::Cli).await {
+            Ok(crate::store::Approval { task, revision_approved: revised }) => {
                 if !as_json {
                     if revised {
                         println!("approved the revision of {gid}: it is now the text agents are told");
@@ -641,12 +641,6 @@ pub async fn approve(ctx: &Context, gids: &[String], skip_triage: bool, as_json:
         bail!("{failed} of {} tasks were not approved", gids.len());
     }
     Ok(())
-}
-
-/// Approves a task, or the pending revision of an approved one (then `true`).
-async fn approve_one(ctx: &Context, gid: &TaskGid, skip_triage: bool) -> anyhow::Result<(Task, bool)> {
-    let done = ctx.store.approve_task(gid, skip_triage, Actor::Cli).await?;
-    Ok((done.task, done.revision_approved))
 }
 
 pub async fn skip(ctx: &Context, gid: &str, reason: &str, as_json: bool) -> anyhow::Result<()> {

@@ -10,6 +10,8 @@
 
 mod analysis;
 mod analysis_sessions;
+mod approve;
+mod board;
 mod columns;
 mod events;
 mod forge_records;
@@ -31,6 +33,8 @@ pub(crate) use workers::test_session;
 
 pub use analysis::Triage;
 pub use analysis_sessions::{AnalysisEnd, AnalysisSession};
+pub use approve::Approval;
+pub use board::{BoardRow, LiveWorker};
 pub use events::{Event, EventFilter};
 pub use forge_records::AgentComments;
 pub use local_forge::{LocalCheck, LocalComment, LocalPr, NewComment};
@@ -42,7 +46,7 @@ pub use run_fields::RunMemory;
 pub use runner_status::RunnerStatus;
 pub use runs::{RunFilter, StatusCounts};
 pub use source_cursors::SourceCursor;
-pub use tasks::{Approved, Intake, IntakeResult, NewTask, TaskFilter, Upserted};
+pub use tasks::{Intake, IntakeResult, NewTask, TaskFilter, Upserted};
 pub use worker_stats::WorkerDurations;
 pub use workers::{SessionStart, WorkerEnd, WorkerSession};
 

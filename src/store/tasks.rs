@@ -1,11 +1,9 @@
 //! The queue: tasks taken in from trackers, and their triage status.
 
-mod approve;
 mod intake;
 mod listing;
 mod plan;
 
-pub use approve::Approved;
 pub use intake::{Intake, IntakeResult};
 
 use super::columns::task_columns;
@@ -75,6 +73,16 @@ pub struct TaskFilter {
     pub limit: Option<i64>,
     /// Skip this many (of the tasks in listing order) before the first one listed.
     pub offset: Option<i64>,
+}
+
+impl TaskFilter {
+    /// `text` as a LIKE pattern (bound, never spliced): `%`, `_` and the escape character itself match
+    /// literally.
+    pub(crate) fn like_pattern(&self) -> Option<String> {
+        let text = self.text.as_deref().filter(|t| !t.is_empty())?;
+        let escaped = text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+        Some(format!("%{escaped}%"))
+    }
 }
 
 pub(crate) fn task_from_row(r: &impl Cols) -> Result<Task> {

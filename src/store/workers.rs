@@ -220,6 +220,22 @@ impl Store {
         }
     }
 
+    /// The session with this id, or `None`.
+    pub async fn find_worker_session(&self, id: i64) -> Result<Option<WorkerSession>> {
+        on_pool!(self, |p| {
+            sqlx::query(concat!(
+                "SELECT ",
+                session_columns!(),
+                " FROM executor_worker_sessions WHERE id = $1"
+            ))
+            .bind(id)
+            .fetch_optional(p)
+            .await?
+            .map(|r| session_from_row(&r))
+            .transpose()
+        })
+    }
+
     pub async fn worker_session(&self, id: i64) -> Result<WorkerSession> {
         on_pool!(self, |p| {
             let row = sqlx::query(concat!(

@@ -14,6 +14,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod live_log;
 pub mod metrics;
 pub mod pages;
 mod state;

@@ -1,28 +1,26 @@
-//! A human's approval, the one path for `executor approve` and the dashboard: a task awaiting a decision
-//! becomes approved, or an approved task's pending revision becomes its text.
+//! A human's go on a task: the one path `executor approve` and the dashboard share, so both refuse and
+//! record exactly the same way.
 
+use super::{Result, Store, StoreError};
 use crate::domain::{Actor, QueueStatus, Task, TaskGid};
-use crate::store::{Result, Store, StoreError};
 
 /// What an approval did.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Approved {
-    /// The task as it is now.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Approval {
     pub task: Task,
-    /// `true` when the task was already approved and its pending revision was accepted instead.
+    /// The task was approved already and its pending revision became its text.
     pub revision_approved: bool,
 }
 
 impl Store {
-    /// Approves a task (for_review or awaiting_go → approved), or accepts the pending revision of an
-    /// approved one. A pending task is approved only with `skip_triage` (recorded as pending →
-    /// awaiting_go → approved). A done task, a pending one without `skip_triage`, or any illegal move
-    /// is refused with the reason and nothing is written.
-    pub async fn approve_task(&self, gid: &TaskGid, skip_triage: bool, actor: Actor) -> Result<Approved> {
+    /// Approves a task (awaiting_go or for_review → approved), or accepts the pending revision of an
+    /// approved one. A pending task is approved only with `skip_triage`, recorded as pending →
+    /// awaiting_go → approved. Anything else is refused, saying why and what to do instead.
+    pub async fn approve_task(&self, gid: &TaskGid, skip_triage: bool, actor: Actor) -> Result<Approval> {
         let task = self.task(gid).await?;
         if task.status == QueueStatus::Approved && task.revision_at.is_some() {
             let task = self.accept_task_revision(gid, actor).await?;
-            return Ok(Approved { task, revision_approved: true });
+            return Ok(Approval { task, revision_approved: true });
         }
         match task.status {
             QueueStatus::Done => {
@@ -46,6 +44,6 @@ impl Store {
         }
         let task =
             self.set_task_status(gid, QueueStatus::Approved, actor, Some("approved by a human")).await?;
-        Ok(Approved { task, revision_approved: false })
+        Ok(Approval { task, revision_approved: false })
     }
 }

@@ -1,0 +1,148 @@
+//! How fast the dashboard's pages answer on a big database: run with `cargo bench --bench web [-- N]`
+//! (default 100000 tasks). Prints figures; asserts nothing.
+//!
+//! Seeds N tasks (through the store's streaming intake, as `benches/intake.rs` does; a third from the
+//! source `inbox`, descriptions of 20 to 800 characters) and 1,000 runs with pull request snapshots,
+//! into SQLite in a temporary directory, then serves the dashboard on 127.0.0.1:0 and times over real
+//! HTTP: the queue's first page, a filtered page, a deep page, a text search, and the runs board.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use executor::config::Config;
+use executor::domain::{Actor, QueueStatus, TaskGid};
+use executor::store::{NewTask, Store};
+use executor::web::{self, AppState};
+
+/// Tasks handed to the intake at a time.
+const FEED: usize = 1000;
+/// Runs on the board.
+const RUNS: usize = 1000;
+/// Requests per figure (after one warm-up request).
+const REPEAT: usize = 20;
+
+fn task(i: usize) -> NewTask {
+    let words = ["fix", "the", "login", "flow", "when", "a", "user", "has", "two", "accounts"];
+    let len = 20 + (i * 7919) % 780;
+    let mut description = format!("Task {i}: ");
+    let mut w = i;
+    while description.len() < len {
+        description.push_str(words[w % words.len()]);
+        description.push(' ');
+        w = w.wrapping_mul(31).wrapping_add(7);
+    }
+    if i.is_multiple_of(997) {
+        description.push_str("needle");
+    }
+    NewTask {
+        task_gid: Some(gid(i)),
+        source: Some(if i.is_multiple_of(3) { "inbox" } else { "reports" }.to_string()),
+        description: Some(description),
+        notes: i.is_multiple_of(4).then(|| "notes ".repeat(1 + i % 60)),
+        priority: i.is_multiple_of(5).then_some((i % 4) as i32 + 1),
+        ..Default::default()
+    }
+}
+
+fn gid(i: usize) -> TaskGid {
+    TaskGid::parse(&format!("T-{i}")).expect("a valid gid")
+}
+
+async fn seed(store: &Store, n: usize) {
+    let started = Instant::now();
+    let mut intake = store.begin_intake(Actor::Cli).await.expect("intake");
+    for chunk in (0..n).collect::<Vec<_>>().chunks(FEED) {
+        let batch: Vec<(TaskGid, NewTask)> = chunk.iter().map(|&i| (gid(i), task(i))).collect();
+        intake.add(&batch).await.expect("add");
+    }
+    intake.commit().await.expect("commit");
+    println!("seeded {n} tasks in {:.1}s", started.elapsed().as_secs_f64());
+    let started = Instant::now();
+    let snapshot = snapshot_json();
+    // A snapshot the board could not read would be skipped, and the board timed without its work.
+    serde_json::from_str::<executor::forge::PrSnapshot>(&snapshot).expect("a snapshot the board reads");
+    for i in 0..RUNS.min(n) {
+        let g = gid(i);
+        store.set_task_status(&g, QueueStatus::AwaitingGo, Actor::Cli, None).await.expect("triage");
+        store.set_task_status(&g, QueueStatus::Approved, Actor::Cli, None).await.expect("approve");
+        let run = store.create_run_for_task(&g, Actor::Runner).await.expect("run").expect("a new run");
+        store.set_last_snapshot(run.id, &snapshot).await.expect("snapshot");
+        store.record_decision(run.id, "waiting for CI at the head").await.expect("decision");
+    }
+    println!("seeded {} runs in {:.1}s", RUNS.min(n), started.elapsed().as_secs_f64());
+}
+
+/// A pull request as the runner records it: two checks at the head and a few comments.
+fn snapshot_json() -> String {
+    let comment = |id: u32| {
+        serde_json::json!({
+            "id": format!("c{id}"), "author": "alice", "body": "please rename this function",
+            "created_at": "2026-11-30T10:00:00Z", "path": null, "line": null, "thread_id": null,
+            "thread_resolved": false, "in_reply_to": null, "by_agent": false
+        })
+    };
+    serde_json::json!({
+        "number": 5, "url": "https://github.com/o/r/pull/5", "state": "open", "draft": true,
+        "head_sha": "0123456789abcdef", "labels": ["executor"], "mergeable": "mergeable",
+        "checks": [
+            {"name": "test", "status": "success", "sha": "0123456789abcdef", "url": null, "summary": null},
+            {"name": "lint", "status": "failure", "sha": "0123456789abcdef", "url": null, "summary": null}
+        ],
+        "comments": [comment(1), comment(2), comment(3)],
+        "observed_at": "2026-11-30T10:02:00Z"
+    })
+    .to_string()
+}
+
+/// Times `REPEAT` GETs of `path` after a warm-up; prints the median and the slowest in ms.
+async fn time(client: &reqwest::Client, base: &str, what: &str, path: &str) {
+    let url = format!("{base}{path}");
+    let warm = client.get(&url).send().await.expect("GET");
+    assert!(warm.status().is_success(), "{path}: {}", warm.status());
+    let bytes = warm.bytes().await.expect("body").len();
+    let mut times: Vec<Duration> = Vec::with_capacity(REPEAT);
+    for _ in 0..REPEAT {
+        let started = Instant::now();
+        let response = client.get(&url).send().await.expect("GET");
+        response.bytes().await.expect("body");
+        times.push(started.elapsed());
+    }
+    times.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "{what:<32} {:>8.1} ms median {:>8.1} ms max   ({} KiB)  GET {path}",
+        ms(times[REPEAT / 2]),
+        ms(times[REPEAT - 1]),
+        bytes / 1024
+    );
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let n = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(100_000);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite://{}", dir.path().join("executor.db").display());
+    let store = Store::open(&url).await.expect("open");
+    store.migrate().await.expect("migrate");
+    seed(&store, n).await;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("address"));
+    let state = AppState {
+        store,
+        config: Arc::new(Config::default()),
+        token: Arc::new("bench".to_string()),
+        loopback: true,
+    };
+    let (_stop, shutdown) = tokio::sync::watch::channel(false);
+    tokio::spawn(web::serve(listener, state, shutdown));
+    let client = reqwest::Client::new();
+
+    println!("sqlite, {n} tasks, {} runs, {REPEAT} requests each:", RUNS.min(n));
+    time(&client, &base, "queue, first page", "/").await;
+    time(&client, &base, "queue, status+source filter", "/?status=pending&source=inbox").await;
+    time(&client, &base, "queue, page 1000", "/?page=1000").await;
+    time(&client, &base, "queue, text search", "/?q=needle").await;
+    time(&client, &base, "runs board (1,000 runs)", "/runs").await;
+    time(&client, &base, "status", "/status").await;
+}

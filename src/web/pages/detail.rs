@@ -1,0 +1,244 @@
+//! `GET /tasks/{gid}` and `GET /runs/{id}`: every field of one task or run, with its history.
+
+use axum::extract::{Path, Query, State};
+use axum::response::Html;
+use serde::{Deserialize, Serialize};
+
+use super::{PageError, ago, money, render, web_link};
+use crate::domain::{QueueStatus, TaskGid};
+use crate::forge::{PrSnapshot, PrState, Trust};
+use crate::store::{Event, EventFilter, RunFilter, now};
+use crate::web::AppState;
+
+/// The message a form's redirect brought.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct Flash {
+    flash: Option<String>,
+    error: Option<String>,
+}
+
+/// An event as a history line shows it.
+#[derive(Serialize)]
+pub(super) struct EventLine {
+    at: String,
+    ago: String,
+    actor: String,
+    task_gid: Option<String>,
+    run_id: Option<i64>,
+    kind: String,
+    change: Option<String>,
+    reason: Option<String>,
+}
+
+pub(super) fn event_lines(events: &[Event]) -> Vec<EventLine> {
+    let now = now();
+    events
+        .iter()
+        .map(|e| EventLine {
+            at: e.at.format("%Y-%m-%d %H:%M:%S").to_string(),
+            ago: ago(e.at, now),
+            actor: e.actor.clone(),
+            task_gid: e.task_gid.clone(),
+            run_id: e.run_id,
+            kind: e.kind.clone(),
+            change: match (&e.from_state, &e.to_state) {
+                (Some(f), Some(t)) => Some(format!("{f} → {t}")),
+                (None, Some(t)) => Some(format!("→ {t}")),
+                _ => None,
+            },
+            reason: e.reason.clone(),
+        })
+        .collect()
+}
+
+/// What skipped a skipped task, as `executor queue show` says it.
+fn skipped_by(task: &crate::domain::Task) -> Option<String> {
+    if task.status != QueueStatus::Skip {
+        return None;
+    }
+    Some(match (&task.skip_rule, &task.skip_why, task.analyzed_at) {
+        (Some(rule), Some(why), _) if !why.is_empty() => format!("filter {rule}: {why}"),
+        (Some(rule), _, _) => format!("filter {rule}"),
+        (None, _, Some(_)) => "the triage (see the analysis)".to_string(),
+        (None, _, None) => "a human, or imported skipped (see the history)".to_string(),
+    })
+}
+
+pub(super) async fn task(
+    State(state): State<AppState>,
+    Path(gid): Path<String>,
+    Query(flash): Query<Flash>,
+) -> Result<Html<String>, PageError> {
+    let gid = TaskGid::parse(&gid).map_err(|e| PageError::NotFound(e.to_string()))?;
+    let task = state.store.task(&gid).await?;
+    let runs =
+        state.store.list_runs(&RunFilter { task_gid: Some(gid.clone()), ..Default::default() }).await?;
+    let events =
+        state.store.events(&EventFilter { task_gid: Some(gid.clone()), ..Default::default() }).await?;
+    let sessions = state.store.analysis_sessions(&gid).await?;
+    let now = now();
+    let runs: Vec<_> = runs
+        .iter()
+        .map(|r| {
+            minijinja::context! {
+                id => r.id, state => r.state.as_str(), branch => r.branch_name,
+                pr_url => web_link(r.pr_url.as_deref()), pr_number => r.pr_number,
+                cost => money(r.cost_usd, r.cost_estimated), started => ago(r.started_at, now),
+            }
+        })
+        .collect();
+    let sessions: Vec<_> = sessions
+        .iter()
+        .map(|s| {
+            minijinja::context! {
+                started => s.started_at.format("%Y-%m-%d %H:%M:%S").to_string(), agent => s.agent,
+                end => match (s.end_reason, s.ended_at) {
+                    (Some(r), _) => r.to_string(),
+                    (None, Some(_)) => "ended".to_string(),
+                    (None, None) => "running (or killed)".to_string(),
+                },
+                cost => money(s.cost_usd, false), error => s.result_error, log => s.log_path,
+            }
+        })
+        .collect();
+    let can_approve = matches!(task.status, QueueStatus::AwaitingGo | QueueStatus::ForReview)
+        || (task.status == QueueStatus::Approved && task.revision_at.is_some());
+    render(
+        "task.html",
+        minijinja::context! {
+            nav => "queue",
+            csrf => super::csrf_token(&state),
+            skipped_by => skipped_by(&task),
+            url => web_link(task.url.as_deref()),
+            added => format!("{} ({})", task.added_at.to_rfc3339(), ago(task.added_at, now)),
+            updated => format!("{} ({})", task.updated_at.to_rfc3339(), ago(task.updated_at, now)),
+            analyzed => task.analyzed_at.map(|t| format!("{} ({})", t.to_rfc3339(), ago(t, now))),
+            revision_at => task.revision_at.map(|t| format!("{} ({})", t.to_rfc3339(), ago(t, now))),
+            can_approve,
+            can_skip => task.status.next().contains(&QueueStatus::Skip),
+            task,
+            runs,
+            sessions,
+            events => event_lines(&events),
+            flash => flash.flash,
+            error => flash.error,
+        },
+    )
+}
+
+/// What the board and the run page say of a pull request as last observed.
+#[derive(Serialize)]
+pub(super) struct PrSummary {
+    pub state: &'static str,
+    pub ci: &'static str,
+    pub unresolved: usize,
+    pub head: String,
+    pub observed: String,
+}
+
+pub(super) fn pr_summary(pr: &PrSnapshot, trust: &Trust) -> PrSummary {
+    PrSummary {
+        state: match pr.state {
+            PrState::Open if pr.draft => "open (draft)",
+            PrState::Open => "open",
+            PrState::Merged => "merged",
+            PrState::Closed => "closed",
+        },
+        ci: match pr.ci() {
+            crate::forge::CiRollup::None => "no checks",
+            crate::forge::CiRollup::Pending => "pending",
+            crate::forge::CiRollup::Error => "error",
+            crate::forge::CiRollup::Failure => "failure",
+            crate::forge::CiRollup::Success => "success",
+        },
+        unresolved: pr.unresolved_trusted_comments(trust).len(),
+        head: pr.head_sha.chars().take(10).collect(),
+        observed: ago(pr.observed_at, now()),
+    }
+}
+
+/// Whose comments count on a run's repository: its own `[repos.NAME]`, or the only one configured.
+pub(super) fn trust_for(state: &AppState, repo: Option<&str>) -> Trust {
+    let repos = &state.config.repos;
+    let found = match repo {
+        Some(name) => repos.get(name),
+        None if repos.len() == 1 => repos.values().next(),
+        None => None,
+    };
+    found.map(|r| r.trust()).unwrap_or(Trust { authors: Vec::new(), associations: Vec::new() })
+}
+
+pub(super) async fn run(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Html<String>, PageError> {
+    let id: i64 = id.parse().map_err(|_| PageError::NotFound(format!("no run with id {id:?}")))?;
+    let run = state.store.run(id).await?;
+    let memory = state.store.run_memory(id).await?;
+    let sessions = state.store.worker_sessions(id).await?;
+    let events = state.store.events(&EventFilter { run_id: Some(id), ..Default::default() }).await?;
+    let snapshot: Option<PrSnapshot> =
+        memory.last_snapshot.as_deref().and_then(|j| serde_json::from_str(j).ok());
+    let trust = trust_for(&state, run.repo.as_deref());
+    let now = now();
+    let checks: Vec<_> = snapshot
+        .as_ref()
+        .map(|pr| {
+            pr.checks_at_head()
+                .into_iter()
+                .map(|c| {
+                    minijinja::context! {
+                        name => c.name, status => c.status.as_str(), url => web_link(c.url.as_deref()),
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let unresolved: Vec<_> = snapshot
+        .as_ref()
+        .map(|pr| {
+            pr.unresolved_trusted_comments(&trust)
+                .into_iter()
+                .map(|c| {
+                    minijinja::context! {
+                        author => c.author, body => super::short(&c.body, 300), at => ago(c.created_at, now),
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let sessions: Vec<_> = sessions
+        .iter()
+        .map(|w| {
+            minijinja::context! {
+                id => w.id, kind => w.kind.as_str(), agent => w.agent, started => ago(w.started_at, now),
+                end => match (&w.ended_at, &w.end_reason) {
+                    (Some(t), Some(r)) => format!("{r} {}", ago(*t, now)),
+                    (Some(t), None) => format!("ended {}", ago(*t, now)),
+                    _ => "running".to_string(),
+                },
+                cost => money(w.cost_usd, w.cost_estimated),
+                tokens => format!("{} in / {} out", w.input_tokens, w.output_tokens),
+                error => w.result_error, has_log => w.log_path.is_some(),
+            }
+        })
+        .collect();
+    render(
+        "run.html",
+        minijinja::context! {
+            nav => "runs",
+            pr_url => web_link(run.pr_url.as_deref()),
+            cost => money(run.cost_usd, run.cost_estimated),
+            started => ago(run.started_at, now),
+            completed => run.completed_at.map(|t| ago(t, now)),
+            decided => memory.last_decision_at.map(|t| ago(t, now)),
+            memory,
+            pr => snapshot.as_ref().map(|pr| pr_summary(pr, &trust)),
+            checks,
+            unresolved,
+            run,
+            sessions,
+            events => event_lines(&events),
+        },
+    )
+}
