@@ -83,7 +83,7 @@ fn assert_secure(headers: &HeaderMap, what: &str) {
     let csp = headers.get("content-security-policy").and_then(|v| v.to_str().ok()).unwrap_or("");
     assert!(csp.contains("script-src 'self'") && csp.contains("default-src 'none'"), "{what}: CSP {csp:?}");
     assert_eq!(headers.get("x-content-type-options").unwrap(), "nosniff", "{what}");
-    assert_eq!(headers.get("referrer-policy").unwrap(), "no-referrer", "{what}");
+    assert_eq!(headers.get("referrer-policy").unwrap(), "same-origin", "{what}");
 }
 
 async fn json_of(r: reqwest::Response) -> Value {

@@ -1,12 +1,197 @@
-//! The dashboard in a real headless Chromium.
+//! The dashboard in a real headless Chromium: approve a task on the queue page and see it move; the
+//! XSS payloads of task text render as text and never run; the live log follows a growing work log.
+//! A screenshot of each page goes to `target/screenshots/`.
 
 mod browser_support;
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use browser_support::{Browser, chromedriver};
+use executor::config::Config;
+use executor::domain::{Actor, QueueStatus, TaskGid, WorkerKind};
+use executor::store::{NewTask, SessionStart, Store};
+use executor::web::{self, AppState};
+use fantoccini::Locator;
+
+const TOKEN: &str = "feedfacefeedfacefeedfacefeedface";
+const XSS: [&str; 2] = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>"];
+
+struct Site {
+    base: String,
+    store: Store,
+    _stop: tokio::sync::watch::Sender<bool>,
+    _db: common::TestDb,
+}
+
+async fn site() -> Site {
+    let db = common::sqlite();
+    let store = db.open().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let state = AppState {
+        store: store.clone(),
+        config: Arc::new(Config::default()),
+        token: Arc::new(TOKEN.into()),
+        loopback: true,
+    };
+    let (stop, rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(web::serve(listener, state, rx));
+    Site { base, store, _stop: stop, _db: db }
+}
+
+async fn task(store: &Store, gid: &str, text: &str, status: QueueStatus) -> TaskGid {
+    let g = TaskGid::parse(gid).unwrap();
+    let t = NewTask { source: Some("inbox".into()), description: Some(text.into()), ..Default::default() };
+    store.upsert_task(&g, &t, Actor::Cli).await.unwrap();
+    if status != QueueStatus::Pending {
+        store.set_task_status(&g, QueueStatus::AwaitingGo, Actor::Cli, None).await.unwrap();
+    }
+    if status == QueueStatus::Approved {
+        store.set_task_status(&g, QueueStatus::Approved, Actor::Cli, None).await.unwrap();
+    }
+    g
+}
+
+/// Waits until `check` holds (the page updates on its own), or fails naming `what`.
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !check().await {
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
-async fn chromium_starts() {
-    let b = browser_support::Browser::start(&browser_support::chromedriver()).await;
-    b.client.goto("data:text/html,<p id=x>hi</p>").await.unwrap();
-    b.screenshot("smoke").await;
+async fn a_task_approved_on_the_queue_page_moves_to_approved() {
+    let site = site().await;
+    let gid = task(&site.store, "B-1", "Fix the crash when saving", QueueStatus::AwaitingGo).await;
+    let b = Browser::start(&chromedriver()).await;
+    // The printed URL carries the token once; the server trades it for a cookie and redirects.
+    b.client.goto(&format!("{}/?token={TOKEN}", site.base)).await.unwrap();
+    assert!(
+        !b.client.current_url().await.unwrap().as_str().contains("token="),
+        "the token left the address bar"
+    );
+    b.screenshot("queue").await;
+    b.client
+        .find(Locator::Css(&format!("form[action='/tasks/{gid}/approve'] button")))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    eventually("the task is approved", || async {
+        site.store.task(&gid).await.unwrap().status == QueueStatus::Approved
+    })
+    .await;
+    let body = b.client.find(Locator::Css("body")).await.unwrap().text().await.unwrap();
+    assert!(body.contains("approved"), "{body}");
+    b.screenshot("queue-after-approve").await;
+    let events = site
+        .store
+        .events(&executor::store::EventFilter { task_gid: Some(gid), ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(events.last().unwrap().actor, "web");
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
+async fn task_text_that_looks_like_html_is_shown_as_text_and_never_runs() {
+    let site = site().await;
+    let g1 = task(&site.store, "X-1", XSS[0], QueueStatus::AwaitingGo).await;
+    task(&site.store, "X-2", XSS[1], QueueStatus::AwaitingGo).await;
+    let b = Browser::start(&chromedriver()).await;
+    for path in ["/".to_string(), format!("/tasks/{g1}")] {
+        b.client.goto(&format!("{}{path}", site.base)).await.unwrap();
+        // An alert would be open if either payload ran.
+        assert!(b.client.get_alert_text().await.is_err(), "a payload ran on {path}");
+        let text = b.client.find(Locator::Css("body")).await.unwrap().text().await.unwrap();
+        assert!(text.contains(XSS[0]), "{path} shows the script tag as text: {text}");
+        let injected = b.client.find_all(Locator::Css("img[src='x']")).await.unwrap();
+        assert!(injected.is_empty(), "{path} made an <img> from task text");
+    }
+    b.screenshot("task-xss").await;
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
+async fn the_live_log_shows_lines_as_the_work_log_grows() {
+    let site = site().await;
+    let gid = task(&site.store, "L-1", "Watch me work", QueueStatus::Approved).await;
+    let run = site.store.create_run_for_task(&gid, Actor::Runner).await.unwrap().unwrap();
+    let start = SessionStart::default();
+    let session = site
+        .store
+        .begin_worker_session(run.id, WorkerKind::Queued, "command", "h", &start)
+        .await
+        .unwrap()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("queued.md");
+    std::fs::write(&log, "# queued worker\n\nfirst line\n").unwrap();
+    let out = dir.path().join("out.jsonl");
+    site.store
+        .set_worker_process(
+            session.id,
+            std::process::id() as i32,
+            None,
+            &out.display().to_string(),
+            &log.display().to_string(),
+        )
+        .await
+        .unwrap();
+    let b = Browser::start(&chromedriver()).await;
+    b.client.goto(&format!("{}/sessions/{}/log", site.base, session.id)).await.unwrap();
+    let page = |b: &Browser| {
+        let c = b.client.clone();
+        async move { c.find(Locator::Css("body")).await.unwrap().text().await.unwrap() }
+    };
+    eventually("the log so far", || async { page(&b).await.contains("first line") }).await;
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        writeln!(f, "second line, written later").unwrap();
+    }
+    eventually("the appended line arrives without a reload", || async {
+        page(&b).await.contains("second line, written later")
+    })
+    .await;
+    b.screenshot("live-log").await;
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
+async fn every_page_renders_and_is_photographed() {
+    let site = site().await;
+    task(&site.store, "S-1", "Triage me", QueueStatus::Pending).await;
+    let gid =
+        task(&site.store, "S-2", "Fix the crash when saving\n\nSteps: open, save.", QueueStatus::Approved)
+            .await;
+    let run = site.store.create_run_for_task(&gid, Actor::Runner).await.unwrap().unwrap();
+    let b = Browser::start(&chromedriver()).await;
+    let pages = [
+        ("queue", "/".to_string(), "S-1"),
+        ("task", format!("/tasks/{gid}"), "Fix the crash when saving"),
+        ("runs", "/runs".to_string(), "S-2"),
+        ("run", format!("/runs/{}", run.id), "S-2"),
+        ("status", "/status".to_string(), "approved"),
+    ];
+    for (name, path, expect) in pages {
+        b.client.goto(&format!("{}{path}", site.base)).await.unwrap();
+        let text = b.client.find(Locator::Css("body")).await.unwrap().text().await.unwrap();
+        assert!(text.contains(expect), "{path} lacks {expect:?}: {text}");
+        b.screenshot(name).await;
+    }
     b.close().await;
 }

@@ -257,7 +257,8 @@ async fn approve_and_skip_through_the_forms_move_the_task_as_web() {
         .send()
         .await
         .unwrap();
-    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    // The security layer answers first: no cookie and no bearer token is a 401.
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
     assert_eq!(status_of(&store, "A-5").await, QueueStatus::AwaitingGo);
 }
 

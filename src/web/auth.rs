@@ -229,11 +229,14 @@ fn same_token(given: &str, expected: &str) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// The headers of every answer: no inline script, no sniffing, no referrer; HTML and JSON not stored.
+/// The headers of every answer: no inline script, no sniffing, no referrer to other sites; HTML and
+/// JSON not stored.
 fn secure_headers(headers: &mut HeaderMap) {
     headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    // Not "no-referrer": under it browsers send `Origin: null` with every form POST (the Fetch
+    // standard), which the same-origin check must refuse. "same-origin" still tells other sites nothing.
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     // A handler that chose its own caching (the static files) keeps it.
     if !headers.contains_key(header::CACHE_CONTROL) {
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
