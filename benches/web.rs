@@ -133,6 +133,7 @@ async fn main() {
         config: Arc::new(Config::default()),
         token: Arc::new("bench".to_string()),
         loopback: true,
+        github: None,
     };
     let (_stop, shutdown) = tokio::sync::watch::channel(false);
     tokio::spawn(web::serve(listener, state, shutdown));

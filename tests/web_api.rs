@@ -40,6 +40,7 @@ impl Server {
             config: Arc::new(Config::default()),
             token: Arc::new(TOKEN.to_string()),
             loopback,
+            github: None,
         };
         let (stop, rx) = tokio::sync::watch::channel(false);
         tokio::spawn(web::serve(listener, state, rx));

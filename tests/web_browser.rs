@@ -35,6 +35,7 @@ async fn site() -> Site {
         config: Arc::new(Config::default()),
         token: Arc::new(TOKEN.into()),
         loopback: true,
+        github: None,
     };
     let (stop, rx) = tokio::sync::watch::channel(false);
     tokio::spawn(web::serve(listener, state, rx));

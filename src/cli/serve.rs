@@ -52,11 +52,21 @@ pub async fn run(flag: Option<&Path>, args: ServeArgs, as_json: bool) -> anyhow:
     let listener =
         tokio::net::TcpListener::bind(addr).await.with_context(|| format!("listening on {addr}"))?;
     let local = listener.local_addr()?;
+    let uses_github = ctx.config.repos.values().any(|r| r.forge == "github")
+        || ctx.config.sources.iter().any(|s| s.kind == "github_issues");
+    let github = if uses_github {
+        let client = crate::forge::github::GitHubClient::new(&ctx.config.github)
+            .map_err(|e| anyhow::anyhow!("[github]: {e}"))?;
+        Some(Arc::new(client))
+    } else {
+        None
+    };
     let state = AppState {
         store: ctx.store.clone(),
         config: Arc::new(ctx.config),
         token: Arc::new(token),
         loopback: local.ip().is_loopback(),
+        github,
     };
     // The token goes to standard output once, never to the log.
     let url = format!("http://{local}/?token={}", web::auth::csrf_token(&state));

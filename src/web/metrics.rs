@@ -9,6 +9,8 @@ use axum::response::{IntoResponse, Response};
 
 use super::AppState;
 use crate::domain::{QueueStatus, RunState};
+use crate::forge::github::GitHubClient;
+use reqwest::Method;
 use crate::store::{Result, now, start_of_day};
 
 /// The Content-Type Prometheus expects for this format.
@@ -72,7 +74,30 @@ pub async fn render(state: &AppState) -> Result<String> {
     out.family("executor_source_errors", "gauge", "Task sources whose last fetch failed.");
     let failing = sources.iter().filter(|s| s.last_error.is_some()).count();
     out.sample("executor_source_errors", &[], failing as f64);
+    if let Some(client) = &state.github {
+        github_rate(client, &mut out).await;
+    }
     Ok(out.text)
+}
+
+/// What is left of the GitHub token's hourly budget, as GitHub reports it (`GET /rate_limit`, free). A
+/// failed read is logged and its samples left out, rather than failing the whole scrape.
+async fn github_rate(client: &GitHubClient, out: &mut Metrics) {
+    let answer = match client.rest(Method::GET, "/rate_limit", None).await {
+        Ok(answer) => answer,
+        Err(e) => {
+            tracing::warn!("metrics: GitHub rate limit: {e}");
+            return;
+        }
+    };
+    let name = "executor_github_rate_remaining";
+    out.family(name, "gauge", "Requests (REST) or points (GraphQL) left this hour for the GitHub token.");
+    for resource in ["core", "graphql"] {
+        if let Some(left) = answer.pointer(&format!("/resources/{resource}/remaining")).and_then(|v| v.as_f64())
+        {
+            out.sample(name, &[("resource", resource)], left);
+        }
+    }
 }
 
 #[derive(Default)]

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::config::Config;
+use crate::forge::github::GitHubClient;
 use crate::store::Store;
 
 #[derive(Clone)]
@@ -14,4 +15,7 @@ pub struct AppState {
     pub token: Arc<String>,
     /// Bound to a loopback address: reads need no token.
     pub loopback: bool,
+    /// When a repository or source uses GitHub: for `/metrics`' rate limit left (`GET /rate_limit`, which
+    /// GitHub does not count against the limit).
+    pub github: Option<Arc<GitHubClient>>,
 }

@@ -1,0 +1,43 @@
+//! `/metrics` tells what is left of the GitHub token's hourly budget, read from the fake GitHub's
+//! `GET /rate_limit` (free on GitHub: it costs nothing of what it reports).
+
+#[allow(dead_code)]
+mod common;
+#[allow(dead_code)]
+mod fake_github;
+
+use std::sync::Arc;
+
+use executor::config::Config;
+use executor::forge::github::{GitHubClient, TokenSources};
+use executor::web::{self, AppState};
+use fake_github::FakeGitHub;
+
+const TOKEN: &str = "ghp_metrics-token-0123456789abcdef";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_report_the_github_rate_limit_left() {
+    let fake = FakeGitHub::start().await;
+    fake.set_token(TOKEN);
+    let github = executor::config::GitHub { api_url: fake.api_url(), ..Default::default() };
+    let client = Arc::new(GitHubClient::with_sources(&github, TokenSources::given(TOKEN)).unwrap());
+    let db = common::sqlite();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let state = AppState {
+        store: db.open().await,
+        config: Arc::new(Config::default()),
+        token: Arc::new("t".repeat(32)),
+        loopback: true,
+        github: Some(client),
+    };
+    let (_stop, rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(web::serve(listener, state, rx));
+    let text = reqwest::get(format!("{base}/metrics")).await.unwrap().text().await.unwrap();
+    assert!(text.contains("# TYPE executor_github_rate_remaining gauge"), "{text}");
+    for resource in ["core", "graphql"] {
+        let line = format!("executor_github_rate_remaining{{resource=\"{resource}\"}} 5000");
+        assert!(text.lines().any(|l| l == line), "{line} not in:\n{text}");
+    }
+    assert!(!text.contains(TOKEN), "the token never appears");
+}
