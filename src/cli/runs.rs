@@ -49,11 +49,11 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
     match command {
         RunsCommand::List { state, task, limit } => {
             let task_gid = task.as_deref().map(super::queue::parse_gid).transpose()?;
-            let runs = ctx.store.list_runs(&RunFilter { state, task_gid, limit }).await?;
+            let listed = ctx.store.list_runs_with_decisions(&RunFilter { state, task_gid, limit }).await?;
             if as_json {
-                return json(&runs);
+                return json(&listed.iter().map(|(run, _)| run).collect::<Vec<_>>());
             }
-            if runs.is_empty() {
+            if listed.is_empty() {
                 println!(
                     "no runs{}",
                     if state.is_some() {
@@ -65,9 +65,9 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
                 return Ok(());
             }
             let now = now();
-            let mut rows = Vec::with_capacity(runs.len());
-            for r in &runs {
-                let why = ctx.store.run_memory(r.id).await?.last_decision.unwrap_or_default();
+            let mut rows = Vec::with_capacity(listed.len());
+            for (r, why) in &listed {
+                let why = why.clone().unwrap_or_default();
                 rows.push(vec![
                     r.id.to_string(),
                     r.task_gid.to_string(),

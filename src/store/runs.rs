@@ -140,6 +140,12 @@ impl Store {
 
     /// Runs, newest first.
     pub async fn list_runs(&self, f: &RunFilter) -> Result<Vec<Run>> {
+        Ok(self.list_runs_with_decisions(f).await?.into_iter().map(|(run, _)| run).collect())
+    }
+
+    /// [`list_runs`](Self::list_runs), each run with its last decision, in the same one query (a listing
+    /// never asks per run).
+    pub async fn list_runs_with_decisions(&self, f: &RunFilter) -> Result<Vec<(Run, Option<String>)>> {
         let state = f.state.map(|s| s.as_str());
         let gid = f.task_gid.as_ref().map(|g| g.as_str());
         on_pool!(self, |p| {
@@ -155,7 +161,7 @@ impl Store {
             .fetch_all(p)
             .await?
             .iter()
-            .map(run_from_row)
+            .map(|row| Ok((run_from_row(row)?, row.text("last_decision")?)))
             .collect()
         })
     }
