@@ -1,9 +1,7 @@
 //! `/metrics` tells what is left of the GitHub token's hourly budget, read from the fake GitHub's
 //! `GET /rate_limit` (free on GitHub: it costs nothing of what it reports).
 
-#[allow(dead_code)]
 mod common;
-#[allow(dead_code)]
 mod fake_github;
 
 use std::sync::Arc;

@@ -31,8 +31,13 @@ impl Dashboard {
     async fn with_config(store: Store, config: Config) -> Dashboard {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let base = format!("http://{}", listener.local_addr().expect("address"));
-        let state =
-            AppState { store, config: Arc::new(config), token: Arc::new(TOKEN.to_string()), loopback: true, github: None };
+        let state = AppState {
+            store,
+            config: Arc::new(config),
+            token: Arc::new(TOKEN.to_string()),
+            loopback: true,
+            github: None,
+        };
         let (stop, shutdown) = tokio::sync::watch::channel(false);
         tokio::spawn(web::serve(listener, state, shutdown));
         let client = reqwest::Client::builder().redirect(Policy::none()).build().expect("client");

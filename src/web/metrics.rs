@@ -10,8 +10,8 @@ use axum::response::{IntoResponse, Response};
 use super::AppState;
 use crate::domain::{QueueStatus, RunState};
 use crate::forge::github::GitHubClient;
-use reqwest::Method;
 use crate::store::{Result, now, start_of_day};
+use reqwest::Method;
 
 /// The Content-Type Prometheus expects for this format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -93,7 +93,8 @@ async fn github_rate(client: &GitHubClient, out: &mut Metrics) {
     let name = "executor_github_rate_remaining";
     out.family(name, "gauge", "Requests (REST) or points (GraphQL) left this hour for the GitHub token.");
     for resource in ["core", "graphql"] {
-        if let Some(left) = answer.pointer(&format!("/resources/{resource}/remaining")).and_then(|v| v.as_f64())
+        if let Some(left) =
+            answer.pointer(&format!("/resources/{resource}/remaining")).and_then(|v| v.as_f64())
         {
             out.sample(name, &[("resource", resource)], left);
         }
