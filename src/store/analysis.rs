@@ -10,7 +10,7 @@
 use chrono::{DateTime, Utc};
 
 use super::columns::task_columns;
-use super::events::{NewEvent, insert_event, kind};
+use super::events::{NewEvent, insert_event, kind, update_one_with_event};
 use super::tasks::task_from_row;
 use super::{BeginWrite, Pool, Result, Store, StoreError, now, on_pool};
 use crate::domain::{Actor, QueueStatus, Task, TaskGid};
@@ -110,23 +110,7 @@ impl Store {
                    analysis_error = NULL, claim_owner = NULL, claim_expires_at = NULL, updated_at = $3 \
                    WHERE task_gid = $4 AND status = 'pending' AND claim_owner = $5";
         let ev = status_event(gid, QueueStatus::Skip, &reason);
-        Ok(on_pool!(self, |p| {
-            let mut tx = p.begin_write().await?;
-            let n = sqlx::query(sql)
-                .bind(rule)
-                .bind(why)
-                .bind(now())
-                .bind(gid.as_str())
-                .bind(owner)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-            if n == 1 {
-                insert_event!(&mut *tx, ev)?;
-                tx.commit().await?;
-            }
-            n == 1
-        }))
+        Ok(update_one_with_event!(self, ev, sql, rule, why, now(), gid.as_str(), owner))
     }
 
     /// Writes a triage of the claimed task — its analysis and its new status — at once. `false` when the
@@ -145,27 +129,20 @@ impl Store {
             t.priority, t.complexity, t.feasibility
         );
         let ev = status_event(gid, t.status, &reason);
-        Ok(on_pool!(self, |p| {
-            let mut tx = p.begin_write().await?;
-            let n = sqlx::query(sql)
-                .bind(t.status.as_str())
-                .bind(i64::from(t.priority))
-                .bind(&t.complexity)
-                .bind(&t.feasibility)
-                .bind(&t.summary)
-                .bind(&criteria)
-                .bind(now())
-                .bind(gid.as_str())
-                .bind(owner)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-            if n == 1 {
-                insert_event!(&mut *tx, ev)?;
-                tx.commit().await?;
-            }
-            n == 1
-        }))
+        Ok(update_one_with_event!(
+            self,
+            ev,
+            sql,
+            t.status.as_str(),
+            i64::from(t.priority),
+            &t.complexity,
+            &t.feasibility,
+            &t.summary,
+            &criteria,
+            now(),
+            gid.as_str(),
+            owner
+        ))
     }
 
     /// The analysis of the claimed task failed: it stays pending with the error recorded (and shown by
@@ -191,23 +168,7 @@ impl Store {
             to_state: None,
             reason: Some(&reason),
         };
-        Ok(on_pool!(self, |p| {
-            let mut tx = p.begin_write().await?;
-            let n = sqlx::query(sql)
-                .bind(error)
-                .bind(retry_at)
-                .bind(now())
-                .bind(gid.as_str())
-                .bind(owner)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-            if n == 1 {
-                insert_event!(&mut *tx, ev)?;
-                tx.commit().await?;
-            }
-            n == 1
-        }))
+        Ok(update_one_with_event!(self, ev, sql, error, retry_at, now(), gid.as_str(), owner))
     }
 
     /// Sends skipped tasks back to pending for another analysis (`executor reanalyze`, `queue requeue`),

@@ -65,6 +65,24 @@ macro_rules! insert_event {
 }
 pub(crate) use insert_event;
 
+/// Runs the statement `$sql` with `$binds` and records `$event` with it, in one write transaction that
+/// commits only when the statement changed exactly one row (a conditional update whose condition held);
+/// evaluates to whether it did. Expands inside a `Result`-returning method of `Store` (`$store`).
+macro_rules! update_one_with_event {
+    ($store:expr, $event:expr, $sql:expr, $($bind:expr),+ $(,)?) => {
+        $crate::store::on_pool!($store, |p| {
+            let mut tx = $crate::store::BeginWrite::begin_write(p).await?;
+            let n = sqlx::query($sql)$(.bind($bind))+.execute(&mut *tx).await?.rows_affected();
+            if n == 1 {
+                $crate::store::events::insert_event!(&mut *tx, $event)?;
+                tx.commit().await?;
+            }
+            n == 1
+        })
+    };
+}
+pub(crate) use update_one_with_event;
+
 #[derive(Debug, Clone, Default)]
 pub struct EventFilter {
     pub task_gid: Option<TaskGid>,

@@ -7,7 +7,7 @@ mod plan;
 pub use intake::{Intake, IntakeResult};
 
 use super::columns::task_columns;
-use super::events::{NewEvent, insert_event, kind};
+use super::events::{NewEvent, insert_event, kind, update_one_with_event};
 use super::row::{Cols, narrow};
 use super::{BeginWrite, Result, Store, StoreError, now, on_pool};
 use crate::domain::{Actor, QueueStatus, Task, TaskGid};
@@ -179,26 +179,17 @@ impl Store {
             to_state: None,
             reason: Some("revision approved: it is now the task's text"),
         };
-        let n = on_pool!(self, |p| {
-            let mut tx = p.begin_write().await?;
-            let n = sqlx::query(
-                "UPDATE executor_queue SET description = COALESCE(revision_description, description), \
+        let approved = update_one_with_event!(
+            self,
+            ev,
+            "UPDATE executor_queue SET description = COALESCE(revision_description, description), \
                    notes = COALESCE(revision_notes, notes), revision_description = NULL, revision_notes = NULL, \
                    revision_at = NULL, updated_at = $1 \
                  WHERE task_gid = $2 AND status = 'approved' AND revision_at IS NOT NULL",
-            )
-            .bind(now())
-            .bind(gid.as_str())
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            if n == 1 {
-                insert_event!(&mut *tx, ev)?;
-                tx.commit().await?;
-            }
-            n
-        });
-        if n == 0 {
+            now(),
+            gid.as_str()
+        );
+        if !approved {
             let why = match task.status {
                 QueueStatus::Approved => "it has no pending revision".to_string(),
                 status => format!("it is {status}, and only an approved task's revision is approved"),
@@ -244,24 +235,15 @@ impl Store {
             to_state: Some(to.as_str()),
             reason,
         };
-        let changed = on_pool!(self, |p| {
-            let mut tx = p.begin_write().await?;
-            let n = sqlx::query(
-                "UPDATE executor_queue SET status = $1, updated_at = $2 WHERE task_gid = $3 AND status = $4",
-            )
-            .bind(to.as_str())
-            .bind(now())
-            .bind(gid.as_str())
-            .bind(from.as_str())
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            if n == 1 {
-                insert_event!(&mut *tx, ev)?;
-                tx.commit().await?;
-            }
-            n == 1
-        });
+        let changed = update_one_with_event!(
+            self,
+            ev,
+            "UPDATE executor_queue SET status = $1, updated_at = $2 WHERE task_gid = $3 AND status = $4",
+            to.as_str(),
+            now(),
+            gid.as_str(),
+            from.as_str()
+        );
         if !changed {
             return Err(StoreError::Conflict(format!("task {gid}")));
         }
