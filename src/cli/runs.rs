@@ -117,6 +117,9 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
             Ok(())
         }
         RunsCommand::Show { id } => {
+            if as_json {
+                return json(&ctx.store.run_view(id).await?);
+            }
             let run = ctx.store.run(id).await?;
             let events = ctx.store.events(&EventFilter { run_id: Some(id), ..Default::default() }).await?;
             let memory = ctx.store.run_memory(id).await?;
@@ -124,18 +127,6 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
                 memory.last_snapshot.as_deref().and_then(|j| serde_json::from_str(j).ok());
             let workers = ctx.store.worker_sessions(id).await?;
             let notices = ctx.store.notices(Some(id)).await?;
-            if as_json {
-                return json(&serde_json::json!({
-                    "run": run,
-                    "last_decision": memory.last_decision,
-                    "last_decision_at": memory.last_decision_at,
-                    "budget_stopped": memory.budget_stopped,
-                    "pull_request": pr,
-                    "workers": workers,
-                    "notices": notices,
-                    "events": events,
-                }));
-            }
             let now = now();
             let field = |name: &str, value: String| println!("{:<20}{value}", format!("{name}:"));
             field("run", run.id.to_string());

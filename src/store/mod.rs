@@ -22,6 +22,7 @@ mod open;
 mod pending_detail;
 mod row;
 mod run_fields;
+mod run_view;
 mod runner_status;
 mod runs;
 mod source_cursors;

@@ -8,7 +8,6 @@ use serde_json::{Value, json};
 
 use super::{ApiError, ApiResult, gid, named, number};
 use crate::domain::{QueueStatus, RunState};
-use crate::forge::PrSnapshot;
 use crate::store::{EventFilter, RunFilter, TaskFilter, now, start_of_day};
 use crate::web::AppState;
 
@@ -78,22 +77,7 @@ pub async fn run(State(state): State<AppState>, Path(raw): Path<String>) -> ApiR
     let id: i64 = raw
         .parse()
         .map_err(|_| ApiError::new(axum::http::StatusCode::NOT_FOUND, format!("no run with id {raw:?}")))?;
-    let run = state.store.run(id).await?;
-    let events = state.store.events(&EventFilter { run_id: Some(id), ..Default::default() }).await?;
-    let memory = state.store.run_memory(id).await?;
-    let pr: Option<PrSnapshot> = memory.last_snapshot.as_deref().and_then(|j| serde_json::from_str(j).ok());
-    let workers = state.store.worker_sessions(id).await?;
-    let notices = state.store.notices(Some(id)).await?;
-    Ok(Json(json!({
-        "run": run,
-        "last_decision": memory.last_decision,
-        "last_decision_at": memory.last_decision_at,
-        "budget_stopped": memory.budget_stopped,
-        "pull_request": pr,
-        "workers": workers,
-        "notices": notices,
-        "events": events,
-    })))
+    Ok(Json(state.store.run_view(id).await?))
 }
 
 /// `GET /status` → what `executor status --json` prints.

@@ -1,0 +1,29 @@
+//! What `executor runs show --json` and `GET /api/v1/runs/{id}` both answer: one function, so the two
+//! shapes cannot drift apart.
+
+use serde_json::{Value, json};
+
+use super::{EventFilter, Result, Store};
+
+impl Store {
+    /// A run with its memory (last decision, budget stop), its pull request as last observed (the
+    /// forge-neutral snapshot, as stored), its workers, notices and history.
+    pub async fn run_view(&self, id: i64) -> Result<Value> {
+        let run = self.run(id).await?;
+        let events = self.events(&EventFilter { run_id: Some(id), ..Default::default() }).await?;
+        let memory = self.run_memory(id).await?;
+        let pr: Option<Value> = memory.last_snapshot.as_deref().and_then(|j| serde_json::from_str(j).ok());
+        let workers = self.worker_sessions(id).await?;
+        let notices = self.notices(Some(id)).await?;
+        Ok(json!({
+            "run": run,
+            "last_decision": memory.last_decision,
+            "last_decision_at": memory.last_decision_at,
+            "budget_stopped": memory.budget_stopped,
+            "pull_request": pr,
+            "workers": workers,
+            "notices": notices,
+            "events": events,
+        }))
+    }
+}
