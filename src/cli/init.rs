@@ -66,7 +66,9 @@ pub async fn run(config_flag: Option<&Path>, args: InitArgs, as_json: bool) -> a
     println!("data dir:  {}", data_dir.display());
     println!("database:  {} (schema version {})", redact_url(&url), report.to);
     println!();
-    println!("Next: add a repository under [repos] in the config, then");
+    println!(
+        "Next: add a repository under [repos] in the config, check the setup with `executor doctor`, then"
+    );
     println!(
         "  executor queue add --gid 1 --description \"…\"   # queue a task (or add [[sources]]: executor intake)"
     );
