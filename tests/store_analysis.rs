@@ -220,6 +220,10 @@ async fn analyses_count_in_the_daily_budget(db: TestDb) {
     let s = store.begin_analysis_session(&g, "claude", "h").await.unwrap();
     store.set_analysis_process(s, 4242, Some(17), "/logs/b1/analyzer.md").await.unwrap();
     assert_eq!(store.open_analysis_sessions("h").await.unwrap().len(), 1);
+    // Spend reported while it runs counts at once (another analysis, or the runner, sees it).
+    store.record_analysis_usage(s, Some(0.10), 40, 5).await.unwrap();
+    let running = store.spent_since(Utc::now() - Duration::hours(1)).await.unwrap();
+    assert!((running - before - 0.10).abs() < 1e-9, "spent {running} while running");
     let end = AnalysisEnd { cost_usd: 0.25, input_tokens: 100, ..Default::default() };
     store.end_analysis_session(s, &end).await.unwrap();
     store.end_analysis_session(s, &AnalysisEnd { cost_usd: 9.0, ..Default::default() }).await.unwrap();

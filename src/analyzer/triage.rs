@@ -230,7 +230,7 @@ impl Triager {
             return RunResult::Blocked(database(&e));
         }
         let (tx, rx) = mpsc::unbounded_channel();
-        let (outcome, last) = tokio::join!(pending.release(tx, stop), drain(rx));
+        let (outcome, last) = tokio::join!(pending.release(tx, stop), drain(rx, &self.store, session));
         let result = judge(&outcome, &self.config, place.budget);
         let end = AnalysisEnd {
             reason: Some(outcome.reason),
@@ -435,8 +435,10 @@ struct Reported {
     output_tokens: u64,
 }
 
-/// Reads a running agent's updates until it ends (the channel closes with it).
-async fn drain(mut rx: mpsc::UnboundedReceiver<WorkerUpdate>) -> Reported {
+/// Reads a running agent's updates until it ends (the channel closes with it). Its spend is written on
+/// the session as it is reported, so that analyses running at the same time, and the runner's workers,
+/// see it in the day's budget before this one ends.
+async fn drain(mut rx: mpsc::UnboundedReceiver<WorkerUpdate>, store: &Store, session: i64) -> Reported {
     let mut r = Reported::default();
     while let Some(update) = rx.recv().await {
         match update {
@@ -445,6 +447,11 @@ async fn drain(mut rx: mpsc::UnboundedReceiver<WorkerUpdate>) -> Reported {
                 r.cost_usd = cost_usd.or(r.cost_usd);
                 r.input_tokens = input_tokens;
                 r.output_tokens = output_tokens;
+                let (input, output) = (tokens(input_tokens), tokens(output_tokens));
+                if let Err(e) = store.record_analysis_usage(session, r.cost_usd, input, output).await {
+                    // The end records the totals again; a lost update only delays what the budget sees.
+                    tracing::warn!(session, "recording an analysis's usage: {e}");
+                }
             }
             _ => {}
         }

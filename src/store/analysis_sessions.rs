@@ -105,13 +105,44 @@ impl Store {
         Ok(())
     }
 
-    /// Closes a session (once: a second end of the same session changes nothing).
+    /// What a running analysis has spent so far (it counts in the day's budget at once). Never lowers
+    /// what was recorded.
+    pub async fn record_analysis_usage(
+        &self,
+        session: i64,
+        cost_usd: Option<f64>,
+        input_tokens: i64,
+        output_tokens: i64,
+    ) -> Result<()> {
+        on_pool!(self, |p| {
+            sqlx::query(
+                "UPDATE executor_analysis_sessions SET \
+                   cost_usd = CASE WHEN $1 > cost_usd THEN $1 ELSE cost_usd END, \
+                   input_tokens = CASE WHEN $2 > input_tokens THEN $2 ELSE input_tokens END, \
+                   output_tokens = CASE WHEN $3 > output_tokens THEN $3 ELSE output_tokens END \
+                 WHERE id = $4 AND ended_at IS NULL",
+            )
+            .bind(cost_usd.unwrap_or(0.0))
+            .bind(input_tokens)
+            .bind(output_tokens)
+            .bind(session)
+            .execute(p)
+            .await?;
+        });
+        Ok(())
+    }
+
+    /// Closes a session (once: a second end of the same session changes nothing). The figures kept are
+    /// the larger of the end's and those recorded while it ran (a killed agent reports nothing at the
+    /// end).
     pub async fn end_analysis_session(&self, session: i64, end: &AnalysisEnd) -> Result<()> {
         on_pool!(self, |p| {
             sqlx::query(
                 "UPDATE executor_analysis_sessions SET ended_at = $1, end_reason = $2, session_id = $3, \
-                 cost_usd = $4, input_tokens = $5, output_tokens = $6, result_error = $7 \
-                 WHERE id = $8 AND ended_at IS NULL",
+                 cost_usd = CASE WHEN $4 > cost_usd THEN $4 ELSE cost_usd END, \
+                 input_tokens = CASE WHEN $5 > input_tokens THEN $5 ELSE input_tokens END, \
+                 output_tokens = CASE WHEN $6 > output_tokens THEN $6 ELSE output_tokens END, \
+                 result_error = $7 WHERE id = $8 AND ended_at IS NULL",
             )
             .bind(now())
             .bind(end.reason.map(|r| r.as_str()))
