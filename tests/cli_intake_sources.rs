@@ -164,6 +164,16 @@ async fn sources_land_then_only_changes_come_back(database: Option<&str>) {
     assert_eq!((backlog["fetched"].as_u64(), backlog["unchanged"].as_u64()), (Some(1), Some(1)));
     assert_eq!(backlog["cursor"], "2026-11-06T00:00:00Z");
     assert_eq!(report["sources"][1]["refused"][0]["where"], "sheet line 3");
+
+    // --full asks for everything again (no modified_since), changes nothing that did not change, and
+    // the cursor stays where the data is.
+    let before = fake.requests().len();
+    let out = succeeds(&sb, &["--source", "backlog", "--full"]).await;
+    assert!(out.starts_with("backlog (asana): 3 fetched — 0 added, 0 updated, 3 unchanged"), "{out}");
+    let asked: Vec<_> = fake.requests()[before..].to_vec();
+    assert!(asked.iter().all(|r| !r.query.contains_key("modified_since")), "{asked:?}");
+    let cursor = s.source_cursors().await.unwrap().into_iter().find(|c| c.source == "backlog").unwrap();
+    assert_eq!(cursor.cursor.map(|c| c.to_rfc3339()).as_deref(), Some("2026-11-06T00:00:00+00:00"));
     s.close().await;
 }
 

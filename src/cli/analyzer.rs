@@ -31,7 +31,7 @@ pub async fn analyzer(ctx: &Context, args: AnalyzerArgs, as_json: bool) -> anyho
         Err(e) => return Err(e.into()),
     };
     let intake = if !args.no_intake && !ctx.config.sources.is_empty() {
-        let report = super::intake::fetch(ctx, None).await?;
+        let report = super::intake::fetch(ctx, None, false).await?;
         if !as_json {
             super::intake::print(&report)?;
         }

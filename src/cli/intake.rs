@@ -20,6 +20,11 @@ pub struct IntakeArgs {
     /// Only the source with this name (its `name` in the config).
     #[arg(long, value_name = "NAME")]
     source: Option<String>,
+    /// Fetch everything the source has, not only what changed since its last fetch (after adding a
+    /// project or section to a source, whose older tasks would otherwise never come). Tasks already in
+    /// the queue are updated, never duplicated.
+    #[arg(long)]
+    full: bool,
 }
 
 pub async fn run(ctx: &Context, args: IntakeArgs, as_json: bool) -> anyhow::Result<()> {
@@ -33,7 +38,7 @@ pub async fn run(ctx: &Context, args: IntakeArgs, as_json: bool) -> anyhow::Resu
         );
         return Ok(());
     }
-    let report = fetch(ctx, args.source.as_deref()).await?;
+    let report = fetch(ctx, args.source.as_deref(), args.full).await?;
     if as_json {
         json(&report)?;
     } else {
@@ -55,7 +60,7 @@ pub async fn run(ctx: &Context, args: IntakeArgs, as_json: bool) -> anyhow::Resu
 
 /// Every configured source (or only `only`) into the queue: the GitHub client is made only when a
 /// GitHub Issues source is among them.
-pub(super) async fn fetch(ctx: &Context, only: Option<&str>) -> anyhow::Result<IntakeReport> {
+pub(super) async fn fetch(ctx: &Context, only: Option<&str>, full: bool) -> anyhow::Result<IntakeReport> {
     let config = &ctx.config;
     let needs_github =
         config.sources.iter().any(|s| s.kind == "github_issues" && only.is_none_or(|name| name == s.name));
@@ -65,7 +70,7 @@ pub(super) async fn fetch(ctx: &Context, only: Option<&str>) -> anyhow::Result<I
     } else {
         None
     };
-    match intake(config, &ctx.store, only, process_env(), github).await {
+    match intake(config, &ctx.store, only, full, process_env(), github).await {
         Ok(report) => Ok(report),
         Err(e @ IntakeError::UnknownSource { .. }) => bail!(UsageError(e.to_string())),
         Err(e) => Err(e.into()),

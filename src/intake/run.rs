@@ -109,11 +109,13 @@ pub fn to_new_task(source: &SourceConfig, t: SourceTask) -> Result<(TaskGid, New
 /// Fetches every configured source (or only the one named `only`) into the queue and says what each
 /// did. A source that fails is recorded (`Store::set_source_failed`) and reported, and the others still
 /// run; the error is only for an unknown `only` or a database that fails to record a failure.
-/// `github` serves the `github_issues` sources.
+/// `github` serves the `github_issues` sources. `full` fetches everything, ignoring the cursors (after a
+/// project was added to a source, say); the cursors move on as usual.
 pub async fn intake(
     config: &Config,
     store: &Store,
     only: Option<&str>,
+    full: bool,
     env: EnvLookup,
     github: Option<Arc<GitHubClient>>,
 ) -> Result<IntakeReport, IntakeError> {
@@ -126,7 +128,7 @@ pub async fn intake(
     };
     let mut report = IntakeReport::default();
     for source in sources {
-        report.sources.push(take_in(config, store, source, &env, github.as_ref()).await?);
+        report.sources.push(take_in(config, store, source, full, &env, github.as_ref()).await?);
     }
     Ok(report)
 }
@@ -139,15 +141,16 @@ fn known(config: &Config) -> String {
     format!("the configured ones are {}", names.join(", "))
 }
 
-/// One source: fetch from its cursor, store, then move the cursor on.
+/// One source: fetch from its cursor (from the start when `full`), store, then move the cursor on.
 async fn take_in(
     config: &Config,
     store: &Store,
     source: &SourceConfig,
+    full: bool,
     env: &EnvLookup,
     github: Option<&Arc<GitHubClient>>,
 ) -> Result<SourceReport, IntakeError> {
-    let since = store.source_cursor(&source.name).await?;
+    let since = if full { None } else { store.source_cursor(&source.name).await? };
     let mut report = SourceReport {
         name: source.name.clone(),
         kind: source.kind.clone(),
