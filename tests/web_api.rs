@@ -2,13 +2,14 @@
 //! 127.0.0.1:0 with a real SQLite store; and `executor serve` itself.
 
 mod common;
+mod web_support;
 
 use std::sync::Arc;
 
 use executor::config::Config;
 use executor::domain::{Actor, QueueStatus, RunState, TaskGid, WorkerKind};
 use executor::store::{EventFilter, NewTask, Store, WorkerEnd};
-use executor::web::{self, AppState};
+use executor::web::AppState;
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, LOCATION, SET_COOKIE};
 use serde_json::{Value, json};
@@ -33,8 +34,6 @@ impl Server {
     async fn start(loopback: bool) -> Server {
         let db = common::sqlite();
         let store = db.open().await;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
         let state = AppState {
             store: store.clone(),
             config: Arc::new(Config::default()),
@@ -42,8 +41,7 @@ impl Server {
             loopback,
             github: None,
         };
-        let (stop, rx) = tokio::sync::watch::channel(false);
-        tokio::spawn(web::serve(listener, state, rx));
+        let (base, stop) = web_support::serve(state).await;
         let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
         Server { base, store, http, stop, _db: db }
     }

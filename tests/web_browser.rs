@@ -4,6 +4,7 @@
 
 mod browser_support;
 mod common;
+mod web_support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,7 +13,7 @@ use browser_support::{Browser, chromedriver};
 use executor::config::Config;
 use executor::domain::{Actor, QueueStatus, TaskGid, WorkerKind};
 use executor::store::{NewTask, SessionStart, Store};
-use executor::web::{self, AppState};
+use executor::web::AppState;
 use fantoccini::Locator;
 
 const TOKEN: &str = "feedfacefeedfacefeedfacefeedface";
@@ -28,8 +29,6 @@ struct Site {
 async fn site() -> Site {
     let db = common::sqlite();
     let store = db.open().await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
     let state = AppState {
         store: store.clone(),
         config: Arc::new(Config::default()),
@@ -37,8 +36,7 @@ async fn site() -> Site {
         loopback: true,
         github: None,
     };
-    let (stop, rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(web::serve(listener, state, rx));
+    let (base, stop) = web_support::serve(state).await;
     Site { base, store, _stop: stop, _db: db }
 }
 

@@ -3,12 +3,13 @@
 
 mod common;
 mod fake_github;
+mod web_support;
 
 use std::sync::Arc;
 
 use executor::config::Config;
 use executor::forge::github::{GitHubClient, TokenSources};
-use executor::web::{self, AppState};
+use executor::web::AppState;
 use fake_github::FakeGitHub;
 
 const TOKEN: &str = "ghp_metrics-token-0123456789abcdef";
@@ -20,8 +21,6 @@ async fn metrics_report_the_github_rate_limit_left() {
     let github = executor::config::GitHub { api_url: fake.api_url(), ..Default::default() };
     let client = Arc::new(GitHubClient::with_sources(&github, TokenSources::given(TOKEN)).unwrap());
     let db = common::sqlite();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
     let state = AppState {
         store: db.open().await,
         config: Arc::new(Config::default()),
@@ -29,8 +28,7 @@ async fn metrics_report_the_github_rate_limit_left() {
         loopback: true,
         github: Some(client),
     };
-    let (_stop, rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(web::serve(listener, state, rx));
+    let (base, _stop) = web_support::serve(state).await;
     let text = reqwest::get(format!("{base}/metrics")).await.unwrap().text().await.unwrap();
     assert!(text.contains("# TYPE executor_github_rate_remaining gauge"), "{text}");
     for resource in ["core", "graphql"] {

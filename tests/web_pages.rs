@@ -3,6 +3,7 @@
 //! move tasks (as `web`); the live log follows a growing work log file.
 
 mod common;
+mod web_support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +11,7 @@ use std::time::Duration;
 use executor::config::Config;
 use executor::domain::{Actor, QueueStatus, TaskGid, WorkerKind};
 use executor::store::{EventFilter, NewTask, SessionStart, Store};
-use executor::web::{self, AppState};
+use executor::web::AppState;
 use reqwest::StatusCode;
 use reqwest::redirect::Policy;
 
@@ -29,8 +30,6 @@ impl Dashboard {
     }
 
     async fn with_config(store: Store, config: Config) -> Dashboard {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let base = format!("http://{}", listener.local_addr().expect("address"));
         let state = AppState {
             store,
             config: Arc::new(config),
@@ -38,8 +37,7 @@ impl Dashboard {
             loopback: true,
             github: None,
         };
-        let (stop, shutdown) = tokio::sync::watch::channel(false);
-        tokio::spawn(web::serve(listener, state, shutdown));
+        let (base, stop) = web_support::serve(state).await;
         let client = reqwest::Client::builder().redirect(Policy::none()).build().expect("client");
         Dashboard { base, client, _stop: stop }
     }
