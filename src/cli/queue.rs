@@ -615,17 +615,15 @@ pub async fn approve(ctx: &Context, gids: &[String], skip_triage: bool, as_json:
     let mut results = Vec::new();
     for gid in &gids {
         match ctx.store.approve_task(gid, skip_triage, Actor::Cli).await {
-            Ok(crate::store::Approval { task, revision_approved: revised }) => {
+            Ok(done) => {
                 if !as_json {
-                    if revised {
+                    if done.revision_approved {
                         println!("approved the revision of {gid}: it is now the text agents are told");
                     } else {
                         println!("approved {gid}");
                     }
                 }
-                results.push(
-                    serde_json::json!({ "gid": gid, "ok": true, "revision_approved": revised, "task": task }),
-                );
+                results.push(done.result_json());
             }
             Err(e) => {
                 failed += 1;

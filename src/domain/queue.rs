@@ -107,6 +107,48 @@ pub struct Task {
 }
 
 #[cfg(test)]
+impl Task {
+    /// A task with nothing but its gid and status, added at the epoch: unit tests set what they need
+    /// with `Task { field, ..Task::for_test(gid, status) }`.
+    pub(crate) fn for_test(gid: &str, status: QueueStatus) -> Task {
+        Task {
+            id: 1,
+            task_gid: TaskGid::parse(gid).expect("a valid test gid"),
+            added_at: DateTime::UNIX_EPOCH,
+            updated_at: DateTime::UNIX_EPOCH,
+            source: None,
+            description: None,
+            notes: None,
+            status,
+            priority: None,
+            complexity: None,
+            feasibility: None,
+            analysis_summary: None,
+            executor_run_id: None,
+            repo: None,
+            revision_description: None,
+            revision_notes: None,
+            revision_at: None,
+            url: None,
+            completed: None,
+            assignee: None,
+            source_modified_at: None,
+            raw_json: None,
+            skip_rule: None,
+            skip_why: None,
+            acceptance_criteria: Vec::new(),
+            analyzed_at: None,
+            analysis_error: None,
+            analysis_attempts: 0,
+            analysis_retry_at: None,
+            analysis_round: 0,
+            claim_owner: None,
+            claim_expires_at: None,
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::QueueStatus::{self, *};
 

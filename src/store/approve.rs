@@ -12,6 +12,16 @@ pub struct Approval {
     pub revision_approved: bool,
 }
 
+impl Approval {
+    /// One element of `executor approve --json` (and of the API's answers): `{"gid", "ok": true,
+    /// "revision_approved", "task"}`.
+    pub fn result_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "gid": self.task.task_gid, "ok": true, "revision_approved": self.revision_approved, "task": self.task
+        })
+    }
+}
+
 impl Store {
     /// Approves a task (awaiting_go or for_review → approved), or accepts the pending revision of an
     /// approved one. A pending task is approved only with `skip_triage`, recorded as pending →

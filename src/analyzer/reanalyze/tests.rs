@@ -10,37 +10,13 @@ fn task(gid: &str, source: &str, description: &str, skip_rule: Option<&str>, ana
     let at = Utc.with_ymd_and_hms(2026, 11, 1, 0, 0, 0).unwrap();
     Task {
         id: 0,
-        task_gid: TaskGid::parse(gid).unwrap(),
         added_at: at,
         updated_at: at,
         source: Some(source.into()),
         description: Some(description.into()),
-        notes: None,
-        status: QueueStatus::Skip,
-        priority: None,
-        complexity: None,
-        feasibility: None,
-        analysis_summary: None,
-        executor_run_id: None,
-        repo: None,
-        revision_description: None,
-        revision_notes: None,
-        revision_at: None,
-        url: None,
-        completed: None,
-        assignee: None,
-        source_modified_at: None,
-        raw_json: None,
         skip_rule: skip_rule.map(String::from),
-        skip_why: None,
-        acceptance_criteria: Vec::new(),
         analyzed_at: analyzed.then_some(at),
-        analysis_error: None,
-        analysis_attempts: 0,
-        analysis_retry_at: None,
-        analysis_round: 0,
-        claim_owner: None,
-        claim_expires_at: None,
+        ..Task::for_test(gid, QueueStatus::Skip)
     }
 }
 

@@ -147,42 +147,13 @@ pub(super) fn plan(old: Option<&Task>, t: &NewTask, at: DateTime<Utc>) -> Planne
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::TaskGid;
 
     fn task(status: QueueStatus) -> Task {
         Task {
-            id: 1,
-            task_gid: TaskGid::parse("1").unwrap(),
-            added_at: DateTime::UNIX_EPOCH,
-            updated_at: DateTime::UNIX_EPOCH,
             source: Some("inbox".into()),
             description: Some("approved".into()),
-            notes: None,
-            status,
             priority: Some(2),
-            complexity: None,
-            feasibility: None,
-            analysis_summary: None,
-            executor_run_id: None,
-            repo: None,
-            revision_description: None,
-            revision_notes: None,
-            revision_at: None,
-            url: None,
-            completed: None,
-            assignee: None,
-            source_modified_at: None,
-            raw_json: None,
-            skip_rule: None,
-            skip_why: None,
-            acceptance_criteria: Vec::new(),
-            analyzed_at: None,
-            analysis_error: None,
-            analysis_attempts: 0,
-            analysis_retry_at: None,
-            analysis_round: 0,
-            claim_owner: None,
-            claim_expires_at: None,
+            ..Task::for_test("1", status)
         }
     }
 

@@ -62,8 +62,7 @@ struct ApproveBody {
 
 /// One approval's result, as an element of `executor approve --json`.
 async fn approve_one(state: &AppState, gid: &TaskGid, skip_triage: bool) -> Result<Value, ApiError> {
-    let done = state.store.approve_task(gid, skip_triage, Actor::Web).await?;
-    Ok(json!({ "gid": gid, "ok": true, "revision_approved": done.revision_approved, "task": done.task }))
+    Ok(state.store.approve_task(gid, skip_triage, Actor::Web).await?.result_json())
 }
 
 /// `POST /tasks/{gid}/approve` (body optional: `{"skip_triage": true}`) → `{"gid", "ok": true,
