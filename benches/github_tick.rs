@@ -209,7 +209,7 @@ async fn complete_run(store: &Store, i: usize, number: i64, worktree: &std::path
     store.set_task_status(&gid, QueueStatus::Approved, Actor::Cli, None).await.expect("approve");
     let run = store.create_run_for_task(&gid, Actor::Runner).await.expect("run").expect("new run");
     let branch = format!("executor/b{i}");
-    store.set_run_workspace(run.id, &worktree.display().to_string(), &branch).await.expect("ws");
+    store.set_run_workspace(run.id, None, &worktree.display().to_string(), &branch).await.expect("ws");
     for (from, to) in [
         (RunState::Queued, RunState::InProgress),
         (RunState::InProgress, RunState::Pr),
@@ -218,7 +218,7 @@ async fn complete_run(store: &Store, i: usize, number: i64, worktree: &std::path
         store.set_run_state_if(run.id, from, to, None, Actor::Runner, "bench").await.expect("state");
     }
     let url = format!("https://github.com/{REPO}/pull/{number}");
-    store.set_run_pr(run.id, &url, number).await.expect("pr");
+    store.set_run_pr(run.id, None, &url, number).await.expect("pr");
 }
 
 /// What one tick asked of the fake.

@@ -76,7 +76,7 @@ async fn main() {
         );
         git(&repo, &["update-ref", &format!("refs/heads/{branch}"), &sha]);
         store
-            .set_run_workspace(run.id, &dir.path().join(format!("wt{i}")).display().to_string(), &branch)
+            .set_run_workspace(run.id, None, &dir.path().join(format!("wt{i}")).display().to_string(), &branch)
             .await
             .expect("ws");
         store
@@ -89,8 +89,8 @@ async fn main() {
             .expect("s2");
         let pr = store.open_local_pr(run.id, Some("app"), &branch, "main").await.expect("pr");
         // A pending check with no process directory: CI "running", so each tick decides to wait.
-        store.start_local_check(pr.id, &sha, "ci", "").await.expect("check");
-        store.set_ci_triggered(run.id, &sha).await.expect("triggered");
+        store.start_local_check(pr.id, &sha, "ci", "", "bench").await.expect("check");
+        store.set_ci_triggered(run.id, None, &sha).await.expect("triggered");
     }
     println!("setup: {runs} runs in pr on the local forge in {:.1?}", setup.elapsed());
 

@@ -66,8 +66,8 @@ async fn seed(store: &Store, n: usize) {
         store.set_task_status(&g, QueueStatus::AwaitingGo, Actor::Cli, None).await.expect("triage");
         store.set_task_status(&g, QueueStatus::Approved, Actor::Cli, None).await.expect("approve");
         let run = store.create_run_for_task(&g, Actor::Runner).await.expect("run").expect("a new run");
-        store.set_last_snapshot(run.id, &snapshot).await.expect("snapshot");
-        store.record_decision(run.id, "waiting for CI at the head").await.expect("decision");
+        store.set_last_snapshot(run.id, None, &snapshot).await.expect("snapshot");
+        store.record_decision(run.id, None, "waiting for CI at the head").await.expect("decision");
     }
     println!("seeded {} runs in {:.1}s", RUNS.min(n), started.elapsed().as_secs_f64());
 }

@@ -92,7 +92,7 @@ fn a_cheap_worker_shows_its_cost_in_tenths_of_a_cent() {
             cost_usd: 0.0021,
             ..executor::store::WorkerEnd::new(executor::domain::EndReason::Finished)
         };
-        store.end_worker_session(s.id, &end).await.unwrap();
+        store.end_worker_session(s.id, None, &end).await.unwrap();
         run.id
     });
     let list = sb.ok(&["runs", "list"]);

@@ -2,14 +2,13 @@
 
 mod common;
 
-use std::collections::{HashMap, HashSet};
 
 use chrono::Duration;
 use common::TestDb;
 use executor::domain::{Actor, QueueStatus, RunState, TaskGid};
 use executor::domain::{EndReason, ReviewVerdict, WorkerKind};
 use executor::store::{
-    EventFilter, KNOWN_VERSION, NewComment, NewTask, RunFilter, SessionStart, Store, StoreError, TaskFilter,
+    EventFilter, KNOWN_VERSION, NewComment, NewTask, SessionStart, Store, StoreError, TaskFilter,
     Upserted, WorkerEnd,
 };
 
@@ -20,8 +19,6 @@ on_both_databases!(
     queue_status_changes_are_checked_and_recorded,
     a_run_is_created_only_for_an_approved_task_and_only_once,
     run_state_changes_are_checked_conditional_and_recorded,
-    leases_exclude_other_owners_until_they_expire,
-    fifty_tasks_and_eight_claimers_give_one_run_each_claimed_once,
     status_counts_and_listings_filter,
     a_run_has_at_most_one_live_worker_and_costs_add_up,
     local_pull_requests_comments_and_checks_round_trip,
@@ -31,7 +28,6 @@ on_both_databases!(
     only_the_tasks_own_work_is_the_session_to_resume,
     an_abandoned_run_frees_its_lease,
     undelivered_notices_stay_in_the_outbox_until_delivered_or_given_up,
-    the_runner_status_says_what_the_last_runner_met,
     what_executor_wrote_on_a_forge_is_remembered,
 );
 
@@ -167,12 +163,12 @@ async fn run_state_changes_are_checked_conditional_and_recorded(db: TestDb) {
     assert!(matches!(err, StoreError::Conflict(_)), "{err}");
     assert!(err.to_string().contains("expected in_progress, found queued"), "{err}");
 
-    assert!(store.claim_run(id, "host-a", Duration::minutes(5)).await.unwrap());
+    assert!(store.claim_run(id, "host-a", std::time::Duration::from_secs(300)).await.unwrap());
     let err = store
         .set_run_state_if(id, RunState::Queued, RunState::InProgress, Some("host-b"), Actor::Runner, "x")
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("lease is held by another runner"), "{err}");
+    assert!(matches!(err, StoreError::LeaseLost(r) if r == id), "{err}");
 
     store
         .set_run_state_if(id, RunState::Queued, RunState::InProgress, Some("host-a"), Actor::Runner, "worker")
@@ -222,76 +218,6 @@ async fn run_state_changes_are_checked_conditional_and_recorded(db: TestDb) {
     );
 }
 
-async fn leases_exclude_other_owners_until_they_expire(db: TestDb) {
-    let store = db.open().await;
-    let g = approved(&store, "l1").await;
-    let id = store.create_run_for_task(&g, Actor::Runner).await.unwrap().unwrap().id;
-    assert!(store.claim_run(id, "a", Duration::minutes(5)).await.unwrap());
-    assert!(!store.claim_run(id, "b", Duration::minutes(5)).await.unwrap());
-    assert!(store.claim_run(id, "a", Duration::minutes(5)).await.unwrap(), "renewal");
-    store.release_run(id, "b").await.unwrap();
-    assert_eq!(store.run(id).await.unwrap().lease_owner.as_deref(), Some("a"), "only the holder releases");
-    store.release_run(id, "a").await.unwrap();
-    assert!(store.claim_run(id, "b", Duration::milliseconds(-1)).await.unwrap(), "free after release");
-    assert!(store.claim_run(id, "c", Duration::minutes(5)).await.unwrap(), "b's lease had expired");
-}
-
-async fn fifty_tasks_and_eight_claimers_give_one_run_each_claimed_once(db: TestDb) {
-    let store = db.open().await;
-    for i in 0..50 {
-        approved(&store, &format!("c{i:02}")).await;
-    }
-    let mut claimers = Vec::new();
-    for c in 0..8 {
-        // Each claimer has its own pool, as separate processes would.
-        let store = Store::open(&db.url).await.unwrap();
-        claimers.push(tokio::spawn(async move {
-            let owner = format!("claimer-{c}");
-            let mut created = Vec::new();
-            let mut claimed = Vec::new();
-            for g in store.approved_tasks_without_run(100).await.unwrap() {
-                if let Some(run) = store.create_run_for_task(&g, Actor::Runner).await.unwrap() {
-                    created.push(run.id);
-                }
-            }
-            for run in store.active_runs().await.unwrap() {
-                if store.claim_run(run.id, &owner, Duration::hours(1)).await.unwrap() {
-                    claimed.push(run.id);
-                }
-            }
-            (owner, created, claimed)
-        }));
-    }
-    let mut created = Vec::new();
-    let mut claimed_by: HashMap<i64, Vec<String>> = HashMap::new();
-    for c in claimers {
-        let (owner, made, claimed) = c.await.unwrap();
-        created.extend(made);
-        for id in claimed {
-            claimed_by.entry(id).or_default().push(owner.clone());
-        }
-    }
-    let runs = store.list_runs(&RunFilter::default()).await.unwrap();
-    assert_eq!(runs.len(), 50, "one run per task");
-    assert_eq!(created.len(), 50, "each run created exactly once");
-    let gids: HashSet<_> = runs.iter().map(|r| r.task_gid.clone()).collect();
-    assert_eq!(gids.len(), 50);
-    // Claimers that finished creating early may see only part of the runs, but no run is claimed twice,
-    // and each claimed run's lease names its single claimer.
-    for run in &runs {
-        if let Some(owners) = claimed_by.get(&run.id) {
-            assert_eq!(owners.len(), 1, "run {} claimed by {owners:?}", run.id);
-            assert_eq!(run.lease_owner.as_ref(), Some(&owners[0]));
-        }
-    }
-    let unclaimed: Vec<_> = runs.iter().filter(|r| r.lease_owner.is_none()).map(|r| r.id).collect();
-    for id in unclaimed {
-        assert!(store.claim_run(id, "late", Duration::hours(1)).await.unwrap());
-    }
-    let all_claimed = store.list_runs(&RunFilter::default()).await.unwrap();
-    assert!(all_claimed.iter().all(|r| r.lease_owner.is_some()));
-}
-
 async fn status_counts_and_listings_filter(db: TestDb) {
     let store = db.open().await;
     approved(&store, "s1").await;
@@ -332,8 +258,8 @@ async fn a_run_has_at_most_one_live_worker_and_costs_add_up(db: TestDb) {
             .is_none(),
         "a second live worker for the same run is refused by the database"
     );
-    store.set_worker_process(s1.id, 4242, Some(99), "/tmp/out", "/tmp/log.md").await.unwrap();
-    store.set_worker_agent_session(s1.id, "sess-1").await.unwrap();
+    store.set_worker_process(s1.id, None, 4242, Some(99), "/tmp/out", "/tmp/log.md").await.unwrap();
+    store.set_worker_agent_session(s1.id, None, "sess-1").await.unwrap();
     let r = store.run(run.id).await.unwrap();
     assert_eq!((r.worker_pid, r.worker_session_id.as_deref()), (Some(4242), Some("sess-1")));
     assert_eq!(store.live_worker_sessions().await.unwrap().len(), 1);
@@ -344,8 +270,8 @@ async fn a_run_has_at_most_one_live_worker_and_costs_add_up(db: TestDb) {
         output_tokens: 5,
         ..WorkerEnd::new(EndReason::IdleTimeout)
     };
-    assert!(store.end_worker_session(s1.id, &end).await.unwrap());
-    assert!(!store.end_worker_session(s1.id, &end).await.unwrap(), "closing twice changes nothing");
+    assert!(store.end_worker_session(s1.id, None, &end).await.unwrap());
+    assert!(!store.end_worker_session(s1.id, None, &end).await.unwrap(), "closing twice changes nothing");
     let s2 = store
         .begin_worker_session(run.id, WorkerKind::InProgress, "claude", "host", &Default::default())
         .await
@@ -357,7 +283,7 @@ async fn a_run_has_at_most_one_live_worker_and_costs_add_up(db: TestDb) {
         output_tokens: 1,
         ..WorkerEnd::new(EndReason::Interrupted)
     };
-    store.end_worker_session(s2.id, &end2).await.unwrap();
+    store.end_worker_session(s2.id, None, &end2).await.unwrap();
     let r = store.run(run.id).await.unwrap();
     assert_eq!(r.worker_pid, None);
     assert_eq!(r.worker_stuck_count, 1);
@@ -403,8 +329,9 @@ async fn local_pull_requests_comments_and_checks_round_trip(db: TestDb) {
     let comments = store.local_comments(pr.id).await.unwrap();
     assert_eq!(comments.len(), 2);
     assert_eq!((comments[1].in_reply_to, comments[1].by_agent), (Some(c), true));
-    let check = store.start_local_check(pr.id, "abc", "ci", "/tmp/ci").await.unwrap();
-    assert_eq!(store.pending_local_checks().await.unwrap().len(), 1);
+    let check = store.start_local_check(pr.id, "abc", "ci", "/tmp/ci", "h1").await.unwrap();
+    assert_eq!(store.pending_local_checks("h1").await.unwrap().len(), 1);
+    assert!(store.pending_local_checks("h2").await.unwrap().is_empty(), "another host's CI is not polled here");
     assert!(store.finish_local_check(check, "failure", "boom").await.unwrap());
     assert!(!store.finish_local_check(check, "success", "").await.unwrap(), "finished once");
     let checks = store.local_checks(pr.id).await.unwrap();
@@ -431,16 +358,16 @@ async fn notices_are_recorded_once_per_key_and_the_runner_memory_round_trips(db:
     let notices = store.notices(Some(run.id)).await.unwrap();
     assert_eq!(notices[0].delivery.as_deref(), Some("local pull request comment 1"));
 
-    store.record_decision(run.id, "CI is running").await.unwrap();
-    store.set_ci_triggered(run.id, "abc").await.unwrap();
-    store.set_last_snapshot(run.id, "{}").await.unwrap();
-    store.set_budget_stopped(run.id, true).await.unwrap();
+    store.record_decision(run.id, None, "CI is running").await.unwrap();
+    store.set_ci_triggered(run.id, None, "abc").await.unwrap();
+    store.set_last_snapshot(run.id, None, "{}").await.unwrap();
+    store.set_budget_stopped(run.id, None, true).await.unwrap();
     let memory = store.run_memory(run.id).await.unwrap();
     assert_eq!(memory.last_decision.as_deref(), Some("CI is running"));
     assert_eq!(memory.ci_triggered_sha.as_deref(), Some("abc"));
     assert!(memory.budget_stopped && memory.last_decision_at.is_some());
-    store.set_run_review(run.id, "pass", "abc").await.unwrap();
-    store.set_ci_attempts(run.id, 2).await.unwrap();
+    store.set_run_review(run.id, None, "pass", "abc").await.unwrap();
+    store.set_ci_attempts(run.id, None, 2).await.unwrap();
     let r = store.run(run.id).await.unwrap();
     assert_eq!(
         (r.review_verdict.map(|v| v.as_str()), r.review_sha.as_deref(), r.ci_attempts),
@@ -454,7 +381,7 @@ async fn a_review_verdict_is_written_with_the_end_for_the_head_the_review_starte
     let store = db.open().await;
     let g = approved(&store, "v1").await;
     let run = store.create_run_for_task(&g, Actor::Runner).await.unwrap().unwrap();
-    store.set_run_head(run.id, "old").await.unwrap();
+    store.set_run_head(run.id, None, "old").await.unwrap();
     let start = SessionStart { start_sha: Some("old".into()), resumed_session: None };
     let s = store
         .begin_worker_session(run.id, WorkerKind::PrReview, "command", "h", &start)
@@ -463,9 +390,9 @@ async fn a_review_verdict_is_written_with_the_end_for_the_head_the_review_starte
         .unwrap();
     assert_eq!(s.start_sha.as_deref(), Some("old"));
     // Someone pushes while the review runs: the run's head moves on.
-    store.set_run_head(run.id, "new").await.unwrap();
+    store.set_run_head(run.id, None, "new").await.unwrap();
     let end = WorkerEnd { verdict: Some(ReviewVerdict::Pass), ..WorkerEnd::new(EndReason::Finished) };
-    store.end_worker_session(s.id, &end).await.unwrap();
+    store.end_worker_session(s.id, None, &end).await.unwrap();
     let r = store.run(run.id).await.unwrap();
     assert_eq!((r.review_verdict, r.review_sha.as_deref()), (Some(ReviewVerdict::Pass), Some("old")));
     assert_eq!(r.head_sha.as_deref(), Some("new"), "the pass is not for the new head");
@@ -482,14 +409,14 @@ async fn usage_is_recorded_as_it_comes_and_survives_an_end_that_reports_less(db:
         .await
         .unwrap()
         .unwrap();
-    store.set_worker_usage(s.id, Some(0.25), 1000, 200, true).await.unwrap();
-    store.set_worker_usage(s.id, None, 1500, 300, false).await.unwrap();
+    store.set_worker_usage(s.id, None, Some(0.25), 1000, 200, true).await.unwrap();
+    store.set_worker_usage(s.id, None, None, 1500, 300, false).await.unwrap();
     let spent = store.spent_since(chrono::Utc::now() - Duration::days(1)).await.unwrap();
     assert!((spent - 0.25).abs() < 1e-9, "the daily budget sees a live worker's spend: {spent}");
     let live = store.worker_session(s.id).await.unwrap();
     assert_eq!((live.input_tokens, live.output_tokens, live.cost_estimated), (1500, 300, true));
     // Killed before its final report: the end says $0, the spend recorded so far stands.
-    store.end_worker_session(s.id, &WorkerEnd::new(EndReason::HardTimeout)).await.unwrap();
+    store.end_worker_session(s.id, None, &WorkerEnd::new(EndReason::HardTimeout)).await.unwrap();
     let r = store.run(run.id).await.unwrap();
     assert!((r.cost_usd - 0.25).abs() < 1e-9, "{}", r.cost_usd);
     assert_eq!((r.input_tokens, r.output_tokens, r.worker_stuck_count), (1500, 300, 1));
@@ -497,7 +424,7 @@ async fn usage_is_recorded_as_it_comes_and_survives_an_end_that_reports_less(db:
     let ended = store.worker_session(s.id).await.unwrap();
     assert!(ended.cost_estimated && (ended.cost_usd - 0.25).abs() < 1e-9);
     // Usage arriving after the end (a late update) changes nothing.
-    store.set_worker_usage(s.id, Some(9.0), 1, 1, false).await.unwrap();
+    store.set_worker_usage(s.id, None, Some(9.0), 1, 1, false).await.unwrap();
     assert!((store.worker_session(s.id).await.unwrap().cost_usd - 0.25).abs() < 1e-9);
 
     // The agent's own final total replaces a higher running estimate: the estimate was only a guess.
@@ -506,14 +433,14 @@ async fn usage_is_recorded_as_it_comes_and_survives_an_end_that_reports_less(db:
         .await
         .unwrap()
         .unwrap();
-    store.set_worker_usage(s.id, Some(0.40), 4000, 800, true).await.unwrap();
+    store.set_worker_usage(s.id, None, Some(0.40), 4000, 800, true).await.unwrap();
     let end = WorkerEnd {
         cost_usd: 0.30,
         input_tokens: 3900,
         output_tokens: 790,
         ..WorkerEnd::new(EndReason::Finished)
     };
-    store.end_worker_session(s.id, &end).await.unwrap();
+    store.end_worker_session(s.id, None, &end).await.unwrap();
     let ended = store.worker_session(s.id).await.unwrap();
     assert!(!ended.cost_estimated && (ended.cost_usd - 0.30).abs() < 1e-9, "{ended:?}");
     assert_eq!((ended.input_tokens, ended.output_tokens), (3900, 790));
@@ -530,8 +457,8 @@ async fn only_the_tasks_own_work_is_the_session_to_resume(db: TestDb) {
         .await
         .unwrap()
         .unwrap();
-    store.set_worker_agent_session(work.id, "work-1").await.unwrap();
-    store.end_worker_session(work.id, &WorkerEnd::new(EndReason::Interrupted)).await.unwrap();
+    store.set_worker_agent_session(work.id, None, "work-1").await.unwrap();
+    store.end_worker_session(work.id, None, &WorkerEnd::new(EndReason::Interrupted)).await.unwrap();
     let start = SessionStart { start_sha: None, resumed_session: Some("work-1".into()) };
     let review = store
         .begin_worker_session(run.id, WorkerKind::PrReview, "claude", "h", &start)
@@ -539,7 +466,7 @@ async fn only_the_tasks_own_work_is_the_session_to_resume(db: TestDb) {
         .unwrap()
         .unwrap();
     assert_eq!(review.resumed_session.as_deref(), Some("work-1"));
-    store.set_worker_agent_session(review.id, "review-1").await.unwrap();
+    store.set_worker_agent_session(review.id, None, "review-1").await.unwrap();
     let r = store.run(run.id).await.unwrap();
     assert_eq!(r.worker_session_id.as_deref(), Some("work-1"), "a review's thread is not the run's session");
     assert_eq!(store.worker_session(review.id).await.unwrap().session_id.as_deref(), Some("review-1"));
@@ -549,7 +476,7 @@ async fn an_abandoned_run_frees_its_lease(db: TestDb) {
     let store = db.open().await;
     let g = approved(&store, "l1").await;
     let run = store.create_run_for_task(&g, Actor::Runner).await.unwrap().unwrap();
-    assert!(store.claim_run(run.id, "host:1", Duration::minutes(5)).await.unwrap());
+    assert!(store.claim_run(run.id, "host:1", std::time::Duration::from_secs(300)).await.unwrap());
     let r = store
         .set_run_state_if(
             run.id,
@@ -583,261 +510,6 @@ async fn undelivered_notices_stay_in_the_outbox_until_delivered_or_given_up(db: 
     assert_eq!(store.notice_keys(run.id).await.unwrap(), ["a", "b"], "each key once, sent or not");
 }
 
-async fn the_runner_status_says_what_the_last_runner_met(db: TestDb) {
-    let store = db.open().await;
-    store.runner_started("h1", 10).await.unwrap();
-    store.runner_ticked("h1", 10, 2, Some("run 3: no repo")).await.unwrap();
-    store.runner_ticked("h1", 10, 0, None).await.unwrap();
-    let s = &store.runner_statuses().await.unwrap()[0];
-    assert_eq!((s.ticks, s.errors, s.last_error.as_deref()), (2, 2, Some("run 3: no repo")));
-    assert!(s.last_error_at.is_some() && s.ended_at.is_none());
-    store.runner_ended("h1", 10).await.unwrap();
-    // The next runner on the host starts afresh.
-    store.runner_started("h1", 11).await.unwrap();
-    let s = &store.runner_statuses().await.unwrap()[0];
-    assert_eq!((s.pid, s.ticks, s.errors, s.last_error.clone()), (11, 0, 0, None));
-}
-
-/// Intake (issue 7): approved text is revised only by a human, and a batch is all or nothing.
-mod intake {
-    use super::*;
-
-    on_both_databases!(
-        an_approved_tasks_text_changes_only_as_a_revision_a_human_accepts,
-        a_batch_with_text_the_database_refuses_writes_nothing_and_names_the_task,
-        a_large_batch_across_chunks_with_repeated_gids_merges_in_order,
-        an_intake_refused_after_chunks_were_written_keeps_none_of_them,
-        two_intakes_of_the_same_new_tasks_at_once_both_succeed,
-        listings_page_with_limit_and_offset,
-    );
-
-    async fn reasons(store: &Store, g: &TaskGid) -> Vec<String> {
-        let filter = EventFilter { task_gid: Some(g.clone()), ..Default::default() };
-        store.events(&filter).await.unwrap().into_iter().filter_map(|e| e.reason).collect()
-    }
-
-    async fn an_approved_tasks_text_changes_only_as_a_revision_a_human_accepts(db: TestDb) {
-        let store = db.open().await;
-        let g = approved(&store, "1207").await;
-        let update = NewTask {
-            description: Some("do something else".into()),
-            notes: Some("new notes".into()),
-            ..Default::default()
-        };
-        let (t, what) = store.upsert_task(&g, &update, Actor::Cli).await.unwrap();
-        assert_eq!(what, Upserted::Revised);
-        assert_eq!(
-            (t.description.as_deref(), t.notes.as_deref()),
-            (Some("work"), None),
-            "approved text kept"
-        );
-        assert_eq!(t.revision_description.as_deref(), Some("do something else"));
-        assert_eq!(t.revision_notes.as_deref(), Some("new notes"));
-        let received = t.revision_at.expect("revision time");
-        assert!(reasons(&store, &g).await.contains(&"revision received; approved text kept".to_string()));
-
-        // The same revision again changes nothing; the tracker sending the approved text withdraws it.
-        let (t, what) = store.upsert_task(&g, &update, Actor::Cli).await.unwrap();
-        assert_eq!((what, t.revision_at), (Upserted::Unchanged, Some(received)));
-        let back = NewTask { description: Some("work".into()), ..Default::default() };
-        let (t, what) = store.upsert_task(&g, &back, Actor::Cli).await.unwrap();
-        assert_eq!((what, t.revision_description.as_deref()), (Upserted::Revised, None));
-        assert_eq!(t.revision_notes.as_deref(), Some("new notes"), "the notes' revision still stands");
-
-        let t = store.accept_task_revision(&g, Actor::Cli).await.unwrap();
-        assert_eq!((t.description.as_deref(), t.notes.as_deref()), (Some("work"), Some("new notes")));
-        assert_eq!((t.revision_description, t.revision_notes, t.revision_at), (None, None, None));
-        assert_eq!(t.status, QueueStatus::Approved);
-        assert!(
-            reasons(&store, &g).await.contains(&"revision approved: it is now the task's text".to_string())
-        );
-        let err = store.accept_task_revision(&g, Actor::Cli).await.unwrap_err();
-        assert!(
-            matches!(err, StoreError::Refused(_)) && err.to_string().contains("no pending revision"),
-            "{err}"
-        );
-
-        // Before approval an update simply replaces the text.
-        let p = gid("1208");
-        store.upsert_task(&p, &task("first"), Actor::Cli).await.unwrap();
-        let (t, what) = store.upsert_task(&p, &task("second"), Actor::Cli).await.unwrap();
-        assert_eq!(
-            (what, t.description.as_deref(), t.revision_at),
-            (Upserted::Updated, Some("second"), None)
-        );
-        let err = store.accept_task_revision(&p, Actor::Cli).await.unwrap_err();
-        assert!(err.to_string().contains("it is pending"), "{err}");
-    }
-
-    async fn a_batch_with_text_the_database_refuses_writes_nothing_and_names_the_task(db: TestDb) {
-        let store = db.open().await;
-        let batch = vec![
-            (gid("a"), task("one")),
-            (gid("b"), task("two")),
-            (gid("c"), NewTask { notes: Some("nul \0 here".into()), ..task("three") }),
-        ];
-        let err = store.upsert_tasks(&batch, Actor::Cli).await.unwrap_err();
-        assert!(matches!(err, StoreError::Refused(_)), "{err}");
-        assert!(
-            err.to_string().contains("task #3 (gid c): there is a NUL character (\\0) in its notes"),
-            "{err}"
-        );
-        assert!(store.list_tasks(&TaskFilter::default()).await.unwrap().is_empty(), "nothing written");
-
-        let written = store.upsert_tasks(&batch[..2], Actor::Cli).await.unwrap();
-        let what: Vec<Upserted> = written.iter().map(|(_, w)| *w).collect();
-        assert_eq!(what, [Upserted::Added, Upserted::Added]);
-        assert_eq!(store.list_tasks(&TaskFilter::default()).await.unwrap().len(), 2);
-    }
-
-    fn many(n: usize, text: &str) -> Vec<(TaskGid, NewTask)> {
-        (0..n).map(|i| (gid(&format!("m{i}")), task(&format!("{text} {i}")))).collect()
-    }
-
-    async fn kinds(store: &Store, g: &TaskGid) -> Vec<String> {
-        let filter = EventFilter { task_gid: Some(g.clone()), ..Default::default() };
-        store.events(&filter).await.unwrap().into_iter().map(|e| e.kind).collect()
-    }
-
-    async fn a_large_batch_across_chunks_with_repeated_gids_merges_in_order(db: TestDb) {
-        let store = db.open().await;
-        let a = approved(&store, "appr").await;
-        let skipped = gid("skipped");
-        store.upsert_task(&skipped, &task("old"), Actor::Cli).await.unwrap();
-        store.set_task_status(&skipped, QueueStatus::Skip, Actor::Analyzer, Some("no")).await.unwrap();
-        // 2,500 new tasks (several chunks); a gid repeated within a chunk and across chunks; an
-        // approved task's text changed (a revision) and a skipped one's (an update, status kept).
-        let mut batch = many(2500, "first");
-        batch.insert(10, (gid("m5"), task("again")));
-        batch.insert(11, (gid("m5"), task("again")));
-        batch.push((gid("m0"), NewTask { priority: Some(1), ..Default::default() }));
-        batch.push((a.clone(), task("new text")));
-        batch.push((skipped.clone(), task("new")));
-        let done = store.upsert_tasks(&batch, Actor::Cli).await.unwrap();
-        let what: Vec<Upserted> = done.iter().map(|(_, w)| *w).collect();
-        assert_eq!(what.len(), batch.len());
-        assert_eq!(&what[..13], {
-            let mut w = vec![Upserted::Added; 13];
-            (w[10], w[11]) = (Upserted::Updated, Upserted::Unchanged);
-            w
-        });
-        assert_eq!(
-            what[what.len() - 3..],
-            [Upserted::Updated, Upserted::Revised, Upserted::Updated],
-            "m0's priority, the approved task's revision, the skipped task's text"
-        );
-        // Each result is the task as the whole intake left it.
-        let (m5, _) = &done[5];
-        assert_eq!((m5.description.as_deref(), m5.status), (Some("again"), QueueStatus::Pending));
-        let (m0, _) = &done[0];
-        assert_eq!((m0.description.as_deref(), m0.priority), (Some("first 0"), Some(1)));
-        let appr = store.task(&a).await.unwrap();
-        assert_eq!(appr.description.as_deref(), Some("work"), "approved text kept");
-        assert_eq!(appr.revision_description.as_deref(), Some("new text"));
-        let skipped_now = store.task(&skipped).await.unwrap();
-        assert_eq!(
-            (skipped_now.description.as_deref(), skipped_now.status),
-            (Some("new"), QueueStatus::Skip)
-        );
-
-        assert_eq!(kinds(&store, &gid("m5")).await, ["task_added", "task_updated"]);
-        assert_eq!(kinds(&store, &gid("m0")).await, ["task_added", "task_updated"]);
-        assert_eq!(kinds(&store, &gid("m2499")).await, ["task_added"]);
-        assert!(reasons(&store, &a).await.contains(&"revision received; approved text kept".to_string()));
-        let listed = store.list_tasks(&TaskFilter::default()).await.unwrap();
-        assert_eq!(listed.len(), 2502);
-
-        // The same input again changes nothing and records nothing.
-        let again = store.upsert_tasks(&many(2500, "first"), Actor::Cli).await.unwrap();
-        let changed: Vec<&str> = again
-            .iter()
-            .filter(|(_, w)| *w != Upserted::Unchanged)
-            .map(|(t, _)| t.task_gid.as_str())
-            .collect();
-        assert_eq!(changed, ["m5"], "m0 keeps its priority (not given); m5's text goes back");
-        assert_eq!(kinds(&store, &gid("m2499")).await, ["task_added"]);
-    }
-
-    async fn an_intake_refused_after_chunks_were_written_keeps_none_of_them(db: TestDb) {
-        let store = db.open().await;
-        let kept = gid("kept");
-        store.upsert_task(&kept, &task("before"), Actor::Cli).await.unwrap();
-        let mut intake = store.begin_intake(Actor::Cli).await.unwrap();
-        let first = many(1500, "one");
-        assert_eq!(intake.add(&first).await.unwrap().len(), 1500);
-        let changed = vec![(kept.clone(), task("after"))];
-        assert_eq!(intake.add(&changed).await.unwrap()[0].result, Upserted::Updated);
-        let bad =
-            vec![(gid("x"), task("fine")), (gid("y"), NewTask { source: Some("\0".into()), ..task("t") })];
-        let err = intake.add(&bad).await.unwrap_err();
-        assert!(err.to_string().contains("task #1503 (gid y): there is a NUL character"), "{err}");
-        assert!(intake.add(&many(1, "later")).await.is_err(), "a refused intake takes nothing more");
-        assert!(intake.commit().await.is_err(), "nor commits");
-        let listed = store.list_tasks(&TaskFilter::default()).await.unwrap();
-        assert_eq!(listed.len(), 1, "nothing of the intake was written");
-        assert_eq!(listed[0].description.as_deref(), Some("before"));
-        assert_eq!(kinds(&store, &kept).await, ["task_added"]);
-
-        // Dropped without a commit, an intake writes nothing either.
-        let mut intake = store.begin_intake(Actor::Cli).await.unwrap();
-        intake.add(&first).await.unwrap();
-        drop(intake);
-        assert_eq!(store.count_tasks(&TaskFilter::default()).await.unwrap(), 1);
-    }
-
-    async fn two_intakes_of_the_same_new_tasks_at_once_both_succeed(db: TestDb) {
-        let store = db.open().await;
-        let batch = many(1200, "same");
-        let other = Store::open(&db.url).await.unwrap();
-        let (b1, b2) = (batch.clone(), batch.clone());
-        let one = tokio::spawn(async move { other.upsert_tasks(&b1, Actor::Cli).await });
-        let two = store.upsert_tasks(&b2, Actor::Cli).await.unwrap();
-        let one = one.await.unwrap().unwrap();
-        for i in [0, 999, 1000, 1199] {
-            let results = [one[i].1, two[i].1];
-            assert!(results.contains(&Upserted::Added), "{i}: {results:?}");
-            assert_eq!(kinds(&store, &batch[i].0).await, ["task_added"], "{i}: added once");
-        }
-        assert_eq!(store.count_tasks(&TaskFilter::default()).await.unwrap(), 1200);
-    }
-
-    async fn listings_page_with_limit_and_offset(db: TestDb) {
-        let store = db.open().await;
-        let mut batch = many(1100, "t");
-        batch[1050].1.priority = Some(1);
-        batch[3].1.source = Some("user_reports".into());
-        store.upsert_tasks(&batch, Actor::Cli).await.unwrap();
-        let all = store.list_tasks(&TaskFilter::default()).await.unwrap();
-        let order: Vec<&str> = all.iter().map(|t| t.task_gid.as_str()).collect();
-        assert_eq!(order.len(), 1100);
-        assert_eq!(&order[..3], ["m1050", "m0", "m1"], "the urgent first, then the oldest");
-        let page =
-            |limit, offset| TaskFilter { limit: Some(limit), offset: Some(offset), ..Default::default() };
-        let p = store.list_tasks(&page(3, 600)).await.unwrap();
-        let p: Vec<&str> = p.iter().map(|t| t.task_gid.as_str()).collect();
-        assert_eq!(p, order[600..603]);
-        assert!(store.list_tasks(&page(10, 1100)).await.unwrap().is_empty());
-        let mut seen = 0;
-        store
-            .for_each_task(&TaskFilter::default(), |t| {
-                assert_eq!(t.task_gid.as_str(), order[seen]);
-                seen += 1;
-                Ok::<_, StoreError>(())
-            })
-            .await
-            .unwrap();
-        assert_eq!(seen, 1100);
-        let reports =
-            TaskFilter { source: Some("user_reports".into()), limit: Some(0), ..Default::default() };
-        assert_eq!(store.count_tasks(&reports).await.unwrap(), 1, "the count ignores limit and offset");
-        let gids = [gid("m7"), gid("m2"), gid("m7")];
-        let found = store.tasks_by_gid(&gids).await.unwrap();
-        let found: Vec<&str> = found.iter().map(|t| t.task_gid.as_str()).collect();
-        assert_eq!(found, ["m7", "m2", "m7"]);
-        assert!(matches!(store.tasks_by_gid(&[gid("nope")]).await, Err(StoreError::UnknownTask(_))));
-    }
-}
-
 async fn what_executor_wrote_on_a_forge_is_remembered(db: TestDb) {
     let store = db.open().await;
     let g = approved(&store, "f1").await;
@@ -858,7 +530,7 @@ async fn what_executor_wrote_on_a_forge_is_remembered(db: TestDb) {
     // When the branch was last pushed.
     assert_eq!(store.run_memory(run.id).await.unwrap().pushed_at, None);
     let at = executor::store::now();
-    store.set_pushed_at(run.id, at).await.unwrap();
+    store.set_pushed_at(run.id, None, at).await.unwrap();
     assert_eq!(store.run_memory(run.id).await.unwrap().pushed_at, Some(at));
 
     // A review is posted once: the session remembers it.

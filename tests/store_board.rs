@@ -29,21 +29,21 @@ async fn the_board_has_every_run_newest_first_with_its_live_worker(db: TestDb) {
     let a = approved_run(&store, "A").await;
     let b = approved_run(&store, "B").await;
     let c = approved_run(&store, "C").await;
-    store.record_decision(b, "start a queued worker").await.unwrap();
-    store.set_last_snapshot(b, "{}").await.unwrap();
+    store.record_decision(b, None, "start a queued worker").await.unwrap();
+    store.set_last_snapshot(b, None, "{}").await.unwrap();
     // B has a live worker; C's worker ended, so C has none.
     let live = store
         .begin_worker_session(b, WorkerKind::Queued, "claude", "h", &SessionStart::default())
         .await
         .unwrap()
         .unwrap();
-    store.set_worker_process(live.id, 1, None, "/tmp/out", "/tmp/log.md").await.unwrap();
+    store.set_worker_process(live.id, None, 1, None, "/tmp/out", "/tmp/log.md").await.unwrap();
     let ended = store
         .begin_worker_session(c, WorkerKind::Queued, "claude", "h", &SessionStart::default())
         .await
         .unwrap()
         .unwrap();
-    store.end_worker_session(ended.id, &WorkerEnd::new(executor::domain::EndReason::Finished)).await.unwrap();
+    store.end_worker_session(ended.id, None, &WorkerEnd::new(executor::domain::EndReason::Finished)).await.unwrap();
 
     let board = store.runs_board(10).await.unwrap();
     assert_eq!(board.iter().map(|r| r.run.id).collect::<Vec<_>>(), [c, b, a]);

@@ -77,7 +77,7 @@ async fn worker_durations_sum_the_ended_sessions_by_kind(db: TestDb) {
         let s =
             store.begin_worker_session(run, kind, "claude", "h", &Default::default()).await.unwrap().unwrap();
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        store.end_worker_session(s.id, &WorkerEnd::new(EndReason::Finished)).await.unwrap();
+        store.end_worker_session(s.id, None, &WorkerEnd::new(EndReason::Finished)).await.unwrap();
     }
     store
         .begin_worker_session(runs[0], WorkerKind::InProgress, "claude", "h", &Default::default())

@@ -416,14 +416,24 @@ async fn metrics_parse_and_count() {
         .await
         .unwrap()
         .unwrap();
-    s.store.end_worker_session(w.id, &WorkerEnd::new(executor::domain::EndReason::Finished)).await.unwrap();
+    s.store.end_worker_session(w.id, None, &WorkerEnd::new(executor::domain::EndReason::Finished)).await.unwrap();
     s.store
         .begin_worker_session(run.id, WorkerKind::InProgress, "claude", "h", &Default::default())
         .await
         .unwrap()
         .unwrap();
     s.store.set_source_failed("inbox", "boom").await.unwrap();
-    s.store.runner_started("box1", 42).await.unwrap();
+    s.store
+        .register_runner(&executor::store::RunnerRegistration {
+            id: "box1/42-1",
+            host: "box1",
+            pid: 42,
+            version: "test",
+            ttl: std::time::Duration::from_secs(600),
+            max_workers: 2,
+        })
+        .await
+        .unwrap();
     assert_eq!(run.state, RunState::Queued);
 
     let r = s.get("/metrics").await;

@@ -349,9 +349,9 @@ async fn the_runs_board_shows_a_thousand_runs_with_their_pull_requests_and_worke
         )
         .await
         .unwrap();
-    store.set_run_pr(pr_run, "https://example.test/pr/5", 5).await.unwrap();
-    store.set_last_snapshot(pr_run, &snapshot_json()).await.unwrap();
-    store.record_decision(pr_run, "CI failed at the head: start fix_ci").await.unwrap();
+    store.set_run_pr(pr_run, None, "https://example.test/pr/5", 5).await.unwrap();
+    store.set_last_snapshot(pr_run, None, &snapshot_json()).await.unwrap();
+    store.record_decision(pr_run, None, "CI failed at the head: start fix_ci").await.unwrap();
     let session = store
         .begin_worker_session(pr_run, WorkerKind::FixCi, "claude", "host", &SessionStart::default())
         .await
@@ -444,7 +444,7 @@ async fn the_live_log_streams_what_the_worker_appends() {
     std::fs::write(&log, "# Prompt\nfirst <b>line</b>\n").unwrap();
     let out = dir.path().join("out.jsonl");
     store
-        .set_worker_process(session.id, 4242, None, &out.to_string_lossy(), &log.to_string_lossy())
+        .set_worker_process(session.id, None, 4242, None, &out.to_string_lossy(), &log.to_string_lossy())
         .await
         .unwrap();
     let dash = Dashboard::start(store.clone()).await;
@@ -476,7 +476,7 @@ async fn the_live_log_streams_what_the_worker_appends() {
     writeln!(file, "the end").unwrap();
     store
         .end_worker_session(
-            session.id,
+            session.id, None,
             &executor::store::WorkerEnd::new(executor::domain::EndReason::Finished),
         )
         .await
@@ -511,8 +511,18 @@ async fn the_status_page_and_the_assets() {
     let store = db.open().await;
     task(&store, "S-1", "a task", "inbox", QueueStatus::AwaitingGo).await;
     task(&store, "S-2", "another", "inbox", QueueStatus::Skip).await;
-    store.runner_started("host-a", 77).await.unwrap();
-    store.runner_ticked("host-a", 77, 1, Some("the forge was down")).await.unwrap();
+    store
+        .register_runner(&executor::store::RunnerRegistration {
+            id: "host-a/77-1",
+            host: "host-a",
+            pid: 77,
+            version: "test",
+            ttl: std::time::Duration::from_secs(600),
+            max_workers: 2,
+        })
+        .await
+        .unwrap();
+    store.runner_ticked("host-a/77-1", 1, Some("the forge was down")).await.unwrap();
     let mut config = Config::default();
     config.budget.per_day_usd = 12.5;
     let dash = Dashboard::with_config(store, config).await;

@@ -70,8 +70,8 @@ pub enum AnalyzerError {
 
 /// Who an analyzer process is, in claims and analysis sessions: `HOST:PID`, so that a later analyzer can
 /// tell a dead one's leftovers from a live one's.
-pub fn owner() -> String {
-    format!("{}:{}", crate::runner::hostname(), std::process::id())
+pub fn owner(config: &Config) -> String {
+    format!("{}:{}", config.host_name(), std::process::id())
 }
 
 /// One analyzer process's loop.

@@ -42,7 +42,7 @@ pub async fn analyzer(ctx: &Context, args: AnalyzerArgs, as_json: bool) -> anyho
     let intake_failed: Vec<String> = intake.iter().flat_map(|r| r.failed()).map(|s| s.name.clone()).collect();
     let config = Arc::new(ctx.config.clone());
     let prompts = Arc::new(load_prompts(&config)?);
-    let owner = crate::analyzer::owner();
+    let owner = crate::analyzer::owner(&config);
     let triager =
         Triager::new(config.clone(), prompts, ctx.store.clone(), owner.clone(), std::env::current_exe().ok());
     let analyzer = Analyzer::new(config, ctx.store.clone(), triager, owner)?;

@@ -46,7 +46,7 @@ fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
 async fn triage(ctx: &Context) -> anyhow::Result<()> {
     let config = std::sync::Arc::new(ctx.config.clone());
     let prompts = std::sync::Arc::new(crate::runner::load_prompts(&config)?);
-    let owner = crate::analyzer::owner();
+    let owner = crate::analyzer::owner(&config);
     let triager = crate::analyzer::triage::Triager::new(
         config.clone(),
         prompts,

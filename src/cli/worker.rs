@@ -15,7 +15,7 @@ use crate::domain::{Run, RunState, WorkerKind};
 use crate::instance_lock::{InstanceLock, LockError};
 use crate::runner::{
     MIN_WORKER_BUDGET_USD, Recording, WorkerInputs, agent_config, budget_left, build_spec, forge_for,
-    hostname, load_prompts, repo_for, session_to_resume, shutdown_on_signals, supervise_recorded,
+    load_prompts, repo_for, session_to_resume, shutdown_on_signals, supervise_recorded,
 };
 use crate::store::{RunFilter, SessionStart};
 use crate::worker::worklog::{find_newest, follow};
@@ -199,7 +199,7 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
                 resumed_session: resume,
             };
             let Some(session) =
-                store.begin_worker_session(r.id, args.kind, agent_name, &hostname(), &start).await?
+                store.begin_worker_session(r.id, args.kind, agent_name, &config.host_name(), &start).await?
             else {
                 bail!(
                     "run {} already has a live worker session (see `executor runs show {}`); wait for it to end",
@@ -208,7 +208,7 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
                 );
             };
             say(format!("recording on run {} as worker session {}", r.id, session.id));
-            Some(Recording { store: store.clone(), session: session.id, run_id: r.id, kind: args.kind })
+            Some(Recording { store: store.clone(), session: session.id, run_id: r.id, kind: args.kind, holder: None })
         }
         None => {
             say(format!(

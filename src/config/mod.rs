@@ -42,6 +42,8 @@ pub struct Config {
     pub github: GitHub,
     /// The dashboard (`executor serve`).
     pub web: Web,
+    /// Several hosts sharing one PostgreSQL: limits across all of them. Absent: no such limit.
+    pub cluster: Option<Cluster>,
     /// Dollars per million tokens by model name (the longest key that starts the model's name wins;
     /// `default` for the rest): executor's estimate of a worker's cost while the agent has not said it
     /// (Claude Code says it only at the end; Codex never).
@@ -58,6 +60,14 @@ pub struct Config {
     /// Where this config came from (not a key).
     #[serde(skip)]
     pub source: Option<PathBuf>,
+}
+
+/// `[cluster]`: what holds across every host sharing the database.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cluster {
+    /// Live agent processes on all hosts together.
+    pub max_workers: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Default)]
@@ -77,7 +87,11 @@ pub struct Paths {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Runner {
+    /// Live agent processes on this host (over all its runners), counted in the database.
     pub max_workers: u32,
+    /// The name this host goes by in the database (worker sessions, leases, `executor status`).
+    /// Empty: the machine's hostname.
+    pub host_name: String,
     pub loop_interval: Duration,
     pub max_stuck: u32,
     pub max_ci_attempts: u32,
@@ -438,6 +452,7 @@ impl Default for Runner {
     fn default() -> Self {
         Runner {
             max_workers: 2,
+            host_name: String::new(),
             loop_interval: Duration::secs(60),
             max_stuck: 3,
             max_ci_attempts: 3,
@@ -546,15 +561,37 @@ impl Config {
             return fail("worker.command.argv", "must name a program when worker.agent = \"command\"");
         }
         let url = &self.database.url;
-        if !(url.is_empty()
-            || url.starts_with("postgres://")
-            || url.starts_with("postgresql://")
-            || url.starts_with("sqlite://"))
-        {
+        let postgres = url.starts_with("postgres://") || url.starts_with("postgresql://");
+        if !(url.is_empty() || postgres || url.starts_with("sqlite://")) {
             return fail(
                 "database.url",
                 "must be empty (SQLite in the data directory), postgres://… or sqlite://PATH",
             );
+        }
+        if let Some(cluster) = &self.cluster {
+            if !postgres {
+                return fail(
+                    "cluster",
+                    "needs PostgreSQL: SQLite is one host's database. Several hosts share one PostgreSQL \
+                     (database.url = \"postgres://…\" in each host's config); with one host, remove [cluster] \
+                     and use runner.max_workers",
+                );
+            }
+            if cluster.max_workers == 0 {
+                return fail("cluster.max_workers", "must be at least 1");
+            }
+        }
+        if self.runner.host_name.trim() != self.runner.host_name
+            || self.runner.host_name.contains(['/', ':'])
+            || self.runner.host_name.chars().any(char::is_control)
+        {
+            return fail(
+                "runner.host_name",
+                "must not contain '/', ':', control characters or surrounding spaces (it is part of lease owner names)",
+            );
+        }
+        if self.runner.lease_ttl.std() < std::time::Duration::from_secs(1) {
+            return fail("runner.lease_ttl", "must be at least 1s");
         }
         for (key, value) in
             [("budget.per_run_usd", self.budget.per_run_usd), ("budget.per_day_usd", self.budget.per_day_usd)]
@@ -652,6 +689,18 @@ impl Config {
 
     pub fn logs_dir(&self) -> PathBuf {
         self.data_dir().join("logs")
+    }
+
+    /// This host's name in the database: `runner.host_name`, else the machine's hostname.
+    pub fn host_name(&self) -> String {
+        if !self.runner.host_name.is_empty() {
+            return self.runner.host_name.clone();
+        }
+        nix::unistd::gethostname()
+            .ok()
+            .and_then(|h| h.into_string().ok())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "localhost".into())
     }
 
     pub fn worktrees_root(&self) -> PathBuf {

@@ -12,7 +12,7 @@ mod worker_kind;
 pub use gid::{GidError, TaskGid};
 pub use queue::{QueueStatus, Task};
 pub use run::{Run, RunState};
-pub use worker_end::{EndClass, EndReason, ReviewVerdict};
+pub use worker_end::{EndClass, EndReason, ReviewVerdict, RunnerEnd};
 pub use worker_kind::WorkerKind;
 
 use std::fmt;

@@ -29,6 +29,9 @@ pub enum EndReason {
     PromptError,
     /// The runner died after opening the session and before the agent was allowed to run; nothing ran.
     NeverStarted,
+    /// Its runner's host stopped heartbeating (a machine lost, or paused past its lease): another runner
+    /// ended it and took the run over from its pushed branch.
+    HostLost,
 }
 
 super::named_enum!(EndReason, "worker end reason", {
@@ -44,6 +47,7 @@ super::named_enum!(EndReason, "worker end reason", {
     FailedToStart => "failed_to_start",
     PromptError => "prompt_error",
     NeverStarted => "never_started",
+    HostLost => "host_lost",
 });
 
 /// What an ending means for the run's retry accounting. One definition, used by the store (the run's
@@ -70,7 +74,8 @@ impl EndReason {
             EndReason::Interrupted
             | EndReason::BudgetExceeded
             | EndReason::ResumeFailed
-            | EndReason::NeverStarted => EndClass::Interrupted,
+            | EndReason::NeverStarted
+            | EndReason::HostLost => EndClass::Interrupted,
             EndReason::Crashed | EndReason::Failed | EndReason::FailedToStart | EndReason::PromptError => {
                 EndClass::Failed
             }
@@ -99,6 +104,7 @@ impl EndReason {
             EndReason::FailedToStart => "the agent could not be started",
             EndReason::PromptError => "the prompt could not be rendered",
             EndReason::NeverStarted => "the runner died before the agent was allowed to run",
+            EndReason::HostLost => "its host stopped heartbeating; another runner took the run over",
         }
     }
 }
@@ -136,3 +142,20 @@ mod tests {
         assert!(!EndReason::Finished.counts_as_stuck());
     }
 }
+
+/// How a runner process ended. Recorded in `executor_runners.end_reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RunnerEnd {
+    /// It ended itself (idle, or stopped by a signal) and let go of its runs.
+    Stopped,
+    /// Its process vanished from its host (killed, crashed); a runner of the same host saw it.
+    Died,
+    /// Its heartbeat lapsed for longer than its lease: another host took its runs over.
+    Lost,
+}
+
+super::named_enum!(RunnerEnd, "runner end", {
+    Stopped => "stopped",
+    Died => "died",
+    Lost => "lost",
+});

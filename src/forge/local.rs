@@ -62,6 +62,8 @@ pub struct LocalForge {
     pub repo: Repo,
     /// `<data_dir>/ci`: scratch worktrees and CI output.
     pub ci_root: PathBuf,
+    /// This host's name: CI runs here are recorded under it, and only this host's are polled.
+    pub host: String,
 }
 
 pub fn pr_url(repo_name: &str, id: i64) -> String {
@@ -198,7 +200,7 @@ impl LocalForge {
     pub async fn trigger_ci(&self, run: &Run, sha: &str) -> Result<i64, ForgeError> {
         let pr = self.pr(run).await?;
         if self.repo.ci_command.is_empty() {
-            let id = self.store.start_local_check(pr.id, sha, CHECK_NAME, "").await?;
+            let id = self.store.start_local_check(pr.id, sha, CHECK_NAME, "", &self.host).await?;
             self.store
                 .finish_local_check(
                     id,
@@ -210,7 +212,9 @@ impl LocalForge {
         }
         let check_dir = self.ci_root.join(format!("pr{}-{}", pr.id, sha.get(..12).unwrap_or(sha)));
         let id =
-            self.store.start_local_check(pr.id, sha, CHECK_NAME, &check_dir.display().to_string()).await?;
+            self.store
+                .start_local_check(pr.id, sha, CHECK_NAME, &check_dir.display().to_string(), &self.host)
+                .await?;
         // A crash from here until the pid is recorded leaves a pending check: `poll_ci` finds the CI's
         // own pid file, or else records that CI never started.
         let (repo, sha, command) = (self.repo_path(), sha.to_string(), self.repo.ci_command.clone());
@@ -226,7 +230,7 @@ impl LocalForge {
     /// Finishes every pending check of this repo whose process has ended; returns how many finished.
     pub async fn poll_ci(&self) -> Result<usize, ForgeError> {
         let mut finished = 0;
-        for check in self.store.pending_local_checks().await? {
+        for check in self.store.pending_local_checks(&self.host).await? {
             if check.work_dir.as_deref().is_none_or(str::is_empty) {
                 continue;
             }

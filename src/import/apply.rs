@@ -220,16 +220,16 @@ async fn create_run(store: &Store, r: &PlannedRun) -> Result<()> {
         return Ok(());
     };
     if let (Some(path), Some(branch)) = (&r.worktree_path, &r.branch_name) {
-        store.set_run_workspace(run.id, path, branch).await?;
+        store.set_run_workspace(run.id, None, path, branch).await?;
     }
     if let (Some(url), Some(number)) = (&r.pr_url, r.pr_number) {
-        store.set_run_pr(run.id, url, number).await?;
+        store.set_run_pr(run.id, None, url, number).await?;
     }
     if let Some(thread) = &r.thread_id {
-        store.set_run_thread(run.id, thread).await?;
+        store.set_run_thread(run.id, None, thread).await?;
     }
     if let Some(n) = r.ci_attempts.filter(|n| *n > 0) {
-        store.set_ci_attempts(run.id, n).await?;
+        store.set_ci_attempts(run.id, None, n).await?;
     }
     use RunState::*;
     let path: &[RunState] = match r.state {

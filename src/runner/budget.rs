@@ -44,12 +44,12 @@ impl Runner {
             )
         } else {
             if memory.budget_stopped {
-                self.store.set_budget_stopped(run.id, false).await?;
+                self.store.set_budget_stopped(run.id, Some(&self.owner), false).await?;
             }
             return Ok(None);
         };
         if !memory.budget_stopped {
-            self.store.set_budget_stopped(run.id, true).await?;
+            self.store.set_budget_stopped(run.id, Some(&self.owner), true).await?;
         }
         self.notify(run, &Notice { kind: NoticeKind::NeedsHuman, key, text: why.clone() }).await?;
         Ok(Some(why))

@@ -37,6 +37,9 @@ pub enum RunnerError {
     /// A worker could not be started; its session records it as `failed_to_start`.
     #[error("the {kind} worker could not start: {error}")]
     NotStarted { kind: crate::domain::WorkerKind, error: String },
+    /// Another runner declared this one lost (its heartbeat lapsed) and took its runs over.
+    #[error("{0}")]
+    Lost(String),
     /// A notice stays in the outbox: this attempt to deliver it failed.
     #[error("notice {id} not delivered: {why}")]
     NoticeNotDelivered { id: i64, why: String },
@@ -91,10 +94,17 @@ pub struct Runner {
     pub(super) config: Arc<Config>,
     pub(super) store: Store,
     pub(super) prompts: Arc<Prompts>,
-    /// This host's name: worker sessions record it, so a runner adopts only its own host's workers.
+    /// This host's name (`runner.host_name`): worker sessions record it, so a runner adopts only its own
+    /// host's workers.
     pub(super) host: String,
-    /// `host:pid`: the lease holder name of this process.
+    /// `host/pid-instant`: this runner's id in `executor_runners`, and the lease owner of its runs.
     pub(super) owner: String,
+    /// Turns true when another runner declared this one lost (see `cluster`).
+    pub(super) lost: watch::Receiver<bool>,
+    pub(super) heartbeat: Option<JoinHandle<()>>,
+    /// Worker slots free on this host and in the cluster, counted at the start of the tick and taken
+    /// down as this tick starts workers (`begin_runner_worker` has the last word).
+    pub(super) free_slots: u32,
     /// Live workers by worker session id.
     pub(super) pool: HashMap<i64, LiveWorker>,
     /// Supervisors report the session id of each worker that ended, to wake the loop at once.
@@ -117,8 +127,10 @@ impl Runner {
     pub fn new(config: Config, store: Store) -> Result<Runner, RunnerError> {
         let prompts = load_prompts(&config)?;
         let forges = forges_for(&config, &store)?;
-        let host = hostname();
-        let owner = format!("{host}:{}", std::process::id());
+        let host = config.host_name();
+        // Unique across restarts of the same pid: the start instant in microseconds.
+        let instant = chrono::Utc::now().timestamp_micros() & 0xff_ffff_ffff;
+        let owner = format!("{host}/{}-{instant:x}", std::process::id());
         let (ended_tx, ended_rx) = mpsc::unbounded_channel();
         Ok(Runner {
             config: Arc::new(config),
@@ -126,6 +138,9 @@ impl Runner {
             prompts: Arc::new(prompts),
             host,
             owner,
+            lost: watch::channel(false).1,
+            heartbeat: None,
+            free_slots: 0,
             pool: HashMap::new(),
             ended_tx,
             ended_rx,
@@ -144,8 +159,9 @@ impl Runner {
         self.prepare().await?;
         let mut total = TickReport::default();
         let mut busy = 0;
+        let mut lost = self.lost.clone();
         loop {
-            if *shutdown.borrow() {
+            if *shutdown.borrow() || self.is_lost() {
                 break;
             }
             let report = self.tick().await?;
@@ -164,9 +180,13 @@ impl Runner {
                 _ = tokio::time::sleep(interval) => {}
                 Some(session) = self.ended_rx.recv() => { self.reap(session); }
                 _ = shutdown.changed() => {}
+                _ = lost.changed() => {}
             }
         }
         self.stop_all().await;
+        if self.is_lost() {
+            return Err(self.lost_error());
+        }
         total.workers_alive = self.pool.len();
         Ok(total)
     }
@@ -177,21 +197,26 @@ impl Runner {
     pub async fn run_once(&mut self, mut shutdown: watch::Receiver<bool>) -> Result<TickReport, RunnerError> {
         self.prepare().await?;
         let mut total = TickReport::default();
+        let mut lost = self.lost.clone();
         for _ in 0..MAX_BUSY_TICKS {
             let report = self.tick().await?;
             let acted = report.actions > 0;
             total.absorb(report);
-            while !self.pool.is_empty() && !*shutdown.borrow() {
+            while !self.pool.is_empty() && !*shutdown.borrow() && !self.is_lost() {
                 tokio::select! {
                     Some(session) = self.ended_rx.recv() => { self.reap(session); }
                     _ = shutdown.changed() => {}
+                    _ = lost.changed() => {}
                 }
             }
-            if !acted || *shutdown.borrow() {
+            if !acted || *shutdown.borrow() || self.is_lost() {
                 break;
             }
         }
         self.stop_all().await;
+        if self.is_lost() {
+            return Err(self.lost_error());
+        }
         Ok(total)
     }
 
@@ -236,25 +261,24 @@ impl Runner {
         for (_, w) in self.pool.drain() {
             let _ = w.task.await;
         }
-        if let Ok(runs) = self.store.active_runs().await {
-            for run in runs {
-                let _ = self.store.release_run(run.id, &self.owner).await;
-            }
+        if let Some(beat) = self.heartbeat.take() {
+            beat.abort();
         }
-        if let Err(e) = self.store.runner_ended(&self.host, i64::from(std::process::id())).await {
+        // Lets go of every run it holds, so another runner takes them at once, not after the ttl.
+        if let Err(e) = self.store.runner_ended(&self.owner).await {
             tracing::warn!("recording the runner's end: {e}");
         }
     }
 
-    /// Once per process: forget worktrees whose directory vanished, and free what a dead runner held.
-    async fn prepare(&self) -> Result<(), RunnerError> {
-        let pid = i64::from(std::process::id());
-        self.store.runner_started(&self.host, pid).await?;
+    /// Once per process: register (and start heartbeating), and forget worktrees whose directory
+    /// vanished. What dead runners held is taken over by each tick's `reconcile`.
+    async fn prepare(&mut self) -> Result<(), RunnerError> {
+        self.register().await?;
         // A missing agent program would fail every run's start, one back-off after another: said once,
         // before anything moves, and kept for `executor status`.
         if let Err(why) = super::launch::agent_config(&self.config).check_program() {
-            self.store.runner_ticked(&self.host, pid, 1, Some(&why)).await?;
-            self.store.runner_ended(&self.host, pid).await?;
+            self.store.runner_ticked(&self.owner, 1, Some(&why)).await?;
+            self.stop_all().await;
             return Err(RunnerError::Config(why));
         }
         for (name, repo) in &self.config.repos {
@@ -263,26 +287,6 @@ impl Runner {
                 Ok(Err(e)) => tracing::warn!("git worktree prune in repo {name}: {e}"),
                 Err(e) => tracing::warn!("git worktree prune in repo {name}: {e}"),
                 Ok(Ok(())) => {}
-            }
-        }
-        self.release_dead_leases().await
-    }
-
-    /// Leases held by a runner of this host whose process is gone (killed, crashed) are released at once
-    /// instead of waiting for them to expire: the instance lock says no other runner of this data
-    /// directory is alive.
-    async fn release_dead_leases(&self) -> Result<(), RunnerError> {
-        let prefix = format!("{}:", self.host);
-        for run in self.store.active_runs().await? {
-            let Some(owner) = run.lease_owner.as_deref() else {
-                continue;
-            };
-            let Some(pid) = owner.strip_prefix(&prefix).and_then(|p| p.parse::<i32>().ok()) else {
-                continue;
-            };
-            if owner != self.owner && !crate::worker::process::is_alive(pid) {
-                tracing::info!(run = run.id, "releasing the lease of dead runner {owner}");
-                self.store.release_run(run.id, owner).await?;
             }
         }
         Ok(())
@@ -296,9 +300,8 @@ impl Runner {
             Ok(r) => (r.errors, r.failures.last().cloned()),
             Err(e) => (1, Some(e.to_string())),
         };
-        let pid = i64::from(std::process::id());
         let errors = i64::try_from(errors).unwrap_or(i64::MAX);
-        if let Err(e) = self.store.runner_ticked(&self.host, pid, errors, last.as_deref()).await {
+        if let Err(e) = self.store.runner_ticked(&self.owner, errors, last.as_deref()).await {
             tracing::warn!("recording the runner's tick: {e}");
         }
         report
@@ -320,23 +323,21 @@ impl Runner {
                 report.runs_created += 1;
             }
         }
-        let lease = self.config.runner.lease_ttl.chrono();
-        let active = self.store.active_runs().await?;
-        // A run a human abandoned (`executor runs abandon`) while its worker ran: stop the worker.
+        self.free_slots = self.claim().await?;
+        let held = self.store.held_runs(&self.owner).await?;
+        // A run a human abandoned (`executor runs abandon`) while its worker ran, or one whose lease this
+        // runner lost (another runner took it over): stop the worker.
         for w in self.pool.values() {
-            if !active.iter().any(|r| r.id == w.run_id) {
-                tracing::info!(run = w.run_id, "the run is no longer active: stopping its worker");
+            if !held.iter().any(|r| r.id == w.run_id) {
+                tracing::info!(run = w.run_id, "the run is no longer active or no longer this runner's: stopping its worker");
                 let _ = w.stop.send(true);
             }
         }
         // The runs this runner drives this tick, by repository, so that each forge is observed once per
         // repository (one batched request per `github.batch_size` pull requests), not once per run.
         let mut by_repo: BTreeMap<String, Vec<(Run, RunMemory, Option<PrSnapshot>)>> = BTreeMap::new();
-        for run in active {
+        for run in held {
             report.runs_seen += 1;
-            if !self.store.claim_run(run.id, &self.owner, lease).await? {
-                continue; // another runner drives it
-            }
             let repo = match self.repo_of(&run) {
                 Ok((name, _)) => name.to_string(),
                 Err(e) => {
@@ -369,7 +370,7 @@ impl Runner {
                     report.failed(format!("repo {repo}: {why}"));
                     for (run, memory, _) in &runs {
                         if memory.last_decision.as_deref() != Some(why.as_str()) {
-                            self.store.record_decision(run.id, &why).await?;
+                            self.store.record_decision(run.id, Some(&self.owner), &why).await?;
                         }
                     }
                     continue;
@@ -420,7 +421,7 @@ impl Runner {
         report.failed(format!("run {}: {e}", run.id));
         let why = format!("error: {e}");
         tracing::warn!(run = run.id, "{why}");
-        self.store.record_decision(run.id, &why).await?;
+        self.store.record_decision(run.id, Some(&self.owner), &why).await?;
         Ok(())
     }
 }
@@ -493,6 +494,7 @@ fn make_forge(
             repo_name: name.to_string(),
             repo: repo.clone(),
             ci_root: config.data_dir().join("ci"),
+            host: config.host_name(),
         })),
         "github" => {
             let client = match client {
@@ -522,13 +524,6 @@ pub fn load_prompts(config: &Config) -> Result<Prompts, crate::worker::PromptErr
     }
 }
 
-pub(crate) fn hostname() -> String {
-    nix::unistd::gethostname()
-        .ok()
-        .and_then(|h| h.into_string().ok())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".into())
-}
 
 /// Waits for SIGTERM or SIGINT and flips the returned flag, so the loop stops dispatching and the
 /// workers are stopped and recorded for resumption.

@@ -8,9 +8,9 @@ use tokio::sync::mpsc;
 
 use super::engine::{Runner, RunnerError};
 use crate::config::{Config, Repo};
-use crate::domain::{ReviewVerdict, Run, Task, TaskGid, WorkerKind};
+use crate::domain::{Actor, ReviewVerdict, Run, Task, TaskGid, WorkerKind};
 use crate::forge::{Forge, PrSnapshot, Trust};
-use crate::store::{SessionStart, Store, WorkerEnd, WorkerSession};
+use crate::store::{SessionStart, Store, WorkerBegin, WorkerEnd, WorkerSession};
 use crate::worker::prompt::{FailedCheck, PrContext, ReviewComment, RunContext, TaskContext, tail};
 use crate::worker::result::{ParsedResult, ReviewResult, Verdict};
 use crate::worker::{
@@ -42,29 +42,25 @@ impl Runner {
         pr: Option<&PrSnapshot>,
     ) -> Result<bool, RunnerError> {
         let sessions = self.store.worker_sessions(run.id).await?;
-        let resume = if kind == WorkerKind::InProgress { session_to_resume(&sessions) } else { None };
+        let resume = if kind == WorkerKind::InProgress { self.resumable_here(run, &sessions).await? } else { None };
         let agent = agent_config(&self.config);
-        let place = match self.place(run, pr).await {
+        let place = match self.place(run, forge, pr).await {
             Ok(place) => place,
             Err(e @ RunnerError::Store(_)) => return Err(e),
             Err(e) => {
                 let start = SessionStart { start_sha: None, resumed_session: resume };
-                if let Some(s) =
-                    self.store.begin_worker_session(run.id, kind, agent.name(), &self.host, &start).await?
-                {
+                if let Some(s) = self.begin_session(run, kind, agent.name(), &start).await? {
                     let end = WorkerEnd::failed(EndReason::FailedToStart, e.to_string());
-                    self.store.end_worker_session(s.id, &end).await?;
+                    self.store.end_worker_session(s.id, Some(&self.owner), &end).await?;
                 }
                 return Err(RunnerError::NotStarted { kind, error: e.to_string() });
             }
         };
-        let (repo_name, repo) = self.repo_of(run)?;
         let start = SessionStart { start_sha: place.start_sha.clone(), resumed_session: resume.clone() };
-        let Some(session) =
-            self.store.begin_worker_session(run.id, kind, agent.name(), &self.host, &start).await?
-        else {
-            return Ok(false); // another process started a worker for this run a moment ago
+        let Some(session) = self.begin_session(run, kind, agent.name(), &start).await? else {
+            return Ok(false);
         };
+        let (repo_name, repo) = self.repo_of(run)?;
         let wt_path = place.cwd.display().to_string();
         let inputs = WorkerInputs {
             task: &place.task,
@@ -97,12 +93,18 @@ impl Runner {
                 Ok(spec) => spec,
                 Err(e) => {
                     let end = WorkerEnd::failed(EndReason::PromptError, e.to_string());
-                    self.store.end_worker_session(session.id, &end).await?;
+                    self.store.end_worker_session(session.id, Some(&self.owner), &end).await?;
                     return Err(e.into());
                 }
             };
         spec.usage_baseline = thread_baseline(&sessions, spec.resume_session.as_deref(), session.id);
-        let recording = Recording { store: self.store.clone(), session: session.id, run_id: run.id, kind };
+        let recording = Recording {
+            store: self.store.clone(),
+            session: session.id,
+            run_id: run.id,
+            kind,
+            holder: Some(self.owner.clone()),
+        };
         // The agent may do nothing before its pid and start time are durable: it waits behind its gate
         // until the session records them. A runner killed before the release leaves a process that exits
         // without running the agent (`NeverStarted` once collected).
@@ -110,31 +112,33 @@ impl Runner {
             Ok(pending) => pending,
             Err(e) => {
                 let end = WorkerEnd::failed(EndReason::FailedToStart, e.to_string());
-                self.store.end_worker_session(session.id, &end).await?;
+                self.store.end_worker_session(session.id, Some(&self.owner), &end).await?;
                 return Err(RunnerError::NotStarted { kind, error: e.to_string() });
             }
         };
         let (out, log) =
             (pending.output_path().display().to_string(), pending.log_path().display().to_string());
         let start_time = i64::try_from(pending.pid_start_time()).ok();
-        if let Err(e) = self.store.set_worker_process(session.id, pending.pid(), start_time, &out, &log).await
+        if let Err(e) =
+            self.store.set_worker_process(session.id, Some(&self.owner), pending.pid(), start_time, &out, &log).await
         {
             pending.abandon(&format!("the agent was not started: cannot record its process: {e}"));
             let end = WorkerEnd::failed(
                 EndReason::FailedToStart,
                 format!("cannot record the agent's process: {e}"),
             );
-            let _ = self.store.end_worker_session(session.id, &end).await;
+            let _ = self.store.end_worker_session(session.id, Some(&self.owner), &end).await;
             return Err(e.into());
         }
         self.spawn_supervised(recording, move |tx, stop| async move { Ok(pending.release(tx, stop).await) });
+        self.free_slots = self.free_slots.saturating_sub(1);
         tracing::info!(run = run.id, task = %run.task_gid, "started a {kind} worker in {wt_path}");
         Ok(true)
     }
 
     /// The task, branch and worktree a worker of this run works in (made if needed), and the head it
     /// starts from.
-    async fn place(&self, run: &Run, pr: Option<&PrSnapshot>) -> Result<Place, RunnerError> {
+    async fn place(&self, run: &Run, forge: &Forge, pr: Option<&PrSnapshot>) -> Result<Place, RunnerError> {
         let (_, repo) = self.repo_of(run)?;
         let repo_path = crate::config::expand_home(&repo.path);
         let task = self.store.task(&run.task_gid).await?;
@@ -161,10 +165,28 @@ impl Runner {
                 name
             }
         };
-        let (root, gid, base, b) =
-            (self.config.worktrees_root(), run.task_gid.clone(), repo.base.clone(), branch.clone());
+        let root = self.config.worktrees_root();
+        // The run's last worker worked on another host (which died, or had no slot): this host starts
+        // from the branch as that host pushed it, in a fresh worktree of its own.
+        let moved = run.worktree_path.as_deref().is_some_and(|p| {
+            std::path::absolute(&root).is_ok_and(|root| !Path::new(p).starts_with(root))
+        });
+        let remote = (moved && forge.pushes_branches() && run.pr_number.is_some()).then(|| repo.remote.clone());
+        if moved {
+            let why = format!(
+                "the run's last worktree ({}) is on another host: host {} continues in a fresh worktree from the {} branch",
+                run.worktree_path.as_deref().unwrap_or_default(),
+                self.host,
+                if remote.is_some() { "pushed" } else { "shared repository's" }
+            );
+            self.store.record_note(Actor::Runner, Some(&run.task_gid), Some(run.id), &why).await?;
+        }
+        let (gid, base, b) = (run.task_gid.clone(), repo.base.clone(), branch.clone());
         let (rp, run_id) = (repo_path.clone(), run.id);
         let wt = tokio::task::spawn_blocking(move || {
+            if moved {
+                workspace::take_over_branch(&rp, &root, &b, remote.as_deref())?;
+            }
             let wt = workspace::ensure_worktree(&rp, &root, &gid, run_id, &b, &base)?;
             let head = workspace::branch_head(&rp, &b)?;
             Ok::<_, workspace::WorkspaceError>((wt, head))
@@ -175,10 +197,53 @@ impl Runner {
         if run.worktree_path.as_deref() != Some(wt_path.as_str())
             || run.branch_name.as_deref() != Some(&branch)
         {
-            self.store.set_run_workspace(run.id, &wt_path, &branch).await?;
+            self.store.set_run_workspace(run.id, Some(&self.owner), &wt_path, &branch).await?;
         }
         let start_sha = pr.map(|p| p.head_sha.clone()).filter(|s| !s.is_empty()).or(branch_head);
         Ok(Place { task, branch, cwd: wt.path, start_sha })
+    }
+
+    /// Opens the worker's session within the worker limits. `None` when it must not start now: the run
+    /// has a live worker already (another process started one a moment ago), or every slot is taken —
+    /// then the run is let go for a runner with a free slot, on any host, to take.
+    async fn begin_session(
+        &mut self,
+        run: &Run,
+        kind: WorkerKind,
+        agent: &str,
+        start: &SessionStart,
+    ) -> Result<Option<WorkerSession>, RunnerError> {
+        match self.store.begin_runner_worker(run.id, kind, agent, &self.slot(), start).await? {
+            WorkerBegin::Started(session) => Ok(Some(session)),
+            WorkerBegin::RunBusy => Ok(None),
+            WorkerBegin::NoSlot(why) => {
+                self.free_slots = 0;
+                let why = format!("No free worker slot: {why}; the run waits for a runner with one.");
+                self.store.record_decision(run.id, Some(&self.owner), &why).await?;
+                self.store.release_run_for_slot(run.id, &self.owner).await?;
+                Ok(None)
+            }
+            WorkerBegin::LeaseLost => Err(crate::store::StoreError::LeaseLost(run.id).into()),
+        }
+    }
+
+    /// The agent session an `in_progress` worker continues ([`session_to_resume`]), unless it ran on
+    /// another host: a session lives in that host's agent files and cannot be resumed here, so the
+    /// worker starts a fresh one and the run's history says why.
+    async fn resumable_here(&self, run: &Run, sessions: &[WorkerSession]) -> Result<Option<String>, RunnerError> {
+        let Some(id) = session_to_resume(sessions) else { return Ok(None) };
+        let ran_on = sessions.iter().rev().find(|s| s.session_id.as_deref() == Some(id.as_str())).map(|s| &s.host);
+        match ran_on {
+            Some(host) if *host != self.host => {
+                let why = format!(
+                    "agent session {id} ran on host {host} and cannot be resumed on host {}: a fresh session starts",
+                    self.host
+                );
+                self.store.record_note(Actor::Runner, Some(&run.task_gid), Some(run.id), &why).await?;
+                Ok(None)
+            }
+            _ => Ok(Some(id)),
+        }
     }
 
     /// The agent's environment for one of this runner's runs.
@@ -486,6 +551,8 @@ pub(crate) struct Recording {
     pub session: i64,
     pub run_id: i64,
     pub kind: WorkerKind,
+    /// The runner writing it (its writes hold only while it holds the run's lease); `None` by hand.
+    pub holder: Option<String>,
 }
 
 /// Supervises a worker (`start` is [`worker::run`], [`worker::adopt`] or [`worker::collect`] given the
@@ -499,7 +566,7 @@ where
     Fut: Future<Output = Result<WorkerOutcome, worker::WorkerError>>,
 {
     let (tx, rx) = mpsc::unbounded_channel();
-    let persist = tokio::spawn(persist_updates(rec.store.clone(), rec.session, rx));
+    let persist = tokio::spawn(persist_updates(rec.store.clone(), rec.session, rec.holder.clone(), rx));
     let outcome = start(tx).await;
     // Ends once every sender is gone, i.e. the worker's last update is written.
     let _ = persist.await;
@@ -508,13 +575,20 @@ where
 }
 
 /// Writes what a running worker reports into the database.
-async fn persist_updates(store: Store, session: i64, mut rx: mpsc::UnboundedReceiver<WorkerUpdate>) {
+async fn persist_updates(
+    store: Store,
+    session: i64,
+    holder: Option<String>,
+    mut rx: mpsc::UnboundedReceiver<WorkerUpdate>,
+) {
+    let holder = holder.as_deref();
     while let Some(update) = rx.recv().await {
         let result = match update {
             WorkerUpdate::Started { pid, pid_start_time, output_path, log_path, .. } => {
                 store
                     .set_worker_process(
                         session,
+                        holder,
                         pid,
                         i64::try_from(pid_start_time).ok(),
                         &output_path.display().to_string(),
@@ -522,9 +596,9 @@ async fn persist_updates(store: Store, session: i64, mut rx: mpsc::UnboundedRece
                     )
                     .await
             }
-            WorkerUpdate::SessionId(id) => store.set_worker_agent_session(session, &id).await,
+            WorkerUpdate::SessionId(id) => store.set_worker_agent_session(session, holder, &id).await,
             WorkerUpdate::Output { at, offset } => {
-                store.touch_worker_output(session, at, i64::try_from(offset).unwrap_or(i64::MAX)).await
+                store.touch_worker_output(session, holder, at, i64::try_from(offset).unwrap_or(i64::MAX)).await
             }
             // Written as it comes, so a runner that dies and the daily budget see the spend so far.
             WorkerUpdate::Usage { cost_usd, input_tokens, output_tokens, cost_estimated } => {
@@ -532,6 +606,7 @@ async fn persist_updates(store: Store, session: i64, mut rx: mpsc::UnboundedRece
                 store
                     .set_worker_usage(
                         session,
+                        holder,
                         cost_usd,
                         tokens(input_tokens),
                         tokens(output_tokens),
@@ -555,7 +630,7 @@ async fn finish(rec: &Recording, outcome: &Result<WorkerOutcome, worker::WorkerE
         Ok(o) => worker_end(o, rec.kind),
         Err(e) => WorkerEnd::failed(EndReason::FailedToStart, e.to_string()),
     };
-    let recorded = store.end_worker_session(session, &end).await;
+    let recorded = store.end_worker_session(session, rec.holder.as_deref(), &end).await;
     if let Err(e) = &recorded {
         tracing::warn!(session, "recording the end of a worker: {e}");
     }
@@ -568,7 +643,7 @@ async fn finish(rec: &Recording, outcome: &Result<WorkerOutcome, worker::WorkerE
         let _ = tokio::fs::remove_dir_all(dir).await;
     }
     if o.reason == EndReason::BudgetExceeded {
-        let _ = store.set_budget_stopped(run_id, true).await;
+        let _ = store.set_budget_stopped(run_id, rec.holder.as_deref(), true).await;
     }
 }
 

@@ -2,6 +2,7 @@
 //! performs the answer, keeping up to `runner.max_workers` agent processes busy.
 
 mod budget;
+mod cluster;
 mod decide;
 mod decision;
 mod engine;
@@ -14,7 +15,7 @@ pub(crate) use budget::{MIN_WORKER_BUDGET_USD, budget_left};
 pub use decide::decide;
 pub use decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
 pub use engine::{Runner, RunnerError, TickReport, load_prompts, shutdown_on_signals};
-pub(crate) use engine::{forge_for, hostname, repo_for};
+pub(crate) use engine::{forge_for, repo_for};
 pub(crate) use launch::{
     Recording, WorkerInputs, build_spec, session_to_resume, supervise_recorded, worker_env,
 };

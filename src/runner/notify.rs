@@ -72,7 +72,7 @@ impl Runner {
                 continue;
             };
             // Another host's runner drives this run and retries its notices: never both at once.
-            let lease = self.config.runner.lease_ttl.chrono();
+            let lease = self.config.runner.lease_ttl.std();
             if run.state.is_active() && !self.store.claim_run(run.id, &self.owner, lease).await? {
                 continue;
             }
@@ -147,7 +147,7 @@ impl Runner {
         let comment_id =
             forge.comment(run, &comment).await.map_err(|e| format!("pull request comment: {e}"))?;
         if current.thread_id.is_none() {
-            self.store.set_run_thread(run.id, &comment_id).await.map_err(|e| e.to_string())?;
+            self.store.set_run_thread(run.id, Some(&self.owner), &comment_id).await.map_err(|e| e.to_string())?;
         }
         Ok(format!("{} pull request comment {comment_id}", forge.name()))
     }

@@ -10,22 +10,13 @@ use crate::store::{WorkerEnd, WorkerSession};
 use crate::worker::{self, AdoptSpec, PromptKind, is_same_process};
 
 impl Runner {
-    pub(super) async fn reconcile(&mut self) -> Result<(), RunnerError> {
-        for s in self.store.live_worker_sessions().await? {
-            if s.host != self.host || self.pool.contains_key(&s.id) {
-                continue;
-            }
-            self.take_over(s).await?;
-        }
-        Ok(())
-    }
-
-    async fn take_over(&mut self, s: WorkerSession) -> Result<(), RunnerError> {
+    /// Supervises (or records the end of) a worker whose runner died; the caller holds its run.
+    pub(super) async fn take_over(&mut self, s: WorkerSession) -> Result<(), RunnerError> {
         let (Some(pid), Some(output), Some(log)) = (s.pid, s.output_path.clone(), s.log_path.clone()) else {
             // The previous runner died before recording the process; the agent only runs once its
             // process is recorded (it waits behind a gate until then), so nothing ran.
             let end = WorkerEnd::new(EndReason::NeverStarted);
-            self.store.end_worker_session(s.id, &end).await?;
+            self.store.end_worker_session(s.id, Some(&self.owner), &end).await?;
             return Ok(());
         };
         let run = self.store.run(s.run_id).await?;
@@ -50,7 +41,13 @@ impl Runner {
             usage_baseline: thread_baseline(&sessions, s.resumed_session.as_deref(), s.id),
         };
         // A review's verdict is recorded for the head its session started at, never the run's head now.
-        let recording = Recording { store: self.store.clone(), session: s.id, run_id: run.id, kind: s.kind };
+        let recording = Recording {
+            store: self.store.clone(),
+            session: s.id,
+            run_id: run.id,
+            kind: s.kind,
+            holder: Some(self.owner.clone()),
+        };
         if is_same_process(pid, start_time) {
             tracing::info!(run = run.id, pid, "adopting a worker left running by a previous runner");
             self.spawn_supervised(recording, move |tx, stop| worker::adopt(spec, tx, stop));

@@ -28,7 +28,7 @@ impl Runner {
             && !pr.head_sha.is_empty()
             && (run.head_sha.as_deref() != Some(pr.head_sha.as_str()) || run.head_seen_at.is_none())
         {
-            self.store.set_run_head(run.id, &pr.head_sha).await?;
+            self.store.set_run_head(run.id, Some(&self.owner), &pr.head_sha).await?;
         }
         let sessions = self.store.worker_sessions(run.id).await?;
         let mut run = run.clone();
@@ -42,7 +42,7 @@ impl Runner {
             // Written when the pull request changed (not merely re-observed), for `runs show`.
             if previous.is_none_or(|p| PrSnapshot { observed_at: pr.observed_at, ..p } != *pr) {
                 let json = serde_json::to_string(pr)?;
-                self.store.set_last_snapshot(run.id, &json).await?;
+                self.store.set_last_snapshot(run.id, Some(&self.owner), &json).await?;
             }
         }
         // The branch's head (git, off the async threads): whether an in_progress run has commits to open
@@ -82,7 +82,7 @@ impl Runner {
         self.tell_of_stuck_worker(run, &sessions, &notices_sent).await?;
         let obs = Observation {
             worker_alive,
-            free_slot: self.pool.len() < self.config.runner.max_workers as usize,
+            free_slot: self.free_slots > 0,
             pr: snapshot.clone(),
             branch_has_commits,
             last_worker: last_worker(&sessions, head_now.as_deref()),
@@ -109,18 +109,27 @@ impl Runner {
             max_review_rounds: self.config.runner.max_review_rounds,
             max_conflict_attempts: self.config.runner.max_conflict_attempts,
         };
-        let mut decision = decide(run, &obs, &policy, Utc::now());
+        let now = Utc::now();
+        let mut decision = decide(run, &obs, &policy, now);
         if let Action::StartWorker { .. } = decision.action
             && let Some(why) = self.budget_block(run, &memory).await?
         {
             decision = Decision::wait(why);
         }
+        // Waiting only for a slot, which this host has none of: the run is let go for a runner with one,
+        // on any host, to take (the decision asked again as if a slot were free).
+        let wants_slot = !obs.free_slot
+            && !obs.worker_alive
+            && matches!(decide(run, &Observation { free_slot: true, ..obs }, &policy, now).action, Action::StartWorker { .. });
         if memory.last_decision.as_deref() != Some(decision.why.as_str()) {
             tracing::info!(run = run.id, task = %run.task_gid, "{}", decision.why);
-            self.store.record_decision(run.id, &decision.why).await?;
+            self.store.record_decision(run.id, Some(&self.owner), &decision.why).await?;
         }
         let acted = !decision.is_wait();
         self.perform(run, forge, decision.action, snapshot.as_ref()).await?;
+        if wants_slot {
+            self.store.release_run_for_slot(run.id, &self.owner).await?;
+        }
         Ok(acted)
     }
 
@@ -140,7 +149,7 @@ impl Runner {
                     return Ok(());
                 }
                 if let Some(n) = ci_attempt {
-                    self.store.set_ci_attempts(run.id, n).await?;
+                    self.store.set_ci_attempts(run.id, Some(&self.owner), n).await?;
                 }
                 if let Some(to) = move_to {
                     self.move_run(run, to, &format!("{kind} worker started")).await?;
@@ -151,7 +160,7 @@ impl Runner {
                     self.stop_workers_of(run.id);
                 }
                 if let Some(r) = &pr_ref {
-                    self.store.set_run_pr(run.id, &r.url, r.number).await?;
+                    self.store.set_run_pr(run.id, Some(&self.owner), &r.url, r.number).await?;
                 }
                 // The notice is recorded (in the outbox) before the state changes, so a crash in between
                 // re-sends nothing and loses nothing: the key makes it once-only.
@@ -182,16 +191,16 @@ impl Runner {
                 let pushed = chrono::Utc::now();
                 let r = forge.open_pr(run, &task).await?;
                 // Recorded at once: a remote forge is observed by pull request number.
-                self.store.set_run_pr(run.id, &r.url, r.number).await?;
+                self.store.set_run_pr(run.id, Some(&self.owner), &r.url, r.number).await?;
                 if forge.pushes_branches() {
-                    self.store.set_pushed_at(run.id, pushed).await?;
+                    self.store.set_pushed_at(run.id, Some(&self.owner), pushed).await?;
                 }
                 tracing::info!(run = run.id, "opened pull request {}", r.url);
             }
             Action::AddLabels { labels } => forge.add_labels(run, &labels).await?,
             Action::TriggerCi { sha } => {
                 forge.trigger_ci(run, &sha).await?;
-                self.store.set_ci_triggered(run.id, &sha).await?;
+                self.store.set_ci_triggered(run.id, Some(&self.owner), &sha).await?;
             }
             Action::Notify { notice } => self.notify(run, &notice).await?,
         }
@@ -219,7 +228,7 @@ impl Runner {
         // Taken before the push: a worker that ends while it runs is pushed again next tick.
         let at = Utc::now();
         forge.push(run).await?;
-        self.store.set_pushed_at(run.id, at.max(last_end)).await?;
+        self.store.set_pushed_at(run.id, Some(&self.owner), at.max(last_end)).await?;
         tracing::info!(run = run.id, "pushed branch {}", run.branch_name.as_deref().unwrap_or(""));
         Ok(true)
     }

@@ -15,7 +15,7 @@ pub(crate) use run_columns;
 
 macro_rules! session_columns {
     () => {
-        "id, run_id, kind, agent, host, pid, pid_start_time, output_path, output_offset, log_path, session_id, started_at, last_output_at, ended_at, end_reason, exit_code, num_turns, cost_usd, input_tokens, output_tokens, result_json, result_error, start_sha, resumed_session, verdict, cost_estimated, review_posted_at"
+        "id, run_id, kind, agent, host, pid, pid_start_time, output_path, output_offset, log_path, session_id, started_at, last_output_at, ended_at, end_reason, exit_code, num_turns, cost_usd, input_tokens, output_tokens, result_json, result_error, start_sha, resumed_session, verdict, cost_estimated, review_posted_at, runner_id"
     };
 }
 pub(crate) use session_columns;
@@ -55,12 +55,6 @@ macro_rules! event_columns {
 }
 pub(crate) use event_columns;
 
-macro_rules! runner_status_columns {
-    () => {
-        "host, pid, started_at, ended_at, ticks, errors, last_error, last_error_at"
-    };
-}
-pub(crate) use runner_status_columns;
 
 macro_rules! task_columns {
     () => {

@@ -54,15 +54,8 @@ impl Store {
 
     /// The runner pushed the run's branch at `at` (taken before the push: a worker ending during the
     /// push is pushed again next tick).
-    pub async fn set_pushed_at(&self, run_id: i64, at: DateTime<Utc>) -> Result<()> {
-        on_pool!(self, |p| {
-            sqlx::query("UPDATE executor_runs SET pushed_at = $1 WHERE id = $2")
-                .bind(at)
-                .bind(run_id)
-                .execute(p)
-                .await?;
-        });
-        Ok(())
+    pub async fn set_pushed_at(&self, run_id: i64, holder: Option<&str>, at: DateTime<Utc>) -> Result<()> {
+        super::run_fields::update_run!(self, run_id, holder, "pushed_at = $1", at)
     }
 
     /// A `pr_review` session's findings were posted on the pull request.

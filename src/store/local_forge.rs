@@ -223,17 +223,25 @@ impl Store {
     }
 
     /// Records a check run that has started (pending).
-    pub async fn start_local_check(&self, pr_id: i64, sha: &str, name: &str, work_dir: &str) -> Result<i64> {
+    pub async fn start_local_check(
+        &self,
+        pr_id: i64,
+        sha: &str,
+        name: &str,
+        work_dir: &str,
+        host: &str,
+    ) -> Result<i64> {
         Ok(on_pool!(self, |p| {
             sqlx::query_scalar(
-                "INSERT INTO executor_local_ci (pr_id, sha, name, status, work_dir, started_at) \
-                 VALUES ($1, $2, $3, 'pending', $4, $5) RETURNING id",
+                "INSERT INTO executor_local_ci (pr_id, sha, name, status, work_dir, started_at, host) \
+                 VALUES ($1, $2, $3, 'pending', $4, $5, $6) RETURNING id",
             )
             .bind(pr_id)
             .bind(sha)
             .bind(name)
             .bind(work_dir)
             .bind(now())
+            .bind(host)
             .fetch_one(p)
             .await?
         }))
@@ -285,14 +293,16 @@ impl Store {
         })
     }
 
-    /// Checks still running, on any pull request.
-    pub async fn pending_local_checks(&self) -> Result<Vec<LocalCheck>> {
+    /// Checks still running that `host` started (only its runner can see their process and files), on
+    /// any pull request. Checks from before schema v6 name no host and belong to whoever looks.
+    pub async fn pending_local_checks(&self, host: &str) -> Result<Vec<LocalCheck>> {
         on_pool!(self, |p| {
             sqlx::query(concat!(
                 "SELECT ",
                 local_ci_columns!(),
-                " FROM executor_local_ci WHERE status = 'pending' ORDER BY id"
+                " FROM executor_local_ci WHERE status = 'pending' AND (host = $1 OR host IS NULL) ORDER BY id"
             ))
+            .bind(host)
             .fetch_all(p)
             .await?
             .iter()

@@ -34,6 +34,11 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0005_analyzer.sql"),
         postgres: include_str!("../../migrations/postgres/0005_analyzer.sql"),
     },
+    Migration {
+        version: 6,
+        sqlite: include_str!("../../migrations/sqlite/0006_cluster.sql"),
+        postgres: include_str!("../../migrations/postgres/0006_cluster.sql"),
+    },
 ];
 
 /// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and

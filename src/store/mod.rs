@@ -12,6 +12,7 @@ mod analysis;
 mod analysis_sessions;
 mod approve;
 mod board;
+mod clock;
 mod columns;
 mod events;
 mod forge_records;
@@ -23,7 +24,7 @@ mod pending_detail;
 mod row;
 mod run_fields;
 mod run_view;
-mod runner_status;
+mod runners;
 mod runs;
 mod source_cursors;
 mod tasks;
@@ -44,12 +45,12 @@ pub use notices::Notice;
 pub use open::{redact_url, unreachable_postgres};
 pub use pending_detail::PendingDetail;
 pub use run_fields::RunMemory;
-pub use runner_status::RunnerStatus;
+pub use runners::{Heartbeat, LostRunner, RunnerRegistration, RunnerStatus};
 pub use runs::{RunFilter, StatusCounts};
 pub use source_cursors::SourceCursor;
 pub use tasks::{Intake, IntakeResult, NewTask, TaskFilter, Upserted};
 pub use worker_stats::WorkerDurations;
-pub use workers::{SessionStart, WorkerEnd, WorkerSession};
+pub use workers::{SessionStart, WorkerBegin, WorkerEnd, WorkerSession, WorkerSlot};
 
 use chrono::{DateTime, SubsecRound, Utc};
 use sqlx::{PgPool, SqlitePool};
@@ -84,6 +85,10 @@ pub enum StoreError {
         "the database is at schema version {found} and needs migrating to {known}: run `executor migrate`"
     )]
     NeedsMigration { found: i64, known: i64 },
+    /// A runner wrote to a run whose lease it no longer holds (it was paused or cut off past its lease,
+    /// and another runner may have taken the run over): nothing was written.
+    #[error("run {0}: this runner no longer holds its lease (another runner may have taken it over); nothing was written")]
+    LeaseLost(i64),
     /// The operation does not apply to this record as it is; the message says why.
     #[error("{0}")]
     Refused(String),

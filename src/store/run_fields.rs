@@ -23,38 +23,74 @@ pub struct RunMemory {
     pub pushed_at: Option<DateTime<Utc>>,
 }
 
-/// Runs one `UPDATE executor_runs SET … WHERE id = $N` and fails if the run does not exist.
+/// Runs one `UPDATE executor_runs SET <set> WHERE id = … AND <fence>`, where `<set>` uses `$1…$k` for
+/// the binds and the run id and the holder follow them. A runner (`Some(owner)`) writes only while it
+/// holds the run's live lease, checked in the same statement; `None` (a human, an import) always
+/// writes. Fails when nothing was written: an unknown run, or a lease lost.
 macro_rules! update_run {
-    ($store:expr, $run_id:expr, $sql:literal $(, $bind:expr)*) => {{
+    ($store:expr, $run_id:expr, $holder:expr, $set:literal $(, $bind:expr)*) => {{
+        let binds = <[&str]>::len(&[$(stringify!($bind)),*]) as u8;
+        let sql = format!(
+            "UPDATE executor_runs SET {} WHERE id = ${} AND {}",
+            $set,
+            binds + 1,
+            $store.pool.fence_sql(binds + 2)
+        );
+        let holder: Option<&str> = $holder;
         let n = on_pool!($store, |p| {
-            sqlx::query($sql)
+            sqlx::query(&sql)
                 $(.bind($bind))*
                 .bind($run_id)
+                .bind(holder)
                 .execute(p)
                 .await?
                 .rows_affected()
         });
-        if n == 0 { Err(StoreError::UnknownRun($run_id)) } else { Ok(()) }
+        if n == 0 { Err($store.nothing_written($run_id, holder).await) } else { Ok(()) }
     }};
+}
+pub(super) use update_run;
+
+impl Store {
+    /// Why a write on a run changed nothing: the run is unknown, or `holder` lost its lease (logged:
+    /// a fenced write is a sign of a paused or cut-off runner).
+    pub(super) async fn nothing_written(&self, run_id: i64, holder: Option<&str>) -> StoreError {
+        match (self.find_run(run_id).await, holder) {
+            (Ok(Some(_)), Some(owner)) => {
+                tracing::warn!(run = run_id, owner, "a write was refused: the runner no longer holds the run's lease");
+                StoreError::LeaseLost(run_id)
+            }
+            (Err(e), _) => e,
+            _ => StoreError::UnknownRun(run_id),
+        }
+    }
 }
 
 impl Store {
-    pub async fn set_run_workspace(&self, run_id: i64, worktree_path: &str, branch: &str) -> Result<()> {
+    pub async fn set_run_workspace(
+        &self,
+        run_id: i64,
+        holder: Option<&str>,
+        worktree_path: &str,
+        branch: &str,
+    ) -> Result<()> {
         update_run!(
             self,
             run_id,
-            "UPDATE executor_runs SET worktree_path = $1, branch_name = $2, updated_at = $3 WHERE id = $4",
+            holder,
+            "worktree_path = $1, branch_name = $2, updated_at = $3",
             worktree_path,
             branch,
             now()
         )
     }
 
-    pub async fn set_run_pr(&self, run_id: i64, url: &str, number: i64) -> Result<()> {
+    pub async fn set_run_pr(&self, run_id: i64, holder: Option<&str>, url: &str, number: i64) -> Result<()> {
         update_run!(
             self,
             run_id,
-            "UPDATE executor_runs SET pr_url = $1, pr_number = $2, updated_at = $3 WHERE id = $4",
+            holder,
+            "pr_url = $1, pr_number = $2, updated_at = $3",
             url,
             number,
             now()
@@ -64,59 +100,63 @@ impl Store {
     /// Records the pull request's head. When it changed (or its first sighting was never stamped, as for
     /// runs from before schema v3), `head_seen_at` restarts, in the same statement, so the check timeout
     /// always measures from the head it belongs to.
-    pub async fn set_run_head(&self, run_id: i64, sha: &str) -> Result<()> {
+    pub async fn set_run_head(&self, run_id: i64, holder: Option<&str>, sha: &str) -> Result<()> {
         update_run!(
             self,
             run_id,
-            "UPDATE executor_runs SET head_seen_at = CASE WHEN head_sha IS NULL OR head_sha <> $1 OR head_seen_at IS NULL \
-               THEN $2 ELSE head_seen_at END, head_sha = $1 WHERE id = $3",
+            holder,
+            "head_seen_at = CASE WHEN head_sha IS NULL OR head_sha <> $1 OR head_seen_at IS NULL \
+               THEN $2 ELSE head_seen_at END, head_sha = $1",
             sha,
             now()
         )
     }
 
     /// A review verdict holds only for the head it reviewed.
-    pub async fn set_run_review(&self, run_id: i64, verdict: &str, sha: &str) -> Result<()> {
+    pub async fn set_run_review(&self, run_id: i64, holder: Option<&str>, verdict: &str, sha: &str) -> Result<()> {
         update_run!(
             self,
             run_id,
-            "UPDATE executor_runs SET review_verdict = $1, review_sha = $2, updated_at = $3 WHERE id = $4",
+            holder,
+            "review_verdict = $1, review_sha = $2, updated_at = $3",
             verdict,
             sha,
             now()
         )
     }
 
-    pub async fn set_ci_triggered(&self, run_id: i64, sha: &str) -> Result<()> {
-        update_run!(self, run_id, "UPDATE executor_runs SET ci_triggered_sha = $1 WHERE id = $2", sha)
+    pub async fn set_ci_triggered(&self, run_id: i64, holder: Option<&str>, sha: &str) -> Result<()> {
+        update_run!(self, run_id, holder, "ci_triggered_sha = $1", sha)
     }
 
-    pub async fn set_run_thread(&self, run_id: i64, thread_id: &str) -> Result<()> {
-        update_run!(self, run_id, "UPDATE executor_runs SET thread_id = $1 WHERE id = $2", thread_id)
+    pub async fn set_run_thread(&self, run_id: i64, holder: Option<&str>, thread_id: &str) -> Result<()> {
+        update_run!(self, run_id, holder, "thread_id = $1", thread_id)
     }
 
-    pub async fn set_budget_stopped(&self, run_id: i64, stopped: bool) -> Result<()> {
+    pub async fn set_budget_stopped(&self, run_id: i64, holder: Option<&str>, stopped: bool) -> Result<()> {
         update_run!(
             self,
             run_id,
-            "UPDATE executor_runs SET budget_stopped = $1 WHERE id = $2",
+            holder,
+            "budget_stopped = $1",
             i64::from(stopped)
         )
     }
 
     /// Records what the runner decided for a run and why, for `runs show`.
-    pub async fn record_decision(&self, run_id: i64, why: &str) -> Result<()> {
+    pub async fn record_decision(&self, run_id: i64, holder: Option<&str>, why: &str) -> Result<()> {
         update_run!(
             self,
             run_id,
-            "UPDATE executor_runs SET last_decision = $1, last_decision_at = $2 WHERE id = $3",
+            holder,
+            "last_decision = $1, last_decision_at = $2",
             why,
             now()
         )
     }
 
-    pub async fn set_last_snapshot(&self, run_id: i64, json: &str) -> Result<()> {
-        update_run!(self, run_id, "UPDATE executor_runs SET last_snapshot = $1 WHERE id = $2", json)
+    pub async fn set_last_snapshot(&self, run_id: i64, holder: Option<&str>, json: &str) -> Result<()> {
+        update_run!(self, run_id, holder, "last_snapshot = $1", json)
     }
 
     pub async fn run_memory(&self, run_id: i64) -> Result<RunMemory> {
@@ -143,11 +183,12 @@ impl Store {
 
 impl Store {
     /// Sets (not increments) the CI attempt count, so replaying a step after a crash counts once.
-    pub async fn set_ci_attempts(&self, run_id: i64, attempts: i32) -> Result<()> {
+    pub async fn set_ci_attempts(&self, run_id: i64, holder: Option<&str>, attempts: i32) -> Result<()> {
         update_run!(
             self,
             run_id,
-            "UPDATE executor_runs SET ci_attempts = $1 WHERE id = $2",
+            holder,
+            "ci_attempts = $1",
             i64::from(attempts)
         )
     }
@@ -159,7 +200,8 @@ impl Store {
         update_run!(
             self,
             run_id,
-            "UPDATE executor_runs SET budget_base_usd = cost_usd, budget_stopped = 0, updated_at = $1 WHERE id = $2",
+            None,
+            "budget_base_usd = cost_usd, budget_stopped = 0, updated_at = $1",
             now()
         )?;
         let run = self.run(run_id).await?;

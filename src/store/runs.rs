@@ -1,12 +1,13 @@
 //! Runs: creating them from approved tasks, moving them through their state machine, and leases that
 //! let several runner processes (on several hosts) share one database safely.
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 
 use super::columns::run_columns;
 use super::events::{NewEvent, insert_event, kind};
 use super::row::{Cols, narrow};
-use super::{BeginWrite, Result, Store, StoreError, now, on_pool};
+use super::clock::secs;
+use super::{BeginWrite, Pool, Result, Store, StoreError, now, on_pool};
 use crate::domain::{Actor, QueueStatus, Run, RunState, TaskGid};
 
 #[derive(Debug, Clone, Default)]
@@ -199,15 +200,17 @@ impl Store {
         from.check(to)?;
         let at = now();
         let completed_at: Option<DateTime<Utc>> = (to == RunState::Complete).then_some(at);
+        let sql = format!(
+            "UPDATE executor_runs SET state = $1, updated_at = $2, \
+               completed_at = CASE WHEN $1 = 'complete' THEN $3 WHEN $1 = 'pr' THEN NULL ELSE completed_at END, \
+               lease_owner = CASE WHEN $1 = 'abandoned' THEN NULL ELSE lease_owner END, \
+               lease_expires_at = CASE WHEN $1 = 'abandoned' THEN NULL ELSE lease_expires_at END \
+             WHERE id = $4 AND state = $5 AND {} RETURNING task_gid",
+            self.pool.fence_sql(6)
+        );
         let changed = on_pool!(self, |p| {
             let mut tx = p.begin_write().await?;
-            let gid: Option<String> = sqlx::query_scalar(
-                "UPDATE executor_runs SET state = $1, updated_at = $2, \
-                   completed_at = CASE WHEN $1 = 'complete' THEN $3 WHEN $1 = 'pr' THEN NULL ELSE completed_at END, \
-                   lease_owner = CASE WHEN $1 = 'abandoned' THEN NULL ELSE lease_owner END, \
-                   lease_expires_at = CASE WHEN $1 = 'abandoned' THEN NULL ELSE lease_expires_at END \
-                 WHERE id = $4 AND state = $5 AND ($6 IS NULL OR lease_owner = $6) RETURNING task_gid",
-            )
+            let gid: Option<String> = sqlx::query_scalar(&sql)
             .bind(to.as_str())
             .bind(at)
             .bind(completed_at)
@@ -260,39 +263,108 @@ impl Store {
                     current.state
                 )));
             }
-            return Err(StoreError::Conflict(format!("run {run_id} (its lease is held by another runner)")));
+            return Err(StoreError::LeaseLost(run_id));
         }
         self.run(run_id).await
     }
 
-    /// Claims a run for work: succeeds when nobody holds its lease, the lease expired, or `owner` already
-    /// holds it (a renewal). Returns whether `owner` now holds it.
-    pub async fn claim_run(&self, run_id: i64, owner: &str, ttl: Duration) -> Result<bool> {
-        let at = now();
+    /// Claims one run for `owner` (or renews its claim) when it may (see [`claimable`]). Returns whether
+    /// `owner` now holds it.
+    pub async fn claim_run(&self, run_id: i64, owner: &str, ttl: std::time::Duration) -> Result<bool> {
+        let sql = format!(
+            "UPDATE executor_runs SET lease_owner = $1, lease_expires_at = {later}, wants_slot = 0 \
+             WHERE id = $3 AND {claimable}",
+            later = self.pool.later_sql(2),
+            claimable = claimable(&self.pool, 1)
+        );
         let n = on_pool!(self, |p| {
-            sqlx::query(
-                "UPDATE executor_runs SET lease_owner = $1, lease_expires_at = $2 \
-                 WHERE id = $3 AND (lease_owner IS NULL OR lease_owner = $1 OR lease_expires_at < $4)",
-            )
-            .bind(owner)
-            .bind(at + ttl)
-            .bind(run_id)
-            .bind(at)
-            .execute(p)
-            .await?
-            .rows_affected()
+            sqlx::query(&sql).bind(owner).bind(secs(ttl)).bind(run_id).execute(p).await?.rows_affected()
         });
         Ok(n == 1)
     }
 
+    /// Claims for `owner`, until the database's clock passes `ttl`, the active runs it may take (see
+    /// [`claimable`]): every one that only needs watching, and at most `work_limit` that need a worker
+    /// (queued, or let go by a host without a free slot). On PostgreSQL, `SKIP LOCKED` lets runners on
+    /// several hosts claim at once, each taking different runs, without waiting for one another.
+    /// Returns the ids claimed now (not those `owner` held already).
+    pub async fn claim_runs(&self, owner: &str, ttl: std::time::Duration, work_limit: u32) -> Result<Vec<i64>> {
+        let lock = if matches!(self.pool, Pool::Postgres(_)) { " FOR UPDATE SKIP LOCKED" } else { "" };
+        let c = claimable(&self.pool, 1);
+        let claim = |needs_worker: &str, limit: &str| {
+            format!(
+                "UPDATE executor_runs SET lease_owner = $1, lease_expires_at = {later}, wants_slot = 0 \
+                 WHERE id IN (SELECT id FROM executor_runs WHERE state IN ('queued','in_progress','pr','complete') \
+                   AND ({needs_worker}) AND (lease_owner IS NULL OR lease_owner <> $1) AND {c} ORDER BY id LIMIT {limit}{lock}) \
+                 AND (lease_owner IS NULL OR lease_owner <> $1) AND {c} RETURNING id",
+                later = self.pool.later_sql(2),
+            )
+        };
+        let watch = claim("state <> 'queued' AND wants_slot = 0", "$3");
+        let work = claim("state = 'queued' OR wants_slot = 1", "$3");
+        let mut ids: Vec<i64> = Vec::new();
+        on_pool!(self, |p| {
+            ids.extend(
+                sqlx::query_scalar::<_, i64>(&watch)
+                    .bind(owner)
+                    .bind(secs(ttl))
+                    .bind(MAX_WATCH_CLAIMS)
+                    .fetch_all(p)
+                    .await?,
+            );
+            if work_limit > 0 {
+                ids.extend(
+                    sqlx::query_scalar::<_, i64>(&work)
+                        .bind(owner)
+                        .bind(secs(ttl))
+                        .bind(i64::from(work_limit))
+                        .fetch_all(p)
+                        .await?,
+                );
+            }
+        });
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    /// The active runs whose live lease `owner` holds, oldest first: what its tick drives.
+    pub async fn held_runs(&self, owner: &str) -> Result<Vec<Run>> {
+        let sql = format!(
+            concat!(
+                "SELECT ",
+                run_columns!(),
+                " FROM executor_runs WHERE state IN ('queued','in_progress','pr','complete') AND lease_owner = $1 \
+                 AND lease_expires_at > {} ORDER BY id"
+            ),
+            self.pool.now_sql()
+        );
+        on_pool!(self, |p| {
+            sqlx::query(&sql).bind(owner).fetch_all(p).await?.iter().map(run_from_row).collect()
+        })
+    }
+
     /// Gives up `owner`'s lease on a run (no-op if it holds none).
     pub async fn release_run(&self, run_id: i64, owner: &str) -> Result<()> {
+        self.let_go(run_id, owner, false).await
+    }
+
+    /// Gives up `owner`'s lease on a run that needs a worker its host has no slot for: a runner with a
+    /// free slot, on any host, claims it next.
+    pub async fn release_run_for_slot(&self, run_id: i64, owner: &str) -> Result<()> {
+        self.let_go(run_id, owner, true).await
+    }
+
+    async fn let_go(&self, run_id: i64, owner: &str, wants_slot: bool) -> Result<()> {
         on_pool!(self, |p| {
-            sqlx::query("UPDATE executor_runs SET lease_owner = NULL, lease_expires_at = NULL WHERE id = $1 AND lease_owner = $2")
-                .bind(run_id)
-                .bind(owner)
-                .execute(p)
-                .await?;
+            sqlx::query(
+                "UPDATE executor_runs SET lease_owner = NULL, lease_expires_at = NULL, wants_slot = $3 \
+                 WHERE id = $1 AND lease_owner = $2",
+            )
+            .bind(run_id)
+            .bind(owner)
+            .bind(i64::from(wants_slot))
+            .execute(p)
+            .await?;
         });
         Ok(())
     }
@@ -310,4 +382,19 @@ impl Store {
         });
         Ok(StatusCounts { queue, runs })
     }
+}
+
+/// At most this many runs that only need watching are claimed by one runner in one tick.
+const MAX_WATCH_CLAIMS: i64 = 1000;
+
+/// The condition on a run (in `executor_runs`) that the runner in parameter `$n` may claim: nobody holds
+/// it, `$n` does, or its holder is no longer alive — ended, or with both its lease and its heartbeat
+/// lapsed by the database's clock. A run is never taken from a runner whose heartbeat is live.
+fn claimable(pool: &Pool, n: u8) -> String {
+    let now = pool.now_sql();
+    format!(
+        "(lease_owner IS NULL OR lease_owner = ${n} OR NOT EXISTS (SELECT 1 FROM executor_runners h \
+           WHERE h.id = executor_runs.lease_owner AND h.ended_at IS NULL \
+           AND (h.alive_until > {now} OR executor_runs.lease_expires_at > {now})))"
+    )
 }

@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use super::columns::session_columns;
 use super::row::{Cols, narrow};
 use super::{BeginWrite, Result, Store, StoreError, now, on_pool};
+use super::now as now_utc;
 use crate::domain::{EndReason, ReviewVerdict, WorkerKind};
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -44,6 +45,8 @@ pub struct WorkerSession {
     pub review_posted_at: Option<DateTime<Utc>>,
     /// `cost_usd` is executor's estimate from tokens, not the agent's own figure.
     pub cost_estimated: bool,
+    /// The runner instance supervising it; `None` for a worker run by hand.
+    pub runner_id: Option<String>,
 }
 
 /// What a worker session starts from, recorded when it opens.
@@ -99,18 +102,63 @@ impl WorkerEnd {
 }
 
 /// Updates a worker session and mirrors a fact of it onto its run, in one transaction. Each statement
-/// takes the session id as its last parameter.
+/// ends in `WHERE id = $k`, the session id being its last parameter; the holder follows it. A runner
+/// (`Some(owner)`) writes only while it holds the run's live lease (checked in the same statements);
+/// `None` (a worker run by hand) always writes.
 macro_rules! session_and_run {
-    ($store:expr, $session:expr, $session_sql:literal, [$($sb:expr),*], $run_sql:literal, [$($rb:expr),*]) => {{
-        on_pool!($store, |p| {
+    ($store:expr, $session:expr, $holder:expr, $session_sql:literal, [$($sb:expr),*], $run_sql:literal, [$($rb:expr),*]) => {{
+        let holder: Option<&str> = $holder;
+        let sb = <[&str]>::len(&[$(stringify!($sb)),*]) as u8;
+        let rb = <[&str]>::len(&[$(stringify!($rb)),*]) as u8;
+        let session_sql = format!("{} AND {}", $session_sql, session_fence(&$store.pool, sb + 2));
+        let run_sql = format!("{} AND {}", $run_sql, $store.pool.fence_sql(rb + 2));
+        let written = on_pool!($store, |p| {
             let mut tx = p.begin_write().await?;
-            sqlx::query($session_sql)$(.bind($sb))*.bind($session).execute(&mut *tx).await?;
-            sqlx::query($run_sql)$(.bind($rb))*.bind($session).execute(&mut *tx).await?;
+            let n = sqlx::query(&session_sql)$(.bind($sb))*.bind($session).bind(holder).execute(&mut *tx).await?.rows_affected();
+            sqlx::query(&run_sql)$(.bind($rb))*.bind($session).bind(holder).execute(&mut *tx).await?;
             tx.commit().await?;
+            n > 0
         });
-        Ok(())
+        if written { Ok(()) } else { Err($store.session_write_refused($session, holder).await) }
     }};
 }
+
+/// The condition "the session's run is leased to the owner in parameter `$n`, live" on
+/// `executor_worker_sessions` (always true for `$n` NULL).
+fn session_fence(pool: &super::Pool, n: u8) -> String {
+    format!(
+        "(${n} IS NULL OR EXISTS (SELECT 1 FROM executor_runs r WHERE r.id = executor_worker_sessions.run_id \
+           AND r.lease_owner = ${n} AND r.lease_expires_at > {}))",
+        pool.now_sql()
+    )
+}
+
+/// What a runner may take for a new worker: its host's limit and the whole cluster's.
+#[derive(Debug, Clone)]
+pub struct WorkerSlot<'a> {
+    /// The runner instance that will supervise it (and must hold the run's lease).
+    pub runner: &'a str,
+    pub host: &'a str,
+    /// `runner.max_workers`: live workers on this host, whichever runner supervises them.
+    pub host_max: u32,
+    /// `cluster.max_workers`: live workers on every host.
+    pub cluster_max: Option<u32>,
+}
+
+/// What [`Store::begin_runner_worker`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WorkerBegin {
+    Started(WorkerSession),
+    /// The run already has a live worker.
+    RunBusy,
+    /// Every slot is taken; the sentence says which limit.
+    NoSlot(String),
+    /// The runner no longer holds the run's lease.
+    LeaseLost,
+}
+
+/// A constant key for PostgreSQL's advisory lock that serialises taking worker slots across hosts.
+const SLOT_LOCK: i64 = 0x6578_6563_736c_6f74; // "execslot"
 
 /// A session for unit tests of code that reads sessions: `id`, `kind`, on run 1, nothing else known.
 #[cfg(test)]
@@ -143,6 +191,7 @@ pub(crate) fn test_session(id: i64, kind: WorkerKind) -> WorkerSession {
         verdict: None,
         review_posted_at: None,
         cost_estimated: false,
+        runner_id: None,
     }
 }
 
@@ -175,6 +224,7 @@ fn session_from_row(r: &impl Cols) -> Result<WorkerSession> {
         verdict: r.text("verdict")?.map(|v| parse_col("verdict", &v)).transpose()?,
         review_posted_at: r.time("review_posted_at")?,
         cost_estimated: r.int("cost_estimated")?.unwrap_or(0) != 0,
+        runner_id: r.text("runner_id")?,
     })
 }
 
@@ -220,6 +270,99 @@ impl Store {
         }
     }
 
+    /// Opens a worker session for a runner's run, within the worker limits, under a lock so that two
+    /// hosts cannot both take the last slot: only while `slot.runner` holds the run's live lease, while
+    /// the run has no live worker, and while this host and the cluster have a free slot. Live workers
+    /// are counted from the database — sessions not ended whose runner is alive (or that were started by
+    /// hand) — never from one process's memory.
+    pub async fn begin_runner_worker(
+        &self,
+        run_id: i64,
+        kind: WorkerKind,
+        agent: &str,
+        slot: &WorkerSlot<'_>,
+        start: &SessionStart,
+    ) -> Result<WorkerBegin> {
+        let now = self.pool.now_sql();
+        let held = format!(
+            "SELECT count(*) FROM executor_runs WHERE id = $1 AND lease_owner = $2 AND lease_expires_at > {now}"
+        );
+        let counts = live_worker_counts_sql(&self.pool);
+        let postgres = matches!(self.pool, super::Pool::Postgres(_));
+        let began = on_pool!(self, |p| {
+            let mut tx = p.begin_write().await?;
+            if postgres {
+                sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(SLOT_LOCK).execute(&mut *tx).await?;
+            }
+            let held: i64 = sqlx::query_scalar(&held).bind(run_id).bind(slot.runner).fetch_one(&mut *tx).await?;
+            if held == 0 {
+                return Ok(WorkerBegin::LeaseLost);
+            }
+            let (all, here): (i64, i64) = sqlx::query_as(&counts).bind(slot.host).fetch_one(&mut *tx).await?;
+            if let Some(why) = no_slot(slot, all, here) {
+                return Ok(WorkerBegin::NoSlot(why));
+            }
+            let id: Option<i64> = sqlx::query_scalar(
+                "INSERT INTO executor_worker_sessions (run_id, kind, agent, host, runner_id, started_at, start_sha, resumed_session) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+                 ON CONFLICT (run_id) WHERE ended_at IS NULL DO NOTHING RETURNING id",
+            )
+            .bind(run_id)
+            .bind(kind.as_str())
+            .bind(agent)
+            .bind(slot.host)
+            .bind(slot.runner)
+            .bind(now_utc())
+            .bind(start.start_sha.as_deref())
+            .bind(start.resumed_session.as_deref())
+            .fetch_optional(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            id
+        });
+        match began {
+            Some(id) => Ok(WorkerBegin::Started(self.worker_session(id).await?)),
+            None => Ok(WorkerBegin::RunBusy),
+        }
+    }
+
+    /// How many more workers `slot`'s host may start now, by both limits (what a runner claims runs
+    /// that need a worker for; [`begin_runner_worker`](Self::begin_runner_worker) decides).
+    pub async fn free_worker_slots(&self, slot: &WorkerSlot<'_>) -> Result<u32> {
+        let counts = live_worker_counts_sql(&self.pool);
+        let (all, here): (i64, i64) =
+            on_pool!(self, |p| sqlx::query_as(&counts).bind(slot.host).fetch_one(p).await?);
+        let free = |max: u32, used: i64| u32::try_from(i64::from(max) - used).unwrap_or(0);
+        let host = free(slot.host_max, here);
+        Ok(slot.cluster_max.map_or(host, |m| host.min(free(m, all))))
+    }
+
+    /// Why a fenced write on a session changed nothing: the session is unknown, or `holder` lost the
+    /// run's lease (logged: the sign of a paused or cut-off runner).
+    async fn session_write_refused(&self, session: i64, holder: Option<&str>) -> StoreError {
+        match (self.find_worker_session(session).await, holder) {
+            (Ok(Some(s)), Some(owner)) => {
+                tracing::warn!(run = s.run_id, session, owner, "a worker write was refused: the runner no longer holds the run's lease");
+                StoreError::LeaseLost(s.run_id)
+            }
+            (Err(e), _) => e,
+            _ => StoreError::Corrupt(format!("worker session {session} vanished")),
+        }
+    }
+
+    /// `runner` now supervises a live session left by a runner that died (it holds the session's run):
+    /// counted as its worker, and ended as `host_lost` with it should its host be lost.
+    pub async fn adopt_worker_session(&self, session: i64, runner: &str) -> Result<()> {
+        let sql = format!(
+            "UPDATE executor_worker_sessions SET runner_id = $1 WHERE id = $2 AND ended_at IS NULL AND {}",
+            session_fence(&self.pool, 1)
+        );
+        on_pool!(self, |p| {
+            sqlx::query(&sql).bind(runner).bind(session).execute(p).await?;
+        });
+        Ok(())
+    }
+
     /// The session with this id, or `None`.
     pub async fn find_worker_session(&self, id: i64) -> Result<Option<WorkerSession>> {
         on_pool!(self, |p| {
@@ -255,6 +398,7 @@ impl Store {
     pub async fn set_worker_process(
         &self,
         session: i64,
+        holder: Option<&str>,
         pid: i32,
         pid_start_time: Option<i64>,
         output_path: &str,
@@ -264,6 +408,7 @@ impl Store {
         session_and_run!(
             self,
             session,
+            holder,
             "UPDATE executor_worker_sessions SET pid = $1, pid_start_time = $2, output_path = $3, log_path = $4 WHERE id = $5",
             [i64::from(pid), pid_start_time, output_path, log_path],
             "UPDATE executor_runs SET worker_pid = $1, worker_last_update = $2, updated_at = $2 WHERE id = (SELECT run_id FROM executor_worker_sessions WHERE id = $3)",
@@ -274,10 +419,16 @@ impl Store {
     /// Records the agent's own session id (for resume) on the session. The run's `worker_session_id`
     /// mirrors only the task's own work (`queued`, `in_progress`): a review's or a fix's thread is never
     /// what a later `in_progress` worker continues.
-    pub async fn set_worker_agent_session(&self, session: i64, agent_session_id: &str) -> Result<()> {
+    pub async fn set_worker_agent_session(
+        &self,
+        session: i64,
+        holder: Option<&str>,
+        agent_session_id: &str,
+    ) -> Result<()> {
         session_and_run!(
             self,
             session,
+            holder,
             "UPDATE executor_worker_sessions SET session_id = $1 WHERE id = $2",
             [agent_session_id],
             "UPDATE executor_runs SET worker_session_id = $1 WHERE id = \
@@ -291,34 +442,45 @@ impl Store {
     pub async fn set_worker_usage(
         &self,
         session: i64,
+        holder: Option<&str>,
         cost_usd: Option<f64>,
         input_tokens: i64,
         output_tokens: i64,
         cost_estimated: bool,
     ) -> Result<()> {
+        let sql = format!(
+            "UPDATE executor_worker_sessions SET cost_usd = COALESCE($1, cost_usd), input_tokens = $2, \
+               output_tokens = $3, cost_estimated = CASE WHEN $1 IS NULL THEN cost_estimated ELSE $4 END \
+             WHERE id = $5 AND ended_at IS NULL AND {}",
+            session_fence(&self.pool, 6)
+        );
         on_pool!(self, |p| {
-            sqlx::query(
-                "UPDATE executor_worker_sessions SET cost_usd = COALESCE($1, cost_usd), input_tokens = $2, \
-                   output_tokens = $3, cost_estimated = CASE WHEN $1 IS NULL THEN cost_estimated ELSE $4 END \
-                 WHERE id = $5 AND ended_at IS NULL",
-            )
-            .bind(cost_usd)
-            .bind(input_tokens)
-            .bind(output_tokens)
-            .bind(i64::from(cost_estimated))
-            .bind(session)
-            .execute(p)
-            .await?;
+            sqlx::query(&sql)
+                .bind(cost_usd)
+                .bind(input_tokens)
+                .bind(output_tokens)
+                .bind(i64::from(cost_estimated))
+                .bind(session)
+                .bind(holder)
+                .execute(p)
+                .await?;
         });
         Ok(())
     }
 
     /// Notes that the worker produced output at `at` (the watchdog's evidence of life) and how far its
     /// output has been read.
-    pub async fn touch_worker_output(&self, session: i64, at: DateTime<Utc>, offset: i64) -> Result<()> {
+    pub async fn touch_worker_output(
+        &self,
+        session: i64,
+        holder: Option<&str>,
+        at: DateTime<Utc>,
+        offset: i64,
+    ) -> Result<()> {
         session_and_run!(
             self,
             session,
+            holder,
             "UPDATE executor_worker_sessions SET last_output_at = $1, output_offset = $2 WHERE id = $3",
             [at, offset],
             "UPDATE executor_runs SET worker_last_update = $1 WHERE id = (SELECT run_id FROM executor_worker_sessions WHERE id = $2)",
@@ -329,25 +491,29 @@ impl Store {
     /// Closes a session: records how it ended (and a review's verdict), adds its cost and tokens to the
     /// run, clears the run's pid, and counts a stuck attempt when it was one, all in one transaction. A
     /// verdict becomes the run's for the head the session started at, never the run's current head.
-    /// Closing an already closed session changes nothing.
-    pub async fn end_worker_session(&self, session: i64, end: &WorkerEnd) -> Result<bool> {
+    /// Closing an already closed session changes nothing (`false`). A runner (`holder`) that no longer
+    /// holds the run's lease closes nothing and gets `LeaseLost`: whoever took the run over decided how
+    /// the session ended.
+    pub async fn end_worker_session(&self, session: i64, holder: Option<&str>, end: &WorkerEnd) -> Result<bool> {
         let at = now();
         let verdict = end.verdict.map(|v| v.as_str());
+        let close = format!(
+            "UPDATE executor_worker_sessions SET ended_at = $1, end_reason = $2, exit_code = $3, num_turns = $4, \
+               cost_usd = CASE WHEN ($8 = 0 AND $5 > 0) OR $5 > cost_usd THEN $5 ELSE cost_usd END, \
+               input_tokens = CASE WHEN ($8 = 0 AND $5 > 0) OR $6 > input_tokens THEN $6 ELSE input_tokens END, \
+               output_tokens = CASE WHEN ($8 = 0 AND $5 > 0) OR $7 > output_tokens THEN $7 ELSE output_tokens END, \
+               cost_estimated = CASE WHEN ($8 = 0 AND $5 > 0) OR $5 >= cost_usd THEN $8 ELSE cost_estimated END, \
+               result_json = $9, result_error = $10, verdict = $11 \
+             WHERE id = $12 AND ended_at IS NULL AND {} \
+             RETURNING run_id, cost_usd, input_tokens, output_tokens, cost_estimated, start_sha",
+            session_fence(&self.pool, 13)
+        );
         let closed = on_pool!(self, |p| {
             let mut tx = p.begin_write().await?;
             // The agent's own final figure ($8 = 0 with a cost) is the truth. Otherwise the usage recorded
             // while the worker ran may exceed what its end reports (killed before its final report): the
             // larger figure is the truer one.
-            let row: Option<(i64, f64, i64, i64, i64, Option<String>)> = sqlx::query_as(
-                "UPDATE executor_worker_sessions SET ended_at = $1, end_reason = $2, exit_code = $3, num_turns = $4, \
-                   cost_usd = CASE WHEN ($8 = 0 AND $5 > 0) OR $5 > cost_usd THEN $5 ELSE cost_usd END, \
-                   input_tokens = CASE WHEN ($8 = 0 AND $5 > 0) OR $6 > input_tokens THEN $6 ELSE input_tokens END, \
-                   output_tokens = CASE WHEN ($8 = 0 AND $5 > 0) OR $7 > output_tokens THEN $7 ELSE output_tokens END, \
-                   cost_estimated = CASE WHEN ($8 = 0 AND $5 > 0) OR $5 >= cost_usd THEN $8 ELSE cost_estimated END, \
-                   result_json = $9, result_error = $10, verdict = $11 \
-                 WHERE id = $12 AND ended_at IS NULL \
-                 RETURNING run_id, cost_usd, input_tokens, output_tokens, cost_estimated, start_sha",
-            )
+            let row: Option<(i64, f64, i64, i64, i64, Option<String>)> = sqlx::query_as(&close)
             .bind(at)
             .bind(end.reason.as_str())
             .bind(end.exit_code.map(i64::from))
@@ -360,6 +526,7 @@ impl Store {
             .bind(end.result_error.as_deref())
             .bind(verdict)
             .bind(session)
+            .bind(holder)
             .fetch_optional(&mut *tx)
             .await?;
             if let Some((run_id, cost, input, output, estimated, start_sha)) = &row {
@@ -396,6 +563,12 @@ impl Store {
             }
             row.is_some()
         });
+        if !closed
+            && holder.is_some()
+            && self.find_worker_session(session).await?.is_some_and(|s| s.ended_at.is_none())
+        {
+            return Err(self.session_write_refused(session, holder).await);
+        }
         Ok(closed)
     }
 
@@ -444,5 +617,29 @@ impl Store {
                 .await?
         });
         Ok(v.unwrap_or(0.0))
+    }
+}
+
+/// Live workers (all hosts, and host `$1`): sessions not ended whose runner is alive by the database's
+/// clock, or that were started by hand.
+fn live_worker_counts_sql(pool: &super::Pool) -> String {
+    format!(
+        "SELECT count(*), COALESCE(sum(CASE WHEN host = $1 THEN 1 ELSE 0 END), 0) FROM executor_worker_sessions \
+         WHERE ended_at IS NULL AND (runner_id IS NULL OR runner_id IN (SELECT id FROM executor_runners \
+           WHERE ended_at IS NULL AND alive_until > {}))",
+        pool.now_sql()
+    )
+}
+
+/// Which limit leaves no slot, in a sentence, or `None` when a slot is free.
+fn no_slot(slot: &WorkerSlot<'_>, all: i64, here: i64) -> Option<String> {
+    if here >= i64::from(slot.host_max) {
+        return Some(format!("host {} runs {here} of its runner.max_workers = {}", slot.host, slot.host_max));
+    }
+    match slot.cluster_max {
+        Some(max) if all >= i64::from(max) => {
+            Some(format!("all hosts together run {all} of cluster.max_workers = {max}"))
+        }
+        _ => None,
     }
 }

@@ -18,4 +18,5 @@ pub use review_rules::{ReviewRule, review_rules};
 pub use scratch::{add_detached, base_commit, branch_head, remove_scratch};
 pub use worktree::{
     Removal, Worktree, branch_has_commits, current_branch, ensure_worktree, head_sha, prune, remove_if_safe,
+    take_over_branch,
 };

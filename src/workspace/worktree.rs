@@ -28,8 +28,10 @@ pub enum Removal {
 }
 
 /// The worktree for a run at `worktrees_root/<gid>-<run_id>` on `branch`: reused if git already has a
-/// worktree for the branch whose directory exists; otherwise created on the existing branch, or on a
-/// new branch from `base`. A worktree whose directory vanished is pruned and created again.
+/// worktree for the branch under `worktrees_root` whose directory exists; otherwise created on the
+/// existing branch, or on a new branch from `base`. A worktree whose directory vanished is pruned and
+/// created again. Another host's worktree of the branch (a repository shared between hosts) is never
+/// reused: this host gets its own beside it.
 pub fn ensure_worktree(
     repo: &Path,
     worktrees_root: &Path,
@@ -40,23 +42,34 @@ pub fn ensure_worktree(
 ) -> Result<Worktree, WorkspaceError> {
     check_branch_name(branch)?;
     let branch_ref = format!("refs/heads/{branch}");
+    let io = |source| WorkspaceError::Io { path: worktrees_root.to_path_buf(), source };
+    let root = std::path::absolute(worktrees_root).map_err(io)?;
     // The repository's own checkout is never handed to an agent, so it is skipped here.
-    let existing =
-        list_worktrees(repo)?.into_iter().skip(1).find(|w| w.branch.as_deref() == Some(branch_ref.as_str()));
-    if let Some(found) = existing {
+    let of_branch: Vec<Listed> = list_worktrees(repo)?
+        .into_iter()
+        .skip(1)
+        .filter(|w| w.branch.as_deref() == Some(branch_ref.as_str()))
+        .collect();
+    if let Some(found) = of_branch.iter().find(|w| w.path.starts_with(&root)) {
         if found.path.is_dir() {
-            return Ok(Worktree { path: found.path, branch: branch.to_string(), reused: true });
+            return Ok(Worktree { path: found.path.clone(), branch: branch.to_string(), reused: true });
         }
         prune(repo)?;
     }
+    let elsewhere = of_branch.iter().any(|w| !w.path.starts_with(&root) && w.path.is_dir());
 
-    let io = |source| WorkspaceError::Io { path: worktrees_root.to_path_buf(), source };
-    std::fs::create_dir_all(worktrees_root).map_err(io)?;
-    let path = std::path::absolute(worktrees_root.join(format!("{gid}-{run_id}"))).map_err(io)?;
-
+    std::fs::create_dir_all(&root).map_err(io)?;
+    let path = root.join(format!("{gid}-{run_id}"));
     let branch_exists = git_probe(repo, ["rev-parse", "--verify", "--quiet", &branch_ref])?.is_some();
     if branch_exists {
-        git(repo, ["worktree".as_ref(), "add".as_ref(), "--".as_ref(), path.as_os_str(), branch.as_ref()])?;
+        // `--force`: git refuses a second checkout of a branch, which is right within one host and
+        // wrong for a run taken over from a host that is gone (its worktree is still registered).
+        let mut args: Vec<&std::ffi::OsStr> = vec!["worktree".as_ref(), "add".as_ref()];
+        if elsewhere {
+            args.push("--force".as_ref());
+        }
+        args.extend(["--".as_ref(), path.as_os_str(), branch.as_ref()]);
+        git(repo, args)?;
     } else {
         git(
             repo,
@@ -72,6 +85,34 @@ pub fn ensure_worktree(
         )?;
     }
     Ok(Worktree { path, branch: branch.to_string(), reused: false })
+}
+
+/// Prepares a run taken over from another host: this host's own worktree of `branch` (left from an
+/// earlier turn, and stale now) is removed, and when the branch lives on a remote (`remote`: it was
+/// pushed there after each worker) it is fetched, replacing the local branch. [`ensure_worktree`] then
+/// makes a fresh worktree from it. Uncommitted files of the stale worktree are dropped: the other host
+/// worked on since.
+pub fn take_over_branch(
+    repo: &Path,
+    worktrees_root: &Path,
+    branch: &str,
+    remote: Option<&str>,
+) -> Result<(), WorkspaceError> {
+    check_branch_name(branch)?;
+    let branch_ref = format!("refs/heads/{branch}");
+    let io = |source| WorkspaceError::Io { path: worktrees_root.to_path_buf(), source };
+    let root = std::path::absolute(worktrees_root).map_err(io)?;
+    for stale in list_worktrees(repo)?.into_iter().skip(1) {
+        if stale.branch.as_deref() == Some(branch_ref.as_str()) && stale.path.starts_with(&root) {
+            git(repo, ["worktree".as_ref(), "remove".as_ref(), "--force".as_ref(), "--".as_ref(), stale.path.as_os_str()])?;
+        }
+    }
+    prune(repo)?;
+    if let Some(remote) = remote {
+        let refspec = format!("+{branch_ref}:{branch_ref}");
+        git(repo, ["fetch", "--quiet", "--", remote, refspec.as_str()])?;
+    }
+    Ok(())
 }
 
 /// Does `branch` have commits that `base` does not?

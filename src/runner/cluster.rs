@@ -1,0 +1,133 @@
+//! The runner among others, on this host and on other hosts sharing the database: its registration and
+//! heartbeat, the runs it claims within the worker limits, and what it takes over from runners that
+//! died here or whose host stopped heartbeating.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use super::engine::{Runner, RunnerError};
+use crate::store::{Heartbeat, RunnerRegistration, Store, WorkerSlot};
+
+impl Runner {
+    /// Registers this runner in the database and starts its heartbeat: a task of its own, so that a
+    /// long tick (a slow forge, many runs) never lets the leases lapse while the process lives. When
+    /// another runner has declared this one lost, `lost` turns true and the runner stops.
+    pub(super) async fn register(&mut self) -> Result<(), RunnerError> {
+        let ttl = self.config.runner.lease_ttl.std();
+        self.store
+            .register_runner(&RunnerRegistration {
+                id: &self.owner,
+                host: &self.host,
+                pid: i64::from(std::process::id()),
+                version: env!("CARGO_PKG_VERSION"),
+                ttl,
+                max_workers: self.config.runner.max_workers,
+            })
+            .await?;
+        let every = self.config.runner.loop_interval.std().min(ttl / 3);
+        let (lost_tx, lost_rx) = watch::channel(false);
+        self.lost = lost_rx;
+        self.heartbeat =
+            Some(tokio::spawn(beat(self.store.clone(), self.owner.clone(), ttl, every, lost_tx)));
+        Ok(())
+    }
+
+    /// Whether another runner declared this one lost (its heartbeat lapsed: paused, or cut off).
+    pub(super) fn is_lost(&self) -> bool {
+        *self.lost.borrow()
+    }
+
+    pub(super) fn lost_error(&self) -> RunnerError {
+        RunnerError::Lost(format!(
+            "runner {} was declared lost by another runner: it did not heartbeat for runner.lease_ttl ({}) — \
+             paused, or cut off from the database — and its runs were taken over. Its workers were stopped; \
+             nothing it wrote since counts. Start it again (cron does).",
+            self.owner, self.config.runner.lease_ttl
+        ))
+    }
+
+    /// The limits a new worker of this runner is taken under.
+    pub(super) fn slot(&self) -> WorkerSlot<'_> {
+        WorkerSlot {
+            runner: &self.owner,
+            host: &self.host,
+            host_max: self.config.runner.max_workers,
+            cluster_max: self.config.cluster.as_ref().map(|c| c.max_workers),
+        }
+    }
+
+    /// Claims this tick's runs: every free run that only needs watching, and as many that need a worker
+    /// as this host and the cluster have free slots. Returns the free slots.
+    pub(super) async fn claim(&mut self) -> Result<u32, RunnerError> {
+        let free = self.store.free_worker_slots(&self.slot()).await?;
+        let ttl = self.config.runner.lease_ttl.std();
+        let claimed = self.store.claim_runs(&self.owner, ttl, free).await?;
+        if !claimed.is_empty() {
+            tracing::debug!(runs = ?claimed, "claimed runs");
+        }
+        Ok(free)
+    }
+
+    /// Before anything else in a tick: runners whose heartbeat lapsed are declared lost (their workers
+    /// end as `host_lost` and their runs are free for whoever claims them), runners of this host whose
+    /// process is gone hand their runs to this one, and the workers those left running here are adopted.
+    pub(super) async fn reconcile(&mut self) -> Result<(), RunnerError> {
+        for lost in self.store.declare_lost_runners().await? {
+            tracing::warn!(
+                runner = lost.id,
+                host = lost.host,
+                "a runner stopped heartbeating: {} worker(s) ended as host_lost, {} run(s) free to be taken over",
+                lost.sessions.len(),
+                lost.runs_freed
+            );
+        }
+        let ttl = self.config.runner.lease_ttl.std();
+        let mut alive_here = HashSet::new();
+        for (id, pid) in self.store.live_runners_of(&self.host).await? {
+            let gone = id != self.owner && i32::try_from(pid).is_ok_and(|p| !crate::worker::process::is_alive(p));
+            if gone && self.store.declare_runner_died(&id, &self.owner, ttl).await? {
+                tracing::info!(runner = id, "a runner of this host died; its runs pass to this runner");
+            } else {
+                alive_here.insert(id);
+            }
+        }
+        for s in self.store.live_worker_sessions().await? {
+            if s.host != self.host || self.pool.contains_key(&s.id) {
+                continue;
+            }
+            // Supervised by a live runner of this host (this one included): not ours to touch.
+            if s.runner_id.as_ref().is_some_and(|r| alive_here.contains(r)) {
+                continue;
+            }
+            // Its supervisor is gone (or it was started by hand): take the run, then the worker.
+            if !self.store.claim_run(s.run_id, &self.owner, ttl).await? {
+                continue;
+            }
+            self.store.adopt_worker_session(s.id, &self.owner).await?;
+            self.take_over(s).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The heartbeat loop: stamps the runner alive and renews its leases every `every`, until it learns that
+/// it was declared lost. A failed beat is logged and tried again: if the database stays out of reach
+/// for the ttl, other hosts take the runs over, and the next beat that gets through says so.
+async fn beat(store: Store, id: String, ttl: Duration, every: Duration, lost: watch::Sender<bool>) {
+    let mut interval = tokio::time::interval(every);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        interval.tick().await;
+        match store.heartbeat(&id, ttl).await {
+            Ok(Heartbeat::Alive { .. }) => {}
+            Ok(Heartbeat::Lost) => {
+                tracing::error!(runner = id, "this runner was declared lost by another runner; stopping");
+                let _ = lost.send(true);
+                return;
+            }
+            Err(e) => tracing::warn!(runner = id, "heartbeat failed: {e}"),
+        }
+    }
+}
