@@ -76,7 +76,12 @@ async fn main() {
         );
         git(&repo, &["update-ref", &format!("refs/heads/{branch}"), &sha]);
         store
-            .set_run_workspace(run.id, None, &dir.path().join(format!("wt{i}")).display().to_string(), &branch)
+            .set_run_workspace(
+                run.id,
+                None,
+                &dir.path().join(format!("wt{i}")).display().to_string(),
+                &branch,
+            )
             .await
             .expect("ws");
         store

@@ -2,14 +2,13 @@
 
 mod common;
 
-
 use chrono::Duration;
 use common::TestDb;
 use executor::domain::{Actor, QueueStatus, RunState, TaskGid};
 use executor::domain::{EndReason, ReviewVerdict, WorkerKind};
 use executor::store::{
-    EventFilter, KNOWN_VERSION, NewComment, NewTask, SessionStart, Store, StoreError, TaskFilter,
-    Upserted, WorkerEnd,
+    EventFilter, KNOWN_VERSION, NewComment, NewTask, SessionStart, Store, StoreError, TaskFilter, Upserted,
+    WorkerEnd,
 };
 
 on_both_databases!(
@@ -331,7 +330,10 @@ async fn local_pull_requests_comments_and_checks_round_trip(db: TestDb) {
     assert_eq!((comments[1].in_reply_to, comments[1].by_agent), (Some(c), true));
     let check = store.start_local_check(pr.id, "abc", "ci", "/tmp/ci", "h1").await.unwrap();
     assert_eq!(store.pending_local_checks("h1").await.unwrap().len(), 1);
-    assert!(store.pending_local_checks("h2").await.unwrap().is_empty(), "another host's CI is not polled here");
+    assert!(
+        store.pending_local_checks("h2").await.unwrap().is_empty(),
+        "another host's CI is not polled here"
+    );
     assert!(store.finish_local_check(check, "failure", "boom").await.unwrap());
     assert!(!store.finish_local_check(check, "success", "").await.unwrap(), "finished once");
     let checks = store.local_checks(pr.id).await.unwrap();

@@ -43,7 +43,10 @@ async fn the_board_has_every_run_newest_first_with_its_live_worker(db: TestDb) {
         .await
         .unwrap()
         .unwrap();
-    store.end_worker_session(ended.id, None, &WorkerEnd::new(executor::domain::EndReason::Finished)).await.unwrap();
+    store
+        .end_worker_session(ended.id, None, &WorkerEnd::new(executor::domain::EndReason::Finished))
+        .await
+        .unwrap();
 
     let board = store.runs_board(10).await.unwrap();
     assert_eq!(board.iter().map(|r| r.run.id).collect::<Vec<_>>(), [c, b, a]);

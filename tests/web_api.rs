@@ -416,7 +416,10 @@ async fn metrics_parse_and_count() {
         .await
         .unwrap()
         .unwrap();
-    s.store.end_worker_session(w.id, None, &WorkerEnd::new(executor::domain::EndReason::Finished)).await.unwrap();
+    s.store
+        .end_worker_session(w.id, None, &WorkerEnd::new(executor::domain::EndReason::Finished))
+        .await
+        .unwrap();
     s.store
         .begin_worker_session(run.id, WorkerKind::InProgress, "claude", "h", &Default::default())
         .await

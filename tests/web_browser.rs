@@ -141,7 +141,8 @@ async fn the_live_log_shows_lines_as_the_work_log_grows() {
     let out = dir.path().join("out.jsonl");
     site.store
         .set_worker_process(
-            session.id, None,
+            session.id,
+            None,
             std::process::id() as i32,
             None,
             &out.display().to_string(),

@@ -476,7 +476,8 @@ async fn the_live_log_streams_what_the_worker_appends() {
     writeln!(file, "the end").unwrap();
     store
         .end_worker_session(
-            session.id, None,
+            session.id,
+            None,
             &executor::store::WorkerEnd::new(executor::domain::EndReason::Finished),
         )
         .await

@@ -208,7 +208,13 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
                 );
             };
             say(format!("recording on run {} as worker session {}", r.id, session.id));
-            Some(Recording { store: store.clone(), session: session.id, run_id: r.id, kind: args.kind, holder: None })
+            Some(Recording {
+                store: store.clone(),
+                session: session.id,
+                run_id: r.id,
+                kind: args.kind,
+                holder: None,
+            })
         }
         None => {
             say(format!(

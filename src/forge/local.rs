@@ -211,10 +211,10 @@ impl LocalForge {
             return Ok(id);
         }
         let check_dir = self.ci_root.join(format!("pr{}-{}", pr.id, sha.get(..12).unwrap_or(sha)));
-        let id =
-            self.store
-                .start_local_check(pr.id, sha, CHECK_NAME, &check_dir.display().to_string(), &self.host)
-                .await?;
+        let id = self
+            .store
+            .start_local_check(pr.id, sha, CHECK_NAME, &check_dir.display().to_string(), &self.host)
+            .await?;
         // A crash from here until the pid is recorded leaves a pending check: `poll_ci` finds the CI's
         // own pid file, or else records that CI never started.
         let (repo, sha, command) = (self.repo_path(), sha.to_string(), self.repo.ci_command.clone());

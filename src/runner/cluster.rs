@@ -86,7 +86,8 @@ impl Runner {
         let ttl = self.config.runner.lease_ttl.std();
         let mut alive_here = HashSet::new();
         for (id, pid) in self.store.live_runners_of(&self.host).await? {
-            let gone = id != self.owner && i32::try_from(pid).is_ok_and(|p| !crate::worker::process::is_alive(p));
+            let gone =
+                id != self.owner && i32::try_from(pid).is_ok_and(|p| !crate::worker::process::is_alive(p));
             if gone && self.store.declare_runner_died(&id, &self.owner, ttl).await? {
                 tracing::info!(runner = id, "a runner of this host died; its runs pass to this runner");
             } else {

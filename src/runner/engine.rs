@@ -329,7 +329,10 @@ impl Runner {
         // runner lost (another runner took it over): stop the worker.
         for w in self.pool.values() {
             if !held.iter().any(|r| r.id == w.run_id) {
-                tracing::info!(run = w.run_id, "the run is no longer active or no longer this runner's: stopping its worker");
+                tracing::info!(
+                    run = w.run_id,
+                    "the run is no longer active or no longer this runner's: stopping its worker"
+                );
                 let _ = w.stop.send(true);
             }
         }
@@ -523,7 +526,6 @@ pub fn load_prompts(config: &Config) -> Result<Prompts, crate::worker::PromptErr
         dir => Prompts::with_overrides(&crate::config::expand_home(dir)),
     }
 }
-
 
 /// Waits for SIGTERM or SIGINT and flips the returned flag, so the loop stops dispatching and the
 /// workers are stopped and recorded for resumption.

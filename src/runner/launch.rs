@@ -42,7 +42,8 @@ impl Runner {
         pr: Option<&PrSnapshot>,
     ) -> Result<bool, RunnerError> {
         let sessions = self.store.worker_sessions(run.id).await?;
-        let resume = if kind == WorkerKind::InProgress { self.resumable_here(run, &sessions).await? } else { None };
+        let resume =
+            if kind == WorkerKind::InProgress { self.resumable_here(run, &sessions).await? } else { None };
         let agent = agent_config(&self.config);
         let place = match self.place(run, forge, pr).await {
             Ok(place) => place,
@@ -119,8 +120,10 @@ impl Runner {
         let (out, log) =
             (pending.output_path().display().to_string(), pending.log_path().display().to_string());
         let start_time = i64::try_from(pending.pid_start_time()).ok();
-        if let Err(e) =
-            self.store.set_worker_process(session.id, Some(&self.owner), pending.pid(), start_time, &out, &log).await
+        if let Err(e) = self
+            .store
+            .set_worker_process(session.id, Some(&self.owner), pending.pid(), start_time, &out, &log)
+            .await
         {
             pending.abandon(&format!("the agent was not started: cannot record its process: {e}"));
             let end = WorkerEnd::failed(
@@ -168,10 +171,12 @@ impl Runner {
         let root = self.config.worktrees_root();
         // The run's last worker worked on another host (which died, or had no slot): this host starts
         // from the branch as that host pushed it, in a fresh worktree of its own.
-        let moved = run.worktree_path.as_deref().is_some_and(|p| {
-            std::path::absolute(&root).is_ok_and(|root| !Path::new(p).starts_with(root))
-        });
-        let remote = (moved && forge.pushes_branches() && run.pr_number.is_some()).then(|| repo.remote.clone());
+        let moved = run
+            .worktree_path
+            .as_deref()
+            .is_some_and(|p| std::path::absolute(&root).is_ok_and(|root| !Path::new(p).starts_with(root)));
+        let remote =
+            (moved && forge.pushes_branches() && run.pr_number.is_some()).then(|| repo.remote.clone());
         if moved {
             let why = format!(
                 "the run's last worktree ({}) is on another host: host {} continues in a fresh worktree from the {} branch",
@@ -214,7 +219,7 @@ impl Runner {
         start: &SessionStart,
     ) -> Result<Option<WorkerSession>, RunnerError> {
         match self.store.begin_runner_worker(run.id, kind, agent, &self.slot(), start).await? {
-            WorkerBegin::Started(session) => Ok(Some(session)),
+            WorkerBegin::Started(session) => Ok(Some(*session)),
             WorkerBegin::RunBusy => Ok(None),
             WorkerBegin::NoSlot(why) => {
                 self.free_slots = 0;
@@ -230,9 +235,14 @@ impl Runner {
     /// The agent session an `in_progress` worker continues ([`session_to_resume`]), unless it ran on
     /// another host: a session lives in that host's agent files and cannot be resumed here, so the
     /// worker starts a fresh one and the run's history says why.
-    async fn resumable_here(&self, run: &Run, sessions: &[WorkerSession]) -> Result<Option<String>, RunnerError> {
+    async fn resumable_here(
+        &self,
+        run: &Run,
+        sessions: &[WorkerSession],
+    ) -> Result<Option<String>, RunnerError> {
         let Some(id) = session_to_resume(sessions) else { return Ok(None) };
-        let ran_on = sessions.iter().rev().find(|s| s.session_id.as_deref() == Some(id.as_str())).map(|s| &s.host);
+        let ran_on =
+            sessions.iter().rev().find(|s| s.session_id.as_deref() == Some(id.as_str())).map(|s| &s.host);
         match ran_on {
             Some(host) if *host != self.host => {
                 let why = format!(
@@ -598,7 +608,9 @@ async fn persist_updates(
             }
             WorkerUpdate::SessionId(id) => store.set_worker_agent_session(session, holder, &id).await,
             WorkerUpdate::Output { at, offset } => {
-                store.touch_worker_output(session, holder, at, i64::try_from(offset).unwrap_or(i64::MAX)).await
+                store
+                    .touch_worker_output(session, holder, at, i64::try_from(offset).unwrap_or(i64::MAX))
+                    .await
             }
             // Written as it comes, so a runner that dies and the daily budget see the spend so far.
             WorkerUpdate::Usage { cost_usd, input_tokens, output_tokens, cost_estimated } => {

@@ -147,7 +147,10 @@ impl Runner {
         let comment_id =
             forge.comment(run, &comment).await.map_err(|e| format!("pull request comment: {e}"))?;
         if current.thread_id.is_none() {
-            self.store.set_run_thread(run.id, Some(&self.owner), &comment_id).await.map_err(|e| e.to_string())?;
+            self.store
+                .set_run_thread(run.id, Some(&self.owner), &comment_id)
+                .await
+                .map_err(|e| e.to_string())?;
         }
         Ok(format!("{} pull request comment {comment_id}", forge.name()))
     }

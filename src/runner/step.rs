@@ -120,7 +120,10 @@ impl Runner {
         // on any host, to take (the decision asked again as if a slot were free).
         let wants_slot = !obs.free_slot
             && !obs.worker_alive
-            && matches!(decide(run, &Observation { free_slot: true, ..obs }, &policy, now).action, Action::StartWorker { .. });
+            && matches!(
+                decide(run, &Observation { free_slot: true, ..obs }, &policy, now).action,
+                Action::StartWorker { .. }
+            );
         if memory.last_decision.as_deref() != Some(decision.why.as_str()) {
             tracing::info!(run = run.id, task = %run.task_gid, "{}", decision.why);
             self.store.record_decision(run.id, Some(&self.owner), &decision.why).await?;

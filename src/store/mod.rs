@@ -87,7 +87,9 @@ pub enum StoreError {
     NeedsMigration { found: i64, known: i64 },
     /// A runner wrote to a run whose lease it no longer holds (it was paused or cut off past its lease,
     /// and another runner may have taken the run over): nothing was written.
-    #[error("run {0}: this runner no longer holds its lease (another runner may have taken it over); nothing was written")]
+    #[error(
+        "run {0}: this runner no longer holds its lease (another runner may have taken it over); nothing was written"
+    )]
     LeaseLost(i64),
     /// The operation does not apply to this record as it is; the message says why.
     #[error("{0}")]

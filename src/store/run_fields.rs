@@ -57,7 +57,11 @@ impl Store {
     pub(super) async fn nothing_written(&self, run_id: i64, holder: Option<&str>) -> StoreError {
         match (self.find_run(run_id).await, holder) {
             (Ok(Some(_)), Some(owner)) => {
-                tracing::warn!(run = run_id, owner, "a write was refused: the runner no longer holds the run's lease");
+                tracing::warn!(
+                    run = run_id,
+                    owner,
+                    "a write was refused: the runner no longer holds the run's lease"
+                );
                 StoreError::LeaseLost(run_id)
             }
             (Err(e), _) => e,
@@ -86,15 +90,7 @@ impl Store {
     }
 
     pub async fn set_run_pr(&self, run_id: i64, holder: Option<&str>, url: &str, number: i64) -> Result<()> {
-        update_run!(
-            self,
-            run_id,
-            holder,
-            "pr_url = $1, pr_number = $2, updated_at = $3",
-            url,
-            number,
-            now()
-        )
+        update_run!(self, run_id, holder, "pr_url = $1, pr_number = $2, updated_at = $3", url, number, now())
     }
 
     /// Records the pull request's head. When it changed (or its first sighting was never stamped, as for
@@ -113,7 +109,13 @@ impl Store {
     }
 
     /// A review verdict holds only for the head it reviewed.
-    pub async fn set_run_review(&self, run_id: i64, holder: Option<&str>, verdict: &str, sha: &str) -> Result<()> {
+    pub async fn set_run_review(
+        &self,
+        run_id: i64,
+        holder: Option<&str>,
+        verdict: &str,
+        sha: &str,
+    ) -> Result<()> {
         update_run!(
             self,
             run_id,
@@ -134,25 +136,12 @@ impl Store {
     }
 
     pub async fn set_budget_stopped(&self, run_id: i64, holder: Option<&str>, stopped: bool) -> Result<()> {
-        update_run!(
-            self,
-            run_id,
-            holder,
-            "budget_stopped = $1",
-            i64::from(stopped)
-        )
+        update_run!(self, run_id, holder, "budget_stopped = $1", i64::from(stopped))
     }
 
     /// Records what the runner decided for a run and why, for `runs show`.
     pub async fn record_decision(&self, run_id: i64, holder: Option<&str>, why: &str) -> Result<()> {
-        update_run!(
-            self,
-            run_id,
-            holder,
-            "last_decision = $1, last_decision_at = $2",
-            why,
-            now()
-        )
+        update_run!(self, run_id, holder, "last_decision = $1, last_decision_at = $2", why, now())
     }
 
     pub async fn set_last_snapshot(&self, run_id: i64, holder: Option<&str>, json: &str) -> Result<()> {
@@ -184,13 +173,7 @@ impl Store {
 impl Store {
     /// Sets (not increments) the CI attempt count, so replaying a step after a crash counts once.
     pub async fn set_ci_attempts(&self, run_id: i64, holder: Option<&str>, attempts: i32) -> Result<()> {
-        update_run!(
-            self,
-            run_id,
-            holder,
-            "ci_attempts = $1",
-            i64::from(attempts)
-        )
+        update_run!(self, run_id, holder, "ci_attempts = $1", i64::from(attempts))
     }
 }
 

@@ -12,7 +12,6 @@ use super::workers::parse_col;
 use super::{BeginWrite, Result, Store, WorkerEnd, on_pool};
 use crate::domain::{Actor, EndReason, RunnerEnd, TaskGid};
 
-
 /// What a runner says about itself when it starts.
 #[derive(Debug, Clone)]
 pub struct RunnerRegistration<'a> {
@@ -141,7 +140,8 @@ impl Store {
             if alive == 0 {
                 return Ok(Heartbeat::Lost);
             }
-            let leases = sqlx::query(&renew).bind(id).bind(secs(ttl)).execute(&mut *tx).await?.rows_affected();
+            let leases =
+                sqlx::query(&renew).bind(id).bind(secs(ttl)).execute(&mut *tx).await?.rows_affected();
             tx.commit().await?;
             Ok(Heartbeat::Alive { leases })
         })
@@ -171,10 +171,12 @@ impl Store {
         on_pool!(self, |p| {
             let mut tx = p.begin_write().await?;
             sqlx::query(&end).bind(id).execute(&mut *tx).await?;
-            sqlx::query("UPDATE executor_runs SET lease_owner = NULL, lease_expires_at = NULL WHERE lease_owner = $1")
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(
+                "UPDATE executor_runs SET lease_owner = NULL, lease_expires_at = NULL WHERE lease_owner = $1",
+            )
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
             tx.commit().await?;
         });
         Ok(())
@@ -209,7 +211,8 @@ impl Store {
     /// runs (which nobody else can see) are forgotten so that CI runs again.
     pub async fn declare_lost_runners(&self) -> Result<Vec<LostRunner>> {
         let now = self.pool.now_sql();
-        let lapsed = format!("SELECT id, host FROM executor_runners WHERE ended_at IS NULL AND alive_until < {now}");
+        let lapsed =
+            format!("SELECT id, host FROM executor_runners WHERE ended_at IS NULL AND alive_until < {now}");
         let mark = format!(
             "UPDATE executor_runners SET ended_at = {now}, end_reason = 'lost' \
              WHERE id = $1 AND ended_at IS NULL AND alive_until < {now}"
@@ -251,7 +254,8 @@ impl Store {
             .await?
         });
         for (run, gid) in &freed {
-            let why = format!("runner {id} on host {host} stopped heartbeating; another runner takes the run over");
+            let why =
+                format!("runner {id} on host {host} stopped heartbeating; another runner takes the run over");
             let gid = TaskGid::parse(gid).ok();
             self.record_note(Actor::Runner, gid.as_ref(), Some(*run), &why).await?;
         }
@@ -290,10 +294,12 @@ impl Store {
     /// Runners of `host` not ended, with their pid (for a runner to see which of its host's are gone).
     pub async fn live_runners_of(&self, host: &str) -> Result<Vec<(String, i64)>> {
         Ok(on_pool!(self, |p| {
-            sqlx::query_as("SELECT id, pid FROM executor_runners WHERE host = $1 AND ended_at IS NULL ORDER BY id")
-                .bind(host)
-                .fetch_all(p)
-                .await?
+            sqlx::query_as(
+                "SELECT id, pid FROM executor_runners WHERE host = $1 AND ended_at IS NULL ORDER BY id",
+            )
+            .bind(host)
+            .fetch_all(p)
+            .await?
         }))
     }
 
@@ -312,8 +318,6 @@ impl Store {
              ORDER BY host, started_at DESC, id",
             now = self.pool.now_sql()
         );
-        on_pool!(self, |p| {
-            sqlx::query(&sql).fetch_all(p).await?.iter().map(status_from_row).collect()
-        })
+        on_pool!(self, |p| { sqlx::query(&sql).fetch_all(p).await?.iter().map(status_from_row).collect() })
     }
 }

@@ -3,10 +3,10 @@
 
 use chrono::{DateTime, Utc};
 
+use super::clock::secs;
 use super::columns::run_columns;
 use super::events::{NewEvent, insert_event, kind};
 use super::row::{Cols, narrow};
-use super::clock::secs;
 use super::{BeginWrite, Pool, Result, Store, StoreError, now, on_pool};
 use crate::domain::{Actor, QueueStatus, Run, RunState, TaskGid};
 
@@ -211,14 +211,14 @@ impl Store {
         let changed = on_pool!(self, |p| {
             let mut tx = p.begin_write().await?;
             let gid: Option<String> = sqlx::query_scalar(&sql)
-            .bind(to.as_str())
-            .bind(at)
-            .bind(completed_at)
-            .bind(run_id)
-            .bind(from.as_str())
-            .bind(holder)
-            .fetch_optional(&mut *tx)
-            .await?;
+                .bind(to.as_str())
+                .bind(at)
+                .bind(completed_at)
+                .bind(run_id)
+                .bind(from.as_str())
+                .bind(holder)
+                .fetch_optional(&mut *tx)
+                .await?;
             if let Some(gid) = &gid {
                 let ev = NewEvent {
                     actor,
@@ -288,7 +288,12 @@ impl Store {
     /// (queued, or let go by a host without a free slot). On PostgreSQL, `SKIP LOCKED` lets runners on
     /// several hosts claim at once, each taking different runs, without waiting for one another.
     /// Returns the ids claimed now (not those `owner` held already).
-    pub async fn claim_runs(&self, owner: &str, ttl: std::time::Duration, work_limit: u32) -> Result<Vec<i64>> {
+    pub async fn claim_runs(
+        &self,
+        owner: &str,
+        ttl: std::time::Duration,
+        work_limit: u32,
+    ) -> Result<Vec<i64>> {
         let lock = if matches!(self.pool, Pool::Postgres(_)) { " FOR UPDATE SKIP LOCKED" } else { "" };
         let c = claimable(&self.pool, 1);
         let claim = |needs_worker: &str, limit: &str| {

@@ -4,9 +4,9 @@
 use chrono::{DateTime, Utc};
 
 use super::columns::session_columns;
+use super::now as now_utc;
 use super::row::{Cols, narrow};
 use super::{BeginWrite, Result, Store, StoreError, now, on_pool};
-use super::now as now_utc;
 use crate::domain::{EndReason, ReviewVerdict, WorkerKind};
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -124,11 +124,12 @@ macro_rules! session_and_run {
 }
 
 /// The condition "the session's run is leased to the owner in parameter `$n`, live" on
-/// `executor_worker_sessions` (always true for `$n` NULL).
+/// `executor_worker_sessions` (always true for `$n` NULL). A run a human abandoned is nobody's: the
+/// runner that supervises its worker still records how the worker ended.
 fn session_fence(pool: &super::Pool, n: u8) -> String {
     format!(
         "(${n} IS NULL OR EXISTS (SELECT 1 FROM executor_runs r WHERE r.id = executor_worker_sessions.run_id \
-           AND r.lease_owner = ${n} AND r.lease_expires_at > {}))",
+           AND ((r.lease_owner = ${n} AND r.lease_expires_at > {}) OR (r.lease_owner IS NULL AND r.state = 'abandoned'))))",
         pool.now_sql()
     )
 }
@@ -148,7 +149,7 @@ pub struct WorkerSlot<'a> {
 /// What [`Store::begin_runner_worker`] did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WorkerBegin {
-    Started(WorkerSession),
+    Started(Box<WorkerSession>),
     /// The run already has a live worker.
     RunBusy,
     /// Every slot is taken; the sentence says which limit.
@@ -294,7 +295,8 @@ impl Store {
             if postgres {
                 sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(SLOT_LOCK).execute(&mut *tx).await?;
             }
-            let held: i64 = sqlx::query_scalar(&held).bind(run_id).bind(slot.runner).fetch_one(&mut *tx).await?;
+            let held: i64 =
+                sqlx::query_scalar(&held).bind(run_id).bind(slot.runner).fetch_one(&mut *tx).await?;
             if held == 0 {
                 return Ok(WorkerBegin::LeaseLost);
             }
@@ -321,7 +323,7 @@ impl Store {
             id
         });
         match began {
-            Some(id) => Ok(WorkerBegin::Started(self.worker_session(id).await?)),
+            Some(id) => Ok(WorkerBegin::Started(Box::new(self.worker_session(id).await?))),
             None => Ok(WorkerBegin::RunBusy),
         }
     }
@@ -342,7 +344,12 @@ impl Store {
     async fn session_write_refused(&self, session: i64, holder: Option<&str>) -> StoreError {
         match (self.find_worker_session(session).await, holder) {
             (Ok(Some(s)), Some(owner)) => {
-                tracing::warn!(run = s.run_id, session, owner, "a worker write was refused: the runner no longer holds the run's lease");
+                tracing::warn!(
+                    run = s.run_id,
+                    session,
+                    owner,
+                    "a worker write was refused: the runner no longer holds the run's lease"
+                );
                 StoreError::LeaseLost(s.run_id)
             }
             (Err(e), _) => e,
@@ -494,7 +501,12 @@ impl Store {
     /// Closing an already closed session changes nothing (`false`). A runner (`holder`) that no longer
     /// holds the run's lease closes nothing and gets `LeaseLost`: whoever took the run over decided how
     /// the session ended.
-    pub async fn end_worker_session(&self, session: i64, holder: Option<&str>, end: &WorkerEnd) -> Result<bool> {
+    pub async fn end_worker_session(
+        &self,
+        session: i64,
+        holder: Option<&str>,
+        end: &WorkerEnd,
+    ) -> Result<bool> {
         let at = now();
         let verdict = end.verdict.map(|v| v.as_str());
         let close = format!(
@@ -514,21 +526,21 @@ impl Store {
             // while the worker ran may exceed what its end reports (killed before its final report): the
             // larger figure is the truer one.
             let row: Option<(i64, f64, i64, i64, i64, Option<String>)> = sqlx::query_as(&close)
-            .bind(at)
-            .bind(end.reason.as_str())
-            .bind(end.exit_code.map(i64::from))
-            .bind(end.num_turns)
-            .bind(end.cost_usd)
-            .bind(end.input_tokens)
-            .bind(end.output_tokens)
-            .bind(i64::from(end.cost_estimated))
-            .bind(end.result_json.as_deref())
-            .bind(end.result_error.as_deref())
-            .bind(verdict)
-            .bind(session)
-            .bind(holder)
-            .fetch_optional(&mut *tx)
-            .await?;
+                .bind(at)
+                .bind(end.reason.as_str())
+                .bind(end.exit_code.map(i64::from))
+                .bind(end.num_turns)
+                .bind(end.cost_usd)
+                .bind(end.input_tokens)
+                .bind(end.output_tokens)
+                .bind(i64::from(end.cost_estimated))
+                .bind(end.result_json.as_deref())
+                .bind(end.result_error.as_deref())
+                .bind(verdict)
+                .bind(session)
+                .bind(holder)
+                .fetch_optional(&mut *tx)
+                .await?;
             if let Some((run_id, cost, input, output, estimated, start_sha)) = &row {
                 let stuck = end.reason.counts_as_stuck();
                 let reset = end.reason == EndReason::Finished;

@@ -104,7 +104,16 @@ pub fn take_over_branch(
     let root = std::path::absolute(worktrees_root).map_err(io)?;
     for stale in list_worktrees(repo)?.into_iter().skip(1) {
         if stale.branch.as_deref() == Some(branch_ref.as_str()) && stale.path.starts_with(&root) {
-            git(repo, ["worktree".as_ref(), "remove".as_ref(), "--force".as_ref(), "--".as_ref(), stale.path.as_os_str()])?;
+            git(
+                repo,
+                [
+                    "worktree".as_ref(),
+                    "remove".as_ref(),
+                    "--force".as_ref(),
+                    "--".as_ref(),
+                    stale.path.as_os_str(),
+                ],
+            )?;
         }
     }
     prune(repo)?;

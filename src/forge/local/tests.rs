@@ -146,7 +146,11 @@ async fn a_check_recorded_but_never_started_is_an_error() {
     let pr = f.forge.store.local_pr_for_run(f.run.id).await.unwrap().unwrap();
     let dir = f.dir.path().join("ci").join("never-started");
     std::fs::create_dir_all(&dir).unwrap();
-    f.forge.store.start_local_check(pr.id, &f.sha, CHECK_NAME, &dir.display().to_string(), "here").await.unwrap();
+    f.forge
+        .store
+        .start_local_check(pr.id, &f.sha, CHECK_NAME, &dir.display().to_string(), "here")
+        .await
+        .unwrap();
     assert_eq!(f.forge.poll_ci().await.unwrap(), 1);
     let checks = f.checks().await;
     assert_eq!(checks[0].status, "error", "{checks:?}");
@@ -161,7 +165,11 @@ async fn a_check_whose_pid_was_not_recorded_is_found_by_the_pid_file_ci_wrote() 
     let dir = f.dir.path().join("ci").join("started");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("pid"), format!("{}\n", std::process::id())).unwrap();
-    f.forge.store.start_local_check(pr.id, &f.sha, CHECK_NAME, &dir.display().to_string(), "here").await.unwrap();
+    f.forge
+        .store
+        .start_local_check(pr.id, &f.sha, CHECK_NAME, &dir.display().to_string(), "here")
+        .await
+        .unwrap();
     assert_eq!(f.forge.poll_ci().await.unwrap(), 0, "still running");
     assert_eq!(f.checks().await[0].status, "pending");
 }

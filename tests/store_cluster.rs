@@ -1,0 +1,348 @@
+//! Several runners sharing one database, at the store level, on SQLite and PostgreSQL: registration and
+//! heartbeats by the database's clock, claims that never hand a run to two runners and never take one
+//! from a live runner, fenced writes, worker limits taken under a lock, and what is taken from a runner
+//! that was lost or died.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use common::TestDb;
+use executor::domain::{Actor, EndReason, QueueStatus, RunState, RunnerEnd, TaskGid, WorkerKind};
+use executor::store::{
+    Heartbeat, NewTask, RunnerRegistration, SessionStart, Store, StoreError, WorkerBegin, WorkerEnd,
+    WorkerSlot,
+};
+
+on_both_databases!(
+    a_runner_registers_heartbeats_and_ends,
+    a_live_runners_run_is_never_claimed_by_another,
+    a_run_is_taken_from_a_runner_whose_heartbeat_lapsed_only_after_its_ttl,
+    eight_runners_claiming_at_once_take_each_run_once,
+    claims_of_runs_that_need_a_worker_stop_at_the_free_slots,
+    a_runner_that_lost_its_lease_writes_nothing,
+    worker_limits_hold_per_host_and_across_hosts_under_concurrent_starts,
+    a_lost_runners_workers_end_as_host_lost_and_its_runs_are_freed,
+    a_dead_runner_of_this_host_hands_its_runs_over_at_once,
+);
+
+const LONG: Duration = Duration::from_secs(600);
+/// Short enough to lapse within a test; the waits below are for the lapse, not measurements.
+const SHORT: Duration = Duration::from_millis(300);
+
+async fn register(store: &Store, id: &str, host: &str, ttl: Duration) {
+    let r = RunnerRegistration { id, host, pid: 1, version: "test", ttl, max_workers: 2 };
+    store.register_runner(&r).await.unwrap();
+}
+
+async fn approved_run(store: &Store, g: &str) -> i64 {
+    let g = TaskGid::parse(g).unwrap();
+    let t = NewTask { source: Some("inbox".into()), description: Some("work".into()), ..Default::default() };
+    store.upsert_task(&g, &t, Actor::Cli).await.unwrap();
+    store.set_task_status(&g, QueueStatus::AwaitingGo, Actor::Analyzer, None).await.unwrap();
+    store.set_task_status(&g, QueueStatus::Approved, Actor::Cli, None).await.unwrap();
+    store.create_run_for_task(&g, Actor::Runner).await.unwrap().unwrap().id
+}
+
+fn slot<'a>(runner: &'a str, host: &'a str, host_max: u32, cluster_max: Option<u32>) -> WorkerSlot<'a> {
+    WorkerSlot { runner, host, host_max, cluster_max }
+}
+
+async fn a_runner_registers_heartbeats_and_ends(db: TestDb) {
+    let store = db.open().await;
+    register(&store, "h1/1", "h1", LONG).await;
+    let run = approved_run(&store, "r1").await;
+    assert!(store.claim_run(run, "h1/1", LONG).await.unwrap());
+    assert_eq!(store.heartbeat("h1/1", LONG).await.unwrap(), Heartbeat::Alive { leases: 1 });
+    store.runner_ticked("h1/1", 2, Some("run 3: no repo")).await.unwrap();
+    let s = &store.runner_statuses().await.unwrap()[0];
+    assert_eq!((s.id.as_str(), s.host.as_str(), s.alive, s.leases), ("h1/1", "h1", true, 1));
+    assert_eq!((s.ticks, s.errors, s.last_error.as_deref()), (1, 2, Some("run 3: no repo")));
+    assert!(s.alive_until > s.heartbeat_at && s.ended_at.is_none());
+
+    store.runner_ended("h1/1").await.unwrap();
+    let s = &store.runner_statuses().await.unwrap()[0];
+    assert_eq!((s.alive, s.end_reason, s.leases), (false, Some(RunnerEnd::Stopped), 0), "ending lets go");
+    assert_eq!(store.run(run).await.unwrap().lease_owner, None);
+    assert_eq!(
+        store.heartbeat("h1/1", LONG).await.unwrap(),
+        Heartbeat::Lost,
+        "an ended runner beats no more"
+    );
+    // The next runner of the host is listed beside the last ended one.
+    register(&store, "h1/2", "h1", LONG).await;
+    let ids: Vec<String> = store.runner_statuses().await.unwrap().into_iter().map(|s| s.id).collect();
+    assert_eq!(ids, ["h1/2", "h1/1"]);
+}
+
+async fn a_live_runners_run_is_never_claimed_by_another(db: TestDb) {
+    let store = db.open().await;
+    register(&store, "a/1", "a", LONG).await;
+    register(&store, "b/1", "b", LONG).await;
+    let run = approved_run(&store, "r1").await;
+    assert!(store.claim_run(run, "a/1", LONG).await.unwrap());
+    assert!(!store.claim_run(run, "b/1", LONG).await.unwrap());
+    assert!(store.claim_runs("b/1", LONG, 10).await.unwrap().is_empty());
+    assert!(store.claim_run(run, "a/1", LONG).await.unwrap(), "a renewal");
+    store.release_run(run, "b/1").await.unwrap();
+    assert_eq!(store.run(run).await.unwrap().lease_owner.as_deref(), Some("a/1"), "only the holder lets go");
+    store.release_run(run, "a/1").await.unwrap();
+    assert_eq!(store.claim_runs("b/1", LONG, 10).await.unwrap(), [run], "free after release");
+    assert_eq!(store.held_runs("b/1").await.unwrap().len(), 1);
+    assert!(store.held_runs("a/1").await.unwrap().is_empty());
+}
+
+async fn a_run_is_taken_from_a_runner_whose_heartbeat_lapsed_only_after_its_ttl(db: TestDb) {
+    let store = db.open().await;
+    register(&store, "a/1", "a", SHORT).await;
+    register(&store, "b/1", "b", LONG).await;
+    let run = approved_run(&store, "r1").await;
+    assert!(store.claim_run(run, "a/1", SHORT).await.unwrap());
+    assert!(store.claim_runs("b/1", LONG, 10).await.unwrap().is_empty(), "a's heartbeat is live");
+    assert!(store.declare_lost_runners().await.unwrap().is_empty());
+    tokio::time::sleep(SHORT * 2).await;
+    // Lapsed: the lease and the heartbeat. Another runner may take the run even before anyone declared
+    // a lost, and a write of a's is refused.
+    assert_eq!(store.claim_runs("b/1", LONG, 10).await.unwrap(), [run]);
+    let err = store.record_decision(run, Some("a/1"), "stale").await.unwrap_err();
+    assert!(matches!(err, StoreError::LeaseLost(r) if r == run), "{err}");
+    store.record_decision(run, Some("b/1"), "mine").await.unwrap();
+}
+
+async fn eight_runners_claiming_at_once_take_each_run_once(db: TestDb) {
+    let store = db.open().await;
+    let mut runs = Vec::new();
+    for i in 0..60 {
+        runs.push(approved_run(&store, &format!("c{i:02}")).await);
+    }
+    // Half need watching only (in_progress), half need a worker (queued).
+    for id in &runs[..30] {
+        store
+            .set_run_state_if(*id, RunState::Queued, RunState::InProgress, None, Actor::Cli, "t")
+            .await
+            .unwrap();
+    }
+    let mut claimers = Vec::new();
+    for c in 0..8 {
+        // Each with its own pool, as separate processes would.
+        let store = Store::open(&db.url).await.unwrap();
+        let owner = format!("h{c}/1");
+        register(&store, &owner, &format!("h{c}"), LONG).await;
+        claimers.push(tokio::spawn(async move {
+            let mut mine = Vec::new();
+            for _ in 0..5 {
+                mine.extend(store.claim_runs(&owner, LONG, 3).await.unwrap());
+            }
+            (owner, mine)
+        }));
+    }
+    let mut claimed_by: HashMap<i64, Vec<String>> = HashMap::new();
+    let mut work_claims: HashMap<String, usize> = HashMap::new();
+    for c in claimers {
+        let (owner, mine) = c.await.unwrap();
+        for id in mine {
+            if runs[30..].contains(&id) {
+                *work_claims.entry(owner.clone()).or_default() += 1;
+            }
+            claimed_by.entry(id).or_default().push(owner.clone());
+        }
+    }
+    for id in &runs {
+        let owners = claimed_by.get(id).cloned().unwrap_or_default();
+        assert_eq!(owners.len(), 1, "run {id} claimed by {owners:?}");
+        assert_eq!(store.run(*id).await.unwrap().lease_owner.as_deref(), Some(owners[0].as_str()));
+    }
+    for (owner, n) in work_claims {
+        assert!(n <= 15, "{owner} took {n} runs that need a worker: at most 3 a claim, 5 claims");
+    }
+}
+
+async fn claims_of_runs_that_need_a_worker_stop_at_the_free_slots(db: TestDb) {
+    let store = db.open().await;
+    register(&store, "a/1", "a", LONG).await;
+    let queued = [approved_run(&store, "q1").await, approved_run(&store, "q2").await];
+    let watched = approved_run(&store, "w1").await;
+    store
+        .set_run_state_if(watched, RunState::Queued, RunState::InProgress, None, Actor::Cli, "t")
+        .await
+        .unwrap();
+    assert_eq!(store.claim_runs("a/1", LONG, 0).await.unwrap(), [watched], "no slot: only watching");
+    assert_eq!(store.claim_runs("a/1", LONG, 1).await.unwrap(), [queued[0]]);
+    // A run let go for want of a slot is taken by a runner that has one, and only by such.
+    store.release_run_for_slot(watched, "a/1").await.unwrap();
+    register(&store, "b/1", "b", LONG).await;
+    assert!(store.claim_runs("b/1", LONG, 0).await.unwrap().is_empty());
+    assert_eq!(store.claim_runs("b/1", LONG, 5).await.unwrap(), [queued[1], watched]);
+}
+
+async fn a_runner_that_lost_its_lease_writes_nothing(db: TestDb) {
+    let store = db.open().await;
+    register(&store, "a/1", "a", SHORT).await;
+    register(&store, "b/1", "b", LONG).await;
+    let run = approved_run(&store, "r1").await;
+    assert!(store.claim_run(run, "a/1", SHORT).await.unwrap());
+    let began = store
+        .begin_runner_worker(
+            run,
+            WorkerKind::Queued,
+            "claude",
+            &slot("a/1", "a", 2, None),
+            &SessionStart::default(),
+        )
+        .await
+        .unwrap();
+    let WorkerBegin::Started(session) = began else { panic!("{began:?}") };
+    store.set_worker_process(session.id, Some("a/1"), 4242, None, "/o", "/l").await.unwrap();
+    tokio::time::sleep(SHORT * 2).await;
+    assert_eq!(store.declare_lost_runners().await.unwrap().len(), 1);
+    assert!(store.claim_run(run, "b/1", LONG).await.unwrap());
+    let before = store.run(run).await.unwrap();
+
+    // Every kind of write a's runner and its worker's supervisor would make: each refused.
+    let lost = |r: Result<(), StoreError>| matches!(r, Err(StoreError::LeaseLost(id)) if id == run);
+    assert!(lost(store.set_run_workspace(run, Some("a/1"), "/wt/a", "b1").await));
+    assert!(lost(store.set_run_pr(run, Some("a/1"), "local://x/pull/1", 1).await));
+    assert!(lost(store.set_run_head(run, Some("a/1"), "abc").await));
+    assert!(lost(store.set_pushed_at(run, Some("a/1"), chrono::Utc::now()).await));
+    assert!(lost(store.touch_worker_output(session.id, Some("a/1"), chrono::Utc::now(), 10).await));
+    assert!(lost(store.set_worker_agent_session(session.id, Some("a/1"), "sess").await));
+    let end =
+        store.end_worker_session(session.id, Some("a/1"), &WorkerEnd::new(EndReason::Interrupted)).await;
+    assert!(matches!(end, Err(StoreError::LeaseLost(_)) | Ok(false)), "{end:?}");
+    let err = store
+        .set_run_state_if(run, RunState::Queued, RunState::InProgress, Some("a/1"), Actor::Runner, "stale")
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::LeaseLost(_)), "{err}");
+    let began = store
+        .begin_runner_worker(
+            run,
+            WorkerKind::Queued,
+            "claude",
+            &slot("a/1", "a", 2, None),
+            &SessionStart::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(began, WorkerBegin::LeaseLost);
+
+    let after = store.run(run).await.unwrap();
+    assert_eq!(after, before, "the rescuer's run is as it left it");
+    let s = store.worker_session(session.id).await.unwrap();
+    assert_eq!((s.end_reason, s.session_id), (Some(EndReason::HostLost), None));
+    // The holder writes.
+    store.set_run_workspace(run, Some("b/1"), "/wt/b", "b1").await.unwrap();
+}
+
+async fn worker_limits_hold_per_host_and_across_hosts_under_concurrent_starts(db: TestDb) {
+    let store = db.open().await;
+    // Three hosts of two runners; at most 2 workers a host and 3 in all.
+    let mut runs = Vec::new();
+    for i in 0..12 {
+        runs.push(approved_run(&store, &format!("w{i:02}")).await);
+    }
+    let mut starters = Vec::new();
+    for (i, chunk) in runs.chunks(2).enumerate() {
+        let store = Store::open(&db.url).await.unwrap();
+        let (host, owner) = (format!("h{}", i % 3), format!("h{}/{i}", i % 3));
+        register(&store, &owner, &host, LONG).await;
+        let chunk = chunk.to_vec();
+        starters.push(tokio::spawn(async move {
+            let mut started = Vec::new();
+            for run in chunk {
+                assert!(store.claim_run(run, &owner, LONG).await.unwrap());
+                let slot = slot(&owner, &host, 2, Some(3));
+                let began = store
+                    .begin_runner_worker(run, WorkerKind::Queued, "claude", &slot, &SessionStart::default())
+                    .await
+                    .unwrap();
+                if let WorkerBegin::Started(s) = began {
+                    started.push((host.clone(), s.id));
+                }
+            }
+            started
+        }));
+    }
+    let mut by_host: HashMap<String, usize> = HashMap::new();
+    let mut all = 0;
+    for s in starters {
+        for (host, _) in s.await.unwrap() {
+            *by_host.entry(host).or_default() += 1;
+            all += 1;
+        }
+    }
+    assert_eq!(all, 3, "the cluster limit: {by_host:?}");
+    assert!(by_host.values().all(|n| *n <= 2), "{by_host:?}");
+    let free = store.free_worker_slots(&slot("x/1", "h9", 2, Some(3))).await.unwrap();
+    assert_eq!(free, 0);
+    // A host with no worker yet is refused too: the cluster is full, and says so.
+    register(&store, "h9/1", "h9", LONG).await;
+    let extra = approved_run(&store, "w99").await;
+    assert!(store.claim_run(extra, "h9/1", LONG).await.unwrap());
+    let slot9 = slot("h9/1", "h9", 2, Some(3));
+    let began = store
+        .begin_runner_worker(extra, WorkerKind::Queued, "claude", &slot9, &SessionStart::default())
+        .await;
+    match began.unwrap() {
+        WorkerBegin::NoSlot(why) => assert!(why.contains("cluster.max_workers = 3"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+async fn a_lost_runners_workers_end_as_host_lost_and_its_runs_are_freed(db: TestDb) {
+    let store = db.open().await;
+    register(&store, "gone/1", "gone", SHORT).await;
+    register(&store, "here/1", "here", LONG).await;
+    let run = approved_run(&store, "r1").await;
+    assert!(store.claim_run(run, "gone/1", SHORT).await.unwrap());
+    let began = store
+        .begin_runner_worker(
+            run,
+            WorkerKind::Queued,
+            "claude",
+            &slot("gone/1", "gone", 2, None),
+            &SessionStart::default(),
+        )
+        .await
+        .unwrap();
+    let WorkerBegin::Started(session) = began else { panic!("{began:?}") };
+    store.set_worker_usage(session.id, Some("gone/1"), Some(0.75), 100, 10, false).await.unwrap();
+    // Its local CI, which only its host could see.
+    let pr = store.open_local_pr(run, Some("app"), "b1", "main").await.unwrap();
+    store.start_local_check(pr.id, "abc", "ci", "/gone/ci/1", "gone").await.unwrap();
+    store.set_ci_triggered(run, Some("gone/1"), "abc").await.unwrap();
+    // A slot of the lost runner's is not counted as a live worker once its heartbeat lapsed.
+    tokio::time::sleep(SHORT * 2).await;
+    assert_eq!(store.free_worker_slots(&slot("here/1", "here", 2, Some(1))).await.unwrap(), 1);
+
+    let lost = store.declare_lost_runners().await.unwrap();
+    assert_eq!(lost.len(), 1);
+    assert_eq!(
+        (lost[0].id.as_str(), lost[0].sessions.clone(), lost[0].runs_freed),
+        ("gone/1", vec![(session.id, run)], 1)
+    );
+    assert!(store.declare_lost_runners().await.unwrap().is_empty(), "declared once");
+    let s = store.worker_session(session.id).await.unwrap();
+    assert_eq!(s.end_reason, Some(EndReason::HostLost));
+    let r = store.run(run).await.unwrap();
+    assert_eq!((r.lease_owner, r.cost_usd), (None, 0.75), "freed, and what it spent stays on the run");
+    assert!(store.local_checks(pr.id).await.unwrap().is_empty(), "its CI is forgotten");
+    assert_eq!(store.run_memory(run).await.unwrap().ci_triggered_sha, None, "so CI runs again");
+    let statuses = store.runner_statuses().await.unwrap();
+    let gone = statuses.iter().find(|s| s.id == "gone/1").unwrap();
+    assert_eq!((gone.alive, gone.end_reason), (false, Some(RunnerEnd::Lost)));
+    assert_eq!(store.heartbeat("gone/1", SHORT).await.unwrap(), Heartbeat::Lost, "it learns it was lost");
+}
+
+async fn a_dead_runner_of_this_host_hands_its_runs_over_at_once(db: TestDb) {
+    let store = db.open().await;
+    register(&store, "h/old", "h", LONG).await;
+    register(&store, "h/new", "h", LONG).await;
+    let run = approved_run(&store, "r1").await;
+    assert!(store.claim_run(run, "h/old", LONG).await.unwrap());
+    assert!(store.declare_runner_died("h/old", "h/new", LONG).await.unwrap());
+    assert!(!store.declare_runner_died("h/old", "h/new", LONG).await.unwrap(), "once");
+    assert_eq!(store.run(run).await.unwrap().lease_owner.as_deref(), Some("h/new"));
+    assert_eq!(store.live_runners_of("h").await.unwrap(), [("h/new".to_string(), 1)]);
+}
