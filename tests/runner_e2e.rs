@@ -196,12 +196,15 @@ async fn a_runner_killed_mid_worker_is_replaced_without_a_second_worker() {
         .spawn()
         .unwrap();
 
-    // Wait for the worker's process to be recorded.
+    // Wait for the worker to run: its process recorded and its first output read (a kill between the
+    // two would be a kill at the start gate, where the agent never runs: another test's case).
     let deadline = Instant::now() + Duration::from_secs(30);
     let (run_id, pid) = loop {
         let runs = store.list_runs(&RunFilter::default()).await.unwrap();
         if let Some(run) = runs.first()
             && let Some(pid) = run.worker_pid
+            && let Some(session) = store.worker_sessions(run.id).await.unwrap().first()
+            && session.last_output_at.is_some()
         {
             break (run.id, pid);
         }

@@ -119,7 +119,9 @@ pub fn take_over_branch(
     prune(repo)?;
     if let Some(remote) = remote {
         let refspec = format!("+{branch_ref}:{branch_ref}");
-        git(repo, ["fetch", "--quiet", "--", remote, refspec.as_str()])?;
+        // `--update-head-ok`: a worktree of this repository elsewhere (an old `workspace.root`) may have the
+        // branch checked out; it is not used again, and the fetched branch must win.
+        git(repo, ["fetch", "--quiet", "--update-head-ok", "--", remote, refspec.as_str()])?;
     }
     Ok(())
 }
