@@ -26,12 +26,17 @@ impl Runner {
                 max_workers: self.config.runner.max_workers,
             })
             .await?;
-        let every = self.config.runner.loop_interval.std().min(ttl / 3);
+        let every = self.heartbeat_every();
         let (lost_tx, lost_rx) = watch::channel(false);
         self.lost = lost_rx;
         self.heartbeat =
             Some(tokio::spawn(beat(self.store.clone(), self.owner.clone(), ttl, every, lost_tx)));
         Ok(())
+    }
+
+    /// How often the runner heartbeats: every loop interval, and at least three times per lease ttl.
+    pub(super) fn heartbeat_every(&self) -> Duration {
+        self.config.runner.loop_interval.std().min(self.config.runner.lease_ttl.std() / 3)
     }
 
     /// Whether another runner declared this one lost (its heartbeat lapsed: paused, or cut off).

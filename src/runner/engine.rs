@@ -164,7 +164,10 @@ impl Runner {
             if *shutdown.borrow() || self.is_lost() {
                 break;
             }
-            let report = self.tick().await?;
+            let report = match self.tick().await {
+                Ok(report) => report,
+                Err(e) => return self.tick_failed(e).await,
+            };
             let acted = report.actions > 0;
             total.absorb(report);
             if self.pool.is_empty() {
@@ -199,7 +202,10 @@ impl Runner {
         let mut total = TickReport::default();
         let mut lost = self.lost.clone();
         for _ in 0..MAX_BUSY_TICKS {
-            let report = self.tick().await?;
+            let report = match self.tick().await {
+                Ok(report) => report,
+                Err(e) => return self.tick_failed(e).await,
+            };
             let acted = report.actions > 0;
             total.absorb(report);
             while !self.pool.is_empty() && !*shutdown.borrow() && !self.is_lost() {
@@ -218,6 +224,22 @@ impl Runner {
             return Err(self.lost_error());
         }
         Ok(total)
+    }
+
+    /// A tick failed. When this runner was declared lost (its writes were refused because of it), it
+    /// stops its workers, which are no longer its own, and says so. Any other failure (the database out
+    /// of reach) leaves the workers running for the next runner to adopt.
+    async fn tick_failed(&mut self, e: RunnerError) -> Result<TickReport, RunnerError> {
+        let lease_lost = matches!(e, RunnerError::Store(crate::store::StoreError::LeaseLost(_)));
+        if lease_lost {
+            // The heartbeat says within a beat whether the runner as a whole was lost.
+            let _ = tokio::time::timeout(self.heartbeat_every(), self.lost.clone().wait_for(|lost| *lost)).await;
+        }
+        if self.is_lost() {
+            self.stop_all().await;
+            return Err(self.lost_error());
+        }
+        Err(e)
     }
 
     /// Supervises a worker in the background as part of the pool: `start` gets the update channel and
@@ -424,8 +446,12 @@ impl Runner {
         report.failed(format!("run {}: {e}", run.id));
         let why = format!("error: {e}");
         tracing::warn!(run = run.id, "{why}");
-        self.store.record_decision(run.id, Some(&self.owner), &why).await?;
-        Ok(())
+        match self.store.record_decision(run.id, Some(&self.owner), &why).await {
+            // The run is another runner's now (or a human abandoned it): nothing of this runner's is
+            // written on it any more, its worker is stopped at the next tick.
+            Err(crate::store::StoreError::LeaseLost(_)) => Ok(()),
+            other => Ok(other?),
+        }
     }
 }
 
