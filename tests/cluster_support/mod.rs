@@ -743,8 +743,8 @@ pub struct SampleReport {
 
 impl SampleReport {
     fn violate(&mut self, what: String) {
-        // The first ones tell the story; a flood would only bury it.
-        if self.violations.len() < 20 {
+        // The first ones tell the story; a flood of the same would only bury it.
+        if self.violations.len() < 20 && !self.violations.contains(&what) {
             self.violations.push(what);
         }
     }
@@ -767,7 +767,8 @@ impl SampleReport {
             let max = self.max_sessions_per_host.entry(host.to_string()).or_default();
             *max = (*max).max(n);
             if n > HOST_MAX {
-                self.violate(format!("{n} live sessions on {host} (host max {HOST_MAX}): {sessions:?}"));
+                let here: Vec<&LiveSession> = sessions.iter().filter(|s| s.host == host).collect();
+                self.violate(format!("{n} live sessions on {host} (host max {HOST_MAX}): {here:?}"));
             }
         }
         for (run, n) in per_run {
@@ -790,7 +791,8 @@ impl SampleReport {
             let max = self.max_agents_per_host.entry(host.to_string()).or_default();
             *max = (*max).max(n);
             if n > HOST_MAX {
-                self.violate(format!("{n} agent processes on {host} (host max {HOST_MAX}): {agents:?}"));
+                let here: Vec<&AgentProcess> = agents.iter().filter(|a| a.host == host).collect();
+                self.violate(format!("{n} agent processes on {host} (host max {HOST_MAX}): {here:?}"));
             }
         }
     }
