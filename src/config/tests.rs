@@ -35,6 +35,30 @@ fn errors_name_the_line_and_the_key() {
 }
 
 #[test]
+fn cluster_settings_need_postgresql_and_host_names_stay_plain() {
+    // SQLite is one host's database: a cluster limit there would promise what it cannot keep.
+    for url in ["", "sqlite:///tmp/x.db"] {
+        let text = format!("[database]\nurl = {url:?}\n[cluster]\nmax_workers = 3\n");
+        let err = Config::parse(&text).unwrap_err();
+        assert!(err.starts_with("key `cluster`: needs PostgreSQL"), "{err}");
+        assert!(err.contains("database.url") && err.contains("runner.max_workers"), "names the fix: {err}");
+    }
+    let c = Config::parse("[database]\nurl = \"postgres://db/x\"\n[cluster]\nmax_workers = 3\n").unwrap();
+    assert_eq!(c.cluster, Some(Cluster { max_workers: 3 }));
+    let err = Config::parse("[database]\nurl = \"postgres://db/x\"\n[cluster]\nmax_workers = 0\n").unwrap_err();
+    assert_eq!(err, "key `cluster.max_workers`: must be at least 1");
+
+    assert_eq!(Config::parse("[runner]\nhost_name = \"alpha\"\n").unwrap().host_name(), "alpha");
+    assert!(!Config::default().host_name().is_empty(), "the machine's name by default");
+    for bad in ["a/b", "a:b", " a", "a\\n"] {
+        let err = Config::parse(&format!("[runner]\nhost_name = \"{bad}\"\n")).unwrap_err();
+        assert!(err.starts_with("key `runner.host_name`"), "{bad:?}: {err}");
+    }
+    let err = Config::parse("[runner]\nlease_ttl = \"100ms\"\n").unwrap_err();
+    assert_eq!(err, "key `runner.lease_ttl`: must be at least 1s");
+}
+
+#[test]
 fn load_names_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("executor.toml");

@@ -143,6 +143,11 @@ impl Runner {
         action: Action,
         pr: Option<&PrSnapshot>,
     ) -> Result<(), RunnerError> {
+        if action != Action::Wait {
+            // What follows may act on the forge, which no lease fences: a runner paused since the tick
+            // began, whose run another runner took over meanwhile, must not act at all.
+            self.check_lease(run).await?;
+        }
         match action {
             Action::Wait => {}
             Action::StartWorker { kind, move_to, ci_attempt } => {
@@ -230,6 +235,7 @@ impl Runner {
         };
         // Taken before the push: a worker that ends while it runs is pushed again next tick.
         let at = Utc::now();
+        self.check_lease(run).await?;
         forge.push(run).await?;
         self.store.set_pushed_at(run.id, Some(&self.owner), at.max(last_end)).await?;
         tracing::info!(run = run.id, "pushed branch {}", run.branch_name.as_deref().unwrap_or(""));
@@ -294,6 +300,15 @@ impl Runner {
             last.kind.as_str()
         );
         self.notify(run, &Notice { kind: NoticeKind::NeedsHuman, key, text }).await
+    }
+
+    /// Fails with `LeaseLost` unless this runner still holds the run's live lease (by the database's
+    /// clock), before an action that the database cannot fence.
+    async fn check_lease(&self, run: &Run) -> Result<(), RunnerError> {
+        if self.is_lost() || !self.store.holds_lease(run.id, &self.owner).await? {
+            return Err(crate::store::StoreError::LeaseLost(run.id).into());
+        }
+        Ok(())
     }
 
     /// Moves a run on, as the lease holder, recording why.

@@ -348,6 +348,16 @@ impl Store {
         })
     }
 
+    /// Whether `owner` holds the run's lease and it is live, by the database's clock.
+    pub async fn holds_lease(&self, run_id: i64, owner: &str) -> Result<bool> {
+        let sql = format!(
+            "SELECT count(*) FROM executor_runs WHERE id = $1 AND lease_owner = $2 AND lease_expires_at > {}",
+            self.pool.now_sql()
+        );
+        let n: i64 = on_pool!(self, |p| sqlx::query_scalar(&sql).bind(run_id).bind(owner).fetch_one(p).await?);
+        Ok(n == 1)
+    }
+
     /// Gives up `owner`'s lease on a run (no-op if it holds none).
     pub async fn release_run(&self, run_id: i64, owner: &str) -> Result<()> {
         self.let_go(run_id, owner, false).await
