@@ -45,7 +45,8 @@ fn cluster_settings_need_postgresql_and_host_names_stay_plain() {
     }
     let c = Config::parse("[database]\nurl = \"postgres://db/x\"\n[cluster]\nmax_workers = 3\n").unwrap();
     assert_eq!(c.cluster, Some(Cluster { max_workers: 3 }));
-    let err = Config::parse("[database]\nurl = \"postgres://db/x\"\n[cluster]\nmax_workers = 0\n").unwrap_err();
+    let err =
+        Config::parse("[database]\nurl = \"postgres://db/x\"\n[cluster]\nmax_workers = 0\n").unwrap_err();
     assert_eq!(err, "key `cluster.max_workers`: must be at least 1");
 
     assert_eq!(Config::parse("[runner]\nhost_name = \"alpha\"\n").unwrap().host_name(), "alpha");

@@ -233,7 +233,8 @@ impl Runner {
         let lease_lost = matches!(e, RunnerError::Store(crate::store::StoreError::LeaseLost(_)));
         if lease_lost {
             // The heartbeat says within a beat whether the runner as a whole was lost.
-            let _ = tokio::time::timeout(self.heartbeat_every(), self.lost.clone().wait_for(|lost| *lost)).await;
+            let _ =
+                tokio::time::timeout(self.heartbeat_every(), self.lost.clone().wait_for(|lost| *lost)).await;
         }
         if self.is_lost() {
             self.stop_all().await;

@@ -354,7 +354,8 @@ impl Store {
             "SELECT count(*) FROM executor_runs WHERE id = $1 AND lease_owner = $2 AND lease_expires_at > {}",
             self.pool.now_sql()
         );
-        let n: i64 = on_pool!(self, |p| sqlx::query_scalar(&sql).bind(run_id).bind(owner).fetch_one(p).await?);
+        let n: i64 =
+            on_pool!(self, |p| sqlx::query_scalar(&sql).bind(run_id).bind(owner).fetch_one(p).await?);
         Ok(n == 1)
     }
 

@@ -203,3 +203,61 @@ fn a_base_that_looks_like_an_option_is_not_one() {
     let listed = sh_git(&f.repo, &["worktree", "list", "--porcelain"]);
     assert!(!listed.contains("1207-5"), "{listed}");
 }
+
+/// Two hosts sharing one repository (the local forge's way): the second host never reuses the first
+/// host's worktree of the branch, and gets its own beside it, at the branch's head.
+#[test]
+fn a_host_taking_a_run_over_in_a_shared_repository_gets_its_own_worktree() {
+    let f = fixture();
+    let first = ensure(&f, 1).unwrap();
+    std::fs::write(first.path.join("work.txt"), "done on host a\n").unwrap();
+    sh_git(&first.path, &["add", "work.txt"]);
+    sh_git(&first.path, &["commit", "-q", "-m", "host a's work"]);
+    let head = sh_git(&f.repo, &["rev-parse", BRANCH]);
+
+    let other_root = f._tmp.path().join("host-b-worktrees");
+    take_over_branch(&f.repo, &other_root, BRANCH, None).unwrap();
+    let second = ensure_worktree(&f.repo, &other_root, &gid(), 1, BRANCH, "main").unwrap();
+    assert!(!second.reused && second.path.starts_with(std::path::absolute(&other_root).unwrap()));
+    assert_ne!(second.path, first.path);
+    assert_eq!(head_sha(&second.path).unwrap(), head, "from the branch as host a left it");
+    assert!(first.path.join("work.txt").is_file(), "host a's worktree is left alone");
+}
+
+/// Two hosts with clones of one remote (the GitHub forge's way): the branch as pushed replaces this
+/// host's stale copy and its stale worktree.
+#[test]
+fn a_host_taking_a_run_over_from_a_remote_starts_from_the_pushed_branch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = tmp.path().join("remote.git");
+    sh_git(tmp.path(), &["init", "-q", "--bare", "-b", "main", remote.to_str().unwrap()]);
+    let clone = |name: &str| {
+        let dir = tmp.path().join(name);
+        sh_git(tmp.path(), &["clone", "-q", remote.to_str().unwrap(), dir.to_str().unwrap()]);
+        dir
+    };
+    let seed = clone("seed");
+    std::fs::write(seed.join("README.md"), "hello\n").unwrap();
+    sh_git(&seed, &["add", "README.md"]);
+    sh_git(&seed, &["commit", "-q", "-m", "initial"]);
+    sh_git(&seed, &["push", "-q", "origin", "main"]);
+    let (a, b) = (clone("host-a"), clone("host-b"));
+    let (root_a, root_b) = (tmp.path().join("wt-a"), tmp.path().join("wt-b"));
+
+    // Host b worked on the run first (its worktree stays, stale), then host a, which pushed.
+    let stale = ensure_worktree(&b, &root_b, &gid(), 1, BRANCH, "main").unwrap();
+    std::fs::write(stale.path.join("scratch.txt"), "uncommitted\n").unwrap();
+    let wt_a = ensure_worktree(&a, &root_a, &gid(), 1, BRANCH, "main").unwrap();
+    std::fs::write(wt_a.path.join("work.txt"), "done on host a\n").unwrap();
+    sh_git(&wt_a.path, &["add", "work.txt"]);
+    sh_git(&wt_a.path, &["commit", "-q", "-m", "host a's work"]);
+    crate::workspace::push_branch(&a, "origin", BRANCH).unwrap();
+    let pushed = sh_git(&a, &["rev-parse", BRANCH]);
+
+    // Host a is lost; host b takes the run over.
+    take_over_branch(&b, &root_b, BRANCH, Some("origin")).unwrap();
+    let wt_b = ensure_worktree(&b, &root_b, &gid(), 1, BRANCH, "main").unwrap();
+    assert!(!wt_b.reused, "the stale worktree was replaced");
+    assert_eq!(head_sha(&wt_b.path).unwrap(), pushed);
+    assert!(wt_b.path.join("work.txt").is_file() && !wt_b.path.join("scratch.txt").exists());
+}
