@@ -49,6 +49,21 @@ fn slot<'a>(runner: &'a str, host: &'a str, host_max: u32, cluster_max: Option<u
     WorkerSlot { runner, host, host_max, cluster_max }
 }
 
+async fn begin(store: &Store, run: i64, slot: &WorkerSlot<'_>) -> WorkerBegin {
+    store
+        .begin_runner_worker(run, WorkerKind::Queued, "claude", slot, &SessionStart::default())
+        .await
+        .unwrap()
+}
+
+/// A worker of `runner` (on `host`, without limits to speak of) on a run it holds.
+async fn start_worker(store: &Store, run: i64, runner: &str, host: &str) -> executor::store::WorkerSession {
+    match begin(store, run, &slot(runner, host, 2, None)).await {
+        WorkerBegin::Started(session) => *session,
+        other => panic!("{other:?}"),
+    }
+}
+
 async fn a_runner_registers_heartbeats_and_ends(db: TestDb) {
     let store = db.open().await;
     register(&store, "h1/1", "h1", LONG).await;
@@ -182,17 +197,7 @@ async fn a_runner_that_lost_its_lease_writes_nothing(db: TestDb) {
     register(&store, "b/1", "b", LONG).await;
     let run = approved_run(&store, "r1").await;
     assert!(store.claim_run(run, "a/1", SHORT).await.unwrap());
-    let began = store
-        .begin_runner_worker(
-            run,
-            WorkerKind::Queued,
-            "claude",
-            &slot("a/1", "a", 2, None),
-            &SessionStart::default(),
-        )
-        .await
-        .unwrap();
-    let WorkerBegin::Started(session) = began else { panic!("{began:?}") };
+    let session = start_worker(&store, run, "a/1", "a").await;
     store.set_worker_process(session.id, Some("a/1"), 4242, None, "/o", "/l").await.unwrap();
     tokio::time::sleep(SHORT * 2).await;
     assert_eq!(store.declare_lost_runners().await.unwrap().len(), 1);
@@ -215,17 +220,7 @@ async fn a_runner_that_lost_its_lease_writes_nothing(db: TestDb) {
         .await
         .unwrap_err();
     assert!(matches!(err, StoreError::LeaseLost(_)), "{err}");
-    let began = store
-        .begin_runner_worker(
-            run,
-            WorkerKind::Queued,
-            "claude",
-            &slot("a/1", "a", 2, None),
-            &SessionStart::default(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(began, WorkerBegin::LeaseLost);
+    assert_eq!(begin(&store, run, &slot("a/1", "a", 2, None)).await, WorkerBegin::LeaseLost);
 
     let after = store.run(run).await.unwrap();
     assert_eq!(after, before, "the rescuer's run is as it left it");
@@ -253,11 +248,7 @@ async fn worker_limits_hold_per_host_and_across_hosts_under_concurrent_starts(db
             for run in chunk {
                 assert!(store.claim_run(run, &owner, LONG).await.unwrap());
                 let slot = slot(&owner, &host, 2, Some(3));
-                let began = store
-                    .begin_runner_worker(run, WorkerKind::Queued, "claude", &slot, &SessionStart::default())
-                    .await
-                    .unwrap();
-                if let WorkerBegin::Started(s) = began {
+                if let WorkerBegin::Started(s) = begin(&store, run, &slot).await {
                     started.push((host.clone(), s.id));
                 }
             }
@@ -280,11 +271,7 @@ async fn worker_limits_hold_per_host_and_across_hosts_under_concurrent_starts(db
     register(&store, "h9/1", "h9", LONG).await;
     let extra = approved_run(&store, "w99").await;
     assert!(store.claim_run(extra, "h9/1", LONG).await.unwrap());
-    let slot9 = slot("h9/1", "h9", 2, Some(3));
-    let began = store
-        .begin_runner_worker(extra, WorkerKind::Queued, "claude", &slot9, &SessionStart::default())
-        .await;
-    match began.unwrap() {
+    match begin(&store, extra, &slot("h9/1", "h9", 2, Some(3))).await {
         WorkerBegin::NoSlot(why) => assert!(why.contains("cluster.max_workers = 3"), "{why}"),
         other => panic!("{other:?}"),
     }
@@ -296,17 +283,7 @@ async fn a_lost_runners_workers_end_as_host_lost_and_its_runs_are_freed(db: Test
     register(&store, "here/1", "here", LONG).await;
     let run = approved_run(&store, "r1").await;
     assert!(store.claim_run(run, "gone/1", SHORT).await.unwrap());
-    let began = store
-        .begin_runner_worker(
-            run,
-            WorkerKind::Queued,
-            "claude",
-            &slot("gone/1", "gone", 2, None),
-            &SessionStart::default(),
-        )
-        .await
-        .unwrap();
-    let WorkerBegin::Started(session) = began else { panic!("{began:?}") };
+    let session = start_worker(&store, run, "gone/1", "gone").await;
     store.set_worker_usage(session.id, Some("gone/1"), Some(0.75), 100, 10, false).await.unwrap();
     // Its local CI, which only its host could see.
     let pr = store.open_local_pr(run, Some("app"), "b1", "main").await.unwrap();
