@@ -255,3 +255,61 @@ fn a_listing_cut_short_by_its_reader_ends_quietly() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{stderr}");
 }
+
+/// `executor status` shows each host and its runners: the live one holding a run with a worker, and a
+/// host whose only runner stopped after failing (what cron never shows).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_shows_each_host_with_its_runners_leases_and_errors() {
+    use executor::domain::{Actor, TaskGid, WorkerKind};
+    use executor::store::{RunnerRegistration, SessionStart, Store, WorkerBegin, WorkerSlot};
+
+    let sb = Sandbox::new();
+    sb.ok(&["queue", "add", "--gid", "H-1", "--description", "held"]);
+    sb.ok(&["approve", "--skip-triage", "H-1"]);
+    let store =
+        Store::open(&format!("sqlite://{}", sb.path().join("data/executor.db").display())).await.unwrap();
+    let ttl = std::time::Duration::from_secs(600);
+    for (id, host, pid, max_workers) in
+        [("host-a/aaaa0001", "host-a", 4242, 2), ("host-b/bbbb0002", "host-b", 77, 3)]
+    {
+        let registration = RunnerRegistration { id, host, pid, version: "test", ttl, max_workers };
+        store.register_runner(&registration).await.unwrap();
+    }
+    let run =
+        store.create_run_for_task(&TaskGid::parse("H-1").unwrap(), Actor::Runner).await.unwrap().unwrap();
+    assert!(store.claim_run(run.id, "host-a/aaaa0001", ttl).await.unwrap());
+    let slot = WorkerSlot { runner: "host-a/aaaa0001", host: "host-a", host_max: 2, cluster_max: None };
+    let begun = store
+        .begin_runner_worker(run.id, WorkerKind::Queued, "claude", &slot, &SessionStart::default())
+        .await
+        .unwrap();
+    assert!(matches!(begun, WorkerBegin::Started(_)), "{begun:?}");
+    for _ in 0..3 {
+        store.runner_ticked("host-a/aaaa0001", 0, None).await.unwrap();
+    }
+    store.runner_ticked("host-b/bbbb0002", 2, Some("the forge was down")).await.unwrap();
+    store.runner_ended("host-b/bbbb0002").await.unwrap();
+
+    let out = sb.ok(&["status"]);
+    let lines: Vec<&str> = out.lines().skip_while(|l| *l != "hosts:").take(5).collect();
+    assert_eq!(lines.len(), 5, "{out}");
+    assert_eq!(lines[1], "  host-a: 1 live runner, 1 lease, 1 worker", "{out}");
+    let a = lines[2];
+    assert!(a.starts_with("    host-a/aaaa0001 (pid 4242, executor test): alive, heartbeat "), "{a}");
+    assert!(a.contains(", 1 lease, 1 of 2 workers, started ") && a.ends_with("; 3 ticks, no errors"), "{a}");
+    assert!(lines[3].starts_with("  host-b: no live runner; last one stopped at "), "{out}");
+    let b = lines[4];
+    assert!(b.starts_with("    host-b/bbbb0002 (pid 77, executor test): stopped "), "{b}");
+    assert!(b.contains(", 0 leases, 0 of 3 workers, started "), "{b}");
+    assert!(b.contains("; 1 ticks, 2 errors, last (") && b.ends_with("): the forge was down"), "{b}");
+
+    let json = sb.json(&["status"]);
+    let runners = json["runners"].as_array().unwrap();
+    let ids: Vec<_> = runners.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["host-a/aaaa0001", "host-b/bbbb0002"], "{json}");
+    assert_eq!((runners[0]["leases"].as_i64(), runners[0]["workers"].as_i64()), (Some(1), Some(1)));
+    assert_eq!(
+        (runners[1]["alive"].as_bool(), runners[1]["end_reason"].as_str()),
+        (Some(false), Some("stopped"))
+    );
+}

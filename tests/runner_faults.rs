@@ -87,7 +87,10 @@ async fn a_launch_that_can_never_succeed_is_a_failed_attempt_told_to_the_human_a
     );
     // And in `executor status`, for whoever did not see that exit (cron).
     let status = String::from_utf8_lossy(&env.run(&["status"]).stdout).into_owned();
-    assert!(status.contains("last runner on ") && status.contains("errors, last"), "{status}");
+    assert!(
+        status.contains("no live runner; last one stopped at ") && status.contains("errors, last"),
+        "{status}"
+    );
     assert!(status.contains("/nonexistent/executor-test-repo"), "{status}");
     let json: serde_json::Value = serde_json::from_slice(&env.run(&["status", "--json"]).stdout).unwrap();
     assert!(json["runners"][0]["errors"].as_i64().unwrap() > 0, "{json}");

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use executor::config::Config;
 use executor::domain::{Actor, QueueStatus, RunState, TaskGid, WorkerKind};
-use executor::store::{EventFilter, NewTask, Store, WorkerEnd};
+use executor::store::{EventFilter, Heartbeat, NewTask, RunnerRegistration, Store, WorkerEnd};
 use executor::web::AppState;
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, LOCATION, SET_COOKIE};
@@ -426,17 +426,18 @@ async fn metrics_parse_and_count() {
         .unwrap()
         .unwrap();
     s.store.set_source_failed("inbox", "boom").await.unwrap();
-    s.store
-        .register_runner(&executor::store::RunnerRegistration {
-            id: "box1/42-1",
-            host: "box1",
-            pid: 42,
-            version: "test",
-            ttl: std::time::Duration::from_secs(600),
-            max_workers: 2,
-        })
-        .await
-        .unwrap();
+    // box1: one live runner holding the run. `box"2` (a name the format must escape): one runner that
+    // met errors and stopped, and a live one after it.
+    let ttl = std::time::Duration::from_secs(600);
+    for (id, host) in [("box1/42-1", "box1"), ("box\"2/7-1", "box\"2"), ("box\"2/7-2", "box\"2")] {
+        let registration = RunnerRegistration { id, host, pid: 42, version: "test", ttl, max_workers: 2 };
+        s.store.register_runner(&registration).await.unwrap();
+    }
+    assert!(s.store.claim_run(run.id, "box1/42-1", ttl).await.unwrap());
+    s.store.runner_ticked("box\"2/7-1", 2, Some("the forge was down")).await.unwrap();
+    s.store.runner_ended("box\"2/7-1").await.unwrap();
+    s.store.runner_ticked("box\"2/7-2", 0, None).await.unwrap();
+    assert_eq!(s.store.heartbeat("box1/42-1", ttl).await.unwrap(), Heartbeat::Alive { leases: 1 });
     assert_eq!(run.state, RunState::Queued);
 
     let r = s.get("/metrics").await;
@@ -467,6 +468,41 @@ async fn metrics_parse_and_count() {
     assert_eq!(value("executor_spend_usd_today"), 0.0);
     assert_eq!(value(r#"executor_runner_ticks_total{host="box1"}"#), 0.0);
     assert_eq!(value(r#"executor_runner_errors_total{host="box1"}"#), 0.0);
+    // A host's counters add up its listed runners: the stopped one and the live one.
+    assert_eq!(value(r#"executor_runner_ticks_total{host="box\"2"}"#), 2.0);
+    assert_eq!(value(r#"executor_runner_errors_total{host="box\"2"}"#), 2.0);
+    assert_eq!(value(r#"executor_runner_alive{host="box1",runner="box1/42-1"}"#), 1.0);
+    assert_eq!(value(r#"executor_runner_alive{host="box\"2",runner="box\"2/7-1"}"#), 0.0);
+    assert_eq!(value(r#"executor_runner_alive{host="box\"2",runner="box\"2/7-2"}"#), 1.0);
+    assert_eq!(value(r#"executor_runner_leases{host="box1",runner="box1/42-1"}"#), 1.0);
+    assert_eq!(value(r#"executor_runner_leases{host="box\"2",runner="box\"2/7-2"}"#), 0.0);
+    let age = value(r#"executor_runner_heartbeat_age_seconds{host="box1",runner="box1/42-1"}"#);
+    assert!((0.0..60.0).contains(&age), "{age}");
+    assert_eq!(text.matches("executor_runner_alive{").count(), 3, "one per listed runner:\n{text}");
+
+    // The API's status lists the same runners, each with what the store says of it.
+    let v = json_of(s.get("/api/v1/status").await).await;
+    let runner = |id: &str| {
+        v["runners"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("{id}: {v}"))
+            .clone()
+    };
+    assert_eq!(v["runners"].as_array().unwrap().len(), 3, "{v}");
+    let held = runner("box1/42-1");
+    assert_eq!(
+        (held["alive"].as_bool(), held["leases"].as_i64(), held["max_workers"].as_i64()),
+        (Some(true), Some(1), Some(2))
+    );
+    let stopped = runner("box\"2/7-1");
+    assert_eq!((stopped["alive"].as_bool(), stopped["end_reason"].as_str()), (Some(false), Some("stopped")));
+    assert_eq!(
+        (stopped["errors"].as_i64(), stopped["last_error"].as_str()),
+        (Some(2), Some("the forge was down"))
+    );
     assert_eq!(value("executor_source_errors"), 1.0);
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use executor::config::Config;
 use executor::domain::{Actor, QueueStatus, TaskGid, WorkerKind};
-use executor::store::{EventFilter, NewTask, SessionStart, Store};
+use executor::store::{EventFilter, NewTask, RunnerRegistration, SessionStart, Store};
 use executor::web::AppState;
 use reqwest::StatusCode;
 use reqwest::redirect::Policy;
@@ -512,28 +512,35 @@ async fn the_status_page_and_the_assets() {
     let store = db.open().await;
     task(&store, "S-1", "a task", "inbox", QueueStatus::AwaitingGo).await;
     task(&store, "S-2", "another", "inbox", QueueStatus::Skip).await;
-    store
-        .register_runner(&executor::store::RunnerRegistration {
-            id: "host-a/77-1",
-            host: "host-a",
-            pid: 77,
-            version: "test",
-            ttl: std::time::Duration::from_secs(600),
-            max_workers: 2,
-        })
-        .await
-        .unwrap();
+    task(&store, "S-3", "held", "inbox", QueueStatus::Approved).await;
+    // host-a: a live runner holding a run, whose last tick failed; host-b: only a runner that stopped.
+    let ttl = Duration::from_secs(600);
+    for (id, host, pid) in [("host-a/77-1", "host-a", 77), ("host-b/88-1", "host-b", 88)] {
+        let registration = RunnerRegistration { id, host, pid, version: "test", ttl, max_workers: 2 };
+        store.register_runner(&registration).await.unwrap();
+    }
+    let run = store.create_run_for_task(&gid("S-3"), Actor::Runner).await.unwrap().expect("a run");
+    assert!(store.claim_run(run.id, "host-a/77-1", ttl).await.unwrap());
     store.runner_ticked("host-a/77-1", 1, Some("the forge was down")).await.unwrap();
+    store.runner_ticked("host-b/88-1", 3, Some("<b>no</b> repo")).await.unwrap();
+    store.runner_ended("host-b/88-1").await.unwrap();
     let mut config = Config::default();
     config.budget.per_day_usd = 12.5;
     let dash = Dashboard::with_config(store, config).await;
 
     let (status, page) = dash.get("/status").await;
     assert_eq!(status, StatusCode::OK);
-    for expected in ["awaiting_go", "skip", "$0.00</strong> of $12.50", "host-a", "the forge was down", "S-2"]
-    {
+    for expected in ["awaiting_go", "skip", "$0.00</strong> of $12.50", "S-2"] {
         assert!(page.contains(expected), "{expected:?} missing\n{page}");
     }
+    // Host, runner, state, last heartbeat, leases, workers, ticks, errors, last error.
+    let a = runner_row(&page, "host-a/77-1");
+    assert_eq!((a[0].as_str(), a[2].starts_with("alive, started ")), ("host-a", true), "{a:?}");
+    assert!(a[3].ends_with("ago") || a[3] == "just now", "{a:?}");
+    assert_eq!(a[4..], ["1", "0 of 2", "1", "1", "the forge was down"], "{a:?}");
+    let b = runner_row(&page, "host-b/88-1");
+    assert_eq!((b[0].as_str(), b[2].starts_with("stopped ")), ("host-b", true), "{b:?}");
+    assert_eq!(b[4..], ["0", "0 of 2", "1", "3", "&lt;b&gt;no&lt;&#x2f;b&gt; repo"], "escaped: {b:?}");
 
     let response = dash.client.get(format!("{}/static/app.js", dash.base)).send().await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
@@ -546,4 +553,17 @@ async fn the_status_page_and_the_assets() {
     );
     let response = dash.client.get(format!("{}/static/app.css", dash.base)).send().await.unwrap();
     assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/css"));
+}
+
+/// The cells (inner HTML, tags of their own stripped) of the status page's row for runner `id`.
+fn runner_row(page: &str, id: &str) -> Vec<String> {
+    let escaped = id.replace('/', "&#x2f;");
+    let at = page.find(&format!(">{escaped}</td>")).unwrap_or_else(|| panic!("no row for {id}\n{page}"));
+    let start = page[..at].rfind("<tr>").unwrap();
+    let end = at + page[at..].find("</tr>").unwrap();
+    page[start + "<tr>".len()..end]
+        .split("</td>")
+        .filter(|cell| !cell.is_empty())
+        .map(|cell| cell[cell.find('>').unwrap() + 1..].to_string())
+        .collect()
 }

@@ -49,9 +49,7 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
         super::output::money(budget, false)
     );
     let at = now();
-    for r in &runners {
-        println!("{}", runner_line(r, at));
-    }
+    print_hosts(&runners, at);
     for c in &sources {
         println!("{}", source_line(c, at));
     }
@@ -101,18 +99,92 @@ fn source_line(c: &SourceCursor, now: DateTime<Utc>) -> String {
     format!("source {}: {fetched}{}{error}", c.source, cursor.unwrap_or_default())
 }
 
-/// "last runner on HOST: …": whether it is running, and the errors it met, so a runner that fails on
-/// every start under cron is seen.
+/// The "hosts:" section: for each host, whether a runner lives there, then each of its runners (every
+/// live one and the last that ended), so a host whose runner died or keeps failing under cron is seen.
+fn print_hosts(runners: &[RunnerStatus], now: DateTime<Utc>) {
+    if runners.is_empty() {
+        println!("hosts:          no runner has started yet");
+        return;
+    }
+    println!("hosts:");
+    // The store lists runners ordered by host.
+    for group in runners.chunk_by(|a, b| a.host == b.host) {
+        println!("  {}", host_line(group, now));
+        for r in group {
+            println!("    {}", runner_line(r, now));
+        }
+    }
+}
+
+/// "HOST: 2 live runners, 3 leases, 1 worker", or "HOST: no live runner; last one stopped at … (5m ago)".
+fn host_line(group: &[RunnerStatus], now: DateTime<Utc>) -> String {
+    let host = group.first().map_or("", |r| r.host.as_str());
+    let alive: Vec<&RunnerStatus> = group.iter().filter(|r| r.alive).collect();
+    if alive.is_empty() {
+        let last = group.iter().max_by_key(|r| gone_at(r));
+        return match last {
+            Some(r) => format!(
+                "{host}: no live runner; last one {} at {} ({})",
+                runner_state(r),
+                gone_at(r).format("%Y-%m-%d %H:%M:%S UTC"),
+                ago(gone_at(r), now)
+            ),
+            None => format!("{host}: no live runner"),
+        };
+    }
+    let leases: i64 = alive.iter().map(|r| r.leases).sum();
+    let workers: i64 = alive.iter().map(|r| r.workers).sum();
+    format!(
+        "{host}: {}, {}, {}",
+        count(alive.len() as i64, "live runner", "live runners"),
+        count(leases, "lease", "leases"),
+        count(workers, "worker", "workers")
+    )
+}
+
+/// "ID (pid P, executor V): alive, heartbeat 12s ago, 1 lease, 0 of 2 workers, started 5m ago; 3 ticks,
+/// 2 errors, last (1m ago): …": its errors as well, so a runner that fails on every start is seen.
 fn runner_line(r: &RunnerStatus, now: DateTime<Utc>) -> String {
-    let when = match r.ended_at {
-        Some(t) => format!("started {}, ended {}", ago(r.started_at, now), ago(t, now)),
-        None => format!("pid {}, started {} (running, or killed)", r.pid, ago(r.started_at, now)),
+    let state = match r.ended_at {
+        Some(t) => format!("{} {}", runner_state(r), ago(t, now)),
+        None => runner_state(r).to_string(),
     };
     let errors = match (&r.last_error, r.last_error_at) {
         (Some(e), Some(t)) if r.errors > 0 => format!("{} errors, last ({}): {e}", r.errors, ago(t, now)),
         _ => "no errors".to_string(),
     };
-    format!("last runner on {}: {errors}; {} ticks, {when}", r.host, r.ticks)
+    format!(
+        "{} (pid {}, executor {}): {state}, heartbeat {}, {}, {} of {} workers, started {}; {} ticks, {errors}",
+        r.id,
+        r.pid,
+        r.version,
+        ago(r.heartbeat_at, now),
+        count(r.leases, "lease", "leases"),
+        r.workers,
+        r.max_workers,
+        ago(r.started_at, now),
+        r.ticks
+    )
+}
+
+/// alive, stopped, died or lost.
+fn runner_state(r: &RunnerStatus) -> &'static str {
+    match (r.end_reason, r.ended_at) {
+        (Some(end), _) => end.as_str(),
+        (None, Some(_)) => "ended",
+        (None, None) if r.alive => "alive",
+        // Its heartbeat lapsed and no runner has declared it lost yet: it is, all the same.
+        (None, None) => "lost",
+    }
+}
+
+/// When a runner stopped being alive: when it ended, or when its last heartbeat lapsed.
+fn gone_at(r: &RunnerStatus) -> DateTime<Utc> {
+    r.ended_at.unwrap_or(r.alive_until)
+}
+
+fn count(n: i64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 #[derive(Debug, Args)]

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use super::AppState;
 use crate::domain::{QueueStatus, RunState};
 use crate::forge::github::GitHubClient;
-use crate::store::{Result, now, start_of_day};
+use crate::store::{Result, RunnerStatus, now, start_of_day};
 use reqwest::Method;
 
 /// The Content-Type Prometheus expects for this format.
@@ -61,15 +61,7 @@ pub async fn render(state: &AppState) -> Result<String> {
     out.family("executor_budget_per_day_usd", "gauge", "The daily budget (budget.per_day_usd).");
     out.sample("executor_budget_per_day_usd", &[], state.config.budget.per_day_usd);
 
-    let runners = store.runner_statuses().await?;
-    out.family("executor_runner_ticks_total", "counter", "Ticks of the last runner on each host.");
-    for r in &runners {
-        out.sample("executor_runner_ticks_total", &[("host", &r.host)], r.ticks as f64);
-    }
-    out.family("executor_runner_errors_total", "counter", "Errors met by the last runner on each host.");
-    for r in &runners {
-        out.sample("executor_runner_errors_total", &[("host", &r.host)], r.errors as f64);
-    }
+    runner_metrics(&store.runner_statuses().await?, &mut out);
     let sources = store.source_cursors().await?;
     out.family("executor_source_errors", "gauge", "Task sources whose last fetch failed.");
     let failing = sources.iter().filter(|s| s.last_error.is_some()).count();
@@ -78,6 +70,41 @@ pub async fn render(state: &AppState) -> Result<String> {
         github_rate(client, &mut out).await;
     }
     Ok(out.text)
+}
+
+/// Per host, the ticks and errors of its listed runners (every live one and the last that ended); per
+/// runner, whether it is alive, the runs it holds and how old its heartbeat is.
+fn runner_metrics(runners: &[RunnerStatus], out: &mut Metrics) {
+    let by_host: Vec<&[RunnerStatus]> = runners.chunk_by(|a, b| a.host == b.host).collect();
+    let per_host = |out: &mut Metrics, name: &str, value: fn(&RunnerStatus) -> i64| {
+        for group in &by_host {
+            let host = group.first().map_or("", |r| r.host.as_str());
+            out.sample(name, &[("host", host)], group.iter().map(value).sum::<i64>() as f64);
+        }
+    };
+    let name = "executor_runner_ticks_total";
+    out.family(name, "counter", "Ticks of each host's live runners and of its last ended one.");
+    per_host(out, name, |r| r.ticks);
+    let name = "executor_runner_errors_total";
+    out.family(name, "counter", "Errors met by each host's live runners and by its last ended one.");
+    per_host(out, name, |r| r.errors);
+
+    let now = now();
+    let per_runner = |out: &mut Metrics, name: &str, value: &dyn Fn(&RunnerStatus) -> f64| {
+        for r in runners {
+            out.sample(name, &[("host", &r.host), ("runner", &r.id)], value(r));
+        }
+    };
+    let name = "executor_runner_alive";
+    out.family(name, "gauge", "1 while the runner heartbeats (by the database's clock), else 0.");
+    per_runner(out, name, &|r| if r.alive { 1.0 } else { 0.0 });
+    let name = "executor_runner_leases";
+    out.family(name, "gauge", "Active runs whose lease the runner holds.");
+    per_runner(out, name, &|r| r.leases as f64);
+    let name = "executor_runner_heartbeat_age_seconds";
+    out.family(name, "gauge", "Seconds since the runner's last heartbeat.");
+    // Heartbeats are stamped by the database's clock: when this host's clock is behind it, the age is 0.
+    per_runner(out, name, &|r| (now - r.heartbeat_at).num_milliseconds().max(0) as f64 / 1000.0);
 }
 
 /// What is left of the GitHub token's hourly budget, as GitHub reports it (`GET /rate_limit`, free). A

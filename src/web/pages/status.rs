@@ -1,4 +1,4 @@
-//! `GET /status`: counts by status and state, today's spend against the daily budget, runners,
+//! `GET /status`: counts by status and state, today's spend against the daily budget, each host's runners,
 //! sources and the newest events.
 
 use axum::extract::State;
@@ -6,7 +6,7 @@ use axum::response::Html;
 
 use super::detail::event_lines;
 use super::{PageError, ago, money, render};
-use crate::store::{EventFilter, now, start_of_day};
+use crate::store::{EventFilter, RunnerStatus, now, start_of_day};
 use crate::web::AppState;
 
 /// Events the feed shows.
@@ -26,10 +26,17 @@ pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, 
     let runners: Vec<_> = runners
         .iter()
         .map(|r| {
+            let state = runner_state(r);
+            let when = match r.ended_at {
+                Some(t) => format!("{state} {}", ago(t, now)),
+                None => format!("{state}, started {}", ago(r.started_at, now)),
+            };
             minijinja::context! {
-                host => r.host, pid => r.pid, ticks => r.ticks, errors => r.errors,
-                last_error => r.last_error,
-                started => ago(r.started_at, now), ended => r.ended_at.map(|t| ago(t, now)),
+                host => r.host, id => r.id, pid => r.pid, version => r.version,
+                state => when, lapsed => state != "alive",
+                heartbeat => ago(r.heartbeat_at, now),
+                leases => r.leases, workers => r.workers, max_workers => r.max_workers,
+                ticks => r.ticks, errors => r.errors, last_error => r.last_error,
             }
         })
         .collect();
@@ -76,4 +83,15 @@ pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, 
             events => event_lines(&events),
         },
     )
+}
+
+/// alive, stopped, died or lost (as `executor status` says it).
+fn runner_state(r: &RunnerStatus) -> &'static str {
+    match (r.end_reason, r.ended_at) {
+        (Some(end), _) => end.as_str(),
+        (None, Some(_)) => "ended",
+        (None, None) if r.alive => "alive",
+        // Its heartbeat lapsed and no runner has declared it lost yet: it is, all the same.
+        (None, None) => "lost",
+    }
 }
