@@ -125,7 +125,7 @@ fn host_line(group: &[RunnerStatus], now: DateTime<Utc>) -> String {
         return match last {
             Some(r) => format!(
                 "{host}: no live runner; last one {} at {} ({})",
-                runner_state(r),
+                r.state(),
                 gone_at(r).format("%Y-%m-%d %H:%M:%S UTC"),
                 ago(gone_at(r), now)
             ),
@@ -146,8 +146,8 @@ fn host_line(group: &[RunnerStatus], now: DateTime<Utc>) -> String {
 /// 2 errors, last (1m ago): …": its errors as well, so a runner that fails on every start is seen.
 fn runner_line(r: &RunnerStatus, now: DateTime<Utc>) -> String {
     let state = match r.ended_at {
-        Some(t) => format!("{} {}", runner_state(r), ago(t, now)),
-        None => runner_state(r).to_string(),
+        Some(t) => format!("{} {}", r.state(), ago(t, now)),
+        None => r.state().to_string(),
     };
     let errors = match (&r.last_error, r.last_error_at) {
         (Some(e), Some(t)) if r.errors > 0 => format!("{} errors, last ({}): {e}", r.errors, ago(t, now)),
@@ -165,17 +165,6 @@ fn runner_line(r: &RunnerStatus, now: DateTime<Utc>) -> String {
         ago(r.started_at, now),
         r.ticks
     )
-}
-
-/// alive, stopped, died or lost.
-fn runner_state(r: &RunnerStatus) -> &'static str {
-    match (r.end_reason, r.ended_at) {
-        (Some(end), _) => end.as_str(),
-        (None, Some(_)) => "ended",
-        (None, None) if r.alive => "alive",
-        // Its heartbeat lapsed and no runner has declared it lost yet: it is, all the same.
-        (None, None) => "lost",
-    }
 }
 
 /// When a runner stopped being alive: when it ended, or when its last heartbeat lapsed.

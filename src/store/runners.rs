@@ -71,6 +71,19 @@ pub struct LostRunner {
     pub runs_freed: u64,
 }
 
+impl RunnerStatus {
+    /// `alive`, `stopped`, `died` or `lost`, as people read it. A runner whose heartbeat lapsed is lost
+    /// even before another runner declared it so.
+    pub fn state(&self) -> &'static str {
+        match (self.end_reason, self.ended_at) {
+            (Some(end), _) => end.as_str(),
+            (None, Some(_)) => "ended",
+            (None, None) if self.alive => "alive",
+            (None, None) => RunnerEnd::Lost.as_str(),
+        }
+    }
+}
+
 fn status_from_row(r: &impl Cols) -> Result<RunnerStatus> {
     Ok(RunnerStatus {
         id: r.req_text("id")?,

@@ -6,7 +6,7 @@ use axum::response::Html;
 
 use super::detail::event_lines;
 use super::{PageError, ago, money, render};
-use crate::store::{EventFilter, RunnerStatus, now, start_of_day};
+use crate::store::{EventFilter, now, start_of_day};
 use crate::web::AppState;
 
 /// Events the feed shows.
@@ -26,7 +26,7 @@ pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, 
     let runners: Vec<_> = runners
         .iter()
         .map(|r| {
-            let state = runner_state(r);
+            let state = r.state();
             let when = match r.ended_at {
                 Some(t) => format!("{state} {}", ago(t, now)),
                 None => format!("{state}, started {}", ago(r.started_at, now)),
@@ -83,15 +83,4 @@ pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, 
             events => event_lines(&events),
         },
     )
-}
-
-/// alive, stopped, died or lost (as `executor status` says it).
-fn runner_state(r: &RunnerStatus) -> &'static str {
-    match (r.end_reason, r.ended_at) {
-        (Some(end), _) => end.as_str(),
-        (None, Some(_)) => "ended",
-        (None, None) if r.alive => "alive",
-        // Its heartbeat lapsed and no runner has declared it lost yet: it is, all the same.
-        (None, None) => "lost",
-    }
 }
