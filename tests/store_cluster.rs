@@ -25,6 +25,7 @@ on_both_databases!(
     worker_limits_hold_per_host_and_across_hosts_under_concurrent_starts,
     a_lost_runners_workers_end_as_host_lost_and_its_runs_are_freed,
     a_dead_runner_of_this_host_hands_its_runs_over_at_once,
+    a_rescue_cut_short_is_finished_by_the_next,
 );
 
 const LONG: Duration = Duration::from_secs(600);
@@ -322,4 +323,26 @@ async fn a_dead_runner_of_this_host_hands_its_runs_over_at_once(db: TestDb) {
     assert!(!store.declare_runner_died("h/old", "h/new", LONG).await.unwrap(), "once");
     assert_eq!(store.run(run).await.unwrap().lease_owner.as_deref(), Some("h/new"));
     assert_eq!(store.live_runners_of("h").await.unwrap(), [("h/new".to_string(), 1)]);
+}
+
+async fn a_rescue_cut_short_is_finished_by_the_next(db: TestDb) {
+    let store = db.open().await;
+    register(&store, "gone/1", "gone", LONG).await;
+    register(&store, "other/1", "other", LONG).await;
+    let run = approved_run(&store, "r1").await;
+    assert!(store.claim_run(run, "gone/1", LONG).await.unwrap());
+    let session = start_worker(&store, run, "gone/1", "gone").await;
+    // The rescuer was killed right after marking the runner lost, before taking anything from it.
+    let sql = "UPDATE executor_runners SET ended_at = heartbeat_at, end_reason = 'lost' WHERE id = 'gone/1'";
+    if db.url.starts_with("postgres") {
+        sqlx::query(sql).execute(&sqlx::PgPool::connect(&db.url).await.unwrap()).await.unwrap();
+    } else {
+        sqlx::query(sql).execute(&sqlx::SqlitePool::connect(&db.url).await.unwrap()).await.unwrap();
+    }
+    let taken = store.declare_lost_runners().await.unwrap();
+    assert_eq!(taken.len(), 1, "{taken:?}");
+    assert_eq!((taken[0].sessions.clone(), taken[0].runs_freed), (vec![(session.id, run)], 1));
+    assert_eq!(store.worker_session(session.id).await.unwrap().end_reason, Some(EndReason::HostLost));
+    assert_eq!(store.run(run).await.unwrap().lease_owner, None);
+    assert!(store.declare_lost_runners().await.unwrap().is_empty(), "nothing left the second time");
 }

@@ -9,6 +9,9 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 
 use super::{Pool, Result, Store, StoreError};
 
+/// How long a PostgreSQL session of executor's may sit in a transaction waiting for its own client.
+const IDLE_IN_TRANSACTION_LIMIT: &str = "10s";
+
 impl Store {
     /// Opens `url`: `postgres://…` / `postgresql://…` for PostgreSQL, `sqlite://PATH` or a plain path for
     /// SQLite (the file and its directory are created if missing). Does not migrate: see `migrate`.
@@ -20,7 +23,12 @@ impl Store {
             if let Some(why) = unreachable_postgres(url).await {
                 return Err(StoreError::Unreachable { url: shown, why });
             }
-            let options = PgConnectOptions::from_str(url).map_err(open_err)?;
+            // A process paused or cut off inside a transaction (SIGSTOP, a frozen VM, a dead link) would
+            // hold its locks — the worker-slot lock among them — and stop every host. PostgreSQL ends
+            // such a session instead: executor's transactions never wait on their client for long.
+            let options = PgConnectOptions::from_str(url)
+                .map_err(open_err)?
+                .options([("idle_in_transaction_session_timeout", IDLE_IN_TRANSACTION_LIMIT)]);
             let pool = PgPoolOptions::new()
                 .max_connections(8)
                 .acquire_timeout(Duration::from_secs(15))

@@ -218,41 +218,63 @@ impl Store {
         }))
     }
 
-    /// Declares lost every runner whose heartbeat lapsed (by the database's clock), each by one caller
-    /// only: its live worker sessions end as `host_lost` (their cost so far stays on the run), its
-    /// leases are freed for a rescue, and when no live runner is left on its host, that host's local CI
-    /// runs (which nobody else can see) are forgotten so that CI runs again.
+    /// Declares lost every runner whose heartbeat lapsed (by the database's clock; each by one caller),
+    /// and takes from runners that are gone what they left: the leases of a lost runner are freed for
+    /// a rescue; the live workers of a runner whose host has no live runner left end as `host_lost`
+    /// (their cost so far stays on the run; on a host with a live runner, that runner adopts them);
+    /// and such a host's local CI runs, which nobody else can see, are forgotten so that CI runs again.
+    /// Idempotent, and run every tick: it also finishes what a caller killed half-way left undone.
     pub async fn declare_lost_runners(&self) -> Result<Vec<LostRunner>> {
         let now = self.pool.now_sql();
-        let lapsed =
-            format!("SELECT id, host FROM executor_runners WHERE ended_at IS NULL AND alive_until < {now}");
         let mark = format!(
             "UPDATE executor_runners SET ended_at = {now}, end_reason = 'lost' \
-             WHERE id = $1 AND ended_at IS NULL AND alive_until < {now}"
+             WHERE ended_at IS NULL AND alive_until < {now} RETURNING id, host"
         );
-        let candidates: Vec<(String, String)> =
-            on_pool!(self, |p| sqlx::query_as(&lapsed).fetch_all(p).await?);
-        let mut lost = Vec::new();
-        for (id, host) in candidates {
-            let won = on_pool!(self, |p| sqlx::query(&mark).bind(&id).execute(p).await?.rows_affected()) == 1;
-            if won {
-                lost.push(self.take_from_lost(id, host).await?);
+        let gone = format!(
+            "SELECT id, host FROM executor_runners x WHERE ended_at IS NOT NULL AND ( \
+               (end_reason = 'lost' AND EXISTS (SELECT 1 FROM executor_runs r WHERE r.lease_owner = x.id)) \
+               OR (EXISTS (SELECT 1 FROM executor_worker_sessions s WHERE s.runner_id = x.id AND s.ended_at IS NULL) \
+                   AND NOT EXISTS (SELECT 1 FROM executor_runners h WHERE h.host = x.host AND h.ended_at IS NULL \
+                     AND h.alive_until > {now}))) \
+             ORDER BY id"
+        );
+        let (marked, gone): (Vec<(String, String)>, Vec<(String, String)>) = on_pool!(self, |p| {
+            let marked = sqlx::query_as(&mark).fetch_all(p).await?;
+            (marked, sqlx::query_as(&gone).fetch_all(p).await?)
+        });
+        let mut taken = Vec::new();
+        for (id, host) in gone {
+            let newly_lost = marked.iter().any(|(m, _)| *m == id);
+            let lost = self.take_from_gone(id, host).await?;
+            if newly_lost || !lost.sessions.is_empty() || lost.runs_freed > 0 {
+                taken.push(lost);
             }
         }
-        Ok(lost)
+        // Lost with nothing left to take: said all the same.
+        for (id, host) in marked {
+            if !taken.iter().any(|t| t.id == id) {
+                taken.push(LostRunner { id, host, sessions: Vec::new(), runs_freed: 0 });
+            }
+        }
+        Ok(taken)
     }
 
-    async fn take_from_lost(&self, id: String, host: String) -> Result<LostRunner> {
-        let live: Vec<(i64, i64)> = on_pool!(self, |p| {
-            sqlx::query_as(
+    async fn take_from_gone(&self, id: String, host: String) -> Result<LostRunner> {
+        let host_alive = format!(
+            "SELECT count(*) FROM executor_runners WHERE host = $1 AND ended_at IS NULL AND alive_until > {}",
+            self.pool.now_sql()
+        );
+        let (live, host_alive): (Vec<(i64, i64)>, i64) = on_pool!(self, |p| {
+            let live = sqlx::query_as(
                 "SELECT id, run_id FROM executor_worker_sessions WHERE runner_id = $1 AND ended_at IS NULL ORDER BY id",
             )
             .bind(&id)
             .fetch_all(p)
-            .await?
+            .await?;
+            (live, sqlx::query_scalar(&host_alive).bind(&host).fetch_one(p).await?)
         });
         let mut sessions = Vec::new();
-        for (session, run) in live {
+        for (session, run) in live.into_iter().filter(|_| host_alive == 0) {
             if self.end_worker_session(session, None, &WorkerEnd::new(EndReason::HostLost)).await? {
                 sessions.push((session, run));
             }
@@ -272,7 +294,9 @@ impl Store {
             let gid = TaskGid::parse(gid).ok();
             self.record_note(Actor::Runner, gid.as_ref(), Some(*run), &why).await?;
         }
-        self.forget_local_ci_of(&host).await?;
+        if host_alive == 0 {
+            self.forget_local_ci_of(&host).await?;
+        }
         Ok(LostRunner { id, host, sessions, runs_freed: freed.len() as u64 })
     }
 
