@@ -1,7 +1,7 @@
 //! What the tests read from the shared database: the row types (only the columns the assertions are
 //! about) and the [`Cluster`]'s queries that return them. A query that fails here fails the test, except
-//! in the `Result` functions, which the sampler and [`Cluster::diagnose`] use so that a failure to read
-//! is reported rather than hiding what was being reported.
+//! in the functions returning `Result`: the sampler and [`Cluster::diagnose`] use those, so that a read
+//! that fails becomes part of their report instead of cutting it short.
 
 use std::collections::BTreeMap;
 
