@@ -14,6 +14,7 @@ use executor::store::{
     Heartbeat, NewTask, RunnerRegistration, SessionStart, Store, StoreError, WorkerBegin, WorkerEnd,
     WorkerSlot,
 };
+use sqlx::Connection;
 
 on_both_databases!(
     a_runner_registers_heartbeats_and_ends,
@@ -345,4 +346,34 @@ async fn a_rescue_cut_short_is_finished_by_the_next(db: TestDb) {
     assert_eq!(store.worker_session(session.id).await.unwrap().end_reason, Some(EndReason::HostLost));
     assert_eq!(store.run(run).await.unwrap().lease_owner, None);
     assert!(store.declare_lost_runners().await.unwrap().is_empty(), "nothing left the second time");
+}
+
+/// A process paused inside its transaction (SIGSTOP, a frozen machine) while it held the worker-slot
+/// lock: PostgreSQL ends its session after a while, and the other hosts go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(pg_tests), ignore = "needs PostgreSQL: set EXECUTOR_TEST_DATABASE_URL (see README)")]
+async fn a_process_paused_holding_the_slot_lock_does_not_stop_the_others() {
+    let Some(db) = common::postgres("a_process_paused_holding_the_slot_lock").await else { return };
+    let store = db.open().await;
+    register(&store, "a/1", "a", LONG).await;
+    let run = approved_run(&store, "r1").await;
+    assert!(store.claim_run(run, "a/1", LONG).await.unwrap());
+
+    // The paused process: a session with executor's settings that took the lock in a transaction and
+    // then never spoke again.
+    let options = executor::store::pg_connect_options(&db.url).unwrap();
+    let mut conn = sqlx::postgres::PgConnection::connect_with(&options).await.unwrap();
+    let mut tx = conn.begin().await.unwrap();
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(executor::store::SLOT_LOCK)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+
+    let started =
+        tokio::time::timeout(Duration::from_secs(60), begin(&store, run, &slot("a/1", "a", 2, None)))
+            .await
+            .expect("the slot lock of a paused session is given back");
+    assert!(matches!(started, WorkerBegin::Started(_)), "{started:?}");
+    assert!(tx.commit().await.is_err(), "the paused session was ended by the server");
 }

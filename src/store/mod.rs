@@ -42,7 +42,7 @@ pub use forge_records::AgentComments;
 pub use local_forge::{LocalCheck, LocalComment, LocalPr, NewComment};
 pub use migrate::{KNOWN_VERSION, MigrateReport};
 pub use notices::Notice;
-pub use open::{redact_url, unreachable_postgres};
+pub use open::{pg_connect_options, redact_url, unreachable_postgres};
 pub use pending_detail::PendingDetail;
 pub use run_fields::RunMemory;
 pub use runners::{Heartbeat, LostRunner, RunnerRegistration, RunnerStatus};
@@ -50,7 +50,7 @@ pub use runs::{RunFilter, StatusCounts};
 pub use source_cursors::SourceCursor;
 pub use tasks::{Intake, IntakeResult, NewTask, TaskFilter, Upserted};
 pub use worker_stats::WorkerDurations;
-pub use workers::{SessionStart, WorkerBegin, WorkerEnd, WorkerSession, WorkerSlot};
+pub use workers::{SLOT_LOCK, SessionStart, WorkerBegin, WorkerEnd, WorkerSession, WorkerSlot};
 
 use chrono::{DateTime, SubsecRound, Utc};
 use sqlx::{PgPool, SqlitePool};

@@ -12,6 +12,15 @@ use super::{Pool, Result, Store, StoreError};
 /// How long a PostgreSQL session of executor's may sit in a transaction waiting for its own client.
 const IDLE_IN_TRANSACTION_LIMIT: &str = "10s";
 
+/// The settings of every PostgreSQL session executor opens. A process paused or cut off inside a
+/// transaction (SIGSTOP, a frozen VM, a dead link) would hold its locks — the worker-slot lock among
+/// them — and stop every host; PostgreSQL ends such a session instead, since executor's transactions
+/// never wait on their client for long.
+pub fn pg_connect_options(url: &str) -> Result<PgConnectOptions, sqlx::Error> {
+    Ok(PgConnectOptions::from_str(url)?
+        .options([("idle_in_transaction_session_timeout", IDLE_IN_TRANSACTION_LIMIT)]))
+}
+
 impl Store {
     /// Opens `url`: `postgres://…` / `postgresql://…` for PostgreSQL, `sqlite://PATH` or a plain path for
     /// SQLite (the file and its directory are created if missing). Does not migrate: see `migrate`.
@@ -23,12 +32,7 @@ impl Store {
             if let Some(why) = unreachable_postgres(url).await {
                 return Err(StoreError::Unreachable { url: shown, why });
             }
-            // A process paused or cut off inside a transaction (SIGSTOP, a frozen VM, a dead link) would
-            // hold its locks — the worker-slot lock among them — and stop every host. PostgreSQL ends
-            // such a session instead: executor's transactions never wait on their client for long.
-            let options = PgConnectOptions::from_str(url)
-                .map_err(open_err)?
-                .options([("idle_in_transaction_session_timeout", IDLE_IN_TRANSACTION_LIMIT)]);
+            let options = pg_connect_options(url).map_err(open_err)?;
             let pool = PgPoolOptions::new()
                 .max_connections(8)
                 .acquire_timeout(Duration::from_secs(15))

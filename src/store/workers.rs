@@ -159,7 +159,7 @@ pub enum WorkerBegin {
 }
 
 /// A constant key for PostgreSQL's advisory lock that serialises taking worker slots across hosts.
-const SLOT_LOCK: i64 = 0x6578_6563_736c_6f74; // "execslot"
+pub const SLOT_LOCK: i64 = 0x6578_6563_736c_6f74; // "execslot"
 
 /// A session for unit tests of code that reads sessions: `id`, `kind`, on run 1, nothing else known.
 #[cfg(test)]
