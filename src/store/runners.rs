@@ -106,6 +106,9 @@ fn status_from_row(r: &impl Cols) -> Result<RunnerStatus> {
     })
 }
 
+/// A runner's id and its host.
+type IdAndHost = (String, String);
+
 /// Ended runners are kept this long for `executor status` and then forgotten.
 const KEEP_ENDED_DAYS: f64 = 7.0;
 
@@ -238,7 +241,7 @@ impl Store {
                      AND h.alive_until > {now}))) \
              ORDER BY id"
         );
-        let (marked, gone): (Vec<(String, String)>, Vec<(String, String)>) = on_pool!(self, |p| {
+        let (marked, gone): (Vec<IdAndHost>, Vec<IdAndHost>) = on_pool!(self, |p| {
             let marked = sqlx::query_as(&mark).fetch_all(p).await?;
             (marked, sqlx::query_as(&gone).fetch_all(p).await?)
         });
