@@ -33,6 +33,13 @@ const LONG: Duration = Duration::from_secs(600);
 /// Short enough to lapse within a test; the waits below are for the lapse, not measurements.
 const SHORT: Duration = Duration::from_millis(300);
 
+/// The runner's last heartbeat gives it `SHORT` to live, and that passes: set up with long leases, so
+/// that a slow machine never lets one lapse before the test means it to.
+async fn lapse(store: &Store, runner: &str) {
+    assert!(matches!(store.heartbeat(runner, SHORT).await.unwrap(), Heartbeat::Alive { .. }));
+    tokio::time::sleep(SHORT * 2).await;
+}
+
 async fn register(store: &Store, id: &str, host: &str, ttl: Duration) {
     let r = RunnerRegistration { id, host, pid: 1, version: "test", ttl, max_workers: 2 };
     store.register_runner(&r).await.unwrap();
@@ -112,13 +119,13 @@ async fn a_live_runners_run_is_never_claimed_by_another(db: TestDb) {
 
 async fn a_run_is_taken_from_a_runner_whose_heartbeat_lapsed_only_after_its_ttl(db: TestDb) {
     let store = db.open().await;
-    register(&store, "a/1", "a", SHORT).await;
+    register(&store, "a/1", "a", LONG).await;
     register(&store, "b/1", "b", LONG).await;
     let run = approved_run(&store, "r1").await;
-    assert!(store.claim_run(run, "a/1", SHORT).await.unwrap());
+    assert!(store.claim_run(run, "a/1", LONG).await.unwrap());
     assert!(store.claim_runs("b/1", LONG, 10).await.unwrap().is_empty(), "a's heartbeat is live");
     assert!(store.declare_lost_runners().await.unwrap().is_empty());
-    tokio::time::sleep(SHORT * 2).await;
+    lapse(&store, "a/1").await;
     // Lapsed: the lease and the heartbeat. Another runner may take the run even before anyone declared
     // a lost, and a write of a's is refused.
     assert_eq!(store.claim_runs("b/1", LONG, 10).await.unwrap(), [run]);
@@ -195,13 +202,13 @@ async fn claims_of_runs_that_need_a_worker_stop_at_the_free_slots(db: TestDb) {
 
 async fn a_runner_that_lost_its_lease_writes_nothing(db: TestDb) {
     let store = db.open().await;
-    register(&store, "a/1", "a", SHORT).await;
+    register(&store, "a/1", "a", LONG).await;
     register(&store, "b/1", "b", LONG).await;
     let run = approved_run(&store, "r1").await;
-    assert!(store.claim_run(run, "a/1", SHORT).await.unwrap());
+    assert!(store.claim_run(run, "a/1", LONG).await.unwrap());
     let session = start_worker(&store, run, "a/1", "a").await;
     store.set_worker_process(session.id, Some("a/1"), 4242, None, "/o", "/l").await.unwrap();
-    tokio::time::sleep(SHORT * 2).await;
+    lapse(&store, "a/1").await;
     assert_eq!(store.declare_lost_runners().await.unwrap().len(), 1);
     assert!(store.claim_run(run, "b/1", LONG).await.unwrap());
     let before = store.run(run).await.unwrap();
@@ -281,10 +288,10 @@ async fn worker_limits_hold_per_host_and_across_hosts_under_concurrent_starts(db
 
 async fn a_lost_runners_workers_end_as_host_lost_and_its_runs_are_freed(db: TestDb) {
     let store = db.open().await;
-    register(&store, "gone/1", "gone", SHORT).await;
+    register(&store, "gone/1", "gone", LONG).await;
     register(&store, "here/1", "here", LONG).await;
     let run = approved_run(&store, "r1").await;
-    assert!(store.claim_run(run, "gone/1", SHORT).await.unwrap());
+    assert!(store.claim_run(run, "gone/1", LONG).await.unwrap());
     let session = start_worker(&store, run, "gone/1", "gone").await;
     store.set_worker_usage(session.id, Some("gone/1"), Some(0.75), 100, 10, false).await.unwrap();
     // Its local CI, which only its host could see.
@@ -292,7 +299,7 @@ async fn a_lost_runners_workers_end_as_host_lost_and_its_runs_are_freed(db: Test
     store.start_local_check(pr.id, "abc", "ci", "/gone/ci/1", "gone").await.unwrap();
     store.set_ci_triggered(run, Some("gone/1"), "abc").await.unwrap();
     // A slot of the lost runner's is not counted as a live worker once its heartbeat lapsed.
-    tokio::time::sleep(SHORT * 2).await;
+    lapse(&store, "gone/1").await;
     assert_eq!(store.free_worker_slots(&slot("here/1", "here", 2, Some(1))).await.unwrap(), 1);
 
     let lost = store.declare_lost_runners().await.unwrap();

@@ -32,6 +32,13 @@ CREATE INDEX executor_worker_sessions_live ON executor_worker_sessions (runner_i
 -- 1 when the run's holder let it go because its host had no free worker slot: a runner with one takes it.
 ALTER TABLE executor_runs ADD COLUMN wants_slot INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX executor_runs_lease ON executor_runs (lease_owner) WHERE state IN ('queued','in_progress','pr','complete');
+-- A claim walks, by id, only the runs of its kind (the same conditions as in Store::claim_runs): those
+-- that only need watching, and those that need a worker. Neither walks past the other, nor past the
+-- abandoned runs (most, over time).
+CREATE INDEX executor_runs_to_watch ON executor_runs (id)
+    WHERE state IN ('in_progress','pr','complete') AND wants_slot = 0;
+CREATE INDEX executor_runs_to_work ON executor_runs (id)
+    WHERE state = 'queued' OR (wants_slot = 1 AND state IN ('in_progress','pr','complete'));
 
 -- The host whose runner started a local CI run: only that host can see its process and its files.
 ALTER TABLE executor_local_ci ADD COLUMN host TEXT;

@@ -296,17 +296,19 @@ impl Store {
     ) -> Result<Vec<i64>> {
         let lock = if matches!(self.pool, Pool::Postgres(_)) { " FOR UPDATE SKIP LOCKED" } else { "" };
         let c = claimable(&self.pool, 1);
-        let claim = |needs_worker: &str, limit: &str| {
+        // The kinds' conditions are those of the partial indexes `executor_runs_to_watch` and
+        // `executor_runs_to_work` (migration 0006), word for word, so each claim walks only its own.
+        let claim = |kind: &str| {
             format!(
                 "UPDATE executor_runs SET lease_owner = $1, lease_expires_at = {later}, wants_slot = 0 \
-                 WHERE id IN (SELECT id FROM executor_runs WHERE state IN ('queued','in_progress','pr','complete') \
-                   AND ({needs_worker}) AND (lease_owner IS NULL OR lease_owner <> $1) AND {c} ORDER BY id LIMIT {limit}{lock}) \
+                 WHERE id IN (SELECT id FROM executor_runs WHERE ({kind}) \
+                   AND (lease_owner IS NULL OR lease_owner <> $1) AND {c} ORDER BY id LIMIT $3{lock}) \
                  AND (lease_owner IS NULL OR lease_owner <> $1) AND {c} RETURNING id",
                 later = self.pool.later_sql(2),
             )
         };
-        let watch = claim("state <> 'queued' AND wants_slot = 0", "$3");
-        let work = claim("state = 'queued' OR wants_slot = 1", "$3");
+        let watch = claim("state IN ('in_progress','pr','complete') AND wants_slot = 0");
+        let work = claim("state = 'queued' OR (wants_slot = 1 AND state IN ('in_progress','pr','complete'))");
         let mut ids: Vec<i64> = Vec::new();
         on_pool!(self, |p| {
             ids.extend(
