@@ -28,12 +28,14 @@ pub struct Triage {
 }
 
 /// The condition on a task an analyzer may claim: pending, not under a live claim, not waiting out a
-/// back-off, not given up on. `now` and `max` are the numbers of the parameters holding the time and
-/// `analyzer.max_attempts`.
-fn claimable(now: u8, max: u8) -> String {
+/// back-off, not given up on. `max` is the number of the parameter holding `analyzer.max_attempts`.
+/// Claims expire by the database's clock, like runners' leases: analyzers on several hosts never
+/// judge each other's claims by their own clocks.
+fn claimable(pool: &Pool, max: u8) -> String {
+    let now = pool.now_sql();
     format!(
-        "status = 'pending' AND (claim_expires_at IS NULL OR claim_expires_at < ${now}) \
-         AND (analysis_retry_at IS NULL OR analysis_retry_at <= ${now}) AND analysis_attempts < ${max}"
+        "status = 'pending' AND (claim_expires_at IS NULL OR claim_expires_at < {now}) \
+         AND (analysis_retry_at IS NULL OR analysis_retry_at <= {now}) AND analysis_attempts < ${max}"
     )
 }
 
@@ -46,22 +48,21 @@ impl Store {
         ttl: chrono::Duration,
         max_attempts: u32,
     ) -> Result<Option<Task>> {
-        let at = now();
         // PostgreSQL: SKIP LOCKED lets concurrent analyzers each take a different row without waiting;
         // the outer condition is checked again on the locked row. SQLite runs one writer at a time.
         let lock = if matches!(self.pool, Pool::Postgres(_)) { " FOR UPDATE SKIP LOCKED" } else { "" };
         let sql = format!(
-            "UPDATE executor_queue SET claim_owner = $1, claim_expires_at = $4 \
+            "UPDATE executor_queue SET claim_owner = $1, claim_expires_at = {later} \
              WHERE id = (SELECT id FROM executor_queue WHERE {c} ORDER BY analysis_round, id LIMIT 1{lock}) \
                AND {c} RETURNING task_gid",
-            c = claimable(2, 3)
+            later = self.pool.later_sql(3),
+            c = claimable(&self.pool, 2)
         );
         let gid: Option<String> = on_pool!(self, |p| {
             sqlx::query_scalar(&sql)
                 .bind(owner)
-                .bind(at)
                 .bind(i64::from(max_attempts))
-                .bind(at + ttl)
+                .bind(ttl.num_milliseconds() as f64 / 1000.0)
                 .fetch_optional(p)
                 .await?
         });
@@ -75,9 +76,9 @@ impl Store {
 
     /// Pending tasks an analyzer would still take now (for a progress bar's length).
     pub async fn count_claimable(&self, max_attempts: u32) -> Result<i64> {
-        let sql = format!("SELECT count(*) FROM executor_queue WHERE {}", claimable(1, 2));
+        let sql = format!("SELECT count(*) FROM executor_queue WHERE {}", claimable(&self.pool, 1));
         Ok(on_pool!(self, |p| {
-            sqlx::query_scalar::<_, i64>(&sql).bind(now()).bind(i64::from(max_attempts)).fetch_one(p).await?
+            sqlx::query_scalar::<_, i64>(&sql).bind(i64::from(max_attempts)).fetch_one(p).await?
         }))
     }
 
