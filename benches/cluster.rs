@@ -127,6 +127,7 @@ async fn register(store: &Store, id: &str, host: &str) {
         host,
         pid: i64::from(std::process::id()),
         version: "bench",
+        machine: "m",
         ttl: TTL,
         max_workers: 2,
     };

@@ -272,7 +272,8 @@ async fn status_shows_each_host_with_its_runners_leases_and_errors() {
     for (id, host, pid, max_workers) in
         [("host-a/aaaa0001", "host-a", 4242, 2), ("host-b/bbbb0002", "host-b", 77, 3)]
     {
-        let registration = RunnerRegistration { id, host, pid, version: "test", ttl, max_workers };
+        let registration =
+            RunnerRegistration { id, host, pid, version: "test", machine: "m", ttl, max_workers };
         store.register_runner(&registration).await.unwrap();
     }
     let run =

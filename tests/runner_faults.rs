@@ -444,3 +444,33 @@ async fn a_worker_by_hand_is_refused_on_a_complete_run() {
     assert!(store.worker_sessions(run.id).await.unwrap().is_empty(), "nothing recorded");
     assert_eq!(store.run(run.id).await.unwrap().state, RunState::Complete);
 }
+
+/// Two machines given one `runner.host_name` (a mistake): a runner never judges the other machine's
+/// runner by a pid that means nothing here, and says what is wrong where `executor status` shows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_name_shared_by_two_machines_is_told_not_obeyed() {
+    let env = Env::new(&[]);
+    env.edit_config("[runner]\n", "[runner]\nhost_name = \"shared\"\n");
+    env.run(&["migrate"]);
+    let store = env.store().await;
+    // The other machine's runner: alive by its heartbeat, with a pid that is nobody's here.
+    let other = executor::store::RunnerRegistration {
+        id: "shared/other",
+        host: "shared",
+        pid: 999_999,
+        version: "test",
+        machine: "another-machine",
+        ttl: Duration::from_secs(600),
+        max_workers: 2,
+    };
+    store.register_runner(&other).await.unwrap();
+
+    let out = env.command(&["runner", "--once"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("on another machine uses this host's name"), "{stderr}");
+    let statuses = store.runner_statuses().await.unwrap();
+    let theirs = statuses.iter().find(|s| s.id == "shared/other").unwrap();
+    assert!(theirs.alive && theirs.ended_at.is_none(), "not declared dead by its pid: {theirs:?}");
+    let status = String::from_utf8_lossy(&env.run(&["status"]).stdout).into_owned();
+    assert!(status.contains("give each machine its own runner.host_name"), "{status}");
+}

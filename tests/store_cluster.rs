@@ -11,8 +11,8 @@ use std::time::Duration;
 use common::TestDb;
 use executor::domain::{Actor, EndReason, QueueStatus, RunState, RunnerEnd, TaskGid, WorkerKind};
 use executor::store::{
-    Heartbeat, NewTask, RunnerRegistration, SessionStart, Store, StoreError, WorkerBegin, WorkerEnd,
-    WorkerSlot,
+    Heartbeat, HostRunner, NewTask, RunnerRegistration, SessionStart, Store, StoreError, WorkerBegin,
+    WorkerEnd, WorkerSlot,
 };
 use sqlx::Connection;
 
@@ -41,7 +41,7 @@ async fn lapse(store: &Store, runner: &str) {
 }
 
 async fn register(store: &Store, id: &str, host: &str, ttl: Duration) {
-    let r = RunnerRegistration { id, host, pid: 1, version: "test", ttl, max_workers: 2 };
+    let r = RunnerRegistration { id, host, pid: 1, version: "test", machine: "m", ttl, max_workers: 2 };
     store.register_runner(&r).await.unwrap();
 }
 
@@ -330,7 +330,8 @@ async fn a_dead_runner_of_this_host_hands_its_runs_over_at_once(db: TestDb) {
     assert!(store.declare_runner_died("h/old", "h/new", LONG).await.unwrap());
     assert!(!store.declare_runner_died("h/old", "h/new", LONG).await.unwrap(), "once");
     assert_eq!(store.run(run).await.unwrap().lease_owner.as_deref(), Some("h/new"));
-    assert_eq!(store.live_runners_of("h").await.unwrap(), [("h/new".to_string(), 1)]);
+    let live = store.live_runners_of("h").await.unwrap();
+    assert_eq!(live, [HostRunner { id: "h/new".into(), pid: 1, machine: "m".into() }]);
 }
 
 async fn a_rescue_cut_short_is_finished_by_the_next(db: TestDb) {

@@ -430,7 +430,8 @@ async fn metrics_parse_and_count() {
     // met errors and stopped, and a live one after it.
     let ttl = std::time::Duration::from_secs(600);
     for (id, host) in [("box1/42-1", "box1"), ("box\"2/7-1", "box\"2"), ("box\"2/7-2", "box\"2")] {
-        let registration = RunnerRegistration { id, host, pid: 42, version: "test", ttl, max_workers: 2 };
+        let registration =
+            RunnerRegistration { id, host, pid: 42, version: "test", machine: "m", ttl, max_workers: 2 };
         s.store.register_runner(&registration).await.unwrap();
     }
     assert!(s.store.claim_run(run.id, "box1/42-1", ttl).await.unwrap());

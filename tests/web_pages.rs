@@ -516,7 +516,8 @@ async fn the_status_page_and_the_assets() {
     // host-a: a live runner holding a run, whose last tick failed; host-b: only a runner that stopped.
     let ttl = Duration::from_secs(600);
     for (id, host, pid) in [("host-a/77-1", "host-a", 77), ("host-b/88-1", "host-b", 88)] {
-        let registration = RunnerRegistration { id, host, pid, version: "test", ttl, max_workers: 2 };
+        let registration =
+            RunnerRegistration { id, host, pid, version: "test", machine: "m", ttl, max_workers: 2 };
         store.register_runner(&registration).await.unwrap();
     }
     let run = store.create_run_for_task(&gid("S-3"), Actor::Runner).await.unwrap().expect("a run");

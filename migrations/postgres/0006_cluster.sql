@@ -8,6 +8,8 @@ CREATE TABLE executor_runners (
     host          TEXT NOT NULL,
     pid           BIGINT NOT NULL,
     version       TEXT NOT NULL,
+    -- The machine it runs on (/etc/machine-id): a host name given to two machines is seen, not obeyed.
+    machine       TEXT NOT NULL DEFAULT '',
     started_at    TIMESTAMPTZ NOT NULL,
     heartbeat_at  TIMESTAMPTZ NOT NULL,
     -- heartbeat_at + this runner's lease_ttl: past it, the runner is dead and its runs are rescued.

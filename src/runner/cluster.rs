@@ -22,6 +22,7 @@ impl Runner {
                 host: &self.host,
                 pid: i64::from(std::process::id()),
                 version: env!("CARGO_PKG_VERSION"),
+                machine: &self.machine,
                 ttl,
                 max_workers: self.config.runner.max_workers,
             })
@@ -90,13 +91,29 @@ impl Runner {
         }
         let ttl = self.config.runner.lease_ttl.std();
         let mut alive_here = HashSet::new();
-        for (id, pid) in self.store.live_runners_of(&self.host).await? {
-            let gone =
-                id != self.owner && i32::try_from(pid).is_ok_and(|p| !crate::worker::process::is_alive(p));
-            if gone && self.store.declare_runner_died(&id, &self.owner, ttl).await? {
-                tracing::info!(runner = id, "a runner of this host died; its runs pass to this runner");
+        for r in self.store.live_runners_of(&self.host).await? {
+            if r.machine != self.machine {
+                // Its pid means nothing here: never judged by it, and the mistake is said once.
+                if self.host_name_clashes.insert(r.id.clone()) {
+                    let why = format!(
+                        "runner {} on another machine uses this host's name {:?}: give each machine its own \
+                         runner.host_name, or their workers may be taken for each other's",
+                        r.id, self.host
+                    );
+                    tracing::error!("{why}");
+                    if let Ok(mut met) = self.met.lock() {
+                        met.push(why);
+                    }
+                }
+                alive_here.insert(r.id);
+                continue;
+            }
+            let gone = r.id != self.owner
+                && i32::try_from(r.pid).is_ok_and(|p| !crate::worker::process::is_alive(p));
+            if gone && self.store.declare_runner_died(&r.id, &self.owner, ttl).await? {
+                tracing::info!(runner = r.id, "a runner of this host died; its runs pass to this runner");
             } else {
-                alive_here.insert(id);
+                alive_here.insert(r.id);
             }
         }
         for s in self.store.live_worker_sessions().await? {
@@ -136,4 +153,16 @@ async fn beat(store: Store, id: String, ttl: Duration, every: Duration, lost: wa
             Err(e) => tracing::warn!(runner = id, "heartbeat failed: {e}"),
         }
     }
+}
+
+/// This machine's identity: systemd's machine id where there is one, else the kernel's host name (not
+/// `runner.host_name`, which a person chose and may have given to two machines).
+pub(super) fn machine_id() -> String {
+    ["/etc/machine-id", "/var/lib/dbus/machine-id"]
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .map(|id| id.trim().to_string())
+        .find(|id| !id.is_empty())
+        .or_else(|| nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()))
+        .unwrap_or_default()
 }

@@ -99,6 +99,10 @@ pub struct Runner {
     pub(super) host: String,
     /// `host/pid-instant`: this runner's id in `executor_runners`, and the lease owner of its runs.
     pub(super) owner: String,
+    /// This machine (`cluster::machine_id`), and the runners of other machines already told to be using
+    /// this host's name.
+    pub(super) machine: String,
+    pub(super) host_name_clashes: std::collections::HashSet<String>,
     /// Turns true when another runner declared this one lost (see `cluster`).
     pub(super) lost: watch::Receiver<bool>,
     pub(super) heartbeat: Option<JoinHandle<()>>,
@@ -138,6 +142,8 @@ impl Runner {
             prompts: Arc::new(prompts),
             host,
             owner,
+            machine: super::cluster::machine_id(),
+            host_name_clashes: Default::default(),
             lost: watch::channel(false).1,
             heartbeat: None,
             free_slots: 0,

@@ -45,7 +45,7 @@ pub use notices::Notice;
 pub use open::{pg_connect_options, redact_url, unreachable_postgres};
 pub use pending_detail::PendingDetail;
 pub use run_fields::RunMemory;
-pub use runners::{Heartbeat, LostRunner, RunnerRegistration, RunnerStatus};
+pub use runners::{Heartbeat, HostRunner, LostRunner, RunnerRegistration, RunnerStatus};
 pub use runs::{RunFilter, StatusCounts};
 pub use source_cursors::SourceCursor;
 pub use tasks::{Intake, IntakeResult, NewTask, TaskFilter, Upserted};

@@ -20,6 +20,8 @@ pub struct RunnerRegistration<'a> {
     pub host: &'a str,
     pub pid: i64,
     pub version: &'a str,
+    /// The machine it runs on, to tell a host name shared by two machines (a mistake) from one host.
+    pub machine: &'a str,
     /// Its `runner.lease_ttl`: without a heartbeat for this long, it is dead.
     pub ttl: Duration,
     pub max_workers: u32,
@@ -58,6 +60,14 @@ pub struct RunnerStatus {
     pub leases: i64,
     /// Worker sessions it supervises.
     pub workers: i64,
+}
+
+/// A runner not ended on a host, as another runner of the host sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostRunner {
+    pub id: String,
+    pub pid: i64,
+    pub machine: String,
 }
 
 /// A runner that was declared lost, and what was taken from it.
@@ -117,8 +127,8 @@ impl Store {
     pub async fn register_runner(&self, r: &RunnerRegistration<'_>) -> Result<()> {
         let (now, later) = (self.pool.now_sql(), self.pool.later_sql(6));
         let insert = format!(
-            "INSERT INTO executor_runners (id, host, pid, version, max_workers, started_at, heartbeat_at, alive_until) \
-             VALUES ($1, $2, $3, $4, $5, {now}, {now}, {later})"
+            "INSERT INTO executor_runners (id, host, pid, version, max_workers, machine, started_at, heartbeat_at, alive_until) \
+             VALUES ($1, $2, $3, $4, $5, $7, {now}, {now}, {later})"
         );
         let prune = format!(
             "DELETE FROM executor_runners WHERE ended_at IS NOT NULL AND ended_at < {}",
@@ -132,6 +142,7 @@ impl Store {
                 .bind(r.version)
                 .bind(i64::from(r.max_workers))
                 .bind(secs(r.ttl))
+                .bind(r.machine)
                 .execute(p)
                 .await?;
             sqlx::query(&prune).bind(-KEEP_ENDED_DAYS * 86_400.0).execute(p).await?;
@@ -331,16 +342,18 @@ impl Store {
         Ok(())
     }
 
-    /// Runners of `host` not ended, with their pid (for a runner to see which of its host's are gone).
-    pub async fn live_runners_of(&self, host: &str) -> Result<Vec<(String, i64)>> {
-        Ok(on_pool!(self, |p| {
+    /// Runners of `host` not ended, with their pid and machine (for a runner to see which of its host's
+    /// are gone).
+    pub async fn live_runners_of(&self, host: &str) -> Result<Vec<HostRunner>> {
+        let rows: Vec<(String, i64, String)> = on_pool!(self, |p| {
             sqlx::query_as(
-                "SELECT id, pid FROM executor_runners WHERE host = $1 AND ended_at IS NULL ORDER BY id",
+                "SELECT id, pid, machine FROM executor_runners WHERE host = $1 AND ended_at IS NULL ORDER BY id",
             )
             .bind(host)
             .fetch_all(p)
             .await?
-        }))
+        });
+        Ok(rows.into_iter().map(|(id, pid, machine)| HostRunner { id, pid, machine }).collect())
     }
 
     /// Every live runner, and the last ended one of each host, by host then newest first.
