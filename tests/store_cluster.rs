@@ -11,8 +11,8 @@ use std::time::Duration;
 use common::TestDb;
 use executor::domain::{Actor, EndReason, QueueStatus, RunState, RunnerEnd, TaskGid, WorkerKind};
 use executor::store::{
-    Heartbeat, HostRunner, NewTask, RunnerRegistration, SessionStart, Store, StoreError, WorkerBegin,
-    WorkerEnd, WorkerSlot,
+    EventFilter, Heartbeat, HostRunner, NewTask, RunnerRegistration, SessionStart, Store, StoreError,
+    WorkerBegin, WorkerEnd, WorkerSlot,
 };
 use sqlx::Connection;
 
@@ -332,6 +332,14 @@ async fn a_dead_runner_of_this_host_hands_its_runs_over_at_once(db: TestDb) {
     assert_eq!(store.run(run).await.unwrap().lease_owner.as_deref(), Some("h/new"));
     let live = store.live_runners_of("h").await.unwrap();
     assert_eq!(live, [HostRunner { id: "h/new".into(), pid: 1, machine: "m".into() }]);
+    // The history says which runner moved the run on.
+    store
+        .set_run_state_if(run, RunState::Queued, RunState::InProgress, Some("h/new"), Actor::Runner, "t")
+        .await
+        .unwrap();
+    let filter = EventFilter { run_id: Some(run), ..Default::default() };
+    let moved = store.events(&filter).await.unwrap().into_iter().find(|e| e.kind == "run_state").unwrap();
+    assert_eq!((moved.actor_id.as_deref(), moved.who().as_str()), (Some("h/new"), "runner h/new"));
 }
 
 async fn a_rescue_cut_short_is_finished_by_the_next(db: TestDb) {

@@ -44,3 +44,7 @@ CREATE INDEX executor_runs_to_work ON executor_runs (id)
 
 -- The host whose runner started a local CI run: only that host can see its process and its files.
 ALTER TABLE executor_local_ci ADD COLUMN host TEXT;
+
+-- Which runner (its id in executor_runners) made a run's state change: `actor` says `runner`, this says
+-- which of them.
+ALTER TABLE executor_events ADD COLUMN actor_id TEXT;

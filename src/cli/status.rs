@@ -229,7 +229,7 @@ pub fn print_events(events: &[Event], now: DateTime<Utc>) {
             vec![
                 e.at.format("%Y-%m-%d %H:%M:%S").to_string(),
                 ago(e.at, now),
-                e.actor.clone(),
+                e.who(),
                 e.task_gid.clone().unwrap_or_default(),
                 e.run_id.map(|r| format!("#{r}")).unwrap_or_default(),
                 e.kind.clone(),

@@ -162,6 +162,7 @@ impl Store {
         let reason = format!("analysis failed: {error}");
         let ev = NewEvent {
             actor: Actor::Analyzer,
+            actor_id: None,
             task_gid: Some(gid.as_str()),
             run_id: None,
             kind: kind::NOTE,
@@ -203,6 +204,7 @@ impl Store {
                     .await?;
                     let ev = NewEvent {
                         actor,
+                        actor_id: None,
                         task_gid: Some(gid.as_str()),
                         run_id: None,
                         kind: if from == "skip" { kind::QUEUE_STATUS } else { kind::NOTE },
@@ -259,6 +261,7 @@ impl Store {
 fn status_event<'a>(gid: &'a TaskGid, to: QueueStatus, reason: &'a str) -> NewEvent<'a> {
     NewEvent {
         actor: Actor::Analyzer,
+        actor_id: None,
         task_gid: Some(gid.as_str()),
         run_id: None,
         kind: kind::QUEUE_STATUS,

@@ -50,7 +50,7 @@ pub(crate) use local_ci_columns;
 
 macro_rules! event_columns {
     () => {
-        "id, at, actor, task_gid, run_id, kind, from_state, to_state, reason"
+        "id, at, actor, task_gid, run_id, kind, from_state, to_state, reason, actor_id"
     };
 }
 pub(crate) use event_columns;

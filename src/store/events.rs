@@ -22,6 +22,8 @@ pub struct Event {
     pub id: i64,
     pub at: DateTime<Utc>,
     pub actor: String,
+    /// Which runner, when a runner made the change (its id in `executor_runners`).
+    pub actor_id: Option<String>,
     pub task_gid: Option<String>,
     pub run_id: Option<i64>,
     pub kind: String,
@@ -30,10 +32,22 @@ pub struct Event {
     pub reason: Option<String>,
 }
 
+impl Event {
+    /// Who made the change, as people read it: the actor, and which runner when a runner did.
+    pub fn who(&self) -> String {
+        match &self.actor_id {
+            Some(id) => format!("{} {id}", self.actor),
+            None => self.actor.clone(),
+        }
+    }
+}
+
 /// One event to append; written inside the transaction of the change it records.
 #[derive(Debug, Clone)]
 pub(crate) struct NewEvent<'a> {
     pub actor: Actor,
+    /// The runner instance (lease owner) that made the change, when one did.
+    pub actor_id: Option<&'a str>,
     pub task_gid: Option<&'a str>,
     pub run_id: Option<i64>,
     pub kind: &'static str,
@@ -47,8 +61,8 @@ macro_rules! insert_event {
     ($conn:expr, $event:expr) => {{
         let e = &$event;
         sqlx::query(
-            "INSERT INTO executor_events (at, actor, task_gid, run_id, kind, from_state, to_state, reason) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            "INSERT INTO executor_events (at, actor, task_gid, run_id, kind, from_state, to_state, reason, actor_id) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
         .bind($crate::store::now())
         .bind(e.actor.as_str())
@@ -58,6 +72,7 @@ macro_rules! insert_event {
         .bind(e.from_state)
         .bind(e.to_state)
         .bind(e.reason)
+        .bind(e.actor_id)
         .execute($conn)
         .await
         .map(|_| ())
@@ -96,6 +111,7 @@ fn event_from_row(r: &impl Cols) -> Result<Event> {
         id: r.req_int("id")?,
         at: r.req_time("at")?,
         actor: r.req_text("actor")?,
+        actor_id: r.text("actor_id")?,
         task_gid: r.text("task_gid")?,
         run_id: r.int("run_id")?,
         kind: r.req_text("kind")?,
@@ -140,6 +156,7 @@ impl Store {
     ) -> Result<()> {
         let ev = NewEvent {
             actor,
+            actor_id: None,
             task_gid: task_gid.map(|g| g.as_str()),
             run_id,
             kind: kind::NOTE,

@@ -92,6 +92,7 @@ impl Store {
                 .await?;
                 let ev = NewEvent {
                     actor,
+                    actor_id: None,
                     task_gid: Some(gid.as_str()),
                     run_id: Some(id),
                     kind: kind::RUN_CREATED,
@@ -222,6 +223,7 @@ impl Store {
             if let Some(gid) = &gid {
                 let ev = NewEvent {
                     actor,
+                    actor_id: holder,
                     task_gid: Some(gid),
                     run_id: Some(run_id),
                     kind: kind::RUN_STATE,

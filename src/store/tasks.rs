@@ -172,6 +172,7 @@ impl Store {
         let task = self.task(gid).await?;
         let ev = NewEvent {
             actor,
+            actor_id: None,
             task_gid: Some(gid.as_str()),
             run_id: task.executor_run_id,
             kind: kind::TASK_UPDATED,
@@ -228,6 +229,7 @@ impl Store {
         from.check(to)?;
         let ev = NewEvent {
             actor,
+            actor_id: None,
             task_gid: Some(gid.as_str()),
             run_id: None,
             kind: kind::QUEUE_STATUS,
@@ -289,6 +291,7 @@ impl Store {
         let task = self.task(gid).await?;
         let ev = NewEvent {
             actor,
+            actor_id: None,
             task_gid: Some(gid.as_str()),
             run_id: task.executor_run_id,
             kind: kind::NOTE,

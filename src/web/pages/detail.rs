@@ -37,7 +37,7 @@ pub(super) fn event_lines(events: &[Event]) -> Vec<EventLine> {
         .map(|e| EventLine {
             at: e.at.format("%Y-%m-%d %H:%M:%S").to_string(),
             ago: ago(e.at, now),
-            actor: e.actor.clone(),
+            actor: e.who(),
             task_gid: e.task_gid.clone(),
             run_id: e.run_id,
             kind: e.kind.clone(),
