@@ -387,18 +387,9 @@ impl Store {
     }
 
     pub async fn worker_session(&self, id: i64) -> Result<WorkerSession> {
-        on_pool!(self, |p| {
-            let row = sqlx::query(concat!(
-                "SELECT ",
-                session_columns!(),
-                " FROM executor_worker_sessions WHERE id = $1"
-            ))
-            .bind(id)
-            .fetch_optional(p)
+        self.find_worker_session(id)
             .await?
-            .ok_or_else(|| StoreError::Corrupt(format!("worker session {id} vanished")))?;
-            session_from_row(&row)
-        })
+            .ok_or_else(|| StoreError::Corrupt(format!("worker session {id} vanished")))
     }
 
     /// Records the process of a session (and mirrors the pid on the run, as the seed's `worker_pid`).
