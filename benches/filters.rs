@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use chrono::{DateTime, TimeZone, Utc};
-use executor::intake::filter::{Filters, RulesConfig, SEED_RULES, TaskFields};
+use executor::filter::{Filters, RulesConfig, SEED_RULES, TaskFields};
 
 const TARGET_SECONDS: f64 = 1.0;
 

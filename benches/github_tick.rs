@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 
 use executor::config::{Config, Repo};
 use executor::domain::{Actor, QueueStatus, RunState, TaskGid};
-use executor::forge::github::{GitHubClient, GitHubForge};
+use executor::forge::github::GitHubForge;
+use executor::github::GitHubClient;
 use executor::runner::Runner;
 use executor::store::{NewTask, Store};
 use fake_github::{Counts, FakeGitHub};

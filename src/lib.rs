@@ -2,10 +2,13 @@
 //! in git worktrees. See ARCHITECTURE.md for the map.
 
 pub mod analyzer;
+pub mod budget;
 pub mod cli;
 pub mod config;
 pub mod domain;
+pub mod filter;
 pub mod forge;
+pub mod github;
 pub mod import;
 pub mod instance_lock;
 pub mod intake;

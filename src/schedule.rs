@@ -143,9 +143,35 @@ pub fn unit_dir(launchd: bool) -> PathBuf {
     if launchd { home.join("Library/LaunchAgents") } else { home.join(".config/systemd/user") }
 }
 
+/// Why a binary should not be scheduled: one inside a cargo `target/` directory is replaced by the next
+/// `cargo build` and removed by `cargo clean`, and then cron fails every five minutes, quietly.
+pub fn unstable_binary(exe: &Path) -> Option<String> {
+    exe.components().any(|c| c.as_os_str() == "target").then(|| {
+        format!(
+            "{} is inside a cargo target/ directory: the next `cargo build` replaces it and `cargo clean` \
+             removes it, and every scheduled run fails from then on. Install executor first \
+             (`cargo install --locked --path .` in its clone puts it in ~/.cargo/bin), then schedule the \
+             installed binary: `executor cron install`.",
+            exe.display()
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_binary_in_a_cargo_target_directory_is_called_unstable() {
+        let why = unstable_binary(Path::new("/home/a/executor/target/debug/executor")).unwrap();
+        assert!(why.contains("cargo install --locked --path ."), "{why}");
+        assert_eq!(unstable_binary(Path::new("/home/a/.cargo/bin/executor")), None);
+        assert_eq!(
+            unstable_binary(Path::new("/opt/targets/executor")),
+            None,
+            "only a component named target"
+        );
+    }
 
     fn inv() -> Invocation {
         Invocation {

@@ -197,6 +197,17 @@ fn fake_crontab(dir: &Path) -> PathBuf {
     bin
 }
 
+/// `executor --version` names the commit the binary was built from.
+#[test]
+fn the_version_names_the_commit_it_was_built_from() {
+    let head = Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).output().unwrap();
+    let head = text(&head.stdout).trim().to_string();
+    assert_eq!(head.len(), 12, "this test runs in a git checkout");
+    let out = Command::new(env!("CARGO_BIN_EXE_executor")).arg("--version").output().unwrap();
+    let version = text(&out.stdout);
+    assert_eq!(version.trim(), format!("executor {} (commit {head})", env!("CARGO_PKG_VERSION")));
+}
+
 #[test]
 fn cron_install_is_idempotent_and_uninstall_leaves_other_entries() {
     let sb = Sandbox::new();
@@ -209,6 +220,13 @@ fn cron_install_is_idempotent_and_uninstall_leaves_other_entries() {
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out.stderr));
         text(&out.stdout)
     };
+    // The binary under test lives in cargo's target/: scheduling it is warned about, not refused.
+    let out = sb.command(&["cron", "print"]).env("PATH", &path).stdin(Stdio::null()).output().unwrap();
+    let warning = text(&out.stderr);
+    assert!(
+        warning.contains("inside a cargo target/ directory") && warning.contains("cargo install"),
+        "{warning}"
+    );
     let printed = cron(&["cron", "print"]);
     assert!(printed.contains("*/5 * * * *") && printed.contains("'runner'"), "{printed}");
     assert!(printed.contains(&format!("'{}'", sb.path().join("executor.toml").display())), "{printed}");

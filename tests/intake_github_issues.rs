@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use executor::forge::github::{GitHubClient, GitHubError, TokenSources};
+use executor::github::{GitHubClient, GitHubError, TokenSources};
 use executor::intake::source::github_issues::{
     GitHubIssuesConfig, GitHubIssuesSource, IssueState, MAX_REQUESTS, PER_PAGE,
 };

@@ -8,7 +8,7 @@ mod web_support;
 use std::sync::Arc;
 
 use executor::config::Config;
-use executor::forge::github::{GitHubClient, TokenSources};
+use executor::github::{GitHubClient, TokenSources};
 use executor::web::AppState;
 use fake_github::FakeGitHub;
 

@@ -2,7 +2,7 @@
 //! `reanalyze`, so a rule means the same thing wherever it is evaluated.
 
 use crate::domain::Task;
-use crate::intake::filter::TaskFields;
+use crate::filter::TaskFields;
 
 /// The task's raw object from its source (`None` when it has none or it is not JSON: the `raw.*` fields
 /// then read as empty).

@@ -26,7 +26,7 @@ use tokio::task::JoinSet;
 
 use crate::config::Config;
 use crate::domain::{QueueStatus, Task, TaskGid};
-use crate::intake::filter::Filters;
+use crate::filter::Filters;
 use crate::store::{Store, StoreError};
 use triage::{TriageOutcome, Triager};
 
@@ -63,7 +63,7 @@ pub enum AnalyzerError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("the filters in the config do not compile: {0}")]
-    Filters(#[from] crate::intake::filter::FilterError),
+    Filters(#[from] crate::filter::FilterError),
     #[error("{0}")]
     Agent(String),
 }
@@ -106,7 +106,7 @@ impl Analyzer {
         stop: watch::Receiver<bool>,
     ) -> Result<Summary, AnalyzerError> {
         // Without its program every triage would fail, task after task, each one counted: said once instead.
-        crate::runner::agent_config(&self.config).check_program().map_err(AnalyzerError::Agent)?;
+        crate::worker::agent_config(&self.config).check_program().map_err(AnalyzerError::Agent)?;
         let orphans = self.triager.stop_orphans().await?;
         if orphans > 0 {
             tracing::warn!("ended {orphans} analysis session(s) left open by an analyzer that died");

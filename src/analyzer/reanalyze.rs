@@ -22,7 +22,7 @@ use chrono::{DateTime, Utc};
 
 use super::fields::{raw_of, task_fields};
 use crate::domain::{Actor, QueueStatus, Task, TaskGid};
-use crate::intake::filter::Filters;
+use crate::filter::Filters;
 use crate::store::{Store, StoreError};
 
 /// How a skip with no filter's name is counted when the analyzer's agent made it.

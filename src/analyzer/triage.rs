@@ -18,9 +18,9 @@ use std::sync::Arc;
 use chrono::Utc;
 use tokio::sync::{mpsc, watch};
 
+use crate::budget::{MIN_WORKER_BUDGET_USD, budget_left};
 use crate::config::{Config, Repo};
 use crate::domain::Task;
-use crate::runner::{MIN_WORKER_BUDGET_USD, agent_config, budget_left, repo_for, worker_env};
 use crate::store::{AnalysisEnd, Store, StoreError, Triage, start_of_day};
 use crate::worker::prompt::{RunContext, TaskContext};
 use crate::worker::result::ParsedResult;
@@ -28,6 +28,7 @@ use crate::worker::{
     self, AgentConfig, AgentError, EndReason, PromptContext, PromptKind, Prompts, Timeouts, WorkerError,
     WorkerOutcome, WorkerSpec, WorkerUpdate,
 };
+use crate::worker::{agent_config, worker_env};
 use crate::workspace;
 
 pub use answer::{EXPECTED, MAX_CRITERIA, MAX_CRITERION_CHARS, MAX_SUMMARY_CHARS, PRIORITY_RANGE, to_triage};
@@ -90,7 +91,7 @@ impl Triager {
     /// prompt shows that error. Never panics, never returns early on an agent's misbehaviour.
     pub async fn triage(&self, task: &Task, notes: &[String], stop: watch::Receiver<bool>) -> TriageOutcome {
         let who = format!("task {}", task.task_gid);
-        let (repo_name, repo) = match repo_for(&self.config, task.repo.as_deref(), &who) {
+        let (repo_name, repo) = match self.config.repo_for(task.repo.as_deref(), &who) {
             Ok(found) => found,
             // The error names the config key to set (`[repos.NAME]`) or the task's repo to give.
             Err(e) => return TriageOutcome::Failed(e.to_string()),

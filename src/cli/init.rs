@@ -96,7 +96,7 @@ fn seed_rules_commented() -> String {
     let mut out = String::from(
         "# ---- The seed's skip rules (executor-v2-redesign), commented out: uncomment and adapt. ----\n",
     );
-    for line in crate::intake::filter::SEED_RULES.lines() {
+    for line in crate::filter::SEED_RULES.lines() {
         out.push_str(if line.is_empty() { "#" } else { "# " });
         out.push_str(line);
         out.push('\n');
@@ -107,3 +107,6 @@ fn seed_rules_commented() -> String {
 fn toml_string(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
+
+#[cfg(test)]
+mod tests;

@@ -8,7 +8,7 @@ use clap::Args;
 
 use super::output::json;
 use super::{Context, UsageError};
-use crate::forge::github::GitHubClient;
+use crate::github::GitHubClient;
 use crate::intake::run::{IntakeError, IntakeReport, SourceReport, intake};
 use crate::intake::source::process_env;
 

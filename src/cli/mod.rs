@@ -9,6 +9,7 @@ mod import;
 mod init;
 mod intake;
 mod output;
+mod parse;
 mod prompts;
 mod queue;
 mod reanalyze;
@@ -27,11 +28,14 @@ use clap::{Parser, Subcommand};
 pub use context::Context;
 pub use init::init_text;
 
+/// `executor --version`: the package's version and the commit it was built from.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("EXECUTOR_COMMIT"), ")");
+
 /// executor turns a tracker backlog into reviewed, CI-green pull requests by running AI coding agents
 /// (Claude Code, Codex, any command) in git worktrees. Tasks enter a queue, are triaged, wait for a human's
 /// approval, and then become runs that a deterministic runner drives to a pull request.
 #[derive(Debug, Parser)]
-#[command(name = "executor", version, propagate_version = true, max_term_width = 100)]
+#[command(name = "executor", version = VERSION, propagate_version = true, max_term_width = 100)]
 pub struct Cli {
     /// Config file. Otherwise $EXECUTOR_CONFIG, ./executor.toml, then ~/.config/executor/executor.toml.
     #[arg(long, global = true, value_name = "FILE")]

@@ -2,6 +2,8 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::store::Event;
+
 /// Prints rows as a table whose columns line up, headers first.
 pub fn table(headers: &[&str], rows: &[Vec<String>]) {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
@@ -87,6 +89,35 @@ pub fn money_long(usd: f64, estimated: bool) -> String {
 pub fn json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
+}
+
+/// A run's or task's history as a table, oldest first (`events`, `queue show`, `runs show`).
+pub fn print_events(events: &[Event], now: DateTime<Utc>) {
+    if events.is_empty() {
+        println!("  no events");
+        return;
+    }
+    let rows: Vec<Vec<String>> = events
+        .iter()
+        .map(|e| {
+            let change = match (&e.from_state, &e.to_state) {
+                (Some(f), Some(t)) => format!("{f} → {t}"),
+                (None, Some(t)) => format!("→ {t}"),
+                _ => String::new(),
+            };
+            vec![
+                e.at.format("%Y-%m-%d %H:%M:%S").to_string(),
+                ago(e.at, now),
+                e.who(),
+                e.task_gid.clone().unwrap_or_default(),
+                e.run_id.map(|r| format!("#{r}")).unwrap_or_default(),
+                e.kind.clone(),
+                change,
+                e.reason.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    table(&["AT (UTC)", "AGE", "WHO", "GID", "RUN", "WHAT", "CHANGE", "WHY"], &rows);
 }
 
 #[cfg(test)]

@@ -8,7 +8,8 @@ use anyhow::{Context as _, bail};
 use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 
-use super::output::{ago, json, money, opt, short, table};
+use super::output::{ago, json, money, opt, print_events, short, table};
+use super::parse::parse_gid;
 use super::{Context, UsageError};
 use crate::config::Config;
 use crate::domain::{Actor, QueueStatus, Task, TaskGid};
@@ -95,10 +96,6 @@ pub struct AddArgs {
 
 fn parse_status(s: &str) -> Result<QueueStatus, String> {
     s.parse().map_err(|e: crate::domain::UnknownName| e.to_string())
-}
-
-pub fn parse_gid(s: &str) -> anyhow::Result<TaskGid> {
-    TaskGid::parse(s).map_err(|e| UsageError(e.to_string()).into())
 }
 
 pub async fn run(ctx: &Context, command: QueueCommand, as_json: bool) -> anyhow::Result<()> {
@@ -532,7 +529,7 @@ async fn show(ctx: &Context, gid: &TaskGid, as_json: bool) -> anyhow::Result<()>
         );
     }
     println!("\nhistory:");
-    super::status::print_events(&events, now);
+    print_events(&events, now);
     Ok(())
 }
 

@@ -5,7 +5,7 @@ use clap::Args;
 
 use super::Context;
 use super::output::{json, table};
-use super::queue::parse_gid;
+use super::parse::parse_gid;
 use crate::analyzer::reanalyze::{Counts, ReanalyzeOptions, Report, reanalyze};
 
 #[derive(Debug, Args)]

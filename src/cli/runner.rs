@@ -8,8 +8,8 @@ use super::output::json;
 use crate::forge::ACK_PREFIX;
 use crate::forge::{CommentPost, Forge};
 use crate::instance_lock::{InstanceLock, LockError};
+use crate::runner::forge_for;
 use crate::runner::{Runner, shutdown_on_signals};
-use crate::runner::{forge_for, repo_for};
 
 #[derive(Debug, Args)]
 pub struct RunnerArgs {
@@ -88,7 +88,7 @@ pub async fn comment(ctx: &Context, args: CommentArgs, as_json: bool) -> anyhow:
     // through executor is that use, so it may draw on the reserve.
     let mut config = ctx.config.clone();
     config.github.reserve_points = 0;
-    let (name, repo) = repo_for(&config, run.repo.as_deref(), &format!("run {}", run.id))?;
+    let (name, repo) = config.repo_for(run.repo.as_deref(), &format!("run {}", run.id))?;
     let forge = forge_for(&config, &ctx.store, name, repo)?;
     if run.pr_number.is_none() && !matches!(forge, Forge::Local(_)) {
         bail!("run {} has no pull request yet; nothing to comment on", run.id);

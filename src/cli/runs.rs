@@ -48,7 +48,7 @@ fn parse_state(s: &str) -> Result<RunState, String> {
 pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::Result<()> {
     match command {
         RunsCommand::List { state, task, limit } => {
-            let task_gid = task.as_deref().map(super::queue::parse_gid).transpose()?;
+            let task_gid = task.as_deref().map(super::parse::parse_gid).transpose()?;
             let listed = ctx.store.list_runs_with_decisions(&RunFilter { state, task_gid, limit }).await?;
             if as_json {
                 return json(&listed.iter().map(|(run, _)| run).collect::<Vec<_>>());
@@ -198,7 +198,7 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
                 }
             }
             println!("\nhistory:");
-            super::status::print_events(&events, now);
+            super::output::print_events(&events, now);
             Ok(())
         }
     }

@@ -34,6 +34,10 @@ pub struct ServiceArgs {
 
 fn invocation(flag: Option<&std::path::Path>) -> anyhow::Result<Invocation> {
     let config = load_config(flag)?;
+    let exe = std::env::current_exe().context("finding the executor binary")?;
+    if let Some(why) = crate::schedule::unstable_binary(&exe) {
+        eprintln!("warning: {why}");
+    }
     let config_path = match locate(flag) {
         ConfigSource::File { path, .. } => {
             Some(std::path::absolute(&path).context("resolving the config path")?)
@@ -41,7 +45,7 @@ fn invocation(flag: Option<&std::path::Path>) -> anyhow::Result<Invocation> {
         ConfigSource::Defaults => None,
     };
     Ok(Invocation {
-        exe: std::env::current_exe().context("finding the executor binary")?,
+        exe,
         config: config_path,
         path_env: std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into()),
         log_dir: config.logs_dir(),

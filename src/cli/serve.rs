@@ -55,7 +55,7 @@ pub async fn run(flag: Option<&Path>, args: ServeArgs, as_json: bool) -> anyhow:
     let uses_github = ctx.config.repos.values().any(|r| r.forge == "github")
         || ctx.config.sources.iter().any(|s| s.kind == "github_issues");
     let github = if uses_github {
-        let client = crate::forge::github::GitHubClient::new(&ctx.config.github)
+        let client = crate::github::GitHubClient::new(&ctx.config.github)
             .map_err(|e| anyhow::anyhow!("[github]: {e}"))?;
         Some(Arc::new(client))
     } else {

@@ -2,8 +2,8 @@ use chrono::{DateTime, Utc};
 use clap::Args;
 
 use super::Context;
-use super::output::{ago, json, table};
-use crate::store::{Event, EventFilter, PendingDetail, RunnerStatus, SourceCursor, now, start_of_day};
+use super::output::{ago, json, print_events};
+use crate::store::{EventFilter, PendingDetail, RunnerStatus, SourceCursor, now, start_of_day};
 
 pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
     let counts = ctx.store.status_counts().await?;
@@ -203,7 +203,7 @@ fn parse_since(s: &str) -> Result<DateTime<Utc>, String> {
 }
 
 pub async fn events(ctx: &Context, args: EventsArgs, as_json: bool) -> anyhow::Result<()> {
-    let task_gid = args.gid.as_deref().map(super::queue::parse_gid).transpose()?;
+    let task_gid = args.gid.as_deref().map(super::parse::parse_gid).transpose()?;
     let filter = EventFilter { task_gid, run_id: args.run, since: args.since, limit: args.limit };
     let events = ctx.store.events(&filter).await?;
     if as_json {
@@ -211,34 +211,6 @@ pub async fn events(ctx: &Context, args: EventsArgs, as_json: bool) -> anyhow::R
     }
     print_events(&events, now());
     Ok(())
-}
-
-pub fn print_events(events: &[Event], now: DateTime<Utc>) {
-    if events.is_empty() {
-        println!("  no events");
-        return;
-    }
-    let rows: Vec<Vec<String>> = events
-        .iter()
-        .map(|e| {
-            let change = match (&e.from_state, &e.to_state) {
-                (Some(f), Some(t)) => format!("{f} → {t}"),
-                (None, Some(t)) => format!("→ {t}"),
-                _ => String::new(),
-            };
-            vec![
-                e.at.format("%Y-%m-%d %H:%M:%S").to_string(),
-                ago(e.at, now),
-                e.who(),
-                e.task_gid.clone().unwrap_or_default(),
-                e.run_id.map(|r| format!("#{r}")).unwrap_or_default(),
-                e.kind.clone(),
-                change,
-                e.reason.clone().unwrap_or_default(),
-            ]
-        })
-        .collect();
-    table(&["AT (UTC)", "AGE", "WHO", "GID", "RUN", "WHAT", "CHANGE", "WHY"], &rows);
 }
 
 pub fn migrate(ctx: &Context, as_json: bool) -> anyhow::Result<()> {

@@ -9,17 +9,18 @@ use tokio::sync::mpsc;
 
 use super::Context;
 use super::output::json;
-use super::queue::parse_gid;
+use super::parse::parse_gid;
+use crate::budget::{MIN_WORKER_BUDGET_USD, budget_left};
 use crate::config::Config;
 use crate::domain::{Run, RunState, WorkerKind};
 use crate::instance_lock::{InstanceLock, LockError};
 use crate::runner::{
-    MIN_WORKER_BUDGET_USD, Recording, WorkerInputs, agent_config, budget_left, build_spec, forge_for,
-    load_prompts, repo_for, session_to_resume, shutdown_on_signals, supervise_recorded,
+    Recording, WorkerInputs, build_spec, forge_for, load_prompts, session_to_resume, shutdown_on_signals,
+    supervise_recorded,
 };
 use crate::store::{RunFilter, SessionStart};
 use crate::worker::worklog::{find_newest, follow};
-use crate::worker::{self, EndReason, PromptKind, WorkerOutcome, WorkerUpdate};
+use crate::worker::{self, EndReason, PromptKind, WorkerOutcome, WorkerUpdate, agent_config};
 use crate::workspace;
 
 #[derive(Debug, Subcommand)]
@@ -122,7 +123,7 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
         None => format!("task {gid}"),
     };
     let repo_name = run.as_ref().and_then(|r| r.repo.clone()).or(task.repo.clone());
-    let repo = match repo_for(&config, repo_name.as_deref(), &who) {
+    let repo = match config.repo_for(repo_name.as_deref(), &who) {
         Ok(repo) => Some(repo),
         Err(e) => {
             eprintln!("note: {e}; the prompt has no repository");

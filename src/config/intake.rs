@@ -1,5 +1,5 @@
 //! `[[sources]]`: where tasks come from. `[intake]` and `[[filters]]` (which tasks never reach the
-//! analyzer) are the filter module's own types, [`crate::intake::filter`].
+//! analyzer) are the filter module's own types, [`crate::filter`].
 
 use serde::Deserialize;
 

@@ -4,12 +4,14 @@
 mod duration;
 mod find;
 mod intake;
+mod trust;
 
 pub use duration::Duration;
 pub use find::{ConfigSource, locate};
 pub use intake::SourceConfig;
+pub use trust::Trust;
 
-use crate::intake::filter::{FilterConfig, Filters, IntakeRules};
+use crate::filter::{FilterConfig, Filters, IntakeRules};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -343,11 +345,8 @@ impl Repo {
     }
 
     /// Whose comments on this repository's pull requests make a worker act.
-    pub fn trust(&self) -> crate::forge::Trust {
-        crate::forge::Trust {
-            authors: self.trusted_authors.clone(),
-            associations: self.trust_associations.clone(),
-        }
+    pub fn trust(&self) -> Trust {
+        Trust { authors: self.trusted_authors.clone(), associations: self.trust_associations.clone() }
     }
 
     /// `owner` and `name` of `repos.NAME.github`, when it is set and well-formed.
@@ -531,7 +530,30 @@ impl Default for Workspace {
     }
 }
 
+/// A task or run names a repository the config does not have, or names none among several.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct RepoNotFound(String);
+
 impl Config {
+    /// The repository named `repo` (a task's or run's), or the only one configured when it names none.
+    /// `who` says whose repo it is, for the error ("run 3", "task 1207").
+    pub fn repo_for(&self, repo: Option<&str>, who: &str) -> Result<(&str, &Repo), RepoNotFound> {
+        let repos = &self.repos;
+        match repo {
+            Some(name) => repos.get_key_value(name).map(|(k, v)| (k.as_str(), v)).ok_or_else(|| {
+                RepoNotFound(format!("{who} names repo {name:?}, which is not under [repos] in the config"))
+            }),
+            None => match repos.iter().next() {
+                Some((k, v)) if repos.len() == 1 => Ok((k.as_str(), v)),
+                _ => Err(RepoNotFound(format!(
+                    "{who} names no repo and the config has {} repos: give the task --repo, or configure exactly one [repos.NAME]",
+                    repos.len()
+                ))),
+            },
+        }
+    }
+
     /// Reads and validates `path`.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path)
@@ -683,7 +705,7 @@ impl Config {
     }
 
     /// The skip filters, compiled (a config that loaded always compiles).
-    pub fn compiled_filters(&self) -> Result<Filters, crate::intake::filter::FilterError> {
+    pub fn compiled_filters(&self) -> Result<Filters, crate::filter::FilterError> {
         Filters::compile(&self.intake, &self.filters)
     }
 

@@ -119,7 +119,7 @@ fn the_graphql_endpoint_derives_from_the_rest_base() {
 
 #[test]
 fn the_seed_rules_appended_to_the_template_load_and_compile() {
-    let text = format!("{TEMPLATE}\n{}", crate::intake::filter::SEED_RULES);
+    let text = format!("{TEMPLATE}\n{}", crate::filter::SEED_RULES);
     let config = Config::parse(&text).unwrap();
     assert_eq!(config.filters.len(), 5);
     assert_eq!(config.intake.assignee, "alex");
@@ -148,34 +148,4 @@ fn sources_are_checked_naming_the_key() {
     }
     let ok = "[[sources]]\nname = \"inbox\"\nkind = \"asana\"\nprojects = [\"1\"]\nrepo = \"app\"\n";
     assert_eq!(Config::parse(&format!("{base}{ok}")).unwrap().sources[0].token_env, "ASANA_TOKEN");
-}
-
-/// Every ```toml block of the README, appended as it is to what `executor init` writes, loads: a
-/// newcomer pasting a snippet never gets a duplicate table. A block that names a repository without
-/// defining one follows the first block (the README's step 1 adds `[repos.app]`).
-#[test]
-fn every_readme_snippet_appends_to_the_init_config() {
-    let readme = include_str!("../../README.md");
-    let mut blocks = Vec::new();
-    let mut lines = readme.lines();
-    while let Some(line) = lines.next() {
-        if line.trim() == "```toml" {
-            let indent = line.len() - line.trim_start().len();
-            let block: Vec<&str> = lines
-                .by_ref()
-                .take_while(|l| l.trim() != "```")
-                .map(|l| l.get(indent..).unwrap_or(l.trim_start()))
-                .collect();
-            blocks.push(block.join("\n"));
-        }
-    }
-    assert!(blocks.len() >= 3, "found {} toml blocks", blocks.len());
-    let written = crate::cli::init_text();
-    for block in &blocks {
-        let base = if block.contains("[repos.") { "" } else { blocks[0].as_str() };
-        let text = format!("{written}\n{base}\n{block}\n");
-        if let Err(e) = Config::parse(&text) {
-            panic!("this README snippet does not append to the init config: {e}\n{block}");
-        }
-    }
 }

@@ -39,7 +39,7 @@ pub enum ForgeError {
     #[error("comment {0:?} is not on this pull request")]
     UnknownComment(String),
     #[error("GitHub: {0}")]
-    GitHub(#[from] super::github::GitHubError),
+    GitHub(#[from] crate::github::GitHubError),
     #[error("{0}")]
     Config(String),
     #[error("CI program {program:?} {why}")]

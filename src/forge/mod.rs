@@ -7,7 +7,7 @@ mod snapshot;
 
 pub use local::{ForgeError, LocalForge};
 pub use snapshot::{
-    ACK_PREFIX, Check, CheckStatus, CiRollup, Comment, Mergeable, PrRef, PrSnapshot, PrState, Trust,
+    ACK_PREFIX, Check, CheckStatus, CiRollup, Comment, Mergeable, PrRef, PrSnapshot, PrState,
 };
 
 use std::collections::HashMap;

@@ -8,6 +8,8 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::config::Trust;
+
 /// A reply whose body starts with this marks the comment it answers as handled (seed: "Last comment =
 /// [ACKNOWLEDGED: ...] → treated as resolved"). Workers write it when they address a comment.
 pub const ACK_PREFIX: &str = "[ACKNOWLEDGED:";
@@ -181,26 +183,6 @@ impl Comment {
             && reply.thread_id == self.thread_id
             && reply.created_at >= self.created_at;
         answers_directly || later_in_thread
-    }
-}
-
-/// Whose comments can make a worker act: `repos.NAME.trusted_authors` and `trust_associations`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Trust {
-    pub authors: Vec<String>,
-    #[serde(default)]
-    pub associations: Vec<String>,
-}
-
-impl Trust {
-    #[cfg(test)]
-    pub fn authors(authors: &[String]) -> Trust {
-        Trust { authors: authors.to_vec(), associations: Vec::new() }
-    }
-
-    pub fn trusts(&self, login: &str, association: Option<&str>) -> bool {
-        self.authors.iter().any(|t| t.eq_ignore_ascii_case(login))
-            || association.is_some_and(|a| self.associations.iter().any(|t| t.eq_ignore_ascii_case(a)))
     }
 }
 

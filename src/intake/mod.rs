@@ -1,7 +1,7 @@
 //! Intake: where tasks come from and which of them never reach the analyzer. Task sources (Asana,
-//! GitHub Issues, files) are in `source`; the skip filters are in `filter`; `run` fetches the configured
-//! sources into the queue (`executor intake`, and the analyzer's first step).
+//! GitHub Issues, files) are in `source`, and the skip rules they pass through are `crate::filter`;
+//! `run` fetches the configured sources into the queue (`executor intake`, and the analyzer's first
+//! step).
 
-pub mod filter;
 pub mod run;
 pub mod source;

@@ -21,7 +21,7 @@ use super::source::github_issues::{GitHubIssuesConfig, GitHubIssuesSource, Issue
 use super::source::{EnvLookup, Fetched, SourceTask};
 use crate::config::{Config, SourceConfig, expand_home};
 use crate::domain::{Actor, GidError, TaskGid};
-use crate::forge::github::GitHubClient;
+use crate::github::GitHubClient;
 use crate::store::{NewTask, Store, StoreError, Upserted};
 
 /// The actor recorded on the events of tasks an intake adds or changes: intake is the analyzer's first

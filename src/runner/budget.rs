@@ -4,14 +4,10 @@
 use chrono::Utc;
 
 use super::decision::{Notice, NoticeKind};
-use super::engine::{Runner, RunnerError};
-use crate::config::Config;
+use super::state::{Runner, RunnerError};
+use crate::budget::{MIN_WORKER_BUDGET_USD, budget_left};
 use crate::domain::Run;
-use crate::store::{RunMemory, Store, StoreError, start_of_day};
-
-/// The least a worker is started with: below it (a tenth of a cent) the remaining budget counts as
-/// spent. Agent CLIs refuse a cap that rounds to zero.
-pub const MIN_WORKER_BUDGET_USD: f64 = 0.0001;
+use crate::store::{RunMemory, start_of_day};
 
 impl Runner {
     /// Why a worker must not start for this run now, if a cap says so (and tells the human, once).
@@ -59,19 +55,4 @@ impl Runner {
     pub(super) async fn budget_left(&self, run: &Run) -> Result<f64, RunnerError> {
         Ok(budget_left(&self.config, &self.store, Some(run)).await?)
     }
-}
-
-/// Dollars a new worker may spend: what is left of the day's cap and, for a run, of the run's.
-pub(crate) async fn budget_left(
-    config: &Config,
-    store: &Store,
-    run: Option<&Run>,
-) -> Result<f64, StoreError> {
-    let b = &config.budget;
-    let today = store.spent_since(start_of_day(Utc::now())).await?;
-    let run_cost = match run {
-        Some(r) => r.cost_usd - store.run_memory(r.id).await?.budget_base_usd,
-        None => 0.0,
-    };
-    Ok((b.per_run_usd - run_cost).min(b.per_day_usd - today).max(0.0))
 }

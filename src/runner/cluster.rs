@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::engine::{Runner, RunnerError};
+use super::state::{Runner, RunnerError};
 use crate::store::{Heartbeat, RunnerRegistration, Store, WorkerSlot};
 
 impl Runner {

@@ -7,8 +7,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::config::Trust;
 use crate::domain::{RunState, WorkerKind};
-use crate::forge::{PrRef, PrSnapshot, Trust};
+use crate::forge::{PrRef, PrSnapshot};
 
 /// What the runner observed about one run this tick. The runner gathers it from the pool, the forge, the
 /// git repository and the store; `decide` trusts it as the state of the world.

@@ -1,21 +1,20 @@
 //! Starting a worker for a run: its worktree, its prompt, its process, and the task that writes what the
 //! worker reports into the database as it happens.
 
-use std::future::Future;
 use std::path::{Path, PathBuf};
 
-use tokio::sync::mpsc;
-
-use super::engine::{Runner, RunnerError};
+use super::recording::Recording;
+use super::state::{Runner, RunnerError};
+use crate::config::Trust;
 use crate::config::{Config, Repo};
-use crate::domain::{Actor, ReviewVerdict, Run, Task, TaskGid, WorkerKind};
-use crate::forge::{Forge, PrSnapshot, Trust};
-use crate::store::{SessionStart, Store, WorkerBegin, WorkerEnd, WorkerSession};
+use crate::domain::{Actor, ReviewVerdict, Run, Task, WorkerKind};
+use crate::forge::{Forge, PrSnapshot};
+use crate::store::{SessionStart, WorkerBegin, WorkerEnd, WorkerSession};
 use crate::worker::prompt::{FailedCheck, PrContext, ReviewComment, RunContext, TaskContext, tail};
-use crate::worker::result::{ParsedResult, ReviewResult, Verdict};
+use crate::worker::result::ReviewResult;
 use crate::worker::{
-    self, AgentConfig, ClaudeConfig, CodexConfig, CommandConfig, EndReason, EnvSpec, PromptContext,
-    PromptError, PromptKind, Prompts, Timeouts, WorkerOutcome, WorkerSpec, WorkerUpdate,
+    self, AgentConfig, EndReason, EnvSpec, PromptContext, PromptError, PromptKind, Prompts, WorkerSpec,
+    agent_config, worker_env, worker_timeouts,
 };
 use crate::workspace;
 
@@ -446,79 +445,6 @@ fn acceptance_criteria(repo: Option<&Repo>, task: &Task) -> Vec<String> {
     all
 }
 
-/// The agent's environment: what it needs, what the config names, and how to reach executor. `run_id`
-/// is `None` for an agent that works on no run (one run by hand, the analyzer's triage); `kind` becomes
-/// `EXECUTOR_WORKER_KIND` (`analyzer` for a triage).
-pub(crate) fn worker_env(
-    config: &Config,
-    self_exe: Option<&Path>,
-    gid: &TaskGid,
-    run_id: Option<i64>,
-    kind: PromptKind,
-) -> EnvSpec {
-    let mut set = Vec::new();
-    if let Some(id) = run_id {
-        set.push(("EXECUTOR_RUN_ID".to_string(), id.to_string()));
-    }
-    set.push(("EXECUTOR_TASK_GID".to_string(), gid.to_string()));
-    set.push(("EXECUTOR_WORKER_KIND".to_string(), kind.to_string()));
-    if let Some(cfg) = &config.source
-        && let Ok(abs) = std::path::absolute(cfg)
-    {
-        set.push(("EXECUTOR_CONFIG".into(), abs.display().to_string()));
-    }
-    // `executor comment` must resolve to this very binary, whatever the agent's PATH holds.
-    if let Some(dir) = self_exe.and_then(|e| e.parent()) {
-        let path = std::env::var("PATH").unwrap_or_default();
-        set.push(("PATH".into(), format!("{}:{path}", dir.display())));
-    }
-    // An agent replies on GitHub through `executor comment`, which needs the same token executor found:
-    // the variables that may hold it are passed too (their values, like every passed value, are
-    // redacted from logs).
-    let mut pass = config.worker.pass_env.clone();
-    if config.repos.values().any(|r| r.forge == "github") {
-        for name in &config.github.token_env {
-            if !pass.contains(name) {
-                pass.push(name.clone());
-            }
-        }
-    }
-    EnvSpec { pass, set, secrets: Vec::new() }
-}
-
-pub fn agent_config(config: &Config) -> AgentConfig {
-    let w = &config.worker;
-    let opt = |s: &str| (!s.is_empty()).then(|| s.to_string());
-    match w.agent.as_str() {
-        "codex" => AgentConfig::Codex(CodexConfig {
-            program: w.codex.program.clone(),
-            sandbox: w.codex.sandbox.clone(),
-            model: opt(&w.codex.model),
-            extra_args: Vec::new(),
-        }),
-        "command" => {
-            let (program, args) =
-                w.command.argv.split_first().map(|(p, a)| (p.clone(), a.to_vec())).unwrap_or_default();
-            AgentConfig::Command(CommandConfig { program, args })
-        }
-        _ => AgentConfig::Claude(ClaudeConfig {
-            program: w.claude.program.clone(),
-            permission_mode: opt(&w.claude.permission_mode),
-            model: opt(&w.claude.model),
-            extra_args: Vec::new(),
-        }),
-    }
-}
-
-pub fn worker_timeouts(config: &Config) -> Timeouts {
-    Timeouts {
-        idle: config.worker.idle_timeout.std(),
-        hard: config.worker.hard_timeout.std(),
-        grace: config.worker.kill_grace.std(),
-        ..Timeouts::default()
-    }
-}
-
 fn first_line(text: &str) -> String {
     text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").chars().take(120).collect()
 }
@@ -553,132 +479,6 @@ fn unresolved(pr: &PrSnapshot, trust: &Trust) -> Vec<ReviewComment> {
             body: c.body.clone(),
         })
         .collect()
-}
-
-/// The worker session a supervised worker is recorded on, and what its end means for the run.
-pub(crate) struct Recording {
-    pub store: Store,
-    pub session: i64,
-    pub run_id: i64,
-    pub kind: WorkerKind,
-    /// The runner writing it (its writes hold only while it holds the run's lease); `None` by hand.
-    pub holder: Option<String>,
-}
-
-/// Supervises a worker (`start` is [`worker::run`], [`worker::adopt`] or [`worker::collect`] given the
-/// update channel), writing its updates as they come and its end when it ends.
-pub(crate) async fn supervise_recorded<F, Fut>(
-    rec: Recording,
-    start: F,
-) -> Result<WorkerOutcome, worker::WorkerError>
-where
-    F: FnOnce(mpsc::UnboundedSender<WorkerUpdate>) -> Fut,
-    Fut: Future<Output = Result<WorkerOutcome, worker::WorkerError>>,
-{
-    let (tx, rx) = mpsc::unbounded_channel();
-    let persist = tokio::spawn(persist_updates(rec.store.clone(), rec.session, rec.holder.clone(), rx));
-    let outcome = start(tx).await;
-    // Ends once every sender is gone, i.e. the worker's last update is written.
-    let _ = persist.await;
-    finish(&rec, &outcome).await;
-    outcome
-}
-
-/// Writes what a running worker reports into the database.
-async fn persist_updates(
-    store: Store,
-    session: i64,
-    holder: Option<String>,
-    mut rx: mpsc::UnboundedReceiver<WorkerUpdate>,
-) {
-    let holder = holder.as_deref();
-    while let Some(update) = rx.recv().await {
-        let result = match update {
-            WorkerUpdate::Started { pid, pid_start_time, output_path, log_path, .. } => {
-                store
-                    .set_worker_process(
-                        session,
-                        holder,
-                        pid,
-                        i64::try_from(pid_start_time).ok(),
-                        &output_path.display().to_string(),
-                        &log_path.display().to_string(),
-                    )
-                    .await
-            }
-            WorkerUpdate::SessionId(id) => store.set_worker_agent_session(session, holder, &id).await,
-            WorkerUpdate::Output { at, offset } => {
-                store
-                    .touch_worker_output(session, holder, at, i64::try_from(offset).unwrap_or(i64::MAX))
-                    .await
-            }
-            // Written as it comes, so a runner that dies and the daily budget see the spend so far.
-            WorkerUpdate::Usage { cost_usd, input_tokens, output_tokens, cost_estimated } => {
-                let tokens = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-                store
-                    .set_worker_usage(
-                        session,
-                        holder,
-                        cost_usd,
-                        tokens(input_tokens),
-                        tokens(output_tokens),
-                        cost_estimated,
-                    )
-                    .await
-            }
-            WorkerUpdate::Ended(_) => Ok(()),
-        };
-        if let Err(e) = result {
-            tracing::warn!(session, "recording a worker update: {e}");
-        }
-    }
-}
-
-/// Records how a worker ended, with a review's verdict (the store writes it for the head the session
-/// started at, in the same transaction), and a budget stop.
-async fn finish(rec: &Recording, outcome: &Result<WorkerOutcome, worker::WorkerError>) {
-    let (store, session, run_id) = (&rec.store, rec.session, rec.run_id);
-    let end = match outcome {
-        Ok(o) => worker_end(o, rec.kind),
-        Err(e) => WorkerEnd::failed(EndReason::FailedToStart, e.to_string()),
-    };
-    let recorded = store.end_worker_session(session, rec.holder.as_deref(), &end).await;
-    if let Err(e) = &recorded {
-        tracing::warn!(session, "recording the end of a worker: {e}");
-    }
-    let Ok(o) = outcome else { return };
-    // The raw output (and the prompt file) served adoption after a crash; once the end is recorded the
-    // redacted work log is the record, and the raw stream, which may hold secrets an agent printed, goes.
-    if recorded.is_ok()
-        && let Some(dir) = o.output_path.parent()
-    {
-        let _ = tokio::fs::remove_dir_all(dir).await;
-    }
-    if o.reason == EndReason::BudgetExceeded {
-        let _ = store.set_budget_stopped(run_id, rec.holder.as_deref(), true).await;
-    }
-}
-
-pub(super) fn worker_end(o: &WorkerOutcome, kind: WorkerKind) -> WorkerEnd {
-    let verdict = match (&o.parsed, kind) {
-        (Some(ParsedResult::Review(review)), WorkerKind::PrReview) => Some(match review.verdict {
-            Verdict::Pass => ReviewVerdict::Pass,
-            Verdict::Fail => ReviewVerdict::Fail,
-        }),
-        _ => None,
-    };
-    WorkerEnd {
-        reason: o.reason,
-        exit_code: o.exit_code,
-        num_turns: o.num_turns.map(i64::from),
-        cost_usd: o.cost_usd.unwrap_or(0.0),
-        input_tokens: i64::try_from(o.input_tokens()).unwrap_or(i64::MAX),
-        output_tokens: i64::try_from(o.output_tokens()).unwrap_or(i64::MAX),
-        result_json: o.result.as_ref().map(|v| v.to_string()),
-        result_error: o.result_error.as_ref().map(|e| e.to_string()),
-        verdict,
-        cost_estimated: o.cost_estimated,
-    }
 }
 
 #[cfg(test)]

@@ -9,14 +9,14 @@ mod engine;
 mod launch;
 mod notify;
 mod reconcile;
+mod recording;
+mod state;
 mod step;
 
-pub(crate) use budget::{MIN_WORKER_BUDGET_USD, budget_left};
 pub use decide::decide;
 pub use decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
-pub use engine::{Runner, RunnerError, TickReport, load_prompts, shutdown_on_signals};
-pub(crate) use engine::{forge_for, repo_for};
-pub(crate) use launch::{
-    Recording, WorkerInputs, build_spec, session_to_resume, supervise_recorded, worker_env,
-};
-pub use launch::{agent_config, worker_timeouts};
+pub(crate) use engine::forge_for;
+pub use engine::{load_prompts, shutdown_on_signals};
+pub(crate) use launch::{WorkerInputs, build_spec, session_to_resume};
+pub(crate) use recording::{Recording, supervise_recorded};
+pub use state::{Runner, RunnerError, TickReport};

@@ -4,7 +4,7 @@
 //! delivered only when that went through, and retried on later ticks until then.
 
 use super::decision::{Notice, NoticeKind};
-use super::engine::{Runner, RunnerError};
+use super::state::{Runner, RunnerError};
 use crate::domain::Run;
 use crate::forge::{CommentPost, Forge};
 
@@ -56,10 +56,7 @@ impl Runner {
 
     /// Delivers the notices recorded but not yet delivered (a failed attempt, or a runner that died
     /// between recording and sending). Each failure is one of the tick's errors.
-    pub(super) async fn send_outbox(
-        &self,
-        report: &mut super::engine::TickReport,
-    ) -> Result<(), RunnerError> {
+    pub(super) async fn send_outbox(&self, report: &mut super::state::TickReport) -> Result<(), RunnerError> {
         for n in self.store.unsent_notices(MAX_NOTICE_ATTEMPTS).await? {
             let run = match n.run_id {
                 Some(id) => Some(self.store.run(id).await?),
@@ -170,22 +167,24 @@ impl Runner {
 /// Posts a Slack-compatible `{"text": …}` message. Returns what happened, for the record; the URL (which
 /// carries the webhook's secret) is never part of it.
 async fn post_webhook(url: String, text: String) -> Result<String, String> {
-    let body = serde_json::json!({ "text": text }).to_string();
-    let sent = tokio::task::spawn_blocking(move || {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(std::time::Duration::from_secs(15)))
-            .http_status_as_error(false)
-            .build()
-            .into();
-        agent.post(&url).header("content-type", "application/json").send(&body).map(|r| r.status().as_u16())
-    })
-    .await;
-    match sent {
-        Ok(Ok(status)) if (200..300).contains(&status) => Ok(format!("sent (HTTP {status})")),
-        Ok(Ok(status)) => Err(format!("refused (HTTP {status})")),
-        Ok(Err(e)) => Err(format!("failed ({})", redact_transport_error(&e.to_string()))),
-        Err(e) => Err(format!("failed ({e})")),
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(15))
+        .build()
+        .map_err(|e| format!("failed ({})", transport_error(e)))?;
+    let sent = client.post(&url).json(&serde_json::json!({ "text": text })).send().await;
+    match sent.map(|answer| answer.status().as_u16()) {
+        Ok(status) if (200..300).contains(&status) => Ok(format!("sent (HTTP {status})")),
+        Ok(status) => Err(format!("refused (HTTP {status})")),
+        Err(e) => Err(format!("failed ({})", transport_error(e))),
     }
+}
+
+/// A transport error with its causes, without the URL.
+fn transport_error(e: reqwest::Error) -> String {
+    if e.is_timeout() {
+        return "no answer within 15 s".into();
+    }
+    redact_transport_error(&crate::github::with_causes(&e.without_url()))
 }
 
 /// Transport errors may quote the URL; keep only the part before it.

@@ -3,11 +3,13 @@
 
 use std::path::PathBuf;
 
-use super::engine::{Runner, RunnerError};
-use super::launch::{Recording, agent_config, supervise_recorded, thread_baseline, worker_timeouts};
+use super::launch::thread_baseline;
+use super::recording::{Recording, supervise_recorded};
+use super::state::{Runner, RunnerError};
 use crate::domain::EndReason;
 use crate::store::{WorkerEnd, WorkerSession};
 use crate::worker::{self, AdoptSpec, PromptKind, is_same_process};
+use crate::worker::{agent_config, worker_timeouts};
 
 impl Runner {
     /// Supervises (or records the end of) a worker whose runner died; the caller holds its run.

@@ -4,7 +4,7 @@ use chrono::Utc;
 
 use super::decide;
 use super::decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
-use super::engine::{Runner, RunnerError};
+use super::state::{Runner, RunnerError};
 use crate::domain::{Actor, EndClass, EndReason, ReviewVerdict, Run, RunState, WorkerKind};
 use crate::forge::{Forge, PrSnapshot};
 use crate::store::{RunMemory, WorkerSession};

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::AppState;
 use crate::domain::{QueueStatus, RunState};
-use crate::forge::github::GitHubClient;
+use crate::github::GitHubClient;
 use crate::store::{Result, RunnerStatus, now, start_of_day};
 use reqwest::Method;
 

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::config::Config;
-use crate::forge::github::GitHubClient;
+use crate::github::GitHubClient;
 use crate::store::Store;
 
 #[derive(Clone)]

@@ -28,6 +28,7 @@
 //! the update channel and the returned outcome.
 
 pub mod agent;
+mod from_config;
 mod kind;
 mod lines;
 mod outcome;
@@ -48,6 +49,7 @@ use tokio::sync::{mpsc::UnboundedSender, watch};
 pub use agent::{
     Accounting, AgentConfig, AgentError, AgentEvent, ClaudeConfig, CodexConfig, CommandConfig, Launch, Tokens,
 };
+pub use from_config::{agent_config, worker_env, worker_timeouts};
 pub use kind::PromptKind;
 pub use outcome::{EndReason, WorkerOutcome, WorkerUpdate};
 pub use process::{is_same_process, pid_start_time};

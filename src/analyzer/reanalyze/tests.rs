@@ -4,7 +4,7 @@ use chrono::{TimeZone, Utc};
 
 use super::{HUMAN, ReanalyzeOptions, TRIAGE, Tally, prior_rule};
 use crate::domain::{QueueStatus, Task, TaskGid};
-use crate::intake::filter::{Filters, RulesConfig};
+use crate::filter::{Filters, RulesConfig};
 
 fn task(gid: &str, source: &str, description: &str, skip_rule: Option<&str>, analyzed: bool) -> Task {
     let at = Utc.with_ymd_and_hms(2026, 11, 1, 0, 0, 0).unwrap();

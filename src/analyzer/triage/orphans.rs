@@ -4,7 +4,6 @@ use std::path::Path;
 
 use super::{Triager, scratch_path};
 use crate::domain::EndReason;
-use crate::runner::repo_for;
 use crate::store::{AnalysisEnd, AnalysisSession, StoreError};
 use crate::worker::{is_same_process, process};
 use crate::workspace;
@@ -80,7 +79,9 @@ async fn remove_leftovers(t: &Triager, s: &AnalysisSession) {
     let scratch = scratch_path(&t.config, &s.task_gid, s.id);
     if scratch.exists() {
         let repo = match t.store.find_task(&s.task_gid).await {
-            Ok(Some(task)) => repo_for(&t.config, task.repo.as_deref(), "")
+            Ok(Some(task)) => t
+                .config
+                .repo_for(task.repo.as_deref(), "")
                 .ok()
                 .map(|(_, r)| crate::config::expand_home(&r.path)),
             _ => None,

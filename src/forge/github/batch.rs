@@ -356,7 +356,7 @@ fn page_holds_every_change(
 }
 
 fn malformed(what: &str) -> ForgeError {
-    ForgeError::GitHub(super::GitHubError::Malformed(what.to_string()))
+    ForgeError::GitHub(crate::github::GitHubError::Malformed(what.to_string()))
 }
 
 #[cfg(test)]

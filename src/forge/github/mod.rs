@@ -10,18 +10,14 @@
 //! GraphQL answer, a 5xx or a timeout fails the repository's observation, and the runner then does
 //! nothing for it this tick.
 
-pub mod auth;
 mod batch;
-pub mod client;
-pub mod rate;
 pub mod wire;
 mod writes;
 
-pub use auth::{AppSettings, Secret, TokenSources};
 pub use batch::batch_document;
-pub use client::{GitHubClient, GitHubError, RequestCounts};
-pub use rate::RateStatus;
 pub use wire::AgentComments;
+
+use crate::github::{GitHubClient, GitHubError};
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};

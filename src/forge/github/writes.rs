@@ -289,7 +289,7 @@ fn last_lines(text: &str, n: usize) -> String {
 }
 
 fn malformed(what: &str) -> ForgeError {
-    ForgeError::GitHub(super::GitHubError::Malformed(what.to_string()))
+    ForgeError::GitHub(crate::github::GitHubError::Malformed(what.to_string()))
 }
 
 #[cfg(test)]

@@ -36,7 +36,7 @@ use serde_json::Value;
 
 use super::{Fetched, NOTES_CAP_BYTES, SourceError, SourceTask, cap_notes, kind};
 use crate::domain::TaskGid;
-use crate::forge::github::GitHubClient;
+use crate::github::GitHubClient;
 
 /// Issues per page: GitHub's maximum.
 pub const PER_PAGE: usize = 100;

@@ -38,7 +38,7 @@ pub enum SourceError {
     /// A GitHub call failed; its message says what to do (a 401 names where the token came from and
     /// `gh auth login`).
     #[error("reading the issues of {repo} on GitHub: {error}")]
-    GitHub { repo: String, error: crate::forge::github::GitHubError },
+    GitHub { repo: String, error: crate::github::GitHubError },
     #[error("GitHub's issue listing of {repo} is not what the API documents: {reason}")]
     GitHubMalformed { repo: String, reason: String },
     #[error("the GitHub Issues source's repo {repo:?} cannot be read: {why}")]

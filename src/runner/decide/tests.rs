@@ -5,8 +5,9 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 
 use super::decide;
+use crate::config::Trust;
 use crate::domain::{Run, RunState, TaskGid, WorkerKind};
-use crate::forge::{Check, CheckStatus, Comment, Mergeable, PrRef, PrSnapshot, PrState, Trust};
+use crate::forge::{Check, CheckStatus, Comment, Mergeable, PrRef, PrSnapshot, PrState};
 use crate::runner::{Action, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
 
 const HEAD: &str = "abc1234def5678";

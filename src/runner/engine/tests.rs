@@ -6,7 +6,7 @@ use tokio::sync::oneshot;
 use super::Runner;
 use crate::config::Config;
 use crate::domain::{Actor, EndReason, QueueStatus, Run, TaskGid, WorkerKind};
-use crate::runner::launch::Recording;
+use crate::runner::recording::Recording;
 use crate::store::{NewTask, Store};
 use crate::worker::WorkerError;
 

@@ -5,8 +5,9 @@ use axum::response::Html;
 use serde::{Deserialize, Serialize};
 
 use super::{PageError, ago, money, render, web_link};
+use crate::config::Trust;
 use crate::domain::{QueueStatus, TaskGid};
-use crate::forge::{PrSnapshot, PrState, Trust};
+use crate::forge::{PrSnapshot, PrState};
 use crate::store::{Event, EventFilter, RunFilter, now};
 use crate::web::AppState;
 

@@ -435,7 +435,7 @@ const APP_PUBLIC_KEY: &[u8] = include_bytes!("../testdata/app_key_public_pkcs1.d
 fn app_client(api: &Fake, key_path: &std::path::Path) -> GitHubClient {
     let mut sources = TokenSources::given("unused");
     sources.given = None;
-    sources.app = Some(crate::forge::github::AppSettings {
+    sources.app = Some(crate::github::AppSettings {
         app_id: 42,
         installation_id: 7,
         private_key_path: key_path.to_path_buf(),

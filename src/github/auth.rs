@@ -16,7 +16,7 @@ use ring::rand::SystemRandom;
 use ring::signature::{RSA_PKCS1_SHA256, RsaKeyPair};
 use tokio::sync::Mutex;
 
-use super::client::{GitHubError, github_message};
+use super::error::{GitHubError, github_message};
 
 /// A token. Its Debug says `<redacted>` (it has no Display); [`Secret::expose`] is the one way to read it.
 #[derive(Clone, PartialEq, Eq)]

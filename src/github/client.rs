@@ -1,4 +1,4 @@
-//! The HTTP client of the GitHub forge: GraphQL and REST calls with the token, the rate limits checked
+//! The GitHub HTTP client: GraphQL and REST calls with the token, the rate limits checked
 //! before and recorded after every call, ETags for conditional GETs, and job-log downloads. No retries
 //! inside a call: a failed call fails the repository's tick, and the next tick tries again — simple and
 //! predictable. One client lives for the runner's life, so its ETags and limits carry across ticks.
@@ -15,56 +15,8 @@ use reqwest::{Method, StatusCode, Url};
 use serde_json::Value;
 
 use super::auth::{AppCall, Auth, Credential, TokenSources};
-use super::rate::{Api, RateState, RateStatus, Refusal};
-
-/// What went wrong with a GitHub call. The messages say what happened and what to do, and never hold
-/// the token.
-#[derive(Debug, thiserror::Error)]
-pub enum GitHubError {
-    #[error("GitHub authentication: {0}")]
-    Auth(String),
-    #[error("not found on GitHub: {0}")]
-    NotFound(String),
-    #[error("GitHub answered HTTP {status}: {message}")]
-    Http { status: u16, message: String },
-    #[error("cannot reach GitHub: {0}")]
-    Transport(String),
-    #[error("GitHub did not answer within [github] request_timeout")]
-    Timeout,
-    #[error("unexpected answer from GitHub: {0}")]
-    Malformed(String),
-    #[error("GitHub answered with errors (the partial data is not used): {0}")]
-    Partial(String),
-    #[error("GitHub rate limit: {why}; no request to GitHub until {until}")]
-    RateLimited { until: DateTime<Utc>, why: String },
-}
-
-impl GitHubError {
-    pub fn is_rate_limit(&self) -> bool {
-        matches!(self, GitHubError::RateLimited { .. })
-    }
-
-    /// reqwest's errors carry the URL (never a header, so never the token) and the cause underneath.
-    pub(crate) fn from_reqwest(e: reqwest::Error) -> GitHubError {
-        if e.is_timeout() {
-            return GitHubError::Timeout;
-        }
-        let mut message = e.to_string();
-        let mut source = std::error::Error::source(&e);
-        while let Some(cause) = source {
-            message.push_str(": ");
-            message.push_str(&cause.to_string());
-            source = cause.source();
-        }
-        GitHubError::Transport(message)
-    }
-}
-
-impl From<Refusal> for GitHubError {
-    fn from(r: Refusal) -> GitHubError {
-        GitHubError::RateLimited { until: r.until, why: r.why }
-    }
-}
+use super::error::{GitHubError, github_message};
+use super::rate::{Api, RateState, RateStatus};
 
 /// Requests sent so far (for the benchmark and `status`). `rest` counts every REST request, those
 /// answered 304 included; `not_modified` counts the 304s among them.
@@ -462,22 +414,6 @@ fn json_body(body: &str, method: &Method, path: &str) -> Result<Value, GitHubErr
     }
     serde_json::from_str(body)
         .map_err(|e| GitHubError::Malformed(format!("{method} {path}: the answer is not JSON ({e})")))
-}
-
-/// GitHub's `message` field of an error answer, or the start of a body that is not GitHub's JSON.
-pub(crate) fn github_message(body: &str) -> String {
-    if let Some(message) = serde_json::from_str::<Value>(body)
-        .ok()
-        .and_then(|v| v.get("message").and_then(Value::as_str).map(str::to_string))
-    {
-        return message;
-    }
-    let text = body.trim();
-    match text.char_indices().nth(200) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None if text.is_empty() => "(no message)".into(),
-        None => text.to_string(),
-    }
 }
 
 /// Scheme, host and port equal: where the API's token may be sent.

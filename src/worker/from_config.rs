@@ -1,0 +1,84 @@
+//! What the configuration says about starting an agent: which agent with which options, its
+//! timeouts, and its environment. The runner, the analyzer's triage and `executor worker` all start
+//! agents from these, so an agent is configured the same way wherever it runs.
+
+use std::path::Path;
+
+use super::{AgentConfig, ClaudeConfig, CodexConfig, CommandConfig, EnvSpec, PromptKind, Timeouts};
+use crate::config::Config;
+use crate::domain::TaskGid;
+
+/// The agent's environment: what it needs, what the config names, and how to reach executor. `run_id`
+/// is `None` for an agent that works on no run (one run by hand, the analyzer's triage); `kind` becomes
+/// `EXECUTOR_WORKER_KIND` (`analyzer` for a triage).
+pub fn worker_env(
+    config: &Config,
+    self_exe: Option<&Path>,
+    gid: &TaskGid,
+    run_id: Option<i64>,
+    kind: PromptKind,
+) -> EnvSpec {
+    let mut set = Vec::new();
+    if let Some(id) = run_id {
+        set.push(("EXECUTOR_RUN_ID".to_string(), id.to_string()));
+    }
+    set.push(("EXECUTOR_TASK_GID".to_string(), gid.to_string()));
+    set.push(("EXECUTOR_WORKER_KIND".to_string(), kind.to_string()));
+    if let Some(cfg) = &config.source
+        && let Ok(abs) = std::path::absolute(cfg)
+    {
+        set.push(("EXECUTOR_CONFIG".into(), abs.display().to_string()));
+    }
+    // `executor comment` must resolve to this very binary, whatever the agent's PATH holds.
+    if let Some(dir) = self_exe.and_then(|e| e.parent()) {
+        let path = std::env::var("PATH").unwrap_or_default();
+        set.push(("PATH".into(), format!("{}:{path}", dir.display())));
+    }
+    // An agent replies on GitHub through `executor comment`, which needs the same token executor found:
+    // the variables that may hold it are passed too (their values, like every passed value, are
+    // redacted from logs).
+    let mut pass = config.worker.pass_env.clone();
+    if config.repos.values().any(|r| r.forge == "github") {
+        for name in &config.github.token_env {
+            if !pass.contains(name) {
+                pass.push(name.clone());
+            }
+        }
+    }
+    EnvSpec { pass, set, secrets: Vec::new() }
+}
+
+/// The agent `worker.agent` names, with its `[worker.claude]`, `[worker.codex]` or `[worker.command]` options.
+pub fn agent_config(config: &Config) -> AgentConfig {
+    let w = &config.worker;
+    let opt = |s: &str| (!s.is_empty()).then(|| s.to_string());
+    match w.agent.as_str() {
+        "codex" => AgentConfig::Codex(CodexConfig {
+            program: w.codex.program.clone(),
+            sandbox: w.codex.sandbox.clone(),
+            model: opt(&w.codex.model),
+            extra_args: Vec::new(),
+        }),
+        "command" => {
+            let (program, args) =
+                w.command.argv.split_first().map(|(p, a)| (p.clone(), a.to_vec())).unwrap_or_default();
+            AgentConfig::Command(CommandConfig { program, args })
+        }
+        _ => AgentConfig::Claude(ClaudeConfig {
+            program: w.claude.program.clone(),
+            permission_mode: opt(&w.claude.permission_mode),
+            model: opt(&w.claude.model),
+            extra_args: Vec::new(),
+        }),
+    }
+}
+
+/// `worker.idle_timeout`, `hard_timeout` and `kill_grace`.
+pub fn worker_timeouts(config: &Config) -> Timeouts {
+    Timeouts {
+        idle: config.worker.idle_timeout.std(),
+        hard: config.worker.hard_timeout.std(),
+        grace: config.worker.kill_grace.std(),
+        ..Timeouts::default()
+    }
+}
