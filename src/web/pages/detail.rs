@@ -1,21 +1,16 @@
 //! `GET /tasks/{gid}` and `GET /runs/{id}`: every field of one task or run, with its history.
 
+use axum::Extension;
 use axum::extract::{Path, Query, State};
 use axum::response::Html;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use super::{PageError, ago, money, render, web_link};
+use super::{FlashQuery, PageError, ago, money, render, web_link};
 use crate::domain::{QueueStatus, TaskGid};
 use crate::forge::{PrSnapshot, PrState, Trust};
 use crate::store::{Event, EventFilter, RunFilter, now};
 use crate::web::AppState;
-
-/// The message a form's redirect brought.
-#[derive(Debug, Default, Deserialize)]
-pub(super) struct Flash {
-    flash: Option<String>,
-    error: Option<String>,
-}
+use crate::web::session::Auth;
 
 /// An event as a history line shows it.
 #[derive(Serialize)]
@@ -46,7 +41,8 @@ pub(super) fn event_lines(events: &[Event]) -> Vec<EventLine> {
                 (None, Some(t)) => Some(format!("→ {t}")),
                 _ => None,
             },
-            reason: e.reason.clone(),
+            // Whatever wrote it (the CLI takes any length), a page shows a bounded part.
+            reason: e.reason.as_deref().map(|r| super::short(r, super::SHOWN_TEXT)),
         })
         .collect()
 }
@@ -66,9 +62,11 @@ fn skipped_by(task: &crate::domain::Task) -> Option<String> {
 
 pub(super) async fn task(
     State(state): State<AppState>,
+    Extension(auth): Extension<Auth>,
     Path(gid): Path<String>,
-    Query(flash): Query<Flash>,
+    Query(flash): Query<FlashQuery>,
 ) -> Result<Html<String>, PageError> {
+    let (flash, error) = flash.verified(&state, &auth);
     let gid = TaskGid::parse(&gid).map_err(|e| PageError::NotFound(e.to_string()))?;
     let task = state.store.task(&gid).await?;
     let runs =
@@ -107,7 +105,7 @@ pub(super) async fn task(
         "task.html",
         minijinja::context! {
             nav => "queue",
-            csrf => super::csrf_token(&state),
+            csrf => state.keys.csrf(&auth),
             skipped_by => skipped_by(&task),
             url => web_link(task.url.as_deref()),
             added => format!("{} ({})", task.added_at.to_rfc3339(), ago(task.added_at, now)),
@@ -120,8 +118,8 @@ pub(super) async fn task(
             runs,
             sessions,
             events => event_lines(&events),
-            flash => flash.flash,
-            error => flash.error,
+            flash,
+            error,
         },
     )
 }
