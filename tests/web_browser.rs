@@ -29,13 +29,7 @@ struct Site {
 async fn site() -> Site {
     let db = common::sqlite();
     let store = db.open().await;
-    let state = AppState {
-        store: store.clone(),
-        config: Arc::new(Config::default()),
-        token: Arc::new(TOKEN.into()),
-        loopback: true,
-        github: None,
-    };
+    let state = AppState::new(store.clone(), Arc::new(Config::default()), TOKEN.into(), None);
     let (base, stop) = web_support::serve(state).await;
     Site { base, store, _stop: stop, _db: db }
 }

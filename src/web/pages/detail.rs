@@ -6,7 +6,7 @@ use axum::response::Html;
 use serde::Serialize;
 
 use super::{FlashQuery, PageError, ago, money, render, web_link};
-use crate::domain::{QueueStatus, TaskGid};
+use crate::domain::{QueueStatus, RunState, TaskGid};
 use crate::forge::{PrSnapshot, PrState, Trust};
 use crate::store::{Event, EventFilter, RunFilter, now};
 use crate::web::AppState;
@@ -134,9 +134,13 @@ pub(super) struct PrSummary {
     pub observed: String,
 }
 
-pub(super) fn pr_summary(pr: &PrSnapshot, trust: &Trust) -> PrSummary {
+/// `run_state` is the run's: a run abandoned after its pull request was last seen open (`executor runs
+/// abandon`, which closes a local one) does not claim it is still open.
+pub(super) fn pr_summary(pr: &PrSnapshot, trust: &Trust, run_state: RunState) -> PrSummary {
+    let abandoned = run_state == RunState::Abandoned;
     PrSummary {
         state: match pr.state {
+            PrState::Open if abandoned => "last seen open (run abandoned)",
             PrState::Open if pr.draft => "open (draft)",
             PrState::Open => "open",
             PrState::Merged => "merged",
@@ -231,7 +235,8 @@ pub(super) async fn run(
             completed => run.completed_at.map(|t| ago(t, now)),
             decided => memory.last_decision_at.map(|t| ago(t, now)),
             memory,
-            pr => snapshot.as_ref().map(|pr| pr_summary(pr, &trust)),
+            pr => snapshot.as_ref().map(|pr| pr_summary(pr, &trust, run.state)),
+            abandoned => run.state == RunState::Abandoned,
             checks,
             unresolved,
             run,
