@@ -470,6 +470,7 @@ async fn the_live_log_streams_what_the_worker_appends() {
     let mut stream = dash
         .client
         .get(format!("{}/sessions/{}/log/stream?from={offset}", dash.base, session.id))
+        .header("cookie", &dash.cookie)
         .send()
         .await
         .unwrap();
@@ -481,8 +482,8 @@ async fn the_live_log_streams_what_the_worker_appends() {
     writeln!(file, "second line appended").unwrap();
     let got = read_until(&mut stream, "second line appended").await;
     assert!(!got.contains("first"), "the stream starts where the page ended: {got}");
-    writeln!(file, "third line").unwrap();
-    read_until(&mut stream, "third line").await;
+    writeln!(file, "third line, evil\u{202e}txt.exe").unwrap();
+    read_until(&mut stream, "third line, evil[U+202E]txt.exe").await;
 
     // The worker ends: the stream sends what is left, then `end`, and closes.
     writeln!(file, "the end").unwrap();
@@ -494,7 +495,7 @@ async fn the_live_log_streams_what_the_worker_appends() {
         )
         .await
         .unwrap();
-    let rest = read_until(&mut stream, "event: end").await;
+    let rest = read_until(&mut stream, "event: end\ndata: finished").await;
     assert!(rest.contains("the end"), "{rest}");
     let closed = tokio::time::timeout(Duration::from_secs(5), stream.chunk()).await.expect("closes");
     assert!(closed.unwrap().is_none(), "the stream ends after `end`");
@@ -579,4 +580,67 @@ fn runner_row(page: &str, id: &str) -> Vec<String> {
         .filter(|cell| !cell.is_empty())
         .map(|cell| cell[cell.find('>').unwrap() + 1..].to_string())
         .collect()
+}
+
+#[tokio::test]
+async fn only_the_servers_own_messages_show_and_bidi_controls_show_as_codes() {
+    let db = common::sqlite();
+    let store = db.open().await;
+    task(&store, "RTL-1", "invoice\u{202e}fdp.exe and \u{2066}isolated\u{2069}", "inbox", QueueStatus::AwaitingGo)
+        .await;
+    task(&store, "F-1", "a task", "inbox", QueueStatus::AwaitingGo).await;
+    let dash = Dashboard::start(store).await;
+
+    // A link cannot make a page say anything.
+    for path in [
+        "/?flash=Your+session+expired%3A+log+in+at+evil.example",
+        "/?error=Your+session+expired%3A+log+in+at+evil.example&sig=00",
+        "/tasks/F-1?flash=log+in+at+evil.example",
+    ] {
+        let (status, page) = dash.get(path).await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        assert!(!page.contains("evil.example") && !page.contains(r#"class="flash"#), "{path}\n{page}");
+    }
+    // The server's own message shows; altered, it does not.
+    let (_, location) = dash.post_form("/tasks/F-1/approve", &[]).await;
+    let (_, page) = dash.get(&location).await;
+    assert!(page.contains(r#"<p class="flash" role="status">approved F-1</p>"#), "{page}");
+    let (_, page) = dash.get(&location.replace("approved%20F-1", "approved%20F-2")).await;
+    assert!(!page.contains("approved F-2") && !page.contains(r#"class="flash"#), "{page}");
+
+    // Bidirectional controls are shown as codes, on every page that shows the text.
+    for path in ["/", "/tasks/RTL-1"] {
+        let (_, page) = dash.get(path).await;
+        assert!(page.contains("invoice[U+202E]fdp.exe and [U+2066]isolated[U+2069]"), "{path}\n{page}");
+        assert!(!page.contains(['\u{202e}', '\u{2066}', '\u{2069}']), "{path}");
+    }
+}
+
+#[tokio::test]
+async fn a_run_abandoned_from_the_cli_no_longer_shows_an_open_pull_request() {
+    use executor::domain::RunState;
+    let db = common::sqlite();
+    let store = db.open().await;
+    task(&store, "AB-1", "a task", "inbox", QueueStatus::Approved).await;
+    let run = store.create_run_for_task(&gid("AB-1"), Actor::Runner).await.unwrap().expect("run");
+    for (from, to) in [(RunState::Queued, RunState::InProgress), (RunState::InProgress, RunState::Pr)] {
+        store.set_run_state_if(run.id, from, to, None, Actor::Runner, "moved").await.unwrap();
+    }
+    store.set_run_pr(run.id, None, "https://example.test/pr/5", 5).await.unwrap();
+    store.set_last_snapshot(run.id, None, &snapshot_json()).await.unwrap();
+    store.record_decision(run.id, None, "CI green and reviewed: complete").await.unwrap();
+    // What `executor runs abandon` does.
+    store
+        .set_run_state_if(run.id, RunState::Pr, RunState::Abandoned, None, Actor::Cli, "abandoned by a human: no")
+        .await
+        .unwrap();
+    let dash = Dashboard::start(store).await;
+
+    let (_, board) = dash.get("/runs").await;
+    assert!(board.contains("#5</a> last seen open (run abandoned)"), "{board}");
+    assert!(!board.contains("</a> open"), "{board}");
+    assert!(board.contains("abandoned (the runner had last decided: CI green"), "{board}");
+    let (_, page) = dash.get(&format!("/runs/{}", run.id)).await;
+    assert!(page.contains("last seen open (run abandoned)") && !page.contains("<p>open"), "{page}");
+    assert!(page.contains("before it was abandoned: CI green") && !page.contains("<dt>completed</dt>"), "{page}");
 }
