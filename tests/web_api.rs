@@ -278,8 +278,14 @@ async fn a_session_needs_its_csrf_value_and_a_foreign_origin_is_refused() {
     let r = s.http.post(&url).header("cookie", &cookie).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     for wrong in ["wrong", TOKEN] {
-        let r =
-            s.http.post(&url).header("cookie", &cookie).header("x-executor-csrf", wrong).send().await.unwrap();
+        let r = s
+            .http
+            .post(&url)
+            .header("cookie", &cookie)
+            .header("x-executor-csrf", wrong)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(r.status(), StatusCode::FORBIDDEN, "{wrong}");
         let r = s
             .http
@@ -449,12 +455,14 @@ async fn a_host_that_is_not_this_dashboard_is_refused_even_with_the_token() {
         .unwrap();
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     assert!(json_of(r).await["error"].as_str().unwrap().contains("allowed_hosts"));
-    let r = s.http.get(s.url("/api/v1/status")).bearer_auth(TOKEN).header("host", &evil).send().await.unwrap();
+    let r =
+        s.http.get(s.url("/api/v1/status")).bearer_auth(TOKEN).header("host", &evil).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     assert_eq!(s.store.task(&g).await.unwrap().status, QueueStatus::AwaitingGo);
     // Loopback names are this dashboard's.
     for host in [format!("localhost:{port}"), format!("127.0.0.1:{port}")] {
-        let r = s.http.get(s.url("/api/v1/status")).bearer_auth(TOKEN).header("host", host).send().await.unwrap();
+        let r =
+            s.http.get(s.url("/api/v1/status")).bearer_auth(TOKEN).header("host", host).send().await.unwrap();
         assert_eq!(r.status(), StatusCode::OK);
     }
 }
@@ -467,7 +475,9 @@ async fn listed_hosts_are_answered() {
     let state = AppState::new(db.open().await, Arc::new(config), TOKEN.to_string(), None);
     let (base, _stop) = web_support::serve(state).await;
     let http = reqwest::Client::new();
-    let get = |host: &'static str| http.get(format!("{base}/api/v1/status")).bearer_auth(TOKEN).header("host", host).send();
+    let get = |host: &'static str| {
+        http.get(format!("{base}/api/v1/status")).bearer_auth(TOKEN).header("host", host).send()
+    };
     assert_eq!(get("box.lan:8370").await.unwrap().status(), StatusCode::OK);
     assert_eq!(get("other.lan:8370").await.unwrap().status(), StatusCode::FORBIDDEN);
 }
@@ -648,7 +658,8 @@ async fn serve_prints_its_url_once_and_stops_on_sigterm() {
     let cookie = web_support::log_in(&http, base, token).await;
     let r = http.get(format!("{base}/api/v1/status")).header("cookie", &cookie).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
-    let page = http.get(format!("{base}/")).header("cookie", &cookie).send().await.unwrap().text().await.unwrap();
+    let page =
+        http.get(format!("{base}/")).header("cookie", &cookie).send().await.unwrap().text().await.unwrap();
     assert!(page.contains("Queue") && !page.contains(token), "no page carries the token");
     // The rebinding request of the report: refused, and told in the log without the token.
     let port = base.rsplit(':').next().unwrap();
@@ -700,12 +711,17 @@ async fn every_error_is_json_on_the_api_and_the_stream_and_styled_on_pages() {
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     assert!(json_of(r).await["error"].is_string());
     // An unknown page, and a method a page does not take: the styled page.
-    for r in [s.get("/no/such/page").await, s.http.put(s.url("/runs")).bearer_auth(TOKEN).send().await.unwrap()] {
+    for r in
+        [s.get("/no/such/page").await, s.http.put(s.url("/runs")).bearer_auth(TOKEN).send().await.unwrap()]
+    {
         let status = r.status();
         assert!(status == StatusCode::NOT_FOUND || status == StatusCode::METHOD_NOT_ALLOWED, "{status}");
         assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
         let page = r.text().await.unwrap();
-        assert!(page.contains(r#"href="/static/app.css""#) && page.contains(&status.as_u16().to_string()), "{page}");
+        assert!(
+            page.contains(r#"href="/static/app.css""#) && page.contains(&status.as_u16().to_string()),
+            "{page}"
+        );
     }
 }
 

@@ -50,7 +50,10 @@ async fn task(store: &Store, gid: &str, text: &str, status: QueueStatus) -> Task
 /// Logs the browser in as a human does: opens the URL `executor serve` printed.
 async fn log_in(b: &Browser, site: &Site) {
     b.client.goto(&format!("{}/?token={TOKEN}", site.base)).await.unwrap();
-    assert!(!b.client.current_url().await.unwrap().as_str().contains("token="), "the token left the address bar");
+    assert!(
+        !b.client.current_url().await.unwrap().as_str().contains("token="),
+        "the token left the address bar"
+    );
 }
 
 /// A number a script computes on the page.
@@ -237,7 +240,8 @@ async fn without_a_session_the_page_says_how_to_log_in_and_its_form_does() {
     let text = b.client.find(Locator::Css("body")).await.unwrap().text().await.unwrap();
     assert!(text.contains("executor serve") && !text.contains("Behind the login"), "{text}");
     // Styled: the stylesheet applied (the header's dark background).
-    let header = b.client.find(Locator::Css("header")).await.unwrap().css_value("background-color").await.unwrap();
+    let header =
+        b.client.find(Locator::Css("header")).await.unwrap().css_value("background-color").await.unwrap();
     assert_eq!(header, "rgba(29, 35, 48, 1)");
     b.screenshot("login").await;
     b.client.find(Locator::Css("input[name=token]")).await.unwrap().send_keys(TOKEN).await.unwrap();

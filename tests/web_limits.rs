@@ -57,13 +57,11 @@ async fn the_page_answers_with_1100_idle_sockets_open_under_ulimit_1024() {
 
     let http = reqwest::Client::new();
     let started = Instant::now();
-    let response = tokio::time::timeout(
-        Duration::from_secs(20),
-        http.get(format!("{base}/")).bearer_auth(token).send(),
-    )
-    .await
-    .expect("GET / is answered with 1,100 idle sockets open")
-    .unwrap();
+    let response =
+        tokio::time::timeout(Duration::from_secs(20), http.get(format!("{base}/")).bearer_auth(token).send())
+            .await
+            .expect("GET / is answered with 1,100 idle sockets open")
+            .unwrap();
     let took = started.elapsed();
     assert_eq!(response.status(), reqwest::StatusCode::OK);
     assert!(response.text().await.unwrap().contains("Queue"));

@@ -22,7 +22,8 @@ async fn metrics_report_the_github_rate_limit_left() {
     let client = Arc::new(GitHubClient::with_sources(&github, TokenSources::given(TOKEN)).unwrap());
     let db = common::sqlite();
     let dashboard_token = "t".repeat(32);
-    let state = AppState::new(db.open().await, Arc::new(Config::default()), dashboard_token.clone(), Some(client));
+    let state =
+        AppState::new(db.open().await, Arc::new(Config::default()), dashboard_token.clone(), Some(client));
     let (base, _stop) = web_support::serve(state).await;
     let http = reqwest::Client::new();
     let response = http.get(format!("{base}/metrics")).bearer_auth(&dashboard_token).send().await.unwrap();

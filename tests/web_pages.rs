@@ -586,8 +586,14 @@ fn runner_row(page: &str, id: &str) -> Vec<String> {
 async fn only_the_servers_own_messages_show_and_bidi_controls_show_as_codes() {
     let db = common::sqlite();
     let store = db.open().await;
-    task(&store, "RTL-1", "invoice\u{202e}fdp.exe and \u{2066}isolated\u{2069}", "inbox", QueueStatus::AwaitingGo)
-        .await;
+    task(
+        &store,
+        "RTL-1",
+        "invoice\u{202e}fdp.exe and \u{2066}isolated\u{2069}",
+        "inbox",
+        QueueStatus::AwaitingGo,
+    )
+    .await;
     task(&store, "F-1", "a task", "inbox", QueueStatus::AwaitingGo).await;
     let dash = Dashboard::start(store).await;
 
@@ -631,7 +637,14 @@ async fn a_run_abandoned_from_the_cli_no_longer_shows_an_open_pull_request() {
     store.record_decision(run.id, None, "CI green and reviewed: complete").await.unwrap();
     // What `executor runs abandon` does.
     store
-        .set_run_state_if(run.id, RunState::Pr, RunState::Abandoned, None, Actor::Cli, "abandoned by a human: no")
+        .set_run_state_if(
+            run.id,
+            RunState::Pr,
+            RunState::Abandoned,
+            None,
+            Actor::Cli,
+            "abandoned by a human: no",
+        )
         .await
         .unwrap();
     let dash = Dashboard::start(store).await;
@@ -642,5 +655,8 @@ async fn a_run_abandoned_from_the_cli_no_longer_shows_an_open_pull_request() {
     assert!(board.contains("abandoned (the runner had last decided: CI green"), "{board}");
     let (_, page) = dash.get(&format!("/runs/{}", run.id)).await;
     assert!(page.contains("last seen open (run abandoned)") && !page.contains("<p>open"), "{page}");
-    assert!(page.contains("before it was abandoned: CI green") && !page.contains("<dt>completed</dt>"), "{page}");
+    assert!(
+        page.contains("before it was abandoned: CI green") && !page.contains("<dt>completed</dt>"),
+        "{page}"
+    );
 }

@@ -670,9 +670,10 @@ impl Config {
         if self.web.max_connections < 8 {
             return fail("web.max_connections", "must be at least 8 (a browser opens several at once)");
         }
-        for (key, value) in
-            [("web.header_read_timeout", self.web.header_read_timeout), ("web.idle_timeout", self.web.idle_timeout)]
-        {
+        for (key, value) in [
+            ("web.header_read_timeout", self.web.header_read_timeout),
+            ("web.idle_timeout", self.web.idle_timeout),
+        ] {
             if value.std() < std::time::Duration::from_secs(1) {
                 return fail(key, "must be at least 1s");
             }

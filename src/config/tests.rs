@@ -182,7 +182,12 @@ fn every_readme_snippet_appends_to_the_init_config() {
 
 #[test]
 fn a_web_token_set_by_hand_must_be_long_and_plain() {
-    for bad in ["short", "0123456789abcdef0123456789abcde", "0123456789abcdef0123456789abcdef;x=1", "é".repeat(32).as_str()] {
+    for bad in [
+        "short",
+        "0123456789abcdef0123456789abcde",
+        "0123456789abcdef0123456789abcdef;x=1",
+        "é".repeat(32).as_str(),
+    ] {
         let err = Config::parse(&format!("[web]\ntoken = {bad:?}\n")).unwrap_err();
         assert!(err.starts_with("key `web.token`: must be at least 32"), "{bad:?}: {err}");
     }

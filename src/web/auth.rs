@@ -187,7 +187,10 @@ async fn admit(state: &AppState, mut req: Request) -> Result<Admitted, Refusal> 
         return Err(Refusal::new(StatusCode::FORBIDDEN, "request from another origin refused"));
     }
     if auth == Auth::Bearer
-        || headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()).is_some_and(|v| state.keys.csrf_ok(&auth, v))
+        || headers
+            .get(CSRF_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| state.keys.csrf_ok(&auth, v))
     {
         req.extensions_mut().insert(auth);
         return Ok(Admitted::Pass(req));

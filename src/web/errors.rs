@@ -17,7 +17,9 @@ const MESSAGE_LIMIT: usize = 4096;
 pub(super) async fn not_found(uri: Uri) -> Response {
     let message = "no such page".to_string();
     match Kind::of(uri.path()) {
-        Kind::Json => (StatusCode::NOT_FOUND, axum::Json(serde_json::json!({ "error": message }))).into_response(),
+        Kind::Json => {
+            (StatusCode::NOT_FOUND, axum::Json(serde_json::json!({ "error": message }))).into_response()
+        }
         Kind::Page => super::pages::error_page(StatusCode::NOT_FOUND, &message),
     }
 }
@@ -40,11 +42,8 @@ pub(super) async fn shape(req: Request, next: Next) -> Response {
         .await
         .map(|b| String::from_utf8_lossy(&b).trim().to_string())
         .unwrap_or_default();
-    let message = if text.is_empty() {
-        status.canonical_reason().unwrap_or("error").to_lowercase()
-    } else {
-        text
-    };
+    let message =
+        if text.is_empty() { status.canonical_reason().unwrap_or("error").to_lowercase() } else { text };
     let mut shaped = match kind {
         Kind::Json => (status, axum::Json(serde_json::json!({ "error": message }))).into_response(),
         Kind::Page => super::pages::error_page(status, &message),

@@ -59,7 +59,15 @@ mod tests {
     #[test]
     fn loopback_names_and_listed_hosts_only() {
         let none: Vec<String> = Vec::new();
-        for ok in ["localhost", "LOCALHOST:8370", "localhost.:1", "127.0.0.1:8370", "127.9.8.7", "[::1]:8370", "[::1]"] {
+        for ok in [
+            "localhost",
+            "LOCALHOST:8370",
+            "localhost.:1",
+            "127.0.0.1:8370",
+            "127.9.8.7",
+            "[::1]:8370",
+            "[::1]",
+        ] {
             assert!(allowed(ok, &none), "{ok}");
         }
         for bad in [

@@ -276,8 +276,9 @@ mod tests {
         assert_eq!(super::show_bidi("a\u{2066}b\u{2069}"), "a[U+2066]b[U+2069]");
         assert_eq!(super::show_bidi("plain"), "plain");
         let t = super::templates().get_template("error.html").unwrap();
-        let page =
-            t.render(minijinja::context! { nav => "", status => 404, message => "evil\u{202e}exe.txt" }).unwrap();
+        let page = t
+            .render(minijinja::context! { nav => "", status => 404, message => "evil\u{202e}exe.txt" })
+            .unwrap();
         assert!(page.contains("evil[U+202E]exe.txt") && !page.contains('\u{202e}'), "{page}");
     }
 

@@ -22,7 +22,12 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn new(store: Store, config: Arc<Config>, token: String, github: Option<Arc<GitHubClient>>) -> AppState {
+    pub fn new(
+        store: Store,
+        config: Arc<Config>,
+        token: String,
+        github: Option<Arc<GitHubClient>>,
+    ) -> AppState {
         let keys = Arc::new(Keys::new(&token));
         AppState { store, config, token: Arc::new(token), keys, github }
     }
