@@ -117,6 +117,8 @@ async fn time(client: &reqwest::Client, base: &str, what: &str, path: &str) {
     );
 }
 
+const TOKEN: &str = "bench-token-0123456789abcdef0123456789";
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let n = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(100_000);
@@ -128,16 +130,13 @@ async fn main() {
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("address"));
-    let state = AppState {
-        store,
-        config: Arc::new(Config::default()),
-        token: Arc::new("bench".to_string()),
-        loopback: true,
-        github: None,
-    };
+    let state = AppState::new(store, Arc::new(Config::default()), TOKEN.to_string(), None);
     let (_stop, shutdown) = tokio::sync::watch::channel(false);
     tokio::spawn(web::serve(listener, state, shutdown));
-    let client = reqwest::Client::new();
+    // Every read needs the token: the bench reads as a script does.
+    let mut auth = reqwest::header::HeaderMap::new();
+    auth.insert(reqwest::header::AUTHORIZATION, format!("Bearer {TOKEN}").parse().expect("header"));
+    let client = reqwest::Client::builder().default_headers(auth).build().expect("client");
 
     println!("sqlite, {n} tasks, {} runs, {REPEAT} requests each:", RUNS.min(n));
     time(&client, &base, "queue, first page", "/").await;

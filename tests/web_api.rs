@@ -31,16 +31,10 @@ impl Drop for Server {
 }
 
 impl Server {
-    async fn start(loopback: bool) -> Server {
+    async fn start() -> Server {
         let db = common::sqlite();
         let store = db.open().await;
-        let state = AppState {
-            store: store.clone(),
-            config: Arc::new(Config::default()),
-            token: Arc::new(TOKEN.to_string()),
-            loopback,
-            github: None,
-        };
+        let state = AppState::new(store.clone(), Arc::new(Config::default()), TOKEN.to_string(), None);
         let (base, stop) = web_support::serve(state).await;
         let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
         Server { base, store, http, stop, _db: db }
@@ -50,7 +44,13 @@ impl Server {
         format!("{}{path}", self.base)
     }
 
+    /// A read as a script makes it: with the bearer token.
     async fn get(&self, path: &str) -> reqwest::Response {
+        self.http.get(self.url(path)).bearer_auth(TOKEN).send().await.unwrap()
+    }
+
+    /// A read with nothing: no session, no token.
+    async fn get_anonymous(&self, path: &str) -> reqwest::Response {
         self.http.get(self.url(path)).send().await.unwrap()
     }
 
@@ -91,7 +91,7 @@ async fn json_of(r: reqwest::Response) -> Value {
 
 #[tokio::test]
 async fn every_read_answers_json_with_the_security_headers() {
-    let s = Server::start(true).await;
+    let s = Server::start().await;
     let g = s.add("T1", "first task", QueueStatus::AwaitingGo).await;
     s.add("T2", "second task", QueueStatus::Pending).await;
     s.store.approve_task(&g, false, Actor::Cli).await.unwrap();
@@ -156,7 +156,7 @@ async fn every_read_answers_json_with_the_security_headers() {
 
 #[tokio::test]
 async fn the_task_list_filters_searches_and_pages() {
-    let s = Server::start(true).await;
+    let s = Server::start().await;
     for i in 0..7 {
         s.add(&format!("P{i}"), &format!("pending number {i}"), QueueStatus::Pending).await;
     }
@@ -185,7 +185,7 @@ async fn the_task_list_filters_searches_and_pages() {
 
 #[tokio::test]
 async fn approve_and_skip_need_the_token_and_change_the_store_as_web() {
-    let s = Server::start(true).await;
+    let s = Server::start().await;
     let g = s.add("A1", "approve me", QueueStatus::AwaitingGo).await;
     let k = s.add("K1", "skip me", QueueStatus::ForReview).await;
 
@@ -243,7 +243,7 @@ async fn approve_and_skip_need_the_token_and_change_the_store_as_web() {
 
 #[tokio::test]
 async fn bulk_approve_answers_per_gid() {
-    let s = Server::start(true).await;
+    let s = Server::start().await;
     let a = s.add("B1", "one", QueueStatus::AwaitingGo).await;
     let b = s.add("B2", "two", QueueStatus::ForReview).await;
     s.add("B3", "three", QueueStatus::Pending).await;
@@ -266,37 +266,56 @@ async fn bulk_approve_answers_per_gid() {
 }
 
 #[tokio::test]
-async fn a_cookie_needs_the_csrf_token_and_a_foreign_origin_is_refused() {
-    let s = Server::start(true).await;
+async fn a_session_needs_its_csrf_value_and_a_foreign_origin_is_refused() {
+    let s = Server::start().await;
     let g = s.add("C1", "cookie", QueueStatus::AwaitingGo).await;
-    let cookie = format!("executor_token={TOKEN}");
+    let cookie = web_support::log_in(&s.http, &s.base, TOKEN).await;
+    let page = s.http.get(s.url("/")).header("cookie", &cookie).send().await.unwrap().text().await.unwrap();
+    let csrf = web_support::csrf_of(&page).expect("a csrf field");
     let url = s.url("/api/v1/tasks/C1/approve");
 
     // The cookie alone (what a cross-site form would carry, were it sent): refused.
     let r = s.http.post(&url).header("cookie", &cookie).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    for wrong in ["wrong", TOKEN] {
+        let r = s
+            .http
+            .post(&url)
+            .header("cookie", &cookie)
+            .header("x-executor-csrf", wrong)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::FORBIDDEN, "{wrong}");
+        let r = s
+            .http
+            .post(&url)
+            .header("cookie", &cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("csrf={wrong}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::FORBIDDEN, "{wrong}");
+    }
+    // The CSRF value without the cookie is nothing: not a bearer token, not a session.
+    let r = s.http.post(&url).bearer_auth(&csrf).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
-    let r =
-        s.http.post(&url).header("cookie", &cookie).header("x-executor-csrf", "wrong").send().await.unwrap();
+    let r = s.http.post(&url).header("x-executor-csrf", &csrf).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
-    let r = s
-        .http
-        .post(&url)
-        .header("cookie", &cookie)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("csrf=wrong")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    // Another session's CSRF value does not fit this one.
+    let other = web_support::log_in(&s.http, &s.base, TOKEN).await;
+    let r = s.http.post(&url).header("cookie", &other).header("x-executor-csrf", &csrf).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
     assert_eq!(s.store.task(&g).await.unwrap().status, QueueStatus::AwaitingGo);
 
-    // A foreign Origin is refused even with every token.
+    // A foreign Origin is refused even with every credential.
     let r = s
         .http
         .post(&url)
         .bearer_auth(TOKEN)
         .header("cookie", &cookie)
-        .header("x-executor-csrf", TOKEN)
+        .header("x-executor-csrf", &csrf)
         .header("origin", "http://evil.example")
         .send()
         .await
@@ -305,14 +324,14 @@ async fn a_cookie_needs_the_csrf_token_and_a_foreign_origin_is_refused() {
     assert_secure(r.headers(), "403");
     assert_eq!(s.store.task(&g).await.unwrap().status, QueueStatus::AwaitingGo);
 
-    // Cookie + the token in a browser form's csrf field, from the page's own origin.
+    // Cookie + the page's csrf field, from the page's own origin.
     let r = s
         .http
         .post(&url)
         .header("cookie", &cookie)
         .header("origin", &s.base)
         .header("content-type", "application/x-www-form-urlencoded")
-        .body(format!("csrf={TOKEN}"))
+        .body(format!("csrf={csrf}"))
         .send()
         .await
         .unwrap();
@@ -325,7 +344,7 @@ async fn a_cookie_needs_the_csrf_token_and_a_foreign_origin_is_refused() {
         .http
         .post(s.url("/api/v1/tasks/C2/skip"))
         .header("cookie", &cookie)
-        .header("x-executor-csrf", TOKEN)
+        .header("x-executor-csrf", &csrf)
         .header("content-type", "application/x-www-form-urlencoded")
         .body("reason=dup+of+C1")
         .send()
@@ -336,50 +355,131 @@ async fn a_cookie_needs_the_csrf_token_and_a_foreign_origin_is_refused() {
 }
 
 #[tokio::test]
-async fn the_token_in_the_url_becomes_a_cookie_and_leaves_the_address() {
-    let s = Server::start(true).await;
-    let r = s.get(&format!("/api/v1/tasks?status=pending&token={TOKEN}&limit=5")).await;
+async fn the_token_in_the_url_logs_in_and_leaves_the_address() {
+    let s = Server::start().await;
+    let r = s.get_anonymous(&format!("/api/v1/tasks?status=pending&token={TOKEN}&limit=5")).await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     assert_secure(r.headers(), "redirect");
     assert_eq!(r.headers().get(LOCATION).unwrap(), "/api/v1/tasks?status=pending&limit=5");
-    let cookie = r.headers().get(SET_COOKIE).unwrap().to_str().unwrap();
-    assert_eq!(cookie, format!("executor_token={TOKEN}; HttpOnly; SameSite=Strict; Path=/"));
+    let set = r.headers().get(SET_COOKIE).unwrap().to_str().unwrap();
+    assert!(set.starts_with("executor_session=") && !set.contains(TOKEN), "{set}");
+    assert!(set.ends_with("; HttpOnly; SameSite=Strict; Path=/; Max-Age=604800"), "{set}");
 
-    let r = s.get(&format!("/?token={TOKEN}")).await;
+    let r = s.get_anonymous(&format!("/?token={TOKEN}")).await;
     assert_eq!(
         (r.status(), r.headers().get(LOCATION).unwrap().to_str().unwrap()),
         (StatusCode::SEE_OTHER, "/")
     );
-
-    let r = s.get(&format!("//evil.example/x?token={TOKEN}")).await;
+    let r = s.get_anonymous(&format!("//evil.example/x?token={TOKEN}")).await;
     assert_eq!(r.headers().get(LOCATION).unwrap(), "/evil.example/x", "never to another site");
 
-    let r = s.get("/api/v1/status?token=wrong").await;
+    let r = s.get_anonymous("/api/v1/status?token=wrong").await;
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
     assert!(r.headers().get(SET_COOKIE).is_none());
 }
 
 #[tokio::test]
-async fn beyond_loopback_every_request_needs_the_token() {
-    let s = Server::start(false).await;
-    for path in ["/api/v1/status", "/metrics", "/"] {
-        let r = s.get(path).await;
+async fn every_request_needs_a_session_or_the_token_and_pages_say_how_to_log_in() {
+    let s = Server::start().await;
+    s.add("T1", "secret task text", QueueStatus::AwaitingGo).await;
+    for path in ["/api/v1/status", "/api/v1/tasks", "/metrics", "/api/v1/nothing"] {
+        let r = s.get_anonymous(path).await;
         assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{path}");
         assert_secure(r.headers(), path);
+        assert!(json_of(r).await["error"].as_str().unwrap().contains("log in"), "{path}");
     }
-    let r = s.http.get(s.url("/api/v1/status")).bearer_auth(TOKEN).send().await.unwrap();
+    for path in ["/", "/tasks/T1", "/runs", "/status", "/no/such/page"] {
+        let r = s.get_anonymous(path).await;
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{path}");
+        assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/html"), "{path}");
+        let page = r.text().await.unwrap();
+        assert!(!page.contains("secret task text"), "{path}");
+        // Styled, with the command that prints the URL and a form that logs in.
+        assert!(page.contains(r#"<link rel="stylesheet" href="/static/app.css">"#), "{path}");
+        assert!(page.contains("executor serve") && page.contains("?token=…"), "{path}: {page}");
+        assert!(page.contains(r#"<form method="post" action="/login""#), "{path}");
+        assert!(!page.contains(r#"action="/tasks/"#), "no button that cannot work: {path}");
+    }
+    // The stylesheet the login page needs is open.
+    assert_eq!(s.get_anonymous("/static/app.css").await.status(), StatusCode::OK);
+
+    // The login form: a wrong token is the login page again; the right one a session.
+    let login = |body: String| {
+        s.http
+            .post(s.url("/login"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("origin", &s.base)
+            .body(body)
+            .send()
+    };
+    let r = login("token=wrong&next=%2Ftasks%2FT1".into()).await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert!(r.headers().get(SET_COOKIE).is_none());
+    let r = login(format!("token={TOKEN}&next=%2Ftasks%2FT1")).await.unwrap();
+    assert_eq!((r.status(), r.headers()[LOCATION].to_str().unwrap()), (StatusCode::SEE_OTHER, "/tasks/T1"));
+    let cookie = r.headers()[SET_COOKIE].to_str().unwrap().split(';').next().unwrap().to_string();
+    let r = s.http.get(s.url("/tasks/T1")).header("cookie", &cookie).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
+    assert!(r.text().await.unwrap().contains("secret task text"));
+    let r = login(format!("token={TOKEN}&next=%2F%2Fevil.example")).await.unwrap();
+    assert_eq!(r.headers()[LOCATION], "/evil.example", "never to another site");
+
+    // The bearer token, or a session, reads; a forged or foreign cookie does not.
+    let r = s.http.get(s.url("/metrics")).header("cookie", format!("a=b; {cookie}")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    for forged in ["executor_session=wrong", "executor_session=1.aa.bb", &format!("executor_token={TOKEN}")] {
+        let r = s.http.get(s.url("/api/v1/status")).header("cookie", forged).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED, "{forged}");
+    }
+}
+
+#[tokio::test]
+async fn a_host_that_is_not_this_dashboard_is_refused_even_with_the_token() {
+    let s = Server::start().await;
+    let g = s.add("H1", "rebind me", QueueStatus::AwaitingGo).await;
+    let port = s.base.rsplit(':').next().unwrap().to_string();
+    let evil = format!("evil.example:{port}");
+    // The rebinding page's requests: its own name as Host and Origin.
+    let r = s.http.get(s.url("/")).header("host", &evil).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let page = r.text().await.unwrap();
+    assert!(!page.contains("name=\"csrf\"") && !page.contains(TOKEN), "{page}");
     let r = s
         .http
-        .get(s.url("/metrics"))
-        .header("cookie", format!("a=b; executor_token={TOKEN}"))
+        .post(s.url("/api/v1/tasks/H1/approve"))
+        .bearer_auth(TOKEN)
+        .header("host", &evil)
+        .header("origin", format!("http://{evil}"))
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert!(json_of(r).await["error"].as_str().unwrap().contains("allowed_hosts"));
     let r =
-        s.http.get(s.url("/api/v1/status")).header("cookie", "executor_token=wrong").send().await.unwrap();
-    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+        s.http.get(s.url("/api/v1/status")).bearer_auth(TOKEN).header("host", &evil).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert_eq!(s.store.task(&g).await.unwrap().status, QueueStatus::AwaitingGo);
+    // Loopback names are this dashboard's.
+    for host in [format!("localhost:{port}"), format!("127.0.0.1:{port}")] {
+        let r =
+            s.http.get(s.url("/api/v1/status")).bearer_auth(TOKEN).header("host", host).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+    }
+}
+
+#[tokio::test]
+async fn listed_hosts_are_answered() {
+    let db = common::sqlite();
+    let mut config = Config::default();
+    config.web.allowed_hosts = vec!["box.lan".into()];
+    let state = AppState::new(db.open().await, Arc::new(config), TOKEN.to_string(), None);
+    let (base, _stop) = web_support::serve(state).await;
+    let http = reqwest::Client::new();
+    let get = |host: &'static str| {
+        http.get(format!("{base}/api/v1/status")).bearer_auth(TOKEN).header("host", host).send()
+    };
+    assert_eq!(get("box.lan:8370").await.unwrap().status(), StatusCode::OK);
+    assert_eq!(get("other.lan:8370").await.unwrap().status(), StatusCode::FORBIDDEN);
 }
 
 /// Parses the exposition text: every non-comment line is `name{labels} value`; returns (series, value).
@@ -404,7 +504,7 @@ fn parse_metrics(text: &str) -> Vec<(String, f64)> {
 
 #[tokio::test]
 async fn metrics_parse_and_count() {
-    let s = Server::start(true).await;
+    let s = Server::start().await;
     let a = s.add("M1", "one", QueueStatus::AwaitingGo).await;
     s.add("M2", "two", QueueStatus::AwaitingGo).await;
     s.add("M3", "three", QueueStatus::Skip).await;
@@ -551,9 +651,25 @@ async fn serve_prints_its_url_once_and_stops_on_sigterm() {
     let (base, token) = url.split_once("/?token=").unwrap();
     assert!(base.starts_with("http://127.0.0.1:") && token.len() == 64, "{url}");
 
-    let http = reqwest::Client::new();
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    // Nothing without logging in; the printed URL logs in.
     let r = http.get(format!("{base}/api/v1/status")).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let cookie = web_support::log_in(&http, base, token).await;
+    let r = http.get(format!("{base}/api/v1/status")).header("cookie", &cookie).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
+    let page =
+        http.get(format!("{base}/")).header("cookie", &cookie).send().await.unwrap().text().await.unwrap();
+    assert!(page.contains("Queue") && !page.contains(token), "no page carries the token");
+    // The rebinding request of the report: refused, and told in the log without the token.
+    let port = base.rsplit(':').next().unwrap();
+    let r = http
+        .get(format!("{base}/?token={token}"))
+        .header("host", format!("evil.example:{port}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
     let r = http
         .post(format!("{base}/api/v1/tasks/bulk-approve"))
         .bearer_auth(token)
@@ -571,4 +687,54 @@ async fn serve_prints_its_url_once_and_stops_on_sigterm() {
     let mut stderr = String::new();
     tokio::io::AsyncReadExt::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).await.unwrap();
     assert!(!stderr.contains(token), "the token never reaches the log: {stderr}");
+    let refused = stderr.lines().find(|l| l.contains("evil.example")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(refused.contains("refused GET / from 127.0.0.1:") && refused.contains("403"), "{refused}");
+    assert!(stderr.contains("refused GET /api/v1/status") && stderr.contains("401"), "{stderr}");
+}
+
+#[tokio::test]
+async fn every_error_is_json_on_the_api_and_the_stream_and_styled_on_pages() {
+    let s = Server::start().await;
+    s.add("E1", "a task", QueueStatus::AwaitingGo).await;
+    // 405: a method the route does not take.
+    let r = s.http.delete(s.url("/api/v1/tasks/E1")).bearer_auth(TOKEN).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert!(r.headers().contains_key("allow"));
+    assert!(json_of(r).await["error"].is_string());
+    // 413: a body over the limit.
+    let big = json!({ "gids": vec!["x".repeat(100); 5000] });
+    let r = s.post_bearer("/api/v1/tasks/bulk-approve", big).await;
+    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(json_of(r).await["error"].is_string());
+    // 400 from the live log's stream: its query cannot be read.
+    let r = s.get("/sessions/1/log/stream?from=soon").await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert!(json_of(r).await["error"].is_string());
+    // An unknown page, and a method a page does not take: the styled page.
+    for r in
+        [s.get("/no/such/page").await, s.http.put(s.url("/runs")).bearer_auth(TOKEN).send().await.unwrap()]
+    {
+        let status = r.status();
+        assert!(status == StatusCode::NOT_FOUND || status == StatusCode::METHOD_NOT_ALLOWED, "{status}");
+        assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+        let page = r.text().await.unwrap();
+        assert!(
+            page.contains(r#"href="/static/app.css""#) && page.contains(&status.as_u16().to_string()),
+            "{page}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn reasons_are_capped_at_the_documented_size() {
+    let s = Server::start().await;
+    let g = s.add("R1", "skip me", QueueStatus::AwaitingGo).await;
+    let long = "x".repeat(executor::web::pages::MAX_REASON + 1);
+    let r = s.post_bearer("/api/v1/tasks/R1/skip", json!({ "reason": long })).await;
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(json_of(r).await["error"].as_str().unwrap().contains("at most 2000 characters"));
+    assert_eq!(s.store.task(&g).await.unwrap().status, QueueStatus::AwaitingGo);
+    let fits = "y".repeat(executor::web::pages::MAX_REASON);
+    let r = s.post_bearer("/api/v1/tasks/R1/skip", json!({ "reason": fits })).await;
+    assert_eq!(r.status(), StatusCode::OK);
 }

@@ -29,13 +29,7 @@ struct Site {
 async fn site() -> Site {
     let db = common::sqlite();
     let store = db.open().await;
-    let state = AppState {
-        store: store.clone(),
-        config: Arc::new(Config::default()),
-        token: Arc::new(TOKEN.into()),
-        loopback: true,
-        github: None,
-    };
+    let state = AppState::new(store.clone(), Arc::new(Config::default()), TOKEN.into(), None);
     let (base, stop) = web_support::serve(state).await;
     Site { base, store, _stop: stop, _db: db }
 }
@@ -51,6 +45,20 @@ async fn task(store: &Store, gid: &str, text: &str, status: QueueStatus) -> Task
         store.set_task_status(&g, QueueStatus::Approved, Actor::Cli, None).await.unwrap();
     }
     g
+}
+
+/// Logs the browser in as a human does: opens the URL `executor serve` printed.
+async fn log_in(b: &Browser, site: &Site) {
+    b.client.goto(&format!("{}/?token={TOKEN}", site.base)).await.unwrap();
+    assert!(
+        !b.client.current_url().await.unwrap().as_str().contains("token="),
+        "the token left the address bar"
+    );
+}
+
+/// A number a script computes on the page.
+async fn number(b: &Browser, script: &str) -> f64 {
+    b.client.execute(script, vec![]).await.unwrap().as_f64().unwrap_or_else(|| panic!("{script}"))
 }
 
 /// Waits until `check` holds (the page updates on its own), or fails naming `what`.
@@ -109,6 +117,7 @@ async fn task_text_that_looks_like_html_is_shown_as_text_and_never_runs() {
     let g1 = task(&site.store, "X-1", XSS[0], QueueStatus::AwaitingGo).await;
     task(&site.store, "X-2", XSS[1], QueueStatus::AwaitingGo).await;
     let b = Browser::start(&chromedriver()).await;
+    log_in(&b, &site).await;
     for path in ["/".to_string(), format!("/tasks/{g1}")] {
         b.client.goto(&format!("{}{path}", site.base)).await.unwrap();
         // An alert would be open if either payload ran.
@@ -137,7 +146,9 @@ async fn the_live_log_shows_lines_as_the_work_log_grows() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("queued.md");
-    std::fs::write(&log, "# queued worker\n\nfirst line\n").unwrap();
+    // Longer than the window: the page opens at its end.
+    let filler: String = (0..300).map(|i| format!("line {i} of what came before\n")).collect();
+    std::fs::write(&log, format!("# queued worker\n\n{filler}first line\n")).unwrap();
     let out = dir.path().join("out.jsonl");
     site.store
         .set_worker_process(
@@ -151,6 +162,7 @@ async fn the_live_log_shows_lines_as_the_work_log_grows() {
         .await
         .unwrap();
     let b = Browser::start(&chromedriver()).await;
+    log_in(&b, &site).await;
     b.client.goto(&format!("{}/sessions/{}/log", site.base, session.id)).await.unwrap();
     let page = |b: &Browser| {
         let c = b.client.clone();
@@ -166,7 +178,28 @@ async fn the_live_log_shows_lines_as_the_work_log_grows() {
         page(&b).await.contains("second line, written later")
     })
     .await;
+    let bottom = "window.scrollY + window.innerHeight >= document.body.scrollHeight - 40";
+    eventually("the log opens at its end", || async {
+        b.client.execute(&format!("return {bottom}"), vec![]).await.unwrap().as_bool() == Some(true)
+    })
+    .await;
+    assert!(number(&b, "return window.scrollY").await > 0.0, "scrolled down");
     b.screenshot("live-log").await;
+    // The worker ends: the page says so, not "running".
+    site.store
+        .end_worker_session(
+            session.id,
+            None,
+            &executor::store::WorkerEnd::new(executor::domain::EndReason::Finished),
+        )
+        .await
+        .unwrap();
+    eventually("the page says the worker ended", || async {
+        let text = page(&b).await;
+        text.contains("ended (finished)") && !text.contains("running")
+    })
+    .await;
+    b.screenshot("live-log-ended").await;
     b.close().await;
 }
 
@@ -180,6 +213,7 @@ async fn every_page_renders_and_is_photographed() {
             .await;
     let run = site.store.create_run_for_task(&gid, Actor::Runner).await.unwrap().unwrap();
     let b = Browser::start(&chromedriver()).await;
+    log_in(&b, &site).await;
     let pages = [
         ("queue", "/".to_string(), "S-1"),
         ("task", format!("/tasks/{gid}"), "Fix the crash when saving"),
@@ -193,5 +227,53 @@ async fn every_page_renders_and_is_photographed() {
         assert!(text.contains(expect), "{path} lacks {expect:?}: {text}");
         b.screenshot(name).await;
     }
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
+async fn without_a_session_the_page_says_how_to_log_in_and_its_form_does() {
+    let site = site().await;
+    task(&site.store, "LG-1", "Behind the login", QueueStatus::AwaitingGo).await;
+    let b = Browser::start(&chromedriver()).await;
+    b.client.goto(&format!("{}/tasks/LG-1", site.base)).await.unwrap();
+    let text = b.client.find(Locator::Css("body")).await.unwrap().text().await.unwrap();
+    assert!(text.contains("executor serve") && !text.contains("Behind the login"), "{text}");
+    // Styled: the stylesheet applied (the header's dark background).
+    let header =
+        b.client.find(Locator::Css("header")).await.unwrap().css_value("background-color").await.unwrap();
+    assert_eq!(header, "rgba(29, 35, 48, 1)");
+    b.screenshot("login").await;
+    b.client.find(Locator::Css("input[name=token]")).await.unwrap().send_keys(TOKEN).await.unwrap();
+    b.client.find(Locator::Css("form.login button")).await.unwrap().click().await.unwrap();
+    eventually("logged in, back on the task", || async {
+        let text = b.client.find(Locator::Css("body")).await.unwrap().text().await.unwrap();
+        text.contains("Behind the login")
+    })
+    .await;
+    assert!(b.client.current_url().await.unwrap().path().ends_with("/tasks/LG-1"));
+    let html = b.client.source().await.unwrap();
+    assert!(!html.contains(TOKEN), "no page holds the token");
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
+async fn long_words_wrap_instead_of_widening_the_page() {
+    let site = site().await;
+    let long_gid = "G".repeat(128);
+    let g = task(&site.store, &long_gid, &"W".repeat(5000), QueueStatus::AwaitingGo).await;
+    // A 1.5 MB reason without a space, as the CLI may record it (pages and the API cap theirs).
+    let reason = "R".repeat(1_500_000);
+    site.store.set_task_status(&g, QueueStatus::Skip, Actor::Cli, Some(&reason)).await.unwrap();
+    let b = Browser::start(&chromedriver()).await;
+    log_in(&b, &site).await;
+    for path in ["/".to_string(), format!("/tasks/{g}"), "/status".to_string()] {
+        b.client.goto(&format!("{}{path}", site.base)).await.unwrap();
+        let width = number(&b, "return document.documentElement.scrollWidth").await;
+        let window = number(&b, "return window.innerWidth").await;
+        assert!(width <= window + 1.0, "{path}: {width} px wide in a {window} px window");
+    }
+    b.screenshot("long-words").await;
     b.close().await;
 }

@@ -21,15 +21,13 @@ async fn metrics_report_the_github_rate_limit_left() {
     let github = executor::config::GitHub { api_url: fake.api_url(), ..Default::default() };
     let client = Arc::new(GitHubClient::with_sources(&github, TokenSources::given(TOKEN)).unwrap());
     let db = common::sqlite();
-    let state = AppState {
-        store: db.open().await,
-        config: Arc::new(Config::default()),
-        token: Arc::new("t".repeat(32)),
-        loopback: true,
-        github: Some(client),
-    };
+    let dashboard_token = "t".repeat(32);
+    let state =
+        AppState::new(db.open().await, Arc::new(Config::default()), dashboard_token.clone(), Some(client));
     let (base, _stop) = web_support::serve(state).await;
-    let text = reqwest::get(format!("{base}/metrics")).await.unwrap().text().await.unwrap();
+    let http = reqwest::Client::new();
+    let response = http.get(format!("{base}/metrics")).bearer_auth(&dashboard_token).send().await.unwrap();
+    let text = response.text().await.unwrap();
     assert!(text.contains("# TYPE executor_github_rate_remaining gauge"), "{text}");
     for resource in ["core", "graphql"] {
         let line = format!("executor_github_rate_remaining{{resource=\"{resource}\"}} 5000");

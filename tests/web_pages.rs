@@ -15,12 +15,15 @@ use executor::web::AppState;
 use reqwest::StatusCode;
 use reqwest::redirect::Policy;
 
-const TOKEN: &str = "test-token-0123456789";
+const TOKEN: &str = "test-token-0123456789abcdef0123456789";
 
-/// A dashboard serving `store` until dropped.
+/// A dashboard serving `store` until dropped, and a browser-like client logged in to it: the session
+/// cookie from the printed URL, and the CSRF value its pages carry.
 struct Dashboard {
     base: String,
     client: reqwest::Client,
+    cookie: String,
+    csrf: String,
     _stop: tokio::sync::watch::Sender<bool>,
 }
 
@@ -30,20 +33,25 @@ impl Dashboard {
     }
 
     async fn with_config(store: Store, config: Config) -> Dashboard {
-        let state = AppState {
-            store,
-            config: Arc::new(config),
-            token: Arc::new(TOKEN.to_string()),
-            loopback: true,
-            github: None,
-        };
+        let state = AppState::new(store, Arc::new(config), TOKEN.to_string(), None);
         let (base, stop) = web_support::serve(state).await;
         let client = reqwest::Client::builder().redirect(Policy::none()).build().expect("client");
-        Dashboard { base, client, _stop: stop }
+        let cookie = web_support::log_in(&client, &base, TOKEN).await;
+        let mut dash = Dashboard { base, client, cookie, csrf: String::new(), _stop: stop };
+        let (_, page) = dash.get("/").await;
+        // A queue with no task has no form, and so no csrf field.
+        dash.csrf = web_support::csrf_of(&page).unwrap_or_default();
+        dash
     }
 
     async fn get(&self, path: &str) -> (StatusCode, String) {
-        let response = self.client.get(format!("{}{path}", self.base)).send().await.expect("GET");
+        let response = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .header("cookie", &self.cookie)
+            .send()
+            .await
+            .expect("GET");
         let status = response.status();
         let body = response.text().await.expect("body");
         if status.is_server_error() {
@@ -52,16 +60,17 @@ impl Dashboard {
         (status, body)
     }
 
-    /// A form POST with the token as a bearer header (and in the form's `csrf` field, as a page sends
-    /// it); returns the status and the redirect's target.
+    /// A form POST as a page sends it: the session cookie, the page's `csrf` field, its own origin;
+    /// returns the status and the redirect's target.
     async fn post_form(&self, path: &str, fields: &[(&str, &str)]) -> (StatusCode, String) {
-        let mut all: Vec<(&str, &str)> = vec![("csrf", TOKEN)];
+        let mut all: Vec<(&str, &str)> = vec![("csrf", &self.csrf)];
         all.extend_from_slice(fields);
         let body = form(&all);
         let response = self
             .client
             .post(format!("{}{path}", self.base))
-            .header("authorization", format!("Bearer {TOKEN}"))
+            .header("cookie", &self.cookie)
+            .header("origin", &self.base)
             .header("content-type", "application/x-www-form-urlencoded")
             .body(body)
             .send()
@@ -146,7 +155,9 @@ async fn the_queue_filters_searches_and_pages() {
     assert!(!page.contains(r#"action="/tasks/T-001/approve""#), "a pending task has no Approve");
     assert!(page.contains(r#"action="/tasks/T-001/skip""#));
     assert!(page.contains(r#"name="reason" required"#));
-    assert!(page.contains(&format!(r#"name="csrf" value="{TOKEN}""#)));
+    // The forms carry the session's CSRF value, never the token.
+    let csrf = web_support::csrf_of(&page).expect("a csrf field");
+    assert!(csrf.len() >= 32 && csrf != TOKEN && !page.contains(TOKEN), "{csrf}");
     assert!(page.contains(r#"action="/tasks/bulk-approve""#) && page.contains("Approve selected"));
 
     let (_, last) = dash.get("/?page=3").await;
@@ -181,9 +192,7 @@ async fn task_text_is_escaped_everywhere() {
     store.record_note(Actor::Cli, Some(&gid("X-2")), None, "<img src=x onerror=alert(4)>").await.unwrap();
     let dash = Dashboard::start(store).await;
 
-    for path in
-        ["/", "/tasks/X-1", "/tasks/X-2", "/status", "/?q=%3Cscript%3E", "/?error=%3Cscript%3Ealert(5)"]
-    {
+    for path in ["/", "/tasks/X-1", "/tasks/X-2", "/status", "/?q=%3Cscript%3E"] {
         let (status, page) = dash.get(path).await;
         assert_eq!(status, StatusCode::OK, "{path}");
         assert!(!page.contains("<script>alert"), "{path}: raw script tag\n{page}");
@@ -199,8 +208,10 @@ async fn task_text_is_escaped_everywhere() {
     let (_, x2) = dash.get("/tasks/X-2").await;
     assert!(x2.contains("&lt;script&gt;alert(2)") && x2.contains("&lt;script&gt;alert(3)"), "{x2}");
     assert!(x2.contains("&lt;img src=x onerror=alert(4)&gt;"), "the history is escaped too");
-    let (_, flash) = dash.get("/?error=%3Cscript%3Ealert(5)").await;
-    assert!(flash.contains("&lt;script&gt;alert(5)"), "a flash message is escaped");
+    // A message the server signed (a skip's reason in it) is escaped too.
+    let (_, location) = dash.post_form("/tasks/X-1/skip", &[("reason", "<script>alert(5)</script>")]).await;
+    let (_, flash) = dash.get(&location).await;
+    assert!(flash.contains("&lt;script&gt;alert(5)") && !flash.contains("<script>alert"), "{flash}");
 }
 
 #[tokio::test]
@@ -216,7 +227,7 @@ async fn approve_and_skip_through_the_forms_move_the_task_as_web() {
     let (status, location) =
         dash.post_form("/tasks/A-1/approve", &[("status", "awaiting_go"), ("page", "1")]).await;
     assert_eq!(status, StatusCode::SEE_OTHER);
-    assert_eq!(location, "/?status=awaiting_go&page=1&flash=approved%20A-1");
+    assert!(location.starts_with("/?status=awaiting_go&page=1&flash=approved%20A-1&sig="), "{location}");
     assert_eq!(status_of(&store, "A-1").await, QueueStatus::Approved);
     let events =
         store.events(&EventFilter { task_gid: Some(gid("A-1")), ..Default::default() }).await.unwrap();
@@ -260,8 +271,9 @@ async fn approve_and_skip_through_the_forms_move_the_task_as_web() {
         .send()
         .await
         .unwrap();
-    // The security layer answers first: no cookie and no bearer token is a 401.
+    // The security layer answers first: no session and no bearer token is the login page, 401.
     assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    assert!(response.text().await.unwrap().contains(r#"action="/login""#));
     assert_eq!(status_of(&store, "A-5").await, QueueStatus::AwaitingGo);
 }
 
@@ -458,6 +470,7 @@ async fn the_live_log_streams_what_the_worker_appends() {
     let mut stream = dash
         .client
         .get(format!("{}/sessions/{}/log/stream?from={offset}", dash.base, session.id))
+        .header("cookie", &dash.cookie)
         .send()
         .await
         .unwrap();
@@ -469,8 +482,8 @@ async fn the_live_log_streams_what_the_worker_appends() {
     writeln!(file, "second line appended").unwrap();
     let got = read_until(&mut stream, "second line appended").await;
     assert!(!got.contains("first"), "the stream starts where the page ended: {got}");
-    writeln!(file, "third line").unwrap();
-    read_until(&mut stream, "third line").await;
+    writeln!(file, "third line, evil\u{202e}txt.exe").unwrap();
+    read_until(&mut stream, "third line, evil[U+202E]txt.exe").await;
 
     // The worker ends: the stream sends what is left, then `end`, and closes.
     writeln!(file, "the end").unwrap();
@@ -482,7 +495,7 @@ async fn the_live_log_streams_what_the_worker_appends() {
         )
         .await
         .unwrap();
-    let rest = read_until(&mut stream, "event: end").await;
+    let rest = read_until(&mut stream, "event: end\ndata: finished").await;
     assert!(rest.contains("the end"), "{rest}");
     let closed = tokio::time::timeout(Duration::from_secs(5), stream.chunk()).await.expect("closes");
     assert!(closed.unwrap().is_none(), "the stream ends after `end`");
@@ -567,4 +580,83 @@ fn runner_row(page: &str, id: &str) -> Vec<String> {
         .filter(|cell| !cell.is_empty())
         .map(|cell| cell[cell.find('>').unwrap() + 1..].to_string())
         .collect()
+}
+
+#[tokio::test]
+async fn only_the_servers_own_messages_show_and_bidi_controls_show_as_codes() {
+    let db = common::sqlite();
+    let store = db.open().await;
+    task(
+        &store,
+        "RTL-1",
+        "invoice\u{202e}fdp.exe and \u{2066}isolated\u{2069}",
+        "inbox",
+        QueueStatus::AwaitingGo,
+    )
+    .await;
+    task(&store, "F-1", "a task", "inbox", QueueStatus::AwaitingGo).await;
+    let dash = Dashboard::start(store).await;
+
+    // A link cannot make a page say anything.
+    for path in [
+        "/?flash=Your+session+expired%3A+log+in+at+evil.example",
+        "/?error=Your+session+expired%3A+log+in+at+evil.example&sig=00",
+        "/tasks/F-1?flash=log+in+at+evil.example",
+    ] {
+        let (status, page) = dash.get(path).await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        assert!(!page.contains("evil.example") && !page.contains(r#"class="flash"#), "{path}\n{page}");
+    }
+    // The server's own message shows; altered, it does not.
+    let (_, location) = dash.post_form("/tasks/F-1/approve", &[]).await;
+    let (_, page) = dash.get(&location).await;
+    assert!(page.contains(r#"<p class="flash" role="status">approved F-1</p>"#), "{page}");
+    let (_, page) = dash.get(&location.replace("approved%20F-1", "approved%20F-2")).await;
+    assert!(!page.contains("approved F-2") && !page.contains(r#"class="flash"#), "{page}");
+
+    // Bidirectional controls are shown as codes, on every page that shows the text.
+    for path in ["/", "/tasks/RTL-1"] {
+        let (_, page) = dash.get(path).await;
+        assert!(page.contains("invoice[U+202E]fdp.exe and [U+2066]isolated[U+2069]"), "{path}\n{page}");
+        assert!(!page.contains(['\u{202e}', '\u{2066}', '\u{2069}']), "{path}");
+    }
+}
+
+#[tokio::test]
+async fn a_run_abandoned_from_the_cli_no_longer_shows_an_open_pull_request() {
+    use executor::domain::RunState;
+    let db = common::sqlite();
+    let store = db.open().await;
+    task(&store, "AB-1", "a task", "inbox", QueueStatus::Approved).await;
+    let run = store.create_run_for_task(&gid("AB-1"), Actor::Runner).await.unwrap().expect("run");
+    for (from, to) in [(RunState::Queued, RunState::InProgress), (RunState::InProgress, RunState::Pr)] {
+        store.set_run_state_if(run.id, from, to, None, Actor::Runner, "moved").await.unwrap();
+    }
+    store.set_run_pr(run.id, None, "https://example.test/pr/5", 5).await.unwrap();
+    store.set_last_snapshot(run.id, None, &snapshot_json()).await.unwrap();
+    store.record_decision(run.id, None, "CI green and reviewed: complete").await.unwrap();
+    // What `executor runs abandon` does.
+    store
+        .set_run_state_if(
+            run.id,
+            RunState::Pr,
+            RunState::Abandoned,
+            None,
+            Actor::Cli,
+            "abandoned by a human: no",
+        )
+        .await
+        .unwrap();
+    let dash = Dashboard::start(store).await;
+
+    let (_, board) = dash.get("/runs").await;
+    assert!(board.contains("#5</a> last seen open (run abandoned)"), "{board}");
+    assert!(!board.contains("</a> open"), "{board}");
+    assert!(board.contains("abandoned (the runner had last decided: CI green"), "{board}");
+    let (_, page) = dash.get(&format!("/runs/{}", run.id)).await;
+    assert!(page.contains("last seen open (run abandoned)") && !page.contains("<p>open"), "{page}");
+    assert!(
+        page.contains("before it was abandoned: CI green") && !page.contains("<dt>completed</dt>"),
+        "{page}"
+    );
 }

@@ -18,7 +18,7 @@ pub struct ServeArgs {
     #[arg(long)]
     port: Option<u16>,
     /// The address to bind (default: web.bind, 127.0.0.1). Anything but a loopback address needs
-    /// web.allow_remote = true in the config, and then every request needs the token.
+    /// web.allow_remote = true in the config (and its name in web.allowed_hosts).
     #[arg(long, value_name = "ADDR")]
     bind: Option<String>,
 }
@@ -61,15 +61,15 @@ pub async fn run(flag: Option<&Path>, args: ServeArgs, as_json: bool) -> anyhow:
     } else {
         None
     };
-    let state = AppState {
-        store: ctx.store.clone(),
-        config: Arc::new(ctx.config),
-        token: Arc::new(token),
-        loopback: local.ip().is_loopback(),
-        github,
-    };
+    if !local.ip().is_loopback() && ctx.config.web.allowed_hosts.is_empty() {
+        tracing::warn!(
+            "dashboard bound to {local} but web.allowed_hosts is empty: only requests addressed to \
+             localhost, 127.0.0.0/8 or [::1] are answered"
+        );
+    }
+    let url = format!("http://{local}/?token={token}");
+    let state = AppState::new(ctx.store.clone(), Arc::new(ctx.config), token, github);
     // The token goes to standard output once, never to the log.
-    let url = format!("http://{local}/?token={}", web::auth::csrf_token(&state));
     if as_json {
         super::output::json(&serde_json::json!({ "url": url, "address": local.to_string() }))?;
     } else {
@@ -83,6 +83,7 @@ pub async fn run(flag: Option<&Path>, args: ServeArgs, as_json: bool) -> anyhow:
 }
 
 /// 32 random bytes as hex: letters and digits only, so it is safe in a URL, a cookie and a header.
+/// (A token set by hand is held to the same: `config::Web::token_is_safe`.)
 fn new_token() -> anyhow::Result<String> {
     use ring::rand::SecureRandom;
     let mut bytes = [0u8; 32];

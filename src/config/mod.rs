@@ -359,22 +359,65 @@ impl Repo {
     }
 }
 
-/// `[web]`: where `executor serve` listens and the token that guards it.
+/// `[web]`: where `executor serve` listens, the token that guards it, and how many connections it holds.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Web {
     /// The address to bind; anything but a loopback address needs `allow_remote = true`.
     pub bind: String,
     pub port: u16,
-    /// The dashboard token. Empty: a new random one at each start, printed once in the URL.
+    /// The dashboard token. Empty: a new random one at each start, printed once in the URL. Set by
+    /// hand, at least [`Web::MIN_TOKEN_LEN`] characters of letters, digits, `-`, `_`, `.` and `~`.
     pub token: String,
     /// Allow binding beyond loopback; every request (reads too) then needs the token.
     pub allow_remote: bool,
+    /// Host names (besides localhost, 127.0.0.0/8 and [::1]) a request's `Host` may name. Any other
+    /// is refused: a page on another site that rebinds its name to this address gets nothing.
+    pub allowed_hosts: Vec<String>,
+    /// Connections held at once; past it, the one waiting longest for a request is closed.
+    pub max_connections: usize,
+    /// How long a client may take to send a request's headers.
+    pub header_read_timeout: Duration,
+    /// How long a connection may stay open with no request in progress.
+    pub idle_timeout: Duration,
+}
+
+impl Web {
+    /// The shortest token accepted from the config: 32 characters of the safe alphabet.
+    pub const MIN_TOKEN_LEN: usize = 32;
+
+    /// Whether `token` is long enough and safe in a URL, a cookie and a header as it is.
+    pub fn token_is_safe(token: &str) -> bool {
+        token.len() >= Self::MIN_TOKEN_LEN
+            && token.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '~'))
+    }
+
+    /// Whether `name` may be listed in `allowed_hosts`: a DNS name or an IP address, without a port.
+    fn host_is_plain(name: &str) -> bool {
+        let bracketed = name.strip_prefix('[').and_then(|n| n.strip_suffix(']'));
+        match bracketed {
+            Some(v6) => v6.parse::<std::net::Ipv6Addr>().is_ok(),
+            None => {
+                !name.is_empty()
+                    && name.len() <= 253
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.'))
+            }
+        }
+    }
 }
 
 impl Default for Web {
     fn default() -> Self {
-        Web { bind: "127.0.0.1".into(), port: 8370, token: String::new(), allow_remote: false }
+        Web {
+            bind: "127.0.0.1".into(),
+            port: 8370,
+            token: String::new(),
+            allow_remote: false,
+            allowed_hosts: Vec::new(),
+            max_connections: 256,
+            header_read_timeout: Duration::secs(10),
+            idle_timeout: Duration::secs(60),
+        }
     }
 }
 
@@ -632,6 +675,30 @@ impl Config {
                 "github.app_id",
                 "a GitHub App needs github.private_key_path and github.installation_id too",
             );
+        }
+        if !self.web.token.is_empty() && !Web::token_is_safe(&self.web.token) {
+            return fail(
+                "web.token",
+                "must be at least 32 characters of letters, digits, '-', '_', '.' and '~' (or empty: a new \
+                 random one at each start)",
+            );
+        }
+        if let Some(bad) = self.web.allowed_hosts.iter().find(|h| !Web::host_is_plain(h)) {
+            return fail(
+                "web.allowed_hosts",
+                &format!("{bad:?} is not a host name or IP address (no port, no scheme; IPv6 as [::1])"),
+            );
+        }
+        if self.web.max_connections < 8 {
+            return fail("web.max_connections", "must be at least 8 (a browser opens several at once)");
+        }
+        for (key, value) in [
+            ("web.header_read_timeout", self.web.header_read_timeout),
+            ("web.idle_timeout", self.web.idle_timeout),
+        ] {
+            if value.std() < std::time::Duration::from_secs(1) {
+                return fail(key, "must be at least 1s");
+            }
         }
         if self.analyzer.concurrency == 0 || self.analyzer.concurrency > 64 {
             return fail("analyzer.concurrency", "must be between 1 and 64 tasks at once");

@@ -149,3 +149,32 @@ fn sources_are_checked_naming_the_key() {
     let ok = "[[sources]]\nname = \"inbox\"\nkind = \"asana\"\nprojects = [\"1\"]\nrepo = \"app\"\n";
     assert_eq!(Config::parse(&format!("{base}{ok}")).unwrap().sources[0].token_env, "ASANA_TOKEN");
 }
+
+#[test]
+fn a_web_token_set_by_hand_must_be_long_and_plain() {
+    for bad in [
+        "short",
+        "0123456789abcdef0123456789abcde",
+        "0123456789abcdef0123456789abcdef;x=1",
+        "é".repeat(32).as_str(),
+    ] {
+        let err = Config::parse(&format!("[web]\ntoken = {bad:?}\n")).unwrap_err();
+        assert!(err.starts_with("key `web.token`: must be at least 32"), "{bad:?}: {err}");
+    }
+    let good = "0123456789abcdef-_.~0123456789ABCDEF";
+    assert_eq!(Config::parse(&format!("[web]\ntoken = {good:?}\n")).unwrap().web.token, good);
+}
+
+#[test]
+fn web_hosts_and_connection_limits_are_checked() {
+    let c = Config::parse("[web]\nallowed_hosts = [\"box.lan\", \"192.168.1.2\", \"[fe80::1]\"]\n").unwrap();
+    assert_eq!(c.web.allowed_hosts.len(), 3);
+    for bad in ["box.lan:8370", "http://box.lan", "", "[nope]"] {
+        let err = Config::parse(&format!("[web]\nallowed_hosts = [{bad:?}]\n")).unwrap_err();
+        assert!(err.starts_with("key `web.allowed_hosts`"), "{bad:?}: {err}");
+    }
+    let err = Config::parse("[web]\nmax_connections = 2\n").unwrap_err();
+    assert!(err.starts_with("key `web.max_connections`"), "{err}");
+    let err = Config::parse("[web]\nidle_timeout = \"10ms\"\n").unwrap_err();
+    assert_eq!(err, "key `web.idle_timeout`: must be at least 1s");
+}

@@ -1,56 +1,87 @@
-//! The security layer around every route: the dashboard token, same-origin checks against cross-site
-//! request forgery, and the headers every answer carries.
+//! The security layer around every route: the `Host` allowlist, the login, sessions and CSRF checks,
+//! and the headers every answer carries.
 //!
 //! Who may do what:
-//! - a read (GET/HEAD) on a loopback bind needs nothing; beyond loopback it needs the token (cookie or
-//!   bearer);
-//! - every other method needs the token: `Authorization: Bearer T` (API clients), or the cookie set by
-//!   `?token=T` together with the same token again in the `X-Executor-CSRF` header or in a form field
-//!   `csrf` (a page can read it only from its own server: see [`csrf_token`]); and when the request
-//!   carries an `Origin`, it must be this server's own (`http://{Host}`), whatever the token.
+//! - a request whose `Host` is not a loopback name or listed in `web.allowed_hosts` is refused (403),
+//!   whatever it carries (see `host`);
+//! - `GET /?token=TOKEN` (the URL `executor serve` prints) or `POST /login` with the token logs a
+//!   browser in: an HttpOnly, SameSite=Strict session cookie, and a redirect without the token;
+//! - every other request, reads too, needs that session cookie or `Authorization: Bearer TOKEN`; a page
+//!   without either is the login page (401), the API answers `{"error": …}`; only `/static/` is open;
+//! - a change (any method but GET and HEAD) from a session needs the session's CSRF value too (form
+//!   field `csrf` or header `X-Executor-CSRF`, an HMAC of the session: see `session`), and a request
+//!   with an `Origin` must come from this server's own (`http://{Host}`), whatever it carries.
+//!
+//! Every refusal is logged with method, path, peer and reason; never a token or a query string.
+
+use std::net::SocketAddr;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::AppState;
+use super::session::{self, Auth, same};
 
-/// The cookie `?token=` sets.
-pub const COOKIE: &str = "executor_token";
-/// The header a page's script sends the token in, with the cookie.
+/// The header a page's script sends the CSRF value in, with the cookie.
 pub const CSRF_HEADER: &str = "x-executor-csrf";
-/// The form field a page's form sends the token in, with the cookie.
+/// The form field a page's form sends the CSRF value in, with the cookie.
 pub const CSRF_FIELD: &str = "csrf";
 
 /// Inline script and style are forbidden: only the server's own files run.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
      img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
-/// The largest form body read to find its `csrf` field.
-const FORM_LIMIT: usize = 1 << 20;
+/// The largest form body read to find its `csrf` field (the routes' own limit, see `web::BODY_LIMIT`).
+const FORM_LIMIT: usize = super::BODY_LIMIT;
 
 /// Wraps every route with the security layer.
 pub fn protect(routes: Router<AppState>, state: AppState) -> Router<AppState> {
     routes.layer(axum::middleware::from_fn_with_state(state, guard))
 }
 
-/// The token a page puts in its forms (a hidden field named [`CSRF_FIELD`]) or a script sends in the
-/// [`CSRF_HEADER`] header, so that a state-changing request from the page passes [`protect`]. Another
-/// site cannot read it: it is only ever in this server's own answers (and the HttpOnly cookie).
-/// Templates must not put it anywhere but there (never in a URL: it would reach logs and history).
-pub fn csrf_token(state: &AppState) -> &str {
-    state.token.as_str()
+/// What kind of answer a path expects when it fails: JSON for the API, `/metrics` and the live log's
+/// event stream (read by scripts), an HTML page for the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Json,
+    Page,
+}
+
+impl Kind {
+    pub fn of(path: &str) -> Kind {
+        if path.starts_with("/api/") || path == "/metrics" || path.ends_with("/log/stream") {
+            Kind::Json
+        } else {
+            Kind::Page
+        }
+    }
 }
 
 async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let api = req.uri().path().starts_with("/api/");
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let peer = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.to_string())
+        .unwrap_or_else(|| "unknown".into());
+    let host = host_of(&req).unwrap_or_default();
     let mut response = match admit(&state, req).await {
         Ok(Admitted::Pass(req)) => next.run(req).await,
-        Ok(Admitted::Redirect(response)) => response,
-        Err(refusal) => refusal.into_response(api),
+        Ok(Admitted::Answer(response)) => response,
+        Err(refusal) => {
+            // The path only: a query string may hold a token.
+            tracing::warn!(
+                "dashboard refused {method} {path} from {peer} (Host {host:?}): {} {}",
+                refusal.status.as_u16(),
+                refusal.why
+            );
+            refusal.into_response(Kind::of(&path), &host, &path)
+        }
     };
     secure_headers(response.headers_mut());
     response
@@ -58,83 +89,158 @@ async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Respo
 
 /// What happens to an admitted request.
 enum Admitted {
+    /// On to the route, with its [`Auth`] in the extensions (none for `/static/`).
     Pass(Request),
-    /// `?token=` was right: the cookie is set and the browser sent on without the token in the URL.
-    Redirect(Response),
+    /// Answered here: a login's cookie and redirect.
+    Answer(Response),
 }
 
 /// Why a request was refused.
 struct Refusal {
     status: StatusCode,
-    why: &'static str,
+    why: String,
+    /// A page answers with the login form rather than an error.
+    login: bool,
 }
 
 impl Refusal {
-    fn unauthorized(why: &'static str) -> Refusal {
-        Refusal { status: StatusCode::UNAUTHORIZED, why }
+    fn new(status: StatusCode, why: impl Into<String>) -> Refusal {
+        Refusal { status, why: why.into(), login: false }
     }
 
-    fn into_response(self, api: bool) -> Response {
-        if api {
-            (self.status, axum::Json(serde_json::json!({ "error": self.why }))).into_response()
-        } else {
-            (self.status, self.why).into_response()
+    fn login(why: impl Into<String>) -> Refusal {
+        Refusal { status: StatusCode::UNAUTHORIZED, why: why.into(), login: true }
+    }
+
+    fn into_response(self, kind: Kind, host: &str, path: &str) -> Response {
+        match kind {
+            Kind::Json => (self.status, axum::Json(serde_json::json!({ "error": self.why }))).into_response(),
+            Kind::Page if self.login => super::pages::login_page(self.status, &self.why, host, path),
+            Kind::Page => super::pages::error_page(self.status, &self.why),
         }
     }
 }
 
-async fn admit(state: &AppState, req: Request) -> Result<Admitted, Refusal> {
-    let token = csrf_token(state);
+fn host_of(req: &Request) -> Option<String> {
+    match req.headers().get(header::HOST) {
+        Some(h) => h.to_str().ok().map(str::to_string),
+        None => req.uri().authority().map(|a| a.to_string()),
+    }
+}
+
+async fn admit(state: &AppState, mut req: Request) -> Result<Admitted, Refusal> {
+    let host = host_of(&req).unwrap_or_default();
+    if !super::host::allowed(&host, &state.config.web.allowed_hosts) {
+        return Err(Refusal::new(
+            StatusCode::FORBIDDEN,
+            format!(
+                "this dashboard does not answer to the host name {host:?}: open it as localhost or \
+                 127.0.0.1, or list the name in web.allowed_hosts"
+            ),
+        ));
+    }
     let reads = matches!(*req.method(), Method::GET | Method::HEAD);
+    // The stylesheet and the script: the login page needs them, and they hold nothing of the queue.
+    if reads && req.uri().path().starts_with("/static/") {
+        return Ok(Admitted::Pass(req));
+    }
+    let now = chrono::Utc::now().timestamp();
     if reads && let Some(given) = query_token(req.uri().query()) {
-        if !same_token(&given, token) {
-            return Err(Refusal::unauthorized("wrong token in the URL"));
+        if !same(&given, &state.token) {
+            return Err(Refusal::login("the token in the address is not this dashboard's"));
         }
-        return Ok(Admitted::Redirect(set_cookie_and_redirect(&req, token)));
+        let location = without_token(&req);
+        return log_in(state, now, &location).map(Admitted::Answer);
     }
     let headers = req.headers();
-    let bearer = bearer(headers).is_some_and(|b| same_token(b, token));
-    let cookie = cookie(headers).is_some_and(|c| same_token(c, token));
-    if reads {
-        if state.loopback || bearer || cookie {
-            return Ok(Admitted::Pass(req));
+    if req.method() == Method::POST && req.uri().path() == "/login" {
+        if !same_origin(headers) {
+            return Err(Refusal::new(StatusCode::FORBIDDEN, "a login from another origin refused"));
         }
-        return Err(Refusal::unauthorized(
-            "this dashboard needs its token: open the URL `executor serve` printed, or send \
+        let (_, body) = req.into_parts();
+        let bytes = axum::body::to_bytes(body, FORM_LIMIT)
+            .await
+            .map_err(|_| Refusal::new(StatusCode::PAYLOAD_TOO_LARGE, "form too large"))?;
+        let given = form_field(&bytes, "token").unwrap_or_default();
+        if !same(given.trim(), &state.token) {
+            return Err(Refusal::login("that is not this dashboard's token"));
+        }
+        let next = form_field(&bytes, "next").unwrap_or_default();
+        return log_in(state, now, &local_path(&next)).map(Admitted::Answer);
+    }
+    let auth = if bearer(headers).is_some_and(|b| same(b, &state.token)) {
+        Some(Auth::Bearer)
+    } else {
+        cookie(headers, session::COOKIE).and_then(|c| state.keys.session(c, now)).map(Auth::Session)
+    };
+    let Some(auth) = auth else {
+        return Err(Refusal::login(
+            "this dashboard needs you to log in: open the URL `executor serve` printed, or send \
              Authorization: Bearer TOKEN",
         ));
+    };
+    if reads {
+        req.extensions_mut().insert(auth);
+        return Ok(Admitted::Pass(req));
     }
     if !same_origin(headers) {
-        return Err(Refusal { status: StatusCode::FORBIDDEN, why: "request from another origin refused" });
+        return Err(Refusal::new(StatusCode::FORBIDDEN, "request from another origin refused"));
     }
-    if bearer {
+    if auth == Auth::Bearer
+        || headers
+            .get(CSRF_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| state.keys.csrf_ok(&auth, v))
+    {
+        req.extensions_mut().insert(auth);
         return Ok(Admitted::Pass(req));
     }
-    if !cookie {
-        return Err(Refusal::unauthorized(
-            "a change needs the dashboard token: Authorization: Bearer TOKEN, or the page's cookie and form",
+    // A browser form: the session's CSRF value must be in its `csrf` field. The body is read and put back.
+    if !is_form(headers) {
+        return Err(Refusal::new(
+            StatusCode::FORBIDDEN,
+            "a change from a browser needs the page's X-Executor-CSRF header or csrf field",
         ));
     }
-    if headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()).is_some_and(|v| same_token(v, token)) {
-        return Ok(Admitted::Pass(req));
-    }
-    // A browser form: the token must also be in its `csrf` field. The body is read and put back.
-    if !is_form(headers) {
-        return Err(Refusal::unauthorized("the cookie needs the X-Executor-CSRF header or the csrf field"));
-    }
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
     let bytes: Bytes = axum::body::to_bytes(body, FORM_LIMIT)
         .await
-        .map_err(|_| Refusal { status: StatusCode::PAYLOAD_TOO_LARGE, why: "form too large" })?;
-    let field = form_field(&bytes, CSRF_FIELD);
-    if !field.is_some_and(|f| same_token(&f, token)) {
-        return Err(Refusal::unauthorized("the form's csrf field is missing or wrong"));
+        .map_err(|_| Refusal::new(StatusCode::PAYLOAD_TOO_LARGE, "form too large"))?;
+    let field = form_field(&bytes, CSRF_FIELD).unwrap_or_default();
+    if !state.keys.csrf_ok(&auth, &field) {
+        return Err(Refusal::new(
+            StatusCode::FORBIDDEN,
+            "the form's csrf field is missing or not this session's: reload the page and try again",
+        ));
     }
+    parts.extensions.insert(auth);
     Ok(Admitted::Pass(Request::from_parts(parts, Body::from(bytes))))
 }
 
-/// Sets the cookie and sends the browser to the same address without `token=`.
-fn set_cookie_and_redirect(req: &Request, token: &str) -> Response {
+/// A new session: its cookie, and a redirect to `location` (a path of this server).
+fn log_in(state: &AppState, now: i64, location: &str) -> Result<Response, Refusal> {
+    let value = state
+        .keys
+        .new_session(now)
+        .ok_or_else(|| Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, "no randomness for a session"))?;
+    let cookie = format!(
+        "{}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
+        session::COOKIE,
+        session::MAX_AGE_SECS
+    );
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    let headers = response.headers_mut();
+    // The session is digits, dots and hex, and the path came from a valid URI: both are valid header
+    // values; if not, the browser is simply not redirected.
+    if let (Ok(location), Ok(cookie)) = (HeaderValue::from_str(location), HeaderValue::from_str(&cookie)) {
+        headers.insert(header::LOCATION, location);
+        headers.insert(header::SET_COOKIE, cookie);
+    }
+    Ok(response)
+}
+
+/// The request's path and query without `token=`.
+fn without_token(req: &Request) -> String {
     let rest: Vec<&str> = req
         .uri()
         .query()
@@ -142,22 +248,22 @@ fn set_cookie_and_redirect(req: &Request, token: &str) -> Response {
         .split('&')
         .filter(|pair| !pair.is_empty() && pair.split('=').next() != Some("token"))
         .collect();
-    // One leading slash: "//host/…" would send the browser to another site.
-    let mut location = format!("/{}", req.uri().path().trim_start_matches('/'));
+    let mut location = local_path(req.uri().path());
     if !rest.is_empty() {
         location.push('?');
         location.push_str(&rest.join("&"));
     }
-    let cookie = format!("{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/");
-    let mut response = StatusCode::SEE_OTHER.into_response();
-    let headers = response.headers_mut();
-    // The token is letters and digits (see `cli::serve`) and the path came from a valid URI: both are
-    // valid header values; if not, the browser is simply not redirected.
-    if let (Ok(location), Ok(cookie)) = (HeaderValue::from_str(&location), HeaderValue::from_str(&cookie)) {
-        headers.insert(header::LOCATION, location);
-        headers.insert(header::SET_COOKIE, cookie);
+    location
+}
+
+/// A path on this server: one leading slash ("//host/…" or "/\host" would send the browser to
+/// another site), and no characters a header cannot hold.
+fn local_path(path: &str) -> String {
+    let trimmed = path.trim_start_matches(['/', '\\']);
+    if trimmed.chars().any(|c| c.is_control()) {
+        return "/".into();
     }
-    response
+    format!("/{trimmed}")
 }
 
 fn query_token(query: Option<&str>) -> Option<String> {
@@ -168,13 +274,14 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers.get(header::AUTHORIZATION)?.to_str().ok()?.strip_prefix("Bearer ").map(str::trim)
 }
 
-fn cookie(headers: &HeaderMap) -> Option<&str> {
+/// The value of cookie `name`.
+pub(crate) fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
-        .find_map(|pair| pair.trim().strip_prefix(COOKIE)?.strip_prefix('='))
+        .find_map(|pair| pair.trim().strip_prefix(name)?.strip_prefix('='))
 }
 
 /// No `Origin` (curl, old browsers on same-origin GETs) or this server's own: `http://` + `Host`.
@@ -219,16 +326,6 @@ fn decode(text: &str) -> String {
     percent_encoding::percent_decode_str(&text.replace('+', " ")).decode_utf8_lossy().into_owned()
 }
 
-/// Compares in time that depends only on the lengths, so the token cannot be guessed byte by byte.
-/// An empty expected token matches nothing.
-fn same_token(given: &str, expected: &str) -> bool {
-    let (a, b) = (given.as_bytes(), expected.as_bytes());
-    if b.is_empty() || a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 /// The headers of every answer: no inline script, no sniffing, no referrer to other sites; HTML and
 /// JSON not stored.
 fn secure_headers(headers: &mut HeaderMap) {
@@ -248,17 +345,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tokens_compare_whole() {
-        assert!(same_token("abc", "abc"));
-        assert!(!same_token("abd", "abc"));
-        assert!(!same_token("ab", "abc"));
-        assert!(!same_token("", ""));
-    }
-
-    #[test]
     fn form_fields_are_decoded() {
         assert_eq!(form_field(b"a=1&csrf=x%2By+z", "csrf").as_deref(), Some("x+y z"));
         assert_eq!(form_field(b"a=1", "csrf"), None);
+    }
+
+    #[test]
+    fn redirects_stay_on_this_server() {
+        assert_eq!(local_path("//evil.example/x"), "/evil.example/x");
+        assert_eq!(local_path("/\\evil.example"), "/evil.example");
+        assert_eq!(local_path("https://evil.example"), "/https://evil.example");
+        assert_eq!(local_path("/runs?x=1"), "/runs?x=1");
+        assert_eq!(local_path("/a\r\nSet-Cookie: x"), "/");
     }
 
     #[test]

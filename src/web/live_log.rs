@@ -57,7 +57,7 @@ struct Tail {
 
 /// The events of a session's work log from `offset`: each new piece of text as a `data:` event whose
 /// `id` is the offset after it (a reconnecting browser sends it back as `Last-Event-ID`), then one
-/// `end` event once the session has ended and everything is sent.
+/// `end` event (its data the session's end reason) once the session has ended and everything is sent.
 pub fn follow(
     store: Store,
     session: i64,
@@ -73,11 +73,11 @@ pub fn follow(
             // Whether it had ended is read before the file: what it wrote before it ended is then in
             // the read that follows.
             let ended = match tail.store.find_worker_session(tail.session).await {
-                Ok(Some(s)) => s.ended_at.is_some(),
-                Ok(None) => true,
+                Ok(Some(s)) => s.ended_at.map(|_| s.end_reason.map(|r| r.to_string()).unwrap_or_default()),
+                Ok(None) => Some(String::new()),
                 Err(e) => {
                     tracing::warn!("live log of session {}: {e}", tail.session);
-                    false
+                    None
                 }
             };
             let read = match &tail.path {
@@ -89,12 +89,16 @@ pub fn follow(
                     tail.offset = next;
                     // One line ending for the event format: a lone CR would be a line break of its own.
                     let text = text.replace("\r\n", "\n").replace('\r', "\n");
+                    // Shown as the pages show text: bidirectional controls made visible.
+                    let text = crate::web::pages::show_bidi(&text).into_owned();
                     let event = Event::default().id(next.to_string()).data(text);
                     return Some((Ok(event), tail));
                 }
-                Ok(_) if ended => {
+                Ok(_) if let Some(reason) = &ended => {
                     tail.done = true;
-                    return Some((Ok(Event::default().event("end").data("the worker has ended")), tail));
+                    // The data is how it ended, for the page to say so.
+                    let data = if reason.is_empty() { "ended" } else { reason.as_str() };
+                    return Some((Ok(Event::default().event("end").data(data)), tail));
                 }
                 Ok(_) => {}
                 Err(e) => tracing::warn!("live log of session {}: {e}", tail.session),

@@ -6,45 +6,50 @@
 //! store's listing operations (one query per page, never one per row); writes go through the same
 //! store operations as the CLI, as `Actor::Web`.
 //!
-//! Security: binds to loopback unless the config allows more; every state-changing request needs the
-//! dashboard token and a same-origin request (see `auth`); every response carries a
-//! Content-Security-Policy that forbids inline script.
+//! Security: binds to loopback unless the config allows more; answers only requests addressed to a
+//! loopback name or a listed host (`host`); every request needs a session or the token, every change
+//! a same-origin request with the session's CSRF value (`auth`, `session`); every response carries a
+//! Content-Security-Policy that forbids inline script; idle connections cannot exhaust it (`server`).
 //!
 //! Architecture invariant: like `cli`, nothing depends on `web`.
 
 pub mod api;
 pub mod auth;
+mod errors;
+pub mod host;
 pub mod live_log;
 pub mod metrics;
 pub mod pages;
+pub mod server;
+pub mod session;
 mod state;
 
 pub use state::AppState;
 
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
+
+/// The largest request body any route reads: a bulk approval of 1,000 gids fits many times over.
+pub const BODY_LIMIT: usize = 256 * 1024;
 
 /// Every route: the pages, the JSON API, the metrics, behind the security layer.
 pub fn router(state: AppState) -> Router {
     let routes = Router::new()
         .merge(pages::routes())
         .nest("/api/v1", api::routes())
-        .route("/metrics", axum::routing::get(metrics::metrics));
+        .route("/metrics", axum::routing::get(metrics::metrics))
+        .fallback(errors::not_found)
+        .layer(axum::middleware::from_fn(errors::shape))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT));
     auth::protect(routes, state.clone()).with_state(state)
 }
 
-/// Serves until `shutdown` becomes true.
+/// Serves until `shutdown` becomes true, with the connection limits of `[web]`.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
-    mut shutdown: tokio::sync::watch::Receiver<bool>,
+    shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(async move {
-            while !*shutdown.borrow() {
-                if shutdown.changed().await.is_err() {
-                    break;
-                }
-            }
-        })
-        .await
+    let limits = server::Limits::of(&state.config.web);
+    server::serve(listener, router(state), limits, shutdown).await
 }

@@ -23,6 +23,7 @@ use chrono::{DateTime, Utc};
 use minijinja::{AutoEscape, Environment};
 
 use super::AppState;
+use super::session::Auth;
 use crate::store::StoreError;
 
 /// Every page and form route (the security layer wraps them in `web::router`).
@@ -42,8 +43,72 @@ pub fn routes() -> Router<AppState> {
         .route("/static/app.css", get(assets::style))
 }
 
-/// The token a form proves itself with (its hidden `csrf` field).
-pub(crate) use super::auth::csrf_token;
+/// The most characters of a reason (a skip's) the pages and the API take; a longer one is refused.
+pub const MAX_REASON: usize = 2000;
+
+/// The most characters of a history line's reason or a comment a page shows.
+const SHOWN_TEXT: usize = 2000;
+
+/// A page's flash message, shown only when the server signed it for this session (see `session`): a
+/// link with `?flash=…` or `?error=…` alone shows nothing.
+#[derive(Debug, Default, serde::Deserialize)]
+pub(super) struct FlashQuery {
+    flash: Option<String>,
+    error: Option<String>,
+    sig: Option<String>,
+}
+
+impl FlashQuery {
+    /// (flash, error), whichever the signature vouches for.
+    fn verified(&self, state: &AppState, auth: &Auth) -> (Option<String>, Option<String>) {
+        let sig = self.sig.as_deref().unwrap_or("");
+        let check = |kind: &str, text: &Option<String>| {
+            text.as_ref().filter(|t| state.keys.flash_ok(auth, kind, t, sig)).cloned()
+        };
+        (check("flash", &self.flash), check("error", &self.error))
+    }
+}
+
+/// Characters that reorder the text around them (bidirectional embeddings, overrides and isolates, and
+/// the marks): "evil\u{202e}exe.txt" would read as "eviltxt.exe". Pages show them as a visible code.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}')
+}
+
+/// `text` with every bidirectional control written out as `[U+202E]`.
+pub(crate) fn show_bidi(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(is_bidi_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(
+        text.chars()
+            .map(|c| if is_bidi_control(c) { format!("[U+{:04X}]", c as u32) } else { c.to_string() })
+            .collect(),
+    )
+}
+
+/// A styled error page with `status`.
+pub(crate) fn error_page(status: StatusCode, message: &str) -> Response {
+    let body = templates()
+        .get_template("error.html")
+        .and_then(|t| t.render(minijinja::context! { nav => "", status => status.as_u16(), message }))
+        .unwrap_or_else(|_| "error".to_string());
+    (status, Html(body)).into_response()
+}
+
+/// The login page: why, the URL to open (`executor serve` prints it), and a form for the token that
+/// comes back to `path`.
+pub(crate) fn login_page(status: StatusCode, why: &str, host: &str, path: &str) -> Response {
+    let body = templates()
+        .get_template("login.html")
+        .and_then(|t| {
+            t.render(minijinja::context! {
+                nav => "", why, host, next => if path == "/login" { "/" } else { path },
+            })
+        })
+        .unwrap_or_else(|_| "log in: open the URL `executor serve` printed".to_string());
+    (status, Html(body)).into_response()
+}
 
 /// The templates, parsed once. `.html` templates escape every value for HTML.
 fn templates() -> &'static Environment<'static> {
@@ -54,6 +119,22 @@ fn templates() -> &'static Environment<'static> {
             if name.ends_with(".html") { AutoEscape::Html } else { AutoEscape::None }
         });
         env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+        // Every value a page shows has its bidirectional controls made visible, then is escaped.
+        env.set_formatter(|out, state, value| {
+            match value.as_str() {
+                Some(text) if text.chars().any(is_bidi_control) => {
+                    let text = show_bidi(text).into_owned();
+                    // A macro's output is already markup: it keeps being so.
+                    let shown = if value.is_safe() {
+                        minijinja::Value::from_safe_string(text)
+                    } else {
+                        minijinja::Value::from(text)
+                    };
+                    minijinja::escape_formatter(out, state, &shown)
+                }
+                _ => minijinja::escape_formatter(out, state, value),
+            }
+        });
         for (name, text) in [
             ("base.html", include_str!("templates/base.html")),
             ("queue.html", include_str!("templates/queue.html")),
@@ -64,6 +145,7 @@ fn templates() -> &'static Environment<'static> {
             ("status.html", include_str!("templates/status.html")),
             ("error.html", include_str!("templates/error.html")),
             ("events.html", include_str!("templates/events.html")),
+            ("login.html", include_str!("templates/login.html")),
         ] {
             // The templates are part of the binary: one that does not parse fails every test at once.
             if let Err(e) = env.add_template(name, text) {
@@ -112,12 +194,7 @@ impl IntoResponse for PageError {
                 StatusCode::INTERNAL_SERVER_ERROR
             }
         };
-        let message = self.to_string();
-        let body = templates()
-            .get_template("error.html")
-            .and_then(|t| t.render(minijinja::context! { nav => "", status => status.as_u16(), message }))
-            .unwrap_or_else(|_| "error".to_string());
-        (status, Html(body)).into_response()
+        error_page(status, &self.to_string())
     }
 }
 
@@ -185,11 +262,24 @@ mod tests {
             "status.html",
             "error.html",
             "events.html",
+            "login.html",
         ] {
             if let Err(e) = super::templates().get_template(name) {
                 panic!("{name}: {e:#}");
             }
         }
+    }
+
+    #[test]
+    fn bidi_controls_are_shown_not_obeyed() {
+        assert_eq!(super::show_bidi("evil\u{202e}exe.txt"), "evil[U+202E]exe.txt");
+        assert_eq!(super::show_bidi("a\u{2066}b\u{2069}"), "a[U+2066]b[U+2069]");
+        assert_eq!(super::show_bidi("plain"), "plain");
+        let t = super::templates().get_template("error.html").unwrap();
+        let page = t
+            .render(minijinja::context! { nav => "", status => 404, message => "evil\u{202e}exe.txt" })
+            .unwrap();
+        assert!(page.contains("evil[U+202E]exe.txt") && !page.contains('\u{202e}'), "{page}");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::session::Keys;
 use crate::config::Config;
 use crate::github::GitHubClient;
 use crate::store::Store;
@@ -10,12 +11,24 @@ use crate::store::Store;
 pub struct AppState {
     pub store: Store,
     pub config: Arc<Config>,
-    /// The dashboard token: required (with a same-origin request) for every state change, and for
-    /// every request when bound beyond loopback. Never logged.
+    /// The dashboard token: a login (`?token=` or `POST /login`) or `Authorization: Bearer` for every
+    /// request. Never logged, never in a page.
     pub token: Arc<String>,
-    /// Bound to a loopback address: reads need no token.
-    pub loopback: bool,
+    /// The session, CSRF and flash keys derived from the token.
+    pub keys: Arc<Keys>,
     /// When a repository or source uses GitHub: for `/metrics`' rate limit left (`GET /rate_limit`, which
     /// GitHub does not count against the limit).
     pub github: Option<Arc<GitHubClient>>,
+}
+
+impl AppState {
+    pub fn new(
+        store: Store,
+        config: Arc<Config>,
+        token: String,
+        github: Option<Arc<GitHubClient>>,
+    ) -> AppState {
+        let keys = Arc::new(Keys::new(&token));
+        AppState { store, config, token: Arc::new(token), keys, github }
+    }
 }

@@ -131,6 +131,12 @@ pub async fn skip(
     let Some(reason) = reason.map(|r| r.trim().to_string()).filter(|r| !r.is_empty()) else {
         return Err(ApiError::invalid("a skip needs a reason: {\"reason\": \"…\"}"));
     };
+    if reason.chars().count() > crate::web::pages::MAX_REASON {
+        return Err(ApiError::invalid(format!(
+            "a reason is at most {} characters",
+            crate::web::pages::MAX_REASON
+        )));
+    }
     let task = state.store.set_task_status(&gid, QueueStatus::Skip, Actor::Web, Some(&reason)).await?;
     Ok(Json(json!(task)))
 }

@@ -1,22 +1,17 @@
 //! `GET /tasks/{gid}` and `GET /runs/{id}`: every field of one task or run, with its history.
 
+use axum::Extension;
 use axum::extract::{Path, Query, State};
 use axum::response::Html;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use super::{PageError, ago, money, render, web_link};
+use super::{FlashQuery, PageError, ago, money, render, web_link};
 use crate::config::Trust;
-use crate::domain::{QueueStatus, TaskGid};
+use crate::domain::{QueueStatus, RunState, TaskGid};
 use crate::forge::{PrSnapshot, PrState};
 use crate::store::{Event, EventFilter, RunFilter, now};
 use crate::web::AppState;
-
-/// The message a form's redirect brought.
-#[derive(Debug, Default, Deserialize)]
-pub(super) struct Flash {
-    flash: Option<String>,
-    error: Option<String>,
-}
+use crate::web::session::Auth;
 
 /// An event as a history line shows it.
 #[derive(Serialize)]
@@ -47,7 +42,8 @@ pub(super) fn event_lines(events: &[Event]) -> Vec<EventLine> {
                 (None, Some(t)) => Some(format!("→ {t}")),
                 _ => None,
             },
-            reason: e.reason.clone(),
+            // Whatever wrote it (the CLI takes any length), a page shows a bounded part.
+            reason: e.reason.as_deref().map(|r| super::short(r, super::SHOWN_TEXT)),
         })
         .collect()
 }
@@ -67,9 +63,11 @@ fn skipped_by(task: &crate::domain::Task) -> Option<String> {
 
 pub(super) async fn task(
     State(state): State<AppState>,
+    Extension(auth): Extension<Auth>,
     Path(gid): Path<String>,
-    Query(flash): Query<Flash>,
+    Query(flash): Query<FlashQuery>,
 ) -> Result<Html<String>, PageError> {
+    let (flash, error) = flash.verified(&state, &auth);
     let gid = TaskGid::parse(&gid).map_err(|e| PageError::NotFound(e.to_string()))?;
     let task = state.store.task(&gid).await?;
     let runs =
@@ -108,7 +106,7 @@ pub(super) async fn task(
         "task.html",
         minijinja::context! {
             nav => "queue",
-            csrf => super::csrf_token(&state),
+            csrf => state.keys.csrf(&auth),
             skipped_by => skipped_by(&task),
             url => web_link(task.url.as_deref()),
             added => format!("{} ({})", task.added_at.to_rfc3339(), ago(task.added_at, now)),
@@ -121,8 +119,8 @@ pub(super) async fn task(
             runs,
             sessions,
             events => event_lines(&events),
-            flash => flash.flash,
-            error => flash.error,
+            flash,
+            error,
         },
     )
 }
@@ -137,9 +135,13 @@ pub(super) struct PrSummary {
     pub observed: String,
 }
 
-pub(super) fn pr_summary(pr: &PrSnapshot, trust: &Trust) -> PrSummary {
+/// `run_state` is the run's: a run abandoned after its pull request was last seen open (`executor runs
+/// abandon`, which closes a local one) does not claim it is still open.
+pub(super) fn pr_summary(pr: &PrSnapshot, trust: &Trust, run_state: RunState) -> PrSummary {
+    let abandoned = run_state == RunState::Abandoned;
     PrSummary {
         state: match pr.state {
+            PrState::Open if abandoned => "last seen open (run abandoned)",
             PrState::Open if pr.draft => "open (draft)",
             PrState::Open => "open",
             PrState::Merged => "merged",
@@ -234,7 +236,8 @@ pub(super) async fn run(
             completed => run.completed_at.map(|t| ago(t, now)),
             decided => memory.last_decision_at.map(|t| ago(t, now)),
             memory,
-            pr => snapshot.as_ref().map(|pr| pr_summary(pr, &trust)),
+            pr => snapshot.as_ref().map(|pr| pr_summary(pr, &trust, run.state)),
+            abandoned => run.state == RunState::Abandoned,
             checks,
             unresolved,
             run,

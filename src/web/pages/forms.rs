@@ -1,16 +1,17 @@
-//! The pages' forms: approve, skip, approve a selection. Each needs the dashboard token (the form's
-//! hidden `csrf` field, or `Authorization: Bearer`), acts through the same store operations as the
-//! CLI as `Actor::Web`, and answers 303 back to the page it came from with a message in the query
-//! string (which the page escapes like any other value).
+//! The pages' forms: approve, skip, approve a selection. Each needs a session and its CSRF value (the
+//! form's hidden `csrf` field), or `Authorization: Bearer`; acts through the same store operations as
+//! the CLI as `Actor::Web`; and answers 303 back to the page it came from with a message in the query
+//! string, signed for the session (a page shows only a message the server signed; see `FlashQuery`).
 
+use axum::Extension;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, header};
 use axum::response::Redirect;
 use percent_encoding::percent_decode_str;
 
-use super::{PageError, encode};
+use super::{MAX_REASON, PageError, encode, short};
 use crate::domain::{Actor, QueueStatus, TaskGid};
 use crate::web::AppState;
+use crate::web::session::Auth;
 
 /// Most tasks one "Approve selected" approves (a page shows 50).
 const MAX_BULK: usize = 500;
@@ -41,96 +42,106 @@ impl Fields {
     }
 }
 
-/// The form proves it comes from a page of ours (its `csrf` field) or from a holder of the token.
-fn check_token(state: &AppState, headers: &HeaderMap, fields: &Fields) -> Result<(), PageError> {
-    let token = super::csrf_token(state);
-    let bearer = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    let given = [fields.get("csrf"), bearer];
-    if given.into_iter().flatten().any(|g| same(g.as_bytes(), token.as_bytes())) {
+/// The form proves it comes from a page of this session (its `csrf` field); the security layer checked
+/// it already, and this says so again where the change is made.
+fn check_token(state: &AppState, auth: &Auth, fields: &Fields) -> Result<(), PageError> {
+    if state.keys.csrf_ok(auth, fields.get("csrf").unwrap_or("")) {
         Ok(())
     } else {
-        Err(PageError::Forbidden("this form needs the dashboard token: reload the page and try again".into()))
+        Err(PageError::Forbidden("this form needs the page's session: reload the page and try again".into()))
     }
 }
 
-/// Compares without stopping at the first difference, so timing tells nothing of the token.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// Where a form's answer goes, and who it is signed for.
+struct Back<'a> {
+    state: &'a AppState,
+    auth: &'a Auth,
+    fields: &'a Fields,
 }
 
 fn parse_gid(raw: &str) -> Result<TaskGid, PageError> {
     TaskGid::parse(raw).map_err(|e| PageError::BadRequest(e.to_string()))
 }
 
-/// Where the form came from: the task's page (`back=task`) or the queue with its filters and page.
-fn back_to(fields: &Fields, gid: Option<&TaskGid>, key: &str, message: &str) -> Redirect {
-    if let (Some("task"), Some(gid)) = (fields.get("back"), gid) {
-        return Redirect::to(&format!("/tasks/{gid}?{key}={}", encode(message)));
+impl Back<'_> {
+    /// Back where the form came from (the task's page with `back=task`, or the queue with its filters
+    /// and page), with `message` as `key` (`flash` or `error`) and its signature.
+    fn to(&self, gid: Option<&TaskGid>, key: &str, message: &str) -> Redirect {
+        // A message is a line for a banner: long store errors or reasons are cut (the history has them).
+        let message = short(message, 500);
+        let sig = self.state.keys.flash_sig(self.auth, key, &message);
+        let note = format!("{key}={}&sig={sig}", encode(&message));
+        if let (Some("task"), Some(gid)) = (self.fields.get("back"), gid) {
+            return Redirect::to(&format!("/tasks/{gid}?{note}"));
+        }
+        let mut query: Vec<String> = ["status", "source", "q", "page"]
+            .into_iter()
+            .filter_map(|name| {
+                self.fields.get(name).filter(|v| !v.is_empty()).map(|v| format!("{name}={}", encode(v)))
+            })
+            .collect();
+        query.push(note);
+        Redirect::to(&format!("/?{}", query.join("&")))
     }
-    let mut query: Vec<String> = ["status", "source", "q", "page"]
-        .into_iter()
-        .filter_map(|name| {
-            fields.get(name).filter(|v| !v.is_empty()).map(|v| format!("{name}={}", encode(v)))
-        })
-        .collect();
-    query.push(format!("{key}={}", encode(message)));
-    Redirect::to(&format!("/?{}", query.join("&")))
 }
 
 pub(super) async fn approve(
     State(state): State<AppState>,
+    Extension(auth): Extension<Auth>,
     Path(gid): Path<String>,
-    headers: HeaderMap,
     body: String,
 ) -> Result<Redirect, PageError> {
     let fields = Fields::parse(&body);
-    check_token(&state, &headers, &fields)?;
+    check_token(&state, &auth, &fields)?;
+    let back = Back { state: &state, auth: &auth, fields: &fields };
     let gid = parse_gid(&gid)?;
     Ok(match state.store.approve_task(&gid, false, Actor::Web).await {
-        Ok(done) if done.revision_approved => back_to(
-            &fields,
+        Ok(done) if done.revision_approved => back.to(
             Some(&gid),
             "flash",
             &format!("approved the revision of {gid}: it is now the text agents are told"),
         ),
-        Ok(_) => back_to(&fields, Some(&gid), "flash", &format!("approved {gid}")),
-        Err(e) => back_to(&fields, Some(&gid), "error", &format!("{gid} was not approved: {e}")),
+        Ok(_) => back.to(Some(&gid), "flash", &format!("approved {gid}")),
+        Err(e) => back.to(Some(&gid), "error", &format!("{gid} was not approved: {e}")),
     })
 }
 
 pub(super) async fn skip(
     State(state): State<AppState>,
+    Extension(auth): Extension<Auth>,
     Path(gid): Path<String>,
-    headers: HeaderMap,
     body: String,
 ) -> Result<Redirect, PageError> {
     let fields = Fields::parse(&body);
-    check_token(&state, &headers, &fields)?;
+    check_token(&state, &auth, &fields)?;
+    let back = Back { state: &state, auth: &auth, fields: &fields };
     let gid = parse_gid(&gid)?;
     let reason = fields.get("reason").map(str::trim).unwrap_or("");
     if reason.is_empty() {
-        return Ok(back_to(&fields, Some(&gid), "error", &format!("{gid} was not skipped: say why")));
+        return Ok(back.to(Some(&gid), "error", &format!("{gid} was not skipped: say why")));
+    }
+    if reason.chars().count() > MAX_REASON {
+        let why = format!("{gid} was not skipped: a reason is at most {MAX_REASON} characters");
+        return Ok(back.to(Some(&gid), "error", &why));
     }
     // The reason as given, as `executor skip` records it (the event's actor says it was the dashboard).
     Ok(match state.store.set_task_status(&gid, QueueStatus::Skip, Actor::Web, Some(reason)).await {
-        Ok(_) => back_to(&fields, Some(&gid), "flash", &format!("skipped {gid}: {reason}")),
-        Err(e) => back_to(&fields, Some(&gid), "error", &format!("{gid} was not skipped: {e}")),
+        Ok(_) => back.to(Some(&gid), "flash", &format!("skipped {gid}: {reason}")),
+        Err(e) => back.to(Some(&gid), "error", &format!("{gid} was not skipped: {e}")),
     })
 }
 
 pub(super) async fn bulk_approve(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    Extension(auth): Extension<Auth>,
     body: String,
 ) -> Result<Redirect, PageError> {
     let fields = Fields::parse(&body);
-    check_token(&state, &headers, &fields)?;
+    check_token(&state, &auth, &fields)?;
+    let back = Back { state: &state, auth: &auth, fields: &fields };
     let gids: Vec<&str> = fields.all("gid").collect();
     if gids.is_empty() {
-        return Ok(back_to(&fields, None, "error", "no task selected"));
+        return Ok(back.to(None, "error", "no task selected"));
     }
     if gids.len() > MAX_BULK {
         return Err(PageError::BadRequest(format!("at most {MAX_BULK} tasks at once")));
@@ -148,9 +159,9 @@ pub(super) async fn bulk_approve(
     }
     let done = format!("approved {approved} task{}", if approved == 1 { "" } else { "s" });
     Ok(if failed.is_empty() {
-        back_to(&fields, None, "flash", &done)
+        back.to(None, "flash", &done)
     } else {
-        back_to(&fields, None, "error", &format!("{done}; not approved: {}", failed.join("; ")))
+        back.to(None, "error", &format!("{done}; not approved: {}", failed.join("; ")))
     })
 }
 
@@ -165,12 +176,5 @@ mod tests {
         assert_eq!(f.get("reason"), Some("not now!"));
         assert_eq!(f.get("empty"), Some(""));
         assert_eq!(f.get("missing"), None);
-    }
-
-    #[test]
-    fn tokens_compare_whole() {
-        assert!(super::same(b"abc", b"abc"));
-        assert!(!super::same(b"abc", b"abd"));
-        assert!(!super::same(b"abc", b"abcd"));
     }
 }

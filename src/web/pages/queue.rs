@@ -1,14 +1,16 @@
 //! `GET /`: the queue, filtered by status, source and text, 50 tasks a page (three queries: the page's
 //! ids, their rows, the count), with approve and skip forms per task and "Approve selected".
 
+use axum::Extension;
 use axum::extract::{Query, State};
 use axum::response::Html;
 use serde::{Deserialize, Serialize};
 
-use super::{PageError, first_line, render, short};
+use super::{FlashQuery, PageError, first_line, render, short};
 use crate::domain::{QueueStatus, Task};
 use crate::store::TaskFilter;
 use crate::web::AppState;
+use crate::web::session::Auth;
 
 /// Tasks on one page of the queue.
 pub(super) const PER_PAGE: i64 = 50;
@@ -20,8 +22,6 @@ pub(super) struct QueueQuery {
     source: Option<String>,
     q: Option<String>,
     page: Option<String>,
-    flash: Option<String>,
-    error: Option<String>,
 }
 
 /// One row of the table, as the template shows it.
@@ -81,8 +81,11 @@ fn page_link(status: Option<&str>, source: Option<&str>, q: Option<&str>, page: 
 
 pub(super) async fn page(
     State(state): State<AppState>,
+    Extension(auth): Extension<Auth>,
     Query(query): Query<QueueQuery>,
+    Query(flash): Query<FlashQuery>,
 ) -> Result<Html<String>, PageError> {
+    let (flash, error) = flash.verified(&state, &auth);
     let status = nonempty(&query.status)
         .map(|s| s.parse::<QueueStatus>())
         .transpose()
@@ -110,7 +113,7 @@ pub(super) async fn page(
         "queue.html",
         minijinja::context! {
             nav => "queue",
-            csrf => super::csrf_token(&state),
+            csrf => state.keys.csrf(&auth),
             statuses => QueueStatus::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
             status => status_name,
             source,
@@ -123,8 +126,8 @@ pub(super) async fn page(
             prev => (page > 1).then(|| page_link(status_name, src, q, page - 1)),
             next => (page < pages).then(|| page_link(status_name, src, q, page + 1)),
             sources => state.config.sources.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
-            flash => query.flash,
-            error => query.error,
+            flash,
+            error,
         },
     )
 }

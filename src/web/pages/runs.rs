@@ -48,13 +48,17 @@ fn card(state: &AppState, row: &BoardRow) -> Card {
         task_gid: run.task_gid.to_string(),
         pr_url: web_link(run.pr_url.as_deref()),
         pr_number: run.pr_number,
-        pr: snapshot.as_ref().map(|pr| pr_summary(pr, &trust_for(state, run.repo.as_deref()))),
+        pr: snapshot.as_ref().map(|pr| pr_summary(pr, &trust_for(state, run.repo.as_deref()), run.state)),
         ci_attempts: run.ci_attempts,
         stuck: run.worker_stuck_count,
         cost: money(run.cost_usd, run.cost_estimated),
         tokens: format!("{} in / {} out", run.input_tokens, run.output_tokens),
         worker: row.live_worker.as_ref().map(|w| (w.session, w.kind.as_str(), ago(w.started_at, now))),
-        decision: row.last_decision.as_deref().map(|d| short(d, 200)),
+        // The runner's last word on an abandoned run ("… complete") is not what became of it.
+        decision: row.last_decision.as_deref().map(|d| match run.state {
+            RunState::Abandoned => format!("abandoned (the runner had last decided: {})", short(d, 160)),
+            _ => short(d, 200),
+        }),
         decided: row.last_decision_at.map(|t| ago(t, now)),
         budget_stopped: row.budget_stopped,
     }

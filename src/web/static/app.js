@@ -5,6 +5,8 @@
 
 // The live log: follows /sessions/{id}/log/stream (server-sent events) from where the page's text ends.
 function followLog(pre) {
+  // A log opens at its end, where the worker writes.
+  window.scrollTo(0, document.body.scrollHeight);
   if (!window.EventSource || pre.dataset.ended) {
     return;
   }
@@ -18,9 +20,19 @@ function followLog(pre) {
     }
   };
   // The worker ended and everything is shown: stop, or EventSource would reconnect.
-  source.addEventListener("end", function () {
+  // The page then says how it ended instead of "running".
+  source.addEventListener("end", function (event) {
     source.close();
     pre.classList.add("ended");
+    const state = document.getElementById("log-state");
+    if (state) {
+      state.textContent = "ended (" + event.data + ")";
+      state.classList.remove("live");
+    }
+    const hint = document.getElementById("log-hint");
+    if (hint) {
+      hint.remove();
+    }
   });
 }
 
