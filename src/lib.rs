@@ -9,6 +9,7 @@ pub mod forge;
 pub mod import;
 pub mod instance_lock;
 pub mod intake;
+pub mod redact;
 pub mod runner;
 pub mod schedule;
 pub mod store;

@@ -552,12 +552,14 @@ fn make_forge(
     }
 }
 
-/// The prompt templates the config names: the embedded defaults, overridden from `worker.prompts_dir`.
+/// The prompt templates the config names: the embedded defaults, overridden from `worker.prompts_dir`,
+/// redacting the config's secrets from every prompt they render.
 pub fn load_prompts(config: &Config) -> Result<Prompts, crate::worker::PromptError> {
-    match config.worker.prompts_dir.as_str() {
-        "" => Ok(Prompts::embedded()),
-        dir => Prompts::with_overrides(&crate::config::expand_home(dir)),
-    }
+    let prompts = match config.worker.prompts_dir.as_str() {
+        "" => Prompts::embedded(),
+        dir => Prompts::with_overrides(&crate::config::expand_home(dir))?,
+    };
+    Ok(prompts.redacting(crate::redact::Redactor::from_config(config)))
 }
 
 /// Waits for SIGTERM or SIGINT and flips the returned flag, so the loop stops dispatching and the

@@ -379,7 +379,22 @@ pub(crate) fn build_spec(
         pricing: config.pricing.clone(),
         usage_baseline: worker::Tokens::default(),
         writable_dirs: writable_dirs(&w.cwd),
+        sandbox: worker_sandbox(config, &w.cwd),
     })
+}
+
+/// Where a worker's agent may write (`worker.sandbox`): its worktree, what a commit needs of the
+/// repository's `.git`, and `worker.sandbox_writable`.
+fn worker_sandbox(config: &Config, cwd: &Path) -> Option<worker::Sandbox> {
+    let git = workspace::git_write_dirs(cwd).unwrap_or_else(|e| {
+        tracing::debug!("no git directories to make writable for {}: {e}", cwd.display());
+        Vec::new()
+    });
+    let extra = worker::sandbox::configured(&config.worker.sandbox_writable);
+    worker::Sandbox::for_mode(
+        config.worker.sandbox,
+        std::iter::once(cwd.to_path_buf()).chain(git).chain(extra),
+    )
 }
 
 /// The worktree's git directories, which a sandboxed agent must be able to write to commit. A
@@ -483,7 +498,9 @@ pub(crate) fn worker_env(
             }
         }
     }
-    EnvSpec { pass, set, secrets: Vec::new() }
+    // Every secret the config names, not only those passed: a work log must not show the webhook URL
+    // or the dashboard token an agent came across.
+    EnvSpec { pass, set, secrets: crate::redact::config_secrets(config) }
 }
 
 pub fn agent_config(config: &Config) -> AgentConfig {
