@@ -116,6 +116,8 @@ pub struct Runner {
     ended_rx: mpsc::UnboundedReceiver<i64>,
     /// How this process is invoked, so workers can call `executor comment`.
     pub(super) self_exe: Option<std::path::PathBuf>,
+    /// The config's secrets, replaced in every notice and review the runner sends.
+    pub(super) redactor: crate::redact::Redactor,
     /// Errors met where no report is at hand (a notice not delivered), for this tick's report.
     pub(super) met: std::sync::Mutex<Vec<String>>,
     /// Each configured repository's forge, made once: the GitHub forge keeps its HTTP client, ETags,
@@ -129,7 +131,9 @@ const MAX_BUSY_TICKS: usize = 50;
 
 impl Runner {
     pub fn new(config: Config, store: Store) -> Result<Runner, RunnerError> {
-        let prompts = load_prompts(&config)?;
+        // One redactor for everything this runner sends: prompts, notices, reviews.
+        let redactor = crate::redact::Redactor::from_config(&config);
+        let prompts = load_prompts(&config)?.redacting(redactor.clone());
         let forges = forges_for(&config, &store)?;
         let host = config.host_name();
         // Unique across restarts of the same pid: the start instant in microseconds.
@@ -151,6 +155,7 @@ impl Runner {
             ended_tx,
             ended_rx,
             self_exe: std::env::current_exe().ok(),
+            redactor,
             met: std::sync::Mutex::new(Vec::new()),
             forges,
         })
@@ -306,6 +311,13 @@ impl Runner {
         // A missing agent program would fail every run's start, one back-off after another: said once,
         // before anything moves, and kept for `executor status`.
         if let Err(why) = super::launch::agent_config(&self.config).check_program() {
+            self.store.runner_ticked(&self.owner, 1, Some(&why)).await?;
+            self.stop_all().await;
+            return Err(RunnerError::Config(why));
+        }
+        // `worker.sandbox = "landlock"` where the kernel cannot: refused before any agent starts.
+        if let Err(e) = crate::worker::sandbox::check_at_start(self.config.worker.sandbox) {
+            let why = e.to_string();
             self.store.runner_ticked(&self.owner, 1, Some(&why)).await?;
             self.stop_all().await;
             return Err(RunnerError::Config(why));

@@ -62,6 +62,15 @@ pub fn enabled(mode: SandboxMode) -> Result<bool, SandboxError> {
     }
 }
 
+/// Said once when a runner or analyzer starts: an error for `landlock` without Landlock (nothing may
+/// start), a warning in the log for `auto` without it (agents run uncontained), nothing otherwise.
+pub fn check_at_start(mode: SandboxMode) -> Result<(), SandboxError> {
+    if !enabled(mode)? && mode == SandboxMode::Auto {
+        tracing::warn!("agents run without kernel containment: {}", describe(mode).1);
+    }
+    Ok(())
+}
+
 /// What `executor doctor` and a starting runner say about `mode` here.
 pub fn describe(mode: SandboxMode) -> (bool, String) {
     match (mode, support()) {
