@@ -167,7 +167,7 @@ async fn the_same_agent_uncontained_writes_outside() {
 
 #[test]
 fn the_sandbox_setting_is_never_silently_nothing() {
-    assert_eq!(sandbox::enabled(SandboxMode::Off).unwrap(), false);
+    assert!(!sandbox::enabled(SandboxMode::Off).unwrap());
     assert!(Contained::for_mode(SandboxMode::Off, vec![]).is_none());
     match sandbox::support() {
         Support::Landlock { abi } => {
