@@ -412,7 +412,10 @@ async fn orphans_are_stopped_only_when_they_are_the_recorded_process_and_their_s
 /// Claude Code (`claude.sh`) as the analyzer, through a wrapper that sets its knobs: it answers
 /// `structured` and writes its arguments to `args`.
 fn claude_config(env: &Env, structured: &str) -> (Config, PathBuf) {
-    let args = env.dir.path().join("claude-args");
+    // The fake agent records its arguments where the sandbox lets it write (worker.sandbox_writable).
+    let out = env.dir.path().join("agent-out");
+    std::fs::create_dir_all(&out).unwrap();
+    let args = out.join("claude-args");
     let wrapper = env.dir.path().join("claude-wrapper.sh");
     let claude = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agents/claude.sh");
     let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
@@ -428,6 +431,7 @@ fn claude_config(env: &Env, structured: &str) -> (Config, PathBuf) {
     let mut config = env.config();
     config.worker.agent = "claude".into();
     config.worker.claude.program = wrapper.display().to_string();
+    config.worker.sandbox_writable = vec![out.display().to_string()];
     (config, args)
 }
 
@@ -471,4 +475,51 @@ async fn a_run_over_its_budget_blocks_on_the_day_cap_and_fails_on_the_run_cap() 
     let e = failed(env.triager(config).triage(&other, &[], rx).await);
     assert!(e.contains("budget.per_run_usd"), "{e}");
     assert_eq!(env.sessions(&other).await.len(), 1, "a budget stop is not retried");
+}
+
+/// Item 5: a `command` agent used for triage is held read-only by the kernel. It tries to append to the
+/// main repository's README, plant a file, a hook, a config setting and a branch there, and write a file
+/// in /tmp: each is refused (EACCES in its output, so in the work log), its commit in the scratch fails
+/// (the scratch's git directory lives in the main repository), and the main repository is byte for byte
+/// what it was.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_command_agent_in_triage_cannot_write_outside_its_scratch() {
+    use executor::worker::sandbox::{Support, support};
+    if let Support::Missing(why) = support() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let env = Env::sqlite().await;
+    std::fs::write(env.repo().join("README.md"), "# The user's project\n").unwrap();
+    for args in
+        [&["add", "README.md"][..], &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "readme"]]
+    {
+        assert!(Command::new("git").args(args).current_dir(env.repo()).status().unwrap().success());
+    }
+    let before = files(&env.repo());
+    let outside = std::env::temp_dir().join(format!("outside-triage-{}", std::process::id()));
+    let mut config = env.config();
+    let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agents/escape.sh");
+    config.worker.command.argv = vec![agent.display().to_string()];
+    let task = env.task("501", &format!("Look around.\nFAKE_OUTSIDE={}", outside.display())).await;
+    let (_stop, rx) = watch::channel(false);
+    let t = decided(env.triager(config).triage(&task, &[], rx).await);
+    assert_eq!(t.summary, "Tried to escape.");
+
+    let s = &env.sessions(&task).await[0];
+    let log = std::fs::read_to_string(s.log_path.clone().unwrap()).unwrap();
+    for name in ["main-readme", "main-file", "main-hook", "main-config", "main-branch", "outside"] {
+        assert!(log.contains(&format!("REFUSED {name}")), "{name} was not refused:\n{log}");
+    }
+    assert!(log.contains("Permission denied"), "{log}");
+    assert!(log.contains("COMMIT FAILED"), "the scratch's .git is the main repository's: {log}");
+    assert!(!outside.exists());
+    env.assert_clean();
+    assert_eq!(files(&env.repo()), before, "the main repository changed");
+}
+
+/// Every file under `dir` with its bytes; empty directories left by a removed scratch are not files.
+fn files(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    walk(dir).into_iter().filter(|p| p.is_file()).map(|p| (p.clone(), std::fs::read(&p).unwrap())).collect()
 }

@@ -134,3 +134,25 @@ fn queue_add_refuses_an_empty_description_and_an_unknown_repo() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("the configured ones are app"));
 }
+
+/// Item 6: doctor says whether agents are contained, and what it means when they are not.
+#[test]
+fn doctor_reports_the_sandbox() {
+    let env = Env::new(&[]);
+    env.run(&["migrate"]);
+    let (_, report) = doctor(&env);
+    let c = check(&report, "sandbox");
+    let detail = c["detail"].as_str().unwrap_or_default();
+    if cfg!(target_os = "linux") && detail.starts_with("Landlock ABI") {
+        assert_eq!(c["outcome"], "pass", "{report:#}");
+    } else {
+        assert_eq!(c["outcome"], "warn", "{report:#}");
+        assert!(detail.contains("uncontained"), "{detail}");
+    }
+    env.append_config("\n");
+    env.edit_config("[worker]\n", "[worker]\nsandbox = \"off\"\n");
+    let (_, report) = doctor(&env);
+    let c = check(&report, "sandbox");
+    assert_eq!(c["outcome"], "warn", "{report:#}");
+    assert!(c["fix"].as_str().unwrap_or_default().contains("worker.sandbox"), "{report:#}");
+}

@@ -49,7 +49,14 @@ async fn kill_at_spawn(round: usize, database: Option<&str>) {
     if let Some(url) = database {
         env.use_database(url);
     }
-    let (killed, trace) = (env.path().join("killed"), env.path().join("trace"));
+    // Where the contained agent may keep its flag and trace (worker.sandbox_writable).
+    let out = env.path().join("agent-out");
+    std::fs::create_dir_all(&out).unwrap();
+    env.edit_config(
+        "[worker]\n",
+        &format!("[worker]\nsandbox_writable = [{:?}]\n", out.display().to_string()),
+    );
+    let (killed, trace) = (out.join("killed"), out.join("trace"));
     std::fs::write(&trace, "").unwrap();
     // Two approved tasks and room for one agent: a second agent would break either limit.
     env.queue_approved("11");

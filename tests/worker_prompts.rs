@@ -246,3 +246,40 @@ fn a_fence_seen_in_one_prompt_cannot_close_the_next() {
         assert!(!outside_fences(&text, &fence).contains("MARK"));
     }
 }
+
+/// Item 4: a secret planted in a CI log tail, a review comment, task notes and the agent's own output
+/// quoted back (`previous_error`) never reaches a prompt: the prompts the config loads replace the
+/// dashboard token, the webhook URL and the value of every variable `pass_env`, `redact_env` and
+/// `github.token_env` name.
+#[test]
+fn no_prompt_carries_a_secret_from_ci_a_comment_task_notes_or_agent_output() {
+    use executor::config::Config;
+    use executor::redact::Redactor;
+    let path = std::env::var("PATH").unwrap(); // a variable that is surely set, named as a secret below
+    let mut config = Config::default();
+    config.web.token = "dash-Tok3n-planted".into();
+    config.notify.webhook_url = "https://hooks.example/services/T0/B0/planted".into();
+    config.worker.redact_env = vec!["PATH".into()];
+    let secrets = [config.web.token.clone(), config.notify.webhook_url.clone(), path];
+    let planted = secrets.join(" and ");
+    let mut ctx = prompt::sample_context();
+    ctx.task.notes = format!("notes: {planted}");
+    ctx.failed_checks[0].log_tail = format!("+ echo $TOKEN\n{planted}\nexit 1");
+    ctx.comments[0].body = format!("please use {planted}");
+    ctx.review_findings = ctx.comments.clone();
+    ctx.previous_error = Some(format!("the agent said: {planted}"));
+    let unredacted = Prompts::embedded();
+    let p = Prompts::embedded().redacting(Redactor::from_config(&config));
+    for kind in PromptKind::ALL {
+        let before = unredacted.render(kind, &ctx).unwrap();
+        let text = p.render(kind, &ctx).unwrap();
+        for s in &secrets {
+            assert!(!text.contains(s.as_str()), "{kind}: a secret reached the prompt");
+        }
+        if before.contains(&secrets[0]) {
+            assert!(text.contains("[REDACTED]"), "{kind}");
+        }
+    }
+    let fix_ci = unredacted.render(WorkerKind::FixCi.into(), &ctx).unwrap();
+    assert!(fix_ci.contains(&secrets[0]), "the unredacted prompt does carry it (the test plants it)");
+}

@@ -107,6 +107,9 @@ impl Analyzer {
     ) -> Result<Summary, AnalyzerError> {
         // Without its program every triage would fail, task after task, each one counted: said once instead.
         crate::worker::agent_config(&self.config).check_program().map_err(AnalyzerError::Agent)?;
+        // `worker.sandbox = "landlock"` where the kernel cannot: no triage runs uncontained.
+        crate::worker::sandbox::check_at_start(self.config.worker.sandbox)
+            .map_err(|e| AnalyzerError::Agent(e.to_string()))?;
         let orphans = self.triager.stop_orphans().await?;
         if orphans > 0 {
             tracing::warn!("ended {orphans} analysis session(s) left open by an analyzer that died");

@@ -286,6 +286,13 @@ impl Triager {
             usage_baseline: worker::Tokens::default(),
             // Read-only: nothing outside the checkout (nor in it) is to be written.
             writable_dirs: Vec::new(),
+            // The kernel holds every agent to that, a command agent too: of the repository, only the
+            // scratch checkout is writable (not its `.git`, so no branch or object outlives the triage).
+            sandbox: worker::Sandbox::for_mode(
+                config.worker.sandbox,
+                std::iter::once(scratch.to_path_buf())
+                    .chain(worker::sandbox::configured(&config.worker.sandbox_writable)),
+            ),
         }
     }
 

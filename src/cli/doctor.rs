@@ -39,6 +39,34 @@ fn problem(outcome: Outcome, name: &str, detail: impl Into<String>, fix: impl In
     Check { name: name.into(), outcome, detail: detail.into(), fix: Some(fix.into()) }
 }
 
+/// Whether agents are contained by the kernel (`worker.sandbox`), and what it means when they are not.
+fn sandbox_check(config: &Config) -> Check {
+    use crate::config::SandboxMode;
+    let mode = config.worker.sandbox;
+    let (contained, detail) = crate::worker::sandbox::describe(mode);
+    match (contained, mode) {
+        (true, SandboxMode::Off) => problem(
+            Outcome::Warn,
+            "sandbox",
+            detail,
+            "set worker.sandbox = \"auto\" to contain agents where the kernel has Landlock",
+        ),
+        (true, _) => pass("sandbox", detail),
+        (false, SandboxMode::Landlock) => problem(
+            Outcome::Fail,
+            "sandbox",
+            detail,
+            "set worker.sandbox = \"off\" (agents uncontained) or run on Linux 5.13+ with Landlock enabled",
+        ),
+        (false, _) => problem(
+            Outcome::Warn,
+            "sandbox",
+            detail,
+            "run executor on Linux 5.13+ with Landlock enabled (lsm=…,landlock), or inside a VM or container",
+        ),
+    }
+}
+
 /// Runs every check, prints them, and fails when a required one did.
 pub async fn run(config_flag: Option<&Path>, as_json: bool) -> anyhow::Result<()> {
     let mut checks = Vec::new();
@@ -61,6 +89,7 @@ pub async fn run(config_flag: Option<&Path>, as_json: bool) -> anyhow::Result<()
         checks.push(database_check(config).await);
         checks.extend(repo_checks(config));
         checks.extend(agent_checks(config));
+        checks.push(sandbox_check(config));
         checks.extend(token_checks(config));
         checks.push(cron_check());
         checks.extend(lock_checks(config));

@@ -100,8 +100,10 @@ pub async fn comment(ctx: &Context, args: CommentArgs, as_json: bool) -> anyhow:
             std::env::var("USER").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| "human".into())
         }
     };
+    // An agent's reply may echo what it saw (a token in a log): the config's secrets never go out.
+    let body = crate::redact::Redactor::from_config(&ctx.config).redact(&args.text);
     let post = CommentPost {
-        body: &args.text,
+        body: &body,
         reply_to: args.reply_to.as_deref(),
         author: &author,
         by_agent: args.as_agent,

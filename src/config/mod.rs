@@ -125,9 +125,43 @@ pub struct Worker {
     pub max_turns: MaxTurns,
     /// A worker whose raw output passes this many bytes is stopped (reason `output_limit`).
     pub max_output_bytes: u64,
+    /// More environment variables whose values are secrets (besides `pass_env`, the GitHub token, the
+    /// webhook URL and the dashboard token): replaced by `[REDACTED]` in everything executor sends or
+    /// writes — prompts, comments, notices, work logs, events.
+    pub redact_env: Vec<String>,
+    /// How agents are contained by the kernel: `auto` (Landlock where the kernel has it), `landlock`
+    /// (refuse to start without it) or `off`.
+    pub sandbox: SandboxMode,
+    /// More directories (besides the worktree, a private temporary directory and the agent's own state
+    /// directories) a sandboxed agent may write. `~/` is the home directory.
+    pub sandbox_writable: Vec<String>,
     pub claude: ClaudeAgent,
     pub codex: CodexAgent,
     pub command: CommandAgent,
+}
+
+/// `worker.sandbox`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxMode {
+    /// Landlock where the kernel offers it; elsewhere agents run uncontained (`executor doctor` and
+    /// the runner's log say so).
+    #[default]
+    Auto,
+    /// Landlock, or refuse to start.
+    Landlock,
+    /// No kernel containment: each agent only has its own sandbox, if any.
+    Off,
+}
+
+impl SandboxMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::Auto => "auto",
+            SandboxMode::Landlock => "landlock",
+            SandboxMode::Off => "off",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -523,6 +557,9 @@ impl Default for Worker {
             ],
             max_turns: MaxTurns::default(),
             max_output_bytes: 256 * 1024 * 1024,
+            redact_env: Vec::new(),
+            sandbox: SandboxMode::Auto,
+            sandbox_writable: Vec::new(),
             claude: ClaudeAgent::default(),
             codex: CodexAgent::default(),
             command: CommandAgent::default(),

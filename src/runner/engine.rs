@@ -22,6 +22,8 @@ const MAX_BUSY_TICKS: usize = 50;
 
 impl Runner {
     pub fn new(config: Config, store: Store) -> Result<Runner, RunnerError> {
+        // One redactor for what this runner sends itself (notices, reviews); prompts have their own.
+        let redactor = crate::redact::Redactor::from_config(&config);
         let prompts = load_prompts(&config)?;
         let forges = forges_for(&config, &store)?;
         let host = config.host_name();
@@ -44,6 +46,7 @@ impl Runner {
             ended_tx,
             ended_rx,
             self_exe: std::env::current_exe().ok(),
+            redactor,
             met: std::sync::Mutex::new(Vec::new()),
             forges,
         })
@@ -199,6 +202,13 @@ impl Runner {
         // A missing agent program would fail every run's start, one back-off after another: said once,
         // before anything moves, and kept for `executor status`.
         if let Err(why) = crate::worker::agent_config(&self.config).check_program() {
+            self.store.runner_ticked(&self.owner, 1, Some(&why)).await?;
+            self.stop_all().await;
+            return Err(RunnerError::Config(why));
+        }
+        // `worker.sandbox = "landlock"` where the kernel cannot: refused before any agent starts.
+        if let Err(e) = crate::worker::sandbox::check_at_start(self.config.worker.sandbox) {
+            let why = e.to_string();
             self.store.runner_ticked(&self.owner, 1, Some(&why)).await?;
             self.stop_all().await;
             return Err(RunnerError::Config(why));
@@ -421,12 +431,14 @@ fn make_forge(
     }
 }
 
-/// The prompt templates the config names: the embedded defaults, overridden from `worker.prompts_dir`.
+/// The prompt templates the config names: the embedded defaults, overridden from `worker.prompts_dir`,
+/// redacting the config's secrets from every prompt they render.
 pub fn load_prompts(config: &Config) -> Result<Prompts, crate::worker::PromptError> {
-    match config.worker.prompts_dir.as_str() {
-        "" => Ok(Prompts::embedded()),
-        dir => Prompts::with_overrides(&crate::config::expand_home(dir)),
-    }
+    let prompts = match config.worker.prompts_dir.as_str() {
+        "" => Prompts::embedded(),
+        dir => Prompts::with_overrides(&crate::config::expand_home(dir))?,
+    };
+    Ok(prompts.redacting(crate::redact::Redactor::from_config(config)))
 }
 
 /// Waits for SIGTERM or SIGINT and flips the returned flag, so the loop stops dispatching and the

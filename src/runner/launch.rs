@@ -378,7 +378,30 @@ pub(crate) fn build_spec(
         pricing: config.pricing.clone(),
         usage_baseline: worker::Tokens::default(),
         writable_dirs: writable_dirs(&w.cwd),
+        sandbox: worker_sandbox(config, &w.cwd),
     })
+}
+
+/// Where a worker's agent may write (`worker.sandbox`): its worktree, what a commit needs of the
+/// repository's `.git`, the SQLite database `executor comment` records its replies in, and
+/// `worker.sandbox_writable`.
+fn worker_sandbox(config: &Config, cwd: &Path) -> Option<worker::Sandbox> {
+    let git = workspace::git_write_dirs(cwd).unwrap_or_else(|e| {
+        tracing::debug!("no git directories to make writable for {}: {e}", cwd.display());
+        Vec::new()
+    });
+    let extra = worker::sandbox::configured(&config.worker.sandbox_writable);
+    let writable = std::iter::once(cwd.to_path_buf()).chain(git).chain(sqlite_files(config)).chain(extra);
+    worker::Sandbox::for_mode(config.worker.sandbox, writable)
+}
+
+/// The SQLite database's files, which an agent's `executor comment` writes: the file itself and the
+/// write-ahead log and shared memory the runner keeps open (WAL mode) — not the data directory.
+fn sqlite_files(config: &Config) -> Vec<PathBuf> {
+    let url = config.database_url();
+    let Some(path) = url.strip_prefix("sqlite://") else { return Vec::new() };
+    let path = path.split('?').next().unwrap_or(path);
+    ["", "-wal", "-shm"].iter().map(|suffix| PathBuf::from(format!("{path}{suffix}"))).collect()
 }
 
 /// The worktree's git directories, which a sandboxed agent must be able to write to commit. A

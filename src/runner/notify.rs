@@ -31,6 +31,8 @@ impl Runner {
         let mention = self.config.notify.mention.trim();
         let text =
             if mention.is_empty() { notice.text.clone() } else { format!("{mention} {}", notice.text) };
+        // Redacted before it is recorded: the outbox, the forge comment and the webhook all send this.
+        let text = self.redactor.redact(&text);
         let Some(id) = self
             .store
             .add_notice(

@@ -117,6 +117,8 @@ pub struct Runner {
     pub(super) ended_rx: mpsc::UnboundedReceiver<i64>,
     /// How this process is invoked, so workers can call `executor comment`.
     pub(super) self_exe: Option<std::path::PathBuf>,
+    /// The config's secrets, replaced in every notice and review the runner sends.
+    pub(super) redactor: crate::redact::Redactor,
     /// Errors met where no report is at hand (a notice not delivered), for this tick's report.
     pub(super) met: std::sync::Mutex<Vec<String>>,
     /// Each configured repository's forge, made once: the GitHub forge keeps its HTTP client, ETags,

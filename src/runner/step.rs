@@ -262,7 +262,12 @@ impl Runner {
             .result_json
             .as_deref()
             .and_then(|j| serde_json::from_str::<crate::worker::result::ReviewResult>(j).ok());
-        if let Some(review) = review {
+        if let Some(mut review) = review {
+            // The agent's words go to the forge: a secret it came across must not.
+            review.summary = self.redactor.redact(&review.summary);
+            for f in &mut review.findings {
+                f.body = self.redactor.redact(&f.body);
+            }
             forge.post_review(run, pr, &review).await?;
         }
         self.store.set_review_posted(session.id).await?;

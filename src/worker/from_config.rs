@@ -45,7 +45,9 @@ pub fn worker_env(
             }
         }
     }
-    EnvSpec { pass, set, secrets: Vec::new() }
+    // Every secret the config names, not only those passed: a work log must not show the webhook URL
+    // or the dashboard token an agent came across.
+    EnvSpec { pass, set, secrets: crate::redact::config_secrets(config) }
 }
 
 /// The agent `worker.agent` names, with its `[worker.claude]`, `[worker.codex]` or `[worker.command]` options.

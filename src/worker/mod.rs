@@ -35,6 +35,7 @@ mod outcome;
 pub mod process;
 pub mod prompt;
 pub mod result;
+pub mod sandbox;
 mod spawn;
 mod supervise;
 mod tail;
@@ -55,6 +56,7 @@ pub use outcome::{EndReason, WorkerOutcome, WorkerUpdate};
 pub use process::{is_same_process, pid_start_time};
 pub use prompt::{Exported, PromptContext, PromptError, Prompts, export_defaults};
 pub use result::{ParsedResult, ResultError};
+pub use sandbox::{Sandbox, SandboxError};
 pub use spawn::EnvSpec;
 
 use crate::config::Pricing;
@@ -135,6 +137,9 @@ pub struct WorkerSpec {
     /// Directories outside `cwd` the agent must be able to write: the worktree's git directories
     /// ([`crate::workspace::git_dirs`]), for sandboxed agents.
     pub writable_dirs: Vec<PathBuf>,
+    /// Kernel containment (`None`: none): where the agent may write. The worker adds a private
+    /// temporary directory (its `TMPDIR`) and the agent CLI's own state directories.
+    pub sandbox: Option<Sandbox>,
 }
 
 /// What a restarted supervisor needs to take over a live worker (all of it from `Started` and the
@@ -172,6 +177,8 @@ pub enum WorkerError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
     #[error("cannot start the agent program {program:?}: {source}")]
     Spawn {
         program: String,
@@ -256,8 +263,17 @@ pub fn start(spec: WorkerSpec) -> Result<Pending, WorkerError> {
     // Created before the spawn so the tail can open it; the agent appends to it.
     spawn::write_private(&files.output, b"")?;
     let output = std::fs::File::open(&files.output).map_err(WorkerError::io("read", &files.output))?;
-    let env = spec.env.resolve();
-    let gated = match spawn::spawn(&command, &spec.cwd, &env, &files) {
+    let mut env = spec.env.resolve();
+    let prepared = match spec.sandbox.as_ref().map(|s| contain(s, &spec.agent, &files, &mut env)).transpose()
+    {
+        Ok(p) => p,
+        Err(e) => {
+            log.abandon(&format!("the agent was not started: {e}"));
+            files.remove();
+            return Err(e);
+        }
+    };
+    let gated = match spawn::spawn(&command, &spec.cwd, &env, &files, prepared.as_ref()) {
         Ok(gated) => gated,
         Err(e) => {
             log.abandon(&format!("the agent did not start: {e}"));
@@ -285,6 +301,26 @@ pub fn start(spec: WorkerSpec) -> Result<Pending, WorkerError> {
             max_output_bytes: spec.max_output_bytes,
         },
     })
+}
+
+/// The sandbox's final form for one worker: `sandbox`, plus a private temporary directory (made the
+/// agent's `TMPDIR`) and the agent CLI's own state directories under the agent's `HOME`.
+fn contain(
+    sandbox: &Sandbox,
+    agent: &AgentConfig,
+    files: &WorkerFiles,
+    env: &mut Vec<(String, String)>,
+) -> Result<sandbox::Prepared, WorkerError> {
+    let mut sandbox = sandbox.clone();
+    let tmp = files.temp_dir()?;
+    env.retain(|(k, _)| k != "TMPDIR");
+    env.push(("TMPDIR".into(), tmp.display().to_string()));
+    sandbox.allow(tmp);
+    let var = |name: &str| env.iter().rev().find(|(k, _)| k == name).map(|(_, v)| PathBuf::from(v));
+    for dir in agent.state_paths(var("HOME").as_deref(), &var) {
+        sandbox.allow(dir);
+    }
+    Ok(sandbox.prepare()?)
 }
 
 /// An agent process that exists but has not been allowed to run yet (see [`start`]). Record its

@@ -20,6 +20,7 @@ use minijinja::{AutoEscape, Environment, Error, ErrorKind, State, UndefinedBehav
 use serde::Serialize;
 
 use super::PromptKind;
+use crate::redact::Redactor;
 
 /// The embedded defaults, in [`PromptKind::ALL`] order.
 pub const DEFAULT_TEMPLATES: [(&str, &str); 7] = [
@@ -129,6 +130,9 @@ pub enum PromptError {
 pub struct Prompts {
     env: Environment<'static>,
     sources: Vec<(String, PromptSource)>,
+    /// Applied to every rendered prompt: a prompt goes to the model provider, and any part of it (a CI
+    /// log, a comment, task notes) may carry a secret.
+    redactor: Redactor,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,7 +177,13 @@ impl Prompts {
             })?;
             sources.push((name.to_string(), source));
         }
-        Ok(Prompts { env, sources })
+        Ok(Prompts { env, sources, redactor: Redactor::default() })
+    }
+
+    /// These templates, with every secret of `redactor` replaced in each prompt they render.
+    pub fn redacting(mut self, redactor: Redactor) -> Self {
+        self.redactor = redactor;
+        self
     }
 
     /// Where each template came from, for `executor doctor` and the work log.
@@ -193,7 +203,8 @@ impl Prompts {
         let tmpl = self.env.get_template(&name).map_err(err)?;
         let values = Value::from_serialize(ctx);
         let fence = fence_for(&serde_json::to_string(ctx).unwrap_or_default());
-        tmpl.render(context! { fence => fence, ..values }).map_err(err)
+        let prompt = tmpl.render(context! { fence => fence, ..values }).map_err(err)?;
+        Ok(self.redactor.redact(&prompt))
     }
 
     /// Renders every template with a fully populated sample context: finds unknown variables in

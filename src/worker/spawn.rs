@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::WorkerError;
 use super::agent::CommandLine;
+use super::sandbox::Prepared;
 
 /// Variables every agent gets from executor's own environment when set. TERM is deliberately absent:
 /// there is no terminal, and agents that see one may print colours and progress bars into the log.
@@ -85,6 +86,19 @@ impl WorkerFiles {
         })
     }
 
+    /// The worker's private temporary directory (created, owner-only), for a sandboxed agent that may
+    /// write nowhere else outside its worktree.
+    pub fn temp_dir(&self) -> Result<PathBuf, WorkerError> {
+        use std::os::unix::fs::DirBuilderExt;
+        let dir = self.output.parent().map(super::sandbox::temp_dir).unwrap_or_default();
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(WorkerError::io("create the temporary directory", &dir))?;
+        Ok(dir)
+    }
+
     /// Removes the worker's directory (best effort): for a worker that never ran, nothing in it is
     /// needed, and the prompt may hold what should not linger.
     pub fn remove(&self) {
@@ -128,11 +142,15 @@ pub struct Gated {
 /// on stdin, and writes to the output file — no pipe to executor, so it keeps running if executor dies.
 ///
 /// Program and arguments reach the agent through `"$@"`: the shell never interprets them.
+///
+/// With a `sandbox`, the child restricts itself before it runs the gate: the gate and the agent it
+/// becomes, and all their children, are contained; executor is not.
 pub fn spawn(
     cmd: &CommandLine,
     cwd: &Path,
     env: &[(String, String)],
     files: &WorkerFiles,
+    sandbox: Option<&Prepared>,
 ) -> Result<Gated, WorkerError> {
     let program = resolve_program(&cmd.program, cwd, env)
         .map_err(|source| WorkerError::Spawn { program: cmd.program.clone(), source })?;
@@ -168,8 +186,14 @@ pub fn spawn(
         // Dropping the handle (supervisor crash, future aborted) must not kill the agent.
         .kill_on_drop(false);
     let read_fd = read.as_raw_fd();
-    // SAFETY: between fork and exec only async-signal-safe calls (dup2, fcntl) on descriptors that
-    // exist in the child, no allocation.
+    #[cfg(target_os = "linux")]
+    let ruleset_fd = sandbox.map(Prepared::raw_fd);
+    #[cfg(not(target_os = "linux"))]
+    if sandbox.is_some() {
+        unreachable!("a sandbox is only ever prepared on Linux");
+    }
+    // SAFETY: between fork and exec only async-signal-safe calls (dup2, fcntl, prctl, landlock) on
+    // descriptors that exist in the child, no allocation.
     unsafe {
         command.pre_exec(move || {
             if read_fd == GATE_FD {
@@ -179,6 +203,12 @@ pub fn spawn(
                 }
             } else if libc::dup2(read_fd, GATE_FD) == -1 {
                 return Err(std::io::Error::last_os_error());
+            }
+            // Last, so nothing above depends on what the ruleset allows. A failure here fails the
+            // spawn: an agent never runs uncontained when a sandbox was asked for.
+            #[cfg(target_os = "linux")]
+            if let Some(fd) = ruleset_fd {
+                super::sandbox::restrict_self(fd)?;
             }
             Ok(())
         });

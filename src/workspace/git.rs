@@ -57,6 +57,25 @@ pub fn git_dirs(worktree: &Path) -> Result<Vec<PathBuf>, WorkspaceError> {
     Ok(dirs)
 }
 
+/// What a contained agent in `worktree` may write of its repository's git directories to commit: for a
+/// linked worktree, its own directory (`.git/worktrees/NAME`: index, HEAD) and of the common `.git`
+/// only `objects`, `refs` and `logs` — never `hooks/` or `config`, which would run or steer the user's
+/// own git later. A main checkout's `.git` lies inside the worktree, which is writable already.
+pub fn git_write_dirs(worktree: &Path) -> Result<Vec<PathBuf>, WorkspaceError> {
+    let dirs = git_dirs(worktree)?;
+    let [own, common] = dirs.as_slice() else {
+        return Ok(Vec::new());
+    };
+    let mut out = vec![own.clone()];
+    for sub in ["objects", "refs", "logs"] {
+        let dir = common.join(sub);
+        // A repository without reflogs yet has no `logs`; the agent could not create it.
+        std::fs::create_dir_all(&dir).map_err(|source| WorkspaceError::Io { path: dir.clone(), source })?;
+        out.push(dir);
+    }
+    Ok(out)
+}
+
 /// Pushes `branch` of the repository at `repo` to the same branch on `remote`, without forcing: a
 /// branch someone else moved on the remote is refused by git, and the error says so. `remote` comes from
 /// the config and `branch` was checked by `check_branch_name`; `--` keeps either from being read as an

@@ -83,6 +83,7 @@ impl Sandbox {
             pricing: Default::default(),
             usage_baseline: Default::default(),
             writable_dirs: vec![],
+            sandbox: None,
         }
     }
 }

@@ -29,33 +29,7 @@ pub const END_MARKER: &str = "<!-- executor:end -->";
 
 const TIME_FORMAT: &str = "%Y-%m-%d-%H-%M-%S";
 
-/// Replaces known secret values with `[REDACTED]`.
-#[derive(Debug, Clone, Default)]
-pub struct Redactor {
-    secrets: Vec<String>,
-}
-
-impl Redactor {
-    /// Values shorter than 4 characters are ignored: redacting "1" or "yes" everywhere would make the log
-    /// unreadable and protects nothing.
-    pub fn new(secrets: impl IntoIterator<Item = String>) -> Self {
-        let mut secrets: Vec<String> = secrets.into_iter().filter(|s| s.len() >= 4).collect();
-        // Longest first, so a secret that contains another is replaced whole.
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        secrets.dedup();
-        Redactor { secrets }
-    }
-
-    pub fn redact(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for s in &self.secrets {
-            if out.contains(s.as_str()) {
-                out = out.replace(s.as_str(), "[REDACTED]");
-            }
-        }
-        out
-    }
-}
+pub use crate::redact::Redactor;
 
 /// The path of a new work log. The gid is a validated [`TaskGid`], so it is safe as a directory name.
 pub fn log_path(logs_root: &Path, gid: &TaskGid, kind: PromptKind, at: DateTime<Utc>) -> PathBuf {
@@ -328,13 +302,6 @@ pub fn truncate(text: &str, limit: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn redaction_replaces_every_occurrence_and_ignores_tiny_values() {
-        let r =
-            Redactor::new(["ghp_secret123".to_string(), "ab".to_string(), "ghp_secret123456".to_string()]);
-        assert_eq!(r.redact("a ghp_secret123 b ghp_secret123456 ab"), "a [REDACTED] b [REDACTED] ab");
-    }
 
     #[test]
     fn a_huge_prompt_is_logged_capped_with_what_was_left_out() {
