@@ -7,6 +7,9 @@
 
 use crate::config::Config;
 
+/// The shortest value treated as a secret.
+const MIN_SECRET_CHARS: usize = 8;
+
 /// What a secret is replaced by.
 pub const REDACTED: &str = "[REDACTED]";
 
@@ -17,11 +20,15 @@ pub struct Redactor {
 }
 
 impl Redactor {
-    /// Values shorter than 4 characters are ignored: redacting "1" or "yes" everywhere would make the text
-    /// unreadable and protects nothing.
+    /// Values shorter than 8 characters are ignored: redacting "1", "yes" or "fail" (a passed variable's
+    /// value) everywhere would make the text unreadable, and an agent's answer unparsable ("verdict":
+    /// "fail"), and protects nothing: no token or key is that short.
     pub fn new(secrets: impl IntoIterator<Item = String>) -> Self {
-        let mut secrets: Vec<String> =
-            secrets.into_iter().map(|s| s.trim().to_string()).filter(|s| s.len() >= 4).collect();
+        let mut secrets: Vec<String> = secrets
+            .into_iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| s.chars().count() >= MIN_SECRET_CHARS)
+            .collect();
         // Longest first, so a secret that contains another is replaced whole.
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         secrets.dedup();
@@ -59,6 +66,22 @@ impl Redactor {
     }
 }
 
+impl Redactor {
+    /// `value` with every string in it redacted (an agent's structured result); keys are names, kept.
+    pub fn redact_json(&self, value: &serde_json::Value) -> serde_json::Value {
+        use serde_json::Value;
+        match value {
+            _ if self.is_empty() => value.clone(),
+            Value::String(s) => Value::String(self.redact(s)),
+            Value::Array(items) => Value::Array(items.iter().map(|v| self.redact_json(v)).collect()),
+            Value::Object(map) => {
+                Value::Object(map.iter().map(|(k, v)| (k.clone(), self.redact_json(v))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+}
+
 /// Every secret value `config` names, from the environment as it is now.
 pub fn config_secrets(config: &Config) -> Vec<String> {
     let w = &config.worker;
@@ -76,9 +99,25 @@ mod tests {
 
     #[test]
     fn redaction_replaces_every_occurrence_and_ignores_tiny_values() {
-        let r =
-            Redactor::new(["ghp_secret123".to_string(), "ab".to_string(), "ghp_secret123456".to_string()]);
-        assert_eq!(r.redact("a ghp_secret123 b ghp_secret123456 ab"), "a [REDACTED] b [REDACTED] ab");
+        let r = Redactor::new([
+            "ghp_secret123".to_string(),
+            "abcdefg".to_string(),
+            "ghp_secret123456".to_string(),
+        ]);
+        assert_eq!(
+            r.redact("a ghp_secret123 b ghp_secret123456 abcdefg"),
+            "a [REDACTED] b [REDACTED] abcdefg"
+        );
+    }
+
+    #[test]
+    fn every_string_of_a_result_is_redacted() {
+        let r = Redactor::new(["ghp_secret123".to_string()]);
+        let result = serde_json::json!({"summary": "saw ghp_secret123", "findings": [{"body": "ghp_secret123!", "line": 3}]});
+        let clean = r.redact_json(&result);
+        assert_eq!(clean["summary"], "saw [REDACTED]");
+        assert_eq!(clean["findings"][0]["body"], "[REDACTED]!");
+        assert_eq!(clean["findings"][0]["line"], 3);
     }
 
     #[test]

@@ -146,7 +146,14 @@ pub fn unit_dir(launchd: bool) -> PathBuf {
 /// Why a binary should not be scheduled: one inside a cargo `target/` directory is replaced by the next
 /// `cargo build` and removed by `cargo clean`, and then cron fails every five minutes, quietly.
 pub fn unstable_binary(exe: &Path) -> Option<String> {
-    exe.components().any(|c| c.as_os_str() == "target").then(|| {
+    // A directory named `target`, or any cargo build directory (`CARGO_TARGET_DIR` elsewhere): cargo
+    // marks its root with a CACHEDIR.TAG.
+    let in_target = exe.components().any(|c| c.as_os_str() == "target")
+        || exe
+            .ancestors()
+            .skip(1)
+            .any(|dir| dir.join("CACHEDIR.TAG").is_file() && dir.join("debug").is_dir());
+    in_target.then(|| {
         format!(
             "{} is inside a cargo target/ directory: the next `cargo build` replaces it and `cargo clean` \
              removes it, and every scheduled run fails from then on. Install executor first \

@@ -34,7 +34,9 @@ impl Context {
 
     async fn open_with(config: Config) -> anyhow::Result<Context> {
         let url = config.database_url();
-        let store = Store::open(&url).await?;
+        // Every event reason written through this store has the config's secrets replaced.
+        let redactor = crate::redact::Redactor::from_config(&config);
+        let store = Store::open(&url).await?.scrubbing(move |text| redactor.redact(text));
         // A newer schema is refused before anything is written; an older one is brought up to date, so
         // that cron jobs keep working across an upgrade.
         let migrated = store.migrate().await?;

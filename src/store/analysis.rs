@@ -212,7 +212,7 @@ impl Store {
                         to_state: (from == "skip").then_some("pending"),
                         reason: Some(reason),
                     };
-                    insert_event!(&mut *tx, ev)?;
+                    insert_event!(self, &mut *tx, ev)?;
                     n += 1;
                 }
                 tx.commit().await?;

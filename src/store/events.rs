@@ -56,10 +56,12 @@ pub(crate) struct NewEvent<'a> {
     pub reason: Option<&'a str>,
 }
 
-/// Appends `$event` (a `NewEvent`) through `$conn` (a transaction or pool of either backend).
+/// Appends `$event` (a `NewEvent`) through `$conn` (a transaction or pool of either backend), its
+/// reason scrubbed by `$store`'s [`Scrub`](crate::store::Scrub).
 macro_rules! insert_event {
-    ($conn:expr, $event:expr) => {{
+    ($store:expr, $conn:expr, $event:expr) => {{
         let e = &$event;
+        let reason = e.reason.map(|r| $store.scrub.apply(r));
         sqlx::query(
             "INSERT INTO executor_events (at, actor, task_gid, run_id, kind, from_state, to_state, reason, actor_id) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
@@ -71,7 +73,7 @@ macro_rules! insert_event {
         .bind(e.kind)
         .bind(e.from_state)
         .bind(e.to_state)
-        .bind(e.reason)
+        .bind(reason)
         .bind(e.actor_id)
         .execute($conn)
         .await
@@ -89,7 +91,7 @@ macro_rules! update_one_with_event {
             let mut tx = $crate::store::BeginWrite::begin_write(p).await?;
             let n = sqlx::query($sql)$(.bind($bind))+.execute(&mut *tx).await?.rows_affected();
             if n == 1 {
-                $crate::store::events::insert_event!(&mut *tx, $event)?;
+                $crate::store::events::insert_event!($store, &mut *tx, $event)?;
                 tx.commit().await?;
             }
             n == 1
@@ -164,7 +166,7 @@ impl Store {
             to_state: None,
             reason: Some(reason),
         };
-        on_pool!(self, |p| insert_event!(p, ev)?);
+        on_pool!(self, |p| insert_event!(self, p, ev)?);
         Ok(())
     }
 }

@@ -110,6 +110,38 @@ pub(crate) enum Pool {
 #[derive(Clone, Debug)]
 pub struct Store {
     pub(crate) pool: Pool,
+    pub(crate) scrub: Scrub,
+}
+
+/// What the caller replaces in every event's reason before it is written: secrets (tokens, webhook
+/// URLs) that an error message or a note may quote. The store knows no secrets itself; `cli` gives it
+/// the config's redaction ([`Store::scrubbing`]).
+#[derive(Clone, Default)]
+pub struct Scrub(Option<std::sync::Arc<ScrubFn>>);
+
+type ScrubFn = dyn Fn(&str) -> String + Send + Sync;
+
+impl Scrub {
+    pub(crate) fn apply(&self, text: &str) -> String {
+        match &self.0 {
+            Some(f) => f(text),
+            None => text.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Scrub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Scrub(set)" } else { "Scrub(none)" })
+    }
+}
+
+impl Store {
+    /// This store, replacing secrets in every event reason it writes with `scrub`.
+    pub fn scrubbing(mut self, scrub: impl Fn(&str) -> String + Send + Sync + 'static) -> Store {
+        self.scrub = Scrub(Some(std::sync::Arc::new(scrub)));
+        self
+    }
 }
 
 /// Expands `$body` once for each backend with `$pool` bound to that backend's pool, so one text serves

@@ -7,7 +7,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
-use super::{Pool, Result, Store, StoreError};
+use super::{Pool, Result, Scrub, Store, StoreError};
 
 /// How long a PostgreSQL session of executor's may sit in a transaction waiting for its own client.
 const IDLE_IN_TRANSACTION_LIMIT: &str = "10s";
@@ -39,7 +39,7 @@ impl Store {
                 .connect_with(options)
                 .await
                 .map_err(open_err)?;
-            return Ok(Store { pool: Pool::Postgres(pool) });
+            return Ok(Store { pool: Pool::Postgres(pool), scrub: Scrub::default() });
         }
         let path = url.strip_prefix("sqlite://").unwrap_or(url);
         Self::open_sqlite(Path::new(path)).await.map_err(|e| match e {
@@ -67,7 +67,7 @@ impl Store {
         let deadline = std::time::Instant::now() + OPEN_BUSY_WAIT;
         loop {
             match SqlitePoolOptions::new().max_connections(4).connect_with(options.clone()).await {
-                Ok(pool) => return Ok(Store { pool: Pool::Sqlite(pool) }),
+                Ok(pool) => return Ok(Store { pool: Pool::Sqlite(pool), scrub: Scrub::default() }),
                 Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
                     tokio::time::sleep(Duration::from_millis(25)).await;
                 }

@@ -100,7 +100,7 @@ impl Store {
                     to_state: Some(RunState::Queued.as_str()),
                     reason: Some("task approved"),
                 };
-                insert_event!(&mut *tx, ev)?;
+                insert_event!(self, &mut *tx, ev)?;
                 tx.commit().await?;
             }
             id
@@ -231,7 +231,7 @@ impl Store {
                     to_state: Some(to.as_str()),
                     reason: Some(reason),
                 };
-                insert_event!(&mut *tx, ev)?;
+                insert_event!(self, &mut *tx, ev)?;
                 if to == RunState::Complete {
                     // The task's own state machine moves approved → done once; a run that comes back to
                     // pr and completes again finds the task done already.
@@ -250,7 +250,7 @@ impl Store {
                             to_state: Some(QueueStatus::Done.as_str()),
                             ..ev
                         };
-                        insert_event!(&mut *tx, ev)?;
+                        insert_event!(self, &mut *tx, ev)?;
                     }
                 }
                 tx.commit().await?;

@@ -313,7 +313,7 @@ impl Store {
             .await?
             .rows_affected();
             if n == 1 {
-                insert_event!(&mut *tx, ev)?;
+                insert_event!(self, &mut *tx, ev)?;
                 if task.status == QueueStatus::Done {
                     let moved = NewEvent {
                         kind: kind::QUEUE_STATUS,
@@ -321,7 +321,7 @@ impl Store {
                         to_state: Some(QueueStatus::Approved.as_str()),
                         ..ev
                     };
-                    insert_event!(&mut *tx, moved)?;
+                    insert_event!(self, &mut *tx, moved)?;
                 }
                 tx.commit().await?;
             }

@@ -9,7 +9,8 @@
 //! Security: binds to loopback unless the config allows more; answers only requests addressed to a
 //! loopback name or a listed host (`host`); every request needs a session or the token, every change
 //! a same-origin request with the session's CSRF value (`auth`, `session`); every response carries a
-//! Content-Security-Policy that forbids inline script; idle connections cannot exhaust it (`server`).
+//! Content-Security-Policy that forbids inline script; idle connections cannot exhaust it (`server`);
+//! no answer carries one of the config's secrets (`redaction`).
 //!
 //! Architecture invariant: like `cli`, nothing depends on `web`.
 
@@ -20,6 +21,7 @@ pub mod host;
 pub mod live_log;
 pub mod metrics;
 pub mod pages;
+mod redaction;
 pub mod server;
 pub mod session;
 mod state;
@@ -40,6 +42,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", axum::routing::get(metrics::metrics))
         .fallback(errors::not_found)
         .layer(axum::middleware::from_fn(errors::shape))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), redaction::redact_answers))
         .layer(DefaultBodyLimit::max(BODY_LIMIT));
     auth::protect(routes, state.clone()).with_state(state)
 }

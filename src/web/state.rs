@@ -5,6 +5,7 @@ use std::sync::Arc;
 use super::session::Keys;
 use crate::config::Config;
 use crate::github::GitHubClient;
+use crate::redact::Redactor;
 use crate::store::Store;
 
 #[derive(Clone)]
@@ -19,6 +20,8 @@ pub struct AppState {
     /// When a repository or source uses GitHub: for `/metrics`' rate limit left (`GET /rate_limit`, which
     /// GitHub does not count against the limit).
     pub github: Option<Arc<GitHubClient>>,
+    /// The config's secrets and the dashboard token, replaced in every answer.
+    pub redactor: Redactor,
 }
 
 impl AppState {
@@ -29,6 +32,7 @@ impl AppState {
         github: Option<Arc<GitHubClient>>,
     ) -> AppState {
         let keys = Arc::new(Keys::new(&token));
-        AppState { store, config, token: Arc::new(token), keys, github }
+        let redactor = super::redaction::answer_redactor(&config, &token);
+        AppState { store, config, token: Arc::new(token), keys, github, redactor }
     }
 }

@@ -226,8 +226,13 @@ fn outcome(stop: Option<EndReason>, exit: ExitInfo, tail: &Tail, w: &Watch) -> W
     } else if totals.resume_failed && matches!(reason, EndReason::Crashed | EndReason::Failed) {
         reason = EndReason::ResumeFailed;
     }
+    // What the agent answers is redacted where it is read: a review, a reply or a summary that echoes a
+    // token it saw never reaches the database, a comment or a prompt.
+    let redactor = tail.log.redactor();
+    let structured = r.and_then(|r| r.structured.as_ref()).map(|v| redactor.redact_json(v));
+    let text = r.and_then(|r| r.text.as_deref()).map(|t| redactor.redact(t));
     let parsed = match r {
-        Some(r) => result::parse(w.kind, r.structured.as_ref(), r.text.as_deref()),
+        Some(_) => result::parse(w.kind, structured.as_ref(), text.as_deref()),
         None => Err(result::ResultError::Missing),
     };
     // A kind without a required result that simply has none is not an error worth recording.
@@ -244,10 +249,10 @@ fn outcome(stop: Option<EndReason>, exit: ExitInfo, tail: &Tail, w: &Watch) -> W
         cost_usd: totals.cost_usd,
         cost_estimated: totals.cost_estimated,
         tokens: totals.tokens,
-        result: r.and_then(|r| r.structured.clone()),
+        result: structured,
         parsed,
         result_error,
-        final_text: r.and_then(|r| r.text.as_ref()).map(|t| t.chars().take(4000).collect()),
+        final_text: text.map(|t| t.chars().take(4000).collect()),
         duration: (Utc::now() - w.started_at).to_std().unwrap_or_default(),
         log_path: tail.log.path().to_path_buf(),
         output_path: w.output_path.clone(),

@@ -4,6 +4,7 @@
 # a JSON result line (the command agent's structured result).
 #   FAKE_SLOW=N   sleep N seconds (printing a heartbeat each second) before working
 #   FAKE_REVIEW   the pr_review verdict (default pass); a failing review reports one finding on a line
+#   FAKE_ECHO     a failing review quotes this value (a secret an agent came across) in its findings
 #   FAKE_CONFLICT_FILE  fix_conflicts: the file whose conflict markers it resolves by taking both sides
 # As the analyzer (EXECUTOR_WORKER_KIND=analyzer, read-only) it answers a valid triage by default; the
 # task's text steers it with FAKE_ANALYZER=WORD (see tests/fake_agents/README.md).
@@ -80,7 +81,9 @@ case "$EXECUTOR_WORKER_KIND" in
     if [ "${FAKE_REVIEW:-pass}" = pass ]; then
       echo '{"verdict": "pass", "summary": "matches the task"}'
     else
-      echo '{"verdict": "fail", "summary": "not there yet", "findings": [{"path": "feature.txt", "line": 1, "body": "say more"}]}'
+      # FAKE_ECHO: the agent echoes what it saw (a token in a log) into its review.
+      leak=${FAKE_ECHO:+ (the log printed $FAKE_ECHO)}
+      printf '{"verdict": "fail", "summary": "not there yet%s", "findings": [{"path": "feature.txt", "line": 1, "body": "say more%s"}]}\n' "$leak" "$leak"
     fi
     ;;
   *)

@@ -91,6 +91,11 @@ impl WorkLog {
         Ok(WorkLog::new(file, path.to_path_buf(), redactor))
     }
 
+    /// What this log replaces: the secrets of its worker's environment and config.
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
     fn new(file: File, path: PathBuf, redactor: Redactor) -> WorkLog {
         WorkLog { file, path, redactor, in_raw_block: false }
     }
