@@ -123,7 +123,9 @@ pub struct Worker {
     pub pass_env: Vec<String>,
     /// Turn limits per worker kind (Claude Code's `--max-turns`).
     pub max_turns: MaxTurns,
-    /// A worker whose raw output passes this many bytes is stopped (reason `output_limit`).
+    /// The most raw output a worker writes: its output file is bounded by the kernel at this size
+    /// (`RLIMIT_FSIZE` on the process that writes it, not on the agent), and the worker is stopped
+    /// (reason `output_limit`).
     pub max_output_bytes: u64,
     /// More environment variables whose values are secrets (besides `pass_env`, the GitHub token, the
     /// webhook URL and the dashboard token): replaced by `[REDACTED]` in everything executor sends or

@@ -16,13 +16,14 @@ use crate::store::{LocalCheck, LocalPr, NewComment, Store, StoreError};
 use crate::worker::result::ReviewResult;
 use crate::workspace::{self, WorkspaceError};
 
+mod ci;
+use ci::{CiLock, CiState};
+
 /// The author of the review findings executor posts for its `pr_review` workers.
 pub const REVIEW_AUTHOR: &str = "executor-review";
 
 /// The name of the one check the local forge runs.
 pub const CHECK_NAME: &str = "ci";
-/// How much of a CI run's output is kept (its tail: the end is where failures are).
-const OUTPUT_TAIL: usize = 8_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ForgeError {
@@ -42,8 +43,8 @@ pub enum ForgeError {
     GitHub(#[from] crate::github::GitHubError),
     #[error("{0}")]
     Config(String),
-    #[error("CI program {program:?} {why}")]
-    CiProgram { program: String, why: &'static str },
+    #[error(transparent)]
+    Ci(#[from] ci::CiError),
     #[error("a blocking task of the local forge did not finish: {0}")]
     Blocking(#[from] tokio::task::JoinError),
 }
@@ -211,20 +212,33 @@ impl LocalForge {
             return Ok(id);
         }
         let check_dir = self.ci_root.join(format!("pr{}-{}", pr.id, sha.get(..12).unwrap_or(sha)));
+        // The lock is taken before the check is recorded, so a pending check whose lock is free and whose
+        // CI left no trace was being started by a runner that died: `poll_ci` starts it again.
+        let dir = check_dir.clone();
+        let lock = blocking(move || Ok(CiLock::take(&dir))).await?;
         let id = self
             .store
             .start_local_check(pr.id, sha, CHECK_NAME, &check_dir.display().to_string(), &self.host)
             .await?;
-        // A crash from here until the pid is recorded leaves a pending check: `poll_ci` finds the CI's
-        // own pid file, or else records that CI never started.
+        self.launch(id, lock, sha).await?;
+        Ok(id)
+    }
+
+    /// Starts CI for the recorded check `id` with its directory's lock, and records its pid; CI that
+    /// cannot start finishes the check as `error` with the reason.
+    async fn launch(&self, id: i64, lock: Result<CiLock, ci::CiError>, sha: &str) -> Result<(), ForgeError> {
         let (repo, sha, command) = (self.repo_path(), sha.to_string(), self.repo.ci_command.clone());
-        match blocking(move || start_ci(&repo, &check_dir, &sha, &command)).await {
+        let started = match lock {
+            Ok(lock) => blocking(move || Ok(ci::launch(lock, &repo, &sha, &command))).await?,
+            Err(e) => Err(e),
+        };
+        match started {
             Ok(pid) => self.store.set_local_check_pid(id, i64::from(pid)).await?,
             Err(e) => {
                 self.store.finish_local_check(id, "error", &format!("CI could not start: {e}")).await?;
             }
         }
-        Ok(id)
+        Ok(())
     }
 
     /// Finishes every pending check of this repo whose process has ended; returns how many finished.
@@ -241,56 +255,31 @@ impl LocalForge {
                 continue;
             }
             let looked_at = check.clone();
-            if let Some((status, tail)) = blocking(move || Ok(ci_result(&looked_at))).await? {
-                if self.store.finish_local_check(check.id, status, &tail).await? {
-                    finished += 1;
+            let state = match blocking(move || Ok(ci::state(&looked_at)?)).await {
+                Ok(state) => state,
+                // One unreadable check directory must not keep the others from finishing.
+                Err(e) => {
+                    tracing::warn!(check = check.id, "cannot tell where CI stands: {e}");
+                    continue;
                 }
-                let (repo, dir) = (self.repo_path(), PathBuf::from(check.work_dir.unwrap_or_default()));
-                let _ = blocking(move || Ok(workspace::remove_scratch(&repo, &dir.join("work"))?)).await;
+            };
+            match state {
+                CiState::Running => {}
+                CiState::Ended(status, tail) => {
+                    if self.store.finish_local_check(check.id, status, &tail).await? {
+                        finished += 1;
+                    }
+                    let (repo, dir) = (self.repo_path(), PathBuf::from(check.work_dir.unwrap_or_default()));
+                    let _ = blocking(move || Ok(workspace::remove_scratch(&repo, &dir.join("work"))?)).await;
+                }
+                CiState::Abandoned(lock) => {
+                    // Not the CI's failure nor the setup's: the runner died before CI ran. Start it again.
+                    tracing::info!(check = check.id, sha = %check.sha, "starting CI again: its runner stopped while starting it");
+                    self.launch(check.id, Ok(lock), &check.sha).await?;
+                }
             }
         }
         Ok(finished)
-    }
-}
-
-/// Prepares the check's directory and scratch checkout, then starts the CI command there. Blocking.
-fn start_ci(repo: &Path, check_dir: &Path, sha: &str, command: &[String]) -> Result<u32, ForgeError> {
-    let Some((program, args)) = command.split_first() else {
-        return Err(ForgeError::CiProgram { program: String::new(), why: "is empty" });
-    };
-    let work = check_dir.join("work");
-    std::fs::create_dir_all(check_dir)
-        .map_err(|source| ForgeError::Io { what: format!("creating {}", check_dir.display()), source })?;
-    for leftover in ["exit", "pid"] {
-        let _ = std::fs::remove_file(check_dir.join(leftover));
-    }
-    workspace::add_detached(repo, &work, sha)?;
-    find_program(program, &work)?;
-    spawn_ci(check_dir, &work, program, args)
-}
-
-/// Looks `program` up as the shell that runs it will: a name with a `/` relative to the checkout, any
-/// other name on `PATH`. A program that is not there (or cannot be executed) is an infrastructure error,
-/// known before anything runs — not the exit status 127 of a failed build.
-fn find_program(program: &str, work: &Path) -> Result<(), ForgeError> {
-    use std::os::unix::fs::PermissionsExt;
-    let runnable =
-        |p: &Path| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
-    let found = if program.contains('/') {
-        runnable(&work.join(program))
-    } else if program.is_empty() {
-        false
-    } else {
-        // Without PATH the shell falls back to its own default; let it decide.
-        let Some(path) = std::env::var_os("PATH") else {
-            return Ok(());
-        };
-        std::env::split_paths(&path).any(|dir| runnable(&dir.join(program)))
-    };
-    if found {
-        Ok(())
-    } else {
-        Err(ForgeError::CiProgram { program: program.to_string(), why: "was not found or is not executable" })
     }
 }
 
@@ -312,65 +301,6 @@ fn is_merged(repo: &Path, sha: &str, base: &str) -> Result<bool, ForgeError> {
         .map_err(|source| ForgeError::Io { what: "running git merge-base".into(), source })?;
     // 0: an ancestor; 1: not one; anything else (an unknown commit, a missing base): not known merged.
     Ok(status.code() == Some(0))
-}
-
-/// Runs `program args…` in `work` through a tiny fixed shell script that records the exit status in a
-/// file, so the result outlives the runner. The CI command comes from the config, never from task text,
-/// and reaches the script as positional parameters (no interpolation).
-fn spawn_ci(check_dir: &Path, work: &Path, program: &str, args: &[String]) -> Result<u32, ForgeError> {
-    use std::os::unix::process::CommandExt;
-    let out = check_dir.join("output.log");
-    let exit = check_dir.join("exit");
-    let child = std::process::Command::new("/bin/sh")
-        .arg("-c")
-        .arg(r#"echo $$ >"$EXECUTOR_CI_PID"; "$@" >"$EXECUTOR_CI_OUT" 2>&1; echo $? >"$EXECUTOR_CI_EXIT.tmp" && mv "$EXECUTOR_CI_EXIT.tmp" "$EXECUTOR_CI_EXIT""#)
-        .arg("executor-ci")
-        .arg(program)
-        .args(args)
-        .env("EXECUTOR_CI_OUT", &out)
-        .env("EXECUTOR_CI_EXIT", &exit)
-        .env("EXECUTOR_CI_PID", check_dir.join("pid"))
-        .current_dir(work)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .process_group(0)
-        .spawn()
-        .map_err(|source| ForgeError::Io { what: format!("starting CI {program:?}"), source })?;
-    let pid = child.id();
-    // Reap it in the background so it leaves no zombie while this runner lives; its result is the file.
-    std::thread::spawn(move || {
-        let mut child = child;
-        let _ = child.wait();
-    });
-    Ok(pid)
-}
-
-/// The check's result if its process has ended: status and output tail. Blocking (file reads).
-fn ci_result(check: &LocalCheck) -> Option<(&'static str, String)> {
-    let dir = PathBuf::from(check.work_dir.as_deref()?);
-    let tail = read_tail(&dir.join("output.log"));
-    if let Ok(code) = std::fs::read_to_string(dir.join("exit")) {
-        let ok = code.trim() == "0";
-        return Some((
-            if ok { "success" } else { "failure" },
-            format!("exit status {}\n{tail}", code.trim()),
-        ));
-    }
-    // The recorded pid, or the one the CI wrote itself when a crash came before it was recorded.
-    let pid = check.pid.or_else(|| std::fs::read_to_string(dir.join("pid")).ok()?.trim().parse().ok());
-    match pid.and_then(|p| i32::try_from(p).ok()) {
-        Some(pid) if crate::worker::process::is_alive(pid) => None,
-        Some(_) => Some(("failure", format!("CI ended without an exit status (killed?)\n{tail}"))),
-        // Recorded as started, but it never ran: the runner stopped in between. Not the code's fault.
-        None => Some(("error", "CI never started (the runner stopped while starting it)".into())),
-    }
-}
-
-fn read_tail(path: &Path) -> String {
-    let bytes = std::fs::read(path).unwrap_or_default();
-    let start = bytes.len().saturating_sub(OUTPUT_TAIL);
-    String::from_utf8_lossy(&bytes[start..]).into_owned()
 }
 
 fn check_view(c: &LocalCheck) -> Check {

@@ -32,6 +32,7 @@ mod from_config;
 mod kind;
 mod lines;
 mod outcome;
+mod output_cap;
 pub mod process;
 pub mod prompt;
 pub mod result;
@@ -273,14 +274,15 @@ pub fn start(spec: WorkerSpec) -> Result<Pending, WorkerError> {
             return Err(e);
         }
     };
-    let gated = match spawn::spawn(&command, &spec.cwd, &env, &files, prepared.as_ref()) {
-        Ok(gated) => gated,
-        Err(e) => {
-            log.abandon(&format!("the agent did not start: {e}"));
-            files.remove();
-            return Err(e);
-        }
-    };
+    let gated =
+        match spawn::spawn(&command, &spec.cwd, &env, &files, prepared.as_ref(), spec.max_output_bytes) {
+            Ok(gated) => gated,
+            Err(e) => {
+                log.abandon(&format!("the agent did not start: {e}"));
+                files.remove();
+                return Err(e);
+            }
+        };
     let pid = gated.child.id().map(|p| p as i32).unwrap_or(0);
     let accounting = Accounting { pricing: spec.pricing.clone(), baseline: spec.usage_baseline };
     let log_path = log.path().to_path_buf();
@@ -401,14 +403,15 @@ impl Pending {
     }
 
     /// Closing the only write end makes the gate's `read` fail: it prints its marker and exits without
-    /// running the agent. It does so at once; wait for it briefly so it leaves no zombie behind.
+    /// running the agent. It does so at once; wait for it briefly so it leaves no zombie behind, and
+    /// for its output writer to put the marker in the file.
     fn close_gate(&mut self) {
         let Some(spawn::Gated { mut child, gate }) = self.gated.take() else {
             return; // released, or closed already
         };
         drop(gate);
         let deadline = std::time::Instant::now() + Duration::from_secs(2);
-        while matches!(child.try_wait(), Ok(None)) {
+        while matches!(child.try_wait(), Ok(None)) || !process::group_members(self.pid).is_empty() {
             if std::time::Instant::now() >= deadline {
                 process::signal_group(self.pid, nix::sys::signal::Signal::SIGKILL);
                 let _ = child.start_kill(); // tokio reaps a killed child it no longer owns

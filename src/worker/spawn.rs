@@ -1,5 +1,6 @@
 //! Starting an agent process so that it can outlive its supervisor: its own process group, the prompt
-//! from a file on stdin, stdout and stderr to a file, and an explicit environment.
+//! from a file on stdin, stdout and stderr to a file (through a writer bounded by the kernel), and an
+//! explicit environment.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
@@ -145,12 +146,16 @@ pub struct Gated {
 ///
 /// With a `sandbox`, the child restricts itself before it runs the gate: the gate and the agent it
 /// becomes, and all their children, are contained; executor is not.
+///
+/// The agent's stdout and stderr reach the output file through a writer process bounded by the kernel
+/// at `max_output_bytes` ([`super::output_cap`]), which holds while no runner watches.
 pub fn spawn(
     cmd: &CommandLine,
     cwd: &Path,
     env: &[(String, String)],
     files: &WorkerFiles,
     sandbox: Option<&Prepared>,
+    max_output_bytes: u64,
 ) -> Result<Gated, WorkerError> {
     let program = resolve_program(&cmd.program, cwd, env)
         .map_err(|source| WorkerError::Spawn { program: cmd.program.clone(), source })?;
@@ -192,8 +197,8 @@ pub fn spawn(
     if sandbox.is_some() {
         unreachable!("a sandbox is only ever prepared on Linux");
     }
-    // SAFETY: between fork and exec only async-signal-safe calls (dup2, fcntl, prctl, landlock) on
-    // descriptors that exist in the child, no allocation.
+    // SAFETY: between fork and exec only async-signal-safe calls (dup2, fcntl, prctl, landlock, and the
+    // output writer's fork and its calls) on descriptors that exist in the child, no allocation.
     unsafe {
         command.pre_exec(move || {
             if read_fd == GATE_FD {
@@ -204,13 +209,16 @@ pub fn spawn(
             } else if libc::dup2(read_fd, GATE_FD) == -1 {
                 return Err(std::io::Error::last_os_error());
             }
-            // Last, so nothing above depends on what the ruleset allows. A failure here fails the
-            // spawn: an agent never runs uncontained when a sandbox was asked for.
+            // Before the writer, so nothing above depends on what the ruleset allows and the writer
+            // is contained too. A failure here fails the spawn: an agent never runs uncontained when a
+            // sandbox was asked for.
             #[cfg(target_os = "linux")]
             if let Some(fd) = ruleset_fd {
                 super::sandbox::restrict_self(fd)?;
             }
-            Ok(())
+            // Stdout and stderr are the output file here; they become the bounded writer's pipe. A
+            // failure fails the spawn: an agent never runs with its output unbounded.
+            super::output_cap::interpose(max_output_bytes)
         });
     }
     let child =

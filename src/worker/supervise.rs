@@ -11,6 +11,7 @@ use tokio::sync::{mpsc::UnboundedSender, watch};
 
 use super::agent::AgentResult;
 use super::outcome::{EndReason, WorkerOutcome, WorkerUpdate};
+use super::output_cap;
 use super::process;
 use super::result;
 use super::tail::Tail;
@@ -71,7 +72,8 @@ pub(super) struct Watch {
     /// How long ago the output last changed, as far as we know at the start.
     pub idle_for: Duration,
     pub output_path: PathBuf,
-    /// Past this size of the output file the worker is stopped (`OutputLimit`) and the file cut back.
+    /// At this size of the output file (where the kernel stops its writer) the worker is stopped
+    /// (`OutputLimit`); a file written past it by an agent of an older executor is cut back.
     pub max_output_bytes: u64,
 }
 
@@ -124,7 +126,7 @@ pub(super) async fn supervise(
             Some(EndReason::HardTimeout)
         } else if over_cap(tail.totals.cost_usd, w.cost_cap_usd) {
             Some(EndReason::BudgetExceeded)
-        } else if output_size(&w).await > w.max_output_bytes {
+        } else if output_size(&w).await >= w.max_output_bytes {
             Some(EndReason::OutputLimit)
         } else {
             None
@@ -148,14 +150,22 @@ pub(super) async fn supervise(
         }
     };
 
-    // The leader has exited; anything it left running in its group (a server, `sleep &`) goes too.
-    let leftovers = process::group_members(pgid);
-    if !leftovers.is_empty() {
-        tail.log.note(&format!(
-            "the agent exited but left {} process(es) in its group; stopping them",
-            leftovers.len()
-        ));
+    // The leader has exited; anything it left running in its group (a server, `sleep &`) goes too. The
+    // output writer ignores the SIGTERM and ends once the pipe does, so its last lines reach the file
+    // before the tail reads it.
+    let members = process::group_members(pgid);
+    let leftovers = members.iter().filter(|p| !output_cap::is_writer(**p)).count();
+    if leftovers > 0 {
+        tail.log
+            .note(&format!("the agent exited but left {leftovers} process(es) in its group; stopping them"));
+    }
+    if !members.is_empty() {
         process::terminate_group(pgid, w.timeouts.grace, || {}).await;
+    }
+    // The writer stops at the cap (the agent then dies writing to a closed pipe), also while nobody
+    // watched: the cap is why it ended, whatever the exit looked like.
+    if stop.is_none() && output_size(&w).await >= w.max_output_bytes {
+        stop = Some(EndReason::OutputLimit);
     }
 
     cap_output(&w, &mut tail).await;

@@ -33,6 +33,21 @@ where
     Ok(output.status.success().then(|| String::from_utf8_lossy(&output.stdout).into_owned()))
 }
 
+/// Like [`git`], with `hold` as git's standard input: an open file (a lock) that git, and whatever it
+/// starts, keeps open until it is done, even when the caller dies meanwhile.
+pub(super) fn git_holding<I, S>(dir: &Path, args: I, hold: std::fs::File) -> Result<String, WorkspaceError>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let (command, output) = run_with(dir, args, Stdio::from(hold))?;
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    } else {
+        Err(failure(command, &output))
+    }
+}
+
 /// The git directories a commit in `worktree` writes to, absolute: its own git directory
 /// (`<repo>/.git/worktrees/<name>` for a linked worktree: index, HEAD) and the common one (`<repo>/.git`:
 /// objects, refs). One directory for a main checkout, where both are the same. A sandboxed agent
@@ -90,6 +105,14 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
+    run_with(dir, args, Stdio::null())
+}
+
+fn run_with<I, S>(dir: &Path, args: I, stdin: Stdio) -> Result<(String, Output), WorkspaceError>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
     let args: Vec<_> = args.into_iter().collect();
     let command = std::iter::once("git".to_string())
         .chain(args.iter().map(|a| a.as_ref().to_string_lossy().into_owned()))
@@ -102,7 +125,7 @@ where
         // Parseable messages, and never wait for a password on a terminal nobody watches.
         .env("LC_ALL", "C")
         .env("GIT_TERMINAL_PROMPT", "0")
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .output()
         .map_err(|source| WorkspaceError::Spawn { command: command.clone(), source })?;
     Ok((command, output))

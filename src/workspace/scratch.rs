@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::WorkspaceError;
-use super::git::{git, git_probe};
+use super::git::{git, git_holding, git_probe};
 
 /// The commit a branch points at in `repo`, or `None` when the branch does not exist.
 pub fn branch_head(repo: &Path, branch: &str) -> Result<Option<String>, WorkspaceError> {
@@ -23,6 +23,21 @@ pub fn base_commit(repo: &Path, base: &str) -> Result<Option<String>, WorkspaceE
 
 /// Checks `sha` out, detached, at `path` (replacing a leftover worktree there).
 pub fn add_detached(repo: &Path, path: &Path, sha: &str) -> Result<(), WorkspaceError> {
+    add(repo, path, sha, None)
+}
+
+/// Like [`add_detached`], with `hold` (a lock) open in git and whatever it starts until they are done:
+/// a checkout that outlives a killed caller still holds the lock while it finishes or cleans up.
+pub fn add_detached_holding(
+    repo: &Path,
+    path: &Path,
+    sha: &str,
+    hold: std::fs::File,
+) -> Result<(), WorkspaceError> {
+    add(repo, path, sha, Some(hold))
+}
+
+fn add(repo: &Path, path: &Path, sha: &str, hold: Option<std::fs::File>) -> Result<(), WorkspaceError> {
     if !sha.bytes().all(|b| b.is_ascii_hexdigit()) || sha.is_empty() {
         return Err(WorkspaceError::Unexpected {
             command: "git worktree add".into(),
@@ -32,13 +47,14 @@ pub fn add_detached(repo: &Path, path: &Path, sha: &str) -> Result<(), Workspace
     if path.exists() {
         remove_scratch(repo, path)?;
     }
-    git(
-        repo,
-        ["worktree", "add", "--detach", "--force"]
-            .iter()
-            .map(std::ffi::OsStr::new)
-            .chain([path.as_os_str(), std::ffi::OsStr::new(sha)]),
-    )?;
+    let args = ["worktree", "add", "--detach", "--force"]
+        .iter()
+        .map(std::ffi::OsStr::new)
+        .chain([path.as_os_str(), std::ffi::OsStr::new(sha)]);
+    match hold {
+        Some(hold) => git_holding(repo, args, hold)?,
+        None => git(repo, args)?,
+    };
     Ok(())
 }
 

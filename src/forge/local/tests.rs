@@ -2,7 +2,7 @@
 //! error with its reason (never a code failure), a real failure stays one, and a deleted branch is merged
 //! or closed by what happened to its work.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -139,22 +139,76 @@ async fn a_ci_program_in_the_checkout_runs_and_its_failure_stays_a_failure() {
     assert_eq!(snapshot.ci(), CiRollup::Failure);
 }
 
-#[tokio::test]
-async fn a_check_recorded_but_never_started_is_an_error() {
-    // What a crash between recording the check and starting its process leaves behind.
-    let f = fixture(r#"["./ci.sh"]"#).await;
+/// What a runner killed while starting CI leaves: the check directory (its lock free again, the runner
+/// being dead) and a pending check with no pid, no pid file and no exit status.
+async fn abandoned_check(f: &Fixture, with_lock: bool) -> PathBuf {
     let pr = f.forge.store.local_pr_for_run(f.run.id).await.unwrap().unwrap();
-    let dir = f.dir.path().join("ci").join("never-started");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = f.dir.path().join("ci").join("abandoned");
+    if with_lock {
+        drop(CiLock::take(&dir).unwrap());
+    } else {
+        std::fs::create_dir_all(&dir).unwrap();
+    }
     f.forge
         .store
         .start_local_check(pr.id, &f.sha, CHECK_NAME, &dir.display().to_string(), "here")
         .await
         .unwrap();
-    assert_eq!(f.forge.poll_ci().await.unwrap(), 1);
+    dir
+}
+
+#[tokio::test]
+async fn a_check_whose_runner_died_while_starting_it_is_started_again() {
+    for with_lock in [true, false] {
+        let f = fixture(r#"["./ci.sh"]"#).await;
+        abandoned_check(&f, with_lock).await;
+        assert_eq!(f.forge.poll_ci().await.unwrap(), 0, "started again, not finished");
+        let checks = f.checks().await;
+        assert_eq!(checks[0].status, "pending", "{checks:?}");
+        assert!(checks[0].pid.is_some(), "{checks:?}");
+        let checks = f.finished_checks().await;
+        assert_eq!(checks.len(), 1, "the same check, not a second one: {checks:?}");
+        let output = checks[0].output_tail.as_deref().unwrap_or_default();
+        assert_eq!(checks[0].status, "failure", "CI really ran (lock file: {with_lock}): {checks:?}");
+        assert!(output.starts_with("exit status 3\n") && output.contains("the tests fail"), "{output}");
+    }
+}
+
+#[tokio::test]
+async fn a_check_being_started_is_left_alone() {
+    // Another start holds the lock (a runner between recording the check and spawning its CI).
+    let f = fixture(r#"["./ci.sh"]"#).await;
+    let dir = abandoned_check(&f, true).await;
+    let held = CiLock::take(&dir).unwrap();
+    assert_eq!(f.forge.poll_ci().await.unwrap(), 0);
+    let checks = f.checks().await;
+    assert_eq!((checks[0].status.as_str(), checks[0].pid), ("pending", None), "{checks:?}");
+    drop(held);
+}
+
+#[tokio::test]
+async fn ci_that_cannot_start_when_started_again_is_still_an_error() {
+    let f = fixture(r#"["executor-no-such-ci-program"]"#).await;
+    abandoned_check(&f, true).await;
+    f.forge.poll_ci().await.unwrap();
     let checks = f.checks().await;
     assert_eq!(checks[0].status, "error", "{checks:?}");
-    assert!(checks[0].output_tail.as_deref().unwrap_or_default().contains("CI never started"));
+    let why = checks[0].output_tail.as_deref().unwrap_or_default();
+    assert!(why.starts_with("CI could not start: CI program"), "{why}");
+    f.forge.poll_ci().await.unwrap();
+    assert_eq!(f.checks().await[0].status, "error", "an error stays one");
+}
+
+#[tokio::test]
+async fn a_ci_shell_killed_from_outside_is_a_failure_not_a_restart() {
+    let f = fixture(r#"["sleep", "600"]"#).await;
+    f.forge.trigger_ci(&f.run, &f.sha).await.unwrap();
+    let pid = f.checks().await[0].pid.expect("CI started");
+    nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL)
+        .unwrap();
+    let checks = f.finished_checks().await;
+    assert_eq!(checks[0].status, "failure", "{checks:?}");
+    assert!(checks[0].output_tail.as_deref().unwrap_or_default().contains("without an exit status"));
 }
 
 #[tokio::test]
