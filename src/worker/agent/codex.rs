@@ -2,6 +2,7 @@
 
 use std::collections::HashSet;
 
+use chrono::{DateTime, DurationRound, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -69,11 +70,16 @@ impl CodexConfig {
 pub struct CodexParser {
     thread_id: Option<String>,
     turns: u32,
-    /// The thread's running total as last reported (`turn.completed.usage` is cumulative over the whole
-    /// thread, including the turns of earlier workers on a resumed thread).
+    /// The thread's running total, the largest reported so far (`turn.completed.usage` and the session
+    /// file's `total_token_usage` are cumulative over the whole thread, including the turns of earlier
+    /// workers on a resumed thread, which Codex restores from the session file).
     thread_total: Tokens,
-    /// The thread's total before this worker.
+    /// The thread's total before this worker: from the session file once it is read, else recorded
+    /// usage of earlier workers (which lacks their cache reads).
     baseline: Tokens,
+    /// `baseline` comes from the session file, so it is exact.
+    baseline_exact: bool,
+    started_at: Option<DateTime<Utc>>,
     /// Codex reports no cost: it is estimated at the price of `model` (`""`: the table's default).
     pricing: Pricing,
     model: String,
@@ -90,6 +96,7 @@ impl CodexParser {
         CodexParser {
             baseline: accounting.baseline,
             thread_total: accounting.baseline,
+            started_at: accounting.started_at,
             pricing: accounting.pricing.clone(),
             model: model.unwrap_or("").to_string(),
             ..Default::default()
@@ -102,6 +109,49 @@ impl CodexParser {
 
     fn this_worker(&self) -> Tokens {
         self.thread_total.since(&self.baseline)
+    }
+
+    /// A new running total of the thread: this worker's usage so far, priced.
+    fn thread_total(&mut self, total: &Tokens) -> Vec<AgentEvent> {
+        self.thread_total = self.thread_total.max(total);
+        let tokens = self.this_worker();
+        let cost = estimate_usd(&self.price(), &tokens, true);
+        vec![AgentEvent::UsageSoFar { tokens, cost_usd: Some(cost), estimated: true }]
+    }
+
+    /// A `token_count` event of the session file: `{"timestamp", "type": "event_msg", "payload":
+    /// {"type": "token_count", "info": {"total_token_usage", "last_token_usage", …}}}`.
+    fn token_count(&mut self, line: &Value) -> Vec<AgentEvent> {
+        let Some(info) = line.pointer("/payload/info").filter(|i| i.is_object()) else {
+            return Vec::new(); // rate limits only
+        };
+        let (Some(total), Some(last)) = (
+            info.get("total_token_usage").map(openai_tokens),
+            info.get("last_token_usage").map(openai_tokens),
+        ) else {
+            return Vec::new();
+        };
+        let at = line
+            .get("timestamp")
+            .and_then(Value::as_str)
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.with_timezone(&Utc));
+        // Codex's timestamps are whole milliseconds: compare at that grain.
+        let started = self.started_at.and_then(|t| t.duration_trunc(chrono::TimeDelta::milliseconds(1)).ok());
+        if let (Some(at), Some(started)) = (at, started)
+            && at < started
+        {
+            // An earlier worker's request on this thread: the thread's total before this worker.
+            self.baseline = total;
+            self.baseline_exact = true;
+            return self.thread_total(&total);
+        }
+        if !self.baseline_exact {
+            // This worker's first request: the total before it is exactly the total less the request.
+            self.baseline = total.since(&last);
+            self.baseline_exact = true;
+        }
+        self.thread_total(&total)
     }
 
     fn error(&mut self, msg: String) -> Vec<AgentEvent> {
@@ -138,23 +188,8 @@ impl OutputParser for CodexParser {
             }
             "turn.completed" => {
                 self.turns += 1;
-                let usage = event.get("usage").cloned().unwrap_or(Value::Null);
-                let total = Tokens {
-                    input: u64_field(&usage, "input_tokens"),
-                    output: u64_field(&usage, "output_tokens"),
-                    cache_read: u64_field(&usage, "cached_input_tokens"),
-                    cache_creation: 0,
-                };
-                // A running total: what this turn added is the difference, never the whole.
-                let turn = total.since(&self.thread_total);
-                self.thread_total = Tokens {
-                    input: total.input.max(self.thread_total.input),
-                    output: total.output.max(self.thread_total.output),
-                    cache_read: total.cache_read.max(self.thread_total.cache_read),
-                    cache_creation: 0,
-                };
-                let cost = estimate_usd(&self.price(), &turn, true);
-                vec![AgentEvent::Usage { tokens: turn, cost_usd: Some(cost), estimated: true }]
+                let total = openai_tokens(event.get("usage").unwrap_or(&Value::Null));
+                self.thread_total(&total)
             }
             "turn.failed" => {
                 let msg = event
@@ -198,6 +233,29 @@ impl OutputParser for CodexParser {
             structured,
             session_id: self.thread_id.clone(),
         })]
+    }
+
+    fn parse_session_line(&mut self, line: &str) -> Vec<AgentEvent> {
+        // Most lines of a session file are the conversation itself, often long: only token counts matter.
+        if !line.contains("\"token_count\"") {
+            return Vec::new();
+        }
+        let Some(map) = json_object(line) else { return Vec::new() };
+        let line = Value::Object(map);
+        let is_count = line.get("type").and_then(Value::as_str) == Some("event_msg")
+            && line.pointer("/payload/type").and_then(Value::as_str) == Some("token_count");
+        if is_count { self.token_count(&line) } else { Vec::new() }
+    }
+}
+
+/// OpenAI's usage object (`input_tokens` including `cached_input_tokens`, `output_tokens` including
+/// reasoning).
+fn openai_tokens(usage: &Value) -> Tokens {
+    Tokens {
+        input: u64_field(usage, "input_tokens"),
+        output: u64_field(usage, "output_tokens"),
+        cache_read: u64_field(usage, "cached_input_tokens"),
+        cache_creation: 0,
     }
 }
 
