@@ -464,6 +464,26 @@ mod tests {
     }
 
     #[test]
+    fn a_message_counts_its_final_output_from_message_delta() {
+        let mut p = ClaudeParser::default();
+        let start = r#"{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_1","model":"claude-x","usage":{"input_tokens":10,"cache_read_input_tokens":100,"output_tokens":1}}},"session_id":"s","parent_tool_use_id":null}"#;
+        let block = r#"{"type":"assistant","session_id":"s","message":{"id":"msg_1","model":"claude-x","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":10,"cache_read_input_tokens":100,"output_tokens":1}}}"#;
+        let delta = r#"{"type":"stream_event","event":{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":250}},"session_id":"s","parent_tool_use_id":null}"#;
+        let text = r#"{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"h"}},"session_id":"s","parent_tool_use_id":null}"#;
+        let mut total = Tokens::default();
+        for line in [start, text, block, block, delta, delta] {
+            for e in p.parse_line(line) {
+                match e {
+                    AgentEvent::Usage { tokens, .. } => total.accumulate(&tokens),
+                    AgentEvent::Raw(r) => panic!("stream events are not raw output: {r}"),
+                    _ => {}
+                }
+            }
+        }
+        assert_eq!(total, Tokens { input: 10, output: 250, cache_read: 100, cache_creation: 0 });
+    }
+
+    #[test]
     fn result_tokens_come_from_model_usage() {
         let mut p = ClaudeParser::default();
         let res = r#"{"type":"result","subtype":"success","is_error":false,"session_id":"s","total_cost_usd":0.5,"usage":{"input_tokens":3,"output_tokens":4},"modelUsage":{"claude-a":{"inputTokens":100,"outputTokens":20,"cacheReadInputTokens":1000,"cacheCreationInputTokens":50,"costUSD":0.4},"claude-b":{"inputTokens":7,"outputTokens":2,"cacheReadInputTokens":0,"cacheCreationInputTokens":0,"costUSD":0.1}}}"#;

@@ -385,6 +385,7 @@ mod tests {
                 Price { input: 1.0, output: 10.0, cache_read: 0.1, cache_write: 0.0 },
             )])),
             baseline: Tokens { input: 2_000, output: 100, cache_read: 500, cache_creation: 0 },
+            started_at: None,
         };
         let mut p = CodexParser::new(&accounting, None);
         p.parse_line(r#"{"type":"thread.started","thread_id":"th-9"}"#);
@@ -395,20 +396,59 @@ mod tests {
         let second = p.parse_line(
             r#"{"type":"turn.completed","usage":{"input_tokens":6039,"cached_input_tokens":2500,"output_tokens":180}}"#,
         );
-        let delta = |ev: &[AgentEvent]| match &ev[0] {
-            AgentEvent::Usage { tokens, cost_usd, estimated: true } => (*tokens, cost_usd.unwrap()),
+        let so_far = |ev: &[AgentEvent]| match &ev[0] {
+            AgentEvent::UsageSoFar { tokens, cost_usd, estimated: true } => (*tokens, cost_usd.unwrap()),
             other => panic!("{other:?}"),
         };
-        let (t1, c1) = delta(&first);
+        let (t1, c1) = so_far(&first);
         assert_eq!((t1.input, t1.output, t1.cache_read), (2_011, 50, 1_000));
         // 1,011 fresh input × $1 + 50 × $10 + 1,000 cached × $0.1, per million.
         assert!((c1 - 0.001611).abs() < 1e-12, "{c1}");
-        let (t2, _) = delta(&second);
-        assert_eq!((t2.input, t2.output), (2_028, 30));
+        let (t2, _) = so_far(&second);
+        assert_eq!((t2.input, t2.output), (4_039, 80), "this worker's total so far");
         let AgentEvent::Result(r) = &p.finish(Some(0))[0] else { panic!() };
         assert_eq!(r.tokens.unwrap().input, 4_039, "this worker's, not the thread's 6,039");
         assert_eq!(r.tokens.unwrap().output, 80);
         assert!(r.cost_usd.unwrap() > 0.0);
+    }
+
+    #[test]
+    fn the_session_file_gives_usage_per_request_and_the_exact_baseline_of_a_resumed_thread() {
+        let started: DateTime<Utc> = "2025-10-03T10:00:00.500Z".parse().unwrap();
+        // What the database knows of the earlier worker: no cache reads.
+        let accounting = Accounting {
+            baseline: Tokens { input: 1_500, output: 400, ..Default::default() },
+            started_at: Some(started),
+            ..Default::default()
+        };
+        let mut p = CodexParser::new(&accounting, None);
+        let count = |at: &str, total: (u64, u64, u64), last: (u64, u64, u64)| {
+            format!(
+                r#"{{"timestamp":"{at}","type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":{},"cached_input_tokens":{},"output_tokens":{},"reasoning_output_tokens":0,"total_tokens":0}},"last_token_usage":{{"input_tokens":{},"cached_input_tokens":{},"output_tokens":{},"reasoning_output_tokens":0,"total_tokens":0}},"model_context_window":272000}},"rate_limits":null}}}}"#,
+                total.0, total.1, total.2, last.0, last.1, last.2
+            )
+        };
+        let so_far = |ev: Vec<AgentEvent>| match ev.as_slice() {
+            [AgentEvent::UsageSoFar { tokens, .. }] => *tokens,
+            other => panic!("{other:?}"),
+        };
+        assert!(p.parse_session_line(r#"{"timestamp":"x","type":"session_meta","payload":{}}"#).is_empty());
+        // The earlier worker's last request: before this one started.
+        let before = count("2025-10-03T09:59:59.000Z", (1_500, 200, 400), (300, 0, 55));
+        assert_eq!(so_far(p.parse_session_line(&before)), Tokens::default());
+        let mine = count("2025-10-03T10:00:02.000Z", (2_100, 300, 600), (600, 100, 200));
+        assert_eq!(
+            so_far(p.parse_session_line(&mine)),
+            Tokens { input: 600, output: 200, cache_read: 100, cache_creation: 0 }
+        );
+        // Stdout's turn total repeats what the file said: nothing more.
+        let turn = p.parse_line(r#"{"type":"turn.completed","usage":{"input_tokens":2100,"cached_input_tokens":300,"output_tokens":600}}"#);
+        assert_eq!(so_far(turn).cache_read, 100);
+        // Without the earlier lines, the first request's total less its own usage is the baseline.
+        let mut q = CodexParser::new(&accounting, None);
+        assert_eq!(so_far(q.parse_session_line(&mine)).cache_read, 100);
+        let rate_limits_only = r#"{"timestamp":"2025-10-03T10:00:03.000Z","type":"event_msg","payload":{"type":"token_count","info":null,"rate_limits":{}}}"#;
+        assert!(q.parse_session_line(rate_limits_only).is_empty());
     }
 
     #[test]
