@@ -399,8 +399,13 @@ async fn a_notice_recorded_by_a_runner_that_died_before_sending_it_is_sent_by_th
     assert_eq!(bodies.len(), before + 1, "{bodies:?}");
     assert!(bodies.last().unwrap().contains("@alex look"));
     let pr = store.local_pr_for_run(run.id).await.unwrap().unwrap();
-    let on_pr =
-        store.local_comments(pr.id).await.unwrap().into_iter().filter(|c| c.body == "@alex look").count();
+    let on_pr = store
+        .local_comments(pr.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|c| c.body.starts_with("@alex look"))
+        .count();
     assert_eq!(on_pr, 1, "posted on the pull request once");
     env.run(&["runner"]);
     assert_eq!(hook.bodies().len(), before + 1, "delivered once");
@@ -421,6 +426,56 @@ async fn a_budget_remainder_too_small_for_an_agent_is_a_budget_stop_not_a_launch
     assert_eq!(notices.len(), 1);
     assert_eq!(notices[0].kind, "needs_human");
     assert_eq!(run.state, RunState::Queued);
+    // No pull request and no webhook: the notice reached nobody, so it is not taken for delivered,
+    // and `executor status` shows the stop.
+    assert_eq!(notices[0].delivered_at, None, "{notices:?}");
+    let status = String::from_utf8_lossy(&env.run(&["status"]).stdout).into_owned();
+    assert!(
+        status.contains("stopped by a budget cap: 1") && status.contains("notices not delivered: 1"),
+        "{status}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remainder_below_min_launch_usd_is_a_budget_stop() {
+    let env = Env::new(&["FAKE_COST"]);
+    let claude = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agents/claude.sh");
+    env.edit_config("agent = \"command\"", "agent = \"claude\"");
+    // The fake commits nothing, so the run wants another worker at once.
+    env.edit_config("retry_backoff = \"1s\"", "retry_backoff = \"0s\"");
+    // Each worker spends $0.095 of $0.10: the $0.005 left is under budget.min_launch_usd ($0.05).
+    env.append_config(&format!(
+        "\n[worker.claude]\nprogram = \"{}\"\n[budget]\nper_run_usd = 0.1\n",
+        claude.display()
+    ));
+    env.queue_approved("m1");
+    let store = env.store().await;
+    let out = env.command(&["runner"]).env("FAKE_COST", "0.095").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = run_of(&store, "m1").await;
+    let sessions = store.worker_sessions(run.id).await.unwrap();
+    assert_eq!(sessions.len(), 1, "no worker for the $0.005 left: {sessions:?}");
+    let memory = store.run_memory(run.id).await.unwrap();
+    assert!(memory.budget_stopped, "{run:?} {memory:?} {sessions:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_notices_with_the_same_text_are_two_comments_on_the_pull_request() {
+    let env = Env::new(&[]);
+    env.queue_approved("t1");
+    let store = env.store().await;
+    env.run(&["runner"]);
+    let run = run_of(&store, "t1").await;
+    let pr = store.local_pr_for_run(run.id).await.unwrap().expect("a pull request");
+    // Two budget stops of one run, with the same text (the same cap, the same spend).
+    for key in ["test:first", "test:second"] {
+        store.add_notice(Some(run.id), Some("t1"), "needs_human", Some(key), "@alex stopped").await.unwrap();
+    }
+    env.run(&["runner"]);
+    env.run(&["runner"]);
+    let comments = store.local_comments(pr.id).await.unwrap();
+    let stops = comments.iter().filter(|c| c.body.starts_with("@alex stopped")).count();
+    assert_eq!(stops, 2, "each stop its own comment: {comments:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

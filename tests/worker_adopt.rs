@@ -46,6 +46,7 @@ fn adopt_spec(sb: &Sandbox, updates: &[WorkerUpdate]) -> AdoptSpec {
         max_output_bytes: 256 * 1024 * 1024,
         pricing: Default::default(),
         usage_baseline: Default::default(),
+        session_root: None,
     }
 }
 

@@ -32,6 +32,7 @@ fn adopt_spec_of(p: &Pending, spec: &WorkerSpec) -> AdoptSpec {
         max_output_bytes: spec.max_output_bytes,
         pricing: Default::default(),
         usage_baseline: Default::default(),
+        session_root: None,
     }
 }
 

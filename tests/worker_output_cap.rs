@@ -77,6 +77,7 @@ async fn yes_under_a_10_mib_cap_leaves_at_most_10_mib_while_nobody_watches() {
         max_output_bytes: CAP,
         pricing: Default::default(),
         usage_baseline: Default::default(),
+        session_root: None,
     };
     let o = worker::collect(adopt, tx).await.unwrap();
     assert_eq!(o.reason, EndReason::OutputLimit, "{o:?}");

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use chrono::Utc;
 use tokio::sync::{mpsc, watch};
 
-use crate::budget::{MIN_WORKER_BUDGET_USD, budget_left};
+use crate::budget::{budget_left, too_little};
 use crate::config::{Config, Repo};
 use crate::domain::Task;
 use crate::store::{AnalysisEnd, Store, StoreError, Triage, start_of_day};
@@ -134,11 +134,12 @@ impl Triager {
     /// Dollars the next run may spend, or why none may start.
     async fn budget(&self) -> Result<Result<f64, String>, StoreError> {
         let left = budget_left(&self.config, &self.store, None).await?;
-        if left >= MIN_WORKER_BUDGET_USD {
+        let b = &self.config.budget;
+        let cap = b.per_run_usd.min(b.per_day_usd);
+        if !too_little(b, cap, left) {
             return Ok(Ok(left));
         }
-        let b = &self.config.budget;
-        if b.per_run_usd < MIN_WORKER_BUDGET_USD {
+        if too_little(b, b.per_run_usd, b.per_run_usd) {
             return Ok(Err(format!(
                 "budget.per_run_usd is ${}: no analysis starts until it is raised",
                 b.per_run_usd

@@ -14,6 +14,14 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
     let undelivered = ctx.store.undelivered_notices().await?;
     let pending = ctx.store.pending_detail(ctx.config.analyzer.max_attempts).await?;
     let sources = ctx.store.source_cursors().await?;
+    // Runs a cap stopped wait for a human whether or not a notice reached one: always shown here.
+    let budget_stopped: Vec<_> = ctx
+        .store
+        .runs_board(10_000)
+        .await?
+        .into_iter()
+        .filter(|r| r.budget_stopped && r.run.state.is_active())
+        .collect();
     if as_json {
         let queue: serde_json::Map<_, _> =
             counts.queue.iter().map(|(k, v)| (k.clone(), (*v).into())).collect();
@@ -28,6 +36,11 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
             "undelivered_notices": undelivered,
             "pending": pending,
             "sources": sources,
+            "budget_stopped_runs": budget_stopped.iter().map(|r| serde_json::json!({
+                "run": r.run.id,
+                "task_gid": r.run.task_gid,
+                "why": r.last_decision,
+            })).collect::<Vec<_>>(),
         }));
     }
     let line = |pairs: &[(String, i64)]| {
@@ -52,6 +65,17 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
     print_hosts(&runners, at);
     for c in &sources {
         println!("{}", source_line(c, at));
+    }
+    if !budget_stopped.is_empty() {
+        println!("stopped by a budget cap: {}", budget_stopped.len());
+        for r in &budget_stopped {
+            println!(
+                "  run {} (task {}): {}",
+                r.run.id,
+                r.run.task_gid,
+                r.last_decision.as_deref().unwrap_or("-")
+            );
+        }
     }
     if !undelivered.is_empty() {
         println!("notices not delivered: {}", undelivered.len());

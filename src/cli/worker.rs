@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use super::Context;
 use super::output::json;
 use super::parse::parse_gid;
-use crate::budget::{MIN_WORKER_BUDGET_USD, budget_left};
+use crate::budget::{budget_left, too_little};
 use crate::config::Config;
 use crate::domain::{Run, RunState, WorkerKind};
 use crate::instance_lock::{InstanceLock, LockError};
@@ -158,7 +158,8 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
         ci_logs: Default::default(),
     };
     let budget = budget_left(&config, store, run.as_ref()).await?;
-    if budget < MIN_WORKER_BUDGET_USD {
+    let b = &config.budget;
+    if too_little(b, b.per_run_usd.min(b.per_day_usd), budget) {
         bail!(
             "no budget left ({}): raise budget.per_run_usd or budget.per_day_usd to run a worker",
             run.as_ref().map_or("today".into(), |r| format!(

@@ -252,6 +252,9 @@ pub struct Analyzer {
 pub struct Budget {
     pub per_run_usd: f64,
     pub per_day_usd: f64,
+    /// The smallest remainder a worker is started with: less is a budget stop, since an agent given
+    /// less spends it on its first message and does nothing.
+    pub min_launch_usd: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -602,7 +605,7 @@ impl Default for Analyzer {
 
 impl Default for Budget {
     fn default() -> Self {
-        Budget { per_run_usd: 10.0, per_day_usd: 50.0 }
+        Budget { per_run_usd: 10.0, per_day_usd: 50.0, min_launch_usd: 0.05 }
     }
 }
 
@@ -697,9 +700,11 @@ impl Config {
         if self.runner.lease_ttl.std() < std::time::Duration::from_secs(1) {
             return fail("runner.lease_ttl", "must be at least 1s");
         }
-        for (key, value) in
-            [("budget.per_run_usd", self.budget.per_run_usd), ("budget.per_day_usd", self.budget.per_day_usd)]
-        {
+        for (key, value) in [
+            ("budget.per_run_usd", self.budget.per_run_usd),
+            ("budget.per_day_usd", self.budget.per_day_usd),
+            ("budget.min_launch_usd", self.budget.min_launch_usd),
+        ] {
             if !(value >= 0.0 && value.is_finite()) {
                 return fail(key, "must be a non-negative number of dollars");
             }

@@ -5,7 +5,7 @@ use chrono::Utc;
 
 use super::decision::{Notice, NoticeKind};
 use super::state::{Runner, RunnerError};
-use crate::budget::{MIN_WORKER_BUDGET_USD, budget_left};
+use crate::budget::{Exhausted, budget_left, exhausted};
 use crate::domain::Run;
 use crate::store::{RunMemory, start_of_day};
 
@@ -20,9 +20,10 @@ impl Runner {
         let now = Utc::now();
         let spent_today = self.store.spent_since(start_of_day(now)).await?;
         let run_spent = run.cost_usd - memory.budget_base_usd;
-        // A remainder too small for an agent to be given is no budget at all: the human is told, rather
-        // than an agent started with nothing (which the CLI refuses, and which would count as a crash).
-        let (why, key) = if b.per_run_usd - run_spent < MIN_WORKER_BUDGET_USD {
+        // A remainder too small to do anything with (`budget.min_launch_usd`) is no budget at all: the
+        // human is told, rather than an agent started to spend it on one message and stop.
+        let stop = exhausted(b, b.per_run_usd - run_spent, b.per_day_usd - spent_today);
+        let (why, key) = if stop == Some(Exhausted::Run) {
             (
                 format!(
                     "Run {} has spent ${run_spent:.4} of its ${} budget; no worker starts until budget.per_run_usd is raised or `executor runs resume {}`.",
@@ -30,7 +31,7 @@ impl Runner {
                 ),
                 format!("budget_run:{}:{}", b.per_run_usd, memory.budget_base_usd),
             )
-        } else if b.per_day_usd - spent_today < MIN_WORKER_BUDGET_USD {
+        } else if stop == Some(Exhausted::Day) {
             (
                 format!(
                     "Workers have spent ${spent_today:.4} today of the ${} daily budget; no worker starts until tomorrow (UTC) or until budget.per_day_usd is raised.",

@@ -87,9 +87,19 @@ impl Runner {
     /// both went through, or records the attempt and its error.
     async fn deliver(&self, id: i64, run: &Run, text: &str) -> Result<(), String> {
         let posted = match self.forge_of(run) {
-            Ok(f) => self.post_on_forge(run, &f, text).await,
+            Ok(f) => self.post_on_forge(id, run, &f, text).await,
             Err(e) => Err(format!("no forge for the run: {e}")),
         };
+        if matches!(&posted, Ok(p) if p.is_empty()) && self.config.notify.webhook_url.trim().is_empty() {
+            // No pull request and no webhook: nobody has been told. The notice stays undelivered, so
+            // `executor status` lists it, and later ticks post it once the run has a pull request.
+            let why = "nowhere to send it yet: the run has no pull request and notify.webhook_url is not set";
+            self.store
+                .mark_notice_failed(id, &format!("not delivered yet: {why}"), why)
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(());
+        }
         let outcome = match &posted {
             Ok(_) => self.send_webhook(text).await,
             // The webhook waits for the comment, so that a retry never sends it twice.
@@ -125,11 +135,13 @@ impl Runner {
     }
 
     /// Posts the notice on the run's pull request, replying in the thread of the run's first notice.
-    /// Without a pull request there is nowhere to post: that is not a failure.
-    async fn post_on_forge(&self, run: &Run, forge: &Forge, text: &str) -> Result<String, String> {
+    /// Without a pull request there is nowhere to post: that is not a failure. Each notice is its own
+    /// comment, marked with its id: two notices with the same text (two budget stops) are two comments.
+    async fn post_on_forge(&self, id: i64, run: &Run, forge: &Forge, text: &str) -> Result<String, String> {
         let pr = forge.snapshot(run).await.map_err(|e| format!("reading the pull request: {e}"))?;
         let Some(pr) = pr else { return Ok(String::new()) };
-        if let Some(c) = pr.comments.iter().find(|c| c.body == text) {
+        let body = format!("{text}\n\n{}", notice_marker(id));
+        if let Some(c) = pr.comments.iter().find(|c| c.body.ends_with(&notice_marker(id))) {
             // Posted by an attempt that died before recording it: record it now, or on GitHub (where
             // executor may post as the human) it would read as the human's own comment.
             self.store.record_agent_comment(run.id, &c.id, None).await.map_err(|e| e.to_string())?;
@@ -138,7 +150,7 @@ impl Runner {
         let current = self.store.run(run.id).await.map_err(|e| e.to_string())?;
         let comment = CommentPost {
             author: EXECUTOR_AUTHOR,
-            body: text,
+            body: &body,
             reply_to: current.thread_id.as_deref(),
             by_agent: true,
             ..Default::default()
@@ -164,6 +176,12 @@ impl Runner {
                 .map_err(|e| format!("webhook: {e}")),
         }
     }
+}
+
+/// Ends a notice's comment (hidden on GitHub): which notice it is, so that a retry after a crash finds
+/// its own comment and never takes another notice's with the same text for it.
+fn notice_marker(id: i64) -> String {
+    format!("<!-- executor notice {id} -->")
 }
 
 /// Posts a Slack-compatible `{"text": …}` message. Returns what happened, for the record; the URL (which

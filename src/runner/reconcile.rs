@@ -23,12 +23,13 @@ impl Runner {
         };
         let run = self.store.run(s.run_id).await?;
         let sessions = self.store.worker_sessions(run.id).await?;
+        let (agent, env) = (agent_config(&self.config), self.worker_env(&run, s.kind));
         let start_time = s.pid_start_time.and_then(|t| u64::try_from(t).ok()).unwrap_or(0);
         let spec = AdoptSpec {
             task_gid: run.task_gid.clone(),
             run_id: run.id,
             kind: PromptKind::Worker(s.kind),
-            agent: agent_config(&self.config),
+            agent: agent.clone(),
             pid,
             pid_start_time: start_time,
             output_path: PathBuf::from(output),
@@ -36,7 +37,8 @@ impl Runner {
             log_path: PathBuf::from(log),
             started_at: s.started_at,
             cost_cap_usd: Some(self.budget_left(&run).await?),
-            secrets: self.worker_env(&run, s.kind).secret_values(),
+            secrets: env.secret_values(),
+            session_root: worker::session_root(&agent, &env),
             timeouts: worker_timeouts(&self.config),
             max_output_bytes: self.config.worker.max_output_bytes,
             pricing: self.config.pricing.clone(),

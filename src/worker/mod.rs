@@ -37,6 +37,7 @@ pub mod process;
 pub mod prompt;
 pub mod result;
 pub mod sandbox;
+mod session_file;
 mod spawn;
 mod supervise;
 mod tail;
@@ -165,6 +166,19 @@ pub struct AdoptSpec {
     pub max_output_bytes: u64,
     pub pricing: Pricing,
     pub usage_baseline: Tokens,
+    /// Where the agent writes its session files ([`session_root`] of the worker's environment).
+    pub session_root: Option<PathBuf>,
+}
+
+/// Where `agent`, run in the environment `env` describes, writes the session files whose usage is
+/// followed as it comes (Codex's `CODEX_HOME/sessions`); `None` for the other agents.
+pub fn session_root(agent: &AgentConfig, env: &EnvSpec) -> Option<PathBuf> {
+    root_in(agent, &env.resolve())
+}
+
+fn root_in(agent: &AgentConfig, env: &[(String, String)]) -> Option<PathBuf> {
+    let var = |name: &str| env.iter().rev().find(|(k, _)| k == name).map(|(_, v)| PathBuf::from(v));
+    agent.session_root(&var)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -284,15 +298,23 @@ pub fn start(spec: WorkerSpec) -> Result<Pending, WorkerError> {
             }
         };
     let pid = gated.child.id().map(|p| p as i32).unwrap_or(0);
-    let accounting = Accounting { pricing: spec.pricing.clone(), baseline: spec.usage_baseline };
+    let accounting = Accounting {
+        pricing: spec.pricing.clone(),
+        baseline: spec.usage_baseline,
+        started_at: Some(started_at),
+    };
     let log_path = log.path().to_path_buf();
+    let mut tail = Tail::from_file(tokio::fs::File::from_std(output), spec.agent.parser(&accounting), log);
+    if let Some(root) = root_in(&spec.agent, &env) {
+        tail.follow_session_file(root);
+    }
     Ok(Pending {
         gated: Some(gated),
         pid,
         pid_start_time: process::pid_start_time(pid),
         log_path,
         started_at,
-        tail: Some(Tail::from_file(tokio::fs::File::from_std(output), spec.agent.parser(&accounting), log)),
+        tail: Some(tail),
         watch: Watch {
             kind: spec.kind,
             timeouts: spec.timeouts,
@@ -473,10 +495,17 @@ async fn follow_existing(
         Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         spec.offset
     ));
-    let accounting = Accounting { pricing: spec.pricing.clone(), baseline: spec.usage_baseline };
+    let accounting = Accounting {
+        pricing: spec.pricing.clone(),
+        baseline: spec.usage_baseline,
+        started_at: Some(spec.started_at),
+    };
     let mut tail = Tail::open(&spec.output_path, spec.agent.parser(&accounting), log)
         .await
         .map_err(WorkerError::io("read", &spec.output_path))?;
+    if let Some(root) = spec.session_root.clone() {
+        tail.follow_session_file(root);
+    }
     tail.connect(updates.clone());
     tail.replay(spec.offset).await.map_err(WorkerError::io("read", &spec.output_path))?;
     let idle_for = std::fs::metadata(&spec.output_path)

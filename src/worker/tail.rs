@@ -1,7 +1,7 @@
 //! Follows a worker's output file: reads what was appended, splits it into lines, hands each line to the
 //! agent's parser, writes the events to the work log and keeps the running totals.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
@@ -10,6 +10,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::agent::{AgentEvent, AgentResult, OutputParser, Tokens};
 use super::lines::{Line, LineSplitter};
 use super::outcome::WorkerUpdate;
+use super::session_file::SessionFile;
 use super::worklog::WorkLog;
 
 /// Bytes read per system call.
@@ -51,6 +52,8 @@ pub struct Tail {
     updates: UnboundedSender<WorkerUpdate>,
     buf: Vec<u8>,
     lines_seen: u64,
+    /// The agent's session file, for usage it reports there sooner than on stdout (Codex).
+    session: Option<SessionFile>,
 }
 
 impl Tail {
@@ -70,7 +73,38 @@ impl Tail {
             updates: tokio::sync::mpsc::unbounded_channel().0,
             buf: vec![0; CHUNK],
             lines_seen: 0,
+            session: None,
         }
+    }
+
+    /// Also follows the agent's session file under `root` (found by the session id the output gives).
+    pub fn follow_session_file(&mut self, root: PathBuf) {
+        self.session = Some(SessionFile::new(root));
+    }
+
+    /// Reads what the agent appended to its session file. Returns whether anything was read. A file that
+    /// cannot be read only costs the early usage: stdout still reports it by turn.
+    async fn poll_session(&mut self, force: bool) -> bool {
+        let Some(session) = self.session.as_mut() else { return false };
+        let had = session.path().is_some();
+        let lines = match session.poll(self.totals.session_id.as_deref(), force).await {
+            Ok(lines) => lines,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the agent's session file");
+                self.session = None;
+                return false;
+            }
+        };
+        if let (false, Some(path)) = (had, session.path()) {
+            let note = format!("following the agent's session file {} for its usage", path.display());
+            self.log.note(&note);
+        }
+        let mut events = Vec::new();
+        for line in &lines {
+            events.extend(self.parser.parse_session_line(&line.text));
+        }
+        self.account(&events);
+        !lines.is_empty()
     }
 
     /// Where updates (session id, usage) are sent from now on.
@@ -117,6 +151,7 @@ impl Tail {
                 self.handle(line);
             }
         }
+        self.poll_session(false).await;
         Ok(self.pos > start)
     }
 
@@ -142,6 +177,8 @@ impl Tail {
         if let Some(line) = self.splitter.finish() {
             self.handle(line);
         }
+        // The agent's last requests, which its stdout may never have reported (killed mid-turn).
+        while self.poll_session(true).await {}
         let events = self.parser.finish(exit_code);
         self.account(&events);
         for e in &events {
@@ -224,6 +261,14 @@ impl Tail {
                     if let Some(c) = cost_usd {
                         *self.totals.cost_usd.get_or_insert(0.0) += c;
                         self.totals.cost_estimated |= *estimated;
+                    }
+                    self.send_usage();
+                }
+                AgentEvent::UsageSoFar { tokens, cost_usd, estimated } => {
+                    self.totals.tokens = *tokens;
+                    if cost_usd.is_some() {
+                        self.totals.cost_usd = *cost_usd;
+                        self.totals.cost_estimated = *estimated;
                     }
                     self.send_usage();
                 }

@@ -1,6 +1,7 @@
-//! Claude Code in print mode: `claude -p --output-format stream-json --verbose`, one JSON event a line.
+//! Claude Code in print mode: `claude -p --output-format stream-json --verbose --include-partial-messages`,
+//! one JSON event a line.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -41,8 +42,12 @@ impl Default for ClaudeConfig {
 
 impl ClaudeConfig {
     pub(super) fn command_line(&self, launch: &Launch) -> Result<CommandLine, AgentError> {
+        // Partial messages carry `message_delta`, the only event with a message's final output tokens:
+        // without it a killed worker's spend would leave out everything the model wrote.
         let mut args: Vec<String> =
-            ["-p", "--output-format", "stream-json", "--verbose"].map(String::from).to_vec();
+            ["-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages"]
+                .map(String::from)
+                .to_vec();
         if let Some(mode) = &self.permission_mode {
             args.extend(["--permission-mode".into(), mode.clone()]);
         }
@@ -97,9 +102,14 @@ pub fn budget_arg(usd: f64) -> Option<String> {
 #[derive(Debug, Default)]
 pub struct ClaudeParser {
     session_id: Option<String>,
-    /// Claude Code repeats a message's usage on every content block of it (one `assistant` event per
-    /// block, same `message.id`): each message counts once.
-    counted: HashSet<String>,
+    /// What has been counted of each message, by `message.id`. Claude Code repeats a message's usage on
+    /// every content block of it (one `assistant` event per block) and in its stream events
+    /// (`message_start` with the input, `message_delta` with the final output): each count is the
+    /// largest reported, and only what it adds is counted.
+    counted: HashMap<String, Tokens>,
+    /// The message being streamed, by `parent_tool_use_id` (a subagent streams its own): where a
+    /// `message_delta`, which names no message, belongs.
+    streaming: HashMap<Option<String>, (String, Option<String>)>,
     pricing: Pricing,
     /// The configured model, for pricing an event that does not name its own.
     model: Option<String>,
@@ -143,6 +153,7 @@ impl OutputParser for ClaudeParser {
                 content_blocks(&event, &mut out, assistant_block);
                 out.extend(self.usage(&event));
             }
+            "stream_event" => out.extend(self.stream_event(&event)),
             "user" => content_blocks(&event, &mut out, user_block),
             "result" => out.push(AgentEvent::Result(result(&event, self.session_id.clone()))),
             _ => out.extend(raw(line)),
@@ -158,23 +169,56 @@ impl OutputParser for ClaudeParser {
 }
 
 impl ClaudeParser {
-    /// The usage of an assistant message the first time it is seen, priced as an estimate: the CLI's
+    /// The usage an assistant message adds to what was counted of it, priced as an estimate: the CLI's
     /// own total only comes with the final `result`, which a killed worker never prints.
     fn usage(&mut self, event: &Value) -> Option<AgentEvent> {
         let message = event.get("message")?;
         let usage = message.get("usage").filter(|u| u.is_object())?;
-        if let Some(id) = str_field(message, "id")
-            && !self.counted.insert(id)
-        {
-            return None;
+        let model = str_field(message, "model");
+        self.count(str_field(message, "id"), model, usage)
+    }
+
+    /// `message_start` (a message's id, model and input) and `message_delta` (its final usage); the
+    /// other stream events (text as it is written) are shown whole by the `assistant` events.
+    fn stream_event(&mut self, event: &Value) -> Option<AgentEvent> {
+        let parent = str_field(event, "parent_tool_use_id");
+        let inner = event.get("event")?;
+        match inner.get("type").and_then(Value::as_str)? {
+            "message_start" => {
+                let message = inner.get("message")?;
+                let (id, model) = (str_field(message, "id")?, str_field(message, "model"));
+                self.streaming.insert(parent, (id.clone(), model.clone()));
+                self.count(Some(id), model, message.get("usage").filter(|u| u.is_object())?)
+            }
+            "message_delta" => {
+                let (id, model) = self.streaming.get(&parent).cloned()?;
+                self.count(Some(id), model, inner.get("usage").filter(|u| u.is_object())?)
+            }
+            _ => None,
         }
-        let tokens = Tokens {
+    }
+
+    fn count(&mut self, id: Option<String>, model: Option<String>, usage: &Value) -> Option<AgentEvent> {
+        let reported = Tokens {
             input: u64_field(usage, "input_tokens"),
             output: u64_field(usage, "output_tokens"),
             cache_read: u64_field(usage, "cache_read_input_tokens"),
             cache_creation: u64_field(usage, "cache_creation_input_tokens"),
         };
-        let model = str_field(message, "model").or_else(|| self.model.clone()).unwrap_or_default();
+        let tokens = match id {
+            Some(id) => {
+                let counted = self.counted.entry(id).or_default();
+                let now = counted.max(&reported);
+                let added = now.since(counted);
+                *counted = now;
+                added
+            }
+            None => reported,
+        };
+        if tokens == Tokens::default() {
+            return None;
+        }
+        let model = model.or_else(|| self.model.clone()).unwrap_or_default();
         let cost = estimate_usd(&self.pricing.price_for(&model), &tokens, false);
         Some(AgentEvent::Usage { tokens, cost_usd: Some(cost), estimated: true })
     }
@@ -311,7 +355,7 @@ mod tests {
         assert_eq!(fresh.program, "claude");
         let a = fresh.args.join(" ");
         assert!(
-            a.starts_with("-p --output-format stream-json --verbose --permission-mode bypassPermissions")
+            a.starts_with("-p --output-format stream-json --verbose --include-partial-messages --permission-mode bypassPermissions")
         );
         assert!(a.contains("--max-turns 40"));
         assert!(a.contains("--model sonnet"));
@@ -417,6 +461,26 @@ mod tests {
         // 1000 × $1 + 100 × $10 + 10000 × $0.1 + 500 × $2, per million.
         assert!((cost.unwrap() - 0.004).abs() < 1e-12, "{cost:?}");
         assert_eq!(usage(p.parse_line(&block("two"))), None, "the same message's second block");
+    }
+
+    #[test]
+    fn a_message_counts_its_final_output_from_message_delta() {
+        let mut p = ClaudeParser::default();
+        let start = r#"{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_1","model":"claude-x","usage":{"input_tokens":10,"cache_read_input_tokens":100,"output_tokens":1}}},"session_id":"s","parent_tool_use_id":null}"#;
+        let block = r#"{"type":"assistant","session_id":"s","message":{"id":"msg_1","model":"claude-x","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":10,"cache_read_input_tokens":100,"output_tokens":1}}}"#;
+        let delta = r#"{"type":"stream_event","event":{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":250}},"session_id":"s","parent_tool_use_id":null}"#;
+        let text = r#"{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"h"}},"session_id":"s","parent_tool_use_id":null}"#;
+        let mut total = Tokens::default();
+        for line in [start, text, block, block, delta, delta] {
+            for e in p.parse_line(line) {
+                match e {
+                    AgentEvent::Usage { tokens, .. } => total.accumulate(&tokens),
+                    AgentEvent::Raw(r) => panic!("stream events are not raw output: {r}"),
+                    _ => {}
+                }
+            }
+        }
+        assert_eq!(total, Tokens { input: 10, output: 250, cache_read: 100, cache_creation: 0 });
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 use std::collections::HashSet;
 
+use chrono::{DateTime, DurationRound, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -69,11 +70,16 @@ impl CodexConfig {
 pub struct CodexParser {
     thread_id: Option<String>,
     turns: u32,
-    /// The thread's running total as last reported (`turn.completed.usage` is cumulative over the whole
-    /// thread, including the turns of earlier workers on a resumed thread).
+    /// The thread's running total, the largest reported so far (`turn.completed.usage` and the session
+    /// file's `total_token_usage` are cumulative over the whole thread, including the turns of earlier
+    /// workers on a resumed thread, which Codex restores from the session file).
     thread_total: Tokens,
-    /// The thread's total before this worker.
+    /// The thread's total before this worker: from the session file once it is read, else recorded
+    /// usage of earlier workers (which lacks their cache reads).
     baseline: Tokens,
+    /// `baseline` comes from the session file, so it is exact.
+    baseline_exact: bool,
+    started_at: Option<DateTime<Utc>>,
     /// Codex reports no cost: it is estimated at the price of `model` (`""`: the table's default).
     pricing: Pricing,
     model: String,
@@ -90,6 +96,7 @@ impl CodexParser {
         CodexParser {
             baseline: accounting.baseline,
             thread_total: accounting.baseline,
+            started_at: accounting.started_at,
             pricing: accounting.pricing.clone(),
             model: model.unwrap_or("").to_string(),
             ..Default::default()
@@ -102,6 +109,49 @@ impl CodexParser {
 
     fn this_worker(&self) -> Tokens {
         self.thread_total.since(&self.baseline)
+    }
+
+    /// A new running total of the thread: this worker's usage so far, priced.
+    fn thread_total(&mut self, total: &Tokens) -> Vec<AgentEvent> {
+        self.thread_total = self.thread_total.max(total);
+        let tokens = self.this_worker();
+        let cost = estimate_usd(&self.price(), &tokens, true);
+        vec![AgentEvent::UsageSoFar { tokens, cost_usd: Some(cost), estimated: true }]
+    }
+
+    /// A `token_count` event of the session file: `{"timestamp", "type": "event_msg", "payload":
+    /// {"type": "token_count", "info": {"total_token_usage", "last_token_usage", …}}}`.
+    fn token_count(&mut self, line: &Value) -> Vec<AgentEvent> {
+        let Some(info) = line.pointer("/payload/info").filter(|i| i.is_object()) else {
+            return Vec::new(); // rate limits only
+        };
+        let (Some(total), Some(last)) = (
+            info.get("total_token_usage").map(openai_tokens),
+            info.get("last_token_usage").map(openai_tokens),
+        ) else {
+            return Vec::new();
+        };
+        let at = line
+            .get("timestamp")
+            .and_then(Value::as_str)
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.with_timezone(&Utc));
+        // Codex's timestamps are whole milliseconds: compare at that grain.
+        let started = self.started_at.and_then(|t| t.duration_trunc(chrono::TimeDelta::milliseconds(1)).ok());
+        if let (Some(at), Some(started)) = (at, started)
+            && at < started
+        {
+            // An earlier worker's request on this thread: the thread's total before this worker.
+            self.baseline = total;
+            self.baseline_exact = true;
+            return self.thread_total(&total);
+        }
+        if !self.baseline_exact {
+            // This worker's first request: the total before it is exactly the total less the request.
+            self.baseline = total.since(&last);
+            self.baseline_exact = true;
+        }
+        self.thread_total(&total)
     }
 
     fn error(&mut self, msg: String) -> Vec<AgentEvent> {
@@ -138,23 +188,8 @@ impl OutputParser for CodexParser {
             }
             "turn.completed" => {
                 self.turns += 1;
-                let usage = event.get("usage").cloned().unwrap_or(Value::Null);
-                let total = Tokens {
-                    input: u64_field(&usage, "input_tokens"),
-                    output: u64_field(&usage, "output_tokens"),
-                    cache_read: u64_field(&usage, "cached_input_tokens"),
-                    cache_creation: 0,
-                };
-                // A running total: what this turn added is the difference, never the whole.
-                let turn = total.since(&self.thread_total);
-                self.thread_total = Tokens {
-                    input: total.input.max(self.thread_total.input),
-                    output: total.output.max(self.thread_total.output),
-                    cache_read: total.cache_read.max(self.thread_total.cache_read),
-                    cache_creation: 0,
-                };
-                let cost = estimate_usd(&self.price(), &turn, true);
-                vec![AgentEvent::Usage { tokens: turn, cost_usd: Some(cost), estimated: true }]
+                let total = openai_tokens(event.get("usage").unwrap_or(&Value::Null));
+                self.thread_total(&total)
             }
             "turn.failed" => {
                 let msg = event
@@ -198,6 +233,29 @@ impl OutputParser for CodexParser {
             structured,
             session_id: self.thread_id.clone(),
         })]
+    }
+
+    fn parse_session_line(&mut self, line: &str) -> Vec<AgentEvent> {
+        // Most lines of a session file are the conversation itself, often long: only token counts matter.
+        if !line.contains("\"token_count\"") {
+            return Vec::new();
+        }
+        let Some(map) = json_object(line) else { return Vec::new() };
+        let line = Value::Object(map);
+        let is_count = line.get("type").and_then(Value::as_str) == Some("event_msg")
+            && line.pointer("/payload/type").and_then(Value::as_str) == Some("token_count");
+        if is_count { self.token_count(&line) } else { Vec::new() }
+    }
+}
+
+/// OpenAI's usage object (`input_tokens` including `cached_input_tokens`, `output_tokens` including
+/// reasoning).
+fn openai_tokens(usage: &Value) -> Tokens {
+    Tokens {
+        input: u64_field(usage, "input_tokens"),
+        output: u64_field(usage, "output_tokens"),
+        cache_read: u64_field(usage, "cached_input_tokens"),
+        cache_creation: 0,
     }
 }
 
@@ -327,6 +385,7 @@ mod tests {
                 Price { input: 1.0, output: 10.0, cache_read: 0.1, cache_write: 0.0 },
             )])),
             baseline: Tokens { input: 2_000, output: 100, cache_read: 500, cache_creation: 0 },
+            started_at: None,
         };
         let mut p = CodexParser::new(&accounting, None);
         p.parse_line(r#"{"type":"thread.started","thread_id":"th-9"}"#);
@@ -337,20 +396,59 @@ mod tests {
         let second = p.parse_line(
             r#"{"type":"turn.completed","usage":{"input_tokens":6039,"cached_input_tokens":2500,"output_tokens":180}}"#,
         );
-        let delta = |ev: &[AgentEvent]| match &ev[0] {
-            AgentEvent::Usage { tokens, cost_usd, estimated: true } => (*tokens, cost_usd.unwrap()),
+        let so_far = |ev: &[AgentEvent]| match &ev[0] {
+            AgentEvent::UsageSoFar { tokens, cost_usd, estimated: true } => (*tokens, cost_usd.unwrap()),
             other => panic!("{other:?}"),
         };
-        let (t1, c1) = delta(&first);
+        let (t1, c1) = so_far(&first);
         assert_eq!((t1.input, t1.output, t1.cache_read), (2_011, 50, 1_000));
         // 1,011 fresh input × $1 + 50 × $10 + 1,000 cached × $0.1, per million.
         assert!((c1 - 0.001611).abs() < 1e-12, "{c1}");
-        let (t2, _) = delta(&second);
-        assert_eq!((t2.input, t2.output), (2_028, 30));
+        let (t2, _) = so_far(&second);
+        assert_eq!((t2.input, t2.output), (4_039, 80), "this worker's total so far");
         let AgentEvent::Result(r) = &p.finish(Some(0))[0] else { panic!() };
         assert_eq!(r.tokens.unwrap().input, 4_039, "this worker's, not the thread's 6,039");
         assert_eq!(r.tokens.unwrap().output, 80);
         assert!(r.cost_usd.unwrap() > 0.0);
+    }
+
+    #[test]
+    fn the_session_file_gives_usage_per_request_and_the_exact_baseline_of_a_resumed_thread() {
+        let started: DateTime<Utc> = "2025-10-03T10:00:00.500Z".parse().unwrap();
+        // What the database knows of the earlier worker: no cache reads.
+        let accounting = Accounting {
+            baseline: Tokens { input: 1_500, output: 400, ..Default::default() },
+            started_at: Some(started),
+            ..Default::default()
+        };
+        let mut p = CodexParser::new(&accounting, None);
+        let count = |at: &str, total: (u64, u64, u64), last: (u64, u64, u64)| {
+            format!(
+                r#"{{"timestamp":"{at}","type":"event_msg","payload":{{"type":"token_count","info":{{"total_token_usage":{{"input_tokens":{},"cached_input_tokens":{},"output_tokens":{},"reasoning_output_tokens":0,"total_tokens":0}},"last_token_usage":{{"input_tokens":{},"cached_input_tokens":{},"output_tokens":{},"reasoning_output_tokens":0,"total_tokens":0}},"model_context_window":272000}},"rate_limits":null}}}}"#,
+                total.0, total.1, total.2, last.0, last.1, last.2
+            )
+        };
+        let so_far = |ev: Vec<AgentEvent>| match ev.as_slice() {
+            [AgentEvent::UsageSoFar { tokens, .. }] => *tokens,
+            other => panic!("{other:?}"),
+        };
+        assert!(p.parse_session_line(r#"{"timestamp":"x","type":"session_meta","payload":{}}"#).is_empty());
+        // The earlier worker's last request: before this one started.
+        let before = count("2025-10-03T09:59:59.000Z", (1_500, 200, 400), (300, 0, 55));
+        assert_eq!(so_far(p.parse_session_line(&before)), Tokens::default());
+        let mine = count("2025-10-03T10:00:02.000Z", (2_100, 300, 600), (600, 100, 200));
+        assert_eq!(
+            so_far(p.parse_session_line(&mine)),
+            Tokens { input: 600, output: 200, cache_read: 100, cache_creation: 0 }
+        );
+        // Stdout's turn total repeats what the file said: nothing more.
+        let turn = p.parse_line(r#"{"type":"turn.completed","usage":{"input_tokens":2100,"cached_input_tokens":300,"output_tokens":600}}"#);
+        assert_eq!(so_far(turn).cache_read, 100);
+        // Without the earlier lines, the first request's total less its own usage is the baseline.
+        let mut q = CodexParser::new(&accounting, None);
+        assert_eq!(so_far(q.parse_session_line(&mine)).cache_read, 100);
+        let rate_limits_only = r#"{"timestamp":"2025-10-03T10:00:03.000Z","type":"event_msg","payload":{"type":"token_count","info":null,"rate_limits":{}}}"#;
+        assert!(q.parse_session_line(rate_limits_only).is_empty());
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod command;
 
 use std::path::{Path, PathBuf};
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -147,6 +148,14 @@ pub enum AgentEvent {
         cost_usd: Option<f64>,
         estimated: bool,
     },
+    /// This worker's whole usage so far, replacing what earlier events added up to: Codex reports the
+    /// running totals of its thread, from two sources (the session file after every model request,
+    /// stdout after every turn) whose baseline may only be learnt late.
+    UsageSoFar {
+        tokens: Tokens,
+        cost_usd: Option<f64>,
+        estimated: bool,
+    },
     /// The agent could not continue the session it was asked to resume (it no longer exists where the
     /// agent looks for it).
     ResumeFailed(String),
@@ -163,6 +172,11 @@ pub trait OutputParser: Send {
     fn parse_line(&mut self, line: &str) -> Vec<AgentEvent>;
     /// The output has ended (the process exited): emit whatever can only be known at the end.
     fn finish(&mut self, exit_code: Option<i32>) -> Vec<AgentEvent>;
+    /// A line of the agent's own session file (Codex's rollout under `CODEX_HOME/sessions`), which
+    /// reports usage after every model request rather than at the end of a turn.
+    fn parse_session_line(&mut self, _line: &str) -> Vec<AgentEvent> {
+        Vec::new()
+    }
 }
 
 /// What a parser needs to account for usage as it goes.
@@ -171,11 +185,24 @@ pub struct Accounting {
     /// Dollars per million tokens, to estimate a cost the agent does not report (yet).
     pub pricing: Pricing,
     /// Usage of the agent's thread before this worker: Codex reports running totals of the whole thread,
-    /// so a resumed thread's earlier turns are subtracted.
+    /// so a resumed thread's earlier turns are subtracted. Only a fallback for Codex: its session file
+    /// holds the exact total before this worker.
     pub baseline: Tokens,
+    /// When this worker started: a session file's lines from before it are earlier workers' usage.
+    pub started_at: Option<DateTime<Utc>>,
 }
 
 impl Tokens {
+    /// Each count the larger of the two: for counters that only grow, reported by several sources.
+    pub fn max(&self, other: &Tokens) -> Tokens {
+        Tokens {
+            input: self.input.max(other.input),
+            output: self.output.max(other.output),
+            cache_read: self.cache_read.max(other.cache_read),
+            cache_creation: self.cache_creation.max(other.cache_creation),
+        }
+    }
+
     /// What `self` adds to `earlier`, for counters that only grow (a thread's running totals).
     pub fn since(&self, earlier: &Tokens) -> Tokens {
         Tokens {
@@ -287,6 +314,19 @@ impl AgentConfig {
             tracing::warn!(path = %main.display(), "cannot create the agent's state directory: {e}");
         }
         std::iter::once(main).chain(others).collect()
+    }
+
+    /// Where the agent writes the session files executor follows for usage as it comes (Codex's
+    /// `CODEX_HOME/sessions`, `CODEX_HOME` defaulting to `~/.codex`), given the worker's environment.
+    /// `None` for agents whose usage comes on stdout.
+    pub fn session_root(&self, var: &dyn Fn(&str) -> Option<PathBuf>) -> Option<PathBuf> {
+        match self {
+            AgentConfig::Codex(_) => {
+                let home = var("CODEX_HOME").or_else(|| var("HOME").map(|h| h.join(".codex")))?;
+                Some(home.join("sessions"))
+            }
+            AgentConfig::Claude(_) | AgentConfig::Command(_) => None,
+        }
     }
 
     pub fn command_line(&self, launch: &Launch) -> Result<CommandLine, AgentError> {

@@ -204,7 +204,7 @@ impl WorkLog {
                     fenced("text", &truncate(&output, TOOL_TEXT_LIMIT))
                 ));
             }
-            AgentEvent::Usage { .. } => {}
+            AgentEvent::Usage { .. } | AgentEvent::UsageSoFar { .. } => {}
             AgentEvent::ResumeFailed(msg) => {
                 self.block(&format!(
                     "**The session to resume does not exist:** {}\n\n",
