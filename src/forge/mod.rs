@@ -3,9 +3,11 @@
 
 pub mod github;
 pub mod local;
+mod replies;
 mod snapshot;
 
 pub use local::{ForgeError, LocalForge};
+pub use replies::{AGENT_AUTHOR, deliver_reply};
 pub use snapshot::{
     ACK_PREFIX, Check, CheckStatus, CiRollup, Comment, Mergeable, PrRef, PrSnapshot, PrState,
 };
