@@ -66,7 +66,13 @@ async fn drive(env: &Env, kill_flag: Option<&Path>) -> (Run, Vec<i64>) {
         assert_ne!(run.state, RunState::Abandoned, "{:?}", store.run_memory(run.id).await.unwrap());
         if run.state == RunState::Pr && asked.is_empty() {
             let id = run.id.to_string();
-            env.run(&["comment", &id, "Please also write down what you did.", "--author", "alex"]);
+            env.run(&[
+                "comment",
+                &id,
+                "Please also write down what you did, in NOTES.md.",
+                "--author",
+                "alex",
+            ]);
             env.run(&[
                 "comment",
                 &id,
@@ -170,4 +176,34 @@ async fn replies_written_before_the_runner_died_are_posted_once() {
     let (run, asked) = drive(&env, Some(&flag)).await;
     assert!(flag.exists(), "the agent killed the runner");
     assert_answered_once(&env, &run, &asked).await;
+}
+
+/// The issue's own case, with the real Codex CLI in its default sandbox (`workspace-write`: no network,
+/// the data directory not writable, `bash -lc` resetting PATH) under Landlock where the kernel has it:
+/// its `fix_comments` worker answers each trusted comment in its thread once, and the run completes.
+/// Costs money and needs the network: `cargo test --test runner_replies -- --ignored`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "drives the real codex CLI (costs money): cargo test --test runner_replies -- --ignored"]
+async fn real_codex_in_its_sandbox_answers_each_trusted_comment_once() {
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join("codex").is_file()));
+    assert!(on_path, "no codex on PATH: install it to run this test");
+    let env = Env::new(&["OPENAI_API_KEY", "CODEX_HOME"]);
+    env.edit_config("agent = \"command\"", "agent = \"codex\"");
+    env.edit_config("idle_timeout = \"20s\"", "idle_timeout = \"600s\"");
+    env.edit_config(
+        "ci_command = [\"sh\", \"-c\", \"sleep 2; test -f ci-fixed\"]",
+        "ci_command = [\"true\"]",
+    );
+    let (run, asked) = drive(&env, None).await;
+    let store = env.store().await;
+    let pr = store.local_pr_for_run(run.id).await.unwrap().unwrap();
+    let comments = store.local_comments(pr.id).await.unwrap();
+    for id in &asked {
+        let replies: Vec<_> = comments.iter().filter(|c| c.in_reply_to == Some(*id)).collect();
+        assert_eq!(replies.len(), 1, "comment {id} answered once: {comments:#?}");
+        assert!(replies[0].by_agent && replies[0].body.starts_with("[ACKNOWLEDGED:"), "{:?}", replies[0]);
+    }
+    let rows = store.agent_replies(run.id).await.unwrap();
+    assert!(rows.iter().filter(|r| r.body.is_some()).all(|r| r.posted_comment_id.is_some()), "{rows:?}");
 }
