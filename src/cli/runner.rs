@@ -166,7 +166,7 @@ async fn reply_through_outbox(
     let Some(offer) = ctx.store.live_offer(run.id, &parent).await? else {
         return say(None, format!("the reply to {parent} is recorded; the runner posts it"));
     };
-    let pr = forge.snapshot(run).await?;
+    let pr = forge.snapshot_for_agent(run).await?;
     let posted = match &pr {
         Some(pr) => deliver_reply(forge, &ctx.store, run, pr, &offer).await.map_err(|e| e.to_string()),
         None => Err(format!("run {} has no pull request yet", run.id)),

@@ -61,6 +61,18 @@ impl Forge {
         Ok(all.remove(&run.id).flatten())
     }
 
+    /// [`Forge::snapshot`] for a command an agent runs (`executor comment`), whose output the agent
+    /// reads: GitHub's log of the strangers' comments it ignores is left out, so that a stranger's login
+    /// never reaches an agent.
+    pub async fn snapshot_for_agent(&self, run: &Run) -> Result<Option<PrSnapshot>, ForgeError> {
+        match self {
+            Forge::Local(f) => f.snapshot(run).await,
+            Forge::GitHub(f) => {
+                Ok(f.snapshots_unlogged(std::slice::from_ref(run)).await?.remove(&run.id).flatten())
+            }
+        }
+    }
+
     /// The pull requests of these runs (all of one repository), by run id: observed together, so that
     /// GitHub is asked once per `github.batch_size` pull requests. A run without a pull request maps to
     /// `None`. An error means nothing of the repository could be trusted this tick.

@@ -43,12 +43,24 @@ async fn a_shut_off_agent_answers_alex_in_his_thread_once_on_github() {
             && ci.play(&env, number, &branch)
             && asked.is_none()
         {
-            let (thread, in_thread) =
-                env.fake.add_thread_comment(REPO, number, "alex", "MEMBER", "Why one line?", "feature.txt", 1);
+            let (thread, in_thread) = env.fake.add_thread_comment(
+                REPO,
+                number,
+                "alex",
+                "MEMBER",
+                "Why one line?",
+                "feature.txt",
+                1,
+            );
             let conversation = env.fake.add_issue_comment(REPO, number, "alex", "MEMBER", "Write it down.");
             asked = Some((thread, in_thread, conversation));
         }
-        assert!(Instant::now() < deadline, "stuck in {}: {:?}", run.state, store.run_memory(run.id).await.unwrap());
+        assert!(
+            Instant::now() < deadline,
+            "stuck in {}: {:?}",
+            run.state,
+            store.run_memory(run.id).await.unwrap()
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     let (thread, in_thread, conversation) = asked.expect("alex commented");
@@ -65,7 +77,8 @@ async fn a_shut_off_agent_answers_alex_in_his_thread_once_on_github() {
     assert!(!posted.iter().any(|p| p.body.contains("nobody listed")), "{posted:#?}");
     // Both recorded as the agent's, each answering its comment.
     let recorded = store.agent_comments(&[run.id]).await.unwrap();
-    let mut answered: Vec<Option<String>> = acks.iter().map(|p| recorded.get(&p.id).cloned().flatten()).collect();
+    let mut answered: Vec<Option<String>> =
+        acks.iter().map(|p| recorded.get(&p.id).cloned().flatten()).collect();
     answered.sort();
     let mut expected = vec![Some(in_thread), Some(conversation)];
     expected.sort();
