@@ -15,21 +15,28 @@
 #                           or analyzer (triage one task, read-only, in a scratch checkout)
 #     EXECUTOR_TASK_GID     the task
 #     EXECUTOR_RUN_ID       the run (not set for analyzer)
+#     EXECUTOR_REPLIES      fix_comments: a file the agent may write its replies to (see below)
 #     EXECUTOR_CONFIG       the config executor runs with (so `executor comment` finds it)
 #   PATH starts with executor's own directory, HOME and LANG are passed, and so are the variables named
 #   in worker.pass_env (their values are redacted from every log).
 # - Work by COMMITTING in the worktree. Do not push and do not open pull requests: executor pushes the
 #   branch and opens the (draft) pull request itself, and judges progress by the branch, not by what
 #   the agent says.
-# - Answer a review comment with
-#     executor comment "$EXECUTOR_RUN_ID" --as-agent --reply-to COMMENT_ID "[ACKNOWLEDGED: what you did]"
-#   (the prompt lists each comment as "### Comment `ID` …").
+# - fix_comments: answer each review comment the prompt lists ("### Comment `ID` …") with a reply that
+#   begins "[ACKNOWLEDGED: what you did]". Hand the replies back; executor posts each in its comment's
+#   thread, once, after checking it answers a listed comment. No network, database or `executor` on PATH
+#   is needed, so this works inside any sandbox. Either
+#     * in the final JSON line: {"summary": "...", "replies": [{"to": "ID", "body": "[ACKNOWLEDGED: ...]"}]}
+#     * or as you go, one {"to": "ID", "body": "..."} object per line appended to "$EXECUTOR_REPLIES".
+#   (Where executor is reachable, `executor comment "$EXECUTOR_RUN_ID" --as-agent --reply-to ID "…"`
+#   posts one at once; it counts as that comment's one reply.)
 # - Print anything you like (it goes to the work log, logs/<gid>/<kind>_<time>.md). The LAST line that is
 #   a JSON object is the structured result:
 #     pr_review  {"verdict": "pass"|"fail", "summary": "...", "findings": [{"path","line","body"}]}  REQUIRED
 #     analyzer   {"status": "for_review"|"awaiting_go"|"skip", "priority": 1-5,
 #                 "complexity": "low"|"medium"|"high", "feasibility": "low"|"medium"|"high",
 #                 "summary": "...", "acceptance_criteria": ["..."]}                                  REQUIRED
+#     fix_comments {"summary": "...", "replies": [{"to": "ID", "body": "..."}]}                    optional
 #     the others {"summary": "..."}                                                                optional
 #   A review or triage without it is "the agent returned no structured result": retried after a back-off.
 # - Exit 0 when done. Output must keep coming: no output for worker.idle_timeout (30 min; analyzer 5 min)
@@ -50,11 +57,14 @@ case "$EXECUTOR_WORKER_KIND" in
     echo '{"summary": "left a note in AGENT_NOTES.md"}'
     ;;
   fix_comments)
-    # Each comment to answer is listed in the prompt as: ### Comment `ID` …
+    # Each comment to answer is listed in the prompt as: ### Comment `ID` … (ids are letters, digits,
+    # and . _ -, so they are safe inside the JSON below).
     printf '%s\n' "$prompt" | sed -n 's/^### Comment `\([A-Za-z0-9_.-]*\)`.*/\1/p' | while read -r id; do
       printf 'answered comment %s\n' "$id" >> AGENT_NOTES.md     # REPLACE: the real fix
       commit "Address comment $id"
-      executor comment "$EXECUTOR_RUN_ID" --as-agent --reply-to "$id" "[ACKNOWLEDGED: addressed in a commit]"
+      # The reply, handed back to executor (a real reply's text must be JSON-escaped: use jq or your
+      # language's JSON library).
+      printf '{"to": "%s", "body": "[ACKNOWLEDGED: addressed in a commit]"}\n' "$id" >> "$EXECUTOR_REPLIES"
     done
     echo '{"summary": "answered the comments"}'
     ;;

@@ -17,6 +17,8 @@ mod github_support;
 mod faults;
 #[path = "runner_github/observing.rs"]
 mod observing;
+#[path = "runner_github/replies.rs"]
+mod replies;
 
 use std::time::{Duration, Instant};
 

@@ -7,8 +7,8 @@ use common::TestDb;
 use executor::domain::{Actor, QueueStatus, RunState, TaskGid};
 use executor::domain::{EndReason, ReviewVerdict, WorkerKind};
 use executor::store::{
-    EventFilter, KNOWN_VERSION, NewComment, NewTask, SessionStart, Store, StoreError, TaskFilter, Upserted,
-    WorkerEnd,
+    Answer, EventFilter, KNOWN_VERSION, NewComment, NewTask, SessionStart, Store, StoreError, TaskFilter,
+    Upserted, WorkerEnd,
 };
 
 on_both_databases!(
@@ -28,6 +28,7 @@ on_both_databases!(
     an_abandoned_run_frees_its_lease,
     undelivered_notices_stay_in_the_outbox_until_delivered_or_given_up,
     what_executor_wrote_on_a_forge_is_remembered,
+    a_workers_replies_are_an_outbox_once_per_offered_comment,
 );
 
 fn gid(s: &str) -> TaskGid {
@@ -579,4 +580,46 @@ async fn a_column_added_under_a_live_pool_breaks_no_read() {
         assert_eq!(store.worker_sessions(run.id).await.unwrap().len(), 1);
         assert_eq!(store.task(&g).await.unwrap().task_gid, g);
     }
+}
+
+/// The replies outbox: only offered comments may be answered, once each (the same answer again changes
+/// nothing), an answer waits until it is posted (a failed attempt counts, up to the bound), and the live
+/// worker's offer is where `executor comment --as-agent` lands.
+async fn a_workers_replies_are_an_outbox_once_per_offered_comment(db: TestDb) {
+    let store = db.open().await;
+    let g = approved(&store, "r1").await;
+    let run = store.create_run_for_task(&g, Actor::Runner).await.unwrap().unwrap();
+    let start = SessionStart::default();
+    let s =
+        store.begin_worker_session(run.id, WorkerKind::FixComments, "command", "h", &start).await.unwrap();
+    let s = s.unwrap();
+    let offered = vec!["PRRC_1".to_string(), "IC_2".to_string()];
+    store.offer_comments(run.id, s.id, &offered).await.unwrap();
+    store.offer_comments(run.id, s.id, &offered).await.unwrap();
+    assert_eq!(store.offered_comments(s.id).await.unwrap(), offered);
+    assert_eq!(store.live_offer(run.id, "PRRC_1").await.unwrap().unwrap().session_id, s.id);
+    assert!(store.live_offer(run.id, "PRRC_9").await.unwrap().is_none());
+
+    assert_eq!(store.answer_comment(s.id, "PRRC_1", "[ACKNOWLEDGED: a]").await.unwrap(), Answer::Recorded);
+    assert_eq!(store.answer_comment(s.id, "PRRC_1", "[ACKNOWLEDGED: a]").await.unwrap(), Answer::Unchanged);
+    assert_eq!(store.answer_comment(s.id, "PRRC_1", "other").await.unwrap(), Answer::AlreadyAnswered);
+    assert_eq!(store.answer_comment(s.id, "PRRC_9", "x").await.unwrap(), Answer::NotOffered);
+    let pending = store.replies_to_post(run.id, 2).await.unwrap();
+    assert_eq!(pending.len(), 1, "only answered comments wait: {pending:?}");
+    assert_eq!(pending[0].body.as_deref(), Some("[ACKNOWLEDGED: a]"));
+    store.mark_reply_failed(pending[0].id, "GitHub: 502").await.unwrap();
+    assert_eq!(store.replies_to_post(run.id, 2).await.unwrap()[0].last_error.as_deref(), Some("GitHub: 502"));
+    store.mark_reply_failed(pending[0].id, "GitHub: 502").await.unwrap();
+    assert!(store.replies_to_post(run.id, 2).await.unwrap().is_empty(), "given up after the bound");
+    assert!(store.replies_to_post(run.id, 5).await.unwrap().len() == 1);
+    assert!(store.mark_reply_posted(pending[0].id, "PRRC_10").await.unwrap());
+    assert!(!store.mark_reply_posted(pending[0].id, "PRRC_11").await.unwrap(), "posted once");
+    assert!(store.replies_to_post(run.id, 5).await.unwrap().is_empty());
+    let rows = store.agent_replies(run.id).await.unwrap();
+    assert_eq!(rows[0].posted_comment_id.as_deref(), Some("PRRC_10"));
+    assert_eq!(rows[1].body, None);
+
+    // Once the worker ended, its offers are no live worker's.
+    store.end_worker_session(s.id, None, &WorkerEnd::new(EndReason::Finished)).await.unwrap();
+    assert!(store.live_offer(run.id, "IC_2").await.unwrap().is_none());
 }

@@ -73,9 +73,16 @@ fn kind_specific_content() {
         let conflicts = p.render(WorkerKind::FixConflicts.into(), &ctx).unwrap();
         assert!(conflicts.contains("**merge** it into"), "{forge}");
     }
+    // Replies are handed back (the answer, or the file EXECUTOR_REPLIES names), with the listed id; the
+    // command that needs executor, the database and the network comes second.
     let fix_comments = p.render(WorkerKind::FixComments.into(), &ctx).unwrap();
-    let expected = format!("executor comment {} --as-agent --reply-to c1 \"[ACKNOWLEDGED:", ctx.run.id);
-    assert!(fix_comments.contains(&expected), "{fix_comments}");
+    let answer =
+        fix_comments.find(r#""replies": [{"to": "c1", "body": "[ACKNOWLEDGED:"#).expect(&fix_comments);
+    let file = fix_comments.find(r#"'{"to": "c1", "body": "[ACKNOWLEDGED:"#).expect(&fix_comments);
+    assert!(fix_comments.contains(r#">> "$EXECUTOR_REPLIES""#), "{fix_comments}");
+    let command =
+        fix_comments.find(&format!("executor comment {} --as-agent", ctx.run.id)).expect(&fix_comments);
+    assert!(file < command && answer > command, "the file is described before the command: {fix_comments}");
 }
 
 #[test]

@@ -6,10 +6,12 @@ use clap::Args;
 use super::Context;
 use super::output::json;
 use crate::forge::ACK_PREFIX;
-use crate::forge::{CommentPost, Forge};
+use crate::forge::{AGENT_AUTHOR, CommentPost, Forge, deliver_reply};
 use crate::instance_lock::{InstanceLock, LockError};
 use crate::runner::forge_for;
 use crate::runner::{Runner, shutdown_on_signals};
+use crate::store::{AgentReply, Answer};
+use crate::worker::replies::{self, Reply};
 
 #[derive(Debug, Args)]
 pub struct RunnerArgs {
@@ -95,7 +97,7 @@ pub async fn comment(ctx: &Context, args: CommentArgs, as_json: bool) -> anyhow:
     }
     let author = match (&args.author, args.as_agent) {
         (Some(a), _) => a.clone(),
-        (None, true) => "agent".into(),
+        (None, true) => AGENT_AUTHOR.into(),
         (None, false) => {
             std::env::var("USER").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| "human".into())
         }
@@ -110,6 +112,13 @@ pub async fn comment(ctx: &Context, args: CommentArgs, as_json: bool) -> anyhow:
         path: args.path.as_deref(),
         line: args.line,
     };
+    // The run's live worker answering a comment its prompt listed: the same outbox as the replies in
+    // its final answer, so each comment gets one reply whichever way it came.
+    if let (true, Some(parent)) = (args.as_agent, args.reply_to.as_deref())
+        && let Some(offer) = ctx.store.live_offer(run.id, parent).await?
+    {
+        return reply_through_outbox(ctx, &forge, &run, offer, &body, as_json).await;
+    }
     let id = forge.comment(&run, &post).await?;
     if as_json {
         return json(&serde_json::json!({
@@ -122,4 +131,54 @@ pub async fn comment(ctx: &Context, args: CommentArgs, as_json: bool) -> anyhow:
         None => println!("comment {id} on run {}'s pull request", run.id),
     }
     Ok(())
+}
+
+/// Records a live worker's reply to an offered comment, then posts it. A reply already recorded for that
+/// comment is not posted again; one that cannot be posted now (no network in the agent's sandbox, say)
+/// stays recorded, and the runner posts it after the worker ends.
+async fn reply_through_outbox(
+    ctx: &Context,
+    forge: &Forge,
+    run: &crate::domain::Run,
+    offer: AgentReply,
+    body: &str,
+    as_json: bool,
+) -> anyhow::Result<()> {
+    let parent = offer.comment_id.clone();
+    let reply = Reply { to: parent.clone(), body: body.to_string() };
+    if let Err(why) = replies::check(&reply, std::slice::from_ref(&parent)) {
+        bail!(super::UsageError(why.to_string()));
+    }
+    let answer = ctx.store.answer_comment(offer.session_id, &parent, body).await?;
+    let say = |id: Option<&str>, what: String| {
+        if as_json {
+            json(&serde_json::json!({
+                "id": id, "run_id": run.id, "forge": forge.name(), "author": AGENT_AUTHOR, "reply_to": parent,
+            }))
+        } else {
+            println!("{what}");
+            Ok(())
+        }
+    };
+    if answer == Answer::AlreadyAnswered {
+        return say(None, format!("comment {parent} already has this worker's reply: not posted again"));
+    }
+    let Some(offer) = ctx.store.live_offer(run.id, &parent).await? else {
+        return say(None, format!("the reply to {parent} is recorded; the runner posts it"));
+    };
+    let pr = forge.snapshot_for_agent(run).await?;
+    let posted = match &pr {
+        Some(pr) => deliver_reply(forge, &ctx.store, run, pr, &offer).await.map_err(|e| e.to_string()),
+        None => Err(format!("run {} has no pull request yet", run.id)),
+    };
+    match posted {
+        Ok(id) => {
+            say(Some(&id), format!("comment {id} on run {}'s pull request, replying to {parent}", run.id))
+        }
+        Err(e) => {
+            ctx.store.mark_reply_failed(offer.id, &e).await?;
+            eprintln!("note: not posted yet ({e})");
+            say(None, format!("the reply to {parent} is recorded; the runner posts it"))
+        }
+    }
 }

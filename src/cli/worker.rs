@@ -15,10 +15,10 @@ use crate::config::Config;
 use crate::domain::{Run, RunState, WorkerKind};
 use crate::instance_lock::{InstanceLock, LockError};
 use crate::runner::{
-    Recording, WorkerInputs, build_spec, forge_for, load_prompts, session_to_resume, shutdown_on_signals,
-    supervise_recorded,
+    Recording, WorkerInputs, build_spec, forge_for, load_prompts, offered_comments, session_to_resume,
+    shutdown_on_signals, supervise_recorded,
 };
-use crate::store::{RunFilter, SessionStart};
+use crate::store::{RunFilter, SessionStart, WorkerEnd};
 use crate::worker::worklog::{find_newest, follow};
 use crate::worker::{self, EndReason, PromptKind, WorkerOutcome, WorkerUpdate, agent_config};
 use crate::workspace;
@@ -210,12 +210,21 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
                 );
             };
             say(format!("recording on run {} as worker session {}", r.id, session.id));
+            // Its replies are posted by the runner, like its workers' (the runner is not running now).
+            if let Err(e) = store.offer_comments(r.id, session.id, &offered_comments(&inputs)).await {
+                let why = format!("cannot record its comments: {e}");
+                let _ = store
+                    .end_worker_session(session.id, None, &WorkerEnd::failed(EndReason::FailedToStart, why))
+                    .await;
+                return Err(e.into());
+            }
             Some(Recording {
                 store: store.clone(),
                 session: session.id,
                 run_id: r.id,
                 kind: args.kind,
                 holder: None,
+                redactor: crate::redact::Redactor::from_config(&config),
             })
         }
         None => {

@@ -3,9 +3,11 @@
 
 pub mod github;
 pub mod local;
+mod replies;
 mod snapshot;
 
 pub use local::{ForgeError, LocalForge};
+pub use replies::{AGENT_AUTHOR, deliver_reply};
 pub use snapshot::{
     ACK_PREFIX, Check, CheckStatus, CiRollup, Comment, Mergeable, PrRef, PrSnapshot, PrState,
 };
@@ -57,6 +59,18 @@ impl Forge {
     pub async fn snapshot(&self, run: &Run) -> Result<Option<PrSnapshot>, ForgeError> {
         let mut all = self.snapshots(std::slice::from_ref(run)).await?;
         Ok(all.remove(&run.id).flatten())
+    }
+
+    /// [`Forge::snapshot`] for a command an agent runs (`executor comment`), whose output the agent
+    /// reads: GitHub's log of the strangers' comments it ignores is left out, so that a stranger's login
+    /// never reaches an agent.
+    pub async fn snapshot_for_agent(&self, run: &Run) -> Result<Option<PrSnapshot>, ForgeError> {
+        match self {
+            Forge::Local(f) => f.snapshot(run).await,
+            Forge::GitHub(f) => {
+                Ok(f.snapshots_unlogged(std::slice::from_ref(run)).await?.remove(&run.id).flatten())
+            }
+        }
     }
 
     /// The pull requests of these runs (all of one repository), by run id: observed together, so that

@@ -98,12 +98,19 @@ impl Runner {
                 }
             };
         spec.usage_baseline = thread_baseline(&sessions, spec.resume_session.as_deref(), session.id);
+        // Before the agent runs: only the comments its prompt lists may be answered.
+        if let Err(e) = self.store.offer_comments(run.id, session.id, &offered_comments(&inputs)).await {
+            let end = WorkerEnd::failed(EndReason::FailedToStart, format!("cannot record its comments: {e}"));
+            let _ = self.store.end_worker_session(session.id, Some(&self.owner), &end).await;
+            return Err(e.into());
+        }
         let recording = Recording {
             store: self.store.clone(),
             session: session.id,
             run_id: run.id,
             kind,
             holder: Some(self.owner.clone()),
+            redactor: self.redactor.clone(),
         };
         // The agent may do nothing before its pid and start time are durable: it waits behind its gate
         // until the session records them. A runner killed before the release leaves a process that exits
@@ -451,6 +458,19 @@ pub(crate) fn prompt_context(w: &WorkerInputs<'_>) -> PromptContext {
         },
         review_findings: w.review_findings.clone(),
         previous_error: None,
+    }
+}
+
+/// The comments a worker's prompt lists for it to answer (by forge id): a `fix_comments` worker's.
+pub(crate) fn offered_comments(w: &WorkerInputs<'_>) -> Vec<String> {
+    match (w.kind, w.pr) {
+        (WorkerKind::FixComments, Some(pr)) => {
+            unresolved(pr, &w.repo.map(|(_, r)| r.trust()).unwrap_or_default())
+                .into_iter()
+                .map(|c| c.id)
+                .collect()
+        }
+        _ => Vec::new(),
     }
 }
 

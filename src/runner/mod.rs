@@ -10,6 +10,7 @@ mod launch;
 mod notify;
 mod reconcile;
 mod recording;
+mod replies;
 mod state;
 mod step;
 
@@ -17,6 +18,6 @@ pub use decide::decide;
 pub use decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
 pub(crate) use engine::forge_for;
 pub use engine::{load_prompts, shutdown_on_signals};
-pub(crate) use launch::{WorkerInputs, build_spec, session_to_resume};
+pub(crate) use launch::{WorkerInputs, build_spec, offered_comments, session_to_resume};
 pub(crate) use recording::{Recording, supervise_recorded};
 pub use state::{Runner, RunnerError, TickReport};

@@ -51,6 +51,7 @@ impl Runner {
             run_id: run.id,
             kind: s.kind,
             holder: Some(self.owner.clone()),
+            redactor: self.redactor.clone(),
         };
         if is_same_process(pid, start_time) {
             tracing::info!(run = run.id, pid, "adopting a worker left running by a previous runner");

@@ -6,8 +6,10 @@ use std::future::Future;
 
 use tokio::sync::mpsc;
 
-use crate::domain::{ReviewVerdict, WorkerKind};
-use crate::store::{Store, WorkerEnd};
+use crate::domain::{Actor, ReviewVerdict, WorkerKind};
+use crate::redact::Redactor;
+use crate::store::{Answer, Store, WorkerEnd};
+use crate::worker::replies::{self, Refusal, Reply};
 use crate::worker::result::{ParsedResult, Verdict};
 use crate::worker::{self, EndReason, WorkerOutcome, WorkerUpdate};
 
@@ -19,6 +21,8 @@ pub(crate) struct Recording {
     pub kind: WorkerKind,
     /// The runner writing it (its writes hold only while it holds the run's lease); `None` by hand.
     pub holder: Option<String>,
+    /// The config's secrets, replaced in the worker's replies before they are recorded.
+    pub redactor: Redactor,
 }
 
 /// Supervises a worker (`start` is [`worker::run`], [`worker::adopt`] or [`worker::collect`] given the
@@ -94,6 +98,13 @@ async fn persist_updates(
 /// started at, in the same transaction), and a budget stop.
 async fn finish(rec: &Recording, outcome: &Result<WorkerOutcome, worker::WorkerError>) {
     let (store, session, run_id) = (&rec.store, rec.session, rec.run_id);
+    if let Ok(o) = outcome
+        && let Err(e) = record_replies(rec, o).await
+    {
+        // The end is not recorded either, so the next runner collects the worker and records them.
+        tracing::warn!(session, "recording a worker's replies: {e}");
+        return;
+    }
     let end = match outcome {
         Ok(o) => worker_end(o, rec.kind),
         Err(e) => WorkerEnd::failed(EndReason::FailedToStart, e.to_string()),
@@ -113,6 +124,37 @@ async fn finish(rec: &Recording, outcome: &Result<WorkerOutcome, worker::WorkerE
     if o.reason == EndReason::BudgetExceeded {
         let _ = store.set_budget_stopped(run_id, rec.holder.as_deref(), true).await;
     }
+}
+
+/// Records the replies a worker handed back (before its end, so that a supervisor that dies in between
+/// leaves them to the next one, which collects the worker again): each checked against the comments
+/// its prompt offered, redacted, and recorded once per comment for the runner to post. What is refused
+/// is said on the run's history, without the reply's text.
+async fn record_replies(rec: &Recording, o: &WorkerOutcome) -> Result<(), crate::store::StoreError> {
+    if o.replies.is_empty() && o.reply_refusals.is_empty() {
+        return Ok(());
+    }
+    let offered = rec.store.offered_comments(rec.session).await?;
+    let mut refused: Vec<Refusal> = o.reply_refusals.clone();
+    for reply in &o.replies {
+        let reply = Reply { to: reply.to.clone(), body: rec.redactor.redact(&reply.body) };
+        if let Err(why) = replies::check(&reply, &offered) {
+            refused.push(why);
+            continue;
+        }
+        match rec.store.answer_comment(rec.session, &reply.to, &reply.body).await? {
+            Answer::Recorded | Answer::Unchanged => {}
+            Answer::AlreadyAnswered => refused.push(Refusal::Duplicate { to: reply.to }),
+            Answer::NotOffered => refused.push(Refusal::NotOffered { to: reply.to }),
+        }
+    }
+    if !refused.is_empty() {
+        let run = rec.store.run(rec.run_id).await?;
+        let why: Vec<String> = refused.iter().map(ToString::to_string).collect();
+        let note = format!("the {} worker's replies not posted: {}", rec.kind, why.join("; "));
+        rec.store.record_note(Actor::Runner, Some(&run.task_gid), Some(rec.run_id), &note).await?;
+    }
+    Ok(())
 }
 
 fn worker_end(o: &WorkerOutcome, kind: WorkerKind) -> WorkerEnd {

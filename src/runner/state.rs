@@ -44,6 +44,9 @@ pub enum RunnerError {
     /// A notice stays in the outbox: this attempt to deliver it failed.
     #[error("notice {id} not delivered: {why}")]
     NoticeNotDelivered { id: i64, why: String },
+    /// An agent's reply stays in the outbox: this attempt to post it failed.
+    #[error("an agent's reply was not posted: {0}")]
+    ReplyNotPosted(String),
 }
 
 /// A worker this runner supervises (started here, or adopted from a runner that died), in the pool

@@ -77,6 +77,11 @@ impl Runner {
         }
         if let Some(pr) = &snapshot {
             self.post_pending_review(run, forge, pr, &sessions).await?;
+            if !worker_alive && self.post_pending_replies(run, forge, pr).await? {
+                // This tick's view lacks the replies just posted: deciding on it would send a worker
+                // back to comments that are answered.
+                return Ok(true);
+            }
         }
         let notices_sent = self.store.notice_keys(run.id).await?;
         self.tell_of_stuck_worker(run, &sessions, &notices_sent).await?;

@@ -39,6 +39,11 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0006_cluster.sql"),
         postgres: include_str!("../../migrations/postgres/0006_cluster.sql"),
     },
+    Migration {
+        version: 7,
+        sqlite: include_str!("../../migrations/sqlite/0007_replies.sql"),
+        postgres: include_str!("../../migrations/postgres/0007_replies.sql"),
+    },
 ];
 
 /// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and

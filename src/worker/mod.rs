@@ -35,6 +35,7 @@ mod outcome;
 mod output_cap;
 pub mod process;
 pub mod prompt;
+pub mod replies;
 pub mod result;
 pub mod sandbox;
 mod session_file;
@@ -62,7 +63,7 @@ pub use sandbox::{Sandbox, SandboxError};
 pub use spawn::EnvSpec;
 
 use crate::config::Pricing;
-use crate::domain::TaskGid;
+use crate::domain::{TaskGid, WorkerKind};
 use spawn::WorkerFiles;
 use supervise::{Proc, Watch};
 use tail::Tail;
@@ -243,6 +244,12 @@ pub fn start(spec: WorkerSpec) -> Result<Pending, WorkerError> {
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| spec.kind.as_str().to_string());
     let files = WorkerFiles::create(spec.files_root.join(spec.task_gid.as_str()).join(stem))?;
+    // A worker that answers comments may write its replies to a file of its own, which every sandbox
+    // (Codex's, Claude Code's, Landlock) lets it write: no network, database or PATH needed to answer.
+    let replies_dir = match spec.kind {
+        PromptKind::Worker(WorkerKind::FixComments) => Some(files.replies_dir()?),
+        _ => None,
+    };
     let launch = Launch {
         cwd: spec.cwd.clone(),
         resume_session: spec.resume_session.clone(),
@@ -250,7 +257,7 @@ pub fn start(spec: WorkerSpec) -> Result<Pending, WorkerError> {
         result_schema_file: launch_schema.as_ref().map(|_| files.schema.clone()),
         result_schema: launch_schema.clone(),
         max_budget_usd: spec.max_budget_usd,
-        writable_dirs: spec.writable_dirs.clone(),
+        writable_dirs: spec.writable_dirs.iter().chain(&replies_dir).cloned().collect(),
     };
     let command = match spec.agent.command_line(&launch) {
         Ok(c) => c,
@@ -279,8 +286,15 @@ pub fn start(spec: WorkerSpec) -> Result<Pending, WorkerError> {
     spawn::write_private(&files.output, b"")?;
     let output = std::fs::File::open(&files.output).map_err(WorkerError::io("read", &files.output))?;
     let mut env = spec.env.resolve();
-    let prepared = match spec.sandbox.as_ref().map(|s| contain(s, &spec.agent, &files, &mut env)).transpose()
-    {
+    let mut sandbox = spec.sandbox.clone();
+    if let Some(dir) = &replies_dir {
+        env.retain(|(k, _)| k != replies::REPLIES_ENV);
+        env.push((replies::REPLIES_ENV.into(), replies::file_in(&files.dir()).display().to_string()));
+        if let Some(s) = sandbox.as_mut() {
+            s.allow(dir.clone());
+        }
+    }
+    let prepared = match sandbox.as_ref().map(|s| contain(s, &spec.agent, &files, &mut env)).transpose() {
         Ok(p) => p,
         Err(e) => {
             log.abandon(&format!("the agent was not started: {e}"));

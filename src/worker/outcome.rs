@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::agent::Tokens;
+use super::replies::{Refusal, Reply};
 use super::result::{ParsedResult, ResultError};
 
 pub use crate::domain::EndReason;
@@ -64,6 +65,13 @@ pub struct WorkerOutcome {
     /// The structured result checked against the kind's schema.
     pub parsed: Option<ParsedResult>,
     pub result_error: Option<ResultError>,
+    /// A `fix_comments` worker's replies, as it gave them: its replies file's, then its answer's. Not
+    /// checked yet: the caller knows which comments were offered.
+    #[serde(default)]
+    pub replies: Vec<Reply>,
+    /// What of its replies file could not be read.
+    #[serde(default)]
+    pub reply_refusals: Vec<Refusal>,
     /// The agent's final message (or error text), shortened.
     pub final_text: Option<String>,
     #[serde(with = "duration_secs")]

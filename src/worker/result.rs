@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::PromptKind;
+use super::replies::Reply;
 use crate::domain::WorkerKind;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,10 +73,13 @@ pub struct AnalysisResult {
     pub acceptance_criteria: Vec<String>,
 }
 
-/// A worker kind without a verdict may still say what it did.
+/// A worker kind without a verdict may still say what it did; a `fix_comments` worker also answers the
+/// comments its prompt listed, here (see [`super::replies`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkSummary {
     pub summary: Option<String>,
+    #[serde(default)]
+    pub replies: Vec<Reply>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -146,8 +150,37 @@ pub fn schema(kind: PromptKind) -> Option<Value> {
             "required": ["status", "priority", "complexity", "feasibility", "summary", "acceptance_criteria"],
             "additionalProperties": false
         })),
+        // Every property required and no others: what Codex's `--output-schema` (strict) accepts.
+        PromptKind::Worker(WorkerKind::FixComments) => Some(json!({
+            "type": "object",
+            "properties": {
+                "summary": {"type": "string", "description": "what was changed, comment by comment"},
+                "replies": {
+                    "type": "array",
+                    "description": "one reply per comment listed in the prompt; executor posts each in its thread",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "to": {"type": "string", "description": "the comment's id, as its heading showed it"},
+                            "body": {"type": "string",
+                                     "description": "begins with [ACKNOWLEDGED: <what was done>]"}
+                        },
+                        "required": ["to", "body"],
+                        "additionalProperties": false
+                    }
+                }
+            },
+            "required": ["summary", "replies"],
+            "additionalProperties": false
+        })),
         PromptKind::Worker(_) => None,
     }
+}
+
+/// Whether a worker of this kind that returns no structured result failed at its job: a review and a
+/// triage did; a `fix_comments` worker may have answered through its replies file instead.
+pub fn requires_result(kind: PromptKind) -> bool {
+    matches!(kind, PromptKind::Analyzer | PromptKind::Worker(WorkerKind::PrReview))
 }
 
 /// Turns what the agent returned into the kind's result. `structured` is the agent's structured output
@@ -169,14 +202,19 @@ pub fn parse(
             let v = value.ok_or(ResultError::Missing)?;
             serde_json::from_value(v).map(ParsedResult::Analysis).map_err(|e| malformed("analyzer", e))
         }
-        PromptKind::Worker(_) => {
+        PromptKind::Worker(k) => {
+            let replies = match value.as_ref().and_then(|v| v.get("replies")) {
+                Some(r) if k == WorkerKind::FixComments => serde_json::from_value::<Vec<Reply>>(r.clone())
+                    .map_err(|e| malformed("fix_comments", e))?,
+                _ => Vec::new(),
+            };
             let summary = value
                 .as_ref()
                 .and_then(|v| v.get("summary"))
                 .and_then(Value::as_str)
                 .map(str::to_string)
                 .or_else(|| text.map(|t| t.chars().take(2000).collect()));
-            Ok(ParsedResult::Work(WorkSummary { summary }))
+            Ok(ParsedResult::Work(WorkSummary { summary, replies }))
         }
     }
 }
@@ -239,16 +277,44 @@ mod tests {
     #[test]
     fn plain_work_takes_any_summary() {
         let k = PromptKind::Worker(WorkerKind::Queued);
-        assert_eq!(parse(k, None, None), Ok(ParsedResult::Work(WorkSummary { summary: None })));
+        assert_eq!(parse(k, None, None), Ok(ParsedResult::Work(WorkSummary::default())));
         let Ok(ParsedResult::Work(w)) = parse(k, None, Some("opened PR")) else { panic!() };
         assert_eq!(w.summary.as_deref(), Some("opened PR"));
     }
 
     #[test]
-    fn schemas_exist_exactly_for_kinds_with_a_verdict() {
+    fn fix_comments_replies_come_back_in_the_answer() {
+        let k = PromptKind::Worker(WorkerKind::FixComments);
+        let text =
+            r#"{"summary": "renamed it", "replies": [{"to": "12", "body": "[ACKNOWLEDGED: renamed]"}]}"#;
+        let Ok(ParsedResult::Work(w)) = parse(k, None, Some(text)) else { panic!() };
+        assert_eq!(w.replies, [Reply { to: "12".into(), body: "[ACKNOWLEDGED: renamed]".into() }]);
+        assert_eq!(w.summary.as_deref(), Some("renamed it"));
+        let bad = json!({"summary": "s", "replies": [{"to": 12}]});
+        assert!(matches!(
+            parse(k, Some(&bad), None),
+            Err(ResultError::Malformed { kind: "fix_comments", .. })
+        ));
+        // Another kind's answer never carries replies.
+        let other = json!({"summary": "s", "replies": [{"to": "12", "body": "b"}]});
+        let Ok(ParsedResult::Work(w)) = parse(PromptKind::Worker(WorkerKind::Queued), Some(&other), None)
+        else {
+            panic!()
+        };
+        assert!(w.replies.is_empty());
+    }
+
+    #[test]
+    fn schemas_exist_for_kinds_that_answer_in_json() {
         for k in PromptKind::ALL {
-            let expect = matches!(k, PromptKind::Analyzer | PromptKind::Worker(WorkerKind::PrReview));
+            let expect = matches!(
+                k,
+                PromptKind::Analyzer
+                    | PromptKind::Worker(WorkerKind::PrReview)
+                    | PromptKind::Worker(WorkerKind::FixComments)
+            );
             assert_eq!(schema(k).is_some(), expect, "{k}");
+            assert_eq!(requires_result(k), expect && k != PromptKind::Worker(WorkerKind::FixComments), "{k}");
         }
     }
 }

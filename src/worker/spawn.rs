@@ -87,6 +87,23 @@ impl WorkerFiles {
         })
     }
 
+    /// The directory of the worker's private files.
+    pub fn dir(&self) -> PathBuf {
+        self.output.parent().map(Path::to_path_buf).unwrap_or_default()
+    }
+
+    /// The directory of the worker's replies file (created, owner-only): see [`super::replies`].
+    pub fn replies_dir(&self) -> Result<PathBuf, WorkerError> {
+        use std::os::unix::fs::DirBuilderExt;
+        let dir = super::replies::dir_in(&self.dir());
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(WorkerError::io("create the replies directory", &dir))?;
+        Ok(dir)
+    }
+
     /// The worker's private temporary directory (created, owner-only), for a sandboxed agent that may
     /// write nowhere else outside its worktree.
     pub fn temp_dir(&self) -> Result<PathBuf, WorkerError> {

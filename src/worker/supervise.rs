@@ -13,9 +13,11 @@ use super::agent::AgentResult;
 use super::outcome::{EndReason, WorkerOutcome, WorkerUpdate};
 use super::output_cap;
 use super::process;
-use super::result;
+use super::replies;
+use super::result::{self, ParsedResult};
 use super::tail::Tail;
 use super::{PromptKind, Timeouts};
+use crate::domain::WorkerKind;
 
 /// How often `Output` updates may be sent while output keeps coming. Once it pauses, the offset reached
 /// is sent at once: a line logged but not covered by the persisted offset would be logged twice by
@@ -248,9 +250,21 @@ fn outcome(stop: Option<EndReason>, exit: ExitInfo, tail: &Tail, w: &Watch) -> W
     // A kind without a required result that simply has none is not an error worth recording.
     let (parsed, result_error) = match parsed {
         Ok(p) => (Some(p), None),
+        Err(result::ResultError::Missing) if !result::requires_result(w.kind) => (None, None),
         Err(e) if result::schema(w.kind).is_some() => (None, Some(e)),
         Err(_) => (None, None),
     };
+    // Read while the worker's files are still there: they are removed only once its end is recorded,
+    // so a supervisor that dies first finds them again when it collects the worker.
+    let (mut replies, reply_refusals) = match (w.kind, w.output_path.parent()) {
+        (PromptKind::Worker(WorkerKind::FixComments), Some(dir)) => {
+            replies::read_file(&replies::file_in(dir))
+        }
+        _ => (Vec::new(), Vec::new()),
+    };
+    if let Some(ParsedResult::Work(work)) = &parsed {
+        replies.extend(work.replies.iter().cloned());
+    }
     WorkerOutcome {
         reason,
         exit_code: exit.code,
@@ -262,6 +276,8 @@ fn outcome(stop: Option<EndReason>, exit: ExitInfo, tail: &Tail, w: &Watch) -> W
         result: structured,
         parsed,
         result_error,
+        replies,
+        reply_refusals,
         final_text: text.map(|t| t.chars().take(4000).collect()),
         duration: (Utc::now() - w.started_at).to_std().unwrap_or_default(),
         log_path: tail.log.path().to_path_buf(),

@@ -79,7 +79,7 @@ impl GitHubForge {
 
     /// [`GitHubForge::snapshots`] without the log of ignored comments: for `executor comment`, which an
     /// agent runs and whose output the agent reads, so a stranger's login never reaches it either.
-    pub(super) async fn snapshots_unlogged(
+    pub(crate) async fn snapshots_unlogged(
         &self,
         runs: &[Run],
     ) -> Result<HashMap<i64, Option<PrSnapshot>>, ForgeError> {

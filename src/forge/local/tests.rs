@@ -245,3 +245,68 @@ async fn a_deleted_branch_is_merged_when_its_work_reached_the_base_and_closed_ot
         "merged with git, then the branch deleted"
     );
 }
+
+/// An agent's reply goes out once: recorded before the post, and found on the pull request (not posted
+/// again) when the attempt that posted it died before marking it posted.
+#[tokio::test]
+async fn a_reply_is_posted_once_even_when_an_attempt_died_after_posting_it() {
+    use crate::domain::WorkerKind;
+    use crate::forge::{AGENT_AUTHOR, Forge, deliver_reply};
+    use crate::store::Answer;
+    let Fixture { dir: _dir, forge, run, .. } = fixture(r#"["true"]"#).await;
+    let store = forge.store.clone();
+    let forge = Forge::Local(forge);
+    let pr_id = store.local_pr_for_run(run.id).await.unwrap().unwrap().id;
+    let ask = |body: &'static str| NewComment {
+        author: "alex",
+        body,
+        path: None,
+        line: None,
+        in_reply_to: None,
+        by_agent: false,
+    };
+    let first = store.add_local_comment(pr_id, &ask("rename it")).await.unwrap().to_string();
+    let second = store.add_local_comment(pr_id, &ask("and explain why")).await.unwrap().to_string();
+    let session = store
+        .begin_worker_session(run.id, WorkerKind::FixComments, "command", "here", &Default::default())
+        .await
+        .unwrap()
+        .unwrap();
+    store.offer_comments(run.id, session.id, &[first.clone(), second.clone()]).await.unwrap();
+
+    let done = "[ACKNOWLEDGED: renamed]";
+    assert_eq!(store.answer_comment(session.id, &first, done).await.unwrap(), Answer::Recorded);
+    assert_eq!(store.answer_comment(session.id, &first, done).await.unwrap(), Answer::Unchanged);
+    assert_eq!(store.answer_comment(session.id, &first, "other").await.unwrap(), Answer::AlreadyAnswered);
+    assert_eq!(store.answer_comment(session.id, "999", done).await.unwrap(), Answer::NotOffered);
+    let why = "[ACKNOWLEDGED: explained]";
+    assert_eq!(store.answer_comment(session.id, &second, why).await.unwrap(), Answer::Recorded);
+
+    // An attempt posted the first reply and died before marking it posted.
+    let post = CommentPost {
+        author: AGENT_AUTHOR,
+        body: done,
+        reply_to: Some(&first),
+        by_agent: true,
+        ..Default::default()
+    };
+    let earlier = forge.comment(&run, &post).await.unwrap();
+    let pr = forge.snapshot(&run).await.unwrap().unwrap();
+    let pending = store.replies_to_post(run.id, 5).await.unwrap();
+    assert_eq!(pending.len(), 2);
+    for reply in &pending {
+        deliver_reply(&forge, &store, &run, &pr, reply).await.unwrap();
+    }
+    assert!(store.replies_to_post(run.id, 5).await.unwrap().is_empty());
+    let comments = store.local_comments(pr_id).await.unwrap();
+    let replies_to = |id: &str| -> Vec<_> {
+        comments.iter().filter(|c| c.in_reply_to.map(|p| p.to_string()).as_deref() == Some(id)).collect()
+    };
+    assert_eq!(replies_to(&first).len(), 1, "posted once: {comments:?}");
+    assert_eq!(replies_to(&first)[0].id.to_string(), earlier, "the earlier post is recorded, not repeated");
+    assert_eq!(replies_to(&second).len(), 1, "{comments:?}");
+    assert!(replies_to(&second)[0].by_agent && replies_to(&second)[0].body == why);
+    let rows = store.agent_replies(run.id).await.unwrap();
+    assert_eq!(rows[0].posted_comment_id.as_deref(), Some(earlier.as_str()));
+    assert!(rows.iter().all(|r| r.posted_at.is_some()));
+}

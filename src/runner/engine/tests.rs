@@ -39,8 +39,14 @@ async fn the_end_of_a_runs_worker_never_removes_the_runs_next_worker_from_the_po
                 .unwrap()
         }
     };
-    let recording =
-        |session: i64, kind| Recording { store: store.clone(), session, run_id: run.id, kind, holder: None };
+    let recording = |session: i64, kind| Recording {
+        store: store.clone(),
+        session,
+        run_id: run.id,
+        kind,
+        holder: None,
+        redactor: Default::default(),
+    };
 
     // The fix_comments worker ends; its end is recorded and its message waits for the loop.
     let fix = begin(WorkerKind::FixComments).await;

@@ -1,0 +1,86 @@
+//! Replies without reaching back, on GitHub: the shut-off agent (`sandboxed_replies.sh`: no network, no
+//! `executor` on its PATH, Landlock where the kernel has it) answers a review-thread comment and a
+//! conversation comment of alex's by handing its replies back; the runner posts each once, the first
+//! in its thread, both recorded as the agent's, and the run completes.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use executor::domain::{RunState, WorkerKind};
+use executor::worker::sandbox::{self, Support};
+
+use crate::fake_github::PostedKind;
+use crate::github_support::{CiPlayer, GhEnv, REPO, run_of, text};
+
+const SECRET: &str = "tok-3f9a8b7c6d5e";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shut_off_agent_answers_alex_in_his_thread_once_on_github() {
+    let env = GhEnv::new(&[("FAKE_SECRET", SECRET)], "").await;
+    let config = env.path().join("executor.toml");
+    let pipeline = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agents/pipeline.sh");
+    let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agents/sandboxed_replies.sh");
+    let mut toml = std::fs::read_to_string(&config).unwrap();
+    toml = toml.replace(&pipeline.display().to_string(), &agent.display().to_string());
+    if let Support::Landlock { .. } = sandbox::support() {
+        toml = toml.replace("agent = \"command\"", "agent = \"command\"\nsandbox = \"landlock\"");
+    }
+    std::fs::write(&config, toml).unwrap();
+    env.queue_approved("88").await;
+    let store = env.store().await;
+    let mut ci = CiPlayer::green();
+    let mut asked: Option<(String, String, String)> = None;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let run = loop {
+        let out = env.runner().await;
+        assert!(out.status.success(), "{}", text(&out));
+        let run = run_of(&store, "88").await;
+        if run.state == RunState::Complete {
+            break run;
+        }
+        assert_ne!(run.state, RunState::Abandoned, "{:?}", store.run_memory(run.id).await.unwrap());
+        if let (Some(number), Some(branch)) = (run.pr_number, run.branch_name.clone())
+            && ci.play(&env, number, &branch)
+            && asked.is_none()
+        {
+            let (thread, in_thread) = env.fake.add_thread_comment(
+                REPO,
+                number,
+                "alex",
+                "MEMBER",
+                "Why one line?",
+                "feature.txt",
+                1,
+            );
+            let conversation = env.fake.add_issue_comment(REPO, number, "alex", "MEMBER", "Write it down.");
+            asked = Some((thread, in_thread, conversation));
+        }
+        assert!(
+            Instant::now() < deadline,
+            "stuck in {}: {:?}",
+            run.state,
+            store.run_memory(run.id).await.unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let (thread, in_thread, conversation) = asked.expect("alex commented");
+    let sessions = store.worker_sessions(run.id).await.unwrap();
+    assert_eq!(sessions.iter().filter(|s| s.kind == WorkerKind::FixComments).count(), 1, "{sessions:?}");
+
+    let posted = env.fake.posted_comments();
+    let acks: Vec<_> = posted.iter().filter(|p| p.body.starts_with("[ACKNOWLEDGED:")).collect();
+    assert_eq!(acks.len(), 2, "one reply per comment: {posted:#?}");
+    let in_its_thread: Vec<_> = acks.iter().filter(|p| p.kind == PostedKind::ThreadReply).collect();
+    assert_eq!(in_its_thread.len(), 1, "{acks:#?}");
+    assert_eq!(in_its_thread[0].reply_to.as_deref(), Some(thread.as_str()));
+    assert!(acks.iter().all(|p| !p.body.contains(SECRET)), "{acks:#?}");
+    assert!(!posted.iter().any(|p| p.body.contains("nobody listed")), "{posted:#?}");
+    // Both recorded as the agent's, each answering its comment.
+    let recorded = store.agent_comments(&[run.id]).await.unwrap();
+    let mut answered: Vec<Option<String>> =
+        acks.iter().map(|p| recorded.get(&p.id).cloned().flatten()).collect();
+    answered.sort();
+    let mut expected = vec![Some(in_thread), Some(conversation)];
+    expected.sort();
+    assert_eq!(answered, expected, "{recorded:?}");
+}
