@@ -59,8 +59,9 @@ pub unsafe fn interpose(limit: u64) -> io::Result<()> {
                     }
                 }
                 if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
-                    // No writer: the agent must not run with nobody bounding its output.
-                    return Err(io::Error::other("cannot start the output writer"));
+                    // No writer: the agent must not run with nobody bounding its output. (A raw OS
+                    // error, because a message would allocate between fork and exec.)
+                    return Err(io::Error::from_raw_os_error(libc::ECHILD));
                 }
             }
         }
