@@ -28,6 +28,7 @@
 //! the update channel and the returned outcome.
 
 pub mod agent;
+mod agent_file;
 mod from_config;
 mod kind;
 mod lines;

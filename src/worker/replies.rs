@@ -70,7 +70,7 @@ pub fn check(reply: &Reply, offered: &[String]) -> Result<(), Refusal> {
 
 /// The replies in the file (none when there is no file), and what in it could not be read.
 pub fn read_file(path: &Path) -> (Vec<Reply>, Vec<Refusal>) {
-    let file = match std::fs::File::open(path) {
+    let file = match super::agent_file::open_regular(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Vec::new(), Vec::new()),
         Err(e) => return (Vec::new(), vec![Refusal::File(format!("cannot read it: {e}"))]),
@@ -104,6 +104,23 @@ fn parse_file(text: &str) -> (Vec<Reply>, Vec<Refusal>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_link_or_a_fifo_is_refused_without_reading_or_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "{\"to\":\"7\",\"body\":\"what the agent may not read\"}\n").unwrap();
+        let link = dir.path().join("link.jsonl");
+        std::os::unix::fs::symlink(&secret, &link).unwrap();
+        let (ok, bad) = read_file(&link);
+        assert!(ok.is_empty() && bad.len() == 1, "{ok:?} {bad:?}");
+        let fifo = dir.path().join("fifo.jsonl");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let (ok, bad) = read_file(&fifo);
+        assert!(ok.is_empty() && bad[0].to_string().contains("not a regular file"), "{bad:?}");
+        let (ok, _) = read_file(&secret);
+        assert_eq!(ok.len(), 1, "a regular file is read");
+    }
 
     fn reply(to: &str, body: &str) -> Reply {
         Reply { to: to.into(), body: body.into() }

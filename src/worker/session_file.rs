@@ -59,7 +59,9 @@ impl SessionFile {
             let thread = thread.to_string();
             let found = tokio::task::spawn_blocking(move || find(&root, &thread)).await.ok().flatten();
             let Some(path) = found else { return Ok(Vec::new()) };
-            self.open = Some((tokio::fs::File::open(&path).await?, path));
+            // The agent can write where its session files are: only a regular file is followed.
+            let file = super::agent_file::open_regular(&path)?;
+            self.open = Some((tokio::fs::File::from_std(file), path));
         }
         let Some((file, _)) = self.open.as_mut() else { return Ok(Vec::new()) };
         let mut lines = Vec::new();
