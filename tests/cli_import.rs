@@ -55,9 +55,10 @@ fn a_dry_run_prints_the_plan_and_writes_nothing() {
         "{out}"
     );
     // The mapping counts, and what is left behind.
-    assert!(out.contains("ci_running → pr: 1"), "{out}");
+    assert!(out.contains("ci_running → pr (CI pending): 1"), "{out}");
     assert!(out.contains("(null) → pending: 1") && out.contains("needs_info → pending: 1"), "{out}");
     assert!(out.contains("approved → approved: 5"), "{out}");
+    assert!(out.contains("done → done (its run is complete): 1"), "{out}");
     assert!(out.contains("a v1 process is not executor's to adopt"), "{out}");
 
     assert!(statuses(&sb).is_empty(), "a dry run adds no task");
@@ -115,8 +116,14 @@ fn an_import_writes_the_export_and_a_second_changes_nothing() {
     assert_eq!(ci["worktree_path"], "/Users/alex/wt/1006");
     assert_eq!(ci["branch_name"], "executor/1006");
     let v1_worker = &runs["1005"];
-    assert_eq!(v1_worker["worker_pid"], Value::Null, "a v1 process is not adopted");
-    assert_eq!(v1_worker["worker_session_id"], Value::Null);
+    assert_eq!(v1_worker["worker_pid"], 4242, "v1's worker fields are kept as its record");
+    assert_eq!(v1_worker["worker_session_id"], "sess-5");
+    assert_eq!(v1_worker["worker_stuck_count"], 1);
+    assert_eq!(v1_worker["worker_last_update"], "2026-01-06T10:00:00Z");
+    assert_eq!(runs["1008"]["completed_at"], "2026-01-07T10:00:00Z", "v1's completion time");
+    let first = sb.json(&["queue", "show", "1001"]);
+    let first = if first["task"].is_object() { &first["task"] } else { &first };
+    assert_eq!(first["added_at"], "2026-01-05T10:00:00Z", "v1's added_at");
     assert_eq!(runs["1008"]["branch_name"], "executor/1008-2", "the run the queue row names is the one kept");
 
     let task = sb.json(&["queue", "show", "1002"]);
@@ -258,4 +265,53 @@ fn repo_names_where_the_work_happens_and_must_be_configured() {
     assert!(runs.values().all(|r| r["repo"] == "web"), "runs take their task's repo");
     let again = sb.json(&["import", &sample("v1_export.json"), "--repo", "web"]);
     assert_eq!(counts(&again, "executor_queue"), [0, 0, 12, 1]);
+}
+
+#[test]
+fn a_second_import_keeps_the_priority_executors_analyzer_gave() {
+    let sb = Sandbox::new();
+    sb.ok(&["import", &sample("v1_export.json")]);
+    // executor's analyzer re-triages task 1003 (v1: priority 2) at priority 3.
+    sb.ok(&["skip", "1003", "--reason", "re-triage"]);
+    sb.ok(&["queue", "requeue", "1003"]);
+    let db = sb.path().join("data").join("executor.db");
+    let conn = format!("sqlite://{}", db.display());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let store = executor::store::Store::open(&conn).await.unwrap();
+        let gid = executor::domain::TaskGid::parse("1003").unwrap();
+        store
+            .set_task_analysis(&gid, Some(3), Some("low"), Some("high"), Some("Small change in HistoryMenu"))
+            .await
+            .unwrap();
+        store
+            .set_task_status(
+                &gid,
+                executor::domain::QueueStatus::AwaitingGo,
+                executor::domain::Actor::Analyzer,
+                None,
+            )
+            .await
+            .unwrap();
+    });
+    let again = sb.json(&["import", &sample("v1_export.json")]);
+    assert_eq!(counts(&again, "executor_queue"), [0, 0, 12, 1], "v1's priority is not an update: {again}");
+    let task = sb.json(&["queue", "show", "1003"]);
+    let task = if task["task"].is_object() { &task["task"] } else { &task };
+    assert_eq!(task["priority"], 3, "the analyzer's priority stands");
+}
+
+#[test]
+fn csv_with_crlf_line_ends_names_the_refused_rows_by_their_own_lines() {
+    let sb = Sandbox::new();
+    let dir = sb.path().join("crlf");
+    std::fs::create_dir(&dir).unwrap();
+    for name in ["executor_queue.csv", "executor_runs.csv"] {
+        let text = std::fs::read_to_string(format!("{}/{name}", sample("v1_export"))).unwrap();
+        std::fs::write(dir.join(name), text.replace('\n', "\r\n")).unwrap();
+    }
+    let plan = sb.ok(&["import", dir.to_str().unwrap(), "--dry-run"]);
+    assert!(plan.contains("executor_queue line 6: no task_gid"), "{plan}");
+    assert!(plan.contains("executor_runs line 5 (task 2001): unknown state \"lost\""), "{plan}");
+    assert!(plan.contains("executor_runs line 4 (task 2003): its task is skip"), "{plan}");
 }

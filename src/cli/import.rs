@@ -30,21 +30,26 @@ or a directory holding executor_queue.csv and executor_runs.csv: a header line o
 names, an empty cell is NULL, as `\copy executor_queue TO 'executor_queue.csv' CSV HEADER` writes.
 
 Mapping:
-  status       for_review, awaiting_go, approved, skip, done as they are; NULL or unknown → pending
-  state        queued, in_progress, pr, complete, abandoned as they are; ci_running → pr (waiting
-               on CI holds no worker slot); an unknown state refuses the row
+  status       for_review, awaiting_go, approved, skip, done as they are; in_progress → approved
+               (its run carries on); NULL or unknown → pending. A task v1 left before approval
+               whose run v1 had started is approved; one whose run is complete is done
+  state        queued, in_progress, pr, complete, abandoned as they are; ci_running → pr (CI
+               pending) and awaiting_review → pr (review to come): waiting holds no worker slot,
+               the runner watches CI and starts the review; an unknown state refuses the row
   user_context appended to notes
-  not imported worker_pid, worker_session_id, worker_last_update (a v1 process is not executor's to
-               adopt); the timestamps and worker_stuck_count (executor stamps and counts afresh)
+  kept         v1's times (added_at, started_at, completed_at, updated_at) on what the import adds;
+               each run's branch, worktree, pull request, CI attempts and worker fields (worker_pid,
+               worker_session_id, worker_last_update, worker_stuck_count) as v1's record: a v1
+               process is not adopted, the runner starts its own worker when a run needs one
 
 Each bad row (no task_gid, an unknown state, a run whose task is not approved, …) is refused
 alone, named in the output, and the rest is imported: one odd row in a live v1 database should not
 hold back the others. A database error stops the import; running it again imports what it had not reached.
 
 Running it twice changes nothing the second time: tasks are matched by gid, v1's status and
-analysis apply only to a task executor has not triaged (new or pending), and a run is created only
-for a task that has none (executor keeps one run per task: the one the queue row's executor_run_id
-names, else the last).
+analysis (priority included) apply only to a task executor has not triaged (new or pending), and
+a run is created only for a task that has none (executor keeps one run per task: the one the queue
+row's executor_run_id names, else the last).
 
 Examples:
   executor import v1.json --dry-run     # the plan: added / updated / unchanged / refused, and why
@@ -125,6 +130,10 @@ fn print_report(r: &ImportReport, origin: &str) {
         for line in &r.kept_status {
             println!("  {line}");
         }
+    }
+    println!("Kept from v1:");
+    for line in &r.kept_from_v1 {
+        println!("  {line}");
     }
     println!("Not imported:");
     for line in &r.not_imported {

@@ -1,13 +1,14 @@
 //! Comparing the plan with the store, and applying it through the store's public operations (upsert,
 //! legal status and state transitions, the run setters), so each change is recorded as an event like any
-//! other. Idempotent by construction: a task is matched by gid, its v1 status and analysis are applied
-//! only while executor still has it new or pending, and a run is created only for a task without one.
+//! other. Idempotent by construction: a task is matched by gid, its v1 status and analysis (priority
+//! included) are applied only while executor still has it new or pending, and a run is created only for
+//! a task without one. What the import adds keeps v1's times.
 
 use std::collections::BTreeMap;
 
-use super::plan::{Plan, PlannedRun, PlannedTask, Refusal};
+use super::plan::{Plan, PlannedTask, Refusal};
 use super::read::RUNS_TABLE;
-use crate::domain::{Actor, QueueStatus, RunState, Task, TaskGid};
+use crate::domain::{Actor, QueueStatus, Task, TaskGid};
 use crate::store::{NewTask, Result, Store, Upserted};
 
 /// Rows of one v1 table by what the import does (or would do) with them.
@@ -33,6 +34,8 @@ pub struct ImportReport {
     pub state_mapping: BTreeMap<String, usize>,
     /// Tasks whose executor status was kept rather than v1's (someone triaged them in executor already).
     pub kept_status: Vec<String>,
+    /// v1 columns carried over in a way worth saying (times, worker fields).
+    pub kept_from_v1: Vec<String>,
     /// v1 columns this import does not carry over, and why.
     pub not_imported: Vec<String>,
 }
@@ -48,7 +51,8 @@ pub async fn import(store: &Store, plan: &Plan, dry_run: bool) -> Result<ImportR
         refused: plan.refused.clone(),
         status_mapping: plan.status_mapping.clone(),
         state_mapping: plan.state_mapping.clone(),
-        not_imported: not_imported(plan),
+        kept_from_v1: kept_from_v1(plan),
+        not_imported: not_imported(),
         ..ImportReport::default()
     };
     for r in &plan.refused {
@@ -64,20 +68,29 @@ pub async fn import(store: &Store, plan: &Plan, dry_run: bool) -> Result<ImportR
     }
     // A task takes v1's status and analysis while executor has not triaged it: new, or still pending.
     let takes_v1 = |gid: &TaskGid| before[gid].as_ref().is_none_or(|t| t.status == QueueStatus::Pending);
+    // v1's priority is its analyzer's: a task executor triaged keeps executor's (a field not given is kept).
+    let fields = |t: &PlannedTask| NewTask {
+        priority: t.fields.priority.filter(|_| takes_v1(&t.gid)),
+        ..t.fields.clone()
+    };
+    let began = crate::store::now();
 
     let upserted: Vec<Upserted> = if dry_run {
-        plan.tasks.iter().map(|t| predict_upsert(before[&t.gid].as_ref(), &t.fields)).collect()
+        plan.tasks.iter().map(|t| predict_upsert(before[&t.gid].as_ref(), &fields(t))).collect()
     } else {
-        let batch: Vec<(TaskGid, NewTask)> =
-            plan.tasks.iter().map(|t| (t.gid.clone(), t.fields.clone())).collect();
+        let batch: Vec<(TaskGid, NewTask)> = plan.tasks.iter().map(|t| (t.gid.clone(), fields(t))).collect();
         store.upsert_tasks(&batch, Actor::Cli).await?.into_iter().map(|(_, done)| done).collect()
     };
+    let mut added: Vec<&PlannedTask> = Vec::new();
     for (t, done) in plan.tasks.iter().zip(upserted) {
         let old = before[&t.gid].as_ref();
         let triage_changes =
             takes_v1(&t.gid) && old.is_some_and(|o| o.status != t.status || analysis_differs(o, t));
         match (done, triage_changes) {
-            (Upserted::Added, _) => report.executor_queue.added += 1,
+            (Upserted::Added, _) => {
+                report.executor_queue.added += 1;
+                added.push(t);
+            }
             (Upserted::Updated | Upserted::Revised, _) | (Upserted::Unchanged, true) => {
                 report.executor_queue.updated += 1
             }
@@ -123,36 +136,49 @@ pub async fn import(store: &Store, plan: &Plan, dry_run: bool) -> Result<ImportR
         }
         report.executor_runs.added += 1;
         if !dry_run {
-            create_run(store, run).await?;
+            // `None`: someone created one meanwhile (a runner tick), and theirs stands.
+            store.create_imported_run(&run.gid, &run.run, Actor::Cli, REASON).await?;
         }
     }
-    // A task done in v1 was held at approved for its run; now it is done (a completed run did it already).
     if !dry_run {
+        // A task done in v1 was held at approved for its run; now it is done (a completed run did it already).
         for t in plan.tasks.iter().filter(|t| t.status == QueueStatus::Done && takes_v1(&t.gid)) {
             if store.task(&t.gid).await?.status == QueueStatus::Approved {
                 store.set_task_status(&t.gid, QueueStatus::Done, Actor::Cli, Some(REASON)).await?;
             }
         }
+        // Last, so that no step of the import stamps over them: the tasks it added carry v1's times.
+        for t in added {
+            store.date_imported_task(&t.gid, began, t.added_at, t.updated_at).await?;
+        }
     }
     Ok(report)
 }
 
-fn not_imported(plan: &Plan) -> Vec<String> {
-    let mut out = Vec::new();
+fn kept_from_v1(plan: &Plan) -> Vec<String> {
+    let mut out = vec![
+        "added_at, updated_at (tasks); started_at, updated_at, completed_at (runs): v1's own times, for \
+         what the import adds (the import's time only where v1 has none)"
+            .to_string(),
+        "worktree_path, branch_name, pr_url, pr_number, thread_id, ci_attempts: on the run as v1 had them"
+            .to_string(),
+    ];
     if plan.runs_with_v1_process > 0 {
         out.push(format!(
-            "worker_pid, worker_session_id, worker_last_update of {} run(s): a v1 process is not executor's to \
-             adopt; the runner starts its own worker when a run needs one",
+            "worker_pid, worker_session_id, worker_last_update, worker_stuck_count of {} run(s): on the run as \
+             v1's record; a v1 process is not executor's to adopt, so the runner starts its own worker when \
+             a run needs one",
             plan.runs_with_v1_process
         ));
     }
-    out.push(
-        "added_at, updated_at, started_at, completed_at: executor stamps the time of the import (no store \
-         operation sets them)"
-            .into(),
-    );
-    out.push("worker_stuck_count: executor counts stuck workers afresh (no store operation sets it)".into());
     out
+}
+
+fn not_imported() -> Vec<String> {
+    vec![
+        "id, executor_run_id: executor numbers its own rows (the run a queue row names is the one kept)"
+            .into(),
+    ]
 }
 
 /// What an upsert of `fields` would report, for a dry run (the store's rule: a field not given is kept).
@@ -209,40 +235,6 @@ async fn triage(store: &Store, t: &PlannedTask, old: Option<&Task>) -> Result<()
     }
     for &step in path_from_pending(t.status) {
         store.set_task_status(&t.gid, step, Actor::Cli, Some(REASON)).await?;
-    }
-    Ok(())
-}
-
-/// Creates the run of an approved task and brings it to its v1 state by legal steps, with its facts.
-async fn create_run(store: &Store, r: &PlannedRun) -> Result<()> {
-    let Some(run) = store.create_run_for_task(&r.gid, Actor::Cli).await? else {
-        // Someone created one meanwhile (a runner tick): theirs stands.
-        return Ok(());
-    };
-    if let (Some(path), Some(branch)) = (&r.worktree_path, &r.branch_name) {
-        store.set_run_workspace(run.id, None, path, branch).await?;
-    }
-    if let (Some(url), Some(number)) = (&r.pr_url, r.pr_number) {
-        store.set_run_pr(run.id, None, url, number).await?;
-    }
-    if let Some(thread) = &r.thread_id {
-        store.set_run_thread(run.id, None, thread).await?;
-    }
-    if let Some(n) = r.ci_attempts.filter(|n| *n > 0) {
-        store.set_ci_attempts(run.id, None, n).await?;
-    }
-    use RunState::*;
-    let path: &[RunState] = match r.state {
-        Queued => &[],
-        InProgress => &[InProgress],
-        Pr => &[InProgress, Pr],
-        Complete => &[InProgress, Pr, Complete],
-        Abandoned => &[Abandoned],
-    };
-    let mut from = Queued;
-    for &to in path {
-        store.set_run_state_if(run.id, from, to, None, Actor::Cli, REASON).await?;
-        from = to;
     }
     Ok(())
 }

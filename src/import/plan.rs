@@ -1,39 +1,41 @@
 //! The pure part of the import: v1 rows → what executor should hold, with every row that cannot be
 //! imported refused by name and reason. No database here; `apply` compares the plan with the store.
 
+mod columns;
+
 use std::collections::{BTreeMap, HashMap};
 
+use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
+use self::columns::{count, int, text, time};
 use super::read::{QUEUE_TABLE, RUNS_TABLE, V1Export, V1Row};
 use crate::domain::{QueueStatus, RunState, TaskGid};
-use crate::store::NewTask;
+use crate::store::{ImportedRun, NewTask};
 
 /// A v1 queue row as executor will hold it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlannedTask {
     pub position: usize,
     pub gid: TaskGid,
-    /// The tracker-owned fields (source, description, notes with `user_context` appended, priority).
+    /// The tracker's fields (source, description, notes with `user_context` appended) and v1's priority,
+    /// which is part of v1's analysis: `apply` gives it only to a task executor has not triaged.
     pub fields: NewTask,
     pub status: QueueStatus,
     pub complexity: Option<String>,
     pub feasibility: Option<String>,
     pub analysis_summary: Option<String>,
+    /// v1's own times, kept for a task the import adds (`None`: v1 has none).
+    pub added_at: Option<DateTime<Utc>>,
+    pub updated_at: Option<DateTime<Utc>>,
 }
 
-/// A v1 run as executor will hold it.
+/// A v1 run as executor will hold it: its state, branch, pull request, worker fields and times.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlannedRun {
     pub position: usize,
     pub gid: TaskGid,
-    pub state: RunState,
-    pub worktree_path: Option<String>,
-    pub branch_name: Option<String>,
-    pub pr_url: Option<String>,
-    pub pr_number: Option<i64>,
-    pub thread_id: Option<String>,
-    pub ci_attempts: Option<i32>,
+    pub run: ImportedRun,
 }
 
 /// A row left out, and why (one line of the plan's output).
@@ -65,26 +67,26 @@ pub struct Plan {
     pub tasks: Vec<PlannedTask>,
     pub runs: Vec<PlannedRun>,
     pub refused: Vec<Refusal>,
-    /// "v1 status → executor status" → rows, e.g. "(null) → pending".
+    /// "v1 status → executor status" → rows, e.g. "(null) → pending", with what it means when that is
+    /// not plain ("in_progress → approved (its run carries on)").
     pub status_mapping: BTreeMap<String, usize>,
-    /// "v1 state → executor state" → rows, e.g. "ci_running → pr".
+    /// "v1 state → executor state" → rows, e.g. "ci_running → pr (CI pending)".
     pub state_mapping: BTreeMap<String, usize>,
-    /// Runs that carried v1 worker process fields (pid, session id, last update), which are not imported.
+    /// Runs that carried v1 worker fields (pid, session id, last update, stuck count), kept as v1's record.
     pub runs_with_v1_process: usize,
     /// "row" (JSON) or "line" (CSV): how refusals name a row.
     pub position_word: &'static str,
 }
 
-/// v1's worker process fields: a v1 process is not executor's to adopt, so they are dropped.
-const V1_PROCESS_FIELDS: &[&str] = &["worker_pid", "worker_session_id", "worker_last_update"];
-
 /// Maps a v1 queue status. v1 had no `pending`: a row the analyzer had not reached has NULL, and an
-/// unknown value is treated the same way (the analyzer will look at it again), never refused.
+/// unknown value is treated the same way (the analyzer will look at it again), never refused. v1 marked
+/// a task it was working on `in_progress`: a human had said go, and its run carries on (the seed's
+/// "16 in_progress").
 pub fn map_status(v1: Option<&str>) -> QueueStatus {
     match v1.map(|s| s.trim().to_ascii_lowercase()).as_deref() {
         Some("for_review") => QueueStatus::ForReview,
         Some("awaiting_go") => QueueStatus::AwaitingGo,
-        Some("approved") => QueueStatus::Approved,
+        Some("approved" | "in_progress") => QueueStatus::Approved,
         Some("skip") => QueueStatus::Skip,
         Some("done") => QueueStatus::Done,
         _ => QueueStatus::Pending,
@@ -92,26 +94,44 @@ pub fn map_status(v1: Option<&str>) -> QueueStatus {
 }
 
 /// Maps a v1 run state; `None` for one executor does not know (the row is refused). v1's `ci_running`
-/// becomes `pr`: waiting on CI is part of the pr sub-logic and holds no worker slot.
+/// and `awaiting_review` are `pr`: waiting on CI, or on the review, is the pr sub-logic's to drive
+/// (it starts the `pr_review` worker once CI is green) and holds no worker slot.
 pub fn map_state(v1: &str) -> Option<RunState> {
     match v1.trim().to_ascii_lowercase().as_str() {
         "queued" => Some(RunState::Queued),
         "in_progress" => Some(RunState::InProgress),
-        "pr" | "ci_running" => Some(RunState::Pr),
+        "pr" | "ci_running" | "awaiting_review" => Some(RunState::Pr),
         "complete" => Some(RunState::Complete),
         "abandoned" => Some(RunState::Abandoned),
         _ => None,
     }
 }
 
+/// What a v1 state means in executor, when the name alone does not say.
+fn state_note(v1: &str) -> &'static str {
+    match v1.trim().to_ascii_lowercase().as_str() {
+        "ci_running" => " (CI pending)",
+        "awaiting_review" => " (review to come)",
+        _ => "",
+    }
+}
+
+/// Whether v1 had started the run's work: its task was approved in v1's own terms, whatever the queue
+/// row says (v1's runner drove runs by their state alone).
+fn started(state: RunState) -> bool {
+    matches!(state, RunState::InProgress | RunState::Pr | RunState::Complete)
+}
+
 /// Builds the plan. Queue rows: one per gid (a repeated gid is refused, naming the first). Runs: only for
-/// a task imported as approved or done, and one per task (executor keeps one run per task): the run
-/// the queue row's `executor_run_id` names, otherwise the last one in the export; the others are refused.
+/// a task imported as approved or done, or one v1 left before approval whose run v1 had started; and
+/// one per task (executor keeps one run per task): the run the queue row's `executor_run_id` names,
+/// otherwise the last one in the export; the others are refused.
 pub fn plan(export: &V1Export) -> Plan {
     let word = export.position_word;
     let mut p = Plan { position_word: word, ..Plan::default() };
     let mut run_ids: HashMap<TaskGid, i64> = HashMap::new();
     let mut seen: HashMap<TaskGid, usize> = HashMap::new();
+    let mut v1_statuses: Vec<String> = Vec::new();
     for row in &export.queue {
         match plan_task(row) {
             Err((gid, reason)) => p.refused.push(refusal(QUEUE_TABLE, word, row, gid, reason)),
@@ -125,13 +145,14 @@ pub fn plan(export: &V1Export) -> Plan {
                 if let Some(id) = run_id {
                     run_ids.insert(task.gid.clone(), id);
                 }
-                *p.status_mapping.entry(format!("{v1_status} → {}", task.status)).or_default() += 1;
+                v1_statuses.push(v1_status);
                 p.tasks.push(task);
             }
         }
     }
-    let status_of: HashMap<&TaskGid, QueueStatus> = p.tasks.iter().map(|t| (&t.gid, t.status)).collect();
-    let mut candidates: Vec<(PlannedRun, &V1Row, String, Option<i64>)> = Vec::new();
+    let status_of: HashMap<TaskGid, QueueStatus> =
+        p.tasks.iter().map(|t| (t.gid.clone(), t.status)).collect();
+    let mut candidates: Vec<(PlannedRun, &V1Row, String, Option<i64>, bool)> = Vec::new();
     let mut refused_runs: Vec<Refusal> = Vec::new();
     for row in &export.runs {
         let (run, v1_state, v1_id, has_process) = match plan_run(row) {
@@ -148,20 +169,24 @@ pub fn plan(export: &V1Export) -> Plan {
                 refused_runs.push(refusal(RUNS_TABLE, word, row, gid_text, reason));
             }
             Some(QueueStatus::Approved | QueueStatus::Done) => {
-                if has_process {
-                    p.runs_with_v1_process += 1;
-                }
-                candidates.push((run, row, v1_state, v1_id));
+                candidates.push((run, row, v1_state, v1_id, has_process));
+            }
+            Some(QueueStatus::Pending | QueueStatus::ForReview | QueueStatus::AwaitingGo)
+                if started(run.run.state) =>
+            {
+                candidates.push((run, row, v1_state, v1_id, has_process));
             }
             Some(status) => {
-                let reason = format!("its task is {status}; only an approved or done task has a run");
+                let reason = format!(
+                    "its task is {status}; only an approved or done task has a run (or one whose run v1 had started)"
+                );
                 refused_runs.push(refusal(RUNS_TABLE, word, row, gid_text, reason));
             }
         }
     }
     // The run kept per task: the one the queue row names, otherwise the last (v1 ids grow with time).
     let mut kept: HashMap<TaskGid, usize> = HashMap::new();
-    for (index, (run, _, _, v1_id)) in candidates.iter().enumerate() {
+    for (index, (run, _, _, v1_id, _)) in candidates.iter().enumerate() {
         let named = |i: usize| candidates[i].3.is_some() && candidates[i].3 == run_ids.get(&run.gid).copied();
         let keep = match kept.get(&run.gid) {
             None => true,
@@ -172,10 +197,23 @@ pub fn plan(export: &V1Export) -> Plan {
         }
     }
     let positions: Vec<usize> = candidates.iter().map(|c| c.1.position).collect();
-    for (index, (run, row, v1_state, _)) in candidates.into_iter().enumerate() {
+    // What the kept run says of its task: v1 started it (approved), or it is complete (done).
+    let mut task_note: HashMap<TaskGid, (QueueStatus, &'static str)> = HashMap::new();
+    for (index, (run, row, v1_state, _, has_process)) in candidates.into_iter().enumerate() {
         let k = kept[&run.gid];
         if k == index {
-            *p.state_mapping.entry(format!("{v1_state} → {}", run.state)).or_default() += 1;
+            let state = run.run.state;
+            let key = format!("{v1_state} → {state}{}", state_note(&v1_state));
+            *p.state_mapping.entry(key).or_default() += 1;
+            if has_process {
+                p.runs_with_v1_process += 1;
+            }
+            let before = status_of[&run.gid];
+            if state == RunState::Complete {
+                task_note.insert(run.gid.clone(), (QueueStatus::Done, " (its run is complete)"));
+            } else if !matches!(before, QueueStatus::Approved | QueueStatus::Done) {
+                task_note.insert(run.gid.clone(), (QueueStatus::Approved, " (v1 had started its run)"));
+            }
             p.runs.push(run);
         } else {
             let reason = format!(
@@ -184,6 +222,15 @@ pub fn plan(export: &V1Export) -> Plan {
             );
             refused_runs.push(refusal(RUNS_TABLE, word, row, Some(run.gid.to_string()), reason));
         }
+    }
+    for (task, v1_status) in p.tasks.iter_mut().zip(&v1_statuses) {
+        let mut note =
+            if v1_status.trim().eq_ignore_ascii_case("in_progress") { " (its run carries on)" } else { "" };
+        if let Some(&(status, why)) = task_note.get(&task.gid) {
+            task.status = status;
+            note = why;
+        }
+        *p.status_mapping.entry(format!("{v1_status} → {}{note}", task.status)).or_default() += 1;
     }
     refused_runs.sort_by_key(|r| r.position);
     p.refused.extend(refused_runs);
@@ -240,6 +287,8 @@ fn plan_task(row: &V1Row) -> Result<(PlannedTask, String, Option<i64>), RowError
         complexity: text(cols, "complexity").map_err(named)?,
         feasibility: text(cols, "feasibility").map_err(named)?,
         analysis_summary: text(cols, "analysis_summary").map_err(named)?,
+        added_at: time(cols, "added_at").map_err(named)?,
+        updated_at: time(cols, "updated_at").map_err(named)?,
         gid: gid.clone(),
         fields,
     };
@@ -247,7 +296,7 @@ fn plan_task(row: &V1Row) -> Result<(PlannedTask, String, Option<i64>), RowError
     Ok((task, v1_status.unwrap_or_else(|| "(null)".into()), run_id))
 }
 
-/// The run, its v1 state as written, its v1 id, and whether it carried v1 process fields.
+/// The run, its v1 state as written, its v1 id, and whether it carried v1 worker fields.
 fn plan_run(row: &V1Row) -> Result<(PlannedRun, String, Option<i64>, bool), RowError> {
     let (cols, gid) = columns_and_gid(row)?;
     let gid_text = gid.to_string();
@@ -257,81 +306,43 @@ fn plan_run(row: &V1Row) -> Result<(PlannedRun, String, Option<i64>, bool), RowE
     };
     let Some(state) = map_state(&v1_state) else {
         return Err(named(format!(
-            "unknown state {:?} (v1 states: queued, in_progress, ci_running, pr, complete, abandoned)",
+            "unknown state {:?} (v1 states: queued, in_progress, ci_running, pr, awaiting_review, complete, abandoned)",
             v1_state.chars().take(40).collect::<String>()
         )));
     };
-    let ci_attempts = int(cols, "ci_attempts")
-        .map_err(named)?
-        .map(|n| {
-            i32::try_from(n)
-                .ok()
-                .filter(|n| *n >= 0)
-                .ok_or_else(|| named(format!("ci_attempts {n} is out of range")))
-        })
-        .transpose()?;
-    let run = PlannedRun {
-        position: row.position,
+    let run = ImportedRun {
         state,
         worktree_path: text(cols, "worktree_path").map_err(named)?,
         branch_name: text(cols, "branch_name").map_err(named)?,
         pr_url: text(cols, "pr_url").map_err(named)?,
         pr_number: int(cols, "pr_number").map_err(named)?,
         thread_id: text(cols, "thread_id").map_err(named)?,
-        ci_attempts,
-        gid: gid.clone(),
+        ci_attempts: count(cols, "ci_attempts").map_err(named)?.unwrap_or(0),
+        worker_session_id: text(cols, "worker_session_id").map_err(named)?,
+        worker_pid: count(cols, "worker_pid").map_err(named)?,
+        worker_last_update: time(cols, "worker_last_update").map_err(named)?,
+        worker_stuck_count: count(cols, "worker_stuck_count").map_err(named)?.unwrap_or(0),
+        started_at: time(cols, "started_at").map_err(named)?,
+        updated_at: time(cols, "updated_at").map_err(named)?,
+        completed_at: time(cols, "completed_at").map_err(named)?,
     };
-    let has_process =
-        V1_PROCESS_FIELDS.iter().any(|f| cols.get(*f).is_some_and(|v| !v.is_null() && v != &Value::from("")));
+    let has_process = run.worker_pid.is_some()
+        || run.worker_session_id.is_some()
+        || run.worker_last_update.is_some()
+        || run.worker_stuck_count > 0;
     let v1_id = int(cols, "id").map_err(named)?;
-    if let Some(text) = [&run.worktree_path, &run.branch_name, &run.pr_url, &run.thread_id]
-        .into_iter()
-        .flatten()
-        .find(|t| t.contains('\0'))
+    if let Some(text) =
+        [&run.worktree_path, &run.branch_name, &run.pr_url, &run.thread_id, &run.worker_session_id]
+            .into_iter()
+            .flatten()
+            .find(|t| t.contains('\0'))
     {
         return Err(named(format!(
             "{:?} contains a NUL character",
             text.chars().take(40).collect::<String>()
         )));
     }
-    Ok((run, v1_state, v1_id, has_process))
-}
-
-/// A text column: NULL, missing and "" are `None`; a number is taken as its text.
-fn text(cols: &Map<String, Value>, name: &str) -> Result<Option<String>, String> {
-    match cols.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if s.is_empty() => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(Value::Number(n)) => Ok(Some(n.to_string())),
-        Some(other) => Err(format!("{name} must be text, not {}", kind(other))),
-    }
-}
-
-/// An integer column: a JSON integer or a text holding one (CSV).
-fn int(cols: &Map<String, Value>, name: &str) -> Result<Option<i64>, String> {
-    match cols.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => n.as_i64().map(Some).ok_or_else(|| format!("{name} {n} is not an integer")),
-        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
-        Some(Value::String(s)) => s
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|_| format!("{name} {:?} is not an integer", s.chars().take(40).collect::<String>())),
-        Some(other) => Err(format!("{name} must be an integer, not {}", kind(other))),
-    }
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "text",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
+    Ok((PlannedRun { position: row.position, gid, run }, v1_state, v1_id, has_process))
 }
 
 #[cfg(test)]

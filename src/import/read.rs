@@ -99,14 +99,16 @@ pub fn read_csv_dir(dir: &Path) -> Result<V1Export, ImportError> {
 /// One CSV file with a header line. An empty cell is NULL (that is how v1's `\copy … CSV` writes it).
 /// A record with fewer cells than the header lacks the rest; the planner refuses what it then misses.
 fn read_csv(path: &Path) -> Result<Vec<V1Row>, ImportError> {
+    let bytes =
+        std::fs::read(path).map_err(|e| ImportError::Io(format!("reading {}: {e}", path.display())))?;
     let csv_error = |e: csv::Error| ImportError::Csv(format!("{}: {e}", path.display()));
-    let mut reader = csv::ReaderBuilder::new().flexible(true).from_path(path).map_err(csv_error)?;
+    let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(bytes.as_slice());
     let headers: Vec<String> =
         reader.headers().map_err(csv_error)?.iter().map(|h| h.trim().to_string()).collect();
     let mut rows = Vec::new();
     for record in reader.records() {
         let record = record.map_err(csv_error)?;
-        let position = record.position().map_or(rows.len() + 2, |p| p.line() as usize);
+        let position = record.position().map_or(rows.len() + 2, |p| line_at(&bytes, p.byte()));
         let columns = headers
             .iter()
             .zip(record.iter())
@@ -115,6 +117,16 @@ fn read_csv(path: &Path) -> Result<Vec<V1Row>, ImportError> {
         rows.push(V1Row { position, columns: Some(columns) });
     }
     Ok(rows)
+}
+
+/// The file line (from 1) of the record starting at byte `start`. The csv crate's own line count is one
+/// short after a CRLF line end (it may place a record's start on the `\n` that ends the line before), so
+/// the line is counted here: line ends before the record's first byte that is not one.
+fn line_at(bytes: &[u8], start: u64) -> usize {
+    let start = usize::try_from(start).unwrap_or(usize::MAX).min(bytes.len());
+    let first =
+        bytes[start..].iter().position(|b| !matches!(b, b'\r' | b'\n')).map_or(bytes.len(), |i| start + i);
+    1 + bytes[..first].iter().filter(|&&b| b == b'\n').count()
 }
 
 #[cfg(test)]
@@ -148,5 +160,17 @@ mod tests {
         assert_eq!(e.queue[1].position, 3);
         assert_eq!(e.queue[1].columns.as_ref().unwrap()["notes"], "a,b");
         assert!(e.runs.is_empty());
+    }
+
+    #[test]
+    fn csv_lines_are_the_files_own_with_crlf_endings_too() {
+        for end in ["\n", "\r\n"] {
+            let dir = tempfile::tempdir().unwrap();
+            let text = ["task_gid,notes", "1,\"two", "lines\"", "", "2,x", "3,y"].join(end) + end;
+            std::fs::write(dir.path().join("executor_queue.csv"), text).unwrap();
+            let e = read_csv_dir(dir.path()).unwrap();
+            let lines: Vec<usize> = e.queue.iter().map(|r| r.position).collect();
+            assert_eq!(lines, [2, 5, 6], "line ends {end:?}");
+        }
     }
 }
