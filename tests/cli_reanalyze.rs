@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use chrono::Duration;
 use cli_support::{Sandbox, text};
 use common::TestDb;
-use executor::domain::{Actor, EndReason, QueueStatus, TaskGid};
+use executor::domain::{Actor, EndReason, QueueStatus, SkippedBy, TaskGid};
 use executor::store::{AnalysisEnd, EventFilter, NewTask, Store, TaskFilter, Triage};
 use serde_json::Value;
 
@@ -53,8 +53,8 @@ fn gid(i: usize) -> TaskGid {
 
 /// What task `i` is and what skipped it. By i % 4: 0 a Figma task skipped by `figma` (still skipped);
 /// 1 skipped by `old_rule`, a filter since removed (passes); 2 skipped by triage (passes); 3 skipped by
-/// a human, a Figma task when i % 8 == 3 (still skipped) and not otherwise (passes). Even i come from
-/// `inbox`, odd from `reports`.
+/// a human, a Figma task when i % 8 == 3 (still skipped) and not otherwise (passes, but a plain
+/// `reanalyze` leaves a human's skip alone). Even i come from `inbox`, odd from `reports`.
 fn description(i: usize) -> String {
     match i % 8 {
         0 | 4 => format!("Redo the header, see figma.com/file/{i}"),
@@ -125,28 +125,35 @@ async fn reanalyze_a_thousand_skipped_tasks(db: Option<TestDb>) {
     // A new task arrives meanwhile: never touched by reanalyze.
     let new = NewTask { description: Some("figma.com/new".into()), ..Default::default() };
     store.upsert_task(&TaskGid::parse("new").unwrap(), &new, Actor::Cli).await.unwrap();
-    let expected: BTreeSet<String> = (0..TASKS).filter(|i| passes(*i)).map(|i| gid(i).to_string()).collect();
-    assert_eq!(expected.len(), 625);
+    // Human skips (i % 4 == 3) stand under a plain `reanalyze`.
+    let expected: BTreeSet<String> =
+        (0..TASKS).filter(|i| passes(*i) && i % 4 != 3).map(|i| gid(i).to_string()).collect();
+    assert_eq!(expected.len(), 500);
 
     let dry = sb.json(&["reanalyze", "--dry-run"]);
-    assert_eq!(dry["examined"], 1000);
+    assert_eq!(dry["examined"], 750);
+    assert_eq!(dry["human_skips_kept"], 250);
     assert_eq!(dry["dry_run"], true);
     assert_eq!(
         (dry["totals"]["would_pass"].as_u64(), dry["totals"]["still_skipped"].as_u64()),
-        (Some(625), Some(375))
+        (Some(500), Some(250))
     );
-    assert_eq!(dry["totals"]["still_skipped_by"]["figma"], 375);
+    assert_eq!(dry["totals"]["still_skipped_by"]["figma"], 250);
     assert_eq!(counts(&dry, "by_source", "inbox"), (250, 250));
-    assert_eq!(counts(&dry, "by_source", "reports"), (375, 125));
+    assert_eq!(counts(&dry, "by_source", "reports"), (250, 0));
     assert_eq!(counts(&dry, "by_rule", "figma"), (0, 250));
     assert_eq!(counts(&dry, "by_rule", "old_rule"), (250, 0));
     assert_eq!(counts(&dry, "by_rule", "triage"), (250, 0));
-    assert_eq!(counts(&dry, "by_rule", "human"), (125, 125));
+    assert_eq!(counts(&dry, "by_rule", "human"), (0, 0));
     assert_eq!(dry["sent_back"], 0);
     assert_eq!(count(&store, QueueStatus::Skip).await, 1000, "a dry run changes nothing");
     let human = sb.ok(&["reanalyze", "--dry-run"]);
-    assert!(human.contains("dry run: 625 tasks would be sent back to pending"), "{human}");
+    assert!(human.contains("dry run: 500 tasks would be sent back to pending"), "{human}");
+    assert!(human.contains("250 tasks skipped by a human left as they are"), "{human}");
     assert!(human.contains("old_rule") && human.contains("STILL SKIPPED"), "{human}");
+    let asked = sb.json(&["reanalyze", "--dry-run", "--rule", "human"]);
+    assert_eq!((asked["examined"].as_u64(), asked["human_skips_kept"].as_u64()), (Some(250), Some(0)));
+    assert_eq!(counts(&asked, "by_rule", "human"), (125, 125));
 
     // Narrowing, still dry.
     let by_rule = sb.json(&["reanalyze", "--dry-run", "--rule", "old_rule", "--rule", "human"]);
@@ -162,11 +169,11 @@ async fn reanalyze_a_thousand_skipped_tasks(db: Option<TestDb>) {
     let both = sb.json(&["reanalyze", "--dry-run", "--source", "reports", "--rule", "triage"]);
     assert_eq!(both["examined"], 0, "triage skips are all from inbox");
     let no_triage = sb.json(&["reanalyze", "--dry-run", "--no-triage"]);
-    assert_eq!(no_triage["totals"]["would_pass"], 375);
+    assert_eq!(no_triage["totals"]["would_pass"], 250);
 
     let started = chrono::Utc::now() - Duration::seconds(1);
     let done = sb.json(&["reanalyze"]);
-    assert_eq!((done["sent_back"].as_u64(), done["dry_run"].as_bool()), (Some(625), Some(false)));
+    assert_eq!((done["sent_back"].as_u64(), done["dry_run"].as_bool()), (Some(500), Some(false)));
     let mut back = BTreeSet::new();
     store
         .for_each_task_page(QueueStatus::Pending, 500, |page| {
@@ -183,13 +190,13 @@ async fn reanalyze_a_thousand_skipped_tasks(db: Option<TestDb>) {
         .await
         .unwrap();
     assert_eq!(back, expected, "exactly the passing tasks went back");
-    assert_eq!(count(&store, QueueStatus::Skip).await, 375);
+    assert_eq!(count(&store, QueueStatus::Skip).await, 500);
     let events = store.events(&EventFilter { since: Some(started), ..Default::default() }).await.unwrap();
     let moved: Vec<_> = events
         .iter()
         .filter(|e| e.from_state.as_deref() == Some("skip") && e.to_state.as_deref() == Some("pending"))
         .collect();
-    assert_eq!(moved.len(), 625, "one event each");
+    assert_eq!(moved.len(), 500, "one event each");
     assert!(
         moved.iter().all(|e| e.actor == "cli" && e.reason.as_deref().unwrap_or("").contains("reanalyze"))
     );
@@ -197,10 +204,62 @@ async fn reanalyze_a_thousand_skipped_tasks(db: Option<TestDb>) {
     assert!(old_rule.reason.as_deref().unwrap().contains("old_rule"), "{old_rule:?}");
 
     let again = sb.json(&["reanalyze"]);
-    assert_eq!((again["examined"].as_u64(), again["sent_back"].as_u64()), (Some(375), Some(0)));
+    assert_eq!((again["examined"].as_u64(), again["sent_back"].as_u64()), (Some(250), Some(0)));
     let human = sb.ok(&["reanalyze"]);
     assert!(human.contains("0 tasks sent back to pending"), "{human}");
+    // Asked for, the human skips that pass go back too.
+    let asked = sb.json(&["reanalyze", "--rule", "human"]);
+    assert_eq!(asked["sent_back"], 125);
+    assert_eq!(count(&store, QueueStatus::Skip).await, 375);
     store.close().await;
+}
+
+/// Issue 20, item 8: a task the agent triaged (for review) and a human then skipped is a human's skip,
+/// not the triage's: a plain `reanalyze` leaves it skipped, `--rule triage` does not select it, and
+/// `--rule human` does. The skip's rule is recorded with it, not read from the reason.
+async fn a_human_skip_after_a_triage_survives_a_plain_reanalyze(db: Option<TestDb>) {
+    let (sb, url) = sandbox(db.as_ref());
+    let store = open(&url).await;
+    let g = TaskGid::parse("dup1").unwrap();
+    let new = NewTask {
+        description: Some("Fix the login".into()),
+        source: Some("inbox".into()),
+        ..Default::default()
+    };
+    store.upsert_task(&g, &new, Actor::Cli).await.unwrap();
+    let claimed = store.claim_for_analysis("a", Duration::minutes(5), 3).await.unwrap().unwrap();
+    let review = Triage { status: QueueStatus::ForReview, ..triage_skip() };
+    assert!(store.record_triage(&claimed.task_gid, "a", &review).await.unwrap());
+    sb.ok(&["skip", "dup1", "--reason", "duplicate of dup0"]);
+    let task = store.task(&g).await.unwrap();
+    assert_eq!((task.status, task.skipped_by), (QueueStatus::Skip, Some(SkippedBy::Human)));
+
+    let plain = sb.json(&["reanalyze"]);
+    assert_eq!((plain["examined"].as_u64(), plain["sent_back"].as_u64()), (Some(0), Some(0)), "{plain}");
+    assert_eq!(plain["human_skips_kept"], 1);
+    assert_eq!(store.task(&g).await.unwrap().status, QueueStatus::Skip, "a human's skip stands");
+    assert_eq!(sb.json(&["reanalyze", "--dry-run", "--rule", "triage"])["examined"], 0);
+    let show = sb.ok(&["queue", "show", "dup1"]);
+    assert!(show.contains("a human (see the history)"), "{show}");
+
+    let asked = sb.json(&["reanalyze", "--rule", "human"]);
+    assert_eq!((asked["examined"].as_u64(), asked["sent_back"].as_u64()), (Some(1), Some(1)), "{asked}");
+    let back = store.task(&g).await.unwrap();
+    assert_eq!((back.status, back.skipped_by), (QueueStatus::Pending, None));
+    store.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_human_skip_after_a_triage_survives_a_plain_reanalyze() {
+    a_human_skip_after_a_triage_survives_a_plain_reanalyze(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(pg_tests), ignore = "needs PostgreSQL: set EXECUTOR_TEST_DATABASE_URL (see README)")]
+async fn postgres_a_human_skip_after_a_triage_survives_a_plain_reanalyze() {
+    if let Some(db) = common::postgres("a_human_skip_after_a_triage_survives_a_plain_reanalyze").await {
+        a_human_skip_after_a_triage_survives_a_plain_reanalyze(Some(db)).await;
+    }
 }
 
 /// The documented order: a re-analyzed task (round 1) is claimed after a new one (round 0), even when it

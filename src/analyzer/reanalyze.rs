@@ -2,14 +2,17 @@
 //! back to pending those that now pass, so the analyzer triages them again.
 //!
 //! "Passes" means no filter of the config (nor the qualifying-sources gate) skips the task as it is
-//! stored now. What skipped it before decides only how it is counted:
+//! stored now. Who made the last decision to skip it (`Task::skipped_by`, recorded with the skip)
+//! decides how it is counted, and whether it is looked at:
 //! - a filter: its name (`skip_rule`);
-//! - `"triage"`: the analyzer's agent skipped it (no rule, but analyzed). Such a task passed the filters
-//!   then too, so by default every run sends it back for a new triage (one model call each);
+//! - `"triage"`: the analyzer's agent skipped it. Such a task passed the filters then too, so by default
+//!   every run sends it back for a new triage (one model call each);
 //!   [`ReanalyzeOptions::include_triage_skips`] `false` leaves them be;
-//! - `"human"`: neither — skipped by hand, or imported skipped from v1 (whose skips name no rule). They
-//!   are included, because the v1 skips are what Phase 7 is about; `--rule` narrows when a human's skip
-//!   must stand.
+//! - `"imported"`: skipped in a v1 export, which names neither a rule nor who skipped it. Included:
+//!   the v1 skips are what Phase 7 is about;
+//! - `"human"`: a human skipped it (`executor skip`, the dashboard), whatever decided before — also a
+//!   task the triage had sent for review. What a human decided stays decided: these are left alone
+//!   (and counted in [`Report::human_skips_kept`]) unless `--rule human` asks for them.
 //!
 //! Sent-back tasks go one analysis round up, and the analyzer takes lower rounds first: new tasks are
 //! always triaged before re-analyzed ones (see `store::analysis`).
@@ -21,14 +24,16 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 
 use super::fields::{raw_of, task_fields};
-use crate::domain::{Actor, QueueStatus, Task, TaskGid};
+use crate::domain::{Actor, QueueStatus, SkippedBy, Task, TaskGid};
 use crate::filter::Filters;
 use crate::store::{Store, StoreError};
 
-/// How a skip with no filter's name is counted when the analyzer's agent made it.
+/// How a skip the analyzer's agent made is counted.
 pub const TRIAGE: &str = "triage";
-/// How a skip with neither a filter's name nor an analysis is counted (by hand, or imported).
+/// How a human's skip is counted; only `--rule human` looks at them.
 pub const HUMAN: &str = "human";
+/// How a skip imported from a v1 export is counted.
+pub const IMPORTED: &str = "imported";
 /// How a pending task whose analysis was given up on is counted (`--failed`).
 pub const GIVEN_UP: &str = "analysis_given_up";
 
@@ -45,7 +50,8 @@ pub struct ReanalyzeOptions {
     pub max_attempts: u32,
     /// Only tasks from these sources (empty: all).
     pub sources: Vec<String>,
-    /// Only tasks skipped before by these rules: filter names, [`TRIAGE`] or [`HUMAN`] (empty: all).
+    /// Only tasks skipped before by these rules: filter names, [`TRIAGE`], [`IMPORTED`] or [`HUMAN`]
+    /// (empty: all but [`HUMAN`], whose skips are looked at only when named here).
     pub rules: Vec<String>,
     /// Only these tasks (empty: all).
     pub tasks: Vec<TaskGid>,
@@ -104,19 +110,25 @@ pub struct Report {
     pub totals: Counts,
     /// By the task's source (`"-"` when it has none).
     pub by_source: BTreeMap<String, Counts>,
-    /// By what skipped it before: a filter's name, [`TRIAGE`], [`HUMAN`] (or [`GIVEN_UP`]).
+    /// By what skipped it before: a filter's name, [`TRIAGE`], [`IMPORTED`], [`HUMAN`] (or [`GIVEN_UP`]).
     pub by_rule: BTreeMap<String, Counts>,
+    /// Tasks a human skipped, left as they are because no `--rule` was given (after narrowing by source
+    /// and gid; not in `examined`). `--rule human` looks at them.
+    pub human_skips_kept: u64,
     /// Moved to pending by this run; 0 on a dry run. Less than `totals.would_pass` when a task changed
     /// meanwhile (a human moved it).
     pub sent_back: u64,
 }
 
-/// What skipped `task` before: its filter's name, [`TRIAGE`] or [`HUMAN`].
+/// What skipped `task` before, by who made the last decision (`skipped_by`, never its reason): its
+/// filter's name, [`TRIAGE`], [`IMPORTED`] or [`HUMAN`]. A skip that says nothing of who made it counts
+/// as a human's, so that it stands unless asked for.
 pub fn prior_rule(task: &Task) -> &str {
-    match (&task.skip_rule, task.analyzed_at) {
-        (Some(rule), _) => rule,
-        (None, Some(_)) => TRIAGE,
-        (None, None) => HUMAN,
+    match task.skipped_by {
+        Some(SkippedBy::Filter) => task.skip_rule.as_deref().unwrap_or("filter"),
+        Some(SkippedBy::Triage) => TRIAGE,
+        Some(SkippedBy::Imported) => IMPORTED,
+        Some(SkippedBy::Human) | None => HUMAN,
     }
 }
 
@@ -163,10 +175,20 @@ impl<'a> Tally<'a> {
         };
         let source = task.source.as_deref().unwrap_or("-");
         if (!o.sources.is_empty() && !o.sources.iter().any(|s| s == source))
-            || (!o.rules.is_empty() && !o.rules.iter().any(|r| r == prior))
             || (!o.tasks.is_empty() && !o.tasks.contains(&task.task_gid))
-            || (!o.include_triage_skips && prior == TRIAGE)
         {
+            return;
+        }
+        let asked_for = o.rules.iter().any(|r| r == prior);
+        if !o.rules.is_empty() && !asked_for {
+            return;
+        }
+        if prior == HUMAN && !asked_for {
+            // What a human decided stays decided, unless `--rule human` asks.
+            self.report.human_skips_kept += 1;
+            return;
+        }
+        if !o.include_triage_skips && prior == TRIAGE {
             return;
         }
         // A given-up task passed the filters when it arrived; it is tried again as it is.
@@ -227,7 +249,9 @@ fn send_back_reason(prior: &str) -> String {
     match prior {
         GIVEN_UP => "executor reanalyze --failed: analysis given up on, tried afresh".to_string(),
         TRIAGE => "executor reanalyze: skipped by triage before; triaged again".to_string(),
-        HUMAN => "executor reanalyze: skipped with no rule before; passes the current filters".to_string(),
+        HUMAN => "executor reanalyze --rule human: skipped by a human before; passes the current filters"
+            .to_string(),
+        IMPORTED => "executor reanalyze: imported skipped from v1; passes the current filters".to_string(),
         rule => format!("executor reanalyze: skipped by filter {rule} before; passes the current filters"),
     }
 }

@@ -12,7 +12,7 @@ use super::output::{ago, json, money, opt, print_events, short, table};
 use super::parse::parse_gid;
 use super::{Context, UsageError};
 use crate::config::Config;
-use crate::domain::{Actor, QueueStatus, Task, TaskGid};
+use crate::domain::{Actor, QueueStatus, SkippedBy, Task, TaskGid};
 use crate::store::{AnalysisSession, EventFilter, NewTask, RunFilter, StoreError, TaskFilter, Upserted, now};
 
 /// Tasks the reader hands to the writer at a time; two such batches wait at most, so memory stays flat
@@ -533,16 +533,21 @@ async fn show(ctx: &Context, gid: &TaskGid, as_json: bool) -> anyhow::Result<()>
     Ok(())
 }
 
-/// What skipped a skipped task: "filter not_macos: not a macOS task", the triage, or a human (or v1).
+/// What skipped a skipped task: "filter not_macos: not a macOS task", the triage, v1, or a human.
 fn skipped_by(task: &Task) -> Option<String> {
     if task.status != QueueStatus::Skip {
         return None;
     }
-    Some(match (&task.skip_rule, &task.skip_why, task.analyzed_at) {
-        (Some(rule), Some(why), _) if !why.is_empty() => format!("filter {rule}: {why}"),
-        (Some(rule), _, _) => format!("filter {rule}"),
-        (None, _, Some(_)) => "triage (see the analysis below)".to_string(),
-        (None, _, None) => "a human, or imported skipped (see the history)".to_string(),
+    // Who made the last decision, as recorded with the skip (a human's skip is a human's, whatever
+    // the triage said before).
+    Some(match (task.skipped_by, &task.skip_rule, &task.skip_why) {
+        (Some(SkippedBy::Filter), Some(rule), Some(why)) if !why.is_empty() => {
+            format!("filter {rule}: {why}")
+        }
+        (Some(SkippedBy::Filter), Some(rule), _) => format!("filter {rule}"),
+        (Some(SkippedBy::Triage), _, _) => "triage (see the analysis below)".to_string(),
+        (Some(SkippedBy::Imported), _, _) => "imported skipped from v1 (see the history)".to_string(),
+        _ => "a human (see the history)".to_string(),
     })
 }
 

@@ -11,11 +11,13 @@ use crate::analyzer::reanalyze::{Counts, ReanalyzeOptions, Report, reanalyze};
 #[derive(Debug, Args)]
 #[command(after_long_help = "\
 A skipped task passes when no filter of the current config (nor intake.qualifying_sources)
-skips it as it is stored now. What skipped it before is counted under its rule:
+skips it as it is stored now. Who made the last decision to skip it is its rule:
   a filter's name   the filter that skipped it (also one removed from the config since)
   triage            the analyzer's agent skipped it; it passed the filters then too, so it is
                     triaged again (one model call each); --no-triage leaves these as they are
-  human             skipped by hand, or imported skipped from v1
+  imported          imported skipped from v1
+  human             a human skipped it (executor skip, the dashboard), whatever decided before;
+                    what a human decided stays decided: only --rule human looks at these
 
 Tasks sent back are analyzed after every new task: the analyzer takes tasks by analysis round
 (0 for a new task, one more each time a task is sent back), then by arrival. A large
@@ -31,7 +33,7 @@ pub struct ReanalyzeArgs {
     #[arg(long = "source", value_name = "NAME")]
     sources: Vec<String>,
     /// Only tasks skipped before by this rule: a filter's name (also one removed from the config since),
-    /// "triage" or "human" (repeatable).
+    /// "triage", "imported" or "human" (repeatable). Human skips are looked at only when named.
     #[arg(long = "rule", value_name = "NAME")]
     rules: Vec<String>,
     /// Only this task (repeatable).
@@ -70,6 +72,12 @@ pub async fn run(ctx: &Context, args: ReanalyzeArgs, as_json: bool) -> anyhow::R
 }
 
 fn print_report(r: &Report) {
+    if r.human_skips_kept > 0 {
+        println!(
+            "{} skipped by a human left as they are (--rule human looks at them)\n",
+            tasks(r.human_skips_kept)
+        );
+    }
     if r.examined == 0 {
         let what = if r.looked_at == "failed" { "pending tasks given up on" } else { "skipped tasks" };
         println!("no {what} match");

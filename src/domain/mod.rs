@@ -10,7 +10,7 @@ mod worker_end;
 mod worker_kind;
 
 pub use gid::{GidError, TaskGid};
-pub use queue::{QueueStatus, Task};
+pub use queue::{QueueStatus, SkippedBy, Task};
 pub use run::{Run, RunState};
 pub use worker_end::{EndClass, EndReason, ReviewVerdict, RunnerEnd};
 pub use worker_kind::WorkerKind;

@@ -28,6 +28,28 @@ super::named_enum!(QueueStatus, "queue status", {
     Done => "done",
 });
 
+/// Who made the last decision to skip a task (column `executor_queue.skipped_by`): a fact recorded
+/// with the skip, never read back from its reason. `executor reanalyze` counts a skip under it and
+/// leaves a human's skip alone unless asked (`--rule human`): what a human decided stays decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SkippedBy {
+    /// A filter of the config (its name is the task's `skip_rule`).
+    Filter,
+    /// The analyzer's agent, in its triage.
+    Triage,
+    /// A human (`executor skip`, the dashboard), whatever decided before.
+    Human,
+    /// Imported skipped from a v1 export, whose skips name neither a rule nor who made them.
+    Imported,
+}
+
+super::named_enum!(SkippedBy, "skipped by", {
+    Filter => "filter",
+    Triage => "triage",
+    Human => "human",
+    Imported => "imported",
+});
+
 impl QueueStatus {
     /// The statuses this one may move to. This table is the queue's state machine.
     pub fn next(self) -> &'static [QueueStatus] {
@@ -90,6 +112,8 @@ pub struct Task {
     /// filter skipped it (the triage or a human did, or it is not skipped).
     pub skip_rule: Option<String>,
     pub skip_why: Option<String>,
+    /// Who skipped it last, while it is skipped; `None` when it is not.
+    pub skipped_by: Option<SkippedBy>,
     /// What the pull request must meet, from the triage; the `pr_review` prompt checks it.
     pub acceptance_criteria: Vec<String>,
     pub analyzed_at: Option<DateTime<Utc>>,
@@ -136,6 +160,7 @@ impl Task {
             raw_json: None,
             skip_rule: None,
             skip_why: None,
+            skipped_by: None,
             acceptance_criteria: Vec::new(),
             analyzed_at: None,
             analysis_error: None,

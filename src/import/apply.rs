@@ -234,7 +234,12 @@ async fn triage(store: &Store, t: &PlannedTask, old: Option<&Task>) -> Result<()
             .await?;
     }
     for &step in path_from_pending(t.status) {
-        store.set_task_status(&t.gid, step, Actor::Cli, Some(REASON)).await?;
+        if step == QueueStatus::Skip {
+            // v1's skip names neither a rule nor who made it: not a human's decision made here.
+            store.skip_imported_task(&t.gid, Actor::Cli, Some(REASON)).await?;
+        } else {
+            store.set_task_status(&t.gid, step, Actor::Cli, Some(REASON)).await?;
+        }
     }
     Ok(())
 }

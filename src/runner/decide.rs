@@ -25,17 +25,18 @@
 //!       [`after_failed_review`]); otherwise → `pr_review`.
 //!       Every wait for checks (none reported after the trigger, one pending, a required one missing)
 //!       tells the human once per head when the head has waited `check_timeout`, and goes on waiting.
-//!     - `complete`: an open draft PR with an unresolved trusted comment newer than the completion →
-//!       back to `pr`; otherwise wait.
+//!     - `complete`: an open draft PR with an unresolved trusted comment that the observation which
+//!       completed the run did not show (by id, never by time: see [`new_since_completion`]) → back to
+//!       `pr`; otherwise wait.
 //!
 //! Every worker start goes through the same gate, in order: retry limits (→ `abandoned`, human told),
 //! then back-off after an unsuccessful worker (→ wait), then a free slot (→ wait).
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, SubsecRound, TimeDelta, Utc};
 
 use super::decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
 use crate::domain::{ReviewVerdict, Run, RunState, WorkerKind};
-use crate::forge::{Check, CheckStatus, CiRollup, Mergeable, PrSnapshot, PrState};
+use crate::forge::{Check, CheckStatus, CiRollup, Comment, Mergeable, PrSnapshot, PrState};
 
 /// The back-off doubles per attempt up to this many times (64 × the base delay).
 const MAX_BACKOFF_DOUBLINGS: u32 = 6;
@@ -391,7 +392,7 @@ fn complete(run: &Run, obs: &Observation, policy: &Policy) -> Decision {
     let new: Vec<_> = pr
         .unresolved_trusted_comments(&policy.trust)
         .into_iter()
-        .filter(|c| run.completed_at.is_none_or(|done| c.created_at > done))
+        .filter(|c| new_since_completion(c, run, obs))
         .collect();
     let Some(first) = new.first() else {
         return Decision::wait("The run is complete; no new trusted comment since.");
@@ -404,6 +405,19 @@ fn complete(run: &Run, obs: &Observation, policy: &Policy) -> Decision {
             pr.number,
             new.len()
         ),
+    }
+}
+
+/// Whether a comment on a completed run's pull request came after the completion. By id: every comment
+/// the completing observation saw was recorded with the completion, so any other one is new — also one
+/// stamped in the completion's second (GitHub's whole seconds) or posted between that observation and
+/// the completion's write. A run completed before the ids were recorded falls back to time, to the
+/// whole second, so a comment in the completion's second still counts (it was not unresolved when the
+/// run completed, or the run would not have completed).
+fn new_since_completion(c: &Comment, run: &Run, obs: &Observation) -> bool {
+    match &obs.comments_at_completion {
+        Some(seen) => !seen.contains(&c.id),
+        None => run.completed_at.is_none_or(|done| c.created_at >= done.trunc_subsecs(0)),
     }
 }
 

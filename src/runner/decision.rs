@@ -34,6 +34,12 @@ pub struct Observation {
     pub failed_reviews: u32,
     /// `fix_conflicts` workers started for this run (interrupted ones not counted).
     pub conflict_attempts: u32,
+    /// A completed run: the ids of the comments in the observation that completed it, so that "new since
+    /// the completion" is decided by id, not by time (GitHub stamps comments in whole seconds, so a
+    /// comment posted just after the completion can carry an earlier time). `None` for a run completed
+    /// before they were recorded: its comments are judged by time, to the whole second.
+    #[serde(default)]
+    pub comments_at_completion: Option<Vec<String>>,
 }
 
 /// The last worker of a run that has ended.

@@ -99,6 +99,7 @@ impl Runner {
             conflict_attempts: count(&sessions, |s| {
                 s.kind == WorkerKind::FixConflicts && outcome_of(s) != WorkerOutcome::Interrupted
             }),
+            comments_at_completion: memory.completion_comment_ids.clone(),
         };
         let policy = Policy {
             max_stuck: self.config.runner.max_stuck,
@@ -185,7 +186,17 @@ impl Runner {
                     (None, Some(n)) => n.text.clone(),
                     (None, None) => format!("runner decided {to}"),
                 };
-                self.move_run(run, to, &why).await?;
+                if to == RunState::Complete {
+                    // Exactly the comments of the observation that decided this: one posted since (even
+                    // in the same second, even before this write) is new to the completed run.
+                    let seen: Vec<String> =
+                        pr.map(|p| p.comments.iter().map(|c| c.id.clone()).collect()).unwrap_or_default();
+                    self.store
+                        .complete_run_if(run.id, run.state, Some(&self.owner), Actor::Runner, &why, &seen)
+                        .await?;
+                } else {
+                    self.move_run(run, to, &why).await?;
+                }
                 if to == RunState::Complete
                     && self.repo_of(run)?.1.mark_ready
                     && let Some(pr) = pr.filter(|p| p.draft)

@@ -107,8 +107,8 @@ impl Store {
         why: &str,
     ) -> Result<bool> {
         let reason = if why.is_empty() { format!("filter {rule}") } else { format!("filter {rule}: {why}") };
-        let sql = "UPDATE executor_queue SET status = 'skip', skip_rule = $1, skip_why = $2, analyzed_at = $3, \
-                   analysis_error = NULL, claim_owner = NULL, claim_expires_at = NULL, updated_at = $3 \
+        let sql = "UPDATE executor_queue SET status = 'skip', skip_rule = $1, skip_why = $2, skipped_by = 'filter', \
+                   analyzed_at = $3, analysis_error = NULL, claim_owner = NULL, claim_expires_at = NULL, updated_at = $3 \
                    WHERE task_gid = $4 AND status = 'pending' AND claim_owner = $5";
         let ev = status_event(gid, QueueStatus::Skip, &reason);
         Ok(update_one_with_event!(self, ev, sql, rule, why, now(), gid.as_str(), owner))
@@ -123,7 +123,8 @@ impl Store {
             .map_err(|e| StoreError::Corrupt(format!("acceptance criteria: {e}")))?;
         let sql = "UPDATE executor_queue SET status = $1, priority = $2, complexity = $3, feasibility = $4, \
                    analysis_summary = $5, acceptance_criteria = $6, analyzed_at = $7, analysis_error = NULL, \
-                   skip_rule = NULL, skip_why = NULL, claim_owner = NULL, claim_expires_at = NULL, updated_at = $7 \
+                   skip_rule = NULL, skip_why = NULL, skipped_by = CASE WHEN $1 = 'skip' THEN 'triage' END, \
+                   claim_owner = NULL, claim_expires_at = NULL, updated_at = $7 \
                    WHERE task_gid = $8 AND status = 'pending' AND claim_owner = $9";
         let reason = format!(
             "triage: priority {}, complexity {}, feasibility {}",
@@ -194,7 +195,7 @@ impl Store {
                     let Some(from) = from else { continue };
                     sqlx::query(
                         "UPDATE executor_queue SET status = 'pending', analysis_round = analysis_round + 1, \
-                         skip_rule = NULL, skip_why = NULL, analysis_error = NULL, analysis_attempts = 0, \
+                         skip_rule = NULL, skip_why = NULL, skipped_by = NULL, analysis_error = NULL, analysis_attempts = 0, \
                          analysis_retry_at = NULL, claim_owner = NULL, claim_expires_at = NULL, updated_at = $1 \
                          WHERE task_gid = $2",
                     )

@@ -57,7 +57,7 @@ pub(crate) use event_columns;
 
 macro_rules! task_columns {
     () => {
-        "id, task_gid, added_at, updated_at, source, description, notes, status, priority, complexity, feasibility, analysis_summary, executor_run_id, repo, revision_description, revision_notes, revision_at, url, completed, assignee, source_modified_at, raw_json, skip_rule, skip_why, acceptance_criteria, analyzed_at, analysis_error, analysis_attempts, analysis_retry_at, analysis_round, claim_owner, claim_expires_at"
+        "id, task_gid, added_at, updated_at, source, description, notes, status, priority, complexity, feasibility, analysis_summary, executor_run_id, repo, revision_description, revision_notes, revision_at, url, completed, assignee, source_modified_at, raw_json, skip_rule, skip_why, skipped_by, acceptance_criteria, analyzed_at, analysis_error, analysis_attempts, analysis_retry_at, analysis_round, claim_owner, claim_expires_at"
     };
 }
 pub(crate) use task_columns;

@@ -21,6 +21,9 @@ pub struct RunMemory {
     pub last_snapshot: Option<String>,
     /// When the runner last pushed the run's branch to the forge.
     pub pushed_at: Option<DateTime<Utc>>,
+    /// The ids of the comments on the pull request in the observation that completed the run (while it
+    /// is complete); `None` for a run completed before schema v8, or by an import.
+    pub completion_comment_ids: Option<Vec<String>>,
 }
 
 /// Runs one `UPDATE executor_runs SET <set> WHERE id = … AND <fence>`, where `<set>` uses `$1…$k` for
@@ -151,7 +154,7 @@ impl Store {
     pub async fn run_memory(&self, run_id: i64) -> Result<RunMemory> {
         on_pool!(self, |p| {
             let row = sqlx::query(
-                "SELECT last_decision, last_decision_at, ci_triggered_sha, budget_stopped, budget_base_usd, last_snapshot, pushed_at FROM executor_runs WHERE id = $1",
+                "SELECT last_decision, last_decision_at, ci_triggered_sha, budget_stopped, budget_base_usd, last_snapshot, pushed_at, completion_comment_ids FROM executor_runs WHERE id = $1",
             )
             .bind(run_id)
             .fetch_optional(p)
@@ -165,6 +168,15 @@ impl Store {
                 budget_base_usd: row.real("budget_base_usd")?.unwrap_or(0.0),
                 last_snapshot: row.text("last_snapshot")?,
                 pushed_at: row.time("pushed_at")?,
+                completion_comment_ids: row
+                    .text("completion_comment_ids")?
+                    .map(|json| serde_json::from_str(&json))
+                    .transpose()
+                    .map_err(|e| {
+                        StoreError::Corrupt(format!(
+                            "executor_runs.completion_comment_ids is not a JSON list: {e}"
+                        ))
+                    })?,
             })
         })
     }

@@ -198,12 +198,47 @@ impl Store {
         actor: Actor,
         reason: &str,
     ) -> Result<Run> {
+        self.move_run_state(run_id, from, to, holder, actor, reason, None).await
+    }
+
+    /// `set_run_state_if` to `complete`, recording in the same statement the ids of the comments on the
+    /// pull request in the observation that decided it (`RunMemory::completion_comment_ids`): a trusted
+    /// comment not among them is new since the completion, whatever the forge stamped on it.
+    pub async fn complete_run_if(
+        &self,
+        run_id: i64,
+        from: RunState,
+        holder: Option<&str>,
+        actor: Actor,
+        reason: &str,
+        seen_comment_ids: &[String],
+    ) -> Result<Run> {
+        let seen = serde_json::to_string(seen_comment_ids)
+            .map_err(|e| StoreError::Corrupt(format!("completion comment ids: {e}")))?;
+        self.move_run_state(run_id, from, RunState::Complete, holder, actor, reason, Some(&seen)).await
+    }
+
+    /// The one body of a run's state change. `seen`: the JSON list of comment ids to record with a
+    /// completion (`None` records none: the run's comments are then judged by time).
+    #[allow(clippy::too_many_arguments)]
+    async fn move_run_state(
+        &self,
+        run_id: i64,
+        from: RunState,
+        to: RunState,
+        holder: Option<&str>,
+        actor: Actor,
+        reason: &str,
+        seen: Option<&str>,
+    ) -> Result<Run> {
         from.check(to)?;
         let at = now();
         let completed_at: Option<DateTime<Utc>> = (to == RunState::Complete).then_some(at);
         let sql = format!(
             "UPDATE executor_runs SET state = $1, updated_at = $2, \
                completed_at = CASE WHEN $1 = 'complete' THEN $3 WHEN $1 = 'pr' THEN NULL ELSE completed_at END, \
+               completion_comment_ids = CASE WHEN $1 = 'complete' THEN $7 WHEN $1 = 'pr' THEN NULL \
+                 ELSE completion_comment_ids END, \
                lease_owner = CASE WHEN $1 = 'abandoned' THEN NULL ELSE lease_owner END, \
                lease_expires_at = CASE WHEN $1 = 'abandoned' THEN NULL ELSE lease_expires_at END \
              WHERE id = $4 AND state = $5 AND {} RETURNING task_gid",
@@ -218,6 +253,7 @@ impl Store {
                 .bind(run_id)
                 .bind(from.as_str())
                 .bind(holder)
+                .bind(seen)
                 .fetch_optional(&mut *tx)
                 .await?;
             if let Some(gid) = &gid {

@@ -10,7 +10,7 @@ use super::columns::task_columns;
 use super::events::{NewEvent, insert_event, kind, update_one_with_event};
 use super::row::{Cols, narrow};
 use super::{BeginWrite, Result, Store, StoreError, now, on_pool};
-use crate::domain::{Actor, QueueStatus, Task, TaskGid};
+use crate::domain::{Actor, QueueStatus, SkippedBy, Task, TaskGid};
 
 /// A task as given by a tracker or by `executor queue add`.
 #[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
@@ -111,6 +111,10 @@ pub(crate) fn task_from_row(r: &impl Cols) -> Result<Task> {
         raw_json: r.text("raw_json")?,
         skip_rule: r.text("skip_rule")?,
         skip_why: r.text("skip_why")?,
+        skipped_by: r
+            .text("skipped_by")?
+            .map(|s| s.parse().map_err(|e| StoreError::Corrupt(format!("executor_queue.skipped_by: {e}"))))
+            .transpose()?,
         acceptance_criteria: match r.text("acceptance_criteria")? {
             Some(json) => serde_json::from_str(&json).map_err(|e| {
                 StoreError::Corrupt(format!("executor_queue.acceptance_criteria is not a JSON list: {e}"))
@@ -217,7 +221,9 @@ impl Store {
     }
 
     /// The one way a task's status changes: checks the move is legal, applies it only if nobody changed
-    /// the status meanwhile, and records the event in the same transaction.
+    /// the status meanwhile, and records the event in the same transaction. A skip made here is a
+    /// human's (`SkippedBy::Human`, whatever decided before): the analyzer records its own skips with
+    /// `record_filter_skip` and `record_triage`, an import with [`Store::skip_imported_task`].
     pub async fn set_task_status(
         &self,
         gid: &TaskGid,
@@ -225,6 +231,32 @@ impl Store {
         actor: Actor,
         reason: Option<&str>,
     ) -> Result<Task> {
+        self.move_task(gid, to, SkippedBy::Human, actor, reason).await
+    }
+
+    /// Skips a task imported skipped from a v1 export: who made that decision is unknown, so it is
+    /// recorded as `SkippedBy::Imported` (which `executor reanalyze` looks at again by default), not as a
+    /// human's.
+    pub async fn skip_imported_task(
+        &self,
+        gid: &TaskGid,
+        actor: Actor,
+        reason: Option<&str>,
+    ) -> Result<Task> {
+        self.move_task(gid, QueueStatus::Skip, SkippedBy::Imported, actor, reason).await
+    }
+
+    /// `set_task_status`, recording `skipped_by` when the move is to `skip` (and clearing it otherwise),
+    /// in the statement that moves the task.
+    async fn move_task(
+        &self,
+        gid: &TaskGid,
+        to: QueueStatus,
+        skipped_by: SkippedBy,
+        actor: Actor,
+        reason: Option<&str>,
+    ) -> Result<Task> {
+        let skipped_by = (to == QueueStatus::Skip).then_some(skipped_by.as_str());
         let from = self.task(gid).await?.status;
         from.check(to)?;
         let ev = NewEvent {
@@ -240,11 +272,12 @@ impl Store {
         let changed = update_one_with_event!(
             self,
             ev,
-            "UPDATE executor_queue SET status = $1, updated_at = $2 WHERE task_gid = $3 AND status = $4",
+            "UPDATE executor_queue SET status = $1, updated_at = $2, skipped_by = $5 WHERE task_gid = $3 AND status = $4",
             to.as_str(),
             now(),
             gid.as_str(),
-            from.as_str()
+            from.as_str(),
+            skipped_by
         );
         if !changed {
             return Err(StoreError::Conflict(format!("task {gid}")));

@@ -323,8 +323,23 @@ impl FakeGitHub {
         association: &str,
         body: &str,
     ) -> String {
+        self.add_issue_comment_at(repo, number, author, association, body, Utc::now())
+    }
+
+    /// A conversation comment created at `at`, which the API shows as GitHub does, in whole seconds (a
+    /// comment posted at 31.9 s reads 31 s); returns its node id.
+    pub fn add_issue_comment_at(
+        &self,
+        repo: &str,
+        number: i64,
+        author: &str,
+        association: &str,
+        body: &str,
+        at: chrono::DateTime<Utc>,
+    ) -> String {
         let mut state = self.state();
-        let comment = state.new_comment("IC", author, association, body, None);
+        let mut comment = state.new_comment("IC", author, association, body, None);
+        comment.created_at = at;
         let id = comment.id.clone();
         state.pr_mut(repo, number).expect("known PR").comments.push(comment);
         state.touch(repo, number);

@@ -1,13 +1,14 @@
 //! What the runner sees of GitHub and what it does about it: a new head's check grace and one CI
 //! trigger per head, `UNKNOWN` and `CONFLICTING` mergeability, the ETag path that spares GraphQL when
-//! nothing changed, the GraphQL reserve, and a failed review posted as a GitHub review.
+//! nothing changed, the GraphQL reserve, a failed review posted as a GitHub review, and a trusted comment
+//! stamped in its completion's second that brings a completed run back.
 
 use std::time::{Duration, Instant};
 
 use chrono::Timelike;
 
 use executor::domain::{Run, RunState, WorkerKind};
-use executor::store::Store;
+use executor::store::{EventFilter, Store};
 
 use super::faults::{past_check_grace, run_in_pr};
 use crate::fake_github::PostedKind;
@@ -128,6 +129,34 @@ fn false_until_fixed(env: &GhEnv) -> bool {
     std::fs::read_dir(logs.join("1601"))
         .map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("fix_comments")))
         .unwrap_or(false)
+}
+
+/// Issue 20, item 9: GitHub stamps comments in whole seconds, so a trusted comment posted just after the
+/// run completed (at …:31.468) reads …:31, before the completion. It is new all the same: the completion
+/// recorded the ids of the comments its observation saw, and this one is not among them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trusted_comment_in_the_completion_second_sends_the_run_back_to_pr() {
+    let env = GhEnv::new(&[], "").await;
+    env.queue_approved("2001").await;
+    let store = env.store().await;
+    let mut ci = CiPlayer::green();
+    let done = drive_until(&env, "2001", &mut ci, |r| r.state == RunState::Complete).await;
+    let completed_at = done.completed_at.expect("a complete run has its completion time");
+    let memory = store.run_memory(done.id).await.unwrap();
+    assert!(memory.completion_comment_ids.is_some(), "the completion recorded what it saw: {memory:?}");
+
+    let number = done.pr_number.unwrap();
+    let asked = "One more thing: say what you changed.";
+    // Created at the completion's very instant; the API says `…:SSZ`, a fraction of a second before it.
+    env.fake.add_issue_comment_at(REPO, number, "alex", "MEMBER", asked, completed_at);
+    env.ok(&["runner"]).await;
+
+    let events = store.events(&EventFilter { run_id: Some(done.id), ..Default::default() }).await.unwrap();
+    let reopened = events
+        .iter()
+        .find(|e| e.from_state.as_deref() == Some("complete") && e.to_state.as_deref() == Some("pr"));
+    assert!(reopened.is_some(), "the comment was dropped: {}", last_decision(&store, &done).await);
+    assert_eq!(kinds(&store, &done).await.last(), Some(&WorkerKind::FixComments));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

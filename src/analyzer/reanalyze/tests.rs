@@ -2,11 +2,12 @@
 
 use chrono::{TimeZone, Utc};
 
-use super::{HUMAN, ReanalyzeOptions, TRIAGE, Tally, prior_rule};
-use crate::domain::{QueueStatus, Task, TaskGid};
+use super::{HUMAN, IMPORTED, ReanalyzeOptions, TRIAGE, Tally, prior_rule};
+use crate::domain::{QueueStatus, SkippedBy, Task, TaskGid};
 use crate::filter::{Filters, RulesConfig};
 
-fn task(gid: &str, source: &str, description: &str, skip_rule: Option<&str>, analyzed: bool) -> Task {
+/// A skipped task. `by` is who skipped it; a filter's name is `skip_rule`.
+fn task(gid: &str, source: &str, description: &str, skip_rule: Option<&str>, by: SkippedBy) -> Task {
     let at = Utc.with_ymd_and_hms(2026, 11, 1, 0, 0, 0).unwrap();
     Task {
         id: 0,
@@ -15,7 +16,8 @@ fn task(gid: &str, source: &str, description: &str, skip_rule: Option<&str>, ana
         source: Some(source.into()),
         description: Some(description.into()),
         skip_rule: skip_rule.map(String::from),
-        analyzed_at: analyzed.then_some(at),
+        skipped_by: Some(by),
+        analyzed_at: (by != SkippedBy::Imported).then_some(at),
         ..Task::for_test(gid, QueueStatus::Skip)
     }
 }
@@ -32,15 +34,17 @@ fn filters() -> Filters {
 fn sample() -> Vec<Task> {
     vec![
         // Skipped by a filter the config no longer has: passes now.
-        task("1", "inbox", "fix the menu", Some("not_macos"), true),
+        task("1", "inbox", "fix the menu", Some("not_macos"), SkippedBy::Filter),
         // Skipped by figma, still a Figma task.
-        task("2", "inbox", "see figma.com/file/x", Some("figma"), true),
+        task("2", "inbox", "see figma.com/file/x", Some("figma"), SkippedBy::Filter),
         // Triage skipped it.
-        task("3", "reports", "crash on start", None, true),
-        // A human skipped it (or v1 did).
-        task("4", "reports", "old idea", None, false),
-        // A human skipped a Figma task.
-        task("5", "reports", "figma.com/y", None, false),
+        task("3", "reports", "crash on start", None, SkippedBy::Triage),
+        // v1 skipped it.
+        task("4", "reports", "old idea", None, SkippedBy::Imported),
+        // v1 skipped a Figma task.
+        task("5", "reports", "figma.com/y", None, SkippedBy::Imported),
+        // The triage sent it for review and a human then skipped it (analyzed, no rule): a human's.
+        task("6", "inbox", "duplicate of 3", None, SkippedBy::Human),
     ]
 }
 
@@ -55,11 +59,16 @@ fn run(opts: &ReanalyzeOptions, tasks: &[Task]) -> (super::Report, Vec<String>) 
 }
 
 #[test]
-fn what_skipped_a_task_before_is_its_rule_triage_or_human() {
+fn what_skipped_a_task_before_is_who_made_the_last_decision() {
     let t = sample();
     assert_eq!(prior_rule(&t[0]), "not_macos");
     assert_eq!(prior_rule(&t[2]), TRIAGE);
-    assert_eq!(prior_rule(&t[3]), HUMAN);
+    assert_eq!(prior_rule(&t[3]), IMPORTED);
+    // Analyzed by the triage, then skipped by a human: the human's decision is the last.
+    assert_eq!(prior_rule(&t[5]), HUMAN);
+    // A skip that says nothing of who made it stands like a human's.
+    let unknown = Task { skipped_by: None, ..t[2].clone() };
+    assert_eq!(prior_rule(&unknown), HUMAN);
 }
 
 #[test]
@@ -75,9 +84,26 @@ fn counts_by_source_and_by_earlier_rule_split_into_passing_and_still_skipped() {
     assert_eq!(r.by_rule["not_macos"].would_pass, 1);
     assert_eq!(r.by_rule["figma"].still_skipped_by["figma"], 1);
     assert_eq!(r.by_rule[TRIAGE].would_pass, 1);
-    assert_eq!((r.by_rule[HUMAN].would_pass, r.by_rule[HUMAN].still_skipped), (1, 1));
+    assert_eq!((r.by_rule[IMPORTED].would_pass, r.by_rule[IMPORTED].still_skipped), (1, 1));
     assert_eq!(r.looked_at, "skip");
     assert_eq!(r.sent_back, 0);
+}
+
+#[test]
+fn a_plain_run_leaves_human_skips_alone_and_rule_human_takes_them() {
+    let (r, gids) = run(&ReanalyzeOptions::default(), &sample());
+    assert!(!gids.contains(&"6".to_string()), "a human's skip went back: {gids:?}");
+    assert!(!r.by_rule.contains_key(HUMAN), "{:?}", r.by_rule);
+    assert_eq!(r.human_skips_kept, 1);
+    let no_triage = ReanalyzeOptions { include_triage_skips: false, ..Default::default() };
+    assert!(!run(&no_triage, &sample()).1.contains(&"6".to_string()));
+
+    let (r, gids) = run(&ReanalyzeOptions { rules: vec![HUMAN.into()], ..Default::default() }, &sample());
+    assert_eq!(gids, ["6"]);
+    assert_eq!((r.examined, r.human_skips_kept, r.by_rule[HUMAN].would_pass), (1, 0, 1));
+    // Another rule named: the human skips are narrowed out, not "kept".
+    let (r, _) = run(&ReanalyzeOptions { rules: vec![TRIAGE.into()], ..Default::default() }, &sample());
+    assert_eq!(r.human_skips_kept, 0);
 }
 
 #[test]
@@ -89,7 +115,7 @@ fn source_rule_gid_and_triage_options_narrow() {
     );
     assert_eq!(
         narrow(ReanalyzeOptions { rules: vec!["not_macos".into(), HUMAN.into()], ..Default::default() }),
-        ["1", "4"]
+        ["1", "6"]
     );
     assert_eq!(
         narrow(ReanalyzeOptions { tasks: vec![TaskGid::parse("3").unwrap()], ..Default::default() }),
@@ -103,14 +129,14 @@ fn source_rule_gid_and_triage_options_narrow() {
 #[test]
 fn failed_takes_only_pending_tasks_given_up_on_without_the_filters() {
     let mut tasks = sample();
-    for (k, t) in tasks.iter_mut().enumerate() {
+    for (k, t) in tasks.iter_mut().enumerate().take(5) {
         t.status = QueueStatus::Pending;
         t.analysis_attempts = k as i64; // 0, 1, 2, 3, 4
     }
-    tasks.push(task("6", "inbox", "figma.com/z", None, false));
+    tasks.push(task("7", "inbox", "figma.com/z", None, SkippedBy::Imported));
     let opts = ReanalyzeOptions { failed: true, max_attempts: 3, ..Default::default() };
     let (r, gids) = run(&opts, &tasks);
-    // Task 5 is a Figma task: the filters are not asked again. Task 6 is skipped, not pending.
+    // Task 5 is a Figma task: the filters are not asked again. Tasks 6 and 7 are skipped, not pending.
     assert_eq!(gids, ["4", "5"]);
     assert_eq!(r.looked_at, "failed");
     assert_eq!(r.by_rule[super::GIVEN_UP].would_pass, 2);

@@ -79,6 +79,7 @@ fn obs() -> Observation {
         notices_sent: vec![],
         failed_reviews: 0,
         conflict_attempts: 0,
+        comments_at_completion: None,
     }
 }
 
@@ -115,6 +116,24 @@ fn comment(id: &str, author: &str, minute: u32) -> Comment {
         in_reply_to: None,
         by_agent: false,
         author_association: None,
+    }
+}
+
+/// 12:20:`second`.`millis` — a run's completion as the database stamps it (sub-second).
+fn at_ms(second: u32, millis: u32) -> DateTime<Utc> {
+    at(20) + TimeDelta::seconds(i64::from(second)) + TimeDelta::milliseconds(i64::from(millis))
+}
+
+/// A comment as GitHub stamps it: 12:20:`second`, in whole seconds.
+fn github_comment(id: &str, second: u32) -> Comment {
+    Comment { created_at: at(20) + TimeDelta::seconds(i64::from(second)), ..comment(id, "alex", 0) }
+}
+
+/// A completed run's observation: `comments` on the draft PR, `seen` the ids the completion recorded.
+fn completed_seeing(seen: &[&str], comments: Vec<Comment>) -> Observation {
+    Observation {
+        comments_at_completion: Some(seen.iter().map(|s| s.to_string()).collect()),
+        ..pr_obs(|p| p.comments = comments)
     }
 }
 
@@ -761,6 +780,42 @@ fn rows() -> Vec<Row> {
             "complete + draft + only comments from before completion → nothing",
             Run { completed_at: Some(at(20)), ..run(Complete) },
             pr_obs(|p| p.comments = vec![comment("old", "alex", 10)]),
+            Action::Wait,
+            "no new trusted comment since",
+        ),
+        // Issue 20, item 9: GitHub stamps comments in whole seconds; the run completed at 12:20:31.468.
+        row(
+            "complete + trusted comment in the completion's second (whole-second stamp), not seen → back to pr",
+            Run { completed_at: Some(at_ms(31, 468)), ..run(Complete) },
+            completed_seeing(&["old"], vec![github_comment("old", 5), github_comment("new", 31)]),
+            to(Pr),
+            "alex commented on draft PR #7 after completion (1 new comment(s)); back to pr.",
+        ),
+        row(
+            "complete + comment posted between the completing observation and the completion write → back to pr",
+            Run { completed_at: Some(at_ms(31, 468)), ..run(Complete) },
+            completed_seeing(&["old"], vec![github_comment("old", 5), github_comment("between", 30)]),
+            to(Pr),
+            "(1 new comment(s)); back to pr.",
+        ),
+        row(
+            "complete + every comment seen at completion (same second included) → nothing",
+            Run { completed_at: Some(at_ms(31, 468)), ..run(Complete) },
+            completed_seeing(&["old", "same"], vec![github_comment("old", 5), github_comment("same", 31)]),
+            Action::Wait,
+            "no new trusted comment since",
+        ),
+        row(
+            "complete before ids were recorded + comment in the completion's second → back to pr",
+            Run { completed_at: Some(at_ms(31, 468)), ..run(Complete) },
+            pr_obs(|p| p.comments = vec![github_comment("old", 5), github_comment("new", 31)]),
+            to(Pr),
+            "(1 new comment(s)); back to pr.",
+        ),
+        row(
+            "complete before ids were recorded + comment a second before the completion → nothing",
+            Run { completed_at: Some(at_ms(31, 468)), ..run(Complete) },
+            pr_obs(|p| p.comments = vec![github_comment("old", 30)]),
             Action::Wait,
             "no new trusted comment since",
         ),

@@ -53,11 +53,18 @@ fn skipped_by(task: &crate::domain::Task) -> Option<String> {
     if task.status != QueueStatus::Skip {
         return None;
     }
-    Some(match (&task.skip_rule, &task.skip_why, task.analyzed_at) {
-        (Some(rule), Some(why), _) if !why.is_empty() => format!("filter {rule}: {why}"),
-        (Some(rule), _, _) => format!("filter {rule}"),
-        (None, _, Some(_)) => "the triage (see the analysis)".to_string(),
-        (None, _, None) => "a human, or imported skipped (see the history)".to_string(),
+    // Who made the last decision, as recorded with the skip (a human's skip is a human's, whatever
+    // the triage said before).
+    Some(match (task.skipped_by, &task.skip_rule, &task.skip_why) {
+        (Some(crate::domain::SkippedBy::Filter), Some(rule), Some(why)) if !why.is_empty() => {
+            format!("filter {rule}: {why}")
+        }
+        (Some(crate::domain::SkippedBy::Filter), Some(rule), _) => format!("filter {rule}"),
+        (Some(crate::domain::SkippedBy::Triage), _, _) => "the triage (see the analysis)".to_string(),
+        (Some(crate::domain::SkippedBy::Imported), _, _) => {
+            "imported skipped from v1 (see the history)".to_string()
+        }
+        _ => "a human (see the history)".to_string(),
     })
 }
 

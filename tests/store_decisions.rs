@@ -1,0 +1,152 @@
+//! What a human decided stays decided (issue 20, items 8-9), in the store, on SQLite and PostgreSQL:
+//! every skip records who made it (a human's whatever decided before), a completion records the ids of
+//! the comments it saw (cleared when the run goes back to pr), and schema v8 fills in the skips made
+//! before it from their history.
+
+mod common;
+
+use chrono::Duration;
+use common::TestDb;
+use executor::domain::{Actor, QueueStatus, RunState, SkippedBy, TaskGid};
+use executor::store::{NewTask, Store, Triage};
+
+on_both_databases!(every_skip_records_who_made_it, a_completion_records_the_comments_it_saw);
+
+fn gid(s: &str) -> TaskGid {
+    TaskGid::parse(s).unwrap()
+}
+
+async fn added(store: &Store, g: &str) -> TaskGid {
+    let g = gid(g);
+    let new = NewTask { description: Some("work".into()), ..Default::default() };
+    store.upsert_task(&g, &new, Actor::Cli).await.unwrap();
+    g
+}
+
+fn triage(status: QueueStatus) -> Triage {
+    Triage {
+        status,
+        priority: 3,
+        complexity: "low".into(),
+        feasibility: "high".into(),
+        summary: "s".into(),
+        acceptance_criteria: Vec::new(),
+    }
+}
+
+async fn skipped_by(store: &Store, g: &TaskGid) -> Option<SkippedBy> {
+    store.task(g).await.unwrap().skipped_by
+}
+
+/// Claims the next pending task (the only one the test just added).
+async fn claim(store: &Store) -> TaskGid {
+    store.claim_for_analysis("a", Duration::minutes(5), 3).await.unwrap().unwrap().task_gid
+}
+
+async fn every_skip_records_who_made_it(db: TestDb) {
+    let store = db.open().await;
+    let filtered = added(&store, "f").await;
+    assert!(store.record_filter_skip(&claim(&store).await, "a", "figma", "design").await.unwrap());
+    let triaged = added(&store, "t").await;
+    assert!(store.record_triage(&claim(&store).await, "a", &triage(QueueStatus::Skip)).await.unwrap());
+    // The issue's case: the triage sent it for review, then a human skipped it.
+    let reviewed = added(&store, "h").await;
+    assert!(store.record_triage(&claim(&store).await, "a", &triage(QueueStatus::ForReview)).await.unwrap());
+    assert_eq!(skipped_by(&store, &reviewed).await, None, "not skipped");
+    store.set_task_status(&reviewed, QueueStatus::Skip, Actor::Cli, Some("duplicate of t")).await.unwrap();
+    let imported = added(&store, "i").await;
+    store.skip_imported_task(&imported, Actor::Cli, Some("imported from v1")).await.unwrap();
+
+    assert_eq!(skipped_by(&store, &filtered).await, Some(SkippedBy::Filter));
+    assert_eq!(skipped_by(&store, &triaged).await, Some(SkippedBy::Triage));
+    assert_eq!(skipped_by(&store, &reviewed).await, Some(SkippedBy::Human));
+    assert_eq!(skipped_by(&store, &imported).await, Some(SkippedBy::Imported));
+
+    // Sent back, a task is no longer anyone's skip; triaged again into review, still nobody's.
+    assert_eq!(
+        store.send_back_for_analysis(std::slice::from_ref(&reviewed), Actor::Cli, "x").await.unwrap(),
+        1
+    );
+    assert_eq!(skipped_by(&store, &reviewed).await, None);
+    assert!(store.record_triage(&claim(&store).await, "a", &triage(QueueStatus::ForReview)).await.unwrap());
+    assert_eq!(skipped_by(&store, &reviewed).await, None);
+    store.close().await;
+}
+
+async fn a_completion_records_the_comments_it_saw(db: TestDb) {
+    let store = db.open().await;
+    let g = added(&store, "r").await;
+    store.set_task_status(&g, QueueStatus::AwaitingGo, Actor::Cli, None).await.unwrap();
+    store.set_task_status(&g, QueueStatus::Approved, Actor::Cli, None).await.unwrap();
+    let run = store.create_run_for_task(&g, Actor::Runner).await.unwrap().unwrap();
+    store
+        .set_run_state_if(run.id, RunState::Queued, RunState::InProgress, None, Actor::Runner, "w")
+        .await
+        .unwrap();
+    store
+        .set_run_state_if(run.id, RunState::InProgress, RunState::Pr, None, Actor::Runner, "pr")
+        .await
+        .unwrap();
+    let seen = |ids: &[&str]| ids.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let memory = |store: &Store| {
+        let store = store.clone();
+        async move { store.run_memory(run.id).await.unwrap().completion_comment_ids }
+    };
+
+    let done = store
+        .complete_run_if(run.id, RunState::Pr, None, Actor::Runner, "green", &seen(&["IC_1", "PRRC_2"]))
+        .await
+        .unwrap();
+    assert_eq!(done.state, RunState::Complete);
+    assert_eq!(memory(&store).await, Some(seen(&["IC_1", "PRRC_2"])));
+    // Back to pr: what the completion saw no longer holds.
+    store.set_run_state_if(run.id, RunState::Complete, RunState::Pr, None, Actor::Runner, "c").await.unwrap();
+    assert_eq!(memory(&store).await, None);
+    // Completed again, with nothing seen: an empty list, not "unknown".
+    store.complete_run_if(run.id, RunState::Pr, None, Actor::Runner, "green", &[]).await.unwrap();
+    assert_eq!(memory(&store).await, Some(Vec::new()));
+    // The fenced write: another runner's lease refuses it.
+    store.set_run_state_if(run.id, RunState::Complete, RunState::Pr, None, Actor::Runner, "c").await.unwrap();
+    assert!(store.claim_run(run.id, "host-a", std::time::Duration::from_secs(300)).await.unwrap());
+    let err = store.complete_run_if(run.id, RunState::Pr, Some("host-b"), Actor::Runner, "g", &[]).await;
+    assert!(err.is_err(), "{err:?}");
+    store.close().await;
+}
+
+/// A database from before schema v8: its skips say nothing of who made them. The migration reads their
+/// history: a filter's name, the analyzer's event (a triage), the import's, and a human's after a triage.
+#[tokio::test]
+async fn schema_v8_fills_in_who_made_the_skips_before_it() {
+    use sqlx::Connection;
+    let db = common::sqlite();
+    let store = db.open().await;
+    let filtered = added(&store, "f").await;
+    assert!(store.record_filter_skip(&claim(&store).await, "a", "figma", "design").await.unwrap());
+    let triaged = added(&store, "t").await;
+    assert!(store.record_triage(&claim(&store).await, "a", &triage(QueueStatus::Skip)).await.unwrap());
+    let human = added(&store, "h").await;
+    assert!(store.record_triage(&claim(&store).await, "a", &triage(QueueStatus::ForReview)).await.unwrap());
+    store.set_task_status(&human, QueueStatus::Skip, Actor::Cli, Some("duplicate of t")).await.unwrap();
+    let imported = added(&store, "i").await;
+    store.skip_imported_task(&imported, Actor::Cli, Some("imported from v1")).await.unwrap();
+    store.close().await;
+
+    // Back to v7: the columns of v8 gone, its version forgotten.
+    let mut conn = sqlx::SqliteConnection::connect(&db.url).await.unwrap();
+    sqlx::raw_sql(
+        "ALTER TABLE executor_queue DROP COLUMN skipped_by; \
+         ALTER TABLE executor_runs DROP COLUMN completion_comment_ids; \
+         DELETE FROM executor_schema WHERE version = 8;",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    conn.close().await.unwrap();
+
+    let store = db.open().await;
+    assert_eq!(skipped_by(&store, &filtered).await, Some(SkippedBy::Filter));
+    assert_eq!(skipped_by(&store, &triaged).await, Some(SkippedBy::Triage));
+    assert_eq!(skipped_by(&store, &human).await, Some(SkippedBy::Human));
+    assert_eq!(skipped_by(&store, &imported).await, Some(SkippedBy::Imported));
+    store.close().await;
+}
