@@ -117,7 +117,7 @@ impl Store {
         rule: &str,
         why: &str,
     ) -> Result<bool> {
-        let reason = super::filter_skips::skip_reason(rule, why);
+        let reason = skip_reason(rule, why);
         let sql = "UPDATE executor_queue SET status = 'skip', skip_rule = $1, skip_why = $2, analyzed_at = $3, \
                    analysis_error = NULL, claim_owner = NULL, claim_expires_at = NULL, updated_at = $3 \
                    WHERE task_gid = $4 AND status = 'pending' AND claim_owner = $5";
@@ -282,5 +282,7 @@ fn status_event<'a>(gid: &'a TaskGid, to: QueueStatus, reason: &'a str) -> NewEv
     }
 }
 
-#[cfg(test)]
-mod tests;
+/// The event's reason for a filter's skip, the same on both paths (one task claimed, or in bulk).
+pub(super) fn skip_reason(rule: &str, why: &str) -> String {
+    if why.is_empty() { format!("filter {rule}") } else { format!("filter {rule}: {why}") }
+}

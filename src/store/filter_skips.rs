@@ -12,7 +12,7 @@
 
 use std::collections::HashSet;
 
-use super::analysis::claimable;
+use super::analysis::{claimable, skip_reason};
 use super::columns::task_columns;
 use super::events::kind;
 use super::tasks::{CHUNK, Marks, task_from_row};
@@ -139,7 +139,5 @@ pub(super) fn page_sql(pool: &Pool) -> String {
     )
 }
 
-/// The event's reason for a filter's skip, the same on both paths.
-pub(super) fn skip_reason(rule: &str, why: &str) -> String {
-    if why.is_empty() { format!("filter {rule}") } else { format!("filter {rule}: {why}") }
-}
+#[cfg(test)]
+mod tests;

@@ -1,7 +1,7 @@
 //! The analyzer's queries follow the partial index of pending tasks on SQLite: no sort of the whole
 //! queue per claim or per page (46 ms a claim at 100,000 pending tasks, when it sorted).
 
-use super::super::filter_skips::page_sql;
+use super::super::analysis::claim_sql;
 use super::*;
 
 async fn plan(sql: &str) -> Vec<String> {
