@@ -110,6 +110,25 @@ async fn a_spent_daily_budget_stops_the_pass_and_says_so() {
     assert_eq!((c1.status, c1.analysis_attempts, c1.claim_owner), (QueueStatus::Pending, 0, None));
 }
 
+/// Filters cost nothing: a spent budget stops the model, never them. The task a filter names is skipped
+/// even though an older one, waiting for the model, stands before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spent_daily_budget_still_lets_the_filters_skip() {
+    let env = Env::new(&[]);
+    env.append_config(FIGMA_FILTER);
+    env.append_config("\n[budget]\nper_day_usd = 0.0\n");
+    add(&env, "D-1", "Fix the crash");
+    add(&env, "D-2", "New screens\n\nDesign: https://www.figma.com/design/abc/onboarding");
+    let out = env.command(&["analyzer"]).stdin(Stdio::null()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("budget"), "{stderr}");
+    let store = env.store().await;
+    assert_eq!(store.task(&gid("D-1")).await.unwrap().status, QueueStatus::Pending);
+    let d2 = store.task(&gid("D-2")).await.unwrap();
+    assert_eq!((d2.status, d2.skip_rule.as_deref()), (QueueStatus::Skip, Some("figma_link")));
+}
+
 /// Two analyzers (each its own data directory, so its own lock) on one PostgreSQL: every task is
 /// triaged exactly once — one analysis session and one pending → … event each.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -311,8 +311,7 @@ async fn huge_html_and_empty_notes_and_bad_items_are_each_handled() {
     let huge = task_of(&s, "201").await;
     let description = huge.description.unwrap();
     assert!(description.starts_with("Huge\n\nlog line\n"));
-    assert!(description.ends_with("[… notes truncated by executor at 256 KiB]"), "{}", description.len());
-    assert!(description.len() < 300 * 1024, "{}", description.len());
+    assert!(description.len() > 512 * 1024, "kept whole for the filters: {}", description.len());
     let html = task_of(&s, "202").await;
     assert_eq!(
         html.description.as_deref(),

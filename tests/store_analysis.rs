@@ -9,12 +9,14 @@ use std::collections::HashSet;
 use chrono::{Duration, Utc};
 use common::TestDb;
 use executor::domain::{Actor, QueueStatus, TaskGid};
-use executor::store::{AnalysisEnd, EventFilter, NewTask, Store, Triage};
+use executor::store::{AnalysisEnd, EventFilter, FilterSkip, NewTask, PendingPage, Store, Triage};
 
 on_both_databases!(
     eight_analyzers_claim_fifty_tasks_each_exactly_once,
     a_result_is_written_only_while_the_task_is_pending_and_claimed_by_the_writer,
     a_filter_skip_records_its_rule_and_an_event,
+    filter_skips_in_bulk_touch_only_pending_unclaimed_tasks,
+    pages_for_the_filters_follow_the_analysis_order,
     failed_analyses_back_off_and_stop_after_max_attempts,
     an_expired_claim_can_be_taken_over,
     an_intake_refreshes_the_facts_without_touching_status,
@@ -122,6 +124,79 @@ async fn a_filter_skip_records_its_rule_and_an_event(db: TestDb) {
     let events =
         store.events(&EventFilter { task_gid: Some(g.clone()), ..Default::default() }).await.unwrap();
     assert!(events.iter().any(|e| e.reason.as_deref() == Some("filter figma_link: links a Figma design")));
+}
+
+fn skip(g: &TaskGid) -> FilterSkip {
+    FilterSkip { task_gid: g.clone(), rule: "figma_link".into(), why: "links a Figma design".into() }
+}
+
+async fn filter_skips_in_bulk_touch_only_pending_unclaimed_tasks(db: TestDb) {
+    let store = db.open().await;
+    let free = add(&store, "b1").await;
+    let claimed = add(&store, "b2").await;
+    let decided = add(&store, "b3").await;
+    let expired = add(&store, "b4").await;
+    let last = add(&store, "b5").await;
+    // b1 was claimed and let go; b2 is another analyzer's (live); b3 a human decided; b4's claim expired.
+    store.set_task_status(&decided, QueueStatus::ForReview, Actor::Cli, Some("a human")).await.unwrap();
+    let claim = |owner: &'static str, secs: i64| {
+        let store = store.clone();
+        async move { store.claim_for_analysis(owner, Duration::seconds(secs), 3).await.unwrap().unwrap().task_gid }
+    };
+    assert_eq!(claim("tmp", TTL).await, free);
+    assert_eq!(claim("busy", TTL).await, claimed);
+    assert_eq!(claim("dead", -1).await, expired);
+    store.release_claim(&free, "tmp").await.unwrap();
+
+    let all = [&free, &claimed, &decided, &expired, &last].map(skip);
+    let moved = store.record_filter_skips(&all).await.unwrap();
+    assert_eq!(moved, vec![free.clone(), expired.clone(), last.clone()]);
+    for g in [&free, &expired, &last] {
+        let t = store.task(g).await.unwrap();
+        assert_eq!(
+            (t.status, t.skip_rule.as_deref(), t.skip_why.as_deref(), t.claim_owner.as_deref()),
+            (QueueStatus::Skip, Some("figma_link"), Some("links a Figma design"), None)
+        );
+        assert!(t.analyzed_at.is_some());
+        assert_eq!(t.skipped_by, Some(executor::domain::SkippedBy::Filter), "who skipped it, recorded");
+        let events =
+            store.events(&EventFilter { task_gid: Some(g.clone()), ..Default::default() }).await.unwrap();
+        let skips: Vec<_> = events.iter().filter(|e| e.to_state.as_deref() == Some("skip")).collect();
+        assert_eq!(skips.len(), 1, "one event per skipped task");
+        assert_eq!(skips[0].reason.as_deref(), Some("filter figma_link: links a Figma design"));
+        assert_eq!(skips[0].from_state.as_deref(), Some("pending"));
+    }
+    let b2 = store.task(&claimed).await.unwrap();
+    assert_eq!((b2.status, b2.claim_owner.as_deref()), (QueueStatus::Pending, Some("busy")));
+    assert_eq!(store.task(&decided).await.unwrap().status, QueueStatus::ForReview);
+    // Written once: a second pass moves nothing and records nothing.
+    assert!(store.record_filter_skips(&all).await.unwrap().is_empty());
+}
+
+async fn pages_for_the_filters_follow_the_analysis_order(db: TestDb) {
+    let store = db.open().await;
+    let old = add(&store, "p0").await;
+    store.set_task_status(&old, QueueStatus::Skip, Actor::Cli, Some("no")).await.unwrap();
+    let mut new = Vec::new();
+    for i in 1..=5 {
+        new.push(add(&store, &format!("p{i}")).await);
+    }
+    store.send_back_for_analysis(std::slice::from_ref(&old), Actor::Cli, "again").await.unwrap();
+    store.claim_for_analysis("busy", Duration::seconds(TTL), 3).await.unwrap().unwrap();
+    let mut seen = Vec::new();
+    let mut from = PendingPage::default();
+    loop {
+        let (page, next) = store.claimable_page(from, 2, 3).await.unwrap();
+        if page.is_empty() {
+            break;
+        }
+        seen.extend(page.into_iter().map(|t| t.task_gid));
+        from = next;
+    }
+    // p1 is claimed; new tasks before the re-analyzed one; each task once.
+    let mut want: Vec<TaskGid> = new[1..].to_vec();
+    want.push(old);
+    assert_eq!(seen, want);
 }
 
 async fn failed_analyses_back_off_and_stop_after_max_attempts(db: TestDb) {

@@ -6,12 +6,14 @@
 mod gid;
 mod queue;
 mod run;
+mod text;
 mod worker_end;
 mod worker_kind;
 
 pub use gid::{GidError, TaskGid};
 pub use queue::{QueueStatus, SkippedBy, Task};
 pub use run::{Run, RunState};
+pub use text::{SHOWN_TEXT_BYTES, shown};
 pub use worker_end::{EndClass, EndReason, ReviewVerdict, RunnerEnd};
 pub use worker_kind::WorkerKind;
 

@@ -428,8 +428,14 @@ pub(crate) fn prompt_context(w: &WorkerInputs<'_>) -> PromptContext {
         task: TaskContext {
             gid: task.task_gid.to_string(),
             title: first_line(task.description.as_deref().unwrap_or("")),
-            description: task.description.clone().unwrap_or_default(),
-            notes: task.notes.clone().unwrap_or_default(),
+            // Stored whole (the filters read all of it); a prompt gets a bounded part.
+            description: crate::domain::shown(
+                task.description.as_deref().unwrap_or(""),
+                crate::domain::SHOWN_TEXT_BYTES,
+            )
+            .into_owned(),
+            notes: crate::domain::shown(task.notes.as_deref().unwrap_or(""), crate::domain::SHOWN_TEXT_BYTES)
+                .into_owned(),
             url: None,
         },
         run: RunContext {

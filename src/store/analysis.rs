@@ -31,11 +31,31 @@ pub struct Triage {
 /// back-off, not given up on. `max` is the number of the parameter holding `analyzer.max_attempts`.
 /// Claims expire by the database's clock, like runners' leases: analyzers on several hosts never
 /// judge each other's claims by their own clocks.
-fn claimable(pool: &Pool, max: u8) -> String {
+pub(super) fn claimable(pool: &Pool, max: u8) -> String {
     let now = pool.now_sql();
     format!(
         "status = 'pending' AND (claim_expires_at IS NULL OR claim_expires_at < {now}) \
          AND (analysis_retry_at IS NULL OR analysis_retry_at <= {now}) AND analysis_attempts < ${max}"
+    )
+}
+
+/// The claim: the first claimable task in the analysis order, taken in one statement. Parameters: the
+/// owner, `analyzer.max_attempts`, the claim's seconds.
+pub(super) fn claim_sql(pool: &Pool) -> String {
+    // PostgreSQL: SKIP LOCKED lets concurrent analyzers each take a different row without waiting;
+    // the outer condition is checked again on the locked row. SQLite runs one writer at a time.
+    // SQLite: without statistics its planner takes the status index and sorts every pending task
+    // (46 ms a claim at 100,000); the partial index on pending tasks is this order already.
+    let (index, lock) = match pool {
+        Pool::Postgres(_) => ("", " FOR UPDATE SKIP LOCKED"),
+        Pool::Sqlite(_) => (" INDEXED BY executor_queue_pending", ""),
+    };
+    format!(
+        "UPDATE executor_queue SET claim_owner = $1, claim_expires_at = {later} \
+         WHERE id = (SELECT id FROM executor_queue{index} WHERE {c} ORDER BY analysis_round, id LIMIT 1{lock}) \
+           AND {c} RETURNING task_gid",
+        later = pool.later_sql(3),
+        c = claimable(pool, 2)
     )
 }
 
@@ -48,16 +68,7 @@ impl Store {
         ttl: chrono::Duration,
         max_attempts: u32,
     ) -> Result<Option<Task>> {
-        // PostgreSQL: SKIP LOCKED lets concurrent analyzers each take a different row without waiting;
-        // the outer condition is checked again on the locked row. SQLite runs one writer at a time.
-        let lock = if matches!(self.pool, Pool::Postgres(_)) { " FOR UPDATE SKIP LOCKED" } else { "" };
-        let sql = format!(
-            "UPDATE executor_queue SET claim_owner = $1, claim_expires_at = {later} \
-             WHERE id = (SELECT id FROM executor_queue WHERE {c} ORDER BY analysis_round, id LIMIT 1{lock}) \
-               AND {c} RETURNING task_gid",
-            later = self.pool.later_sql(3),
-            c = claimable(&self.pool, 2)
-        );
+        let sql = claim_sql(&self.pool);
         let gid: Option<String> = on_pool!(self, |p| {
             sqlx::query_scalar(&sql)
                 .bind(owner)
@@ -106,7 +117,7 @@ impl Store {
         rule: &str,
         why: &str,
     ) -> Result<bool> {
-        let reason = if why.is_empty() { format!("filter {rule}") } else { format!("filter {rule}: {why}") };
+        let reason = skip_reason(rule, why);
         let sql = "UPDATE executor_queue SET status = 'skip', skip_rule = $1, skip_why = $2, skipped_by = 'filter', \
                    analyzed_at = $3, analysis_error = NULL, claim_owner = NULL, claim_expires_at = NULL, updated_at = $3 \
                    WHERE task_gid = $4 AND status = 'pending' AND claim_owner = $5";
@@ -270,4 +281,9 @@ fn status_event<'a>(gid: &'a TaskGid, to: QueueStatus, reason: &'a str) -> NewEv
         to_state: Some(to.as_str()),
         reason: Some(reason),
     }
+}
+
+/// The event's reason for a filter's skip, the same on both paths (one task claimed, or in bulk).
+pub(super) fn skip_reason(rule: &str, why: &str) -> String {
+    if why.is_empty() { format!("filter {rule}") } else { format!("filter {rule}: {why}") }
 }

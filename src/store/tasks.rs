@@ -4,6 +4,7 @@ mod intake;
 mod listing;
 mod plan;
 
+pub(super) use intake::{CHUNK, Marks};
 pub use intake::{Intake, IntakeResult};
 
 use super::columns::task_columns;

@@ -11,9 +11,8 @@
 //! retried up to [`MAX_RETRIES`] times. A task that cannot be read goes to [`Fetched::refused`]; an
 //! HTTP failure fails the whole fetch with an error that names the URL path, never the token.
 //!
-//! Notes are plain text (`notes`, not `html_notes`), capped at [`super::NOTES_CAP_BYTES`] with a
-//! marker; a page whose bytes are not valid UTF-8 is read with the bad bytes replaced (U+FFFD)
-//! rather than refused whole.
+//! Notes are plain text (`notes`, not `html_notes`), kept whole; a page whose bytes are not valid
+//! UTF-8 is read with the bad bytes replaced (U+FFFD) rather than refused whole.
 
 use std::collections::HashSet;
 use std::fmt;

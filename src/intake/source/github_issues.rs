@@ -24,7 +24,7 @@
 //! '-'. A repository name starting with '.' (`.github`) or holding ".." is refused: its gid would hold
 //! "..", which no branch name may.
 //!
-//! Bodies are capped at [`super::NOTES_CAP_BYTES`] like Asana's notes, in `raw` too.
+//! Bodies are kept whole, like Asana's notes: the filters read all of them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -34,7 +34,7 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::Method;
 use serde_json::Value;
 
-use super::{Fetched, NOTES_CAP_BYTES, SourceError, SourceTask, cap_notes, kind};
+use super::{Fetched, SourceError, SourceTask, kind};
 use crate::domain::TaskGid;
 use crate::github::GitHubClient;
 
@@ -265,12 +265,6 @@ fn issue_task(repo: &Repo, mut raw: Value) -> Result<(u64, SourceTask), String> 
         Some(other) => return Err(format!("its number is {}, not an integer", kind(other))),
         None => return Err("it has no number".into()),
     };
-    // Capped in raw too: the filters read raw, and the store keeps it.
-    if let Some(Value::String(body)) = object.get_mut("body")
-        && body.len() > NOTES_CAP_BYTES
-    {
-        *body = cap_notes(std::mem::take(body));
-    }
     let text = |field: &str| match raw.get(field) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) => Ok(Some(text.clone())),

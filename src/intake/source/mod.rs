@@ -19,14 +19,6 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-/// The longest `notes` a task keeps, in bytes. Longer notes are cut at a character boundary and end
-/// with [`TRUNCATION_MARKER`]: a task is a request for work, and a megabyte of pasted logs would only
-/// crowd the analyzer's prompt and the store.
-pub const NOTES_CAP_BYTES: usize = 256 * 1024;
-
-/// Ends notes that were cut at [`NOTES_CAP_BYTES`].
-pub const TRUNCATION_MARKER: &str = "\n\n[… notes truncated by executor at 256 KiB]";
-
 /// Why a source's fetch failed as a whole (one bad task is refused instead, see [`Fetched::refused`]).
 /// None of these carries a token.
 #[derive(Debug, thiserror::Error)]
@@ -55,8 +47,7 @@ pub struct SourceTask {
     pub gid: String,
     /// The title (Asana `name`, GitHub `title`).
     pub name: String,
-    /// The body as plain text (Asana `notes`, `html_notes` not used; GitHub `body`, Markdown), capped
-    /// at [`NOTES_CAP_BYTES`].
+    /// The body as plain text (Asana `notes`, `html_notes` not used; GitHub `body`, Markdown), whole.
     pub notes: String,
     pub completed: Option<bool>,
     /// The assignee's name, or email if it has no name (GitHub: the first assignee's login).
@@ -67,7 +58,7 @@ pub struct SourceTask {
     pub url: Option<String>,
     /// Asana `modified_at`, GitHub `updated_at`.
     pub modified_at: Option<DateTime<Utc>>,
-    /// The source's whole object, for the filters' `raw.*` paths (its `notes` or `body` capped as above).
+    /// The source's whole object, for the filters' `raw.*` paths.
     pub raw: Value,
 }
 
@@ -102,20 +93,6 @@ pub fn process_env() -> EnvLookup {
     Arc::new(|name| std::env::var(name).ok())
 }
 
-/// Cuts `notes` to [`NOTES_CAP_BYTES`] (at a character boundary) and marks the cut.
-pub fn cap_notes(mut notes: String) -> String {
-    if notes.len() <= NOTES_CAP_BYTES {
-        return notes;
-    }
-    let mut end = NOTES_CAP_BYTES - TRUNCATION_MARKER.len();
-    while !notes.is_char_boundary(end) {
-        end -= 1;
-    }
-    notes.truncate(end);
-    notes.push_str(TRUNCATION_MARKER);
-    notes
-}
-
 /// A task from a JSON object in Asana's shape (`assignee.name`, `memberships[0].section.name`,
 /// `permalink_url`) or a flat one (`assignee`, `section`, `url` as strings; `task_gid` for `gid`).
 /// The id may be a string or an integer; `name` and `notes` may be absent or null (empty). Refused,
@@ -131,12 +108,8 @@ pub fn task_from_json(mut raw: Value) -> Result<SourceTask, String> {
         Some(other) => return Err(format!("its gid is {}, not a non-empty string", kind(other))),
         None => return Err("it has no gid".into()),
     };
-    // Capped in raw too: the filters read raw, and the store keeps it.
-    if let Some(Value::String(notes)) = object.get_mut("notes")
-        && notes.len() > NOTES_CAP_BYTES
-    {
-        *notes = cap_notes(std::mem::take(notes));
-    }
+    // Notes are kept whole, however long: the filters must see all of them (a Figma link after a
+    // megabyte of pasted logs); only a prompt or a page shows a bounded part (`domain::shown`).
     let name = text_field(&raw, "name")?.unwrap_or_default();
     let notes = text_field(&raw, "notes")?.unwrap_or_default();
     let completed = match raw.get("completed") {

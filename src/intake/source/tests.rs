@@ -1,22 +1,8 @@
-//! The shared task shape: the notes cap and both JSON shapes a source may deliver.
+//! The shared task shape: notes kept whole, and both JSON shapes a source may deliver.
 
 use serde_json::json;
 
 use super::*;
-
-#[test]
-fn short_notes_are_kept_whole() {
-    assert_eq!(cap_notes("hello 👋 <b>world</b>".into()), "hello 👋 <b>world</b>");
-}
-
-#[test]
-fn long_notes_are_cut_at_a_character_boundary_and_marked() {
-    let notes = "é😀".repeat(100_000); // 6 bytes each: 600 KB
-    let capped = cap_notes(notes);
-    assert!(capped.len() <= NOTES_CAP_BYTES);
-    assert!(capped.ends_with(TRUNCATION_MARKER));
-    assert!(capped.starts_with("é😀é😀"));
-}
 
 #[test]
 fn an_asana_shaped_task_is_read() {
@@ -60,10 +46,12 @@ fn a_task_without_notes_has_empty_notes_and_null_fields_are_absent() {
 }
 
 #[test]
-fn long_notes_are_capped_in_raw_too() {
-    let task = task_from_json(json!({"gid": "1", "notes": "x".repeat(1 << 20)})).unwrap();
-    assert!(task.notes.ends_with(TRUNCATION_MARKER));
-    assert_eq!(task.raw["notes"].as_str(), Some(task.notes.as_str()));
+fn long_notes_are_kept_whole_for_the_filters() {
+    // A Figma link after a megabyte of pasted logs: the filters must see it (they once saw 256 KiB).
+    let notes = format!("{}\nDesign: https://www.figma.com/design/abc/x", "log line é😀\n".repeat(80_000));
+    let task = task_from_json(json!({"gid": "1", "notes": notes.clone()})).unwrap();
+    assert_eq!(task.notes, notes);
+    assert_eq!(task.raw["notes"].as_str(), Some(notes.as_str()));
 }
 
 #[test]

@@ -346,13 +346,13 @@ impl Intake {
 /// binding thousands of them is quadratic (most of an intake's time, measured): there every value is an
 /// anonymous `?`, bound in the order the text names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Marks {
+pub(in crate::store) enum Marks {
     Numbered,
     Anonymous,
 }
 
 impl Marks {
-    pub(super) fn of(pool: &Pool) -> Marks {
+    pub(in crate::store) fn of(pool: &Pool) -> Marks {
         match pool {
             Pool::Sqlite(_) => Marks::Anonymous,
             Pool::Postgres(_) => Marks::Numbered,
@@ -360,7 +360,7 @@ impl Marks {
     }
 
     /// `$first, $first+1, …` or `?, ?, …` (`n` of them).
-    pub(super) fn list(self, n: usize, first: usize) -> String {
+    pub(in crate::store) fn list(self, n: usize, first: usize) -> String {
         (first..first + n)
             .map(|k| match self {
                 Marks::Numbered => format!("${k}"),
@@ -372,7 +372,7 @@ impl Marks {
 
     /// `(…cols…<tail>), (…)` for `rows` rows: the VALUES of a multi-row statement, its parameters bound
     /// row by row. `tail` is literal SQL shared by every row (a constant).
-    fn rows(self, rows: usize, cols: usize, tail: &str) -> String {
+    pub(in crate::store) fn rows(self, rows: usize, cols: usize, tail: &str) -> String {
         (0..rows).map(|r| format!("({}{tail})", self.list(cols, 1 + r * cols))).collect::<Vec<_>>().join(", ")
     }
 }

@@ -76,7 +76,17 @@ pub(super) async fn task(
 ) -> Result<Html<String>, PageError> {
     let (flash, error) = flash.verified(&state, &auth);
     let gid = TaskGid::parse(&gid).map_err(|e| PageError::NotFound(e.to_string()))?;
-    let task = state.store.task(&gid).await?;
+    let mut task = state.store.task(&gid).await?;
+    // Stored whole (the filters read all of it); a page shows a bounded part.
+    for text in
+        [&mut task.description, &mut task.notes, &mut task.revision_description, &mut task.revision_notes]
+            .into_iter()
+            .flatten()
+    {
+        if text.len() > crate::domain::SHOWN_TEXT_BYTES {
+            *text = crate::domain::shown(text, crate::domain::SHOWN_TEXT_BYTES).into_owned();
+        }
+    }
     let runs =
         state.store.list_runs(&RunFilter { task_gid: Some(gid.clone()), ..Default::default() }).await?;
     let events =
