@@ -20,7 +20,7 @@ use crate::workspace;
 
 /// What opening a worker's session came to.
 enum Begun {
-    Started(WorkerSession),
+    Started(Box<WorkerSession>),
     /// The run has a live worker already.
     Busy,
     /// No free slot: the run was let go.
@@ -88,9 +88,6 @@ impl Runner {
             || run.branch_name.as_deref() != Some(place.branch.as_str())
         {
             self.store.set_run_workspace(run.id, Some(&self.owner), &wt_path, &place.branch).await?;
-        }
-        if let Some(why) = &place.moved_note {
-            self.store.record_note(Actor::Runner, Some(&run.task_gid), Some(run.id), why).await?;
         }
         let (repo_name, repo) = self.repo_of(run)?;
         let inputs = WorkerInputs {
@@ -169,6 +166,11 @@ impl Runner {
             );
             let _ = self.store.end_worker_session(session.id, Some(&self.owner), &end).await;
             return Err(e.into());
+        }
+        // Said only of a worker that really runs here: a host that made a worktree and then had no slot
+        // (or could not start the agent) continued nothing.
+        if let Some(why) = &place.moved_note {
+            self.store.record_note(Actor::Runner, Some(&run.task_gid), Some(run.id), why).await?;
         }
         self.spawn_supervised(recording, move |tx, stop| async move { Ok(pending.release(tx, stop).await) });
         self.free_slots = self.free_slots.saturating_sub(1);
@@ -256,7 +258,8 @@ impl Runner {
             Ok(Ok(_)) => return,
             Err(e) => e.to_string(),
         };
-        let note = format!("worktree {} made for a worker that did not start is kept: {kept}", path.display());
+        let note =
+            format!("worktree {} made for a worker that did not start is kept: {kept}", path.display());
         let _ = self.store.record_note(Actor::Runner, Some(&run.task_gid), Some(run.id), &note).await;
     }
 
@@ -271,7 +274,7 @@ impl Runner {
         start: &SessionStart,
     ) -> Result<Begun, RunnerError> {
         match self.store.begin_runner_worker(run.id, kind, agent, &self.slot(), start).await? {
-            WorkerBegin::Started(session) => Ok(Begun::Started(*session)),
+            WorkerBegin::Started(session) => Ok(Begun::Started(session)),
             WorkerBegin::RunBusy => Ok(Begun::Busy),
             WorkerBegin::NoSlot(why) => {
                 self.free_slots = 0;
@@ -570,5 +573,7 @@ fn unresolved(pr: &PrSnapshot, trust: &Trust) -> Vec<ReviewComment> {
         .collect()
 }
 
+#[cfg(test)]
+mod no_slot_tests;
 #[cfg(test)]
 mod tests;

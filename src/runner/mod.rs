@@ -14,6 +14,8 @@ mod recording;
 mod replies;
 mod state;
 mod step;
+#[cfg(test)]
+mod test_hosts;
 
 pub use decide::decide;
 pub use decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};

@@ -1,85 +1,15 @@
 //! Issue: a run taken over from another host stuck on `git push` (item 1). Real git: two clones of one
 //! bare remote stand in for hosts alpha and beta, one SQLite database for both runners.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use super::{BranchHold, Settled, branch_hold};
-use crate::config::Config;
-use crate::domain::{Actor, EndReason, QueueStatus, Run, TaskGid, WorkerKind};
+use crate::domain::{EndReason, Run, WorkerKind};
 use crate::runner::Runner;
-use crate::store::{NewTask, SessionStart, Store, WorkerEnd, test_session};
+use crate::runner::test_hosts::{git, host_runner, remote_and_clones, store_with_runs};
+use crate::store::{SessionStart, Store, WorkerEnd, test_session};
 
 const BRANCH: &str = "executor/p1-work";
-
-pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-/// A bare remote with `main`, and one clone of it per host.
-pub(crate) fn remote_and_clones(root: &Path, hosts: &[&str]) -> Vec<PathBuf> {
-    let remote = root.join("remote.git");
-    git(root, &["init", "-q", "--bare", "-b", "main", remote.to_str().unwrap()]);
-    let seed = root.join("seed");
-    git(root, &["clone", "-q", remote.to_str().unwrap(), seed.to_str().unwrap()]);
-    git(&seed, &["commit", "-q", "--allow-empty", "-m", "base"]);
-    git(&seed, &["push", "-q", "origin", "HEAD:refs/heads/main"]);
-    hosts
-        .iter()
-        .map(|h| {
-            let clone = root.join(h);
-            git(root, &["clone", "-q", remote.to_str().unwrap(), clone.to_str().unwrap()]);
-            clone
-        })
-        .collect()
-}
-
-/// A runner of `host` over its own clone and data directory, on `forge`.
-pub(crate) fn host_runner(root: &Path, store: &Store, host: &str, forge: &str, max_workers: u32) -> Runner {
-    let config = format!(
-        r#"
-[paths]
-data_dir = "{data}"
-[runner]
-host_name = "{host}"
-max_workers = {max_workers}
-[github]
-api_url = "http://127.0.0.1:9"
-request_timeout = "1s"
-[repos.app]
-path = "{repo}"
-forge = "{forge}"
-github = "o/app"
-remote = "origin"
-base = "main"
-"#,
-        data = root.join(format!("data-{host}")).display(),
-        repo = root.join(host).display(),
-    );
-    Runner::new(Config::parse(&config).unwrap(), store.clone()).unwrap()
-}
-
-pub(crate) async fn store_with_runs(root: &Path, n: usize) -> (Store, Vec<Run>) {
-    let store = Store::open(&format!("sqlite://{}", root.join("executor.db").display())).await.unwrap();
-    store.migrate().await.unwrap();
-    let mut runs = Vec::new();
-    for i in 1..=n {
-        let gid = TaskGid::parse(&format!("p{i}")).unwrap();
-        let task = NewTask { description: Some("work".into()), ..Default::default() };
-        store.upsert_task(&gid, &task, Actor::Cli).await.unwrap();
-        store.set_task_status(&gid, QueueStatus::AwaitingGo, Actor::Analyzer, None).await.unwrap();
-        store.set_task_status(&gid, QueueStatus::Approved, Actor::Cli, None).await.unwrap();
-        runs.push(store.create_run_for_task(&gid, Actor::Runner).await.unwrap().unwrap());
-    }
-    (store, runs)
-}
 
 /// A worker of `runner`'s host that ran and ended with `reason`, after committing in `clone`.
 async fn worker_ran(store: &Store, runner: &Runner, run: &Run, clone: &Path, reason: EndReason) -> i64 {
