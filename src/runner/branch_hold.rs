@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 
 use super::decision::{Notice, NoticeKind};
 use super::state::{Runner, RunnerError};
-use crate::domain::{Actor, EndReason, Run};
+use crate::domain::{Actor, EndReason, Run, WorkerKind};
 use crate::forge::Forge;
 use crate::store::{RunMemory, WorkerSession};
 
@@ -24,8 +24,8 @@ pub(super) enum BranchHold<'a> {
     Elsewhere(&'a WorkerSession),
 }
 
-/// The newest worker that really ran (it had a process) and ended after `pushed_at` decides who holds
-/// the branch. A worker that never started committed nothing, wherever it was recorded.
+/// The newest worker that may have moved the branch (it had a process, and it is not a review) and
+/// ended after `pushed_at` decides who holds the branch.
 pub(super) fn branch_hold<'a>(
     sessions: &'a [WorkerSession],
     pushed_at: Option<DateTime<Utc>>,
@@ -33,7 +33,8 @@ pub(super) fn branch_hold<'a>(
 ) -> BranchHold<'a> {
     let newest = sessions
         .iter()
-        .filter(|s| s.pid.is_some())
+        // A review never moves the branch, and a worker that never started committed nothing.
+        .filter(|s| s.pid.is_some() && s.kind != WorkerKind::PrReview)
         .filter(|s| s.ended_at.is_some_and(|end| pushed_at.is_none_or(|pushed| end > pushed)))
         .max_by_key(|s| (s.ended_at, s.id));
     match newest {
@@ -88,19 +89,19 @@ impl Runner {
         let at = Utc::now();
         self.check_lease(run).await?;
         if let Err(e) = forge.push(run).await {
-            let why = self.redactor.redact(&format!("pushing branch {branch} failed: {e}"));
-            if memory.last_decision.as_deref() == Some(why.as_str()) {
-                // The same failure a second tick in a row: it will not go away by itself.
+            let failed = RunnerError::from(e);
+            // The engine records a failed step as the run's decision: the same failure on the tick
+            // before will not go away by itself.
+            if memory.last_decision.as_deref() == Some(failed.as_decision().as_str()) {
                 let text = format!(
-                    "Run {} (task {}): {why}. The {} worker's commits stay in host {}'s clone until it can push.",
+                    "Run {} (task {}): pushing branch {branch} failed twice in a row: {failed}. The {} worker's \
+                     commits stay in host {}'s clone until it can push.",
                     run.id, run.task_gid, last.kind, self.host
                 );
                 let key = format!("push_failed:{}", last.id);
                 self.notify(run, &Notice { kind: NoticeKind::NeedsHuman, key, text }).await?;
-            } else {
-                self.store.record_decision(run.id, Some(&self.owner), &why).await?;
             }
-            return Err(e.into());
+            return Err(failed);
         }
         let last_end = last.ended_at.unwrap_or(at);
         self.store.set_pushed_at(run.id, Some(&self.owner), at.max(last_end)).await?;
@@ -134,9 +135,9 @@ impl Runner {
         }
         let from = if run.pr_number.is_some() { "the branch as last pushed" } else { "the base branch" };
         let text = format!(
-            "Run {} (task {}): the {} worker (session {}) committed on host {}, which was lost before pushing \
-             branch {branch}; host {} continues from {from}. Those commits are only in host {}'s clone.",
-            run.id, run.task_gid, last.kind, last.id, last.host, self.host, last.host
+            "Run {} (task {}): the {} worker (session {}) ran on host {}, which was lost before pushing branch \
+             {branch}: whatever it committed is only in host {}'s clone. Host {} continues from {from}.",
+            run.id, run.task_gid, last.kind, last.id, last.host, last.host, self.host
         );
         let key = format!("unpushed_lost:{}", last.id);
         self.notify(run, &Notice { kind: NoticeKind::NeedsHuman, key, text: text.clone() }).await?;
