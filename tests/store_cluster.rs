@@ -27,6 +27,7 @@ on_both_databases!(
     a_lost_runners_workers_end_as_host_lost_and_its_runs_are_freed,
     a_dead_runner_of_this_host_hands_its_runs_over_at_once,
     a_rescue_cut_short_is_finished_by_the_next,
+    a_host_is_absent_only_once_it_had_no_runner_for_the_ttl,
 );
 
 const LONG: Duration = Duration::from_secs(600);
@@ -71,6 +72,20 @@ async fn start_worker(store: &Store, run: i64, runner: &str, host: &str) -> exec
         WorkerBegin::Started(session) => *session,
         other => panic!("{other:?}"),
     }
+}
+
+/// Whether the host holding a run's unpushed commits may still push them (its runner alive, or ended
+/// within the ttl: cron starts another), by the database's clock.
+async fn a_host_is_absent_only_once_it_had_no_runner_for_the_ttl(db: TestDb) {
+    let store = db.open().await;
+    assert!(store.host_absent_for("h1", LONG).await.unwrap(), "never seen");
+    register(&store, "h1/1", "h1", LONG).await;
+    assert!(!store.host_absent_for("h1", LONG).await.unwrap(), "a live runner");
+    assert!(store.host_absent_for("h2", LONG).await.unwrap(), "another host's runner says nothing of h2");
+    store.runner_ended("h1/1").await.unwrap();
+    assert!(!store.host_absent_for("h1", LONG).await.unwrap(), "ended within the ttl");
+    tokio::time::sleep(SHORT * 2).await;
+    assert!(store.host_absent_for("h1", SHORT).await.unwrap(), "ended longer than the ttl ago");
 }
 
 async fn a_runner_registers_heartbeats_and_ends(db: TestDb) {

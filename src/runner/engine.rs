@@ -347,14 +347,14 @@ impl Runner {
         self.forge_named(name)
     }
 
-    async fn step_failed(
+    pub(super) async fn step_failed(
         &self,
         report: &mut TickReport,
         run: &Run,
         e: &RunnerError,
     ) -> Result<(), RunnerError> {
         report.failed(format!("run {}: {e}", run.id));
-        let why = format!("error: {e}");
+        let why = e.as_decision();
         tracing::warn!(run = run.id, "{why}");
         match self.store.record_decision(run.id, Some(&self.owner), &why).await {
             // The run is another runner's now (or a human abandoned it): nothing of this runner's is

@@ -18,6 +18,15 @@ use crate::worker::{
 };
 use crate::workspace;
 
+/// What opening a worker's session came to.
+enum Begun {
+    Started(Box<WorkerSession>),
+    /// The run has a live worker already.
+    Busy,
+    /// No free slot: the run was let go.
+    NoSlot,
+}
+
 /// Where a new worker will work, once its worktree exists.
 struct Place {
     task: Task,
@@ -25,6 +34,10 @@ struct Place {
     cwd: PathBuf,
     /// The head the worker starts from: the pull request's, else the branch's.
     start_sha: Option<String>,
+    /// The worktree was made now, not reused: removed again when no worker starts in it.
+    made_now: bool,
+    /// Why this host works from another host's work, recorded once a worker really starts here.
+    moved_note: Option<String>,
 }
 
 impl Runner {
@@ -49,7 +62,7 @@ impl Runner {
             Err(e @ RunnerError::Store(_)) => return Err(e),
             Err(e) => {
                 let start = SessionStart { start_sha: None, resumed_session: resume };
-                if let Some(s) = self.begin_session(run, kind, agent.name(), &start).await? {
+                if let Begun::Started(s) = self.begin_session(run, kind, agent.name(), &start).await? {
                     let end = WorkerEnd::failed(EndReason::FailedToStart, e.to_string());
                     self.store.end_worker_session(s.id, Some(&self.owner), &end).await?;
                 }
@@ -57,11 +70,26 @@ impl Runner {
             }
         };
         let start = SessionStart { start_sha: place.start_sha.clone(), resumed_session: resume.clone() };
-        let Some(session) = self.begin_session(run, kind, agent.name(), &start).await? else {
-            return Ok(false);
+        let session = match self.begin_session(run, kind, agent.name(), &start).await? {
+            Begun::Started(session) => session,
+            // Another process of this host may have started its worker in this very worktree.
+            Begun::Busy => return Ok(false),
+            Begun::NoSlot => {
+                // No worker here after all: the worktree made for it is not left behind, and the run
+                // still names the last host that worked on it.
+                if place.made_now {
+                    self.remove_unused_worktree(run, &place.cwd, &place.branch).await;
+                }
+                return Ok(false);
+            }
         };
-        let (repo_name, repo) = self.repo_of(run)?;
         let wt_path = place.cwd.display().to_string();
+        if run.worktree_path.as_deref() != Some(wt_path.as_str())
+            || run.branch_name.as_deref() != Some(place.branch.as_str())
+        {
+            self.store.set_run_workspace(run.id, Some(&self.owner), &wt_path, &place.branch).await?;
+        }
+        let (repo_name, repo) = self.repo_of(run)?;
         let inputs = WorkerInputs {
             task: &place.task,
             run: Some(run),
@@ -139,6 +167,11 @@ impl Runner {
             let _ = self.store.end_worker_session(session.id, Some(&self.owner), &end).await;
             return Err(e.into());
         }
+        // Said only of a worker that really runs here: a host that made a worktree and then had no slot
+        // (or could not start the agent) continued nothing.
+        if let Some(why) = &place.moved_note {
+            self.store.record_note(Actor::Runner, Some(&run.task_gid), Some(run.id), why).await?;
+        }
         self.spawn_supervised(recording, move |tx, stop| async move { Ok(pending.release(tx, stop).await) });
         self.free_slots = self.free_slots.saturating_sub(1);
         tracing::info!(run = run.id, task = %run.task_gid, "started a {kind} worker in {wt_path}");
@@ -183,15 +216,19 @@ impl Runner {
             .is_some_and(|p| std::path::absolute(&root).is_ok_and(|root| !Path::new(p).starts_with(root)));
         let remote =
             (moved && forge.pushes_branches() && run.pr_number.is_some()).then(|| repo.remote.clone());
-        if moved {
-            let why = format!(
-                "the run's last worktree ({}) is on another host: host {} continues in a fresh worktree from the {} branch",
+        let moved_note = moved.then(|| {
+            let from = match (&remote, forge.pushes_branches()) {
+                (Some(_), _) => "the pushed branch",
+                // Nothing was pushed before a pull request: this host's own copy of the branch, or the base.
+                (None, true) => "this host's copy of the branch (nothing was pushed yet)",
+                (None, false) => "the shared repository's branch",
+            };
+            format!(
+                "the run's last worktree ({}) is on another host: host {} continues in a fresh worktree from {from}",
                 run.worktree_path.as_deref().unwrap_or_default(),
                 self.host,
-                if remote.is_some() { "pushed" } else { "shared repository's" }
-            );
-            self.store.record_note(Actor::Runner, Some(&run.task_gid), Some(run.id), &why).await?;
-        }
+            )
+        });
         let (gid, base, b) = (run.task_gid.clone(), repo.base.clone(), branch.clone());
         let (rp, run_id) = (repo_path.clone(), run.id);
         let wt = tokio::task::spawn_blocking(move || {
@@ -204,35 +241,47 @@ impl Runner {
         })
         .await??;
         let (wt, branch_head) = wt;
-        let wt_path = wt.path.display().to_string();
-        if run.worktree_path.as_deref() != Some(wt_path.as_str())
-            || run.branch_name.as_deref() != Some(&branch)
-        {
-            self.store.set_run_workspace(run.id, Some(&self.owner), &wt_path, &branch).await?;
-        }
         let start_sha = pr.map(|p| p.head_sha.clone()).filter(|s| !s.is_empty()).or(branch_head);
-        Ok(Place { task, branch, cwd: wt.path, start_sha })
+        Ok(Place { task, branch, cwd: wt.path, start_sha, made_now: !wt.reused, moved_note })
     }
 
-    /// Opens the worker's session within the worker limits. `None` when it must not start now: the run
-    /// has a live worker already (another process started one a moment ago), or every slot is taken —
-    /// then the run is let go for a runner with a free slot, on any host, to take.
+    /// Removes a worktree made for a worker that did not start, when nothing would be lost (the
+    /// workspace's rules); otherwise it stays and the run's history says why.
+    async fn remove_unused_worktree(&self, run: &Run, path: &Path, branch: &str) {
+        let Ok((_, repo)) = self.repo_of(run) else { return };
+        let repo_path = crate::config::expand_home(&repo.path);
+        let wt = workspace::Worktree { path: path.to_path_buf(), branch: branch.to_string(), reused: false };
+        let outcome = tokio::task::spawn_blocking(move || workspace::remove_if_safe(&repo_path, &wt)).await;
+        let kept = match outcome {
+            Ok(Ok(workspace::Removal::Kept { reason })) => reason,
+            Ok(Err(e)) => e.to_string(),
+            Ok(Ok(_)) => return,
+            Err(e) => e.to_string(),
+        };
+        let note =
+            format!("worktree {} made for a worker that did not start is kept: {kept}", path.display());
+        let _ = self.store.record_note(Actor::Runner, Some(&run.task_gid), Some(run.id), &note).await;
+    }
+
+    /// Opens the worker's session within the worker limits. It must not start now when the run has a live
+    /// worker already (another process started one a moment ago), or when every slot is taken — then
+    /// the run is let go for a runner with a free slot, on any host, to take.
     async fn begin_session(
         &mut self,
         run: &Run,
         kind: WorkerKind,
         agent: &str,
         start: &SessionStart,
-    ) -> Result<Option<WorkerSession>, RunnerError> {
+    ) -> Result<Begun, RunnerError> {
         match self.store.begin_runner_worker(run.id, kind, agent, &self.slot(), start).await? {
-            WorkerBegin::Started(session) => Ok(Some(*session)),
-            WorkerBegin::RunBusy => Ok(None),
+            WorkerBegin::Started(session) => Ok(Begun::Started(session)),
+            WorkerBegin::RunBusy => Ok(Begun::Busy),
             WorkerBegin::NoSlot(why) => {
                 self.free_slots = 0;
                 let why = format!("No free worker slot: {why}; the run waits for a runner with one.");
                 self.store.record_decision(run.id, Some(&self.owner), &why).await?;
                 self.store.release_run_for_slot(run.id, &self.owner).await?;
-                Ok(None)
+                Ok(Begun::NoSlot)
             }
             WorkerBegin::LeaseLost => Err(crate::store::StoreError::LeaseLost(run.id).into()),
         }
@@ -530,5 +579,7 @@ fn unresolved(pr: &PrSnapshot, trust: &Trust) -> Vec<ReviewComment> {
         .collect()
 }
 
+#[cfg(test)]
+mod no_slot_tests;
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,7 @@
 //! The runner: every tick it observes each active run, asks the pure [`decide`] function what to do, and
 //! performs the answer, keeping up to `runner.max_workers` agent processes busy.
 
+mod branch_hold;
 mod budget;
 mod cluster;
 mod decide;
@@ -13,6 +14,8 @@ mod recording;
 mod replies;
 mod state;
 mod step;
+#[cfg(test)]
+mod test_hosts;
 
 pub use decide::decide;
 pub use decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};

@@ -49,6 +49,14 @@ pub enum RunnerError {
     ReplyNotPosted(String),
 }
 
+impl RunnerError {
+    /// What a run's last decision says when its step failed with this error: the one wording, so that
+    /// a step can tell the same failure again from the run's memory.
+    pub(super) fn as_decision(&self) -> String {
+        format!("error: {self}")
+    }
+}
+
 /// A worker this runner supervises (started here, or adopted from a runner that died), in the pool
 /// under its worker session's id: a run's next worker is another entry, so the end of the one before
 /// can never remove it.

@@ -2,6 +2,7 @@
 
 use chrono::Utc;
 
+use super::branch_hold::Settled;
 use super::decide;
 use super::decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
 use super::state::{Runner, RunnerError};
@@ -70,10 +71,15 @@ impl Runner {
         // What the work is judged by: the pull request's head when there is one, else the branch's.
         let head_now = pr_head.map(str::to_string).or(branch_head);
         let worker_alive = sessions.iter().any(|s| s.ended_at.is_none());
-        if !worker_alive && self.push_if_needed(run, forge, &memory, &sessions).await? {
-            // The forge shows the new head next tick; deciding on this tick's view would judge the
-            // worker by a head it has already moved.
-            return Ok(true);
+        if !worker_alive {
+            match self.settle_branch(run, forge, &memory, &sessions).await? {
+                Settled::Proceed => {}
+                // The forge shows the new head next tick; deciding on this tick's view would judge the
+                // worker by a head it has already moved.
+                Settled::Pushed => return Ok(true),
+                // Another host's clone has the commits: nothing here may act on a branch it lacks.
+                Settled::LetGo => return Ok(false),
+            }
         }
         if let Some(pr) = &snapshot {
             self.post_pending_review(run, forge, pr, &sessions).await?;
@@ -231,33 +237,6 @@ impl Runner {
         Ok(())
     }
 
-    /// Pushes the run's branch when a worker ended after the last push (agents only commit; the runner
-    /// pushes, on forges where that is how commits arrive). Returns whether it pushed. A run with no pull
-    /// request yet is pushed when its pull request is opened.
-    async fn push_if_needed(
-        &self,
-        run: &Run,
-        forge: &Forge,
-        memory: &RunMemory,
-        sessions: &[WorkerSession],
-    ) -> Result<bool, RunnerError> {
-        if !forge.pushes_branches() || run.pr_number.is_none() || run.branch_name.is_none() {
-            return Ok(false);
-        }
-        let last_end = sessions.iter().filter_map(|s| s.ended_at).max();
-        let Some(last_end) = last_end.filter(|end| memory.pushed_at.is_none_or(|pushed| *end > pushed))
-        else {
-            return Ok(false);
-        };
-        // Taken before the push: a worker that ends while it runs is pushed again next tick.
-        let at = Utc::now();
-        self.check_lease(run).await?;
-        forge.push(run).await?;
-        self.store.set_pushed_at(run.id, Some(&self.owner), at.max(last_end)).await?;
-        tracing::info!(run = run.id, "pushed branch {}", run.branch_name.as_deref().unwrap_or(""));
-        Ok(true)
-    }
-
     /// Posts the findings of a `pr_review` worker that ended with a verdict and whose review is not on
     /// the pull request yet (once per review; a crash between posting and recording posts it again).
     async fn post_pending_review(
@@ -325,7 +304,7 @@ impl Runner {
 
     /// Fails with `LeaseLost` unless this runner still holds the run's live lease (by the database's
     /// clock), before an action that the database cannot fence.
-    async fn check_lease(&self, run: &Run) -> Result<(), RunnerError> {
+    pub(super) async fn check_lease(&self, run: &Run) -> Result<(), RunnerError> {
         if self.is_lost() || !self.store.holds_lease(run.id, &self.owner).await? {
             return Err(crate::store::StoreError::LeaseLost(run.id).into());
         }

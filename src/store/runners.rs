@@ -342,6 +342,18 @@ impl Store {
         Ok(())
     }
 
+    /// Whether `host` has had no runner for `ttl` by the database's clock: none registered and not ended,
+    /// and none ended within `ttl`. A host whose runner exits and is started again by cron is not absent.
+    pub async fn host_absent_for(&self, host: &str, ttl: Duration) -> Result<bool> {
+        let sql = format!(
+            "SELECT count(*) FROM executor_runners WHERE host = $1 AND (ended_at IS NULL OR ended_at > {})",
+            self.pool.later_sql(2)
+        );
+        let n: i64 =
+            on_pool!(self, |p| sqlx::query_scalar(&sql).bind(host).bind(-secs(ttl)).fetch_one(p).await?);
+        Ok(n == 0)
+    }
+
     /// Runners of `host` not ended, with their pid and machine (for a runner to see which of its host's
     /// are gone).
     pub async fn live_runners_of(&self, host: &str) -> Result<Vec<HostRunner>> {
