@@ -88,6 +88,8 @@ pub struct CodexParser {
     last_message: Option<String>,
     started_items: HashSet<String>,
     seen_anything: bool,
+    /// A turn started and has not ended yet: the agent stopped mid-turn if its output ends here.
+    turn_open: bool,
 }
 
 impl CodexParser {
@@ -184,14 +186,17 @@ impl OutputParser for CodexParser {
             },
             "turn.started" => {
                 self.seen_anything = true;
+                self.turn_open = true;
                 Vec::new()
             }
             "turn.completed" => {
+                self.turn_open = false;
                 self.turns += 1;
                 let total = openai_tokens(event.get("usage").unwrap_or(&Value::Null));
                 self.thread_total(&total)
             }
             "turn.failed" => {
+                self.turn_open = false;
                 let msg = event
                     .pointer("/error/message")
                     .and_then(Value::as_str)
@@ -232,6 +237,7 @@ impl OutputParser for CodexParser {
             text: self.failure.clone().or_else(|| self.last_message.clone()),
             structured,
             session_id: self.thread_id.clone(),
+            reached_end: self.turns > 0 && !self.turn_open,
         })]
     }
 

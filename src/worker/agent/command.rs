@@ -41,11 +41,19 @@ impl OutputParser for CommandParser {
     }
 
     fn finish(&mut self, exit_code: Option<i32>) -> Vec<AgentEvent> {
-        // An adopted command's exit status is unknown (it is not our child): judge it by its output.
+        // An adopted command's exit status is unknown (it is not our child): judge it by its output,
+        // which ends with its result line (every kind's result has a `summary`) only when it got that
+        // far; a JSON line of progress before a kill is not one.
         let is_error = exit_code.is_some_and(|c| c != 0);
+        let reached_end = self
+            .last_line
+            .as_deref()
+            .and_then(json_object)
+            .is_some_and(|o| o.get("summary").is_some_and(Value::is_string));
         vec![AgentEvent::Result(AgentResult {
             subtype: "exit".into(),
             is_error,
+            reached_end,
             text: self.last_line.clone(),
             structured: self.last_object.take(),
             ..Default::default()
