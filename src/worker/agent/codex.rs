@@ -357,6 +357,24 @@ mod tests {
     use std::path::PathBuf;
 
     #[test]
+    fn a_turn_cut_off_is_not_the_end() {
+        let result = |lines: &[&str]| {
+            let mut p = CodexParser::default();
+            for l in lines {
+                p.parse_line(l);
+            }
+            match p.finish(None).first() {
+                Some(AgentEvent::Result(r)) => r.reached_end,
+                _ => panic!("no result"),
+            }
+        };
+        let started = [r#"{"type":"thread.started","thread_id":"th-1"}"#, r#"{"type":"turn.started"}"#];
+        assert!(!result(&started), "killed mid-turn");
+        let done = r#"{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":1}}"#;
+        assert!(result(&[started[0], started[1], done]));
+    }
+
+    #[test]
     fn fresh_and_resume_command_lines_read_the_prompt_from_stdin() {
         let cfg = CodexConfig::default();
         let launch = Launch { cwd: PathBuf::from("/w/t"), ..Default::default() };

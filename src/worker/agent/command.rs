@@ -77,6 +77,22 @@ mod tests {
     }
 
     #[test]
+    fn only_a_last_result_line_reaches_the_end() {
+        let ended = |lines: &[&str]| {
+            let mut p = CommandParser::default();
+            for l in lines {
+                p.parse_line(l);
+            }
+            let AgentEvent::Result(r) = &p.finish(None)[0] else { panic!() };
+            r.reached_end
+        };
+        assert!(ended(&["working", r#"{"summary": "done"}"#]));
+        assert!(!ended(&["working", r#"{"progress": 1}"#]), "a JSON line of progress is not the result");
+        assert!(!ended(&[r#"{"summary": "done"}"#, "cleaning up"]));
+        assert!(!ended(&[]));
+    }
+
+    #[test]
     fn empty_program_is_refused() {
         assert_eq!(CommandConfig::default().command_line(), Err(AgentError::EmptyProgram));
     }
