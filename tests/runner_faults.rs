@@ -279,10 +279,14 @@ async fn a_failing_review_is_fixed_for_max_review_rounds_then_told_once() {
         ["pr_review", "fix_comments", "pr_review", "fix_comments", "pr_review"],
         "two rounds of fixes on the findings, then the human: {sessions:?}"
     );
-    // Each review's findings are on the pull request, as executor's comments.
+    // Each review's findings are on the pull request, as executor's comments (each ending with its
+    // review's hidden marker).
     let pr = store.local_pr_for_run(run.id).await.unwrap().unwrap();
     let comments = store.local_comments(pr.id).await.unwrap();
-    let findings = comments.iter().filter(|c| c.by_agent && c.body == "say more").count();
+    let findings = comments
+        .iter()
+        .filter(|c| c.by_agent && c.body.starts_with("say more\n\n<!-- executor review "))
+        .count();
     assert_eq!(findings, 3, "{comments:?}");
     let notices = store.notices(Some(run.id)).await.unwrap();
     assert_eq!(notices.len(), 1);

@@ -19,6 +19,8 @@ mod faults;
 mod observing;
 #[path = "runner_github/replies.rs"]
 mod replies;
+#[path = "runner_github/reviews.rs"]
+mod reviews;
 
 use std::time::{Duration, Instant};
 

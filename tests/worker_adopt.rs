@@ -195,3 +195,78 @@ async fn lines_logged_before_a_pause_are_not_logged_again_by_the_adopter() {
     assert_eq!(text.matches("Tool output (toolu_01)").count(), 1, "{text}");
     assert_eq!(text.matches("#### Tool call: `Bash` (toolu_01)").count(), 1, "{text}");
 }
+
+/// Runs a `command` agent (`slow_command.sh`) until it printed its progress, then lets its supervisor
+/// die; returns what an adopter knows of it.
+async fn orphaned_command(sb: &Sandbox, sleep: &str) -> AdoptSpec {
+    let spec = sb.spec(command("slow_command.sh"), WorkerKind::Queued, &[("FAKE_SLEEP", sleep.into())]);
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (_stop, stop_rx) = watch::channel(false);
+    let supervisor = tokio::spawn(worker::run(spec, tx, stop_rx));
+    let mut seen = vec![rx.recv().await.unwrap()];
+    let WorkerUpdate::Started { output_path, .. } = &seen[0] else { panic!("{seen:?}") };
+    let output_path = output_path.clone();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(&output_path).unwrap_or_default().contains("progress") {
+        assert!(std::time::Instant::now() < deadline, "the agent printed nothing");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    supervisor.abort();
+    let _ = supervisor.await;
+    while let Ok(u) = rx.try_recv() {
+        seen.push(u);
+    }
+    AdoptSpec { kind: WorkerKind::Queued.into(), agent: command("slow_command.sh"), ..adopt_spec(sb, &seen) }
+}
+
+async fn gone(spec: &AdoptSpec) {
+    for _ in 0..100 {
+        if !worker::is_same_process(spec.pid, spec.pid_start_time) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the agent is still running");
+}
+
+/// Issue 21, item 3: a `command` agent killed with SIGKILL while no runner watched it was collected as
+/// `finished`: its exit status cannot be known (not our child), and a command's output always "had a
+/// result". Its output ends before its result line, so it crashed.
+#[tokio::test]
+async fn a_command_agent_killed_while_unwatched_is_collected_as_crashed() {
+    let sb = Sandbox::new();
+    let spec = orphaned_command(&sb, "30").await;
+    nix::sys::signal::killpg(nix::unistd::Pid::from_raw(spec.pid), nix::sys::signal::Signal::SIGKILL)
+        .unwrap();
+    gone(&spec).await;
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let o = worker::collect(spec, tx).await.unwrap();
+    assert_eq!(o.exit_code, None);
+    assert_eq!(o.reason, EndReason::Crashed, "{o:?}");
+}
+
+/// The same agent killed while adopted: still not finished.
+#[tokio::test]
+async fn a_command_agent_killed_while_adopted_is_not_finished() {
+    let sb = Sandbox::new();
+    let spec = orphaned_command(&sb, "30").await;
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let (_s, srx) = watch::channel(false);
+    let adopted = tokio::spawn(worker::adopt(spec.clone(), tx, srx));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    nix::sys::signal::killpg(nix::unistd::Pid::from_raw(spec.pid), nix::sys::signal::Signal::SIGKILL)
+        .unwrap();
+    let o = adopted.await.unwrap().unwrap();
+    assert_eq!(o.reason, EndReason::Crashed, "{o:?}");
+}
+
+/// A command agent that ended on its own after its result line is finished, exit status or not.
+#[tokio::test]
+async fn a_command_agent_that_printed_its_result_line_is_collected_as_finished() {
+    let sb = Sandbox::new();
+    let spec = orphaned_command(&sb, "1").await;
+    gone(&spec).await;
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let o = worker::collect(spec, tx).await.unwrap();
+    assert_eq!(o.reason, EndReason::Finished, "{o:?}");
+}

@@ -167,15 +167,17 @@ impl LocalForge {
         run: &Run,
         pr: &PrSnapshot,
         review: &ReviewResult,
+        marker: &str,
     ) -> Result<(), ForgeError> {
         let _ = pr;
-        let summary = review_summary(review);
+        let summary = format!("{}\n\n{marker}", review_summary(review));
         let post =
             CommentPost { body: &summary, author: REVIEW_AUTHOR, by_agent: true, ..Default::default() };
         self.comment(run, &post).await?;
         for f in &review.findings {
+            let body = format!("{}\n\n{marker}", f.body);
             let post = CommentPost {
-                body: &f.body,
+                body: &body,
                 author: REVIEW_AUTHOR,
                 by_agent: true,
                 path: f.path.as_deref(),

@@ -4,10 +4,12 @@
 pub mod github;
 pub mod local;
 mod replies;
+mod reviews;
 mod snapshot;
 
 pub use local::{ForgeError, LocalForge};
 pub use replies::{AGENT_AUTHOR, deliver_reply};
+pub use reviews::{ReviewDelivery, deliver_review, marked, review_marker};
 pub use snapshot::{
     ACK_PREFIX, Check, CheckStatus, CiRollup, Comment, Mergeable, PrRef, PrSnapshot, PrState,
 };
@@ -122,16 +124,27 @@ impl Forge {
     }
 
     /// Posts a `pr_review` worker's findings on the pull request as executor's (an agent's) comments:
-    /// on GitHub one review with a comment per finding on its line.
+    /// on GitHub one review with a comment per finding on its line. Every part ends with `marker`
+    /// ([`review_marker`]); the runner posts through [`deliver_review`], which looks for it first.
     pub async fn post_review(
         &self,
         run: &Run,
         pr: &PrSnapshot,
         review: &ReviewResult,
+        marker: &str,
     ) -> Result<(), ForgeError> {
         match self {
-            Forge::Local(f) => f.post_review(run, pr, review).await,
-            Forge::GitHub(f) => f.post_review(run, pr, review).await,
+            Forge::Local(f) => f.post_review(run, pr, review, marker).await,
+            Forge::GitHub(f) => f.post_review(run, pr, review, marker).await,
+        }
+    }
+
+    /// Drops what the forge remembers of pull request `number`, so that the next observation asks
+    /// again: comments just recorded as executor's must not be seen as a human's from an old answer.
+    pub fn forget_observation(&self, number: i64) {
+        match self {
+            Forge::Local(_) => {} // observed from the database every time
+            Forge::GitHub(f) => f.forget_observation(number),
         }
     }
 

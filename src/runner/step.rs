@@ -7,7 +7,7 @@ use super::decide;
 use super::decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
 use super::state::{Runner, RunnerError};
 use crate::domain::{Actor, EndClass, EndReason, ReviewVerdict, Run, RunState, WorkerKind};
-use crate::forge::{Forge, PrSnapshot};
+use crate::forge::{Forge, PrSnapshot, ReviewDelivery, deliver_review};
 use crate::store::{RunMemory, WorkerSession};
 use crate::workspace;
 
@@ -82,7 +82,11 @@ impl Runner {
             }
         }
         if let Some(pr) = &snapshot {
-            self.post_pending_review(run, forge, pr, &sessions).await?;
+            if self.post_pending_review(run, forge, pr, &sessions).await? {
+                // This tick's view shows the review an earlier attempt posted as someone else's comments:
+                // deciding on it would send a worker to executor's own findings as a human's.
+                return Ok(true);
+            }
             if !worker_alive && self.post_pending_replies(run, forge, pr).await? {
                 // This tick's view lacks the replies just posted: deciding on it would send a worker
                 // back to comments that are answered.
@@ -238,35 +242,39 @@ impl Runner {
     }
 
     /// Posts the findings of a `pr_review` worker that ended with a verdict and whose review is not on
-    /// the pull request yet (once per review; a crash between posting and recording posts it again).
+    /// the pull request yet, once: a review an attempt posted without recording it (a crash, or an
+    /// error answered for a review GitHub applied) is found by its marker and recorded instead.
+    /// Returns whether such an earlier review was found (this tick's view then misreads it).
     async fn post_pending_review(
         &self,
         run: &Run,
         forge: &Forge,
         pr: &PrSnapshot,
         sessions: &[WorkerSession],
-    ) -> Result<(), RunnerError> {
+    ) -> Result<bool, RunnerError> {
         let pending = sessions.iter().rev().find(|s| {
             s.kind == WorkerKind::PrReview
                 && s.verdict.is_some()
                 && s.ended_at.is_some()
                 && s.review_posted_at.is_none()
         });
-        let Some(session) = pending else { return Ok(()) };
+        let Some(session) = pending else { return Ok(false) };
         let review = session
             .result_json
             .as_deref()
             .and_then(|j| serde_json::from_str::<crate::worker::result::ReviewResult>(j).ok());
+        let mut found_earlier = false;
         if let Some(mut review) = review {
             // The agent's words go to the forge: a secret it came across must not.
             review.summary = self.redactor.redact(&review.summary);
             for f in &mut review.findings {
                 f.body = self.redactor.redact(&f.body);
             }
-            forge.post_review(run, pr, &review).await?;
+            let delivered = deliver_review(forge, &self.store, run, pr, session.id, &review).await?;
+            found_earlier = delivered == ReviewDelivery::FoundEarlier;
         }
         self.store.set_review_posted(session.id).await?;
-        Ok(())
+        Ok(found_earlier)
     }
 
     /// A worker killed by the watchdog is told to the human once, with how many attempts remain.

@@ -221,7 +221,11 @@ fn end_reason(stop: Option<EndReason>, exit: ExitInfo, result: Option<&AgentResu
     }
     match (exit.code, result) {
         (_, None) => EndReason::Crashed,
-        (Some(0) | None, Some(r)) if !r.is_error => EndReason::Finished,
+        (Some(0), Some(r)) if !r.is_error => EndReason::Finished,
+        // Adopted, so the exit status is unknown: only the agent's own final word reads as success.
+        // Without one it stopped before its end — killed, or crashed — while nobody watched.
+        (None, Some(r)) if !r.reached_end => EndReason::Crashed,
+        (None, Some(r)) if !r.is_error => EndReason::Finished,
         _ => EndReason::Failed,
     }
 }
@@ -304,7 +308,9 @@ mod tests {
         assert_eq!(end_reason(None, bad, Some(&res(false))), EndReason::Failed);
         assert_eq!(end_reason(None, bad, None), EndReason::Crashed);
         assert_eq!(end_reason(None, killed, Some(&res(false))), EndReason::Crashed);
-        assert_eq!(end_reason(None, unknown, Some(&res(false))), EndReason::Finished);
+        let ended = AgentResult { reached_end: true, ..Default::default() };
+        assert_eq!(end_reason(None, unknown, Some(&ended)), EndReason::Finished);
+        assert_eq!(end_reason(None, unknown, Some(&res(false))), EndReason::Crashed);
         assert_eq!(end_reason(None, unknown, None), EndReason::Crashed);
         let budget = AgentResult { budget_exceeded: true, is_error: true, ..Default::default() };
         assert_eq!(end_reason(None, ok, Some(&budget)), EndReason::BudgetExceeded);

@@ -51,6 +51,9 @@ pub enum Fault {
     Malformed,
     /// Never answers: the client must time out.
     Hang,
+    /// The request is carried out (a write is applied), then answered with that HTTP status, as when
+    /// GitHub's gateway gives up on an answer its backend went on to produce.
+    AppliedThen(u16),
 }
 
 /// What the client asked for. `rest` counts every REST API request (a 304 too), `not_modified` the
@@ -396,6 +399,12 @@ impl FakeGitHub {
     /// in the order given.
     pub fn fail_next(&self, fault: Fault, times: usize) {
         self.state().faults.push_back((fault, times));
+    }
+
+    /// The next `times` requests to `route` (a `Counts::by_route` name, e.g. `graphql:AddReview`) get
+    /// `fault`, before any queued by [`FakeGitHub::fail_next`]. `PartialErrors` on a mutation applies it.
+    pub fn fail_route(&self, route: &str, fault: Fault, times: usize) {
+        self.state().route_faults.push((route.to_string(), fault, times));
     }
 
     /// The `retry-after` seconds of `SecondaryLimit` and `TooMany` (default 60).

@@ -96,15 +96,17 @@ pub(super) async fn dispatch(
         } else {
             state.counts.rest += 1;
         }
-        *state.counts.by_route.entry(route).or_insert(0) += 1;
         if let Some(refusal) = refuse(&state, &headers) {
+            *state.counts.by_route.entry(route).or_insert(0) += 1;
             return respond(refusal);
         }
-        take_fault(&mut state, is_graphql)
+        let fault = take_route_fault(&mut state, &route).or_else(|| take_fault(&mut state, is_graphql));
+        *state.counts.by_route.entry(route).or_insert(0) += 1;
+        fault
     };
     match fault {
         Some(Fault::Hang) => std::future::pending::<()>().await,
-        Some(Fault::PartialErrors) | None => {}
+        Some(Fault::PartialErrors | Fault::AppliedThen(_)) | None => {}
         Some(other) => return respond(fault_answer(&lock(&shared), other)),
     }
 
@@ -126,7 +128,22 @@ pub(super) async fn dispatch(
             rest::handle(&mut state, route, &body, &headers)
         }
     };
+    if let Some(Fault::AppliedThen(status)) = fault {
+        // Done, and then the answer is lost on the way back.
+        return respond(Answer::message(status, "Server Error"));
+    }
     respond(if is_graphql { answer } else { rest::finish(&mut state, &method, &headers, answer, free) })
+}
+
+fn take_route_fault(state: &mut State, route: &str) -> Option<Fault> {
+    let index = state.route_faults.iter().position(|(r, _, times)| r == route && *times > 0)?;
+    let entry = &mut state.route_faults[index];
+    entry.2 -= 1;
+    let fault = entry.1;
+    if entry.2 == 0 {
+        state.route_faults.remove(index);
+    }
+    Some(fault)
 }
 
 /// 401 without a token (or with the wrong one, when one is set); 403 without a User-Agent, as GitHub.
@@ -185,7 +202,7 @@ fn fault_answer(state: &State, fault: Fault) -> Answer {
             body: AnswerBody::Text("<html><body>502 Bad Gateway</body></html>".into()),
             etag_salt: String::new(),
         },
-        Fault::PartialErrors | Fault::Hang => unreachable!("handled by dispatch"),
+        Fault::PartialErrors | Fault::Hang | Fault::AppliedThen(_) => unreachable!("handled by dispatch"),
     }
 }
 

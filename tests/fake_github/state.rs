@@ -166,6 +166,8 @@ pub struct State {
     pub latency: Duration,
     pub retry_after_secs: u64,
     pub faults: VecDeque<(Fault, usize)>,
+    /// Faults for one route only: (route name, fault, times left).
+    pub route_faults: Vec<(String, Fault, usize)>,
     pub counts: Counts,
     pub graphql_remaining: u32,
     pub graphql_reset: DateTime<Utc>,
@@ -191,6 +193,7 @@ impl State {
             latency: Duration::ZERO,
             retry_after_secs: 60,
             faults: VecDeque::new(),
+            route_faults: Vec::new(),
             counts: Counts::default(),
             graphql_remaining: HOURLY_LIMIT,
             graphql_reset: reset,

@@ -154,13 +154,16 @@ impl GitHubForge {
     }
 
     /// A review's findings as one GitHub review (event COMMENT: executor never approves) with a comment
-    /// per finding on its line. GitHub refuses a comment on a line outside the diff; then the findings
-    /// go into the review's body instead. Every id is recorded as executor's.
+    /// per finding on its line, each part ending with `marker`. GitHub refuses a comment on a line
+    /// outside the diff; then the findings go into the review's body instead — but only once the pull
+    /// request shows that the first attempt left nothing: a 502 or GraphQL errors may come back from a
+    /// review that was applied. Every id is recorded as executor's.
     pub async fn post_review(
         &self,
         run: &Run,
         pr: &PrSnapshot,
         review: &ReviewResult,
+        marker: &str,
     ) -> Result<(), ForgeError> {
         let node = self.node_id(pr.number).ok_or(ForgeError::NoPr(run.id))?;
         let threads: Vec<Value> = review
@@ -168,21 +171,32 @@ impl GitHubForge {
             .iter()
             .filter_map(|f| match (&f.path, f.line) {
                 (Some(path), Some(line)) if line > 0 => {
-                    Some(json!({ "path": path, "line": line, "body": f.body }))
+                    Some(json!({ "path": path, "line": line, "body": format!("{}\n\n{marker}", f.body) }))
                 }
                 _ => None,
             })
             .collect();
-        let body = review_summary(review);
+        let body = format!("{}\n\n{marker}", review_summary(review));
         let vars = json!({ "pr": node, "commit": pr.head_sha, "body": body, "threads": threads });
         let data = match self.client.graphql(ADD_REVIEW, vars).await {
             Ok(data) => data,
             Err(e) if !threads.is_empty() && !e.is_rate_limit() => {
+                let applied = self.marked_comments(run, marker).await?;
+                if !applied.is_empty() {
+                    tracing::info!(run = run.id, "the review was posted despite the error ({e})");
+                    for id in &applied {
+                        self.store.record_agent_comment(run.id, id, None).await?;
+                    }
+                    // Observed just now, before the ids were recorded: not to be reused.
+                    self.forget_observation(pr.number);
+                    return Ok(());
+                }
                 tracing::info!(
                     run = run.id,
                     "posting the review with line comments failed ({e}); posting it whole"
                 );
-                let everything = format!("{body}{}", findings_on_lines(review));
+                let everything =
+                    format!("{}{}\n\n{marker}", review_summary(review), findings_on_lines(review));
                 self.client
                     .graphql(
                         ADD_REVIEW,
@@ -199,6 +213,24 @@ impl GitHubForge {
             self.store.record_agent_comment(run.id, &id, None).await?;
         }
         Ok(())
+    }
+
+    /// The ids of the comments marked `marker` on the pull request, asked again.
+    async fn marked_comments(&self, run: &Run, marker: &str) -> Result<Vec<String>, ForgeError> {
+        if let Some(number) = run.pr_number {
+            self.forget_observation(number);
+        }
+        let seen = self.snapshots_unlogged(std::slice::from_ref(run)).await?.remove(&run.id).flatten();
+        Ok(seen
+            .map(|pr| crate::forge::marked(&pr, marker).map(|c| c.id.clone()).collect())
+            .unwrap_or_default())
+    }
+
+    /// Drops the last observation of pull request `number`: the next one asks GitHub again.
+    pub fn forget_observation(&self, number: i64) {
+        if let Ok(mut cache) = self.cache.lock() {
+            cache.remove(&number);
+        }
     }
 
     /// The last lines of each failed GitHub Actions job at the head, by check name.

@@ -315,6 +315,8 @@ fn result(event: &Value, known_session: Option<String>) -> AgentResult {
         structured: event.get("structured_output").filter(|v| !v.is_null()).cloned(),
         session_id: str_field(event, "session_id").or(known_session),
         subtype,
+        // Claude Code prints its `result` event only at the end of its run.
+        reached_end: true,
     }
 }
 

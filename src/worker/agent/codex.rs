@@ -88,6 +88,8 @@ pub struct CodexParser {
     last_message: Option<String>,
     started_items: HashSet<String>,
     seen_anything: bool,
+    /// A turn started and has not ended yet: the agent stopped mid-turn if its output ends here.
+    turn_open: bool,
 }
 
 impl CodexParser {
@@ -184,14 +186,17 @@ impl OutputParser for CodexParser {
             },
             "turn.started" => {
                 self.seen_anything = true;
+                self.turn_open = true;
                 Vec::new()
             }
             "turn.completed" => {
+                self.turn_open = false;
                 self.turns += 1;
                 let total = openai_tokens(event.get("usage").unwrap_or(&Value::Null));
                 self.thread_total(&total)
             }
             "turn.failed" => {
+                self.turn_open = false;
                 let msg = event
                     .pointer("/error/message")
                     .and_then(Value::as_str)
@@ -232,6 +237,7 @@ impl OutputParser for CodexParser {
             text: self.failure.clone().or_else(|| self.last_message.clone()),
             structured,
             session_id: self.thread_id.clone(),
+            reached_end: self.turns > 0 && !self.turn_open,
         })]
     }
 
@@ -349,6 +355,24 @@ impl CodexParser {
 mod tests {
     use super::*;
     use std::path::PathBuf;
+
+    #[test]
+    fn a_turn_cut_off_is_not_the_end() {
+        let result = |lines: &[&str]| {
+            let mut p = CodexParser::default();
+            for l in lines {
+                p.parse_line(l);
+            }
+            match p.finish(None).first() {
+                Some(AgentEvent::Result(r)) => r.reached_end,
+                _ => panic!("no result"),
+            }
+        };
+        let started = [r#"{"type":"thread.started","thread_id":"th-1"}"#, r#"{"type":"turn.started"}"#];
+        assert!(!result(&started), "killed mid-turn");
+        let done = r#"{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":1}}"#;
+        assert!(result(&[started[0], started[1], done]));
+    }
 
     #[test]
     fn fresh_and_resume_command_lines_read_the_prompt_from_stdin() {

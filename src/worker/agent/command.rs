@@ -41,11 +41,19 @@ impl OutputParser for CommandParser {
     }
 
     fn finish(&mut self, exit_code: Option<i32>) -> Vec<AgentEvent> {
-        // An adopted command's exit status is unknown (it is not our child): judge it by its output.
+        // An adopted command's exit status is unknown (it is not our child): judge it by its output,
+        // which ends with its result line (every kind's result has a `summary`) only when it got that
+        // far; a JSON line of progress before a kill is not one.
         let is_error = exit_code.is_some_and(|c| c != 0);
+        let reached_end = self
+            .last_line
+            .as_deref()
+            .and_then(json_object)
+            .is_some_and(|o| o.get("summary").is_some_and(Value::is_string));
         vec![AgentEvent::Result(AgentResult {
             subtype: "exit".into(),
             is_error,
+            reached_end,
             text: self.last_line.clone(),
             structured: self.last_object.take(),
             ..Default::default()
@@ -66,6 +74,22 @@ mod tests {
         let AgentEvent::Result(r) = &p.finish(Some(0))[0] else { panic!() };
         assert_eq!(r.structured, Some(serde_json::json!({"b":2})));
         assert!(!r.is_error);
+    }
+
+    #[test]
+    fn only_a_last_result_line_reaches_the_end() {
+        let ended = |lines: &[&str]| {
+            let mut p = CommandParser::default();
+            for l in lines {
+                p.parse_line(l);
+            }
+            let AgentEvent::Result(r) = &p.finish(None)[0] else { panic!() };
+            r.reached_end
+        };
+        assert!(ended(&["working", r#"{"summary": "done"}"#]));
+        assert!(!ended(&["working", r#"{"progress": 1}"#]), "a JSON line of progress is not the result");
+        assert!(!ended(&[r#"{"summary": "done"}"#, "cleaning up"]));
+        assert!(!ended(&[]));
     }
 
     #[test]

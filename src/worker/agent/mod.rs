@@ -116,6 +116,10 @@ pub struct AgentResult {
     /// The structured result (Claude `structured_output`, a JSON final message, a command's JSON line).
     pub structured: Option<Value>,
     pub session_id: Option<String>,
+    /// The output itself shows the agent reached its end: Claude's `result` event, Codex's last turn
+    /// completed, a command's last line a JSON object (its result line). An adopted agent's exit status
+    /// is unknown (it is not our child), so without this it never reads as finished.
+    pub reached_end: bool,
 }
 
 /// One thing the agent did or said, in a form common to all agents.
