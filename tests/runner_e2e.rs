@@ -278,8 +278,9 @@ fn the_demo_takes_a_task_to_complete_offline() {
     assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
     // The story, each step told as it happened, in this order.
     let steps = [
-        "DEMO-1: triaged awaiting_go",
+        // The free filters run before any triage.
         "DEMO-2: skipped by filter figma_link",
+        "DEMO-1: triaged awaiting_go",
         "acceptance criterion for the review:",
         "▶ queued worker started",
         "run #1: in_progress → pr",
