@@ -44,6 +44,11 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0007_replies.sql"),
         postgres: include_str!("../../migrations/postgres/0007_replies.sql"),
     },
+    Migration {
+        version: 9,
+        sqlite: include_str!("../../migrations/sqlite/0009_forge_cache.sql"),
+        postgres: include_str!("../../migrations/postgres/0009_forge_cache.sql"),
+    },
 ];
 
 /// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and

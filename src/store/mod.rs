@@ -15,6 +15,7 @@ mod board;
 mod clock;
 mod columns;
 mod events;
+mod forge_cache;
 mod forge_records;
 mod local_forge;
 mod migrate;

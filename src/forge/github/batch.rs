@@ -19,10 +19,11 @@ use serde_json::{Value, json};
 use super::wire::{WireCheckContext, WireContextsPage, WirePr, WireThread, WireThreadsPage};
 use super::{AgentComments, GitHubError, GitHubForge, Observed};
 use crate::domain::Run;
-use crate::forge::{CiRollup, ForgeError, Mergeable, PrSnapshot, PrState};
+use crate::forge::{CiRollup, Comment, ForgeError, Mergeable, PrSnapshot, PrState};
 
 const BATCH: &str = include_str!("graphql/batch.graphql");
 const PR_FIELDS: &str = include_str!("graphql/pr_fields.graphql");
+const PR_THREADS: &str = include_str!("graphql/pr_threads.graphql");
 const CHECK_CONTEXT: &str = include_str!("graphql/check_context.graphql");
 const REVIEW_THREAD: &str = include_str!("graphql/review_thread.graphql");
 const CONTEXTS_PAGE: &str = include_str!("graphql/check_contexts_page.graphql");
@@ -36,15 +37,31 @@ const MAX_PAGES: usize = 100;
 /// rate limits punish bursts), so a few, not all of them.
 const BATCHES_IN_FLIGHT: usize = 4;
 
-/// The batch query for `count` pull requests: `pr0 … prN` aliases over `$n0 … $nN`.
+/// The batch query for `count` pull requests, each with its review threads: `pr0 … prN` aliases over
+/// `$n0 … $nN`.
 pub fn batch_document(count: usize) -> String {
+    batch_document_for(&vec![true; count])
+}
+
+/// The batch query for one pull request per item, with its review threads where the item is `true`.
+pub fn batch_document_for(threads: &[bool]) -> String {
     let template: String =
         BATCH.lines().filter(|l| !l.trim_start().starts_with('#')).map(|l| format!("{l}\n")).collect();
-    let variables: String = (0..count).map(|i| format!(", $n{i}: Int!")).collect();
-    let fields: Vec<String> =
-        (0..count).map(|i| format!("pr{i}: pullRequest(number: $n{i}) {{ ...PrFields }}")).collect();
+    let variables: String = (0..threads.len()).map(|i| format!(", $n{i}: Int!")).collect();
+    let fields: Vec<String> = threads
+        .iter()
+        .enumerate()
+        .map(|(i, with)| {
+            let more = if *with { " ...PrThreads" } else { "" };
+            format!("pr{i}: pullRequest(number: $n{i}) {{ ...PrFields{more} }}")
+        })
+        .collect();
     let query = template.replace("VARIABLES", &variables).replace("PULL_REQUESTS", &fields.join("\n    "));
-    format!("{query}\n{PR_FIELDS}\n{CHECK_CONTEXT}\n{REVIEW_THREAD}")
+    // GraphQL refuses a fragment the document does not use.
+    match threads.contains(&true) {
+        true => format!("{query}\n{PR_FIELDS}\n{CHECK_CONTEXT}\n{PR_THREADS}\n{REVIEW_THREAD}"),
+        false => format!("{query}\n{PR_FIELDS}\n{CHECK_CONTEXT}"),
+    }
 }
 
 /// The page queries, with the one fragment each uses (GraphQL refuses unused fragments).
@@ -213,6 +230,24 @@ impl GitHubForge {
         }
     }
 
+    /// Whether pull request `number`'s review threads must be asked for with it: they cost most of a
+    /// pull request's points, and change only with its `updated_at` (a review comment, a reply). Not
+    /// asked when it is unchanged in the listing (or the listing answered 304) and its last observation
+    /// came after the second of its last change.
+    fn needs_threads(&self, number: i64, listed: Option<&Listed>) -> bool {
+        let Some(last) = self.cached(number) else { return true };
+        if !last.after_its_second() {
+            return true;
+        }
+        match listed {
+            None => false,
+            Some(l) => match l.updated.get(&number) {
+                Some(at) => last.updated_at.as_deref() != Some(at.as_str()),
+                None => !l.holds_every_change,
+            },
+        }
+    }
+
     /// Asks for `stale` in batches of `batch_size`, up to [`BATCHES_IN_FLIGHT`] at once: one after the
     /// other, 500 pull requests are 20 round trips, several seconds a tick even when GitHub answers
     /// fast. Each answer is taken in as it arrives, so at most that many answers are held at once.
@@ -222,14 +257,19 @@ impl GitHubForge {
         agent: &AgentComments,
         listed: Option<&Listed>,
     ) -> Result<(), ForgeError> {
-        let chunks: Vec<&[i64]> = stale.chunks(self.batch_size).collect();
+        // Those whose threads are asked for first, so that as few batches as can be carry the threads' cost.
+        let mut stale: Vec<(i64, bool)> =
+            stale.iter().map(|n| (*n, self.needs_threads(*n, listed))).collect();
+        stale.sort_by_key(|(n, threads)| (!threads, *n));
+        let chunks: Vec<&[(i64, bool)]> = stale.chunks(self.batch_size).collect();
         let mut in_flight = tokio::task::JoinSet::new();
         let mut next = 0;
         loop {
             while next < chunks.len() && in_flight.len() < BATCHES_IN_FLIGHT {
                 let (client, index) = (Arc::clone(&self.client), next);
-                let (document, variables) =
-                    (batch_document(chunks[index].len()), self.batch_variables(chunks[index]));
+                let threads: Vec<bool> = chunks[index].iter().map(|(_, t)| *t).collect();
+                let numbers: Vec<i64> = chunks[index].iter().map(|(n, _)| *n).collect();
+                let (document, variables) = (batch_document_for(&threads), self.batch_variables(&numbers));
                 // When it was asked: an answer may already miss a change made later in the same second.
                 let asked_at = chrono::Utc::now();
                 in_flight.spawn(async move { (index, asked_at, client.graphql(&document, variables).await) });
@@ -242,7 +282,8 @@ impl GitHubForge {
                 Some(Err(e)) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
                 Some(Err(e)) => return Err(e.into()),
             };
-            self.query_batch(chunks[index], answer?, asked_at, agent, listed).await?;
+            let numbers: Vec<i64> = chunks[index].iter().map(|(n, _)| *n).collect();
+            self.query_batch(&numbers, answer?, asked_at, agent, listed).await?;
         }
     }
 
@@ -282,7 +323,22 @@ impl GitHubForge {
             let contexts = self.more_contexts(number, pr.contexts_next_page()).await?;
             let threads = self.more_threads(number, pr.threads_next_page()).await?;
             let node_id = pr.id.clone();
-            let snapshot = pr.into_snapshot(contexts, threads, agent, chrono::Utc::now());
+            let threads_asked = pr.review_threads.is_some();
+            let mut snapshot = pr.into_snapshot(contexts, threads, agent, chrono::Utc::now());
+            if !threads_asked {
+                // Not asked, as the pull request did not change: its last observation's threads hold.
+                let last = self.cached(number).map(|o| o.snapshot.comments).unwrap_or_default();
+                let mut threaded: Vec<Comment> = last
+                    .into_iter()
+                    .filter(|c| c.thread_id.is_some())
+                    .map(|mut c| {
+                        c.by_agent |= agent.contains_key(&c.id);
+                        c
+                    })
+                    .collect();
+                threaded.append(&mut snapshot.comments);
+                snapshot.comments = threaded;
+            }
             let updated_at = match listed {
                 Some(l) => l.updated.get(&number).cloned(),
                 None => self.cached(number).and_then(|o| o.updated_at),
@@ -384,11 +440,18 @@ mod tests {
     fn the_batch_document_aliases_each_pull_request() {
         let doc = batch_document(2);
         assert!(doc.contains("query Batch($owner: String!, $name: String!, $n0: Int!, $n1: Int!)"), "{doc}");
-        assert!(doc.contains("pr0: pullRequest(number: $n0) { ...PrFields }"), "{doc}");
-        assert!(doc.contains("pr1: pullRequest(number: $n1) { ...PrFields }"), "{doc}");
+        assert!(doc.contains("pr0: pullRequest(number: $n0) { ...PrFields ...PrThreads }"), "{doc}");
+        assert!(doc.contains("pr1: pullRequest(number: $n1) { ...PrFields ...PrThreads }"), "{doc}");
         assert!(!doc.contains("PULL_REQUESTS") && !doc.contains("VARIABLES"), "{doc}");
-        for fragment in ["fragment PrFields", "fragment CheckContext", "fragment ReviewThread"] {
+        for fragment in
+            ["fragment PrFields", "fragment CheckContext", "fragment PrThreads", "fragment ReviewThread"]
+        {
             assert_eq!(doc.matches(fragment).count(), 1, "{fragment}");
         }
+        // Threads only where asked for, and their fragments only when some pull request asks.
+        let mixed = batch_document_for(&[true, false]);
+        assert!(mixed.contains("pr1: pullRequest(number: $n1) { ...PrFields }"), "{mixed}");
+        let none = batch_document_for(&[false, false]);
+        assert!(!none.contains("PrThreads") && !none.contains("ReviewThread"), "{none}");
     }
 }

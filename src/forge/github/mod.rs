@@ -14,7 +14,7 @@ mod batch;
 pub mod wire;
 mod writes;
 
-pub use batch::batch_document;
+pub use batch::{batch_document, batch_document_for};
 pub use wire::AgentComments;
 
 use crate::github::{GitHubClient, GitHubError};
