@@ -17,6 +17,8 @@ mod github_support;
 mod ci_trigger;
 #[path = "runner_github/faults.rs"]
 mod faults;
+#[path = "runner_github/memory.rs"]
+mod memory;
 #[path = "runner_github/observing.rs"]
 mod observing;
 #[path = "runner_github/replies.rs"]

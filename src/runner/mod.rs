@@ -13,6 +13,7 @@ mod recording;
 mod replies;
 mod state;
 mod step;
+mod unobserved;
 
 pub use decide::decide;
 pub use decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};

@@ -273,6 +273,13 @@ fn query(state: &State, request: &Request, cost: u32, errors: &mut Vec<Value>) -
     for field in pull_request_fields(request) {
         let alias = field.alias.clone().unwrap_or_else(|| field.name.clone());
         let number = argument(field, "number", &request.variables).as_i64().unwrap_or(0);
+        if state.failing_prs.contains(&number) {
+            let message =
+                "Something went wrong while executing your query. This may be the result of a timeout.";
+            errors.push(json!({"message": message, "path": [json!("repository"), json!(alias)]}));
+            prs.insert(alias, Value::Null);
+            continue;
+        }
         let Some(pr) = repo.pr(number) else {
             let message = format!("Could not resolve to a PullRequest with the number of {number}.");
             errors.push(not_found(vec![json!("repository"), json!(alias)], message));

@@ -14,7 +14,7 @@ use crate::fake_github::PostedKind;
 use crate::github_support::{CiPlayer, GhEnv, REPO, run_of, text};
 
 /// Runs the runner (playing CI between runs) until `done` holds for the task's run; returns it.
-async fn drive_until(env: &GhEnv, gid: &str, ci: &mut CiPlayer, done: impl Fn(&Run) -> bool) -> Run {
+pub async fn drive_until(env: &GhEnv, gid: &str, ci: &mut CiPlayer, done: impl Fn(&Run) -> bool) -> Run {
     let store = env.store().await;
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {

@@ -152,8 +152,7 @@ impl GitHubForge {
             None => self
                 .snapshots_unlogged(std::slice::from_ref(run))
                 .await?
-                .remove(&run.id)
-                .flatten()
+                .take(run.id)?
                 .ok_or(ForgeError::NoPr(run.id))?,
         };
         let found = snapshot.comments.iter().find(|c| c.id == parent);
