@@ -74,7 +74,9 @@ mod tests {
         assert!(overdue(&u, timeout, &[], since + TimeDelta::seconds(599)).is_none());
         let notice = overdue(&u, timeout, &[], since + TimeDelta::seconds(600)).unwrap();
         assert!(notice.text.contains("PR #7") && notice.text.contains("HTTP 502"), "{}", notice.text);
-        assert!(overdue(&u, timeout, &[notice.key.clone()], since + TimeDelta::hours(2)).is_none());
+        assert!(
+            overdue(&u, timeout, std::slice::from_ref(&notice.key), since + TimeDelta::hours(2)).is_none()
+        );
         // A new stretch of failures is told again.
         let again = Unobserved { since: since + TimeDelta::hours(1), ..u };
         assert!(overdue(&again, timeout, &[notice.key], since + TimeDelta::hours(2)).is_some());

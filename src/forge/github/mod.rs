@@ -49,9 +49,10 @@ pub struct GitHubForge {
     /// is newer, so a page that reaches back past it lists them all.
     listed_up_to: Mutex<Option<DateTime<Utc>>>,
     /// Pull requests GitHub answered with an error of their own, since when: asked again every tick.
-    failing: Mutex<HashMap<i64, Unobserved>>,
+    /// (Boxed, like the flag below, to keep `Forge`'s variants of a size.)
+    failing: Box<Mutex<HashMap<i64, Unobserved>>>,
     /// Whether what an earlier process kept (see `memory.rs`) was read.
-    memory_loaded: tokio::sync::OnceCell<()>,
+    memory_loaded: Box<tokio::sync::OnceCell<()>>,
 }
 
 /// A pull request as last observed, with what it takes to write to it.
@@ -119,8 +120,8 @@ impl GitHubForge {
             cache: Mutex::new(HashMap::new()),
             ignored: Mutex::new(HashSet::new()),
             listed_up_to: Mutex::new(None),
-            failing: Mutex::new(HashMap::new()),
-            memory_loaded: tokio::sync::OnceCell::new(),
+            failing: Box::new(Mutex::new(HashMap::new())),
+            memory_loaded: Box::new(tokio::sync::OnceCell::new()),
         })
     }
 
