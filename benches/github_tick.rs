@@ -9,9 +9,10 @@
 //! one of them (a completed run only watches its draft for new trusted comments), so a tick is pure
 //! observation: the batched GraphQL snapshots behind the conditional open-PR list.
 //!
-//! Four ticks: "all changed" (nothing cached yet), "nothing changed" (the list answers 304), "few
-//! changed" (after ~1% of the pull requests were touched, which bumps their `updated_at`) and "fresh
-//! process" (a new runner on the same database, as cron starts one: the forge's memory is read back).
+//! Four ticks: "all changed" (nothing cached yet), "nothing changed" (the list answers 304), "fresh
+//! process" (a new runner on the same database, as cron starts one: the forge's memory is read back,
+//! nothing changed) and "few changed" (after ~1% of the pull requests were touched, which bumps their
+//! `updated_at`).
 //! Then the same at 200 pull requests whose CI is pending (`-- --pending N` for other sizes), which are
 //! asked again every tick. Points are the fake's, by GitHub's published cost formula.
 
@@ -155,13 +156,16 @@ async fn ticks(fake: FakeGitHub, n: usize, pending: bool, rss_start: u64) {
     let mut runner = Runner::new(config.clone(), store.clone()).expect("runner");
     let rss_ready = rss_kib("VmRSS:");
     let touched = (n / 100).max(1);
+    // Pull requests are rarely observed in the second they were made: one observed then is asked again
+    // (see `after_the_second` in the forge), which would blur the "nothing changed" figures.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
     for (label, before_tick) in [
         ("1 all changed", None),
         ("2 nothing changed", None),
-        ("3 few changed", Some(touched)),
-        ("4 fresh process", None),
+        ("3 fresh process", None),
+        ("4 few changed", Some(touched)),
     ] {
-        if label.starts_with('4') {
+        if label.starts_with('3') {
             // As cron starts one: a new runner, its forge and client new, on the same database.
             tokio::time::sleep(Duration::from_millis(1100)).await;
             runner = Runner::new(config.clone(), store.clone()).expect("runner");
@@ -187,7 +191,7 @@ async fn ticks(fake: FakeGitHub, n: usize, pending: bool, rss_start: u64) {
         let spent = delta(&before, &fake.counts());
         assert_eq!(report.runs_seen, n, "every run seen");
         assert!(report.failures.is_empty(), "tick failed: {:?}", report.failures);
-        let nothing_changed = label.starts_with('2') || label.starts_with('4');
+        let nothing_changed = label.starts_with('2') || label.starts_with('3');
         let per_pr = spent.graphql_points as f64 / n as f64;
         println!(
             "{n:>5}  {label:<18} {:>5} {:>8} {:>8} {per_pr:>7.3}  {:>10} {:>10}  {:>9}  {}",
