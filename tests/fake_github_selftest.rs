@@ -28,17 +28,9 @@ async fn fake() -> FakeGitHub {
     github
 }
 
-/// The real batch document of src/forge/github/graphql with `count` aliases, built as its comment says.
+/// The forge's batch document with `count` aliases, each with its review threads.
 fn batch_query(count: usize) -> String {
-    let batch = include_str!("../src/forge/github/graphql/batch.graphql");
-    let fields = include_str!("../src/forge/github/graphql/pr_fields.graphql");
-    let variables: String = (0..count).map(|k| format!("!, $n{k}: Int")).collect();
-    let aliases: String =
-        (0..count).map(|k| format!("pr{k}: pullRequest(number: $n{k}) {{ ...PrFields }}\n")).collect();
-    format!(
-        "{}\n{fields}",
-        batch.replace("!VARIABLES", &format!("{variables}!")).replace("    PULL_REQUESTS\n", &aliases)
-    )
+    executor::forge::github::batch_document(count)
 }
 
 async fn graphql(github: &FakeGitHub, query: &str, variables: Value) -> Value {
@@ -119,11 +111,11 @@ async fn batch_answers_each_pull_request_and_a_null_with_not_found_for_an_unknow
     assert_eq!(errors[0]["type"], json!("NOT_FOUND"));
     assert_eq!(errors[0]["path"], json!(["repository", "pr2"]));
 
-    // 1 point per request plus 1 per 10 pull requests.
-    assert_eq!(answer["data"]["rateLimit"]["cost"], json!(2));
-    assert_eq!(answer["data"]["rateLimit"]["remaining"], json!(4998));
+    // GitHub's formula: 3 × (4 connections + reviewThreads + 10 thread comments) = 45 requests, 1 point.
+    assert_eq!(answer["data"]["rateLimit"]["cost"], json!(1));
+    assert_eq!(answer["data"]["rateLimit"]["remaining"], json!(4999));
     let counts = github.counts();
-    assert_eq!((counts.graphql, counts.graphql_points, counts.route("graphql:Batch")), (1, 2, 1));
+    assert_eq!((counts.graphql, counts.graphql_points, counts.route("graphql:Batch")), (1, 1, 1));
 }
 
 #[tokio::test]
@@ -143,8 +135,9 @@ async fn checks_and_threads_paginate_with_honest_page_info() {
     assert_eq!(contexts["nodes"].as_array().unwrap().len(), 100);
     assert_eq!(contexts["pageInfo"], json!({"hasNextPage": true, "endCursor": "99"}));
     let threads = &pr["reviewThreads"];
-    assert_eq!(threads["nodes"].as_array().unwrap().len(), 50);
-    assert_eq!(threads["pageInfo"], json!({"hasNextPage": true, "endCursor": "49"}));
+    // The batch asks 10 threads a page (pr_threads.graphql), the pages that follow 50.
+    assert_eq!(threads["nodes"].as_array().unwrap().len(), 10);
+    assert_eq!(threads["pageInfo"], json!({"hasNextPage": true, "endCursor": "9"}));
 
     let page_variables =
         |after: &str| json!({"owner": "octo", "name": "app", "number": number, "after": after});
@@ -441,17 +434,17 @@ async fn writes_are_recorded_and_seen_by_the_next_batch() {
 async fn graphql_answers_rate_limited_without_data_once_points_run_out_until_the_reset() {
     let github = fake().await;
     let number = github.create_pr(REPO, "executor/one", "One", true, "aaa111");
-    github.set_rate_remaining(2);
+    github.set_rate_remaining(1);
     let last = batch(&github, &[number]).await;
     assert_eq!(last["data"]["rateLimit"]["remaining"], json!(0));
     let refused = batch(&github, &[number]).await;
     assert!(refused.get("data").is_none());
     assert_eq!(refused["errors"][0]["type"], json!("RATE_LIMITED"));
-    assert_eq!(github.counts().graphql_points, 2);
+    assert_eq!(github.counts().graphql_points, 1);
 
     github.set_rate_reset(chrono::Utc::now() - chrono::Duration::seconds(1));
     let renewed = batch(&github, &[number]).await;
-    assert_eq!(renewed["data"]["rateLimit"]["remaining"], json!(4998));
+    assert_eq!(renewed["data"]["rateLimit"]["remaining"], json!(4999));
 }
 
 async fn list_issues(github: &FakeGitHub, query: &str) -> reqwest::Response {
@@ -499,4 +492,36 @@ async fn issues_list_pull_requests_too_and_filter_by_state_labels_and_since() {
     assert_eq!(paged.as_array().unwrap().len(), 1);
     assert_eq!(list_issues(&github, "since=yesterday").await.status(), StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(github.counts().route("issues_list"), 6);
+}
+
+/// GitHub's published cost formula: each connection needs as many requests as the product of the
+/// `first`/`last` of the connections around it; their sum / 100, rounded, at least 1.
+#[tokio::test]
+async fn graphql_costs_points_by_githubs_published_formula() {
+    let github = fake().await;
+    let cost = |answer: &Value| answer["data"]["rateLimit"]["cost"].clone();
+    // GitHub's own example: 1 + 100 + 100 × 50 = 5,101 requests → 51 points.
+    let example = "query Batch { rateLimit { cost remaining resetAt } viewer { login \
+                   repositories(first: 100) { nodes { issues(first: 50) { nodes { labels(first: 60) { nodes { name } } } } } } } }";
+    assert_eq!(cost(&graphql(&github, example, json!({})).await), json!(51));
+    // The batch of 25 pull requests with the old threads (50 threads × their comments): 25 × 55 = 1,375
+    // requests → 14 points; 10 threads a page: 25 × 15 = 375 → 4; without threads: 25 × 4 = 100 → 1.
+    let numbers: Vec<i64> =
+        (0..25).map(|i| github.create_pr(REPO, &format!("b{i}"), "t", true, "aaa")).collect();
+    let mut variables = json!({"owner": "octo", "name": "app"});
+    for (k, number) in numbers.iter().enumerate() {
+        variables[format!("n{k}")] = json!(number);
+    }
+    let old = executor::forge::github::batch_document(25)
+        .replace("reviewThreads(first: 10)", "reviewThreads(first: 50)");
+    assert_eq!(cost(&graphql(&github, &old, variables.clone()).await), json!(14));
+    let with = executor::forge::github::batch_document(25);
+    assert_eq!(cost(&graphql(&github, &with, variables.clone()).await), json!(4));
+    let without = executor::forge::github::batch_document_for(&[false; 25]);
+    let answer = graphql(&github, &without, variables).await;
+    assert_eq!(cost(&answer), json!(1));
+    assert!(
+        answer["data"]["repository"]["pr0"].get("reviewThreads").is_none(),
+        "threads not asked, not answered"
+    );
 }

@@ -120,12 +120,17 @@ fn with_fragments(text: &str, library: &BTreeMap<String, String>, used: &mut Has
 }
 
 /// The batch query for `n` pull requests, built from the template as the forge's batch.rs builds it:
-/// `VARIABLES` becomes `, $n0: Int!, $n1: Int!…` and the line `PULL_REQUESTS` one aliased field each.
+/// `VARIABLES` becomes `, $n0: Int!, $n1: Int!…` and the line `PULL_REQUESTS` one aliased field each,
+/// the first with its review threads (`PrThreads`), the others without, as a batch mixes both.
 /// (The template's comment names both markers too: the line is replaced only where it stands alone.)
 fn batch_query(template: &str, n: usize) -> String {
     let variables: String = (0..n).map(|i| format!(", $n{i}: Int!")).collect();
-    let aliases: Vec<String> =
-        (0..n).map(|i| format!("pr{i}: pullRequest(number: $n{i}) {{ ...PrFields }}")).collect();
+    let aliases: Vec<String> = (0..n)
+        .map(|i| {
+            let more = if i == 0 { " ...PrThreads" } else { "" };
+            format!("pr{i}: pullRequest(number: $n{i}) {{ ...PrFields{more} }}")
+        })
+        .collect();
     let mut out = String::new();
     for line in template.replace("VARIABLES", &variables).lines() {
         if line.trim() == "PULL_REQUESTS" {
@@ -189,7 +194,12 @@ fn every_library_fragment_is_sent_by_some_document() {
     let library = fragment_library(&graphql_files());
     let unused: Vec<&String> = library.keys().filter(|f| !used.contains(*f)).collect();
     assert!(unused.is_empty(), "fragments no document spreads (so never validated, and dead): {unused:?}");
-    assert!(used.contains("PrFields") && used.contains("CheckContext") && used.contains("ReviewThread"));
+    assert!(
+        used.contains("PrFields")
+            && used.contains("PrThreads")
+            && used.contains("CheckContext")
+            && used.contains("ReviewThread")
+    );
 }
 
 #[test]

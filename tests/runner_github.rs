@@ -13,8 +13,12 @@ mod fake_github;
 mod common;
 mod github_support;
 
+#[path = "runner_github/ci_trigger.rs"]
+mod ci_trigger;
 #[path = "runner_github/faults.rs"]
 mod faults;
+#[path = "runner_github/memory.rs"]
+mod memory;
 #[path = "runner_github/observing.rs"]
 mod observing;
 #[path = "runner_github/replies.rs"]

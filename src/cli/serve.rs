@@ -57,6 +57,7 @@ pub async fn run(flag: Option<&Path>, args: ServeArgs, as_json: bool) -> anyhow:
     let github = if uses_github {
         let client = crate::github::GitHubClient::new(&ctx.config.github)
             .map_err(|e| anyhow::anyhow!("[github]: {e}"))?;
+        client.share_blocks(crate::forge::github::stored_blocks(&ctx.store, &ctx.config.github));
         Some(Arc::new(client))
     } else {
         None

@@ -346,8 +346,9 @@ pub struct Repo {
     #[serde(default = "default_remote")]
     pub remote: String,
     /// GitHub: how CI is started when a head has no checks after `github.check_grace`: `""` (it starts on
-    /// push; nothing to do), `workflow:FILE` (workflow_dispatch at the branch) or `rerun` (re-run the
-    /// failed jobs of the head's last workflow run).
+    /// push; nothing to do), `workflow:FILE` (workflow_dispatch at the branch), `rerun` (re-run the
+    /// failed jobs of the head's last workflow run; with none at the head, wait) or `rerun:FILE` (the
+    /// same, dispatching FILE when the head has no workflow run).
     #[serde(default)]
     pub ci_trigger: String,
     /// Files or globs (relative to the repository) holding the repository's own review rules; the
@@ -785,13 +786,15 @@ impl Config {
                 return fail(&format!("repos.{name}.remote"), "must name a git remote, e.g. \"origin\"");
             }
             let trigger = repo.ci_trigger.as_str();
-            let workflow_ok = trigger.strip_prefix("workflow:").is_some_and(|f| {
+            let file_ok = |f: &str| {
                 !f.is_empty() && f.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-            });
-            if !(trigger.is_empty() || trigger == "rerun" || workflow_ok) {
+            };
+            let workflow_ok = trigger.strip_prefix("workflow:").is_some_and(file_ok);
+            let rerun_ok = trigger == "rerun" || trigger.strip_prefix("rerun:").is_some_and(file_ok);
+            if !(trigger.is_empty() || rerun_ok || workflow_ok) {
                 return fail(
                     &format!("repos.{name}.ci_trigger"),
-                    "must be \"\" (CI starts on push), \"workflow:FILE.yml\" or \"rerun\"",
+                    "must be \"\" (CI starts on push), \"workflow:FILE.yml\", \"rerun\" or \"rerun:FILE.yml\"",
                 );
             }
         }

@@ -91,11 +91,11 @@ fn github_repositories_are_checked() {
     assert_eq!(ok.repos["app"].github_slug(), Some(("octo", "app.rs")));
     assert_eq!(ok.repos["app"].remote, "origin");
 
-    for bad in ["workflow:", "workflow:../x.yml", "always", "workflow:a b.yml"] {
+    for bad in ["workflow:", "workflow:../x.yml", "always", "workflow:a b.yml", "rerun:", "rerun:a/b.yml"] {
         let err = Config::parse(&repo(&format!("github = \"o/a\"\nci_trigger = {bad:?}\n"))).unwrap_err();
         assert!(err.starts_with("key `repos.app.ci_trigger`"), "{bad}: {err}");
     }
-    for good in ["", "rerun", "workflow:ci.yml"] {
+    for good in ["", "rerun", "rerun:ci.yml", "workflow:ci.yml"] {
         Config::parse(&repo(&format!("github = \"o/a\"\nci_trigger = {good:?}\n"))).unwrap();
     }
     let err = Config::parse(&repo("github = \"o/a\"\nremote = \"--upload-pack=x\"\n")).unwrap_err();

@@ -37,6 +37,8 @@ pub enum ForgeError {
     NoPr(i64),
     #[error("run {0} has no branch yet")]
     NoBranch(i64),
+    #[error("pull request #{number} could not be observed: {why}")]
+    Unobserved { number: i64, why: String },
     #[error("comment {0:?} is not on this pull request")]
     UnknownComment(String),
     #[error("GitHub: {0}")]

@@ -33,6 +33,34 @@ pub struct CommentPost<'a> {
     pub line: Option<i64>,
 }
 
+/// One repository's pull requests as observed this tick.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshots {
+    /// By run id: the run's pull request, `None` for a run without one.
+    pub prs: HashMap<i64, Option<PrSnapshot>>,
+    /// By run id: a pull request the forge answered with an error while the others' answers were whole.
+    /// Nothing is decided for such a run; the others go on.
+    pub unobserved: HashMap<i64, Unobserved>,
+}
+
+/// A pull request that could not be observed, since when (across processes) and why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Unobserved {
+    pub number: i64,
+    pub since: chrono::DateTime<chrono::Utc>,
+    pub why: String,
+}
+
+impl Snapshots {
+    /// Run `run_id`'s pull request, or the error that kept it from being observed.
+    pub fn take(&mut self, run_id: i64) -> Result<Option<PrSnapshot>, ForgeError> {
+        if let Some(u) = self.unobserved.remove(&run_id) {
+            return Err(ForgeError::Unobserved { number: u.number, why: u.why });
+        }
+        Ok(self.prs.remove(&run_id).flatten())
+    }
+}
+
 /// The forge one repository uses. The runner calls these operations and nothing forge-specific; the
 /// GitHub forge joins as another variant.
 pub enum Forge {
@@ -59,8 +87,7 @@ impl Forge {
     }
 
     pub async fn snapshot(&self, run: &Run) -> Result<Option<PrSnapshot>, ForgeError> {
-        let mut all = self.snapshots(std::slice::from_ref(run)).await?;
-        Ok(all.remove(&run.id).flatten())
+        self.snapshots(std::slice::from_ref(run)).await?.take(run.id)
     }
 
     /// [`Forge::snapshot`] for a command an agent runs (`executor comment`), whose output the agent
@@ -69,21 +96,20 @@ impl Forge {
     pub async fn snapshot_for_agent(&self, run: &Run) -> Result<Option<PrSnapshot>, ForgeError> {
         match self {
             Forge::Local(f) => f.snapshot(run).await,
-            Forge::GitHub(f) => {
-                Ok(f.snapshots_unlogged(std::slice::from_ref(run)).await?.remove(&run.id).flatten())
-            }
+            Forge::GitHub(f) => f.snapshots_unlogged(std::slice::from_ref(run)).await?.take(run.id),
         }
     }
 
     /// The pull requests of these runs (all of one repository), by run id: observed together, so that
     /// GitHub is asked once per `github.batch_size` pull requests. A run without a pull request maps to
-    /// `None`. An error means nothing of the repository could be trusted this tick.
-    pub async fn snapshots(&self, runs: &[Run]) -> Result<HashMap<i64, Option<PrSnapshot>>, ForgeError> {
+    /// `None`. An error means nothing of the repository could be trusted this tick; a pull request
+    /// answered with an error of its own is in [`Snapshots::unobserved`].
+    pub async fn snapshots(&self, runs: &[Run]) -> Result<Snapshots, ForgeError> {
         match self {
             Forge::Local(f) => {
-                let mut all = HashMap::new();
+                let mut all = Snapshots::default();
                 for run in runs {
-                    all.insert(run.id, f.snapshot(run).await?);
+                    all.prs.insert(run.id, f.snapshot(run).await?);
                 }
                 Ok(all)
             }

@@ -17,6 +17,7 @@ use serde_json::Value;
 use super::auth::{AppCall, Auth, Credential, TokenSources};
 use super::error::{GitHubError, github_message};
 use super::rate::{Api, RateState, RateStatus};
+use super::shared::{SharedBlock, SharedBlocks};
 
 /// Requests sent so far (for the benchmark and `status`). `rest` counts every REST request, those
 /// answered 304 included; `not_modified` counts the 304s among them.
@@ -53,6 +54,16 @@ pub struct GitHubClient {
     /// The last ETag of each conditional GET's path.
     etags: Mutex<HashMap<String, String>>,
     counters: Counters,
+    /// Blocks shared with other processes: read before each request, written when GitHub blocks.
+    shared: std::sync::OnceLock<std::sync::Arc<dyn SharedBlocks>>,
+}
+
+/// A GraphQL answer's `data` with the errors GitHub reported next to it (each with its `path`), for a
+/// caller that can tell which part of the data an error spoils.
+#[derive(Debug, Clone)]
+pub struct GraphQlAnswer {
+    pub data: Value,
+    pub errors: Vec<Value>,
 }
 
 /// An answer worth reading: its status, headers and body.
@@ -100,7 +111,13 @@ impl GitHubClient {
             rate: Mutex::new(RateState::new(config.reserve_points)),
             etags: Mutex::new(HashMap::new()),
             counters: Counters::default(),
+            shared: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Shares rate-limit blocks with other processes through `blocks` (once; a second call is ignored).
+    pub fn share_blocks(&self, blocks: std::sync::Arc<dyn SharedBlocks>) {
+        let _ = self.shared.set(blocks);
     }
 
     /// POSTs a GraphQL document and returns its `data`. Refused before sending while blocked or while
@@ -108,7 +125,21 @@ impl GitHubClient {
     /// when it has data — a partial snapshot is never acted on — except `RATE_LIMITED`, which is
     /// `RateLimited`.
     pub async fn graphql(&self, document: &str, variables: Value) -> Result<Value, GitHubError> {
-        self.admit(Api::GraphQl)?;
+        let answer = self.graphql_with_errors(document, variables).await?;
+        match answer.errors.is_empty() {
+            true => Ok(answer.data),
+            false => Err(partial(&answer.errors)),
+        }
+    }
+
+    /// [`GitHubClient::graphql`], but an answer with data and errors (other than `RATE_LIMITED`) returns
+    /// both: the caller decides which parts of the data the errors spoil.
+    pub async fn graphql_with_errors(
+        &self,
+        document: &str,
+        variables: Value,
+    ) -> Result<GraphQlAnswer, GitHubError> {
+        self.admit(Api::GraphQl).await?;
         let credential = self.credential().await?;
         let request = self
             .http
@@ -120,19 +151,36 @@ impl GitHubClient {
         if !answer.status.is_success() {
             return Err(self.failure(Api::GraphQl, answer, &credential, "POST graphql").await);
         }
-        let body: Value = serde_json::from_str(&answer.body)
+        let mut body: Value = serde_json::from_str(&answer.body)
             .map_err(|e| GitHubError::Malformed(format!("the GraphQL answer is not JSON ({e})")))?;
         self.record_rate_limit_field(&body);
-        if let Some(errors) = body.get("errors").and_then(Value::as_array).filter(|e| !e.is_empty()) {
-            return Err(self.graphql_errors(errors));
+        let errors = match body.get_mut("errors").map(Value::take) {
+            Some(Value::Array(errors)) => errors,
+            _ => Vec::new(),
+        };
+        if let Some(limited) = self.graphql_rate_limited(&errors) {
+            self.share(&limited).await;
+            return Err(limited);
         }
-        match body.get("data") {
+        match body.get_mut("data").map(Value::take) {
             Some(data) if data.is_object() => {
                 self.lock_rate().record_success();
-                Ok(data.clone())
+                Ok(GraphQlAnswer { data, errors })
             }
+            _ if !errors.is_empty() => Err(partial(&errors)),
             _ => Err(GitHubError::Malformed("the GraphQL answer has neither `data` nor `errors`".into())),
         }
+    }
+
+    /// The ETag remembered for `path` (to keep it beyond this process).
+    pub fn etag(&self, path: &str) -> Option<String> {
+        self.lock_etags().get(path).cloned()
+    }
+
+    /// Remembers `etag` for `path`, as if its last conditional GET had been answered with it (an ETag kept
+    /// by an earlier process).
+    pub fn set_etag(&self, path: &str, etag: &str) {
+        self.lock_etags().insert(path.to_string(), etag.to_string());
     }
 
     /// A REST call on `api_url` + `path` (`path` starts with '/', may hold a query string). Returns the
@@ -185,7 +233,7 @@ impl GitHubClient {
 
     /// The 2xx answer at the end of `path`'s redirects, its body not read yet.
     async fn follow_to_download(&self, path: &str) -> Result<reqwest::Response, GitHubError> {
-        self.admit(Api::Rest)?;
+        self.admit(Api::Rest).await?;
         let credential = self.credential().await?;
         let api = Url::parse(&self.api_url).map_err(|e| GitHubError::Transport(e.to_string()))?;
         let mut url = Url::parse(&format!("{}{path}", self.api_url))
@@ -261,7 +309,7 @@ impl GitHubClient {
         body: Option<&Value>,
         if_none_match: Option<&str>,
     ) -> Result<Answer, GitHubError> {
-        self.admit(Api::Rest)?;
+        self.admit(Api::Rest).await?;
         let credential = self.credential().await?;
         let mut request = rest_headers(self.http.request(method.clone(), format!("{}{path}", self.api_url)))
             .header(header::AUTHORIZATION, bearer(&credential)?);
@@ -321,7 +369,9 @@ impl GitHubClient {
                 match limited {
                     Some(refusal) => {
                         tracing::warn!(until = %refusal.until, why = %refusal.why, api = ?api, "GitHub rate limit");
-                        refusal.into()
+                        let error = refusal.into();
+                        self.share(&error).await;
+                        error
                     }
                     None => GitHubError::Http { status, message },
                 }
@@ -343,24 +393,33 @@ impl GitHubClient {
         }
     }
 
-    fn graphql_errors(&self, errors: &[Value]) -> GitHubError {
+    /// A `RATE_LIMITED` error among `errors`: the block it starts.
+    fn graphql_rate_limited(&self, errors: &[Value]) -> Option<GitHubError> {
         let rate_limited =
             errors.iter().any(|e| e.get("type").and_then(Value::as_str) == Some("RATE_LIMITED"));
-        if rate_limited {
-            let refusal = self.lock_rate().record_graphql_rate_limited(Utc::now());
-            tracing::warn!(until = %refusal.until, why = %refusal.why, "GitHub GraphQL rate limit");
-            return refusal.into();
+        if !rate_limited {
+            return None;
         }
-        let messages: Vec<&str> = errors
-            .iter()
-            .take(3)
-            .map(|e| e.get("message").and_then(Value::as_str).unwrap_or("(no message)"))
-            .collect();
-        let more = if errors.len() > 3 { format!(" (and {} more)", errors.len() - 3) } else { String::new() };
-        GitHubError::Partial(format!("{}{more}", messages.join("; ")))
+        let refusal = self.lock_rate().record_graphql_rate_limited(Utc::now());
+        tracing::warn!(until = %refusal.until, why = %refusal.why, "GitHub GraphQL rate limit");
+        Some(refusal.into())
     }
 
-    fn admit(&self, api: Api) -> Result<(), GitHubError> {
+    /// Tells the other processes of a block GitHub started.
+    async fn share(&self, error: &GitHubError) {
+        if let (Some(shared), GitHubError::RateLimited { until, why }) = (self.shared.get(), error) {
+            shared.write(SharedBlock { until: *until, why: why.clone() }).await;
+        }
+    }
+
+    /// Whether a call may be sent now: a block another process recorded counts as this one's own.
+    async fn admit(&self, api: Api) -> Result<(), GitHubError> {
+        if let Some(shared) = self.shared.get()
+            && let Some(block) = shared.read().await
+            && block.until > Utc::now()
+        {
+            self.lock_rate().record_shared_block(block.until, block.why);
+        }
         Ok(self.lock_rate().admit(api, Utc::now())?)
     }
 
@@ -389,6 +448,17 @@ impl fmt::Debug for GitHubClient {
             .field("counts", &self.counts())
             .finish_non_exhaustive()
     }
+}
+
+/// The errors of a GraphQL answer as one `Partial` error: the first three messages.
+fn partial(errors: &[Value]) -> GitHubError {
+    let messages: Vec<&str> = errors
+        .iter()
+        .take(3)
+        .map(|e| e.get("message").and_then(Value::as_str).unwrap_or("(no message)"))
+        .collect();
+    let more = if errors.len() > 3 { format!(" (and {} more)", errors.len() - 3) } else { String::new() };
+    GitHubError::Partial(format!("{}{more}", messages.join("; ")))
 }
 
 fn rest_headers(request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {

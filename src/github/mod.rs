@@ -11,8 +11,10 @@ pub mod auth;
 pub mod client;
 mod error;
 pub mod rate;
+pub mod shared;
 
 pub use auth::{AppSettings, Secret, TokenSources};
 pub use client::{GitHubClient, RequestCounts};
 pub use error::{GitHubError, with_causes};
 pub use rate::RateStatus;
+pub use shared::{SharedBlock, SharedBlocks};

@@ -164,6 +164,11 @@ impl RateState {
         }
     }
 
+    /// A block another process recorded (see [`crate::github::SharedBlocks`]).
+    pub fn record_shared_block(&mut self, until: DateTime<Utc>, why: String) {
+        self.block(until, why);
+    }
+
     /// A successful answer ends a streak of secondary limits.
     pub fn record_success(&mut self) {
         self.secondary_streak = 0;

@@ -296,7 +296,8 @@ impl Runner {
             let mut snapshots = match forge.snapshots(&observed).await {
                 Ok(s) => s,
                 Err(e) => {
-                    // No decision is ever made from a partial view: the whole repository waits a tick.
+                    // Nothing of the repository could be seen whole (the listing, a rate limit, a batch
+                    // that failed as a whole): the whole repository waits a tick.
                     let why = format!(
                         "the {} forge could not be observed, so nothing was done this tick: {e}",
                         forge.name()
@@ -312,7 +313,14 @@ impl Runner {
                 }
             };
             for (run, memory, previous) in runs {
-                let snapshot = snapshots.remove(&run.id).flatten();
+                if let Some(u) = snapshots.unobserved.remove(&run.id) {
+                    // This pull request alone is unknown: this run waits, the others go on.
+                    if let Err(e) = self.unobserved(&mut report, &run, &memory, &u).await {
+                        self.step_failed(&mut report, &run, &e).await?;
+                    }
+                    continue;
+                }
+                let snapshot = snapshots.prs.remove(&run.id).flatten();
                 match self.step(&run, &forge, memory, previous, snapshot).await {
                     Ok(acted) => report.actions += usize::from(acted),
                     Err(e) => self.step_failed(&mut report, &run, &e).await?,
@@ -419,6 +427,9 @@ fn make_forge(
                         GitHubClient::new(&config.github)
                             .map_err(|e| RunnerError::Config(format!("[github]: {e}")))?,
                     );
+                    // Every process on the token (this runner, the next, `executor comment`) honours
+                    // the blocks GitHub gave any of them.
+                    c.share_blocks(crate::forge::github::stored_blocks(store, &config.github));
                     *client = Some(c.clone());
                     c
                 }

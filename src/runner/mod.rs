@@ -16,6 +16,7 @@ mod state;
 mod step;
 #[cfg(test)]
 mod test_hosts;
+mod unobserved;
 
 pub use decide::decide;
 pub use decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};

@@ -138,10 +138,18 @@ impl Runner {
     /// Without a pull request there is nowhere to post: that is not a failure. Each notice is its own
     /// comment, marked with its id: two notices with the same text (two budget stops) are two comments.
     async fn post_on_forge(&self, id: i64, run: &Run, forge: &Forge, text: &str) -> Result<String, String> {
-        let pr = forge.snapshot(run).await.map_err(|e| format!("reading the pull request: {e}"))?;
-        let Some(pr) = pr else { return Ok(String::new()) };
+        let pr = match forge.snapshot(run).await {
+            Ok(Some(pr)) => Some(pr),
+            Ok(None) => return Ok(String::new()),
+            // The notice may be about this very pull request, which GitHub will not show: it is posted
+            // without looking for a copy an earlier attempt left.
+            Err(crate::forge::ForgeError::Unobserved { .. }) if run.pr_number.is_some() => None,
+            Err(e) => return Err(format!("reading the pull request: {e}")),
+        };
         let body = format!("{text}\n\n{}", notice_marker(id));
-        if let Some(c) = pr.comments.iter().find(|c| c.body.ends_with(&notice_marker(id))) {
+        let posted =
+            pr.as_ref().and_then(|pr| pr.comments.iter().find(|c| c.body.ends_with(&notice_marker(id))));
+        if let Some(c) = posted {
             // Posted by an attempt that died before recording it: record it now, or on GitHub (where
             // executor may post as the human) it would read as the human's own comment.
             self.store.record_agent_comment(run.id, &c.id, None).await.map_err(|e| e.to_string())?;

@@ -49,6 +49,11 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0008_human_decisions.sql"),
         postgres: include_str!("../../migrations/postgres/0008_human_decisions.sql"),
     },
+    Migration {
+        version: 9,
+        sqlite: include_str!("../../migrations/sqlite/0009_forge_cache.sql"),
+        postgres: include_str!("../../migrations/postgres/0009_forge_cache.sql"),
+    },
 ];
 
 /// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and

@@ -16,6 +16,7 @@ mod clock;
 mod columns;
 mod events;
 mod filter_skips;
+mod forge_cache;
 mod forge_records;
 mod import;
 mod local_forge;

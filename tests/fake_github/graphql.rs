@@ -1,10 +1,15 @@
 //! The GraphQL side of the fake GitHub: the operations of `src/forge/github/graphql/`, dispatched by
 //! operation name after parsing the document with `graphql_parser`. Answers follow the documents'
-//! shapes (camelCase, GitHub's enum words, `__typename` on check contexts), charge rate-limit points
-//! (1 per request, plus 1 per 10 pull requests of a batch), and report errors as GitHub does: a
-//! NOT_FOUND per unknown pull request next to the data, RATE_LIMITED without data.
+//! shapes (camelCase, GitHub's enum words, `__typename` on check contexts; a pull request's review
+//! threads only when the query selects them), charge rate-limit points by GitHub's published formula
+//! (see [`cost`]), and report errors as GitHub does: a NOT_FOUND per unknown pull request next to the
+//! data, RATE_LIMITED without data.
 
-use graphql_parser::query::{Definition, Document, Field, OperationDefinition, Selection, SelectionSet};
+use std::collections::HashMap;
+
+use graphql_parser::query::{
+    Definition, Document, Field, FragmentDefinition, OperationDefinition, Selection, SelectionSet,
+};
 use serde_json::{Map, Value, json};
 
 use super::rest::{html_url, posted};
@@ -22,6 +27,9 @@ pub struct Request {
     pub operation: String,
     selection: SelectionSet<'static, String>,
     variables: Value,
+    /// The document's fragments by name, for spreads.
+    fragments: HashMap<String, SelectionSet<'static, String>>,
+    mutation: bool,
 }
 
 /// The request's operation, or the 200-with-errors answer GitHub gives to a document it cannot run.
@@ -36,25 +44,33 @@ pub fn parse(body: &[u8]) -> Result<Request, Answer> {
         .map_err(|error| errors(&format!("Parse error: {error}")))?
         .into_static();
     let wanted = body.get("operationName").and_then(Value::as_str);
-    let operation = document.definitions.into_iter().find_map(|definition| {
-        let (name, selection) = match definition {
-            Definition::Operation(OperationDefinition::Query(q)) => (q.name, q.selection_set),
-            Definition::Operation(OperationDefinition::Mutation(m)) => (m.name, m.selection_set),
-            _ => return None,
+    let mut fragments = HashMap::new();
+    let mut operation = None;
+    for definition in document.definitions {
+        let (name, selection, mutation) = match definition {
+            Definition::Operation(OperationDefinition::Query(q)) => (q.name, q.selection_set, false),
+            Definition::Operation(OperationDefinition::Mutation(m)) => (m.name, m.selection_set, true),
+            Definition::Fragment(FragmentDefinition { name, selection_set, .. }) => {
+                fragments.insert(name, selection_set);
+                continue;
+            }
+            _ => continue,
         };
-        let name = name?;
-        wanted.is_none_or(|w| w == name).then_some((name, selection))
-    });
-    let (operation, selection) = operation.ok_or_else(|| errors("No named operation in the document"))?;
+        if let Some(name) = name
+            && operation.is_none()
+            && wanted.is_none_or(|w| w == name)
+        {
+            operation = Some((name, selection, mutation));
+        }
+    }
+    let (operation, selection, mutation) =
+        operation.ok_or_else(|| errors("No named operation in the document"))?;
     let variables = body.get("variables").cloned().unwrap_or(Value::Null);
-    Ok(Request { operation, selection, variables })
+    Ok(Request { operation, selection, variables, fragments, mutation })
 }
 
 pub fn handle(state: &mut State, request: &Request) -> Answer {
-    let cost = match request.operation.as_str() {
-        "Batch" => 1 + pull_request_fields(request).count().div_ceil(10) as u32,
-        _ => 1,
-    };
+    let cost = if request.mutation { 1 } else { cost(request) };
     let now = chrono::Utc::now();
     if now >= state.graphql_reset {
         // A new hour: the budget is whole again.
@@ -132,6 +148,57 @@ pub fn reply_in_thread(
     Some(id)
 }
 
+/// GitHub's published cost of a query ("Calculating points for the GraphQL API"): every connection
+/// (a field with `first` or `last`) needs as many requests as the product of the `first`/`last` of the
+/// connections it is nested in (1 at the top); the sum over all of them, divided by 100 and rounded to
+/// the nearest whole number, is the cost, at least 1.
+pub fn cost(request: &Request) -> u32 {
+    fn walk(request: &Request, set: &SelectionSet<'static, String>, multiplier: u64, total: &mut u64) {
+        for field in fields(request, set) {
+            let size = ["first", "last"]
+                .into_iter()
+                .find_map(|name| argument(field, name, &request.variables).as_u64());
+            match size {
+                Some(size) => {
+                    *total += multiplier;
+                    walk(request, &field.selection_set, multiplier * size, total);
+                }
+                None => walk(request, &field.selection_set, multiplier, total),
+            }
+        }
+    }
+    let mut total = 0;
+    walk(request, &request.selection, 1, &mut total);
+    u32::try_from((total + 50) / 100).unwrap_or(u32::MAX).max(1)
+}
+
+/// The fields of a selection set, fragment spreads and inline fragments expanded.
+fn fields<'a>(
+    request: &'a Request,
+    set: &'a SelectionSet<'static, String>,
+) -> Vec<&'a Field<'static, String>> {
+    let mut out = Vec::new();
+    for item in &set.items {
+        match item {
+            Selection::Field(field) => out.push(field),
+            Selection::FragmentSpread(spread) => {
+                if let Some(fragment) = request.fragments.get(&spread.fragment_name) {
+                    out.extend(fields(request, fragment));
+                }
+            }
+            Selection::InlineFragment(inline) => out.extend(fields(request, &inline.selection_set)),
+        }
+    }
+    out
+}
+
+/// The `first` of the field `name` selected in `field`, when it is selected.
+fn selected_first(request: &Request, field: &Field<'static, String>, name: &str) -> Option<usize> {
+    let selected = fields(request, &field.selection_set).into_iter().find(|f| f.name == name)?;
+    let first = argument(selected, "first", &request.variables).as_u64().unwrap_or(THREADS_PAGE as u64);
+    Some(usize::try_from(first).unwrap_or(THREADS_PAGE))
+}
+
 fn errors(message: &str) -> Answer {
     Answer::json(200, json!({"errors": [{"message": message}]}))
 }
@@ -206,6 +273,13 @@ fn query(state: &State, request: &Request, cost: u32, errors: &mut Vec<Value>) -
     for field in pull_request_fields(request) {
         let alias = field.alias.clone().unwrap_or_else(|| field.name.clone());
         let number = argument(field, "number", &request.variables).as_i64().unwrap_or(0);
+        if state.failing_prs.contains(&number) {
+            let message =
+                "Something went wrong while executing your query. This may be the result of a timeout.";
+            errors.push(json!({"message": message, "path": [json!("repository"), json!(alias)]}));
+            prs.insert(alias, Value::Null);
+            continue;
+        }
         let Some(pr) = repo.pr(number) else {
             let message = format!("Could not resolve to a PullRequest with the number of {number}.");
             errors.push(not_found(vec![json!("repository"), json!(alias)], message));
@@ -224,13 +298,22 @@ fn query(state: &State, request: &Request, cost: u32, errors: &mut Vec<Value>) -
                 }
             },
             "ReviewThreadsPage" => match cursor(after) {
-                Some(start) => json!({"reviewThreads": threads_page(pr, start)}),
+                Some(start) => {
+                    let size = selected_first(request, field, "reviewThreads").unwrap_or(THREADS_PAGE);
+                    json!({"reviewThreads": threads_page(pr, start, size)})
+                }
                 None => {
                     errors.push(json!({"message": format!("Argument 'after' on Field 'reviewThreads' has an invalid value ({after}).")}));
                     Value::Null
                 }
             },
-            _ => pr_fields(state, repo, pr),
+            _ => {
+                let mut fields = pr_fields(state, repo, pr);
+                if let Some(size) = selected_first(request, field, "reviewThreads") {
+                    fields["reviewThreads"] = threads_page(pr, 0, size);
+                }
+                fields
+            }
         };
         prs.insert(alias, answer);
     }
@@ -259,7 +342,6 @@ fn pr_fields(state: &State, repo: &Repo, pr: &FakePr) -> Value {
         "headRefOid": pr.head_sha,
         "labels": {"nodes": pr.labels.iter().take(50).map(|name| json!({"name": name})).collect::<Vec<_>>()},
         "statusCheckRollup": rollup,
-        "reviewThreads": threads_page(pr, 0),
         "comments": {"nodes": last(&pr.comments, 100).iter().map(comment_json).collect::<Vec<_>>()},
         "reviews": {"nodes": last(&pr.reviews, 20).iter().map(review_json).collect::<Vec<_>>()},
     })
@@ -330,8 +412,8 @@ fn rollup_state(repo: &Repo, pr: &FakePr) -> &'static str {
     ["ERROR", "FAILURE", "PENDING"].into_iter().find(|word| states.contains(word)).unwrap_or("SUCCESS")
 }
 
-fn threads_page(pr: &FakePr, start: usize) -> Value {
-    page(&pr.threads, start, THREADS_PAGE, thread_json)
+fn threads_page(pr: &FakePr, start: usize, size: usize) -> Value {
+    page(&pr.threads, start, size, thread_json)
 }
 
 fn thread_json(thread: &FakeThread) -> Value {

@@ -408,6 +408,11 @@ impl FakeGitHub {
     }
 
     /// The `retry-after` seconds of `SecondaryLimit` and `TooMany` (default 60).
+    /// From now on, pull request `number`'s GraphQL answers are null with an error of their own.
+    pub fn fail_pr(&self, number: i64) {
+        self.state().failing_prs.push(number);
+    }
+
     pub fn set_retry_after(&self, seconds: u64) {
         self.state().retry_after_secs = seconds;
     }

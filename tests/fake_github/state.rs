@@ -179,6 +179,9 @@ pub struct State {
     /// (n, repo, issue number): once the n-th issue listing has been answered, that issue is edited
     /// (its `updated_at` becomes now), as by someone while a client pages through the listing.
     pub issue_edits_after_listing: Vec<(usize, String, i64)>,
+    /// Pull requests whose GraphQL answer is always null with an error of its own (path to its alias),
+    /// as when GitHub times out on one pull request.
+    pub failing_prs: Vec<i64>,
 }
 
 impl State {
@@ -203,6 +206,7 @@ impl State {
             reruns: Vec::new(),
             posted: Vec::new(),
             issue_edits_after_listing: Vec::new(),
+            failing_prs: Vec::new(),
         }
     }
 

@@ -115,6 +115,14 @@ trusted_authors = ["alex"]
         std::fs::write(path, text).unwrap();
     }
 
+    /// Replaces the first `from` in the config with `to` (a key's value, say).
+    pub fn edit_config(&self, from: &str, to: &str) {
+        let path = self.path().join("executor.toml");
+        let config = std::fs::read_to_string(&path).unwrap();
+        assert!(config.contains(from), "{from:?} is not in the config");
+        std::fs::write(path, config.replacen(from, to, 1)).unwrap();
+    }
+
     fn insert_after(&self, marker: &str, text: &str) {
         let path = self.path().join("executor.toml");
         let config = std::fs::read_to_string(&path).unwrap();

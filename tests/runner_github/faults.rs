@@ -82,10 +82,54 @@ async fn nothing_is_done_from_a_partial_or_failed_view() {
         assert!(shown.contains("could not be observed") && shown.contains(reason), "{fault:?}:\n{shown}");
         let status = text(&env.ok(&["status"]).await);
         assert!(status.contains(reason), "{fault:?}: `status` does not say {reason:?}:\n{status}");
+        if matches!(fault, Fault::SecondaryLimit | Fault::TooMany) {
+            // The block is kept for every process on the token: the next runner would honour it too.
+            tokio::time::sleep(Duration::from_millis(1100)).await;
+        }
     }
 
     // The same world, seen whole, is acted on: the faults were what held the runner back.
     let out = env.runner().await;
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(env.fake.dispatches().len(), 1, "{:?}", env.fake.dispatches());
+}
+
+/// One pull request GitHub keeps answering with an error holds back its own run only: the other run of
+/// the repository is decided for (its CI triggered), and after `check_timeout` the human is told which
+/// pull request cannot be seen and why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_failing_pull_request_waits_alone_and_the_human_is_told() {
+    let env = GhEnv::new(&[], "").await;
+    env.edit_config("[runner]\n", "[runner]\ncheck_timeout = \"3s\"\n");
+    let bad = run_in_pr(&env, "1311").await;
+    let good = run_in_pr(&env, "1312").await;
+    let store = env.store().await;
+    let bad_number = bad.pr_number.unwrap();
+    env.fake.fail_pr(bad_number);
+    past_check_grace().await;
+
+    let out = env.runner().await;
+    assert!(!out.status.success(), "a PR that cannot be seen is an error to report:\n{}", text(&out));
+    // The old code did nothing for either run ("nothing decided from a partial view").
+    let dispatched: Vec<String> = env.fake.dispatches().into_iter().map(|(_, r)| r).collect();
+    assert_eq!(dispatched, [good.branch_name.clone().unwrap()], "only the whole view is acted on");
+    let why = store.run_memory(bad.id).await.unwrap().last_decision.unwrap_or_default();
+    assert!(
+        why.contains(&format!("pull request #{bad_number} could not be observed")) && why.contains("timeout"),
+        "{why}"
+    );
+    assert_eq!(store.run_memory(bad.id).await.unwrap().ci_triggered_sha, None);
+
+    let told = |env: &GhEnv| {
+        env.fake
+            .posted_comments()
+            .into_iter()
+            .filter(|c| c.number == bad_number && c.body.contains("could not be observed for"))
+            .count()
+    };
+    assert_eq!(told(&env), 0, "told before check_timeout");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let out = env.runner().await;
+    env.runner().await;
+    assert_eq!(told(&env), 1, "{:?}\n{}", env.fake.posted_comments(), text(&out));
 }

@@ -15,7 +15,7 @@ use crate::fake_github::PostedKind;
 use crate::github_support::{CiPlayer, GhEnv, REPO, run_of, text};
 
 /// Runs the runner (playing CI between runs) until `done` holds for the task's run; returns it.
-async fn drive_until(env: &GhEnv, gid: &str, ci: &mut CiPlayer, done: impl Fn(&Run) -> bool) -> Run {
+pub async fn drive_until(env: &GhEnv, gid: &str, ci: &mut CiPlayer, done: impl Fn(&Run) -> bool) -> Run {
     let store = env.store().await;
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
@@ -189,18 +189,15 @@ async fn an_unchanged_tick_makes_no_graphql_request() {
     };
     let (out, during) = tokio::join!(runner, watch);
     assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(
-        during.route("graphql:Batch") - before.route("graphql:Batch"),
-        1,
-        "only the runner's first tick asks GraphQL: {before:?} → {during:?}"
+    // The runner starts with what the last one kept: its first tick asks again only a pull request the
+    // last one saw within the second of its last change (see `after_the_second`), the others none.
+    assert!(
+        during.route("graphql:Batch") - before.route("graphql:Batch") <= 1,
+        "at most the runner's first tick asks GraphQL: {before:?} → {during:?}"
     );
     // (The second tick's 304; the third's may not be answered yet.)
     assert!(during.not_modified > before.not_modified, "{before:?} → {during:?}");
-    assert_eq!(
-        during.graphql - before.graphql,
-        1,
-        "no other GraphQL request either: {before:?} → {during:?}"
-    );
+    assert!(during.graphql - before.graphql <= 1, "no other GraphQL request either: {before:?} → {during:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -19,10 +19,12 @@ use serde_json::{Value, json};
 use super::wire::{WireCheckContext, WireContextsPage, WirePr, WireThread, WireThreadsPage};
 use super::{AgentComments, GitHubError, GitHubForge, Observed};
 use crate::domain::Run;
-use crate::forge::{CiRollup, ForgeError, Mergeable, PrSnapshot, PrState};
+use crate::forge::{CiRollup, Comment, ForgeError, Mergeable, PrState, Snapshots, Unobserved};
+use crate::github::client::GraphQlAnswer;
 
 const BATCH: &str = include_str!("graphql/batch.graphql");
 const PR_FIELDS: &str = include_str!("graphql/pr_fields.graphql");
+const PR_THREADS: &str = include_str!("graphql/pr_threads.graphql");
 const CHECK_CONTEXT: &str = include_str!("graphql/check_context.graphql");
 const REVIEW_THREAD: &str = include_str!("graphql/review_thread.graphql");
 const CONTEXTS_PAGE: &str = include_str!("graphql/check_contexts_page.graphql");
@@ -36,15 +38,31 @@ const MAX_PAGES: usize = 100;
 /// rate limits punish bursts), so a few, not all of them.
 const BATCHES_IN_FLIGHT: usize = 4;
 
-/// The batch query for `count` pull requests: `pr0 … prN` aliases over `$n0 … $nN`.
+/// The batch query for `count` pull requests, each with its review threads: `pr0 … prN` aliases over
+/// `$n0 … $nN`.
 pub fn batch_document(count: usize) -> String {
+    batch_document_for(&vec![true; count])
+}
+
+/// The batch query for one pull request per item, with its review threads where the item is `true`.
+pub fn batch_document_for(threads: &[bool]) -> String {
     let template: String =
         BATCH.lines().filter(|l| !l.trim_start().starts_with('#')).map(|l| format!("{l}\n")).collect();
-    let variables: String = (0..count).map(|i| format!(", $n{i}: Int!")).collect();
-    let fields: Vec<String> =
-        (0..count).map(|i| format!("pr{i}: pullRequest(number: $n{i}) {{ ...PrFields }}")).collect();
+    let variables: String = (0..threads.len()).map(|i| format!(", $n{i}: Int!")).collect();
+    let fields: Vec<String> = threads
+        .iter()
+        .enumerate()
+        .map(|(i, with)| {
+            let more = if *with { " ...PrThreads" } else { "" };
+            format!("pr{i}: pullRequest(number: $n{i}) {{ ...PrFields{more} }}")
+        })
+        .collect();
     let query = template.replace("VARIABLES", &variables).replace("PULL_REQUESTS", &fields.join("\n    "));
-    format!("{query}\n{PR_FIELDS}\n{CHECK_CONTEXT}\n{REVIEW_THREAD}")
+    // GraphQL refuses a fragment the document does not use.
+    match threads.contains(&true) {
+        true => format!("{query}\n{PR_FIELDS}\n{CHECK_CONTEXT}\n{PR_THREADS}\n{REVIEW_THREAD}"),
+        false => format!("{query}\n{PR_FIELDS}\n{CHECK_CONTEXT}"),
+    }
 }
 
 /// The page queries, with the one fragment each uses (GraphQL refuses unused fragments).
@@ -66,12 +84,22 @@ struct Listed {
     holds_every_change: bool,
 }
 
+/// What one tick's queries brought: the pull requests whose answers were whole (`asked`), the new
+/// observations to keep (those that differ from the kept ones), and the pull requests GitHub answered
+/// with an error of their own, with why.
+#[derive(Default)]
+struct Observation {
+    asked: Vec<i64>,
+    kept: Vec<(i64, Observed)>,
+    failed: HashMap<i64, String>,
+}
+
 impl GitHubForge {
     /// The pull requests of these runs, by run id (see `Forge::snapshots`). The comments of untrusted
     /// authors are logged as ignored, once each, for the human watching the runner.
-    pub async fn snapshots(&self, runs: &[Run]) -> Result<HashMap<i64, Option<PrSnapshot>>, ForgeError> {
+    pub async fn snapshots(&self, runs: &[Run]) -> Result<Snapshots, ForgeError> {
         let out = self.snapshots_unlogged(runs).await?;
-        for pr in out.values().flatten() {
+        for pr in out.prs.values().flatten() {
             self.note_ignored(pr);
         }
         Ok(out)
@@ -79,50 +107,91 @@ impl GitHubForge {
 
     /// [`GitHubForge::snapshots`] without the log of ignored comments: for `executor comment`, which an
     /// agent runs and whose output the agent reads, so a stranger's login never reaches it either.
-    pub(crate) async fn snapshots_unlogged(
-        &self,
-        runs: &[Run],
-    ) -> Result<HashMap<i64, Option<PrSnapshot>>, ForgeError> {
-        let mut out: HashMap<i64, Option<PrSnapshot>> = runs.iter().map(|r| (r.id, None)).collect();
+    pub(crate) async fn snapshots_unlogged(&self, runs: &[Run]) -> Result<Snapshots, ForgeError> {
+        let mut out = Snapshots { prs: runs.iter().map(|r| (r.id, None)).collect(), ..Default::default() };
         let with_pr: Vec<(i64, i64)> = runs.iter().filter_map(|r| r.pr_number.map(|n| (r.id, n))).collect();
         if with_pr.is_empty() {
             return Ok(out);
         }
+        self.load_memory().await?;
         let listed = self.pulls_if_changed().await?;
         let observed = self.observe(&with_pr, listed.as_ref()).await;
-        if observed.is_err() && listed.is_some() {
+        let whole = observed.as_ref().is_ok_and(|o| o.failed.is_empty());
+        if !whole && listed.is_some() {
             // The list's new ETag is remembered, but what it announced was not all observed: ask again
-            // in full next tick rather than be told "nothing changed".
+            // in full next tick rather than be told "nothing changed" (and keep the last listing whose
+            // announcements were all observed).
             self.client.forget_etag(&self.pulls_path());
             if let Ok(mut up_to) = self.listed_up_to.lock() {
                 *up_to = None;
             }
         }
-        observed?;
+        let observed = observed?;
+        if whole && listed.is_some() {
+            self.keep_listing().await?;
+        }
+        self.keep_observed(&observed.kept).await?;
+        let failed = self.note_failures(&observed).await?;
         for (run_id, number) in with_pr {
-            out.insert(run_id, self.cached(number).map(|o| o.snapshot));
+            match failed.get(&number) {
+                Some(u) => {
+                    out.prs.remove(&run_id);
+                    out.unobserved.insert(run_id, u.clone());
+                }
+                None => {
+                    out.prs.insert(run_id, self.cached(number).map(|o| o.snapshot));
+                }
+            }
         }
         Ok(out)
     }
 
+    /// Records which pull requests failed this tick (keeping since when they fail) and which recovered;
+    /// returns the failing ones by number.
+    async fn note_failures(&self, observed: &Observation) -> Result<HashMap<i64, Unobserved>, ForgeError> {
+        let now = chrono::Utc::now();
+        let (failed, recovered) = {
+            let mut failing = self.failing.lock().map_err(|_| malformed("a poisoned lock"))?;
+            let recovered: Vec<i64> =
+                observed.asked.iter().filter(|n| failing.remove(n).is_some()).copied().collect();
+            let mut failed = HashMap::new();
+            for (number, why) in &observed.failed {
+                let since = failing.get(number).map_or(now, |u| u.since);
+                let u = Unobserved { number: *number, since, why: why.clone() };
+                failing.insert(*number, u.clone());
+                failed.insert(*number, u);
+            }
+            (failed, recovered)
+        };
+        if !failed.is_empty() || !recovered.is_empty() {
+            self.keep_failures(&failed, &recovered).await?;
+        }
+        Ok(failed)
+    }
+
     /// Asks GitHub again for the pull requests whose last observation may be out of date.
-    async fn observe(&self, with_pr: &[(i64, i64)], listed: Option<&Listed>) -> Result<(), ForgeError> {
+    async fn observe(
+        &self,
+        with_pr: &[(i64, i64)],
+        listed: Option<&Listed>,
+    ) -> Result<Observation, ForgeError> {
         let mut numbers: Vec<i64> = with_pr.iter().map(|(_, n)| *n).collect();
         numbers.sort_unstable();
         numbers.dedup();
         let stale: Vec<i64> = numbers.into_iter().filter(|n| self.needs_query(*n, listed)).collect();
+        let mut observation = Observation::default();
         if !stale.is_empty() {
             self.check_graphql_budget().await?;
             // Only the runs whose pull request is asked again: the store answers one query per run.
             let run_ids: Vec<i64> =
                 with_pr.iter().filter(|(_, n)| stale.binary_search(n).is_ok()).map(|(r, _)| *r).collect();
             let agent = self.store.agent_comments(&run_ids).await?;
-            self.query_batches(&stale, &agent, listed).await?;
+            self.query_batches(&stale, &agent, listed, &mut observation).await?;
         }
-        Ok(())
+        Ok(observation)
     }
 
-    fn pulls_path(&self) -> String {
+    pub(super) fn pulls_path(&self) -> String {
         format!(
             "/repos/{}/{}/pulls?state=all&sort=updated&direction=desc&per_page={LISTED}",
             self.owner, self.name
@@ -191,6 +260,9 @@ impl GitHubForge {
 
     /// Whether pull request `number` must be asked again, or its last observation still holds.
     fn needs_query(&self, number: i64, listed: Option<&Listed>) -> bool {
+        if self.failing.lock().is_ok_and(|f| f.contains_key(&number)) {
+            return true;
+        }
         let Some(last) = self.cached(number) else { return true };
         let pr = &last.snapshot;
         let open = pr.state == PrState::Open;
@@ -213,6 +285,24 @@ impl GitHubForge {
         }
     }
 
+    /// Whether pull request `number`'s review threads must be asked for with it: they cost most of a
+    /// pull request's points, and change only with its `updated_at` (a review comment, a reply). Not
+    /// asked when it is unchanged in the listing (or the listing answered 304) and its last observation
+    /// came after the second of its last change.
+    fn needs_threads(&self, number: i64, listed: Option<&Listed>) -> bool {
+        let Some(last) = self.cached(number) else { return true };
+        if !last.after_its_second() {
+            return true;
+        }
+        match listed {
+            None => false,
+            Some(l) => match l.updated.get(&number) {
+                Some(at) => last.updated_at.as_deref() != Some(at.as_str()),
+                None => !l.holds_every_change,
+            },
+        }
+    }
+
     /// Asks for `stale` in batches of `batch_size`, up to [`BATCHES_IN_FLIGHT`] at once: one after the
     /// other, 500 pull requests are 20 round trips, several seconds a tick even when GitHub answers
     /// fast. Each answer is taken in as it arrives, so at most that many answers are held at once.
@@ -221,18 +311,26 @@ impl GitHubForge {
         stale: &[i64],
         agent: &AgentComments,
         listed: Option<&Listed>,
+        observation: &mut Observation,
     ) -> Result<(), ForgeError> {
-        let chunks: Vec<&[i64]> = stale.chunks(self.batch_size).collect();
+        // Those whose threads are asked for first, so that as few batches as can be carry the threads' cost.
+        let mut stale: Vec<(i64, bool)> =
+            stale.iter().map(|n| (*n, self.needs_threads(*n, listed))).collect();
+        stale.sort_by_key(|(n, threads)| (!threads, *n));
+        let chunks: Vec<&[(i64, bool)]> = stale.chunks(self.batch_size).collect();
         let mut in_flight = tokio::task::JoinSet::new();
         let mut next = 0;
         loop {
             while next < chunks.len() && in_flight.len() < BATCHES_IN_FLIGHT {
                 let (client, index) = (Arc::clone(&self.client), next);
-                let (document, variables) =
-                    (batch_document(chunks[index].len()), self.batch_variables(chunks[index]));
+                let threads: Vec<bool> = chunks[index].iter().map(|(_, t)| *t).collect();
+                let numbers: Vec<i64> = chunks[index].iter().map(|(n, _)| *n).collect();
+                let (document, variables) = (batch_document_for(&threads), self.batch_variables(&numbers));
                 // When it was asked: an answer may already miss a change made later in the same second.
                 let asked_at = chrono::Utc::now();
-                in_flight.spawn(async move { (index, asked_at, client.graphql(&document, variables).await) });
+                in_flight.spawn(async move {
+                    (index, asked_at, client.graphql_with_errors(&document, variables).await)
+                });
                 next += 1;
             }
             // On an error the set is dropped with the rest, which aborts the requests still in flight.
@@ -242,7 +340,8 @@ impl GitHubForge {
                 Some(Err(e)) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
                 Some(Err(e)) => return Err(e.into()),
             };
-            self.query_batch(chunks[index], answer?, asked_at, agent, listed).await?;
+            let numbers: Vec<i64> = chunks[index].iter().map(|(n, _)| *n).collect();
+            self.query_batch(&numbers, answer?, asked_at, agent, listed, observation).await?;
         }
     }
 
@@ -254,40 +353,95 @@ impl GitHubForge {
         variables
     }
 
-    /// Takes in one batch's answer `data` for `numbers`.
+    /// Takes in one batch's answer for `numbers`. An error GitHub reports for one pull request (its
+    /// `path` names the alias), a pull request missing from the answer or one that does not read fails
+    /// that pull request alone; any other error fails the batch.
     async fn query_batch(
         &self,
         numbers: &[i64],
-        mut data: Value,
+        answer: GraphQlAnswer,
         asked_at: DateTime<chrono::Utc>,
         agent: &AgentComments,
         listed: Option<&Listed>,
+        observation: &mut Observation,
     ) -> Result<(), ForgeError> {
         let slug = self.slug();
+        let GraphQlAnswer { mut data, errors } = answer;
+        let mut failed: HashMap<usize, String> = HashMap::new();
+        for error in &errors {
+            let message = error.get("message").and_then(Value::as_str).unwrap_or("(no message)").to_string();
+            match alias_of(error).filter(|i| *i < numbers.len()) {
+                Some(i) => {
+                    failed.entry(i).or_insert(GitHubError::Partial(message).to_string());
+                }
+                None => return Err(ForgeError::GitHub(GitHubError::Partial(message))),
+            }
+        }
         let repository = data.get_mut("repository").filter(|r| r.is_object()).ok_or_else(|| {
             malformed(&format!("no repository {slug} in the answer (does the token see it?)"))
         })?;
-        // Parse every pull request before remembering any: a malformed one fails the batch whole.
         let mut parsed = Vec::with_capacity(numbers.len());
         for (i, number) in numbers.iter().enumerate() {
             let value = repository.get_mut(format!("pr{i}")).map(Value::take).unwrap_or(Value::Null);
-            if value.is_null() {
-                return Err(malformed(&format!("pull request #{number} is not in {}", self.slug())));
+            if failed.contains_key(&i) {
+                continue;
             }
-            let pr: WirePr = serde_json::from_value(value)
-                .map_err(|e| malformed(&format!("pull request #{number}: {e}")))?;
-            parsed.push((*number, pr));
+            if value.is_null() {
+                failed.insert(i, malformed(&format!("pull request #{number} is not in {slug}")).to_string());
+                continue;
+            }
+            match serde_json::from_value::<WirePr>(value) {
+                Ok(pr) => parsed.push((*number, pr)),
+                Err(e) => {
+                    failed.insert(i, malformed(&format!("pull request #{number}: {e}")).to_string());
+                }
+            }
+        }
+        for (i, why) in failed {
+            observation.failed.insert(numbers[i], why);
         }
         for (number, pr) in parsed {
-            let contexts = self.more_contexts(number, pr.contexts_next_page()).await?;
-            let threads = self.more_threads(number, pr.threads_next_page()).await?;
+            let pages = async {
+                let contexts = self.more_contexts(number, pr.contexts_next_page()).await?;
+                let threads = self.more_threads(number, pr.threads_next_page()).await?;
+                Ok::<_, ForgeError>((contexts, threads))
+            };
+            let (contexts, threads) = match pages.await {
+                Ok(pages) => pages,
+                Err(ForgeError::GitHub(e)) if !e.is_rate_limit() && !matches!(e, GitHubError::Auth(_)) => {
+                    observation.failed.insert(number, e.to_string());
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             let node_id = pr.id.clone();
-            let snapshot = pr.into_snapshot(contexts, threads, agent, chrono::Utc::now());
+            let threads_asked = pr.review_threads.is_some();
+            let mut snapshot = pr.into_snapshot(contexts, threads, agent, chrono::Utc::now());
+            let last = self.cached(number);
+            if !threads_asked {
+                // Not asked, as the pull request did not change: its last observation's threads hold.
+                let known = last.as_ref().map(|o| o.snapshot.comments.clone()).unwrap_or_default();
+                let mut threaded: Vec<Comment> = known
+                    .into_iter()
+                    .filter(|c| c.thread_id.is_some())
+                    .map(|mut c| {
+                        c.by_agent |= agent.contains_key(&c.id);
+                        c
+                    })
+                    .collect();
+                threaded.append(&mut snapshot.comments);
+                snapshot.comments = threaded;
+            }
             let updated_at = match listed {
                 Some(l) => l.updated.get(&number).cloned(),
-                None => self.cached(number).and_then(|o| o.updated_at),
+                None => last.as_ref().and_then(|o| o.updated_at.clone()),
             };
-            self.remember(number, Observed { snapshot, node_id, updated_at, asked_at });
+            let observed = Observed { snapshot, node_id, updated_at, asked_at };
+            if !last.is_some_and(|l| observed.same_as(&l)) {
+                observation.kept.push((number, observed.clone()));
+            }
+            observation.asked.push(number);
+            self.remember(number, observed);
         }
         Ok(())
     }
@@ -355,6 +509,15 @@ fn page_holds_every_change(
         || matches!((oldest, up_to), (Some(oldest), Some(up_to)) if oldest < up_to - chrono::TimeDelta::seconds(1))
 }
 
+/// The batch alias (`prK` → K) an error's `path` points into, when it does.
+fn alias_of(error: &Value) -> Option<usize> {
+    let path = error.get("path")?.as_array()?;
+    if path.first()?.as_str()? != "repository" {
+        return None;
+    }
+    path.get(1)?.as_str()?.strip_prefix("pr")?.parse().ok()
+}
+
 fn malformed(what: &str) -> ForgeError {
     ForgeError::GitHub(crate::github::GitHubError::Malformed(what.to_string()))
 }
@@ -384,11 +547,18 @@ mod tests {
     fn the_batch_document_aliases_each_pull_request() {
         let doc = batch_document(2);
         assert!(doc.contains("query Batch($owner: String!, $name: String!, $n0: Int!, $n1: Int!)"), "{doc}");
-        assert!(doc.contains("pr0: pullRequest(number: $n0) { ...PrFields }"), "{doc}");
-        assert!(doc.contains("pr1: pullRequest(number: $n1) { ...PrFields }"), "{doc}");
+        assert!(doc.contains("pr0: pullRequest(number: $n0) { ...PrFields ...PrThreads }"), "{doc}");
+        assert!(doc.contains("pr1: pullRequest(number: $n1) { ...PrFields ...PrThreads }"), "{doc}");
         assert!(!doc.contains("PULL_REQUESTS") && !doc.contains("VARIABLES"), "{doc}");
-        for fragment in ["fragment PrFields", "fragment CheckContext", "fragment ReviewThread"] {
+        for fragment in
+            ["fragment PrFields", "fragment CheckContext", "fragment PrThreads", "fragment ReviewThread"]
+        {
             assert_eq!(doc.matches(fragment).count(), 1, "{fragment}");
         }
+        // Threads only where asked for, and their fragments only when some pull request asks.
+        let mixed = batch_document_for(&[true, false]);
+        assert!(mixed.contains("pr1: pullRequest(number: $n1) { ...PrFields }"), "{mixed}");
+        let none = batch_document_for(&[false, false]);
+        assert!(!none.contains("PrThreads") && !none.contains("ReviewThread"), "{none}");
     }
 }

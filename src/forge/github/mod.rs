@@ -11,10 +11,12 @@
 //! nothing for it this tick.
 
 mod batch;
+mod memory;
 pub mod wire;
 mod writes;
 
-pub use batch::batch_document;
+pub use batch::{batch_document, batch_document_for};
+pub use memory::stored_blocks;
 pub use wire::AgentComments;
 
 use crate::github::{GitHubClient, GitHubError};
@@ -24,7 +26,7 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 
-use super::{ForgeError, PrSnapshot};
+use super::{ForgeError, PrSnapshot, Unobserved};
 use crate::config::Repo;
 use crate::store::Store;
 
@@ -46,10 +48,15 @@ pub struct GitHubForge {
     /// The newest `updated_at` of the last listing of pull requests: every pull request changed since
     /// is newer, so a page that reaches back past it lists them all.
     listed_up_to: Mutex<Option<DateTime<Utc>>>,
+    /// Pull requests GitHub answered with an error of their own, since when: asked again every tick.
+    /// (Boxed, like the flag below, to keep `Forge`'s variants of a size.)
+    failing: Box<Mutex<HashMap<i64, Unobserved>>>,
+    /// Whether what an earlier process kept (see `memory.rs`) was read.
+    memory_loaded: Box<tokio::sync::OnceCell<()>>,
 }
 
 /// A pull request as last observed, with what it takes to write to it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Observed {
     snapshot: PrSnapshot,
     /// GraphQL node id of the pull request (mutations take it).
@@ -61,6 +68,16 @@ struct Observed {
 }
 
 impl Observed {
+    /// Whether `self` says what `other` said (its time of observation aside), so it need not be kept
+    /// again. One asked within the second of its last change is kept again once asked after it.
+    fn same_as(&self, other: &Observed) -> bool {
+        let snapshot = PrSnapshot { observed_at: other.snapshot.observed_at, ..self.snapshot.clone() };
+        snapshot == other.snapshot
+            && self.node_id == other.node_id
+            && self.updated_at == other.updated_at
+            && self.after_its_second() == other.after_its_second()
+    }
+
     /// Whether a later change must show in `updated_at` (see [`after_the_second`]).
     fn after_its_second(&self) -> bool {
         after_the_second(self.updated_at.as_deref(), self.asked_at)
@@ -103,6 +120,8 @@ impl GitHubForge {
             cache: Mutex::new(HashMap::new()),
             ignored: Mutex::new(HashSet::new()),
             listed_up_to: Mutex::new(None),
+            failing: Box::new(Mutex::new(HashMap::new())),
+            memory_loaded: Box::new(tokio::sync::OnceCell::new()),
         })
     }
 

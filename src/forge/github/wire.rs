@@ -119,7 +119,10 @@ pub struct WirePr {
     /// Null while no check or status has reported for the head commit.
     #[serde(deserialize_with = "present")]
     pub status_check_rollup: Option<WireRollup>,
-    pub review_threads: Paged<WireThread>,
+    /// Absent when the query did not ask for them (the `PrThreads` fragment): then the last
+    /// observation's threads still hold.
+    #[serde(default)]
+    pub review_threads: Option<Paged<WireThread>>,
     pub comments: Nodes<WireIssueComment>,
     #[serde(deserialize_with = "present")]
     pub reviews: Option<Nodes<WireReview>>,
@@ -536,7 +539,7 @@ impl WirePr {
             .collect();
 
         let mut comments: Vec<Comment> = Vec::new();
-        for thread in self.review_threads.into_items().chain(extra_threads) {
+        for thread in self.review_threads.into_iter().flat_map(Paged::into_items).chain(extra_threads) {
             comments.extend(thread.into_comments(agent));
         }
         comments.extend(
@@ -583,7 +586,7 @@ impl WirePr {
 
     /// The cursor of the next page of review threads (`review_threads_page.graphql`), if there is one.
     pub fn threads_next_page(&self) -> Option<String> {
-        self.review_threads.next_page()
+        self.review_threads.as_ref().and_then(Paged::next_page)
     }
 }
 

@@ -71,7 +71,9 @@ impl GitHubForge {
 
     /// Starts CI at the head as `repos.NAME.ci_trigger` says: nothing (CI starts on push), a
     /// `workflow_dispatch` of a workflow file at the branch, or a re-run of the failed jobs of the
-    /// head's last workflow run.
+    /// head's last workflow run. A head with no workflow run to re-run (CI never started on it) is not an
+    /// error that fails every tick: `rerun:FILE` dispatches FILE instead, and plain `rerun` waits — the
+    /// runner records the trigger, so `runner.check_timeout` tells the human that no check came.
     pub async fn trigger_ci(&self, run: &Run, sha: &str) -> Result<(), ForgeError> {
         let trigger = self.repo.ci_trigger.as_str();
         if trigger.is_empty() {
@@ -83,27 +85,35 @@ impl GitHubForge {
             return Ok(());
         }
         if let Some(workflow) = trigger.strip_prefix("workflow:") {
-            let branch = run.branch_name.clone().ok_or(ForgeError::NoBranch(run.id))?;
-            let path = format!(
-                "/repos/{}/{}/actions/workflows/{}/dispatches",
-                self.owner,
-                self.name,
-                segment(workflow)
-            );
-            self.client.rest(Method::POST, &path, Some(&json!({ "ref": branch }))).await?;
-            return Ok(());
+            return self.dispatch(run, workflow).await;
         }
         let path =
             format!("/repos/{}/{}/actions/runs?head_sha={}&per_page=1", self.owner, self.name, segment(sha));
         let runs = self.client.rest(Method::GET, &path, None).await?;
-        let id = runs.pointer("/workflow_runs/0/id").and_then(Value::as_i64).ok_or_else(|| {
-            ForgeError::Config(format!(
-                "repos.{}.ci_trigger = \"rerun\" but no workflow run exists at {sha} to re-run; push a commit or use \"workflow:FILE\"",
+        let Some(id) = runs.pointer("/workflow_runs/0/id").and_then(Value::as_i64) else {
+            if let Some(workflow) = trigger.strip_prefix("rerun:") {
+                tracing::info!(run = run.id, "no workflow run at {sha} to re-run: dispatching {workflow}");
+                return self.dispatch(run, workflow).await;
+            }
+            tracing::warn!(
+                run = run.id,
+                "repos.{}.ci_trigger = \"rerun\" but no workflow run exists at {sha} to re-run; waiting for \
+                 checks (the human is told after runner.check_timeout; \"rerun:FILE\" would dispatch FILE)",
                 self.repo_name
-            ))
-        })?;
+            );
+            return Ok(());
+        };
         let path = format!("/repos/{}/{}/actions/runs/{id}/rerun-failed-jobs", self.owner, self.name);
         self.client.rest(Method::POST, &path, None).await?;
+        Ok(())
+    }
+
+    /// `workflow_dispatch` of `workflow` (a file under `.github/workflows`) at the run's branch.
+    async fn dispatch(&self, run: &Run, workflow: &str) -> Result<(), ForgeError> {
+        let branch = run.branch_name.clone().ok_or(ForgeError::NoBranch(run.id))?;
+        let path =
+            format!("/repos/{}/{}/actions/workflows/{}/dispatches", self.owner, self.name, segment(workflow));
+        self.client.rest(Method::POST, &path, Some(&json!({ "ref": branch }))).await?;
         Ok(())
     }
 
@@ -142,8 +152,7 @@ impl GitHubForge {
             None => self
                 .snapshots_unlogged(std::slice::from_ref(run))
                 .await?
-                .remove(&run.id)
-                .flatten()
+                .take(run.id)?
                 .ok_or(ForgeError::NoPr(run.id))?,
         };
         let found = snapshot.comments.iter().find(|c| c.id == parent);
@@ -220,7 +229,7 @@ impl GitHubForge {
         if let Some(number) = run.pr_number {
             self.forget_observation(number);
         }
-        let seen = self.snapshots_unlogged(std::slice::from_ref(run)).await?.remove(&run.id).flatten();
+        let seen = self.snapshots_unlogged(std::slice::from_ref(run)).await?.take(run.id)?;
         Ok(seen
             .map(|pr| crate::forge::marked(&pr, marker).map(|c| c.id.clone()).collect())
             .unwrap_or_default())

@@ -1,0 +1,136 @@
+//! What the GitHub forge keeps in the database (`Store::forge_memory`) so that a runner cron starts
+//! begins warm: the pull-request listing's ETag and newest change, the last observation of each pull
+//! request, the pull requests GitHub keeps answering with an error (since when, for
+//! `runner.check_timeout`), and — shared by every process on the token — rate-limit blocks.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use futures_util::future::BoxFuture;
+
+use super::{GitHubForge, Observed};
+use crate::forge::{ForgeError, Unobserved};
+use crate::github::{SharedBlock, SharedBlocks};
+use crate::store::Store;
+
+const ETAG: &str = "etag:pulls";
+const LISTED_UP_TO: &str = "listed_up_to";
+const PR: &str = "pr:";
+const UNOBSERVED: &str = "unobserved:";
+const BLOCK: &str = "rate_block";
+
+impl GitHubForge {
+    /// Reads what an earlier process kept, once per forge.
+    pub(super) async fn load_memory(&self) -> Result<(), ForgeError> {
+        self.memory_loaded.get_or_try_init(|| self.read_memory()).await.map(|_| ())
+    }
+
+    async fn read_memory(&self) -> Result<(), ForgeError> {
+        for (key, value) in self.store.forge_memory(&self.repo_name).await? {
+            let number = |prefix: &str| key.strip_prefix(prefix).and_then(|n| n.parse::<i64>().ok());
+            if key == ETAG {
+                self.client.set_etag(&self.pulls_path(), &value);
+            } else if key == LISTED_UP_TO {
+                if let (Ok(at), Ok(mut up_to)) = (value.parse::<DateTime<Utc>>(), self.listed_up_to.lock()) {
+                    *up_to = Some(at);
+                }
+            } else if let Some(n) = number(PR) {
+                // One that does not read (an older build's) is asked again, as if never seen.
+                if let Ok(observed) = serde_json::from_str::<Observed>(&value)
+                    && let Ok(mut cache) = self.cache.lock()
+                {
+                    cache.entry(n).or_insert(observed);
+                }
+            } else if let Some(n) = number(UNOBSERVED)
+                && let Ok(failing) = serde_json::from_str::<Unobserved>(&value)
+                && let Ok(mut map) = self.failing.lock()
+            {
+                map.entry(n).or_insert(failing);
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps the listing that every pull request it announced was observed after.
+    pub(super) async fn keep_listing(&self) -> Result<(), ForgeError> {
+        let mut entries = Vec::new();
+        if let Some(etag) = self.client.etag(&self.pulls_path()) {
+            entries.push((ETAG.to_string(), etag));
+        }
+        if let Some(at) = self.listed_up_to.lock().ok().and_then(|up_to| *up_to) {
+            entries.push((LISTED_UP_TO.to_string(), at.to_rfc3339()));
+        }
+        Ok(self.store.remember_in_forge_memory(&self.repo_name, &entries).await?)
+    }
+
+    /// Keeps these observations (those that differ from what is kept: see [`Observed::same_as`]).
+    pub(super) async fn keep_observed(&self, observed: &[(i64, Observed)]) -> Result<(), ForgeError> {
+        let mut entries = Vec::new();
+        for (number, o) in observed {
+            entries.push((format!("{PR}{number}"), serde_json::to_string(o).map_err(json_error)?));
+        }
+        Ok(self.store.remember_in_forge_memory(&self.repo_name, &entries).await?)
+    }
+
+    /// Keeps which pull requests failed (since when) and forgets those observed again.
+    pub(super) async fn keep_failures(
+        &self,
+        failed: &HashMap<i64, Unobserved>,
+        recovered: &[i64],
+    ) -> Result<(), ForgeError> {
+        let mut entries = Vec::new();
+        for (number, u) in failed {
+            entries.push((format!("{UNOBSERVED}{number}"), serde_json::to_string(u).map_err(json_error)?));
+        }
+        self.store.remember_in_forge_memory(&self.repo_name, &entries).await?;
+        let gone: Vec<String> = recovered.iter().map(|n| format!("{UNOBSERVED}{n}")).collect();
+        Ok(self.store.forget_in_forge_memory(&self.repo_name, &gone).await?)
+    }
+}
+
+fn json_error(e: serde_json::Error) -> ForgeError {
+    ForgeError::Config(format!("cannot keep the forge's memory: {e}"))
+}
+
+/// Rate-limit blocks in the database, shared by every process calling one GitHub (`api_url`).
+pub struct StoredBlocks {
+    store: Store,
+    scope: String,
+}
+
+/// The blocks of the GitHub at `config.api_url`, kept in `store`.
+pub fn stored_blocks(store: &Store, config: &crate::config::GitHub) -> Arc<dyn SharedBlocks> {
+    Arc::new(StoredBlocks { store: store.clone(), scope: format!("github:{}", config.api_url) })
+}
+
+impl StoredBlocks {
+    async fn current(&self) -> Option<SharedBlock> {
+        match self.store.forge_memory_entry(&self.scope, BLOCK).await {
+            Ok(value) => value.and_then(|v| serde_json::from_str(&v).ok()),
+            Err(e) => {
+                tracing::warn!("reading the shared GitHub rate-limit block: {e}");
+                None
+            }
+        }
+    }
+}
+
+impl SharedBlocks for StoredBlocks {
+    fn read(&self) -> BoxFuture<'_, Option<SharedBlock>> {
+        Box::pin(self.current())
+    }
+
+    fn write(&self, block: SharedBlock) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if self.current().await.is_some_and(|kept| kept.until >= block.until) {
+                return;
+            }
+            let Ok(value) = serde_json::to_string(&block) else { return };
+            let entry = [(BLOCK.to_string(), value)];
+            if let Err(e) = self.store.remember_in_forge_memory(&self.scope, &entry).await {
+                tracing::warn!("sharing the GitHub rate-limit block: {e}");
+            }
+        })
+    }
+}

@@ -1,0 +1,84 @@
+//! A run whose pull request GitHub keeps answering with an error, while the repository's other pull
+//! requests are seen whole: nothing is decided for that run (never from a partial view), the others go
+//! on, and once it has been so for `runner.check_timeout` the human is told which pull request and why.
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use super::decision::{Notice, NoticeKind};
+use super::state::{Runner, RunnerError, TickReport};
+use crate::domain::Run;
+use crate::forge::Unobserved;
+use crate::store::RunMemory;
+
+impl Runner {
+    pub(super) async fn unobserved(
+        &self,
+        report: &mut TickReport,
+        run: &Run,
+        memory: &RunMemory,
+        u: &Unobserved,
+    ) -> Result<(), RunnerError> {
+        let why = format!(
+            "pull request #{} could not be observed, so nothing was done for this run this tick (the \
+             repository's other runs go on): {}",
+            u.number, u.why
+        );
+        tracing::warn!(run = run.id, "{why}");
+        report.failed(format!("run {}: {why}", run.id));
+        if memory.last_decision.as_deref() != Some(why.as_str()) {
+            self.store.record_decision(run.id, Some(&self.owner), &why).await?;
+        }
+        let sent = self.store.notice_keys(run.id).await?;
+        if let Some(notice) = overdue(u, self.config.runner.check_timeout.std(), &sent, Utc::now()) {
+            self.notify(run, &notice).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The notice for a pull request unobservable for `timeout` or longer, once per stretch of failures.
+fn overdue(
+    u: &Unobserved,
+    timeout: std::time::Duration,
+    sent: &[String],
+    now: DateTime<Utc>,
+) -> Option<Notice> {
+    let timeout = TimeDelta::from_std(timeout).unwrap_or(TimeDelta::MAX);
+    let waited = now - u.since;
+    let key = format!("unobserved:{}:{}", u.number, u.since.timestamp());
+    if waited < timeout || sent.contains(&key) {
+        return None;
+    }
+    let waited = std::time::Duration::from_secs(u64::try_from(waited.num_seconds()).unwrap_or(0));
+    let text = format!(
+        "PR #{} could not be observed for {}: GitHub keeps answering it with an error ({}). Nothing is done \
+         for this run until GitHub answers it whole; the repository's other runs go on. Look at the pull \
+         request on GitHub (runner.check_timeout is {}).",
+        u.number,
+        humantime::format_duration(waited),
+        u.why,
+        humantime::format_duration(timeout.to_std().unwrap_or_default()),
+    );
+    Some(Notice { kind: NoticeKind::NeedsHuman, key, text })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_human_is_told_once_after_check_timeout() {
+        let since: DateTime<Utc> = "2026-12-01T10:00:00Z".parse().unwrap();
+        let u = Unobserved { number: 7, since, why: "HTTP 502".into() };
+        let timeout = std::time::Duration::from_secs(600);
+        assert!(overdue(&u, timeout, &[], since + TimeDelta::seconds(599)).is_none());
+        let notice = overdue(&u, timeout, &[], since + TimeDelta::seconds(600)).unwrap();
+        assert!(notice.text.contains("PR #7") && notice.text.contains("HTTP 502"), "{}", notice.text);
+        assert!(
+            overdue(&u, timeout, std::slice::from_ref(&notice.key), since + TimeDelta::hours(2)).is_none()
+        );
+        // A new stretch of failures is told again.
+        let again = Unobserved { since: since + TimeDelta::hours(1), ..u };
+        assert!(overdue(&again, timeout, &[notice.key], since + TimeDelta::hours(2)).is_some());
+    }
+}
