@@ -9,7 +9,9 @@
 //! `modified_since` (the parameter is sent anyway, and older tasks are dropped here). A task listed by two
 //! containers is delivered once. A 429 waits its `Retry-After` (at most [`MAX_RETRY_WAIT`]) and is
 //! retried up to [`MAX_RETRIES`] times. A task that cannot be read goes to [`Fetched::refused`]; an
-//! HTTP failure fails the whole fetch with an error that names the URL path, never the token.
+//! HTTP failure fails the whole fetch with an error that names the URL path, never the token. Each
+//! page goes to the intake as soon as it is read ([`AsanaSource::fetch_pages`]); only the gids seen
+//! are kept for the whole fetch.
 //!
 //! Notes are plain text (`notes`, not `html_notes`), kept whole; a page whose bytes are not valid
 //! UTF-8 is read with the bad bytes replaced (U+FFFD) rather than refused whole.

@@ -6,9 +6,12 @@
 //! - [`github_issues`]: the issues of one GitHub repository, through the GitHub forge's client.
 //! - [`file`]: a JSON Lines or CSV file, for anything else and for tests.
 //!
-//! Each source has its own error type for a fetch that fails as a whole; [`SourceError`] holds any of
-//! them, for a caller that runs them all. Asana and files both accept Asana's task shape and a flat
-//! one (see [`task_from_json`]), so an Asana export can be fed back through a file.
+//! Asana and files hand each page on as soon as it is read ([`Page`], over a bounded channel), so the
+//! intake stores it before the next arrives; [`collect`] gathers the pages for a caller that wants
+//! the whole fetch. Each source has its own error type for a fetch that fails as a whole;
+//! [`SourceError`] holds any of them, for a caller that runs them all. Asana and files both accept
+//! Asana's task shape and a flat one (see [`task_from_json`]), so an Asana export can be fed back
+//! through a file.
 
 pub mod asana;
 pub mod file;
