@@ -1,5 +1,6 @@
 //! How long taking in many tasks takes, and how much memory it needs: run with
-//! `cargo bench --bench intake [-- N]` (default 100000). Prints figures; asserts nothing.
+//! `cargo bench --bench intake [-- N] [sources]` (default 100000; `sources`: only the source passes).
+//! Prints figures; asserts nothing.
 //!
 //! Per backend (SQLite in a temporary directory; PostgreSQL too, in a fresh schema, when
 //! `EXECUTOR_TEST_DATABASE_URL` is set), four passes over N generated tasks of varied text sizes:
@@ -10,6 +11,12 @@
 //! - `store add` / `store 1% changed`: the same through the library's streaming intake
 //!   (`Store::begin_intake`), fed in chunks as the CLI does, with this process's peak RSS (VmHWM,
 //!   reset before each pass through /proc/self/clear_refs).
+//!
+//! Then `executor intake` of N tasks from an Asana (100 a page) and from a JSON Lines file, with this
+//! process's peak RSS (see `intake/sources.rs`).
+
+#[path = "intake/sources.rs"]
+mod sources;
 
 use std::io::Write;
 use std::path::Path;
@@ -110,6 +117,14 @@ fn vm_hwm_kib() -> u64 {
         .unwrap_or(0)
 }
 
+fn vm_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).map(|l| l.to_string()))
+        .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        .unwrap_or(0)
+}
+
 /// Resets VmHWM to the current RSS (Linux), so each pass reports its own peak.
 fn reset_hwm() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
@@ -179,11 +194,19 @@ async fn main() {
     let n = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(100_000);
     let dir = tempfile::tempdir().expect("tempdir");
     let sqlite = |f: &str| format!("sqlite://{}", dir.path().join(f).display());
-    backend("sqlite", &sqlite("cli.db"), &sqlite("store.db"), dir.path(), n).await;
+    let only_sources = std::env::args().any(|a| a == "sources");
+    if !only_sources {
+        backend("sqlite", &sqlite("cli.db"), &sqlite("store.db"), dir.path(), n).await;
+    }
+    sources::backend("sqlite", [&sqlite("asana.db"), &sqlite("file.db")], dir.path(), n).await;
     match std::env::var(PG_ENV) {
         Ok(base) if !base.is_empty() => {
-            let (cli, store) = (pg_schema(&base, "cli").await, pg_schema(&base, "store").await);
-            backend("postgres", &cli, &store, dir.path(), n).await;
+            if !only_sources {
+                let (cli, store) = (pg_schema(&base, "cli").await, pg_schema(&base, "store").await);
+                backend("postgres", &cli, &store, dir.path(), n).await;
+            }
+            let (asana, file) = (pg_schema(&base, "asana").await, pg_schema(&base, "file").await);
+            sources::backend("postgres", [&asana, &file], dir.path(), n).await;
         }
         _ => println!("postgres: skipped (set {PG_ENV})"),
     }

@@ -349,3 +349,36 @@ fn a_missing_file_is_an_error_naming_it() {
     let error = read_file(std::path::Path::new("/nonexistent/tasks.jsonl"), "t").unwrap_err();
     assert!(error.to_string().contains("/nonexistent/tasks.jsonl"), "{error}");
 }
+
+#[test]
+fn a_file_is_handed_on_in_pages_and_a_closed_intake_stops_the_reading() {
+    use executor::intake::source::FILE_PAGE;
+    use executor::intake::source::file::read_file_pages;
+    let dir = tempfile::tempdir().unwrap();
+    let lines: String = (1..=FILE_PAGE * 2 + 5)
+        .map(|n| {
+            format!(
+                "{}\n",
+                json!({"gid": n.to_string(), "modified_at": format!("2026-11-{:02}T00:00:00Z", 1 + n % 28)})
+            )
+        })
+        .collect();
+    let path = write(&dir, "many.jsonl", lines.as_bytes());
+
+    let mut sizes = Vec::new();
+    let cursor = read_file_pages(&path, "inbox", |page| {
+        sizes.push(page.tasks.len());
+        true
+    })
+    .unwrap();
+    assert_eq!(sizes, [FILE_PAGE, FILE_PAGE, 5]);
+    assert_eq!(cursor, Some(at("2026-11-28T00:00:00Z")));
+
+    let mut pages = 0;
+    read_file_pages(&path, "inbox", |_| {
+        pages += 1;
+        false
+    })
+    .unwrap();
+    assert_eq!(pages, 1, "reading went on after the intake stopped");
+}

@@ -1,10 +1,12 @@
 //! One intake: each configured source fetched from where its last fetch ended, its tasks upserted into
-//! the queue in one transaction, and only then its cursor moved on.
+//! the queue page by page as they arrive (see [`take_in`]), and only after the last page its cursor
+//! moved on.
 //!
 //! Why per source and in this order: a source that fails (a revoked token, a server error, a missing
 //! file) must not keep the others' tasks out, and its cursor must stay where it was so the next intake
-//! asks again for everything it missed. The cursor is written after the commit, so a crash in between
-//! only fetches the same tasks again (an upsert of an unchanged task changes nothing).
+//! asks again for everything it missed. The cursor is written after the last commit, so a crash or a
+//! failure before it only fetches the same tasks again (an upsert of an unchanged task changes
+//! nothing).
 //!
 //! An intake never changes a task's status: a new task waits as `pending` for the analyzer, a known one
 //! keeps what a human or the analyzer set, and changed text of an approved task is kept aside as a
@@ -14,11 +16,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use tokio::sync::mpsc::Receiver;
 
 use super::source::asana::{AsanaConfig, AsanaError, AsanaSource};
-use super::source::file::{FileError, read_file};
+use super::source::file::{FileError, read_file_pages};
 use super::source::github_issues::{GitHubIssuesConfig, GitHubIssuesSource, IssueState};
-use super::source::{EnvLookup, Fetched, SourceTask};
+use super::source::{EnvLookup, FILE_PAGE, Fetched, PAGES_IN_FLIGHT, Page, PageSender, SourceTask};
 use crate::config::{Config, SourceConfig, expand_home};
 use crate::domain::{Actor, GidError, TaskGid};
 use crate::github::GitHubClient;
@@ -59,7 +62,8 @@ pub struct SourceReport {
     pub revisions_pending: Vec<TaskGid>,
     /// Items that could not be taken in; the others were.
     pub refused: Vec<Refusal>,
-    /// Why the source was not taken in (nothing of this fetch was stored, its cursor stayed).
+    /// Why the source's intake failed: the pages stored before the failure stay stored (counted
+    /// above), its cursor stayed.
     pub error: Option<String>,
     /// Where the next fetch starts: the latest modification seen (unchanged after an error).
     pub cursor: Option<DateTime<Utc>>,
@@ -141,7 +145,16 @@ fn known(config: &Config) -> String {
     format!("the configured ones are {}", names.join(", "))
 }
 
-/// One source: fetch from its cursor (from the start when `full`), store, then move the cursor on.
+/// One source: fetch from its cursor (from the start when `full`), storing each page as it arrives,
+/// then move the cursor on.
+///
+/// The source and the store run side by side over a small bounded channel: memory holds a few pages,
+/// not the fetch (100,000 tasks took 0.8 GB held whole). Each batch is its own transaction, so none is
+/// held open across a slow request (PostgreSQL ends a session idle in a transaction). The cursor moves
+/// once, after the last page is committed: Asana's pages are not in `modified_at` order, so a cursor
+/// moved mid-way could pass over tasks of later pages on a crash. A failure after some pages leaves
+/// those stored (upserts are idempotent, the next intake fetches them again as unchanged) and the
+/// cursor where it was.
 async fn take_in(
     config: &Config,
     store: &Store,
@@ -157,11 +170,18 @@ async fn take_in(
         cursor: since,
         ..SourceReport::default()
     };
-    let stored = match fetch(config, source, since, env, github).await {
-        Ok(fetched) => store_fetched(config, store, source, fetched, &mut report).await,
-        Err(why) => Err(why),
+    let (sender, pages) = tokio::sync::mpsc::channel(PAGES_IN_FLIGHT);
+    // `fetch` owns the sender and `store_pages` the receiver: when storing fails, the receiver is
+    // dropped and the source stops at its next page; when the source ends, the channel closes.
+    let (fetched, stored) = tokio::join!(
+        fetch(config, source, since, env, github, sender),
+        store_pages(config, store, source, pages, &mut report),
+    );
+    let outcome = match (fetched, stored) {
+        (_, Err(why)) | (Err(why), Ok(())) => Err(why),
+        (Ok(cursor), Ok(())) => Ok(cursor),
     };
-    match stored {
+    match outcome {
         Ok(cursor) => {
             store.set_source_fetched(&source.name, cursor).await?;
             report.cursor = cursor.or(since);
@@ -176,30 +196,60 @@ async fn take_in(
     Ok(report)
 }
 
-/// Upserts what a fetch delivered in one transaction; its cursor once committed, or why nothing was.
-async fn store_fetched(
+/// Stores the pages as they come, each batch in a transaction of its own, counting into `report`;
+/// why it stopped if a write failed (the batches before it stay stored).
+async fn store_pages(
     config: &Config,
     store: &Store,
     source: &SourceConfig,
-    fetched: Fetched,
+    mut pages: Receiver<Page>,
     report: &mut SourceReport,
-) -> Result<Option<DateTime<Utc>>, String> {
-    report.fetched = fetched.tasks.len();
-    report.refused = fetched.refused.into_iter().map(|(place, why)| Refusal { place, why }).collect();
-    let mut tasks = Vec::with_capacity(fetched.tasks.len());
-    for t in fetched.tasks {
-        // The id is the source's text: no control character of it reaches a terminal.
-        let shown: String = t.gid.chars().filter(|c| !c.is_control()).take(160).collect();
-        let place = format!("{} task {shown}", source.name);
-        match storable(config, source, t) {
-            Ok(task) => tasks.push(task),
-            Err(why) => report.refused.push(Refusal { place, why }),
+) -> Result<(), String> {
+    while let Some(page) = pages.recv().await {
+        let mut batch = vec![page];
+        // Pages already waiting join this write (fewer commits), up to a store chunk's worth.
+        let mut tasks = batch[0].tasks.len();
+        while tasks < FILE_PAGE
+            && let Ok(more) = pages.try_recv()
+        {
+            tasks += more.tasks.len();
+            batch.push(more);
+        }
+        store_batch(config, store, source, batch, report).await.map_err(|e| {
+            format!(
+                "storing its tasks failed: {e}; the {} stored before stay, and the cursor did not move",
+                report.added + report.updated + report.unchanged + report.revised
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// Upserts a batch of pages in one transaction and counts what became of each task.
+async fn store_batch(
+    config: &Config,
+    store: &Store,
+    source: &SourceConfig,
+    batch: Vec<Page>,
+    report: &mut SourceReport,
+) -> Result<(), StoreError> {
+    let mut tasks = Vec::new();
+    for page in batch {
+        report.fetched += page.tasks.len();
+        report.refused.extend(page.refused.into_iter().map(|(place, why)| Refusal { place, why }));
+        for t in page.tasks {
+            // The id is the source's text: no control character of it reaches a terminal.
+            let shown: String = t.gid.chars().filter(|c| !c.is_control()).take(160).collect();
+            let place = format!("{} task {shown}", source.name);
+            match storable(config, source, t) {
+                Ok(task) => tasks.push(task),
+                Err(why) => report.refused.push(Refusal { place, why }),
+            }
         }
     }
-    let not_stored = |e: StoreError| format!("storing its tasks failed, nothing of this fetch was kept: {e}");
-    let mut intake = store.begin_intake(INTAKE_ACTOR).await.map_err(not_stored)?;
-    let results = intake.add(&tasks).await.map_err(not_stored)?;
-    intake.commit().await.map_err(not_stored)?;
+    let mut intake = store.begin_intake(INTAKE_ACTOR).await?;
+    let results = intake.add(&tasks).await?;
+    intake.commit().await?;
     for done in results {
         match done.result {
             Upserted::Added => report.added += 1,
@@ -211,7 +261,7 @@ async fn store_fetched(
             report.revisions_pending.push(done.task_gid);
         }
     }
-    Ok(fetched.cursor)
+    Ok(())
 }
 
 /// A task the queue can hold and a run can be made of, or why not: a valid gid that also makes a
@@ -231,29 +281,47 @@ fn storable(config: &Config, source: &SourceConfig, t: SourceTask) -> Result<(Ta
     Ok((gid, task))
 }
 
-/// What the source delivers since `since`, or why it could not (with what to do about it).
+/// Sends the source's pages since `since` to `pages`; the cursor for the next fetch once all were
+/// sent, or why the fetch failed (with what to do about it).
 async fn fetch(
     config: &Config,
     source: &SourceConfig,
     since: Option<DateTime<Utc>>,
     env: &EnvLookup,
     github: Option<&Arc<GitHubClient>>,
-) -> Result<Fetched, String> {
+    pages: PageSender,
+) -> Result<Option<DateTime<Utc>>, String> {
     match source.kind.as_str() {
         "asana" => {
             let asana = AsanaSource::new(asana_config(source), env.clone()).map_err(|e| asana_error(&e))?;
-            asana.fetch(since).await.map_err(|e| asana_error(&e))
+            asana.fetch_pages(since, pages).await.map_err(|e| asana_error(&e))
         }
         "file" => {
             let path = file_path(config, source);
             let name = source.name.clone();
-            // A file of 100,000 lines is read on a blocking thread, not on the runtime's.
-            tokio::task::spawn_blocking(move || read_file(&path, &name))
+            // The file is read on a blocking thread, not on the runtime's; it waits for the store
+            // when the channel is full.
+            let send = move |page| pages.blocking_send(page).is_ok();
+            tokio::task::spawn_blocking(move || read_file_pages(&path, &name, send))
                 .await
                 .map_err(|e| format!("reading the task file stopped: {e}"))?
                 .map_err(|e| file_error(config, source, &e))
         }
-        "github_issues" => fetch_github_issues(source, github, since).await,
+        "github_issues" => {
+            // A GitHub fetch is bounded (`github_issues::MAX_REQUESTS` pages) and merges an issue
+            // listed twice into one task, so it is read whole and then handed on in pages.
+            let fetched = fetch_github_issues(source, github, since).await?;
+            let mut refused = fetched.refused;
+            let mut tasks = fetched.tasks.into_iter().peekable();
+            while tasks.peek().is_some() || !refused.is_empty() {
+                let page = Page { tasks: tasks.by_ref().take(FILE_PAGE).collect(), refused };
+                refused = Vec::new();
+                if pages.send(page).await.is_err() {
+                    break;
+                }
+            }
+            Ok(fetched.cursor)
+        }
         other => Err(format!("kind {other:?} is not a source executor knows (asana, github_issues, file)")),
     }
 }

@@ -48,6 +48,9 @@ struct State {
     containers: BTreeMap<String, Vec<Value>>,
     faults: VecDeque<Fault>,
     requests: Vec<Request>,
+    /// The request (counted from 1) held until `release`, and whether it has arrived.
+    hold: Option<(usize, Arc<tokio::sync::Semaphore>)>,
+    held: bool,
 }
 
 /// The running fake. Dropping it leaves the server running until the test's runtime ends.
@@ -107,6 +110,24 @@ impl FakeAsana {
         self.lock().faults.push_back(fault);
     }
 
+    /// Holds the `n`th request (counted from 1) unanswered until [`release`](Self::release): a test
+    /// can look at what the client did with the answers before it.
+    pub fn hold_request(&self, n: usize) {
+        self.lock().hold = Some((n, Arc::new(tokio::sync::Semaphore::new(0))));
+    }
+
+    /// Whether the held request has arrived (and waits).
+    pub fn holding(&self) -> bool {
+        self.lock().held
+    }
+
+    /// Answers the held request (faults queued by then apply to it).
+    pub fn release(&self) {
+        if let Some((_, gate)) = &self.lock().hold {
+            gate.add_permits(1);
+        }
+    }
+
     /// Every request so far.
     pub fn requests(&self) -> Vec<Request> {
         self.lock().requests.clone()
@@ -139,15 +160,25 @@ async fn handle(
     headers: HeaderMap,
     Query(query): Query<BTreeMap<String, String>>,
 ) -> Response {
+    let gate = {
+        let mut state = state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let number = state.requests.len() + 1;
+        let gate = state.hold.as_ref().filter(|(n, _)| *n == number).map(|(_, gate)| gate.clone());
+        state.held |= gate.is_some();
+        state.requests.push(Request {
+            path: uri.path().strip_prefix("/api/1.0").unwrap_or(uri.path()).to_string(),
+            query: query.clone(),
+            authorization: headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_string),
+        });
+        gate
+    };
+    if let Some(gate) = gate {
+        let _ = gate.acquire().await;
+    }
     let mut state = state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let authorization =
         headers.get("authorization").and_then(|value| value.to_str().ok()).map(str::to_string);
     let path = uri.path().strip_prefix("/api/1.0").unwrap_or(uri.path()).to_string();
-    state.requests.push(Request {
-        path: path.clone(),
-        query: query.clone(),
-        authorization: authorization.clone(),
-    });
 
     if authorization.as_deref() != Some(format!("Bearer {}", state.token).as_str()) {
         return error(StatusCode::UNAUTHORIZED, "Not Authorized");

@@ -9,7 +9,9 @@
 //! `modified_since` (the parameter is sent anyway, and older tasks are dropped here). A task listed by two
 //! containers is delivered once. A 429 waits its `Retry-After` (at most [`MAX_RETRY_WAIT`]) and is
 //! retried up to [`MAX_RETRIES`] times. A task that cannot be read goes to [`Fetched::refused`]; an
-//! HTTP failure fails the whole fetch with an error that names the URL path, never the token.
+//! HTTP failure fails the whole fetch with an error that names the URL path, never the token. Each
+//! page goes to the intake as soon as it is read ([`AsanaSource::fetch_pages`]); only the gids seen
+//! are kept for the whole fetch.
 //!
 //! Notes are plain text (`notes`, not `html_notes`), kept whole; a page whose bytes are not valid
 //! UTF-8 is read with the bad bytes replaced (U+FFFD) rather than refused whole.
@@ -23,7 +25,7 @@ use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderValue, RETRY_AFTER};
 use serde_json::Value;
 
-use super::{EnvLookup, Fetched, task_from_json};
+use super::{EnvLookup, Fetched, Page, PageSender, advance, task_from_json};
 
 /// The fields asked of every task.
 pub const OPT_FIELDS: &str = "name,notes,completed,assignee.name,assignee.email,\
@@ -112,6 +114,14 @@ impl TaskList {
     }
 }
 
+/// One list being read, with what every request of it carries.
+#[derive(Clone, Copy)]
+struct List<'a> {
+    list: &'a TaskList,
+    token: &'a HeaderValue,
+    modified_since: Option<DateTime<Utc>>,
+}
+
 /// Why a fetch failed. None of these carries the token.
 #[derive(Debug, thiserror::Error)]
 pub enum AsanaError {
@@ -185,6 +195,17 @@ impl AsanaSource {
     /// Every task of the configured containers modified since `modified_since` (all of them when
     /// `None`), each once.
     pub async fn fetch(&self, modified_since: Option<DateTime<Utc>>) -> Result<Fetched, AsanaError> {
+        super::collect(|pages| self.fetch_pages(modified_since, pages)).await
+    }
+
+    /// As [`fetch`](Self::fetch), sending each page to `pages` as soon as it is read; the cursor for
+    /// the next fetch (the latest `modified_at` seen, or `modified_since`) once every page was sent.
+    /// Stops early, without error, when the receiver is gone (the intake stopped storing).
+    pub async fn fetch_pages(
+        &self,
+        modified_since: Option<DateTime<Utc>>,
+        pages: PageSender,
+    ) -> Result<Option<DateTime<Utc>>, AsanaError> {
         let variable = &self.config.token_env;
         let token = (self.env)(variable)
             .map(|token| token.trim().to_string())
@@ -194,22 +215,27 @@ impl AsanaSource {
         let mut token = HeaderValue::from_str(&format!("Bearer {token}"))
             .map_err(|_| AsanaError::BadToken { variable: variable.clone() })?;
         token.set_sensitive(true);
-        let mut fetched = Fetched { cursor: modified_since, ..Fetched::default() };
+        let mut cursor = modified_since;
+        // Gids only (a few MB at 100,000 tasks), so a task listed by two containers comes once.
         let mut seen = HashSet::new();
         for list in self.config.lists() {
-            self.fetch_list(&list, &token, modified_since, &mut seen, &mut fetched).await?;
+            let read = List { list: &list, token: &token, modified_since };
+            if !self.fetch_list(read, &mut seen, &mut cursor, &pages).await? {
+                break;
+            }
         }
-        Ok(fetched)
+        Ok(cursor)
     }
 
+    /// Sends the pages of one list; false when the receiver is gone.
     async fn fetch_list(
         &self,
-        list: &TaskList,
-        token: &HeaderValue,
-        modified_since: Option<DateTime<Utc>>,
+        read: List<'_>,
         seen: &mut HashSet<String>,
-        fetched: &mut Fetched,
-    ) -> Result<(), AsanaError> {
+        cursor: &mut Option<DateTime<Utc>>,
+        pages: &PageSender,
+    ) -> Result<bool, AsanaError> {
+        let List { list, token, modified_since } = read;
         let limit = self.config.page_size.clamp(1, 100).to_string();
         let since = modified_since.map(|at| at.to_rfc3339_opts(SecondsFormat::Millis, true));
         // Errors name the list as a path: `/tasks?project=123`.
@@ -234,6 +260,7 @@ impl AsanaSource {
             let Some(Value::Array(items)) = body.get_mut("data").map(Value::take) else {
                 return Err(malformed(path, "it has no `data` array"));
             };
+            let mut read = Page::default();
             for (index, item) in items.into_iter().enumerate() {
                 let place = format!("{} {} page {page} item {}", self.config.name, list.name, index + 1);
                 match task_from_json(item) {
@@ -241,18 +268,21 @@ impl AsanaSource {
                         // Asana may send an older task (a user task list ignores modified_since).
                         let old = matches!((modified_since, task.modified_at), (Some(since), Some(at)) if at < since);
                         if !old && seen.insert(task.gid.clone()) {
-                            fetched.advance_cursor(task.modified_at);
-                            fetched.tasks.push(task);
+                            advance(cursor, task.modified_at);
+                            read.tasks.push(task);
                         }
                     }
-                    Err(why) => fetched.refused.push((place, why)),
+                    Err(why) => read.refused.push((place, why)),
                 }
+            }
+            if pages.send(read).await.is_err() {
+                return Ok(false);
             }
             let next = body.pointer("/next_page/offset").and_then(Value::as_str).map(str::to_string);
             match next {
                 Some(next) if offset.as_deref() != Some(next.as_str()) => offset = Some(next),
                 Some(_) => return Err(malformed(path, "next_page repeats the offset just read")),
-                None => return Ok(()),
+                None => return Ok(true),
             }
         }
         Err(malformed(path, &format!("more than {MAX_PAGES} pages")))
