@@ -131,12 +131,13 @@ async fn schema_v8_fills_in_who_made_the_skips_before_it() {
     store.skip_imported_task(&imported, Actor::Cli, Some("imported from v1")).await.unwrap();
     store.close().await;
 
-    // Back to v7: the columns of v8 gone, its version forgotten.
+    // Back to v7: the columns of v8 and the table of v9 gone, their versions forgotten.
     let mut conn = sqlx::SqliteConnection::connect(&db.url).await.unwrap();
     sqlx::raw_sql(
         "ALTER TABLE executor_queue DROP COLUMN skipped_by; \
          ALTER TABLE executor_runs DROP COLUMN completion_comment_ids; \
-         DELETE FROM executor_schema WHERE version = 8;",
+         DROP TABLE executor_forge_cache; \
+         DELETE FROM executor_schema WHERE version >= 8;",
     )
     .execute(&mut conn)
     .await

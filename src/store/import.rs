@@ -103,25 +103,7 @@ impl Store {
             .fetch_optional(&mut *tx)
             .await?;
             if let Some(id) = id {
-                sqlx::query(
-                    "UPDATE executor_queue SET executor_run_id = $1, updated_at = $2 WHERE task_gid = $3",
-                )
-                .bind(id)
-                .bind(at)
-                .bind(gid.as_str())
-                .execute(&mut *tx)
-                .await?;
-                let created = NewEvent {
-                    actor,
-                    actor_id: None,
-                    task_gid: Some(gid.as_str()),
-                    run_id: Some(id),
-                    kind: kind::RUN_CREATED,
-                    from_state: None,
-                    to_state: Some(RunState::Queued.as_str()),
-                    reason: Some(reason),
-                };
-                insert_event!(self, &mut *tx, created)?;
+                let created = super::runs::link_new_run!(self, tx, gid, id, at, actor, reason);
                 let mut from = RunState::Queued;
                 for &to in path_to(run.state) {
                     let ev = NewEvent {

@@ -61,6 +61,33 @@ pub(crate) fn run_from_row(r: &impl Cols) -> Result<Run> {
     })
 }
 
+/// Links run `$id`, just inserted, to its task `$gid` and records its creation (as `queued`, the state
+/// every run is born in), in the write transaction `$tx`; evaluates to that event. Shared by a new run and
+/// an imported one.
+macro_rules! link_new_run {
+    ($store:expr, $tx:ident, $gid:expr, $id:expr, $at:expr, $actor:expr, $reason:expr) => {{
+        sqlx::query("UPDATE executor_queue SET executor_run_id = $1, updated_at = $2 WHERE task_gid = $3")
+            .bind($id)
+            .bind($at)
+            .bind($gid.as_str())
+            .execute(&mut *$tx)
+            .await?;
+        let created = $crate::store::events::NewEvent {
+            actor: $actor,
+            actor_id: None,
+            task_gid: Some($gid.as_str()),
+            run_id: Some($id),
+            kind: $crate::store::events::kind::RUN_CREATED,
+            from_state: None,
+            to_state: Some($crate::domain::RunState::Queued.as_str()),
+            reason: Some($reason),
+        };
+        $crate::store::events::insert_event!($store, &mut *$tx, created)?;
+        created
+    }};
+}
+pub(crate) use link_new_run;
+
 impl Store {
     /// Turns an approved task into a run. Atomic and unique: whatever the number of processes trying at
     /// once, a task gets at most one active run (a partial unique index enforces it, and the task's
@@ -82,25 +109,7 @@ impl Store {
             .fetch_optional(&mut *tx)
             .await?;
             if let Some(id) = id {
-                sqlx::query(
-                    "UPDATE executor_queue SET executor_run_id = $1, updated_at = $2 WHERE task_gid = $3",
-                )
-                .bind(id)
-                .bind(at)
-                .bind(gid.as_str())
-                .execute(&mut *tx)
-                .await?;
-                let ev = NewEvent {
-                    actor,
-                    actor_id: None,
-                    task_gid: Some(gid.as_str()),
-                    run_id: Some(id),
-                    kind: kind::RUN_CREATED,
-                    from_state: None,
-                    to_state: Some(RunState::Queued.as_str()),
-                    reason: Some("task approved"),
-                };
-                insert_event!(self, &mut *tx, ev)?;
+                link_new_run!(self, tx, gid, id, at, actor, "task approved");
                 tx.commit().await?;
             }
             id
