@@ -275,14 +275,7 @@ impl GitHubForge {
         {
             return true;
         }
-        match listed {
-            None => false,
-            Some(l) => match l.updated.get(&number) {
-                Some(at) => last.updated_at.as_deref() != Some(at.as_str()),
-                // Not on the page: unchanged, if the page holds every change since the last listing.
-                None => !l.holds_every_change,
-            },
-        }
+        listed_as_changed(&last, number, listed)
     }
 
     /// Whether pull request `number`'s review threads must be asked for with it: they cost most of a
@@ -294,13 +287,7 @@ impl GitHubForge {
         if !last.after_its_second() {
             return true;
         }
-        match listed {
-            None => false,
-            Some(l) => match l.updated.get(&number) {
-                Some(at) => last.updated_at.as_deref() != Some(at.as_str()),
-                None => !l.holds_every_change,
-            },
-        }
+        listed_as_changed(&last, number, listed)
     }
 
     /// Asks for `stale` in batches of `batch_size`, up to [`BATCHES_IN_FLIGHT`] at once: one after the
@@ -520,6 +507,19 @@ fn alias_of(error: &Value) -> Option<usize> {
 
 fn malformed(what: &str) -> ForgeError {
     ForgeError::GitHub(crate::github::GitHubError::Malformed(what.to_string()))
+}
+
+/// Whether this tick's listing says pull request `number` changed since `last` was observed: its
+/// `updated_at` moved, or it is off a page that does not hold every change since the last listing. No
+/// listing (it answered 304): unchanged.
+fn listed_as_changed(last: &Observed, number: i64, listed: Option<&Listed>) -> bool {
+    match listed {
+        None => false,
+        Some(l) => match l.updated.get(&number) {
+            Some(at) => last.updated_at.as_deref() != Some(at.as_str()),
+            None => !l.holds_every_change,
+        },
+    }
 }
 
 #[cfg(test)]
