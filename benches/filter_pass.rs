@@ -8,6 +8,9 @@
 //! wall time, tasks/s, and this process's peak RSS (VmHWM, reset before the pass). Then 100 claims of
 //! the tasks left for the model, timed one by one.
 
+#[path = "support/pg.rs"]
+mod pg;
+use pg::pg_schema;
 use std::time::Instant;
 
 use executor::analyzer::sweep::filter_pending;
@@ -110,15 +113,6 @@ async fn backend(name: &str, url: &str, n: usize, filters: &Filters) {
     store.close().await;
 }
 
-async fn pg_schema(base: &str) -> String {
-    let schema = format!("bench_filter_pass_{}", std::process::id());
-    let admin = sqlx::PgPool::connect(base).await.expect("connect to PostgreSQL");
-    sqlx::raw_sql(&format!("CREATE SCHEMA {schema}")).execute(&admin).await.expect("create schema");
-    admin.close().await;
-    let sep = if base.contains('?') { '&' } else { '?' };
-    format!("{base}{sep}options[search_path]={schema}")
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let n = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(100_000);
@@ -129,7 +123,9 @@ async fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
     backend("sqlite", &format!("sqlite://{}", dir.path().join("f.db").display()), n, &filters).await;
     match std::env::var(PG_ENV) {
-        Ok(base) if !base.is_empty() => backend("postgres", &pg_schema(&base).await, n, &filters).await,
+        Ok(base) if !base.is_empty() => {
+            backend("postgres", &pg_schema(&base, "filter_pass").await, n, &filters).await
+        }
         _ => println!("postgres: skipped (set {PG_ENV})"),
     }
 }

@@ -18,6 +18,9 @@
 #[path = "intake/sources.rs"]
 mod sources;
 
+#[path = "support/pg.rs"]
+mod pg;
+use pg::pg_schema;
 use std::io::Write;
 use std::path::Path;
 use std::process::Command;
@@ -179,16 +182,6 @@ async fn backend(name: &str, cli_url: &str, store_url: &str, dir: &Path, n: usiz
     }
 }
 
-/// A fresh schema in the PostgreSQL at `base`, as tests/common does.
-async fn pg_schema(base: &str, tag: &str) -> String {
-    let schema = format!("bench_intake_{}_{tag}", std::process::id());
-    let admin = sqlx::PgPool::connect(base).await.expect("connect to PostgreSQL");
-    sqlx::raw_sql(&format!("CREATE SCHEMA {schema}")).execute(&admin).await.expect("create schema");
-    admin.close().await;
-    let sep = if base.contains('?') { '&' } else { '?' };
-    format!("{base}{sep}options[search_path]={schema}")
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let n = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(100_000);
@@ -202,10 +195,12 @@ async fn main() {
     match std::env::var(PG_ENV) {
         Ok(base) if !base.is_empty() => {
             if !only_sources {
-                let (cli, store) = (pg_schema(&base, "cli").await, pg_schema(&base, "store").await);
+                let (cli, store) =
+                    (pg_schema(&base, "intake_cli").await, pg_schema(&base, "intake_store").await);
                 backend("postgres", &cli, &store, dir.path(), n).await;
             }
-            let (asana, file) = (pg_schema(&base, "asana").await, pg_schema(&base, "file").await);
+            let (asana, file) =
+                (pg_schema(&base, "intake_asana").await, pg_schema(&base, "intake_file").await);
             sources::backend("postgres", [&asana, &file], dir.path(), n).await;
         }
         _ => println!("postgres: skipped (set {PG_ENV})"),
