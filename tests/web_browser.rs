@@ -247,8 +247,11 @@ async fn without_a_session_the_page_says_how_to_log_in_and_its_form_does() {
     b.client.find(Locator::Css("input[name=token]")).await.unwrap().send_keys(TOKEN).await.unwrap();
     b.client.find(Locator::Css("form.login button")).await.unwrap().click().await.unwrap();
     eventually("logged in, back on the task", || async {
-        let text = b.client.find(Locator::Css("body")).await.unwrap().text().await.unwrap();
-        text.contains("Behind the login")
+        // While the browser navigates, the body found may go stale before its text is read: ask again.
+        match b.client.find(Locator::Css("body")).await {
+            Ok(body) => body.text().await.is_ok_and(|text| text.contains("Behind the login")),
+            Err(_) => false,
+        }
     })
     .await;
     assert!(b.client.current_url().await.unwrap().path().ends_with("/tasks/LG-1"));
