@@ -128,6 +128,11 @@ impl FakeAsana {
         }
     }
 
+    /// How many requests so far (without copying them).
+    pub fn request_count(&self) -> usize {
+        self.lock().requests.len()
+    }
+
     /// Every request so far.
     pub fn requests(&self) -> Vec<Request> {
         self.lock().requests.clone()
