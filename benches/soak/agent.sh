@@ -110,7 +110,13 @@ case "$behaviour" in
     ;;
 esac
 
-# ok, garbage and escape do the work.
+# ok, garbage and escape do the work, which takes 0 to 4 seconds.
+i=$(($(od -An -N1 -tu1 /dev/urandom | tr -d ' ') % 5))
+while [ "$i" -gt 0 ]; do
+  sleep 1
+  say "{\"type\":\"system\",\"subtype\":\"heartbeat\",\"session_id\":\"$SID\"}"
+  i=$((i - 1))
+done
 case "$EXECUTOR_WORKER_KIND" in
   queued|in_progress)
     echo "the feature of $EXECUTOR_TASK_GID" > "feature-$EXECUTOR_TASK_GID.txt"

@@ -114,6 +114,11 @@ impl Db {
             .collect())
     }
 
+    /// Every task's queue status.
+    pub async fn task_statuses(&self) -> Result<Vec<(String, String)>> {
+        rows!(self, (String, String), "SELECT task_gid, status FROM executor_queue")
+    }
+
     /// Task gids in a queue status.
     pub async fn tasks_in(&self, status: &str) -> Result<Vec<String>> {
         let rows = rows!(

@@ -52,6 +52,8 @@ enum Outcome {
     WaitingTold,
     /// Still being worked (a live worker, or it moved recently).
     InFlight,
+    /// Approved, then taken back before any run (its queue status says how).
+    Withdrawn,
     /// Approved, no run, nothing happening.
     Lost,
     /// Abandoned without a notice.
@@ -68,6 +70,7 @@ impl Outcome {
             Outcome::AbandonedTold => "abandoned, human told",
             Outcome::WaitingTold => "waiting on the human, told",
             Outcome::InFlight => "still in flight",
+            Outcome::Withdrawn => "withdrawn before a run",
             Outcome::Lost => "LOST",
             Outcome::AbandonedSilently => "ABANDONED SILENTLY",
             Outcome::SilentlyStuck => "SILENTLY STUCK",
@@ -88,6 +91,7 @@ struct Snapshot {
     notices: Vec<NoticeRow>,
     last_event: BTreeMap<i64, DateTime<Utc>>,
     merged_branches: BTreeSet<String>,
+    statuses: BTreeMap<String, String>,
 }
 
 impl Snapshot {
@@ -102,6 +106,7 @@ impl Snapshot {
             notices: world.db.notices().await?,
             last_event: world.db.last_event_per_run().await?.into_iter().collect(),
             merged_branches,
+            statuses: world.db.task_statuses().await?.into_iter().collect(),
         })
     }
 
@@ -121,6 +126,9 @@ impl Snapshot {
 
     fn outcome(&self, gid: &str, approved_at: DateTime<Utc>) -> Outcome {
         let Some(run) = self.runs.iter().rev().find(|r| r.task_gid == gid) else {
+            if self.statuses.get(gid).is_some_and(|s| s != "approved") {
+                return Outcome::Withdrawn;
+            }
             let waited = (self.now - approved_at).to_std().unwrap_or_default();
             return if waited > Duration::from_secs(60) { Outcome::Lost } else { Outcome::InFlight };
         };

@@ -117,7 +117,8 @@ impl Watch {
                 n += 1;
                 let agents = agents(&world.hosts);
                 let sessions = world.db.live_sessions().await;
-                let lost_writes = if n.is_multiple_of(5) { Some(world.db.writes_after_loss().await) } else { None };
+                let lost_writes =
+                    if n.is_multiple_of(5) { Some(world.db.writes_after_loss().await) } else { None };
                 let usage = if n % 10 == 1 { Some(runner_usage(&world)) } else { None };
                 {
                     let mut r = sink.lock().unwrap_or_else(|p| p.into_inner());
