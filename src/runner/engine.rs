@@ -290,6 +290,12 @@ impl Runner {
             }
             by_repo.entry(repo).or_default().push((run, memory, previous));
         }
+        // A repository none of whose runs is watched here any more lets its pull requests go too.
+        for (repo, forge) in self.forges.iter().filter(|(name, _)| !by_repo.contains_key(*name)) {
+            if let Err(e) = forge.keep_only(&[]).await {
+                report.failed(format!("repo {repo}: forgetting finished pull requests: {e}"));
+            }
+        }
         for (repo, runs) in by_repo {
             let forge = self.forge_named(&repo)?;
             let observed: Vec<Run> = runs.iter().map(|(r, _, _)| r.clone()).collect();
@@ -312,6 +318,10 @@ impl Runner {
                     continue;
                 }
             };
+            // What the forge holds of pull requests no run here watches any more is let go.
+            if let Err(e) = forge.keep_only(&observed).await {
+                report.failed(format!("repo {repo}: forgetting finished pull requests: {e}"));
+            }
             for (run, memory, previous) in runs {
                 if let Some(u) = snapshots.unobserved.remove(&run.id) {
                     // This pull request alone is unknown: this run waits, the others go on.
