@@ -86,6 +86,7 @@ impl Redactor {
 pub fn config_secrets(config: &Config) -> Vec<String> {
     let w = &config.worker;
     let names = config.github.token_env.iter().chain(&w.pass_env).chain(&w.redact_env);
+    let names = names.chain(std::iter::once(&config.github.webhook_secret_env));
     let mut out: Vec<String> = names.filter_map(|name| std::env::var(name).ok()).collect();
     out.push(config.notify.webhook_url.clone());
     out.push(config.web.token.clone());

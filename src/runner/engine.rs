@@ -49,6 +49,7 @@ impl Runner {
             redactor,
             met: std::sync::Mutex::new(Vec::new()),
             forges,
+            wake_seen: 0,
         })
     }
 
@@ -73,7 +74,10 @@ impl Runner {
             let acted = report.actions > 0;
             total.absorb(report);
             if self.pool.is_empty() {
-                if !acted || busy >= MAX_BUSY_TICKS {
+                // A delivery that came during the tick asked for a look this tick may have missed:
+                // look again rather than exit (`executor serve` counts on a live runner to see it).
+                let woken = super::wake::pending_since(&self.store, self.wake_seen).await;
+                if (!acted && !woken) || busy >= MAX_BUSY_TICKS {
                     break;
                 }
                 busy += 1;
@@ -84,6 +88,9 @@ impl Runner {
             tokio::select! {
                 _ = tokio::time::sleep(interval) => {}
                 Some(session) = self.ended_rx.recv() => { self.reap(session); }
+                _ = super::wake::requested_since(&self.store, self.wake_seen) => {
+                    tracing::info!("woken by a webhook delivery: ticking now");
+                }
                 _ = shutdown.changed() => {}
                 _ = lost.changed() => {}
             }
@@ -227,6 +234,11 @@ impl Runner {
     /// One pass over the world: adopt orphaned workers, bring CI results in, create runs for approved
     /// tasks, then observe, decide and act for every active run.
     pub async fn tick(&mut self) -> Result<TickReport, RunnerError> {
+        // Every wake requested before this tick is answered by it (its observation reads the marks).
+        match self.store.take_wake(crate::domain::WakeScope::Runner).await {
+            Ok(seen) => self.wake_seen = seen,
+            Err(e) => tracing::warn!("reading the webhook wake counter: {e}"),
+        }
         let report = self.tick_inner().await;
         let (errors, last) = match &report {
             Ok(r) => (r.errors, r.failures.last().cloned()),
