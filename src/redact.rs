@@ -36,8 +36,8 @@ impl Redactor {
     }
 
     /// The secrets of `config`, read now: the values of the GitHub token variables
-    /// (`github.token_env`), of `worker.pass_env` and `worker.redact_env`, the webhook URL and the
-    /// dashboard token.
+    /// (`github.token_env`), of `worker.pass_env`, `worker.redact_env` and `github.webhook_secret_env`,
+    /// the notice webhook URL and the dashboard token.
     pub fn from_config(config: &Config) -> Self {
         Self::new(config_secrets(config))
     }

@@ -184,3 +184,67 @@ async fn runs_of(store: &Store, gid: &str) -> Vec<Run> {
     let filter = RunFilter { task_gid: Some(TaskGid::parse(gid).unwrap()), ..Default::default() };
     store.list_runs(&filter).await.unwrap()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_and_webhooks_print_tell_how_webhooks_are_set_up() {
+    let env = GhEnv::new(&[], &webhook_support::github_keys()).await;
+    let store = env.store().await;
+    env.ok(&["migrate"]).await;
+    let doctor = |secret: bool| {
+        let mut cmd = env.command(&["doctor", "--json"]);
+        if secret {
+            cmd.env(webhook_support::SECRET_ENV, webhook_support::SECRET);
+        }
+        async move {
+            let out = cmd.output().await.unwrap();
+            let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            report["checks"].as_array().unwrap().clone()
+        }
+    };
+    let check = |checks: &[serde_json::Value], name: &str| {
+        checks.iter().find(|c| c["name"] == name).cloned().unwrap_or_else(|| panic!("no {name}: {checks:?}"))
+    };
+    let without = doctor(false).await;
+    let webhooks = check(&without, "webhooks");
+    assert_eq!(webhooks["outcome"], "warn");
+    assert!(webhooks["detail"].as_str().unwrap().contains(webhook_support::SECRET_ENV), "{webhooks}");
+
+    let with = doctor(true).await;
+    assert_eq!(check(&with, "webhook secret")["outcome"], "pass");
+    assert_eq!(check(&with, "last delivery")["outcome"], "warn", "none yet");
+    let marks: Vec<(String, i64)> = Vec::new();
+    let delivery = executor::store::Delivery {
+        sender: executor::domain::WebhookSender::GitHub,
+        id: "doctor-1",
+        event: "check_suite",
+        outcome: executor::domain::DeliveryOutcome::NotOurs,
+        marks: &marks,
+        wake: None,
+    };
+    assert!(store.record_delivery(&delivery).await.unwrap());
+    let with = doctor(true).await;
+    let last = check(&with, "last delivery");
+    assert_eq!(last["outcome"], "pass");
+    assert!(last["detail"].as_str().unwrap().contains("check_suite"), "{last}");
+    let shown = serde_json::to_string(&with).unwrap();
+    assert!(!shown.contains(webhook_support::SECRET), "doctor never shows the secret");
+
+    let out = env
+        .command(&["webhooks", "print"])
+        .env(webhook_support::SECRET_ENV, webhook_support::SECRET)
+        .output()
+        .await
+        .unwrap();
+    let printed = github_support::text(&out);
+    assert!(out.status.success(), "{printed}");
+    for expected in [
+        "/webhooks/github",
+        "application/json",
+        "Check runs, Check suites, Workflow runs, Statuses, Pull requests",
+        "gh webhook forward --repo=octo/app --events=check_run,check_suite,workflow_run,status,pull_request,",
+        &format!("--secret=\"${}\"", webhook_support::SECRET_ENV),
+    ] {
+        assert!(printed.contains(expected), "{expected:?} not in:\n{printed}");
+    }
+    assert!(!printed.contains(webhook_support::SECRET), "the secret itself is never printed");
+}

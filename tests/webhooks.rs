@@ -25,6 +25,7 @@ on_both_databases!(
     every_watched_event_marks_the_runs_pull_request_and_wakes_the_runner,
     forged_unsigned_and_replayed_deliveries_change_nothing_and_are_logged,
     deliveries_for_what_executor_does_not_own_are_acknowledged_and_ignored,
+    a_mark_made_while_an_observation_runs_stays_for_the_next,
 );
 
 const SECRET: &str = "whsec-test-0123456789abcdef";
@@ -314,4 +315,24 @@ async fn deliveries_for_what_executor_does_not_own_are_acknowledged_and_ignored(
         client.get(format!("{base}/webhooks/github")).send().await.unwrap().status(),
         StatusCode::METHOD_NOT_ALLOWED
     );
+}
+
+async fn a_mark_made_while_an_observation_runs_stays_for_the_next(db: TestDb) {
+    let store = db.open().await;
+    run_with_pr(&store, "1207", 7).await;
+    let (base, _stop) = serve(&store, CONFIG).await;
+    let body = serde_json::to_vec(&fixture("pull_request_review")).unwrap();
+    assert_eq!(
+        deliver(&base, "pull_request_review", &id("race", 1), &body, Some(SECRET)).await.0,
+        StatusCode::ACCEPTED
+    );
+    // The observation reads the marks, then a second delivery comes before it is done.
+    let read = store.pr_marks("app").await.unwrap();
+    assert_eq!(
+        deliver(&base, "pull_request_review", &id("race", 2), &body, Some(SECRET)).await.0,
+        StatusCode::ACCEPTED
+    );
+    let up_to = read.iter().map(|(id, _)| *id).max().unwrap();
+    store.clear_pr_marks("app", &[7], up_to).await.unwrap();
+    assert_eq!(marks(&store).await, [7], "the later mark is the next observation's");
 }

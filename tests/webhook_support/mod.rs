@@ -59,6 +59,8 @@ pub fn ci_fails(env: &GhEnv, run: &Run) {
 /// `executor serve` on a free loopback port, with the webhook secret set; killed when dropped.
 pub struct Serve {
     pub base: String,
+    /// The dashboard token, from the URL it printed.
+    pub token: String,
     pub child: tokio::process::Child,
     pub stderr: std::path::PathBuf,
 }
@@ -94,7 +96,9 @@ impl Serve {
         // Whatever it prints later must not block it on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         let base = format!("http://{}", printed["address"].as_str().unwrap());
-        Serve { base, child, stderr }
+        let url = printed["url"].as_str().unwrap();
+        let token = url.split("token=").nth(1).unwrap().to_string();
+        Serve { base, token, child, stderr }
     }
 
     pub fn log(&self) -> String {
