@@ -73,6 +73,8 @@ fn main() {
             verdict(hook_cron, CRON_TARGET)
         );
         println!();
+        burst(50).await;
+        println!();
         load(rate).await;
     });
 }
@@ -90,7 +92,17 @@ fn verdict(d: Option<Duration>, target: Duration) -> &'static str {
 async fn runner_running(webhook: bool) -> Option<Duration> {
     let env = GhEnv::new(&[("FAKE_SLOW", "0")], &webhook_support::github_keys()).await;
     let store = env.store().await;
-    let run = pr_waiting_for_ci(&env, &store, "1207").await;
+    let (run, mut runner) = sleeping_runner(&env, &store).await;
+    let serve = if webhook { Some(Serve::start(&env, &["--no-runner"]).await) } else { None };
+    let took = fail_and_wait(&env, &store, &run, serve.as_ref()).await;
+    stop(&mut runner).await;
+    took
+}
+
+/// Task 1207's pull request waiting for CI, and a runner kept alive by task 1208's slow worker,
+/// asleep between ticks.
+async fn sleeping_runner(env: &GhEnv, store: &Store) -> (Run, tokio::process::Child) {
+    let run = pr_waiting_for_ci(env, store, "1207").await;
     env.edit_config("loop_interval = \"1s\"", "loop_interval = \"60s\"");
     env.set_agent_env("FAKE_SLOW", "600");
     env.queue_approved("1208").await;
@@ -105,10 +117,32 @@ async fn runner_running(webhook: bool) -> Option<Duration> {
     }
     // The runner's tick is over and it sleeps; the check fails a little later, as CI takes its time.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let serve = if webhook { Some(Serve::start(&env, &["--no-runner"]).await) } else { None };
-    let took = fail_and_wait(&env, &store, &run, serve.as_ref()).await;
+    (run, runner)
+}
+
+/// A CI matrix finishing: `n` `check_run` deliveries for one pull request within 5 s, to a sleeping
+/// runner. Prints how many times the runner asked GitHub (GraphQL requests) meanwhile.
+async fn burst(n: usize) {
+    let env = GhEnv::new(&[("FAKE_SLOW", "0")], &webhook_support::github_keys()).await;
+    let store = env.store().await;
+    let (run, mut runner) = sleeping_runner(&env, &store).await;
+    let serve = Serve::start(&env, &["--no-runner"]).await;
+    let head = env.remote_head(run.branch_name.as_deref().unwrap()).unwrap();
+    let body = check_run_failed(&run, &head);
+    let client = reqwest::Client::new();
+    let before = env.fake.counts().graphql;
+    let start = Instant::now();
+    for i in 0..n {
+        tokio::time::sleep_until((start + Duration::from_secs(5) * i as u32 / n as u32).into()).await;
+        deliver(&client, &serve.base, "check_run", &format!("burst-{i}"), &body, Some(SECRET)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let asked = env.fake.counts().graphql - before;
     stop(&mut runner).await;
-    took
+    println!(
+        "burst: {n} check_run deliveries for one pull request within 5 s → {asked} GraphQL requests by the \
+         woken runner in 8 s (woken ticks at least 2 s apart)"
+    );
 }
 
 /// No runner alive; the check fails; with `webhook` a delivery makes `serve` start one, else the

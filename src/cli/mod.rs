@@ -136,6 +136,8 @@ pub enum Command {
     Cron(schedule::CronCommand),
     /// The dashboard: a local web page and JSON API (/api/v1/) to triage and approve tasks and watch runs,
     /// and Prometheus metrics (/metrics). Prints its URL with the token once; runs until SIGTERM/SIGINT.
+    /// Also receives GitHub webhooks at POST /webhooks/github (signed with github.webhook_secret_env;
+    /// see `executor webhooks print`) and starts `executor runner` when one finds no runner running.
     Serve(serve::ServeArgs),
     /// GitHub webhooks make the runner react in seconds instead of at its next tick or cron start:
     /// `executor webhooks print` gives the settings to enter on GitHub and how to forward deliveries.

@@ -62,41 +62,41 @@ pub fn run(config: &Config, command: WebhooksCommand, json: bool) -> anyhow::Res
         );
         return Ok(());
     }
-    println!("On GitHub, for each repository: Settings → Webhooks → Add webhook");
-    println!(
-        "  Payload URL       https://YOUR-HOST/webhooks/github  (a public address that forwards to {local};"
-    );
-    println!("                    only that path needs to be reachable — see below)");
-    println!("  Content type      application/json");
-    println!(
-        "  Secret            the value of ${secret_env} ({}; make one with `openssl rand -hex 32`)",
+    let lines = [
+        "On GitHub, for each repository: Settings → Webhooks → Add webhook".to_string(),
+        "  Payload URL       https://YOUR-HOST/webhooks/github".to_string(),
+        format!("                    (a public address that forwards to {local}; see below)"),
+        "  Content type      application/json".to_string(),
+        format!("  Secret            the value of ${secret_env} (make one with `openssl rand -hex 32`)"),
         if secret_set {
-            "set here"
+            "                    (set in this environment)".to_string()
         } else {
-            "NOT set in this environment: `executor serve` refuses deliveries"
-        }
-    );
-    println!("  SSL verification  Enable");
-    println!("  Events            Let me select individual events: {}", EVENT_LABELS.join(", "));
-    println!("  Active            ticked");
-    println!();
-    println!(
-        "`executor serve` receives them (it must run with ${secret_env} set) and starts `executor runner`"
-    );
-    println!("when a delivery finds none running.");
-    println!();
-    println!("A machine GitHub cannot reach (a laptop behind NAT): forward deliveries with the GitHub CLI");
-    println!(
+            "                    NOT set in this environment: `executor serve` refuses deliveries".to_string()
+        },
+        "  SSL verification  Enable".to_string(),
+        "  Events            Let me select individual events:".to_string(),
+        format!("                    {}", EVENT_LABELS.join(", ")),
+        "  Active            ticked".to_string(),
+        String::new(),
+        format!("`executor serve` receives them (with ${secret_env} set in its environment) and starts"),
+        "`executor runner` when a delivery finds none running.".to_string(),
+        String::new(),
+        "A machine GitHub cannot reach (a laptop behind NAT): forward deliveries with the GitHub CLI"
+            .to_string(),
         "(`gh extension install cli/gh-webhook`), one command per repository, while `executor serve` runs:"
-    );
+            .to_string(),
+    ];
+    for line in lines {
+        println!("{line}");
+    }
     for (name, full) in &repos {
         println!("  # repos.{name}");
         println!("  {}", forward(full));
     }
     println!();
-    println!("Behind a reverse proxy, pass only POST /webhooks/github to {local} and nothing else: the");
-    println!("dashboard stays on loopback. Deliveries only make the runner look sooner; a lost one is");
-    println!("caught by polling (runner.loop_interval, cron).");
+    println!("Behind a reverse proxy, pass only POST /webhooks/github to {local}");
+    println!("and nothing else: the dashboard stays on loopback. Deliveries only make the runner look");
+    println!("sooner; a lost one is caught by polling (runner.loop_interval, cron).");
     Ok(())
 }
 

@@ -67,18 +67,27 @@ impl Runner {
             if *shutdown.borrow() || self.is_lost() {
                 break;
             }
+            let tick_began = tokio::time::Instant::now();
             let report = match self.tick().await {
                 Ok(report) => report,
                 Err(e) => return self.tick_failed(e).await,
             };
             let acted = report.actions > 0;
             total.absorb(report);
+            let next_woken_tick = tick_began + super::wake::WAKE_MIN_GAP;
             if self.pool.is_empty() {
                 // A delivery that came during the tick asked for a look this tick may have missed:
                 // look again rather than exit (`executor serve` counts on a live runner to see it).
                 let woken = super::wake::pending_since(&self.store, self.wake_seen).await;
                 if (!acted && !woken) || busy >= MAX_BUSY_TICKS {
                     break;
+                }
+                if woken && !acted {
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(next_woken_tick) => {}
+                        _ = shutdown.changed() => {}
+                        _ = lost.changed() => {}
+                    }
                 }
                 busy += 1;
                 continue;
@@ -88,7 +97,7 @@ impl Runner {
             tokio::select! {
                 _ = tokio::time::sleep(interval) => {}
                 Some(session) = self.ended_rx.recv() => { self.reap(session); }
-                _ = super::wake::requested_since(&self.store, self.wake_seen) => {
+                _ = super::wake::requested_since(&self.store, self.wake_seen, next_woken_tick) => {
                     tracing::info!("woken by a webhook delivery: ticking now");
                 }
                 _ = shutdown.changed() => {}
