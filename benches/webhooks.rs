@@ -106,7 +106,7 @@ async fn sleeping_runner(env: &GhEnv, store: &Store) -> (Run, tokio::process::Ch
     env.edit_config("loop_interval = \"1s\"", "loop_interval = \"60s\"");
     env.set_agent_env("FAKE_SLOW", "600");
     env.queue_approved("1208").await;
-    let mut runner = env
+    let runner = env
         .command(&["runner"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
