@@ -217,6 +217,12 @@ async fn forged_unsigned_and_replayed_deliveries_change_nothing_and_are_logged(d
     let oversized = id("oversized", 4);
     let status = declare_oversized(&base, &oversized).await;
     assert_eq!(status, 413);
+    // Oversized without a declared length (chunked): cut off as it streams in, at the limit.
+    let streamed = id("streamed", 6);
+    assert_eq!(stream_oversized(&base, &streamed).await, 413);
+    assert!(
+        marks(&store).await.is_empty() && store.last_delivery(WebhookSender::GitHub).await.unwrap().is_none()
+    );
 
     // The real one, then GitHub redelivering it: acknowledged, done once.
     let real = id("real", 5);
@@ -233,6 +239,7 @@ async fn forged_unsigned_and_replayed_deliveries_change_nothing_and_are_logged(d
         (&unsigned, "401 X-Hub-Signature-256: no signature header"),
         (&altered, "401 X-Hub-Signature-256: the signature does not match"),
         (&oversized, "413 the body is larger than GitHub's 25 MB limit"),
+        (&streamed, "413 the body is larger than GitHub's 25 MB limit"),
     ] {
         let line = logs
             .lines()
@@ -262,6 +269,42 @@ async fn declare_oversized(base: &str, delivery: &str) -> u16 {
         stream.write_all(head.as_bytes()).unwrap();
         let mut answer = [0u8; 64];
         let n = stream.read(&mut answer).expect("an answer before the body was sent");
+        let line = String::from_utf8_lossy(&answer[..n]).to_string();
+        line.split_whitespace().nth(1).and_then(|code| code.parse().ok()).unwrap_or(0)
+    })
+    .await
+    .unwrap()
+}
+
+/// Sends a chunked body of 26 MiB (no Content-Length): the receiver must stop at 25 MB and refuse.
+/// Returns the status code.
+async fn stream_oversized(base: &str, delivery: &str) -> u16 {
+    let addr = base.trim_start_matches("http://").to_string();
+    let delivery = delivery.to_string();
+    tokio::task::spawn_blocking(move || {
+        use std::io::Read as _;
+        let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+        stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+        let head = format!(
+            "POST /webhooks/github HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: GitHub-Hookshot/7d9b5a1\r\n\
+             Content-Type: application/json\r\nX-GitHub-Event: check_run\r\nX-GitHub-Delivery: {delivery}\r\n\
+             X-Hub-Signature-256: sha256={}\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "0".repeat(64)
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        let chunk = vec![b' '; 1024 * 1024];
+        for _ in 0..26 {
+            // The server may answer and close before all is sent: that is the point.
+            if stream.write_all(format!("{:x}\r\n", chunk.len()).as_bytes()).is_err()
+                || stream.write_all(&chunk).is_err()
+                || stream.write_all(b"\r\n").is_err()
+            {
+                break;
+            }
+        }
+        let _ = stream.write_all(b"0\r\n\r\n");
+        let mut answer = [0u8; 64];
+        let n = stream.read(&mut answer).unwrap_or(0);
         let line = String::from_utf8_lossy(&answer[..n]).to_string();
         line.split_whitespace().nth(1).and_then(|code| code.parse().ok()).unwrap_or(0)
     })
