@@ -7,6 +7,7 @@ mod gid;
 mod queue;
 mod run;
 mod text;
+mod webhook;
 mod worker_end;
 mod worker_kind;
 
@@ -14,6 +15,7 @@ pub use gid::{GidError, TaskGid};
 pub use queue::{QueueStatus, SkippedBy, Task};
 pub use run::{Run, RunState};
 pub use text::{SHOWN_TEXT_BYTES, shown};
+pub use webhook::{DeliveryOutcome, WakeScope, WebhookSender};
 pub use worker_end::{EndClass, EndReason, ReviewVerdict, RunnerEnd};
 pub use worker_kind::WorkerKind;
 

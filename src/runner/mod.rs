@@ -17,6 +17,7 @@ mod step;
 #[cfg(test)]
 mod test_hosts;
 mod unobserved;
+mod wake;
 
 pub use decide::decide;
 pub use decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};

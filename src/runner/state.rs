@@ -135,4 +135,6 @@ pub struct Runner {
     /// Each configured repository's forge, made once: the GitHub forge keeps its HTTP client, ETags,
     /// rate-limit state and last answers across ticks.
     pub(super) forges: BTreeMap<String, Arc<Forge>>,
+    /// The webhook wake count this runner had seen when its last tick began (see `wake.rs`).
+    pub(super) wake_seen: i64,
 }
