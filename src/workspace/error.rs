@@ -12,6 +12,10 @@ pub enum WorkspaceError {
         #[source]
         source: std::io::Error,
     },
+    /// The remote's branch has commits this one lacks (someone else pushed to it): git refused a push
+    /// that would have dropped them.
+    #[error("`{command}` was refused: the remote branch has commits this clone lacks: {stderr}")]
+    PushRejected { command: String, stderr: String },
     #[error("`{command}` printed something unexpected: {output}")]
     Unexpected { command: String, output: String },
     #[error("invalid branch name {name:?}: {reason}")]

@@ -97,7 +97,42 @@ pub fn git_write_dirs(worktree: &Path) -> Result<Vec<PathBuf>, WorkspaceError> {
 /// option.
 pub fn push_branch(repo: &Path, remote: &str, branch: &str) -> Result<(), WorkspaceError> {
     let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
-    git(repo, ["push", "--quiet", "--", remote, refspec.as_str()]).map(|_| ())
+    let (command, output) = run(repo, ["push", "--porcelain", "--", remote, refspec.as_str()])?;
+    if output.status.success() {
+        return Ok(());
+    }
+    // `--porcelain` prints one line per ref, `!` and `[rejected]` for one refused as not a fast-forward
+    // (`LC_ALL=C`: the words do not change with the user's language).
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if stdout.lines().any(|l| l.starts_with('!') && l.contains("[rejected]")) {
+        return Err(WorkspaceError::PushRejected { command, stderr: bounded_stderr(&output) });
+    }
+    Err(failure(command, &output))
+}
+
+/// Brings what others pushed to `branch` on `remote` into the worktree that has it checked out: fetched
+/// and merged (never rebased: their commits keep their ids), as `git pull` would. A merge that does not
+/// go through cleanly is undone and is an error: a human or a conflicts worker resolves it, not this.
+pub fn merge_remote_branch(worktree: &Path, remote: &str, branch: &str) -> Result<(), WorkspaceError> {
+    let refspec = format!("refs/heads/{branch}");
+    git(worktree, ["fetch", "--quiet", "--", remote, refspec.as_str()])?;
+    let merged = git(
+        worktree,
+        [
+            "-c",
+            "user.name=executor",
+            "-c",
+            "user.email=executor@localhost",
+            "merge",
+            "--no-edit",
+            "--quiet",
+            "FETCH_HEAD",
+        ],
+    );
+    if merged.is_err() {
+        let _ = git(worktree, ["merge", "--abort"]);
+    }
+    merged.map(|_| ())
 }
 
 fn run<I, S>(dir: &Path, args: I) -> Result<(String, Output), WorkspaceError>
@@ -132,6 +167,14 @@ where
 }
 
 fn failure(command: String, output: &Output) -> WorkspaceError {
+    WorkspaceError::Git {
+        command,
+        status: output.status.code().map_or("killed by a signal".into(), |c| format!("exit {c}")),
+        stderr: bounded_stderr(output),
+    }
+}
+
+fn bounded_stderr(output: &Output) -> String {
     let stderr = String::from_utf8_lossy(&output.stderr);
     let mut stderr = stderr.trim().to_string();
     if stderr.len() > STDERR_LIMIT {
@@ -139,11 +182,7 @@ fn failure(command: String, output: &Output) -> WorkspaceError {
         stderr.truncate(cut);
         stderr.push('…');
     }
-    WorkspaceError::Git {
-        command,
-        status: output.status.code().map_or("killed by a signal".into(), |c| format!("exit {c}")),
-        stderr,
-    }
+    stderr
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ mod worktree;
 
 pub use branch::{SLUG_MAX, branch_name, check_branch_name, check_gid_branch, slug};
 pub use error::WorkspaceError;
-pub use git::{git_dirs, git_write_dirs, push_branch};
+pub use git::{git_dirs, git_write_dirs, merge_remote_branch, push_branch};
 pub use review_rules::{ReviewRule, review_rules};
 pub use scratch::{add_detached, add_detached_holding, base_commit, branch_head, remove_scratch};
 pub use worktree::{

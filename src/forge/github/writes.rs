@@ -23,11 +23,24 @@ const LOG_BYTES: usize = 256 * 1024;
 const TITLE_CHARS: usize = 120;
 
 impl GitHubForge {
-    /// Pushes the run's branch to `repos.NAME.remote` (never forced).
+    /// Pushes the run's branch to `repos.NAME.remote` (never forced). When someone else pushed to it
+    /// meanwhile (a human's fix on the pull request), their commits are merged into the run's worktree
+    /// first and the push is tried once more; a merge that conflicts stays the push's error.
     pub async fn push(&self, run: &Run) -> Result<(), ForgeError> {
+        use crate::workspace::{WorkspaceError, merge_remote_branch, push_branch};
         let branch = run.branch_name.clone().ok_or(ForgeError::NoBranch(run.id))?;
         let (path, remote) = (crate::config::expand_home(&self.repo.path), self.repo.remote.clone());
-        tokio::task::spawn_blocking(move || crate::workspace::push_branch(&path, &remote, &branch)).await??;
+        let worktree = run.worktree_path.clone().map(std::path::PathBuf::from).filter(|w| w.is_dir());
+        tokio::task::spawn_blocking(move || match push_branch(&path, &remote, &branch) {
+            Err(rejected @ WorkspaceError::PushRejected { .. }) => {
+                let Some(worktree) = worktree else { return Err(rejected) };
+                merge_remote_branch(&worktree, &remote, &branch)?;
+                tracing::info!("merged what others pushed to {branch} into its worktree before pushing it");
+                push_branch(&path, &remote, &branch)
+            }
+            other => other,
+        })
+        .await??;
         Ok(())
     }
 

@@ -136,3 +136,57 @@ fn the_newest_worker_that_ran_since_the_push_holds_the_branch() {
     assert_eq!(branch_hold(&sessions, at(15), "alpha"), BranchHold::Elsewhere(&sessions[0]));
     assert_eq!(branch_hold(&sessions, at(25), "alpha"), BranchHold::Pushed);
 }
+
+#[tokio::test]
+async fn a_branch_a_human_pushed_to_is_merged_before_the_push_and_a_conflict_is_left_to_the_human() {
+    // Found by the soak: a human's commit pushed to the pull request's branch made every later push of
+    // the run's own commits fail (`rejected (fetch first)`), and the run waited forever for a human who
+    // could do nothing about it.
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let clones = remote_and_clones(root, &["alpha", "human"]);
+    let (alpha_clone, human_clone) = (&clones[0], &clones[1]);
+    let (store, runs) = store_with_runs(root, 1).await;
+    let run = &runs[0];
+    let mut alpha = host_runner(root, &store, "alpha", "github", 2);
+    alpha.register().await.unwrap();
+    // The run's worktree is alpha's checkout of the branch, pushed when the pull request was opened.
+    git(alpha_clone, &["checkout", "-q", "-b", BRANCH]);
+    store.set_run_workspace(run.id, None, &alpha_clone.display().to_string(), BRANCH).await.unwrap();
+    worker_ran(&store, &alpha, run, alpha_clone, EndReason::Finished).await;
+    git(alpha_clone, &["push", "-q", "origin", BRANCH]);
+    store.set_run_pr(run.id, None, "https://github.com/o/app/pull/1", 1).await.unwrap();
+    store.set_pushed_at(run.id, None, chrono::Utc::now()).await.unwrap();
+
+    // The human pushes a fix of their own to the branch; alpha's next worker commits meanwhile.
+    let human_commit = |file: &str, text: &str| {
+        git(human_clone, &["fetch", "-q", "origin"]);
+        git(human_clone, &["checkout", "-q", "-B", BRANCH, &format!("origin/{BRANCH}")]);
+        std::fs::write(human_clone.join(file), text).unwrap();
+        git(human_clone, &["add", file]);
+        git(human_clone, &["-c", "user.name=h", "-c", "user.email=h@h", "commit", "-qm", "by hand"]);
+        git(human_clone, &["push", "-q", "origin", BRANCH]);
+        git(human_clone, &["rev-parse", "HEAD"])
+    };
+    let theirs = human_commit("HUMAN.md", "a fix by hand\n");
+    worker_ran(&store, &alpha, run, alpha_clone, EndReason::Finished).await;
+    let ours = git(alpha_clone, &["rev-parse", "HEAD"]);
+    assert_eq!(settle(&alpha, run.id).await.unwrap(), Settled::Pushed);
+    let pushed = remote_head(root);
+    for commit in [&theirs, &ours] {
+        git(alpha_clone, &["merge-base", "--is-ancestor", commit, &pushed]);
+    }
+    assert!(alpha_clone.join("HUMAN.md").exists(), "the human's fix is in the worktree");
+    store.release_run(run.id, &alpha.owner).await.unwrap();
+
+    // A human's change that conflicts with the worker's: the merge is undone, the push stays refused.
+    let theirs = human_commit("feature.txt", "the human's version\n");
+    std::fs::write(alpha_clone.join("feature.txt"), "the agent's version\n").unwrap();
+    git(alpha_clone, &["add", "feature.txt"]);
+    worker_ran(&store, &alpha, run, alpha_clone, EndReason::Finished).await;
+    let e = settle(&alpha, run.id).await.expect_err("a conflict is not merged by the runner");
+    assert!(e.to_string().contains("merge"), "{e}");
+    assert_eq!(remote_head(root), theirs, "nothing pushed over the human's commit");
+    assert!(!alpha_clone.join(".git/MERGE_HEAD").exists(), "the failed merge was undone");
+    assert_eq!(std::fs::read_to_string(alpha_clone.join("feature.txt")).unwrap(), "the agent's version\n");
+}
