@@ -28,7 +28,22 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("intake", &["config", "domain", "filter", "github", "store", "workspace"]),
     ("import", &["domain", "store"]),
     ("analyzer", &["budget", "config", "domain", "filter", "intake", "store", "worker", "workspace"]),
-    ("runner", &["budget", "config", "domain", "forge", "github", "redact", "store", "worker", "workspace"]),
+    ("writeback", &["config", "domain", "github", "store"]),
+    (
+        "runner",
+        &[
+            "budget",
+            "config",
+            "domain",
+            "forge",
+            "github",
+            "redact",
+            "store",
+            "worker",
+            "workspace",
+            "writeback",
+        ],
+    ),
     ("web", &["config", "domain", "forge", "github", "redact", "store"]),
     ("cli", &["*"]),
 ];

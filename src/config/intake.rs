@@ -42,6 +42,34 @@ pub struct SourceConfig {
     /// relative path is read beside the config file.
     #[serde(default)]
     pub path: String,
+    /// Asana, GitHub Issues: the events the tracker is told of (`pr_opened`, `complete`, `abandoned`,
+    /// `skipped`, `approved`); unset: the first three; `[]`: none. A file source has no tracker.
+    #[serde(default)]
+    pub writeback: Option<Vec<crate::domain::WritebackEvent>>,
+    /// How long one write-back request may take before it counts as failed (and is looked for in the
+    /// tracker before it is sent again).
+    #[serde(default = "default_writeback_timeout")]
+    pub writeback_timeout: super::Duration,
+}
+
+impl SourceConfig {
+    /// Whether this kind of source has a tracker to write to.
+    pub fn writes_back(&self) -> bool {
+        matches!(self.kind.as_str(), "asana" | "github_issues")
+    }
+
+    /// The events this source's tracker is told of.
+    pub fn writeback_events(&self) -> &[crate::domain::WritebackEvent] {
+        match &self.writeback {
+            Some(events) => events,
+            None if self.writes_back() => crate::domain::WritebackEvent::DEFAULT,
+            None => &[],
+        }
+    }
+}
+
+fn default_writeback_timeout() -> super::Duration {
+    super::Duration(std::time::Duration::from_secs(30))
 }
 
 fn default_asana_token_env() -> String {
@@ -97,6 +125,13 @@ pub(super) fn validate_sources(config: &super::Config) -> Result<(), String> {
             "file" => {
                 if s.path.is_empty() {
                     return Err(format!("{}: a file source needs the file's path", key("path")));
+                }
+                if s.writeback.as_ref().is_some_and(|w| !w.is_empty()) {
+                    return Err(format!(
+                        "{}: a file source has no tracker to write back to (`executor events --json` \
+                         serves scripts); remove the key",
+                        key("writeback")
+                    ));
                 }
             }
             _ => return Err(format!("{}: must be one of: asana, github_issues, file", key("kind"))),

@@ -9,6 +9,7 @@ mod run;
 mod text;
 mod worker_end;
 mod worker_kind;
+mod writeback;
 
 pub use gid::{GidError, TaskGid};
 pub use queue::{QueueStatus, SkippedBy, Task};
@@ -16,6 +17,7 @@ pub use run::{Run, RunState};
 pub use text::{SHOWN_TEXT_BYTES, shown};
 pub use worker_end::{EndClass, EndReason, ReviewVerdict, RunnerEnd};
 pub use worker_kind::WorkerKind;
+pub use writeback::{WritebackEvent, WritebackStatus};
 
 use std::fmt;
 

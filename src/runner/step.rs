@@ -186,8 +186,11 @@ impl Runner {
                 if let Some(r) = &pr_ref {
                     self.store.set_run_pr(run.id, Some(&self.owner), &r.url, r.number).await?;
                 }
-                // The notice is recorded (in the outbox) before the state changes, so a crash in between
-                // re-sends nothing and loses nothing: the key makes it once-only.
+                // What the tracker is owed, and the notice, are recorded (in their outboxes) before the
+                // state changes, so a crash in between re-sends nothing and loses nothing: the keys make
+                // them once-only.
+                self.record_writebacks(run, pr_ref.as_ref().filter(|_| to == RunState::Pr), notify.as_ref())
+                    .await?;
                 if let Some(n) = &notify {
                     self.notify(run, n).await?;
                 }
@@ -223,7 +226,8 @@ impl Runner {
             Action::OpenPr => {
                 let task = self.store.task(&run.task_gid).await?;
                 let pushed = chrono::Utc::now();
-                let r = forge.open_pr(run, &task).await?;
+                let closes = self.outbox.closing_reference(task.source.as_deref(), task.task_gid.as_str());
+                let r = forge.open_pr(run, &task, closes.as_deref()).await?;
                 // Recorded at once: a remote forge is observed by pull request number.
                 self.store.set_run_pr(run.id, Some(&self.owner), &r.url, r.number).await?;
                 if forge.pushes_branches() {

@@ -34,6 +34,7 @@ mod source_cursors;
 mod tasks;
 mod worker_stats;
 mod workers;
+mod writebacks;
 #[cfg(test)]
 pub(crate) use workers::test_session;
 
@@ -58,6 +59,7 @@ pub use source_cursors::SourceCursor;
 pub use tasks::{Intake, IntakeResult, NewTask, TaskFilter, Upserted};
 pub use worker_stats::WorkerDurations;
 pub use workers::{SLOT_LOCK, SessionStart, WorkerBegin, WorkerEnd, WorkerSession, WorkerSlot};
+pub use writebacks::{NewWriteback, Writeback};
 
 use chrono::{DateTime, SubsecRound, Utc};
 use sqlx::{PgPool, SqlitePool};

@@ -9,14 +9,21 @@
 //! it —, serves injected faults (429 with `Retry-After`, any status, a raw body), and records every
 //! request for the tests' assertions.
 //!
+//! Write-back: `POST /tasks/{gid}/stories` (`{"data": {"text"}}` → `201 {"data": story}`) adds a
+//! comment story to a task any container holds (else 404 `task: Unknown object`), and
+//! `GET /tasks/{gid}/stories` lists them (`opt_fields`, `limit`, `offset`). A read-only token
+//! ([`FakeAsana::add_read_only_token`]) reads but is refused writes (403), and write faults
+//! ([`WriteFault`]) serve the next story's write: applied, then answered late or with an error.
+//!
 //! Use it with `#[path = "fake_asana/mod.rs"] mod fake_asana;`.
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use axum::body::Bytes;
 use axum::extract::{Query, State as AxumState};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
@@ -32,9 +39,22 @@ pub enum Fault {
     Body(&'static [u8]),
 }
 
+/// A failure served on the next story written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteFault {
+    /// The story is added, and the answer comes only after this long: a client that gave up in between
+    /// does not know the write went through.
+    AppliedThenLate(std::time::Duration),
+    /// The story is added, and the answer is this status (a 502 from a proxy, say).
+    AppliedThenStatus(u16),
+    /// Nothing is added: this status with an Asana error body.
+    Refused(u16),
+}
+
 /// One request the fake received.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
+    pub method: String,
     pub path: String,
     /// The query's parameters, decoded.
     pub query: BTreeMap<String, String>,
@@ -44,6 +64,13 @@ pub struct Request {
 #[derive(Default)]
 struct State {
     token: String,
+    /// Tokens that read but may not write (403 on a story).
+    read_only_tokens: Vec<String>,
+    /// Comment stories by task gid, in order.
+    stories: BTreeMap<String, Vec<Value>>,
+    write_faults: VecDeque<WriteFault>,
+    /// Tasks deleted: 404 on their stories.
+    deleted: Vec<String>,
     /// Tasks by container path (`/projects/1/tasks`), in order.
     containers: BTreeMap<String, Vec<Value>>,
     faults: VecDeque<Fault>,
@@ -128,6 +155,34 @@ impl FakeAsana {
         }
     }
 
+    /// Accepts `token` for reads; writes with it are refused with 403 (a read-only token).
+    pub fn add_read_only_token(&self, token: &str) {
+        self.lock().read_only_tokens.push(token.to_string());
+    }
+
+    /// Serves `fault` on the next story written (faults queue up).
+    pub fn fail_next_write(&self, fault: WriteFault) {
+        self.lock().write_faults.push_back(fault);
+    }
+
+    /// Deletes the task: its stories answer 404 from now on.
+    pub fn delete_task(&self, gid: &str) {
+        self.lock().deleted.push(gid.to_string());
+    }
+
+    /// The texts of the comment stories on a task, in order.
+    pub fn comments(&self, gid: &str) -> Vec<String> {
+        self.lock()
+            .stories
+            .get(gid)
+            .map(|list| {
+                list.iter()
+                    .filter_map(|s| s.get("text").and_then(Value::as_str).map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Every request so far.
     pub fn requests(&self) -> Vec<Request> {
         self.lock().requests.clone()
@@ -156,9 +211,11 @@ fn error(status: StatusCode, message: &str) -> Response {
 
 async fn handle(
     AxumState(state): AxumState<Arc<Mutex<State>>>,
+    method: Method,
     uri: Uri,
     headers: HeaderMap,
     Query(query): Query<BTreeMap<String, String>>,
+    body: Bytes,
 ) -> Response {
     let gate = {
         let mut state = state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -166,6 +223,7 @@ async fn handle(
         let gate = state.hold.as_ref().filter(|(n, _)| *n == number).map(|(_, gate)| gate.clone());
         state.held |= gate.is_some();
         state.requests.push(Request {
+            method: method.to_string(),
             path: uri.path().strip_prefix("/api/1.0").unwrap_or(uri.path()).to_string(),
             query: query.clone(),
             authorization: headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_string),
@@ -174,6 +232,26 @@ async fn handle(
     };
     if let Some(gate) = gate {
         let _ = gate.acquire().await;
+    }
+    if let Some(task) =
+        uri.path().strip_prefix("/api/1.0/tasks/").and_then(|rest| rest.strip_suffix("/stories"))
+    {
+        let (late, response) = {
+            let mut state = state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let authorization = headers.get("authorization").and_then(|value| value.to_str().ok());
+            let read_only = state
+                .read_only_tokens
+                .iter()
+                .any(|token| authorization == Some(format!("Bearer {token}").as_str()));
+            if authorization != Some(format!("Bearer {}", state.token).as_str()) && !read_only {
+                return error(StatusCode::UNAUTHORIZED, "Not Authorized");
+            }
+            stories(&mut state, &method, task, &query, &body, read_only)
+        };
+        if let Some(wait) = late {
+            tokio::time::sleep(wait).await;
+        }
+        return response;
     }
     let mut state = state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let authorization =
@@ -265,6 +343,77 @@ async fn handle(
         Value::Null
     };
     (StatusCode::OK, axum::Json(json!({"data": page, "next_page": next_page}))).into_response()
+}
+
+/// `GET` and `POST /tasks/{gid}/stories`, as Asana documents them; with how long to hold the answer.
+fn stories(
+    state: &mut State,
+    method: &Method,
+    task: &str,
+    query: &BTreeMap<String, String>,
+    body: &[u8],
+    read_only: bool,
+) -> (Option<std::time::Duration>, Response) {
+    let exists = !state.deleted.iter().any(|gid| gid == task)
+        && state.containers.values().flatten().any(|t| t.get("gid").and_then(Value::as_str) == Some(task));
+    if !exists {
+        return (None, error(StatusCode::NOT_FOUND, &format!("task: Unknown object: {task}")));
+    }
+    if *method == Method::GET {
+        let all = state.stories.get(task).cloned().unwrap_or_default();
+        let limit = query.get("limit").and_then(|l| l.parse::<usize>().ok()).unwrap_or(100).clamp(1, 100);
+        let start =
+            query.get("offset").and_then(|o| o.strip_prefix("st:")).and_then(|o| o.parse().ok()).unwrap_or(0);
+        let page: Vec<Value> = all.iter().skip(start).take(limit).cloned().collect();
+        let next = if start + limit < all.len() {
+            let offset = format!("st:{}", start + limit);
+            json!({"offset": offset, "path": format!("/tasks/{task}/stories?limit={limit}&offset={offset}"),
+                   "uri": format!("https://app.asana.com/api/1.0/tasks/{task}/stories?limit={limit}&offset={offset}")})
+        } else {
+            Value::Null
+        };
+        return (
+            None,
+            (StatusCode::OK, axum::Json(json!({"data": page, "next_page": next}))).into_response(),
+        );
+    }
+    if *method != Method::POST {
+        return (None, error(StatusCode::METHOD_NOT_ALLOWED, "Method not allowed"));
+    }
+    if read_only {
+        return (None, error(StatusCode::FORBIDDEN, "Forbidden"));
+    }
+    let fault = state.write_faults.pop_front();
+    if let Some(WriteFault::Refused(status)) = fault {
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        return (None, error(status, "Server Error"));
+    }
+    let text = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v.pointer("/data/text").and_then(Value::as_str).map(str::to_string));
+    let Some(text) = text else {
+        return (None, error(StatusCode::BAD_REQUEST, "data: Missing input"));
+    };
+    let count: usize = state.stories.values().map(Vec::len).sum();
+    let story = json!({
+        "gid": format!("9{:05}", count + 1),
+        "resource_type": "story",
+        "resource_subtype": "comment_added",
+        "type": "comment",
+        "text": text,
+        "created_at": Utc::now().to_rfc3339(),
+        "created_by": {"gid": "77", "resource_type": "user", "name": "Alex Doe"},
+        "target": {"gid": task, "resource_type": "task"},
+    });
+    state.stories.entry(task.to_string()).or_default().push(story.clone());
+    let created = (StatusCode::CREATED, axum::Json(json!({"data": story}))).into_response();
+    match fault {
+        Some(WriteFault::AppliedThenLate(wait)) => (Some(wait), created),
+        Some(WriteFault::AppliedThenStatus(status)) => {
+            (None, error(StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY), "Bad Gateway"))
+        }
+        _ => (None, created),
+    }
 }
 
 fn encode(text: &str) -> String {
