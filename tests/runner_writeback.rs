@@ -149,4 +149,16 @@ async fn drive(database: Option<String>) {
     let t = store.task(&TaskGid::parse(GID).unwrap()).await.unwrap();
     let text = format!("{:?} {:?} {:?}", t.description, t.notes, t.revision_notes);
     assert!(!text.contains("[executor wb-") && !text.contains("pull request"), "{text}");
+
+    // `doctor` asks Asana whether the token may comment, without writing.
+    let posts_before = fake.requests().iter().filter(|r| r.method == "POST").count();
+    let mut doctor = env.command(&["doctor", "--json"]);
+    doctor.env("WB_ASANA_TOKEN", TOKEN).stdin(Stdio::null());
+    let out = tokio::task::spawn_blocking(move || doctor.output().unwrap()).await.unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let check = report["checks"].as_array().unwrap().iter().find(|c| c["name"] == "writeback inbox").cloned();
+    let check = check.unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(check["outcome"], "pass", "{check:#}");
+    assert!(check["detail"].as_str().unwrap().contains("may comment"), "{check:#}");
+    assert_eq!(fake.requests().iter().filter(|r| r.method == "POST").count(), posts_before);
 }

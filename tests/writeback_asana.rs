@@ -28,6 +28,7 @@ on_both_databases!(
     a_crash_after_the_tracker_took_it_is_recognised,
     a_tasks_messages_reach_it_in_order,
     only_the_configured_events_are_recorded,
+    doctors_probe_tells_a_commenter_from_a_viewer_without_writing,
 );
 
 const TASK: &str = "1207";
@@ -218,4 +219,23 @@ async fn only_the_configured_events_are_recorded(db: TestDb) {
         s.outbox.record(TASK, Some("elsewhere"), None, WritebackEvent::Complete, "k", "t").await.unwrap();
     assert!(!none);
     assert_eq!(s.store.writebacks(None).await.unwrap().len(), 1);
+}
+
+async fn doctors_probe_tells_a_commenter_from_a_viewer_without_writing(db: TestDb) {
+    let s = setup(db, "good-token", "").await;
+    s.fake.add_read_only_token("read-only");
+    let source = config(&s.fake, "").sources[0].clone();
+    let fine = executor::writeback::probe(&source, Some("good-token".into()), None).await.unwrap();
+    assert!(fine.contains("may comment"), "{fine}");
+    let viewer = executor::writeback::probe(&source, Some("read-only".into()), None).await.unwrap_err();
+    assert!(
+        matches!(&viewer, executor::writeback::TrackerError::Refused { why, .. } if why.contains("may only view")),
+        "{viewer:?}"
+    );
+    let wrong = executor::writeback::probe(&source, Some("nonsense".into()), None).await.unwrap_err();
+    assert!(
+        matches!(&wrong, executor::writeback::TrackerError::Refused { why, .. } if why.contains("401")),
+        "{wrong:?}"
+    );
+    assert_eq!(posts(&s.fake), 0, "nothing was written");
 }

@@ -73,6 +73,66 @@ impl AsanaTracker {
         }
     }
 
+    /// Whether the token may comment on the tasks of `projects`, without writing: the token's user
+    /// (`GET /users/me`), then its membership of each project (`GET /projects/{gid}/project_memberships
+    /// ?user=`, `access_level` or the older `write_access`). A viewer cannot comment.
+    pub async fn probe(&self, projects: &[String]) -> Result<String, TrackerError> {
+        let token = self.token()?;
+        let me = self.get(&token, "/users/me", &[("opt_fields", "gid,name")]).await?;
+        let Some(user) = me.pointer("/data/gid").and_then(Value::as_str) else {
+            return Err(TrackerError::Passing("Asana's /users/me answer has no data.gid".into()));
+        };
+        let name = me.pointer("/data/name").and_then(Value::as_str).unwrap_or(user).to_string();
+        let mut unknown = Vec::new();
+        for project in projects.iter().filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) {
+            let path = format!("/projects/{project}/project_memberships");
+            let query = [("user", user), ("opt_fields", "access_level,write_access")];
+            let answer = self.get(&token, &path, &query).await?;
+            let memberships = answer.get("data").and_then(Value::as_array).cloned().unwrap_or_default();
+            let level = |m: &Value, key: &str| m.get(key).and_then(Value::as_str).map(str::to_string);
+            let can_comment = memberships.iter().any(|m| {
+                matches!(level(m, "access_level").as_deref(), Some("admin" | "editor" | "commenter"))
+                    || matches!(level(m, "write_access").as_deref(), Some("full_write" | "comment_only"))
+            });
+            if memberships.is_empty() {
+                unknown.push(project.clone());
+            } else if !can_comment {
+                return Err(TrackerError::Refused {
+                    why: format!("{name} may only view project {project}"),
+                    fix: format!(
+                        "give {name} \"Can comment\" or more on the project, use another member's token, or set \
+                         writeback = [] on this source"
+                    ),
+                });
+            }
+        }
+        Ok(match unknown.is_empty() {
+            true => format!("{name} may comment on the tasks of every project"),
+            false => format!(
+                "{name}'s token is valid; no membership of project {} says whether it may comment",
+                unknown.join(", ")
+            ),
+        })
+    }
+
+    async fn get(
+        &self,
+        token: &HeaderValue,
+        path: &str,
+        query: &[(&str, &str)],
+    ) -> Result<Value, TrackerError> {
+        let answer = self
+            .http
+            .get(format!("{}{path}", self.api_url))
+            .query(query)
+            .header(AUTHORIZATION, token.clone())
+            .header(ACCEPT, "application/json")
+            .send()
+            .await
+            .map_err(|e| transport(path, e))?;
+        self.answer(path, answer).await
+    }
+
     /// The gid of the story on `task` that carries `marker`, reading at most [`MAX_STORY_PAGES`].
     async fn find(
         &self,

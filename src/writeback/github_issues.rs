@@ -84,6 +84,24 @@ impl GitHubIssuesTracker {
         }
     }
 
+    /// Whether the token reaches the repository's issues, without writing (`GET /repos/{owner}/{name}`).
+    /// What a fine-grained token may write cannot be read without writing: that is said, not checked.
+    pub async fn probe(&self) -> Result<String, TrackerError> {
+        let path = format!("/repos/{}", self.repo);
+        let answer = self.client.rest(Method::GET, &path, None).await.map_err(|e| classify(&path, e))?;
+        if answer.get("has_issues").and_then(Value::as_bool) == Some(false) {
+            return Err(TrackerError::Refused {
+                why: format!("{} has issues turned off", self.repo),
+                fix: "turn issues on in the repository's settings, or remove the source".into(),
+            });
+        }
+        Ok(format!(
+            "the token reaches {}'s issues (commenting needs Issues: read & write on a fine-grained token, \
+             which only a write would show)",
+            self.repo
+        ))
+    }
+
     /// The id of the issue comment that carries `marker`.
     async fn find(&self, path: &str, marker: &str) -> Result<Option<String>, TrackerError> {
         let needle = hidden_marker(marker);

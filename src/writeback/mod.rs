@@ -259,6 +259,26 @@ impl Outbox {
     }
 }
 
+/// Whether `source`'s tracker would take executor's messages, found out without writing. `token`: the
+/// value of an Asana source's `token_env`; `github`: the client a GitHub Issues source writes through.
+pub async fn probe(
+    source: &SourceConfig,
+    token: Option<String>,
+    github: Option<Arc<GitHubClient>>,
+) -> Result<String, TrackerError> {
+    match (source.kind.as_str(), github) {
+        ("asana", _) => AsanaTracker::new(source, token)?.probe(&source.projects).await,
+        ("github_issues", Some(client)) => GitHubIssuesTracker::new(client, source)?.probe().await,
+        ("github_issues", None) => {
+            Err(TrackerError::Passing("no GitHub client: see the [github] check".into()))
+        }
+        (other, _) => Err(TrackerError::Refused {
+            why: format!("a {other} source has no tracker to write to"),
+            fix: format!("set writeback = [] on source {:?}", source.name),
+        }),
+    }
+}
+
 /// The wait before attempt `attempts + 1`: [`FIRST_BACKOFF`] doubled per attempt made, at most
 /// [`MAX_BACKOFF`].
 pub fn backoff(attempts: i64) -> Duration {

@@ -9,7 +9,8 @@
 //! it —, serves injected faults (429 with `Retry-After`, any status, a raw body), and records every
 //! request for the tests' assertions.
 //!
-//! Write-back: `POST /tasks/{gid}/stories` (`{"data": {"text"}}` → `201 {"data": story}`) adds a
+//! Write-back: `GET /users/me` and `GET /projects/{gid}/project_memberships` (an `editor`, or a
+//! `viewer` for a read-only token) for `doctor`; `POST /tasks/{gid}/stories` (`{"data": {"text"}}` → `201 {"data": story}`) adds a
 //! comment story to a task any container holds (else 404 `task: Unknown object`), and
 //! `GET /tasks/{gid}/stories` lists them (`opt_fields`, `limit`, `offset`). A read-only token
 //! ([`FakeAsana::add_read_only_token`]) reads but is refused writes (403), and write faults
@@ -258,8 +259,36 @@ async fn handle(
         headers.get("authorization").and_then(|value| value.to_str().ok()).map(str::to_string);
     let path = uri.path().strip_prefix("/api/1.0").unwrap_or(uri.path()).to_string();
 
-    if authorization.as_deref() != Some(format!("Bearer {}", state.token).as_str()) {
+    let read_only = state
+        .read_only_tokens
+        .iter()
+        .any(|token| authorization.as_deref() == Some(format!("Bearer {token}").as_str()));
+    if authorization.as_deref() != Some(format!("Bearer {}", state.token).as_str()) && !read_only {
         return error(StatusCode::UNAUTHORIZED, "Not Authorized");
+    }
+    // The token's user, and its membership of a project: a read-only token's user may only view.
+    if path == "/users/me" {
+        let user =
+            json!({"gid": "77", "resource_type": "user", "name": "Alex Doe", "email": "alex@example.com"});
+        return (StatusCode::OK, axum::Json(json!({"data": user}))).into_response();
+    }
+    if let Some(project) =
+        path.strip_prefix("/projects/").and_then(|rest| rest.strip_suffix("/project_memberships"))
+    {
+        if !state.containers.contains_key(&format!("/projects/{project}/tasks")) {
+            return error(StatusCode::NOT_FOUND, &format!("project: Unknown object: {project}"));
+        }
+        let (access, write) = if read_only { ("viewer", "read_only") } else { ("editor", "full_write") };
+        let membership = json!({
+            "gid": format!("5{project}"),
+            "resource_type": "project_membership",
+            "user": {"gid": "77", "resource_type": "user", "name": "Alex Doe"},
+            "access_level": access,
+            "write_access": write,
+        });
+        let wanted = query.get("user").is_none_or(|user| user == "77" || user == "me");
+        let data = if wanted { vec![membership] } else { Vec::new() };
+        return (StatusCode::OK, axum::Json(json!({"data": data, "next_page": null}))).into_response();
     }
     match state.faults.pop_front() {
         Some(Fault::TooMany { retry_after }) => {
