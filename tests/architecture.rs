@@ -27,8 +27,11 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("forge", &["config", "domain", "github", "store", "worker", "workspace"]),
     ("intake", &["config", "domain", "filter", "github", "store", "workspace"]),
     ("import", &["domain", "store"]),
-    ("analyzer", &["budget", "config", "domain", "filter", "intake", "store", "worker", "workspace"]),
-    ("writeback", &["config", "domain", "github", "store"]),
+    (
+        "analyzer",
+        &["budget", "config", "domain", "filter", "intake", "store", "worker", "workspace", "writeback"],
+    ),
+    ("writeback", &["config", "domain", "github", "redact", "store"]),
     (
         "runner",
         &[

@@ -162,3 +162,45 @@ async fn drive(database: Option<String>) {
     assert!(check["detail"].as_str().unwrap().contains("may comment"), "{check:#}");
     assert_eq!(fake.requests().iter().filter(|r| r.method == "POST").count(), posts_before);
 }
+
+/// The events a source opts into: the triage's skip (with its reason), a human's approval, and a
+/// human's `executor runs abandon` (with what to do), each told once and nothing else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_hears_of_a_skip_an_approval_and_a_humans_abandonment_when_it_asks() {
+    let fake = FakeAsana::start(TOKEN).await;
+    let mut skipped = task("1300", "Redo the logo", "2026-11-01T10:00:00.000Z");
+    skipped["notes"] = "FAKE_ANALYZER=skip".into();
+    fake.add_project_task("1", skipped);
+    fake.add_project_task("1", task(GID, "Add the feature file", "2026-11-01T10:00:00.000Z"));
+    let env = Env::new(&[]);
+    env.append_config(&format!(
+        "\n[[sources]]\nname = \"inbox\"\nkind = \"asana\"\nprojects = [\"1\"]\napi_url = \"{}\"\n\
+         token_env = \"WB_ASANA_TOKEN\"\nrepo = \"app\"\nwriteback = [\"skipped\", \"approved\", \"abandoned\"]\n",
+        fake.url
+    ));
+    run(&env, &["analyzer"]).await;
+    let store = env.store().await;
+    let gid = TaskGid::parse(GID).unwrap();
+    let status = |t: executor::domain::Task| t.status.as_str().to_string();
+    assert_eq!(status(store.task(&TaskGid::parse("1300").unwrap()).await.unwrap()), "skip");
+    run(&env, &["approve", GID]).await;
+    // One runner: the run is created (the approval recorded first), and it goes as far as it can.
+    run(&env, &["runner"]).await;
+    let filter = RunFilter { task_gid: Some(gid.clone()), ..Default::default() };
+    let run_id = store.list_runs(&filter).await.unwrap()[0].id.to_string();
+    run(&env, &["runs", "abandon", &run_id, "--reason", "not needed any more"]).await;
+    run(&env, &["runner"]).await;
+
+    let skip = fake.comments("1300");
+    assert_eq!(skip.len(), 1, "{skip:#?}");
+    assert!(skip[0].starts_with("executor will not work on this task: "), "{}", skip[0]);
+    let comments = fake.comments(GID);
+    assert_eq!(comments.len(), 2, "{comments:#?}");
+    assert!(comments[0].starts_with("This task was approved in executor"), "{}", comments[0]);
+    assert!(
+        comments[1].starts_with("executor gave up on this task: abandoned by a human: not needed any more")
+    );
+    assert!(comments[1].contains(&format!("`executor queue retry {GID}`")), "{}", comments[1]);
+    let events: Vec<WritebackEvent> = store.writebacks(None).await.unwrap().iter().map(|w| w.event).collect();
+    assert_eq!(events, [WritebackEvent::Skipped, WritebackEvent::Approved, WritebackEvent::Abandoned]);
+}

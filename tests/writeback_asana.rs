@@ -29,6 +29,7 @@ on_both_databases!(
     a_tasks_messages_reach_it_in_order,
     only_the_configured_events_are_recorded,
     doctors_probe_tells_a_commenter_from_a_viewer_without_writing,
+    a_skip_no_longer_true_is_withdrawn_not_sent,
 );
 
 const TASK: &str = "1207";
@@ -238,4 +239,19 @@ async fn doctors_probe_tells_a_commenter_from_a_viewer_without_writing(db: TestD
         "{wrong:?}"
     );
     assert_eq!(posts(&s.fake), 0, "nothing was written");
+}
+
+async fn a_skip_no_longer_true_is_withdrawn_not_sent(db: TestDb) {
+    use executor::domain::{Actor, TaskGid};
+    let s = setup(db, "good-token", "writeback = [\"skipped\"]").await;
+    let gid = TaskGid::parse(TASK).unwrap();
+    let new = executor::store::NewTask { description: Some("Fix the login".into()), ..Default::default() };
+    s.store.upsert_task(&gid, &new, Actor::Cli).await.unwrap();
+    // Recorded before the triage's skip was written, which never landed (the task is still pending).
+    assert!(record(&s, WritebackEvent::Skipped, "skipped:a", "will not work on it").await);
+    let report = s.outbox.deliver_due().await.unwrap();
+    assert_eq!((report.delivered, report.refused.len()), (0, 0));
+    let row = &s.store.writebacks(Some(TASK)).await.unwrap()[0];
+    assert_eq!(row.status, WritebackStatus::Withdrawn);
+    assert_eq!(posts(&s.fake), 0);
 }

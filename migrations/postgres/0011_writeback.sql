@@ -6,7 +6,7 @@
 -- (`attempts` counts attempts begun, so a row with attempts > 0 may already be in the tracker and is
 -- looked for there by its `marker` before it is sent again), and settled once the tracker answered:
 -- `delivered` with the tracker's id of the comment, or `refused` (401, 403, 404: told to the human
--- once, never retried) or `given_up` (too many failed attempts).
+-- once, never retried), `given_up` (too many failed attempts) or `withdrawn` (a skip no longer true).
 CREATE TABLE executor_writebacks (
     id              BIGSERIAL PRIMARY KEY,
     task_gid        TEXT NOT NULL,
@@ -20,7 +20,7 @@ CREATE TABLE executor_writebacks (
     message         TEXT NOT NULL,
     -- A random token the message carries in the tracker, by which a retry finds an earlier attempt's.
     marker          TEXT NOT NULL,
-    -- A domain::WritebackStatus by name: pending, delivered, refused, given_up.
+    -- A domain::WritebackStatus by name: pending, delivered, refused, given_up, withdrawn.
     status          TEXT NOT NULL DEFAULT 'pending',
     created_at      TIMESTAMPTZ NOT NULL,
     -- Not tried before this time: the back-off after a failure, or another process's attempt in flight.

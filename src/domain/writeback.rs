@@ -40,6 +40,8 @@ pub enum WritebackStatus {
     Refused,
     /// Failed too often for a passing fault; the human was told.
     GivenUp,
+    /// No longer true when its turn came (a skip the task no longer has): not sent.
+    Withdrawn,
 }
 
 super::named_enum!(WritebackStatus, "write-back status", {
@@ -47,4 +49,5 @@ super::named_enum!(WritebackStatus, "write-back status", {
     Delivered => "delivered",
     Refused => "refused",
     GivenUp => "given_up",
+    Withdrawn => "withdrawn",
 });

@@ -260,6 +260,8 @@ impl Runner {
         self.send_outbox(&mut report).await?;
         self.send_writebacks().await?;
         for gid in self.store.approved_tasks_without_run(1000).await? {
+            // The tracker hears of the approval (when its source asks) before the run exists.
+            self.record_approval(&gid).await?;
             if let Some(run) = self.store.create_run_for_task(&gid, Actor::Runner).await? {
                 tracing::info!(run = run.id, task = %gid, "created a run for the approved task");
                 report.runs_created += 1;

@@ -6,7 +6,7 @@
 
 use super::decision::{Notice, NoticeKind};
 use super::state::{Runner, RunnerError};
-use crate::domain::{Run, WritebackEvent};
+use crate::domain::{Run, TaskGid, WritebackEvent};
 use crate::forge::PrRef;
 use crate::writeback::message;
 
@@ -45,8 +45,6 @@ impl Runner {
         }
         let task = self.store.task(&run.task_gid).await?;
         for (event, key, text) in events {
-            // Redacted before it is recorded: the tracker is outside executor, like a forge comment.
-            let text = self.redactor.redact(&text);
             let key = format!("run:{}:{key}", run.id);
             let recorded = self
                 .outbox
@@ -56,6 +54,30 @@ impl Runner {
                 tracing::info!(run = run.id, task = %run.task_gid, "write-back recorded: {event}");
             }
         }
+        Ok(())
+    }
+
+    /// Records, for a task approved and about to get a run, that a human approved it — when its source
+    /// writes `approved` back. Keyed by the number of runs the task had, so a retry's approval is told
+    /// again and a replayed tick is not.
+    pub(super) async fn record_approval(&self, gid: &TaskGid) -> Result<(), RunnerError> {
+        let task = self.store.task(gid).await?;
+        if self.outbox.source_for(task.source.as_deref(), WritebackEvent::Approved).is_none() {
+            return Ok(());
+        }
+        let filter = crate::store::RunFilter { task_gid: Some(gid.clone()), ..Default::default() };
+        let runs = self.store.list_runs(&filter).await?.len();
+        let key = format!("approved:{runs}");
+        self.outbox
+            .record(
+                gid.as_str(),
+                task.source.as_deref(),
+                None,
+                WritebackEvent::Approved,
+                &key,
+                &message::approved(),
+            )
+            .await?;
         Ok(())
     }
 

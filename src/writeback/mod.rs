@@ -32,6 +32,7 @@ pub use message::{marker_text, new_marker};
 use crate::config::{Config, SourceConfig};
 use crate::domain::{WritebackEvent, WritebackStatus};
 use crate::github::GitHubClient;
+use crate::redact::Redactor;
 use crate::store::{NewWriteback, Store, StoreError, Writeback};
 
 /// An attempt that neither settled nor failed within this time (its process died) is taken up again.
@@ -117,6 +118,8 @@ pub struct Outbox {
     github: Option<Arc<GitHubClient>>,
     /// Reads a token variable (the process environment; a test's own map).
     env: Env,
+    /// The config's secrets, kept out of every message.
+    redactor: Redactor,
 }
 
 /// Looks up an environment variable.
@@ -126,7 +129,8 @@ impl Outbox {
     /// `github` is the client the GitHub Issues sources write through (the forge's, so one token has
     /// one rate limit); without one those sources' messages wait, with the reason recorded.
     pub fn new(config: Arc<Config>, store: Store, github: Option<Arc<GitHubClient>>) -> Outbox {
-        Outbox { config, store, github, env: Arc::new(|name| std::env::var(name).ok()) }
+        let redactor = Redactor::from_config(&config);
+        Outbox { config, store, github, env: Arc::new(|name| std::env::var(name).ok()), redactor }
     }
 
     /// The same, reading token variables through `env` instead of the process environment.
@@ -165,6 +169,8 @@ impl Outbox {
         message: &str,
     ) -> Result<bool, StoreError> {
         let Some(source) = self.source_for(task_source, event) else { return Ok(false) };
+        // Redacted before it is recorded: the tracker is outside executor, like a forge comment.
+        let message = &self.redactor.redact(message);
         let marker = new_marker();
         let recorded = self
             .store
@@ -191,6 +197,13 @@ impl Outbox {
         for w in self.store.pending_writebacks(BATCH).await? {
             if held.contains(&w.task_gid) || w.next_attempt_at > now {
                 held.insert(w.task_gid.clone());
+                continue;
+            }
+            if w.event == WritebackEvent::Skipped && !self.still_skipped(&w).await? {
+                // Recorded before the triage's result was written, and the task was not skipped after
+                // all (a crash, a human's decision), or a newer skip's message supersedes it.
+                let why = "withdrawn: the task is no longer skipped as this message said";
+                self.store.mark_writeback_settled_undelivered(w.id, WritebackStatus::Withdrawn, why).await?;
                 continue;
             }
             let Some(w) = self.store.begin_writeback_attempt(w.id, at(now, ATTEMPT_HOLD)).await? else {
@@ -230,6 +243,20 @@ impl Outbox {
             }
         }
         Ok(report)
+    }
+
+    /// Whether a skip's message still tells the truth: the task is skipped, and no later skip's
+    /// message was recorded for it.
+    async fn still_skipped(&self, w: &Writeback) -> Result<bool, StoreError> {
+        let Ok(gid) = crate::domain::TaskGid::parse(&w.task_gid) else { return Ok(false) };
+        let skipped = self.store.task(&gid).await?.status == crate::domain::QueueStatus::Skip;
+        let newer = self
+            .store
+            .writebacks(Some(&w.task_gid))
+            .await?
+            .iter()
+            .any(|o| o.event == WritebackEvent::Skipped && o.id > w.id);
+        Ok(skipped && !newer)
     }
 
     /// One attempt at `w`, through its source's tracker.
