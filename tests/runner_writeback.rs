@@ -161,6 +161,23 @@ async fn drive(database: Option<String>) {
     assert_eq!(check["outcome"], "pass", "{check:#}");
     assert!(check["detail"].as_str().unwrap().contains("may comment"), "{check:#}");
     assert_eq!(fake.requests().iter().filter(|r| r.method == "POST").count(), posts_before);
+
+    // The source asks for the merge too, and to complete the task then; a human merges.
+    env.edit_config(
+        "writeback_timeout = \"20s\"",
+        "writeback_timeout = \"20s\"\nwriteback = [\"pr_opened\", \"complete\", \"abandoned\", \"merged\"]\n\
+         writeback_complete_on_merge = true",
+    );
+    let filter = RunFilter { task_gid: Some(TaskGid::parse(GID).unwrap()), ..Default::default() };
+    let run_id = store.list_runs(&filter).await.unwrap()[0].id;
+    let pr = store.local_pr_for_run(run_id).await.unwrap().unwrap();
+    store.set_local_pr_state(pr.id, "merged", pr.draft).await.unwrap();
+    run(&env, &["runner"]).await;
+    run(&env, &["runner"]).await;
+    let comments = fake.comments(GID);
+    assert_eq!(comments.len(), 3, "{comments:#?}");
+    assert!(comments[2].starts_with("The pull request was merged: "), "{}", comments[2]);
+    assert!(fake.completed(GID), "the task is marked complete in Asana");
 }
 
 /// The events a source opts into: the triage's skip (with its reason), a human's approval, and a

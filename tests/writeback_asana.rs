@@ -30,6 +30,8 @@ on_both_databases!(
     only_the_configured_events_are_recorded,
     doctors_probe_tells_a_commenter_from_a_viewer_without_writing,
     a_skip_no_longer_true_is_withdrawn_not_sent,
+    a_source_moves_its_task_to_a_section_and_completes_it_on_merge,
+    a_failing_tracker_costs_one_attempt_per_pass,
 );
 
 const TASK: &str = "1207";
@@ -254,4 +256,40 @@ async fn a_skip_no_longer_true_is_withdrawn_not_sent(db: TestDb) {
     let row = &s.store.writebacks(Some(TASK)).await.unwrap()[0];
     assert_eq!(row.status, WritebackStatus::Withdrawn);
     assert_eq!(posts(&s.fake), 0);
+}
+
+async fn a_source_moves_its_task_to_a_section_and_completes_it_on_merge(db: TestDb) {
+    let extra = "writeback = [\"pr_opened\", \"merged\"]\nwriteback_sections = { pr_opened = \"55\" }\n\
+                 writeback_complete_on_merge = true";
+    let s = setup(db, "good-token", extra).await;
+    record(&s, WritebackEvent::PrOpened, "run:1:pr_opened", "opened").await;
+    record(&s, WritebackEvent::Merged, "run:1:merged", "merged").await;
+    // The section move fails once after the comment went in: the retry finds the comment, moves again.
+    s.fake.fail_next(fake_asana::Fault::Status(503));
+    let first = s.outbox.deliver_due().await.unwrap();
+    assert_eq!((first.delivered, first.failed.len()), (0, 1), "{:?}", first.failed);
+    assert!(first.failed[0].contains("/sections/55/addTask"), "{:?}", first.failed);
+    assert!(s.fake.section_tasks("55").is_empty());
+    s.store.make_writebacks_due_for_tests().await.unwrap();
+    assert_eq!(s.outbox.deliver_due().await.unwrap().delivered, 2);
+    assert_eq!(s.fake.section_tasks("55"), [TASK]);
+    assert!(s.fake.completed(TASK));
+    assert_eq!(s.fake.comments(TASK).len(), 2);
+}
+
+async fn a_failing_tracker_costs_one_attempt_per_pass(db: TestDb) {
+    let s = setup(db, "good-token", "").await;
+    s.fake.add_project_task("1", task("1300", "Other", "2026-11-01T10:00:00.000Z"));
+    record(&s, WritebackEvent::PrOpened, "run:1:pr_opened", "first task").await;
+    s.outbox
+        .record("1300", Some("inbox"), None, WritebackEvent::PrOpened, "run:2:pr_opened", "x")
+        .await
+        .unwrap();
+    s.fake.fail_next_write(WriteFault::Refused(503));
+    let report = s.outbox.deliver_due().await.unwrap();
+    assert_eq!((report.delivered, report.failed.len()), (0, 1), "the other task waits for the next pass");
+    assert_eq!(posts(&s.fake), 1);
+    let attempts: Vec<i64> = s.store.writebacks(None).await.unwrap().iter().map(|w| w.attempts).collect();
+    assert_eq!(attempts, [1, 0], "the second was not tried, so not counted");
+    assert_eq!(s.outbox.deliver_due().await.unwrap().delivered, 1, "the other task's goes next pass");
 }

@@ -50,6 +50,13 @@ pub struct SourceConfig {
     /// tracker before it is sent again).
     #[serde(default = "default_writeback_timeout")]
     pub writeback_timeout: super::Duration,
+    /// Asana: the section (gid) a task is moved to at an event it is told of, e.g.
+    /// `{ pr_opened = "1200…", complete = "1200…" }`.
+    #[serde(default)]
+    pub writeback_sections: std::collections::BTreeMap<crate::domain::WritebackEvent, String>,
+    /// Asana: mark the task complete when its pull request merges (with `merged` in `writeback`).
+    #[serde(default)]
+    pub writeback_complete_on_merge: bool,
 }
 
 impl SourceConfig {
@@ -110,8 +117,32 @@ pub(super) fn validate_sources(config: &super::Config) -> Result<(), String> {
                 if s.token_env.is_empty() {
                     return Err(format!("{}: name the variable holding the Asana token", key("token_env")));
                 }
+                if let Some((event, gid)) = s
+                    .writeback_sections
+                    .iter()
+                    .find(|(_, gid)| gid.is_empty() || !gid.bytes().all(|b| b.is_ascii_digit()))
+                {
+                    return Err(format!(
+                        "{}: {gid:?} for {event} is not a section gid",
+                        key("writeback_sections")
+                    ));
+                }
+                if s.writeback_complete_on_merge
+                    && !s.writeback_events().contains(&crate::domain::WritebackEvent::Merged)
+                {
+                    return Err(format!(
+                        "{}: a task is completed when its merge is told: add \"merged\" to writeback",
+                        key("writeback_complete_on_merge")
+                    ));
+                }
             }
             "github_issues" => {
+                if !s.writeback_sections.is_empty() || s.writeback_complete_on_merge {
+                    return Err(format!(
+                        "{}: sections and completion are Asana's; a GitHub issue closes through `Closes #N`",
+                        key("writeback_sections")
+                    ));
+                }
                 let ok = s.github.split_once('/').is_some_and(|(o, n)| {
                     !o.is_empty() && !n.is_empty() && !n.contains('/') && !s.github.starts_with('-')
                 });

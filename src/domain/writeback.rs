@@ -1,7 +1,7 @@
 //! Write-back: what executor tells a task's tracker, and where each message stands.
 
 /// An event a tracker hears of (`[[sources]] writeback`). Stored by name, never read from a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum WritebackEvent {
     /// The run opened its pull request (the link, the branch).
     PrOpened,
@@ -13,6 +13,8 @@ pub enum WritebackEvent {
     Skipped,
     /// A human approved the task in executor (only when the source asks for it).
     Approved,
+    /// The run's pull request was merged (only when the source asks for it).
+    Merged,
 }
 
 super::named_enum!(WritebackEvent, "write-back event", {
@@ -21,6 +23,7 @@ super::named_enum!(WritebackEvent, "write-back event", {
     Abandoned => "abandoned",
     Skipped => "skipped",
     Approved => "approved",
+    Merged => "merged",
 });
 
 impl WritebackEvent {

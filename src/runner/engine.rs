@@ -258,7 +258,6 @@ impl Runner {
             }
         }
         self.send_outbox(&mut report).await?;
-        self.send_writebacks().await?;
         for gid in self.store.approved_tasks_without_run(1000).await? {
             // The tracker hears of the approval (when its source asks) before the run exists.
             self.record_approval(&gid).await?;
@@ -339,6 +338,8 @@ impl Runner {
                 }
             }
         }
+        // Last, so what this tick's steps recorded reaches the trackers before the runner goes idle.
+        self.send_writebacks().await?;
         if let Ok(mut met) = self.met.lock() {
             for what in met.drain(..) {
                 report.failed(what);

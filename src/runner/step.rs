@@ -39,6 +39,13 @@ impl Runner {
             run = self.move_run(&run, RunState::InProgress, "a queued worker had started").await?;
         }
         let run = &run;
+        if let Some(pr) = &snapshot
+            && pr.state == crate::forge::PrState::Merged
+            && previous.as_ref().is_none_or(|p| p.state != crate::forge::PrState::Merged)
+        {
+            // Before the observation is recorded: the merge is told once, whatever happens next.
+            self.record_merged(run, &pr.url).await?;
+        }
         if let Some(pr) = &snapshot {
             // Written when the pull request changed (not merely re-observed), for `runs show`.
             if previous.is_none_or(|p| PrSnapshot { observed_at: pr.observed_at, ..p } != *pr) {

@@ -57,6 +57,28 @@ impl Runner {
         Ok(())
     }
 
+    /// Records that the run's pull request was merged (when the source asks), before the observation
+    /// that shows it is recorded: once per run, however many ticks see it.
+    pub(super) async fn record_merged(&self, run: &Run, url: &str) -> Result<(), RunnerError> {
+        let task = self.store.task(&run.task_gid).await?;
+        if self.outbox.source_for(task.source.as_deref(), WritebackEvent::Merged).is_none() {
+            return Ok(());
+        }
+        let key = format!("run:{}:merged", run.id);
+        let text = message::merged(url);
+        self.outbox
+            .record(
+                run.task_gid.as_str(),
+                task.source.as_deref(),
+                Some(run.id),
+                WritebackEvent::Merged,
+                &key,
+                &text,
+            )
+            .await?;
+        Ok(())
+    }
+
     /// Records, for a task approved and about to get a run, that a human approved it — when its source
     /// writes `approved` back. Keyed by the number of runs the task had, so a retry's approval is told
     /// again and a replayed tick is not.

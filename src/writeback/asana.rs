@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::message::marker_text;
 use super::{Posted, TrackerError};
 use crate::config::SourceConfig;
+use crate::domain::WritebackEvent;
 use crate::store::Writeback;
 
 /// Pages of stories read at most when looking for an earlier attempt's (100 each).
@@ -21,6 +22,9 @@ pub struct AsanaTracker {
     /// The token's value, read when the tracker was made (never logged).
     token: Option<String>,
     http: reqwest::Client,
+    /// Where a task moves at each event, and whether a merge completes it.
+    sections: std::collections::BTreeMap<WritebackEvent, String>,
+    complete_on_merge: bool,
 }
 
 impl AsanaTracker {
@@ -36,6 +40,8 @@ impl AsanaTracker {
             token_env: source.token_env.clone(),
             token,
             http,
+            sections: source.writeback_sections.clone(),
+            complete_on_merge: source.writeback_complete_on_merge,
         })
     }
 
@@ -49,23 +55,57 @@ impl AsanaTracker {
             });
         }
         let token = self.token()?;
-        if w.attempts > 1
-            && let Some(id) = self.find(&w.task_gid, &w.marker, &token).await?
-        {
-            return Ok(Posted::Earlier(id));
+        let posted = match w.attempts > 1 {
+            true => self.find(&w.task_gid, &w.marker, &token).await?.map(Posted::Earlier),
+            false => None,
+        };
+        let posted = match posted {
+            Some(earlier) => earlier,
+            None => self.comment(w, &token).await?,
+        };
+        // The actions after the comment are idempotent: a retry (which finds the comment) does them again.
+        self.act(w, &token).await?;
+        Ok(posted)
+    }
+
+    /// The event's actions the source asks for: move the task to a section, complete it on a merge.
+    async fn act(&self, w: &Writeback, token: &HeaderValue) -> Result<(), TrackerError> {
+        if let Some(section) = self.sections.get(&w.event) {
+            let path = format!("/sections/{section}/addTask");
+            let body = json!({"data": {"task": w.task_gid}});
+            self.send(token, reqwest::Method::POST, &path, &body).await?;
         }
-        let path = format!("/tasks/{}/stories", w.task_gid);
-        let text = format!("{}\n\n{}", w.message, marker_text(&w.marker));
+        if w.event == WritebackEvent::Merged && self.complete_on_merge {
+            let path = format!("/tasks/{}", w.task_gid);
+            self.send(token, reqwest::Method::PUT, &path, &json!({"data": {"completed": true}})).await?;
+        }
+        Ok(())
+    }
+
+    async fn send(
+        &self,
+        token: &HeaderValue,
+        method: reqwest::Method,
+        path: &str,
+        body: &Value,
+    ) -> Result<Value, TrackerError> {
         let answer = self
             .http
-            .post(format!("{}{path}", self.api_url))
-            .header(AUTHORIZATION, token)
+            .request(method, format!("{}{path}", self.api_url))
+            .header(AUTHORIZATION, token.clone())
             .header(ACCEPT, "application/json")
-            .json(&json!({"data": {"text": text}}))
+            .json(body)
             .send()
             .await
-            .map_err(|e| transport(&path, e))?;
-        let body = self.answer(&path, answer).await?;
+            .map_err(|e| transport(path, e))?;
+        self.answer(path, answer).await
+    }
+
+    /// Posts the comment story.
+    async fn comment(&self, w: &Writeback, token: &HeaderValue) -> Result<Posted, TrackerError> {
+        let path = format!("/tasks/{}/stories", w.task_gid);
+        let text = format!("{}\n\n{}", w.message, marker_text(&w.marker));
+        let body = self.send(token, reqwest::Method::POST, &path, &json!({"data": {"text": text}})).await?;
         match body.pointer("/data/gid").and_then(Value::as_str) {
             Some(gid) => Ok(Posted::Now(gid.to_string())),
             // Asana took it (2xx) but its answer lacks the id: the next attempt finds it by its marker.

@@ -48,6 +48,11 @@ pub fn skipped(reason: &str) -> String {
     format!("executor will not work on this task: {reason}")
 }
 
+/// The message for a pull request merged.
+pub fn merged(url: &str) -> String {
+    format!("The pull request was merged: {url}")
+}
+
 /// The message for a task a human approved in executor.
 pub fn approved() -> String {
     "This task was approved in executor; an agent will start on it.".into()

@@ -194,7 +194,13 @@ impl Outbox {
         let now = Utc::now();
         // A task whose earlier message is still pending holds its later ones back.
         let mut held: HashSet<String> = HashSet::new();
+        // A source that just failed for a passing reason (down, slow, limiting) is not tried again this
+        // pass: one timeout per pass, not one per message, is all a slow tracker costs the runner's tick.
+        let mut failing: HashSet<String> = HashSet::new();
         for w in self.store.pending_writebacks(BATCH).await? {
+            if failing.contains(&w.source) {
+                continue;
+            }
             if held.contains(&w.task_gid) || w.next_attempt_at > now {
                 held.insert(w.task_gid.clone());
                 continue;
@@ -239,6 +245,7 @@ impl Outbox {
                     tracing::warn!(task = %w.task_gid, source = %w.source, "not told yet (retried {retry}): {why}");
                     report.failed.push(format!("task {}: telling {}: {why}", w.task_gid, w.source));
                     held.insert(w.task_gid.clone());
+                    failing.insert(w.source.clone());
                 }
             }
         }

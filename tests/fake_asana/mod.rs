@@ -10,7 +10,8 @@
 //! request for the tests' assertions.
 //!
 //! Write-back: `GET /users/me` and `GET /projects/{gid}/project_memberships` (an `editor`, or a
-//! `viewer` for a read-only token) for `doctor`; `POST /tasks/{gid}/stories` (`{"data": {"text"}}` → `201 {"data": story}`) adds a
+//! `viewer` for a read-only token) for `doctor`; `POST /sections/{gid}/addTask` and `PUT /tasks/{gid}`
+//! (write-back's actions); `POST /tasks/{gid}/stories` (`{"data": {"text"}}` → `201 {"data": story}`) adds a
 //! comment story to a task any container holds (else 404 `task: Unknown object`), and
 //! `GET /tasks/{gid}/stories` lists them (`opt_fields`, `limit`, `offset`). A read-only token
 //! ([`FakeAsana::add_read_only_token`]) reads but is refused writes (403), and write faults
@@ -184,6 +185,21 @@ impl FakeAsana {
             .unwrap_or_default()
     }
 
+    /// The gids of the tasks a section holds (added by the test or moved there by `addTask`).
+    pub fn section_tasks(&self, section: &str) -> Vec<String> {
+        let state = self.lock();
+        let list = state.containers.get(&format!("/sections/{section}/tasks")).cloned().unwrap_or_default();
+        list.iter().filter_map(|t| t.get("gid").and_then(Value::as_str).map(str::to_string)).collect()
+    }
+
+    /// Whether the task is marked complete (in the first container that holds it).
+    pub fn completed(&self, gid: &str) -> bool {
+        let state = self.lock();
+        let task =
+            state.containers.values().flatten().find(|t| t.get("gid").and_then(Value::as_str) == Some(gid));
+        task.and_then(|t| t.get("completed")).and_then(Value::as_bool).unwrap_or(false)
+    }
+
     /// Every request so far.
     pub fn requests(&self) -> Vec<Request> {
         self.lock().requests.clone()
@@ -266,6 +282,73 @@ async fn handle(
     if authorization.as_deref() != Some(format!("Bearer {}", state.token).as_str()) && !read_only {
         return error(StatusCode::UNAUTHORIZED, "Not Authorized");
     }
+    match state.faults.pop_front() {
+        Some(Fault::TooMany { retry_after }) => {
+            let mut response =
+                error(StatusCode::TOO_MANY_REQUESTS, "You have made too many requests recently.");
+            response.headers_mut().insert("retry-after", retry_after.into());
+            return response;
+        }
+        Some(Fault::Status(status)) => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            return error(status, "Server Error");
+        }
+        Some(Fault::Body(bytes)) => {
+            return (StatusCode::OK, [("content-type", "application/json")], bytes).into_response();
+        }
+        None => {}
+    }
+    // Write-back's actions: move a task to a section (Asana answers `{"data": {}}`), update a task.
+    if let Some(section) = path.strip_prefix("/sections/").and_then(|rest| rest.strip_suffix("/addTask")) {
+        if read_only {
+            return error(StatusCode::FORBIDDEN, "Forbidden");
+        }
+        let gid = serde_json::from_slice::<Value>(&body)
+            .ok()
+            .and_then(|v| v.pointer("/data/task").and_then(Value::as_str).map(str::to_string));
+        let Some(gid) = gid else { return error(StatusCode::BAD_REQUEST, "task: Missing input") };
+        let Some(task) = state
+            .containers
+            .values()
+            .flatten()
+            .find(|t| t.get("gid").and_then(Value::as_str) == Some(&gid))
+            .cloned()
+        else {
+            return error(StatusCode::NOT_FOUND, &format!("task: Unknown object: {gid}"));
+        };
+        let list = state.containers.entry(format!("/sections/{section}/tasks")).or_default();
+        if !list.iter().any(|t| t.get("gid") == task.get("gid")) {
+            list.push(task);
+        }
+        return (StatusCode::OK, axum::Json(json!({"data": {}}))).into_response();
+    }
+    if method == Method::PUT
+        && let Some(gid) = path.strip_prefix("/tasks/").filter(|g| !g.contains('/'))
+    {
+        if read_only {
+            return error(StatusCode::FORBIDDEN, "Forbidden");
+        }
+        let Some(fields) = serde_json::from_slice::<Value>(&body).ok().and_then(|v| v.get("data").cloned())
+        else {
+            return error(StatusCode::BAD_REQUEST, "data: Missing input");
+        };
+        let mut found = None;
+        for task in state
+            .containers
+            .values_mut()
+            .flatten()
+            .filter(|t| t.get("gid").and_then(Value::as_str) == Some(gid))
+        {
+            if let (Some(task), Some(fields)) = (task.as_object_mut(), fields.as_object()) {
+                task.extend(fields.clone());
+                found = Some(Value::Object(task.clone()));
+            }
+        }
+        return match found {
+            Some(task) => (StatusCode::OK, axum::Json(json!({"data": task}))).into_response(),
+            None => error(StatusCode::NOT_FOUND, &format!("task: Unknown object: {gid}")),
+        };
+    }
     // The token's user, and its membership of a project: a read-only token's user may only view.
     if path == "/users/me" {
         let user =
@@ -289,22 +372,6 @@ async fn handle(
         let wanted = query.get("user").is_none_or(|user| user == "77" || user == "me");
         let data = if wanted { vec![membership] } else { Vec::new() };
         return (StatusCode::OK, axum::Json(json!({"data": data, "next_page": null}))).into_response();
-    }
-    match state.faults.pop_front() {
-        Some(Fault::TooMany { retry_after }) => {
-            let mut response =
-                error(StatusCode::TOO_MANY_REQUESTS, "You have made too many requests recently.");
-            response.headers_mut().insert("retry-after", retry_after.into());
-            return response;
-        }
-        Some(Fault::Status(status)) => {
-            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            return error(status, "Server Error");
-        }
-        Some(Fault::Body(bytes)) => {
-            return (StatusCode::OK, [("content-type", "application/json")], bytes).into_response();
-        }
-        None => {}
     }
     // `/tasks` names its list by a parameter; it is the one list that takes `modified_since`.
     let container = if path == "/tasks" {
