@@ -53,6 +53,17 @@ async fn an_issue_hears_of_its_pull_request_once_through_a_502_after_the_write()
     assert!(comments[1].starts_with("The pull request is ready for your review: "), "{}", comments[1]);
     assert!(comments[1].ends_with(&format!("<!-- executor {} -->", rows[1].marker)));
 
+    // `doctor` asks GitHub whether the token reaches the issues, without writing.
+    let before = env.fake.posted_comments().len();
+    let out = env.exec(&["doctor", "--json"]).await;
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let check =
+        report["checks"].as_array().unwrap().iter().find(|c| c["name"] == "writeback issues").cloned();
+    let check = check.unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(check["outcome"], "pass", "{check:#}");
+    assert!(check["detail"].as_str().unwrap().contains("reaches octo/app's issues"), "{check:#}");
+    assert_eq!(env.fake.posted_comments().len(), before, "nothing written");
+
     // Intake again: the issue's comments are not task text.
     env.ok(&["intake"]).await;
     let task = store.task(&executor::domain::TaskGid::parse(&gid).unwrap()).await.unwrap();

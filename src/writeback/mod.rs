@@ -216,7 +216,14 @@ impl Outbox {
                 held.insert(w.task_gid.clone());
                 continue; // another process is at it, or it settled meanwhile
             };
-            match self.attempt(&w).await {
+            // A tracker's error text is stored and told: the config's secrets never are.
+            let attempt = self.attempt(&w).await.map_err(|e| match e {
+                TrackerError::Refused { why, fix } => {
+                    TrackerError::Refused { why: self.redactor.redact(&why), fix: self.redactor.redact(&fix) }
+                }
+                TrackerError::Passing(why) => TrackerError::Passing(self.redactor.redact(&why)),
+            });
+            match attempt {
                 Ok(posted) => {
                     self.store.mark_writeback_delivered(w.id, posted.remote_id()).await?;
                     tracing::info!(task = %w.task_gid, source = %w.source, "told the tracker: {}", w.event);

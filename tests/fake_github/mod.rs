@@ -59,7 +59,7 @@ pub enum Fault {
 /// What the client asked for. `rest` counts every REST API request (a 304 too), `not_modified` the
 /// 304s among them; `graphql` every POST /graphql; `graphql_points` the points charged. `by_route`
 /// is keyed by route names: `pulls_list`, `pulls_by_head`, `issues_list`, `pulls_create`, `labels_add`,
-/// `issue_comment_create`, `issue_comments_list`, `workflow_dispatch`, `actions_runs`, `rerun_failed_jobs`, `job_logs`,
+/// `issue_comment_create`, `issue_comments_list`, `repo_get`, `workflow_dispatch`, `actions_runs`, `rerun_failed_jobs`, `job_logs`,
 /// `job_log_download`, `not_found`, and `graphql:OPERATION` (e.g. `graphql:Batch`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Counts {

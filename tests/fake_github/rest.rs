@@ -24,6 +24,7 @@ pub enum Route {
     LabelsAdd { repo: String, number: i64 },
     IssueCommentCreate { repo: String, number: i64 },
     IssueCommentsList { repo: String, number: i64, page: usize, per_page: usize },
+    RepoGet { repo: String },
     WorkflowDispatch { repo: String, workflow: String },
     ActionsRuns { repo: String, head_sha: Option<String> },
     RerunFailedJobs { repo: String, run_id: i64 },
@@ -42,6 +43,7 @@ impl Route {
             Route::LabelsAdd { .. } => "labels_add",
             Route::IssueCommentCreate { .. } => "issue_comment_create",
             Route::IssueCommentsList { .. } => "issue_comments_list",
+            Route::RepoGet { .. } => "repo_get",
             Route::WorkflowDispatch { .. } => "workflow_dispatch",
             Route::ActionsRuns { .. } => "actions_runs",
             Route::RerunFailedJobs { .. } => "rerun_failed_jobs",
@@ -100,6 +102,7 @@ pub fn route(method: &Method, path: &str, query: &str) -> Route {
             Some(number) => Route::IssueCommentCreate { repo, number },
             None => Route::NotFound,
         },
+        ("GET", []) => Route::RepoGet { repo },
         ("GET", ["issues", n, "comments"]) => match number(n) {
             Some(number) => Route::IssueCommentsList {
                 repo,
@@ -166,6 +169,25 @@ pub fn handle(state: &mut State, route: Route, body: &[u8], _headers: &HeaderMap
         },
         Route::LabelsAdd { repo, number } => add_labels(state, &repo, number, &body),
         Route::IssueCommentCreate { repo, number } => add_comment(state, &repo, number, &body),
+        Route::RepoGet { repo } => match state.repo(&repo) {
+            Some(_) => {
+                let (owner, name) = repo.split_once('/').unwrap_or((repo.as_str(), ""));
+                Answer::json(
+                    200,
+                    json!({
+                        "id": 1,
+                        "name": name,
+                        "full_name": repo,
+                        "owner": {"login": owner},
+                        "private": true,
+                        "has_issues": true,
+                        "default_branch": "main",
+                        "permissions": {"admin": false, "maintain": false, "push": true, "triage": true, "pull": true},
+                    }),
+                )
+            }
+            None => not_found(),
+        },
         Route::IssueCommentsList { repo, number, page, per_page } => {
             let is_issue = state.repo(&repo).is_some_and(|r| r.issues.iter().any(|i| i.number == number));
             if !is_issue {
