@@ -19,7 +19,7 @@ mod asana;
 mod github_issues;
 pub mod message;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -197,6 +197,7 @@ impl Outbox {
         // A source that just failed for a passing reason (down, slow, limiting) is not tried again this
         // pass: one timeout per pass, not one per message, is all a slow tracker costs the runner's tick.
         let mut failing: HashSet<String> = HashSet::new();
+        let mut trackers = HashMap::new();
         for w in self.store.pending_writebacks(BATCH).await? {
             if failing.contains(&w.source) {
                 continue;
@@ -217,7 +218,7 @@ impl Outbox {
                 continue; // another process is at it, or it settled meanwhile
             };
             // A tracker's error text is stored and told: the config's secrets never are.
-            let attempt = self.attempt(&w).await.map_err(|e| match e {
+            let attempt = self.attempt(&w, &mut trackers).await.map_err(|e| match e {
                 TrackerError::Refused { why, fix } => {
                     TrackerError::Refused { why: self.redactor.redact(&why), fix: self.redactor.redact(&fix) }
                 }
@@ -263,7 +264,11 @@ impl Outbox {
     /// message was recorded for it.
     async fn still_skipped(&self, w: &Writeback) -> Result<bool, StoreError> {
         let Ok(gid) = crate::domain::TaskGid::parse(&w.task_gid) else { return Ok(false) };
-        let skipped = self.store.task(&gid).await?.status == crate::domain::QueueStatus::Skip;
+        let skipped = match self.store.task(&gid).await {
+            Ok(task) => task.status == crate::domain::QueueStatus::Skip,
+            Err(StoreError::UnknownTask(_)) => false,
+            Err(e) => return Err(e),
+        };
         let newer = self
             .store
             .writebacks(Some(&w.task_gid))
@@ -273,15 +278,25 @@ impl Outbox {
         Ok(skipped && !newer)
     }
 
-    /// One attempt at `w`, through its source's tracker.
-    async fn attempt(&self, w: &Writeback) -> Result<Posted, TrackerError> {
-        let Some(source) = self.config.sources.iter().find(|s| s.name == w.source) else {
-            return Err(TrackerError::Refused {
-                why: format!("source {:?} is no longer in the config", w.source),
-                fix: "put the [[sources]] entry back to deliver its messages".into(),
-            });
-        };
-        self.tracker(source)?.post(w).await
+    /// One attempt at `w`, through its source's tracker (made once per pass and source).
+    async fn attempt(
+        &self,
+        w: &Writeback,
+        trackers: &mut HashMap<String, Tracker>,
+    ) -> Result<Posted, TrackerError> {
+        if !trackers.contains_key(&w.source) {
+            let Some(source) = self.config.sources.iter().find(|s| s.name == w.source) else {
+                return Err(TrackerError::Refused {
+                    why: format!("source {:?} is no longer in the config", w.source),
+                    fix: "put the [[sources]] entry back to deliver its messages".into(),
+                });
+            };
+            trackers.insert(w.source.clone(), self.tracker(source)?);
+        }
+        match trackers.get(&w.source) {
+            Some(tracker) => tracker.post(w).await,
+            None => Err(TrackerError::Passing("no tracker".into())),
+        }
     }
 
     /// The tracker a source writes to.
