@@ -140,6 +140,10 @@ async fn drive(database: Option<String>) {
     assert!(!comments.iter().any(|c| c.contains("@alex")), "the forge's @mention is not the tracker's");
     assert!(!comments.iter().any(|c| c.contains(TOKEN)));
 
+    let out = run(&env, &["status"]).await;
+    let status = String::from_utf8_lossy(&out.stdout);
+    assert!(status.contains("write-back:     2 delivered (executor writeback)"), "{status}");
+
     // The listing shows them; intake again reads no comment back as task text.
     let out = run(&env, &["writeback", GID]).await;
     let listing = String::from_utf8_lossy(&out.stdout);

@@ -133,6 +133,17 @@ impl Store {
         })
     }
 
+    /// How many messages stand in each state (`pending`, `delivered`, …), for `executor status`.
+    pub async fn writeback_counts(&self) -> Result<Vec<(String, i64)>> {
+        Ok(on_pool!(self, |p| {
+            sqlx::query_as::<_, (String, i64)>(
+                "SELECT status, count(*) FROM executor_writebacks GROUP BY status ORDER BY status",
+            )
+            .fetch_all(p)
+            .await?
+        }))
+    }
+
     /// Begins an attempt: only if the message is still pending and due, counts the attempt and holds
     /// the message from every other process until `hold_until` (past which a crashed attempt is taken
     /// up again). Returns the message as it now stands — `attempts > 1` means an earlier attempt may
