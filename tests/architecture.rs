@@ -47,7 +47,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "writeback",
         ],
     ),
-    ("web", &["config", "domain", "forge", "github", "redact", "store"]),
+    ("web", &["config", "domain", "forge", "github", "redact", "store", "writeback"]),
     ("cli", &["*"]),
 ];
 

@@ -193,6 +193,7 @@ async fn a_source_hears_of_a_skip_an_approval_and_a_humans_abandonment_when_it_a
     skipped["notes"] = "FAKE_ANALYZER=skip".into();
     fake.add_project_task("1", skipped);
     fake.add_project_task("1", task(GID, "Add the feature file", "2026-11-01T10:00:00.000Z"));
+    fake.add_project_task("1", task("1400", "Same as 1207", "2026-11-01T10:00:00.000Z"));
     let env = Env::new(&[]);
     env.append_config(&format!(
         "\n[[sources]]\nname = \"inbox\"\nkind = \"asana\"\nprojects = [\"1\"]\napi_url = \"{}\"\n\
@@ -205,6 +206,11 @@ async fn a_source_hears_of_a_skip_an_approval_and_a_humans_abandonment_when_it_a
     let status = |t: executor::domain::Task| t.status.as_str().to_string();
     assert_eq!(status(store.task(&TaskGid::parse("1300").unwrap()).await.unwrap()), "skip");
     run(&env, &["approve", GID]).await;
+    run(&env, &["skip", "1400", "--reason", "duplicate of 1207"]).await;
+    // A skip that cannot land (the task is skipped already) records nothing more.
+    let again =
+        env.command(&["skip", "1400", "--reason", "again"]).env("WB_ASANA_TOKEN", TOKEN).output().unwrap();
+    assert!(!again.status.success());
     // One runner: the run is created (the approval recorded first), and it goes as far as it can.
     run(&env, &["runner"]).await;
     let filter = RunFilter { task_gid: Some(gid.clone()), ..Default::default() };
@@ -222,6 +228,19 @@ async fn a_source_hears_of_a_skip_an_approval_and_a_humans_abandonment_when_it_a
         comments[1].starts_with("executor gave up on this task: abandoned by a human: not needed any more")
     );
     assert!(comments[1].contains(&format!("`executor queue retry {GID}`")), "{}", comments[1]);
+    let by_human = fake.comments("1400");
+    assert_eq!(by_human.len(), 1, "{by_human:#?}");
+    assert!(
+        by_human[0].starts_with("executor will not work on this task: a human decided: duplicate of 1207")
+    );
     let events: Vec<WritebackEvent> = store.writebacks(None).await.unwrap().iter().map(|w| w.event).collect();
-    assert_eq!(events, [WritebackEvent::Skipped, WritebackEvent::Approved, WritebackEvent::Abandoned]);
+    assert_eq!(
+        events,
+        [
+            WritebackEvent::Skipped,
+            WritebackEvent::Skipped,
+            WritebackEvent::Approved,
+            WritebackEvent::Abandoned
+        ]
+    );
 }

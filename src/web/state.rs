@@ -6,7 +6,7 @@ use super::session::Keys;
 use crate::config::Config;
 use crate::github::GitHubClient;
 use crate::redact::Redactor;
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 
 #[derive(Clone)]
 pub struct AppState {
@@ -34,5 +34,17 @@ impl AppState {
         let keys = Arc::new(Keys::new(&token));
         let redactor = super::redaction::answer_redactor(&config, &token);
         AppState { store, config, token: Arc::new(token), keys, github, redactor }
+    }
+
+    /// Records, before a human's skip from the dashboard is written, the message the task's tracker
+    /// is owed (when its source writes `skipped` back), as `executor skip` does.
+    pub async fn record_human_skip(
+        &self,
+        gid: &crate::domain::TaskGid,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        let outbox = crate::writeback::Outbox::new(self.config.clone(), self.store.clone(), None);
+        outbox.record_human_skip(&self.store.task(gid).await?, reason).await?;
+        Ok(())
     }
 }

@@ -30,7 +30,7 @@ pub use github_issues::GitHubIssuesTracker;
 pub use message::{marker_text, new_marker};
 
 use crate::config::{Config, SourceConfig};
-use crate::domain::{WritebackEvent, WritebackStatus};
+use crate::domain::{QueueStatus, Task, WritebackEvent, WritebackStatus};
 use crate::github::GitHubClient;
 use crate::redact::Redactor;
 use crate::store::{NewWriteback, Store, StoreError, Writeback};
@@ -187,6 +187,26 @@ impl Outbox {
         Ok(recorded.is_some())
     }
 
+    /// Records, before a human's skip (`executor skip`, the dashboard) is written, the message the
+    /// task's tracker is owed when its source writes `skipped` back. A skip that then does not land is
+    /// withdrawn when its turn comes; a task that cannot be skipped records nothing.
+    pub async fn record_human_skip(&self, task: &Task, reason: &str) -> Result<bool, StoreError> {
+        if task.status.check(QueueStatus::Skip).is_err() {
+            return Ok(false);
+        }
+        let key = format!("skipped:{}", new_marker());
+        let text = message::skipped(&format!("a human decided: {reason}"));
+        self.record(
+            task.task_gid.as_str(),
+            task.source.as_deref(),
+            None,
+            WritebackEvent::Skipped,
+            &key,
+            &text,
+        )
+        .await
+    }
+
     /// Sends every message that is due, in order per task. Store errors end the pass; a tracker's
     /// errors are recorded on their messages and reported.
     pub async fn deliver_due(&self) -> Result<DeliveryReport, StoreError> {
@@ -265,7 +285,7 @@ impl Outbox {
     async fn still_skipped(&self, w: &Writeback) -> Result<bool, StoreError> {
         let Ok(gid) = crate::domain::TaskGid::parse(&w.task_gid) else { return Ok(false) };
         let skipped = match self.store.task(&gid).await {
-            Ok(task) => task.status == crate::domain::QueueStatus::Skip,
+            Ok(task) => task.status == QueueStatus::Skip,
             Err(StoreError::UnknownTask(_)) => false,
             Err(e) => return Err(e),
         };
