@@ -30,7 +30,7 @@ on_both_databases!(
     only_the_configured_events_are_recorded,
     doctors_probe_tells_a_commenter_from_a_viewer_without_writing,
     a_skip_no_longer_true_is_withdrawn_not_sent,
-    a_source_moves_its_task_to_a_section_and_completes_it_on_merge,
+    a_source_moves_its_task_sets_its_fields_and_completes_it_on_merge,
     a_failing_tracker_costs_one_attempt_per_pass,
 );
 
@@ -258,9 +258,10 @@ async fn a_skip_no_longer_true_is_withdrawn_not_sent(db: TestDb) {
     assert_eq!(posts(&s.fake), 0);
 }
 
-async fn a_source_moves_its_task_to_a_section_and_completes_it_on_merge(db: TestDb) {
+async fn a_source_moves_its_task_sets_its_fields_and_completes_it_on_merge(db: TestDb) {
     let extra = "writeback = [\"pr_opened\", \"merged\"]\nwriteback_sections = { pr_opened = \"55\" }\n\
-                 writeback_complete_on_merge = true";
+                 writeback_complete_on_merge = true\n\
+                 writeback_custom_fields = { pr_opened = { \"9\" = \"In review\" }, merged = { \"9\" = \"Shipped\" } }";
     let s = setup(db, "good-token", extra).await;
     record(&s, WritebackEvent::PrOpened, "run:1:pr_opened", "opened").await;
     record(&s, WritebackEvent::Merged, "run:1:merged", "merged").await;
@@ -270,10 +271,16 @@ async fn a_source_moves_its_task_to_a_section_and_completes_it_on_merge(db: Test
     assert_eq!((first.delivered, first.failed.len()), (0, 1), "{:?}", first.failed);
     assert!(first.failed[0].contains("/sections/55/addTask"), "{:?}", first.failed);
     assert!(s.fake.section_tasks("55").is_empty());
+    assert_eq!(s.fake.custom_field(TASK, "9").as_deref(), Some("macOS"), "untouched until the retry");
     s.store.make_writebacks_due_for_tests().await.unwrap();
     assert_eq!(s.outbox.deliver_due().await.unwrap().delivered, 2);
     assert_eq!(s.fake.section_tasks("55"), [TASK]);
     assert!(s.fake.completed(TASK));
+    assert_eq!(
+        s.fake.custom_field(TASK, "9").as_deref(),
+        Some("Shipped"),
+        "set at each event, the last wins"
+    );
     assert_eq!(s.fake.comments(TASK).len(), 2);
 }
 

@@ -54,6 +54,11 @@ pub struct SourceConfig {
     /// `{ pr_opened = "1200…", complete = "1200…" }`.
     #[serde(default)]
     pub writeback_sections: std::collections::BTreeMap<crate::domain::WritebackEvent, String>,
+    /// Asana: custom fields set on the task at an event, by field gid: a text value or an enum option's
+    /// gid, e.g. `{ complete = { "1200…" = "1200…" } }`.
+    #[serde(default)]
+    pub writeback_custom_fields:
+        std::collections::BTreeMap<crate::domain::WritebackEvent, std::collections::BTreeMap<String, String>>,
     /// Asana: mark the task complete when its pull request merges (with `merged` in `writeback`).
     #[serde(default)]
     pub writeback_complete_on_merge: bool,
@@ -127,6 +132,17 @@ pub(super) fn validate_sources(config: &super::Config) -> Result<(), String> {
                         key("writeback_sections")
                     ));
                 }
+                let gid = |g: &str| !g.is_empty() && g.bytes().all(|b| b.is_ascii_digit());
+                if let Some((event, field)) = s
+                    .writeback_custom_fields
+                    .iter()
+                    .find_map(|(event, fields)| fields.keys().find(|f| !gid(f)).map(|f| (event, f)))
+                {
+                    return Err(format!(
+                        "{}: {field:?} for {event} is not a custom field gid",
+                        key("writeback_custom_fields")
+                    ));
+                }
                 if s.writeback_complete_on_merge
                     && !s.writeback_events().contains(&crate::domain::WritebackEvent::Merged)
                 {
@@ -137,9 +153,12 @@ pub(super) fn validate_sources(config: &super::Config) -> Result<(), String> {
                 }
             }
             "github_issues" => {
-                if !s.writeback_sections.is_empty() || s.writeback_complete_on_merge {
+                if !s.writeback_sections.is_empty()
+                    || !s.writeback_custom_fields.is_empty()
+                    || s.writeback_complete_on_merge
+                {
                     return Err(format!(
-                        "{}: sections and completion are Asana's; a GitHub issue closes through `Closes #N`",
+                        "{}: sections, custom fields and completion are Asana's; an issue closes through `Closes #N`",
                         key("writeback_sections")
                     ));
                 }

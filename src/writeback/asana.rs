@@ -24,6 +24,7 @@ pub struct AsanaTracker {
     http: reqwest::Client,
     /// Where a task moves at each event, and whether a merge completes it.
     sections: std::collections::BTreeMap<WritebackEvent, String>,
+    custom_fields: std::collections::BTreeMap<WritebackEvent, std::collections::BTreeMap<String, String>>,
     complete_on_merge: bool,
 }
 
@@ -41,6 +42,7 @@ impl AsanaTracker {
             token,
             http,
             sections: source.writeback_sections.clone(),
+            custom_fields: source.writeback_custom_fields.clone(),
             complete_on_merge: source.writeback_complete_on_merge,
         })
     }
@@ -68,12 +70,18 @@ impl AsanaTracker {
         Ok(posted)
     }
 
-    /// The event's actions the source asks for: move the task to a section, complete it on a merge.
+    /// The event's actions the source asks for: move the task to a section, set custom fields,
+    /// complete it on a merge.
     async fn act(&self, w: &Writeback, token: &HeaderValue) -> Result<(), TrackerError> {
         if let Some(section) = self.sections.get(&w.event) {
             let path = format!("/sections/{section}/addTask");
             let body = json!({"data": {"task": w.task_gid}});
             self.send(token, reqwest::Method::POST, &path, &body).await?;
+        }
+        if let Some(fields) = self.custom_fields.get(&w.event) {
+            let path = format!("/tasks/{}", w.task_gid);
+            let body = json!({"data": {"custom_fields": fields}});
+            self.send(token, reqwest::Method::PUT, &path, &body).await?;
         }
         if w.event == WritebackEvent::Merged && self.complete_on_merge {
             let path = format!("/tasks/{}", w.task_gid);

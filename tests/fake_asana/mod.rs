@@ -192,6 +192,19 @@ impl FakeAsana {
         list.iter().filter_map(|t| t.get("gid").and_then(Value::as_str).map(str::to_string)).collect()
     }
 
+    /// The value a custom field (by gid) shows on the task (in the first container that holds it).
+    pub fn custom_field(&self, gid: &str, field: &str) -> Option<String> {
+        let state = self.lock();
+        let task = state
+            .containers
+            .values()
+            .flatten()
+            .find(|t| t.get("gid").and_then(Value::as_str) == Some(gid))?;
+        let fields = task.get("custom_fields")?.as_array()?;
+        let found = fields.iter().find(|f| f.get("gid").and_then(Value::as_str) == Some(field))?;
+        found.get("display_value").and_then(Value::as_str).map(str::to_string)
+    }
+
     /// Whether the task is marked complete (in the first container that holds it).
     pub fn completed(&self, gid: &str) -> bool {
         let state = self.lock();
@@ -340,7 +353,22 @@ async fn handle(
             .filter(|t| t.get("gid").and_then(Value::as_str) == Some(gid))
         {
             if let (Some(task), Some(fields)) = (task.as_object_mut(), fields.as_object()) {
-                task.extend(fields.clone());
+                for (key, value) in fields {
+                    match (key.as_str(), value.as_object()) {
+                        // `{"custom_fields": {field gid: value}}` sets those fields' values.
+                        ("custom_fields", Some(set)) => {
+                            let list = task.entry("custom_fields").or_insert_with(|| json!([]));
+                            let Some(list) = list.as_array_mut() else { continue };
+                            for (gid, value) in set {
+                                list.retain(|f| f.get("gid").and_then(Value::as_str) != Some(gid));
+                                list.push(json!({"gid": gid, "display_value": value}));
+                            }
+                        }
+                        _ => {
+                            task.insert(key.clone(), value.clone());
+                        }
+                    }
+                }
                 found = Some(Value::Object(task.clone()));
             }
         }
