@@ -281,6 +281,7 @@ fn delta(before: &Counts, after: &Counts) -> Counts {
         graphql_points: after.graphql_points - before.graphql_points,
         not_modified: after.not_modified - before.not_modified,
         by_route,
+        ..Counts::default()
     }
 }
 

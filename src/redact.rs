@@ -36,8 +36,8 @@ impl Redactor {
     }
 
     /// The secrets of `config`, read now: the values of the GitHub token variables
-    /// (`github.token_env`), of `worker.pass_env` and `worker.redact_env`, the webhook URL and the
-    /// dashboard token.
+    /// (`github.token_env`), of `worker.pass_env`, `worker.redact_env` and `github.webhook_secret_env`,
+    /// the notice webhook URL and the dashboard token.
     pub fn from_config(config: &Config) -> Self {
         Self::new(config_secrets(config))
     }
@@ -88,6 +88,7 @@ pub fn config_secrets(config: &Config) -> Vec<String> {
     // An Asana source's token too: write-back errors and messages pass through the redactor.
     let asana = config.sources.iter().filter(|s| s.kind == "asana").map(|s| &s.token_env);
     let names = config.github.token_env.iter().chain(&w.pass_env).chain(&w.redact_env).chain(asana);
+    let names = names.chain(std::iter::once(&config.github.webhook_secret_env));
     let mut out: Vec<String> = names.filter_map(|name| std::env::var(name).ok()).collect();
     out.push(config.notify.webhook_url.clone());
     out.push(config.web.token.clone());

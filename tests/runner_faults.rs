@@ -385,6 +385,42 @@ async fn a_notice_that_could_not_be_sent_is_retried_next_tick_and_delivered_once
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notice_with_nowhere_to_go_yet_waits_for_the_pull_request_however_many_ticks_it_takes() {
+    // Found by the soak: every tick without a pull request (and no webhook) counted as a failed
+    // delivery, so a notice recorded early (a stuck first worker, say) was given up after five ticks
+    // and never reached the human, although the pull request came later.
+    let env = Env::new(&["FAKE_SLOW"]);
+    env.queue_approved("e1");
+    let store = env.store().await;
+    let run =
+        store.create_run_for_task(&TaskGid::parse("e1").unwrap(), Actor::Runner).await.unwrap().unwrap();
+    store
+        .add_notice(Some(run.id), Some("e1"), "needs_human", Some("test:early"), "@alex an early word")
+        .await
+        .unwrap();
+    // The worker takes 8 s, ticks of 1 s go by meanwhile: more than the five attempts a failing
+    // delivery gets.
+    let out = env.command(&["runner"]).env("FAKE_SLOW", "8").output().unwrap();
+    let pr = store
+        .local_pr_for_run(run.id)
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("no pull request: {}", String::from_utf8_lossy(&out.stderr)));
+    let posted = store
+        .local_comments(pr.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|c| c.body.starts_with("@alex an early word"))
+        .count();
+    assert_eq!(posted, 1, "the early notice is on the pull request once");
+    let notices = store.notices(Some(run.id)).await.unwrap();
+    let early = notices.iter().find(|n| n.notice_key.as_deref() == Some("test:early")).unwrap();
+    assert!(early.delivered_at.is_some(), "{early:?}");
+    assert_eq!(early.attempts, 1, "waiting for the pull request was no failed attempt: {early:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_notice_recorded_by_a_runner_that_died_before_sending_it_is_sent_by_the_next() {
     let hook = FakeWebhook::start();
     let env = Env::with_webhook(&[], &hook.url());

@@ -1,6 +1,8 @@
 //! `executor doctor`: checks a setup and says, for each problem, the one thing to do about it. Writes
 //! nothing: a missing database is reported, never created.
 
+mod webhooks;
+
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -92,6 +94,7 @@ pub async fn run(config_flag: Option<&Path>, as_json: bool) -> anyhow::Result<()
         checks.push(sandbox_check(config));
         checks.extend(token_checks(config));
         checks.extend(writeback_checks(config).await);
+        checks.extend(webhooks::webhook_checks(config).await);
         checks.push(cron_check());
         checks.extend(lock_checks(config));
         checks.push(disk_check(&config.worktrees_root()));

@@ -18,6 +18,7 @@ mod runs;
 mod schedule;
 mod serve;
 mod status;
+mod webhooks;
 mod worker;
 mod writeback;
 
@@ -136,7 +137,13 @@ pub enum Command {
     Cron(schedule::CronCommand),
     /// The dashboard: a local web page and JSON API (/api/v1/) to triage and approve tasks and watch runs,
     /// and Prometheus metrics (/metrics). Prints its URL with the token once; runs until SIGTERM/SIGINT.
+    /// Also receives GitHub webhooks at POST /webhooks/github (signed with github.webhook_secret_env;
+    /// see `executor webhooks print`) and starts `executor runner` when one finds no runner running.
     Serve(serve::ServeArgs),
+    /// GitHub webhooks make the runner react in seconds instead of at its next tick or cron start:
+    /// `executor webhooks print` gives the settings to enter on GitHub and how to forward deliveries.
+    #[command(subcommand)]
+    Webhooks(webhooks::WebhooksCommand),
     /// Print a shell completion script: `executor completions bash > ~/.local/share/bash-completion/completions/executor`
     /// (zsh: a file named `_executor` on your $fpath; fish: ~/.config/fish/completions/executor.fish).
     Completions {
@@ -237,6 +244,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Service(ServiceCommand::Print(args)) => schedule::service(cli.config.as_deref(), args),
         Command::Logs(args) => worker::logs(&context::load_config(cli.config.as_deref())?, args, json).await,
         Command::Serve(args) => serve::run(cli.config.as_deref(), args, json).await,
+        Command::Webhooks(c) => webhooks::run(&context::load_config(cli.config.as_deref())?, c, json),
         Command::Prompts(c) => prompts::run(&context::load_config(cli.config.as_deref())?, c, json),
         command => {
             let ctx = if only_reads(&command) {
@@ -270,6 +278,7 @@ async fn dispatch(ctx: &Context, command: Command, json: bool) -> anyhow::Result
         | Command::Runner(_)
         | Command::Logs(_)
         | Command::Serve(_)
+        | Command::Webhooks(_)
         | Command::Prompts(_) => {
             unreachable!("handled before the store is opened")
         }

@@ -1,4 +1,7 @@
-//! `executor serve`: the dashboard and its JSON API, until SIGTERM or SIGINT.
+//! `executor serve`: the dashboard and its JSON API, until SIGTERM or SIGINT; and the webhook receiver,
+//! which starts a runner when a delivery finds none running (`runner_start`).
+
+mod runner_start;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
@@ -21,6 +24,10 @@ pub struct ServeArgs {
     /// web.allow_remote = true in the config (and its name in web.allowed_hosts).
     #[arg(long, value_name = "ADDR")]
     bind: Option<String>,
+    /// Do not start `executor runner` when a webhook delivery finds no runner running (by default it
+    /// does, as cron would, only sooner; the instance lock keeps it to one).
+    #[arg(long)]
+    no_runner: bool,
 }
 
 /// Where to listen, checked against the config before anything is opened: a non-loopback address
@@ -78,7 +85,17 @@ pub async fn run(flag: Option<&Path>, args: ServeArgs, as_json: bool) -> anyhow:
     }
     tracing::info!("dashboard listening on {local}");
     let store = state.store.clone();
-    let served = web::serve(listener, state, shutdown_on_signals()).await;
+    let shutdown = shutdown_on_signals();
+    // A serve without the secret accepts no delivery, so it has none to start a runner for.
+    if !args.no_runner && state.webhook_secret.is_some() {
+        let command = runner_start::RunnerCommand {
+            exe: std::env::current_exe().context("finding the executor executable")?,
+            config: flag.map(Path::to_path_buf),
+            log: state.config.data_dir().join("logs").join("runner-webhook.log"),
+        };
+        tokio::spawn(runner_start::start_runners_when_woken(store.clone(), command, shutdown.clone()));
+    }
+    let served = web::serve(listener, state, shutdown).await;
     store.close().await;
     served.context("serving the dashboard")
 }
@@ -99,7 +116,7 @@ mod tests {
     use super::*;
 
     fn args(bind: Option<&str>) -> ServeArgs {
-        ServeArgs { port: Some(0), bind: bind.map(Into::into) }
+        ServeArgs { port: Some(0), bind: bind.map(Into::into), no_runner: true }
     }
 
     #[test]

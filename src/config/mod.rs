@@ -486,6 +486,9 @@ pub struct GitHub {
     pub check_grace: Duration,
     /// How long one HTTP request may take.
     pub request_timeout: Duration,
+    /// The environment variable holding the secret GitHub signs webhook deliveries with
+    /// (`POST /webhooks/github` on `executor serve`). Unset or empty: deliveries are refused.
+    pub webhook_secret_env: String,
 }
 
 impl Default for GitHub {
@@ -501,6 +504,7 @@ impl Default for GitHub {
             reserve_points: 1000,
             check_grace: Duration::secs(60),
             request_timeout: Duration::secs(30),
+            webhook_secret_env: "EXECUTOR_GITHUB_WEBHOOK_SECRET".into(),
         }
     }
 }

@@ -167,6 +167,15 @@ impl Forge {
         }
     }
 
+    /// Keeps in memory only what concerns the pull requests of `runs` (those the runner watches this
+    /// tick): see [`github::GitHubForge::keep_only`].
+    pub async fn keep_only(&self, runs: &[Run]) -> Result<(), ForgeError> {
+        match self {
+            Forge::Local(_) => Ok(()), // keeps nothing: observed from the database every time
+            Forge::GitHub(f) => f.keep_only(&runs.iter().filter_map(|r| r.pr_number).collect()).await,
+        }
+    }
+
     /// Drops what the forge remembers of pull request `number`, so that the next observation asks
     /// again: comments just recorded as executor's must not be seen as a human's from an old answer.
     pub fn forget_observation(&self, number: i64) {

@@ -58,6 +58,7 @@ impl Runner {
             met: std::sync::Mutex::new(Vec::new()),
             forges,
             outbox,
+            wake_seen: 0,
         })
     }
 
@@ -75,15 +76,27 @@ impl Runner {
             if *shutdown.borrow() || self.is_lost() {
                 break;
             }
+            let tick_began = tokio::time::Instant::now();
             let report = match self.tick().await {
                 Ok(report) => report,
                 Err(e) => return self.tick_failed(e).await,
             };
             let acted = report.actions > 0;
             total.absorb(report);
+            let next_woken_tick = tick_began + super::wake::WAKE_MIN_GAP;
             if self.pool.is_empty() {
-                if !acted || busy >= MAX_BUSY_TICKS {
+                // A delivery that came during the tick asked for a look this tick may have missed:
+                // look again rather than exit (`executor serve` counts on a live runner to see it).
+                let woken = super::wake::pending_since(&self.store, self.wake_seen).await;
+                if (!acted && !woken) || busy >= MAX_BUSY_TICKS {
                     break;
+                }
+                if woken && !acted {
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(next_woken_tick) => {}
+                        _ = shutdown.changed() => {}
+                        _ = lost.changed() => {}
+                    }
                 }
                 busy += 1;
                 continue;
@@ -93,6 +106,9 @@ impl Runner {
             tokio::select! {
                 _ = tokio::time::sleep(interval) => {}
                 Some(session) = self.ended_rx.recv() => { self.reap(session); }
+                _ = super::wake::requested_since(&self.store, self.wake_seen, next_woken_tick) => {
+                    tracing::info!("woken by a webhook delivery: ticking now");
+                }
                 _ = shutdown.changed() => {}
                 _ = lost.changed() => {}
             }
@@ -236,6 +252,11 @@ impl Runner {
     /// One pass over the world: adopt orphaned workers, bring CI results in, create runs for approved
     /// tasks, then observe, decide and act for every active run.
     pub async fn tick(&mut self) -> Result<TickReport, RunnerError> {
+        // Every wake requested before this tick is answered by it (its observation reads the marks).
+        match self.store.take_wake(crate::domain::WakeScope::Runner).await {
+            Ok(seen) => self.wake_seen = seen,
+            Err(e) => tracing::warn!("reading the webhook wake counter: {e}"),
+        }
         let report = self.tick_inner().await;
         let (errors, last) = match &report {
             Ok(r) => (r.errors, r.failures.last().cloned()),
@@ -301,6 +322,12 @@ impl Runner {
             }
             by_repo.entry(repo).or_default().push((run, memory, previous));
         }
+        // A repository none of whose runs is watched here any more lets its pull requests go too.
+        for (repo, forge) in self.forges.iter().filter(|(name, _)| !by_repo.contains_key(*name)) {
+            if let Err(e) = forge.keep_only(&[]).await {
+                report.failed(format!("repo {repo}: forgetting finished pull requests: {e}"));
+            }
+        }
         for (repo, runs) in by_repo {
             let forge = self.forge_named(&repo)?;
             let observed: Vec<Run> = runs.iter().map(|(r, _, _)| r.clone()).collect();
@@ -323,6 +350,10 @@ impl Runner {
                     continue;
                 }
             };
+            // What the forge holds of pull requests no run here watches any more is let go.
+            if let Err(e) = forge.keep_only(&observed).await {
+                report.failed(format!("repo {repo}: forgetting finished pull requests: {e}"));
+            }
             for (run, memory, previous) in runs {
                 if let Some(u) = snapshots.unobserved.remove(&run.id) {
                     // This pull request alone is unknown: this run waits, the others go on.

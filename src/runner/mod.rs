@@ -18,6 +18,7 @@ mod tell_tracker;
 #[cfg(test)]
 mod test_hosts;
 mod unobserved;
+mod wake;
 
 pub use decide::decide;
 pub use decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};

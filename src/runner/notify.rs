@@ -92,10 +92,11 @@ impl Runner {
         };
         if matches!(&posted, Ok(p) if p.is_empty()) && self.config.notify.webhook_url.trim().is_empty() {
             // No pull request and no webhook: nobody has been told. The notice stays undelivered, so
-            // `executor status` lists it, and later ticks post it once the run has a pull request.
+            // `executor status` lists it, and later ticks post it once the run has a pull request —
+            // however many ticks that takes: waiting for a place to send it is no failed attempt.
             let why = "nowhere to send it yet: the run has no pull request and notify.webhook_url is not set";
             self.store
-                .mark_notice_failed(id, &format!("not delivered yet: {why}"), why)
+                .mark_notice_waiting(id, &format!("not delivered yet: {why}"), why)
                 .await
                 .map_err(|e| e.to_string())?;
             return Ok(());

@@ -137,4 +137,6 @@ pub struct Runner {
     pub(super) forges: BTreeMap<String, Arc<Forge>>,
     /// Messages owed to the sources' trackers (write-back).
     pub(super) outbox: crate::writeback::Outbox,
+    /// The webhook wake count this runner had seen when its last tick began (see `wake.rs`).
+    pub(super) wake_seen: i64,
 }

@@ -55,6 +55,11 @@ const MIGRATIONS: &[Migration] = &[
         postgres: include_str!("../../migrations/postgres/0009_forge_cache.sql"),
     },
     Migration {
+        version: 10,
+        sqlite: include_str!("../../migrations/sqlite/0010_webhooks.sql"),
+        postgres: include_str!("../../migrations/postgres/0010_webhooks.sql"),
+    },
+    Migration {
         version: 11,
         sqlite: include_str!("../../migrations/sqlite/0011_writeback.sql"),
         postgres: include_str!("../../migrations/postgres/0011_writeback.sql"),

@@ -32,6 +32,7 @@ mod runners;
 mod runs;
 mod source_cursors;
 mod tasks;
+mod webhooks;
 mod worker_stats;
 mod workers;
 mod writebacks;
@@ -57,6 +58,7 @@ pub use runners::{Heartbeat, HostRunner, LostRunner, RunnerRegistration, RunnerS
 pub use runs::{RunFilter, StatusCounts};
 pub use source_cursors::SourceCursor;
 pub use tasks::{Intake, IntakeResult, NewTask, TaskFilter, Upserted};
+pub use webhooks::{Delivery, PrOwner, WakeState};
 pub use worker_stats::WorkerDurations;
 pub use workers::{SLOT_LOCK, SessionStart, WorkerBegin, WorkerEnd, WorkerSession, WorkerSlot};
 pub use writebacks::{NewWriteback, Writeback};

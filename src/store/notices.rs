@@ -112,6 +112,23 @@ impl Store {
         Ok(())
     }
 
+    /// Records why a notice could not be sent yet without counting it as an attempt: it has nowhere
+    /// to go (no pull request yet, no webhook), which no retry limit should end.
+    pub async fn mark_notice_waiting(&self, id: i64, progress: &str, why: &str) -> Result<()> {
+        on_pool!(self, |p| {
+            sqlx::query(
+                "UPDATE executor_notifications SET last_error = $1, delivery = $2 \
+                 WHERE id = $3 AND delivered_at IS NULL",
+            )
+            .bind(why)
+            .bind(progress)
+            .bind(id)
+            .execute(p)
+            .await?;
+        });
+        Ok(())
+    }
+
     /// Notices recorded but not delivered, that have been tried fewer than `max_attempts` times, oldest
     /// first.
     pub async fn unsent_notices(&self, max_attempts: i64) -> Result<Vec<Notice>> {

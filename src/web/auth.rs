@@ -328,7 +328,7 @@ fn decode(text: &str) -> String {
 
 /// The headers of every answer: no inline script, no sniffing, no referrer to other sites; HTML and
 /// JSON not stored.
-fn secure_headers(headers: &mut HeaderMap) {
+pub(super) fn secure_headers(headers: &mut HeaderMap) {
     headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     // Not "no-referrer": under it browsers send `Origin: null` with every form POST (the Fetch

@@ -25,6 +25,7 @@ mod redaction;
 pub mod server;
 pub mod session;
 mod state;
+pub mod webhooks;
 
 pub use state::AppState;
 
@@ -44,7 +45,9 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn(errors::shape))
         .layer(axum::middleware::from_fn_with_state(state.clone(), redaction::redact_answers))
         .layer(DefaultBodyLimit::max(BODY_LIMIT));
-    auth::protect(routes, state.clone()).with_state(state)
+    // The webhook receiver is beside the security layer, not in it: GitHub has no session and no
+    // token; its signature is checked instead (see `webhooks`).
+    Router::new().merge(webhooks::routes()).merge(auth::protect(routes, state.clone())).with_state(state)
 }
 
 /// Serves until `shutdown` becomes true, with the connection limits of `[web]`.

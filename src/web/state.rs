@@ -22,6 +22,9 @@ pub struct AppState {
     pub github: Option<Arc<GitHubClient>>,
     /// The config's secrets and the dashboard token, replaced in every answer.
     pub redactor: Redactor,
+    /// The secret GitHub signs webhook deliveries with, read once from `github.webhook_secret_env`
+    /// when serving starts; `None` (unset or empty): every delivery is refused.
+    pub webhook_secret: Option<Arc<String>>,
 }
 
 impl AppState {
@@ -33,7 +36,9 @@ impl AppState {
     ) -> AppState {
         let keys = Arc::new(Keys::new(&token));
         let redactor = super::redaction::answer_redactor(&config, &token);
-        AppState { store, config, token: Arc::new(token), keys, github, redactor }
+        let webhook_secret =
+            std::env::var(&config.github.webhook_secret_env).ok().filter(|s| !s.is_empty()).map(Arc::new);
+        AppState { store, config, token: Arc::new(token), keys, github, redactor, webhook_secret }
     }
 
     /// Records, before a human's skip from the dashboard is written, the message the task's tracker

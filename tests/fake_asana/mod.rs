@@ -213,6 +213,11 @@ impl FakeAsana {
         task.and_then(|t| t.get("completed")).and_then(Value::as_bool).unwrap_or(false)
     }
 
+    /// How many requests so far (without copying them).
+    pub fn request_count(&self) -> usize {
+        self.lock().requests.len()
+    }
+
     /// Every request so far.
     pub fn requests(&self) -> Vec<Request> {
         self.lock().requests.clone()

@@ -54,6 +54,9 @@ pub enum Fault {
     /// The request is carried out (a write is applied), then answered with that HTTP status, as when
     /// GitHub's gateway gives up on an answer its backend went on to produce.
     AppliedThen(u16),
+    /// The connection is cut in the middle of the answer: the status line and headers arrive, the body
+    /// never ends (as a reset connection looks to a client).
+    Reset,
 }
 
 /// What the client asked for. `rest` counts every REST API request (a 304 too), `not_modified` the
@@ -68,6 +71,8 @@ pub struct Counts {
     pub graphql_points: u64,
     pub not_modified: usize,
     pub by_route: BTreeMap<String, usize>,
+    /// Injected faults served, by kind (`Status(502)`, `Hang`, …: the [`Fault`]'s debug form).
+    pub faults: BTreeMap<String, usize>,
 }
 
 impl Counts {
@@ -374,6 +379,11 @@ impl FakeGitHub {
     /// Bumps the PR's `updated_at` (and so the open-PR list's ETag) without other change.
     pub fn touch(&self, repo: &str, number: i64) {
         self.state().touch(repo, number);
+    }
+
+    /// Every pull request of `repo`, open or not, by number.
+    pub fn prs(&self, repo: &str) -> Vec<FakePr> {
+        self.state().repo(repo).map(|r| r.prs.clone()).unwrap_or_default()
     }
 
     pub fn merge(&self, repo: &str, number: i64) {

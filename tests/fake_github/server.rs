@@ -102,10 +102,14 @@ pub(super) async fn dispatch(
         }
         let fault = take_route_fault(&mut state, &route).or_else(|| take_fault(&mut state, is_graphql));
         *state.counts.by_route.entry(route).or_insert(0) += 1;
+        if let Some(fault) = fault {
+            *state.counts.faults.entry(format!("{fault:?}")).or_insert(0) += 1;
+        }
         fault
     };
     match fault {
         Some(Fault::Hang) => std::future::pending::<()>().await,
+        Some(Fault::Reset) => return cut_off(),
         Some(Fault::PartialErrors | Fault::AppliedThen(_)) | None => {}
         Some(other) => return respond(fault_answer(&lock(&shared), other)),
     }
@@ -202,7 +206,9 @@ fn fault_answer(state: &State, fault: Fault) -> Answer {
             body: AnswerBody::Text("<html><body>502 Bad Gateway</body></html>".into()),
             etag_salt: String::new(),
         },
-        Fault::PartialErrors | Fault::Hang | Fault::AppliedThen(_) => unreachable!("handled by dispatch"),
+        Fault::PartialErrors | Fault::Hang | Fault::AppliedThen(_) | Fault::Reset => {
+            unreachable!("handled by dispatch")
+        }
     }
 }
 
@@ -254,6 +260,19 @@ pub(crate) async fn branch_heads(bare: &std::path::Path) -> Option<BTreeMap<Stri
         })
         .collect();
     Some(heads)
+}
+
+/// A 200 whose body breaks off after its first bytes: the server closes the connection mid-answer.
+fn cut_off() -> Response {
+    let parts: Vec<Result<Bytes, std::io::Error>> = vec![
+        Ok(Bytes::from_static(b"{\"data\": {")),
+        Err(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "connection reset by the fake")),
+    ];
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "application/json; charset=utf-8")
+        .body(Body::from_stream(futures_util::stream::iter(parts)))
+        .expect("a valid response")
 }
 
 fn respond(answer: Answer) -> Response {

@@ -171,6 +171,17 @@ trusted_authors = ["alex"]
     /// Runs the binary with the token in its environment (and the agent's extra variables), without
     /// blocking the runtime that serves the fake.
     pub async fn exec(&self, args: &[&str]) -> Output {
+        let mut cmd = self.command(args);
+        // A runner that never ends is a failure, not a hung test suite.
+        tokio::time::timeout(Duration::from_secs(90), cmd.output())
+            .await
+            .unwrap_or_else(|_| panic!("executor {args:?} did not end within 90 s"))
+            .unwrap()
+    }
+
+    /// The binary with `args`, the config, the token and the agent's extra variables, not yet started
+    /// (killed when dropped): for a process that lives on beside the test (`executor serve`).
+    pub fn command(&self, args: &[&str]) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_executor"));
         cmd.arg("--config")
             .arg(self.path().join("executor.toml"))
@@ -187,11 +198,7 @@ trusted_authors = ["alex"]
                 cmd.env(k, v);
             }
         }
-        // A runner that never ends is a failure, not a hung test suite.
-        tokio::time::timeout(Duration::from_secs(90), cmd.output())
-            .await
-            .unwrap_or_else(|_| panic!("executor {args:?} did not end within 90 s"))
-            .unwrap()
+        cmd
     }
 
     /// Runs the binary and asserts it succeeded.

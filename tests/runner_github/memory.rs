@@ -49,3 +49,31 @@ async fn a_retry_after_one_runner_was_told_holds_the_next_one() {
     // The old code forgot the block with its process and asked again at once.
     assert_eq!((after.rest, after.graphql), (before.rest, before.graphql), "{before:?} → {after:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_merged_pull_request_is_let_go_in_memory_and_in_the_database() {
+    // The soak's long-lived runners grew ~0.1 MB a run: the forge kept the last observation of every
+    // pull request it ever watched, in memory and in the database, and read them all back at each start.
+    let env = GhEnv::new(&[], "").await;
+    env.queue_approved("1903").await;
+    let mut ci = CiPlayer::green();
+    let run = drive_until(&env, "1903", &mut ci, |r| r.state == RunState::Complete).await;
+    let number = run.pr_number.expect("a pull request");
+    let store = env.store().await;
+    let key = format!("pr:{number}");
+    let kept = |memory: Vec<(String, String)>| memory.into_iter().any(|(k, _)| k == key);
+    assert!(kept(store.forge_memory("app").await.unwrap()), "observed and kept while it is watched");
+
+    env.fake.merge(crate::github_support::REPO, number);
+    // One runner sees it merged (the run settles), the next no longer watches it and lets it go.
+    for _ in 0..2 {
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        let out = env.runner().await;
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    assert!(!kept(store.forge_memory("app").await.unwrap()), "a merged pull request is forgotten");
+    let before = env.fake.counts();
+    let out = env.runner().await;
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(env.fake.counts().graphql, before.graphql, "and never asked about again");
+}

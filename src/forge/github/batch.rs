@@ -84,6 +84,49 @@ struct Listed {
     holds_every_change: bool,
 }
 
+/// The pull requests webhook deliveries marked changed (`Store::pr_marks`): asked again, with their
+/// review threads, whatever the listing and the last observation say. A delivery may arrive before
+/// GitHub's API shows the change; then this observation sees the old state, and the run's next ones
+/// (CI pending is asked every tick) catch up, as polling alone would.
+struct Marked {
+    numbers: std::collections::HashSet<i64>,
+    /// The newest mark read: the marks honoured are removed up to it, never one made since.
+    up_to: i64,
+}
+
+impl Marked {
+    async fn read(store: &crate::store::Store, repo: &str) -> Result<Marked, ForgeError> {
+        let marks = store.pr_marks(repo).await?;
+        let up_to = marks.iter().map(|(id, _)| *id).max().unwrap_or(0);
+        Ok(Marked { numbers: marks.into_iter().map(|(_, n)| n).collect(), up_to })
+    }
+
+    fn has(&self, number: i64) -> bool {
+        self.numbers.contains(&number)
+    }
+
+    /// Removes the marks of the pull requests this observation asked for and got whole answers to.
+    /// Those that failed keep their marks, and so do those of runs this runner does not hold (another
+    /// runner of the cluster observes them); the store forgets marks left by runs that ended.
+    async fn honoured(
+        &self,
+        store: &crate::store::Store,
+        repo: &str,
+        observed: &Observation,
+    ) -> Result<(), ForgeError> {
+        let done: Vec<i64> = self
+            .numbers
+            .iter()
+            .filter(|n| observed.asked.contains(n) && !observed.failed.contains_key(n))
+            .copied()
+            .collect();
+        if !done.is_empty() {
+            store.clear_pr_marks(repo, &done, self.up_to).await?;
+        }
+        Ok(())
+    }
+}
+
 /// What one tick's queries brought: the pull requests whose answers were whole (`asked`), the new
 /// observations to keep (those that differ from the kept ones), and the pull requests GitHub answered
 /// with an error of their own, with why.
@@ -114,8 +157,10 @@ impl GitHubForge {
             return Ok(out);
         }
         self.load_memory().await?;
+        // Read before the listing: a mark made after this read is honoured by the next observation.
+        let marked = Marked::read(&self.store, &self.repo_name).await?;
         let listed = self.pulls_if_changed().await?;
-        let observed = self.observe(&with_pr, listed.as_ref()).await;
+        let observed = self.observe(&with_pr, listed.as_ref(), &marked).await;
         let whole = observed.as_ref().is_ok_and(|o| o.failed.is_empty());
         if !whole && listed.is_some() {
             // The list's new ETag is remembered, but what it announced was not all observed: ask again
@@ -132,6 +177,7 @@ impl GitHubForge {
         }
         self.keep_observed(&observed.kept).await?;
         let failed = self.note_failures(&observed).await?;
+        marked.honoured(&self.store, &self.repo_name, &observed).await?;
         for (run_id, number) in with_pr {
             match failed.get(&number) {
                 Some(u) => {
@@ -174,11 +220,13 @@ impl GitHubForge {
         &self,
         with_pr: &[(i64, i64)],
         listed: Option<&Listed>,
+        marked: &Marked,
     ) -> Result<Observation, ForgeError> {
         let mut numbers: Vec<i64> = with_pr.iter().map(|(_, n)| *n).collect();
         numbers.sort_unstable();
         numbers.dedup();
-        let stale: Vec<i64> = numbers.into_iter().filter(|n| self.needs_query(*n, listed)).collect();
+        let stale: Vec<i64> =
+            numbers.into_iter().filter(|n| marked.has(*n) || self.needs_query(*n, listed)).collect();
         let mut observation = Observation::default();
         if !stale.is_empty() {
             self.check_graphql_budget().await?;
@@ -186,7 +234,7 @@ impl GitHubForge {
             let run_ids: Vec<i64> =
                 with_pr.iter().filter(|(_, n)| stale.binary_search(n).is_ok()).map(|(r, _)| *r).collect();
             let agent = self.store.agent_comments(&run_ids).await?;
-            self.query_batches(&stale, &agent, listed, &mut observation).await?;
+            self.query_batches(&stale, &agent, listed, marked, &mut observation).await?;
         }
         Ok(observation)
     }
@@ -298,11 +346,13 @@ impl GitHubForge {
         stale: &[i64],
         agent: &AgentComments,
         listed: Option<&Listed>,
+        marked: &Marked,
         observation: &mut Observation,
     ) -> Result<(), ForgeError> {
         // Those whose threads are asked for first, so that as few batches as can be carry the threads' cost.
+        // A marked one brings its threads: the delivery may have been a review comment.
         let mut stale: Vec<(i64, bool)> =
-            stale.iter().map(|n| (*n, self.needs_threads(*n, listed))).collect();
+            stale.iter().map(|n| (*n, marked.has(*n) || self.needs_threads(*n, listed))).collect();
         stale.sort_by_key(|(n, threads)| (!threads, *n));
         let chunks: Vec<&[(i64, bool)]> = stale.chunks(self.batch_size).collect();
         let mut in_flight = tokio::task::JoinSet::new();

@@ -89,6 +89,18 @@ impl GitHubForge {
     }
 }
 
+impl GitHubForge {
+    /// Forgets what is kept of these pull requests (merged or closed: no run watches them again).
+    pub(super) async fn forget_finished(&self, numbers: &[i64]) -> Result<(), ForgeError> {
+        if numbers.is_empty() {
+            return Ok(());
+        }
+        let keys: Vec<String> =
+            numbers.iter().flat_map(|n| [format!("{PR}{n}"), format!("{UNOBSERVED}{n}")]).collect();
+        Ok(self.store.forget_in_forge_memory(&self.repo_name, &keys).await?)
+    }
+}
+
 fn json_error(e: serde_json::Error) -> ForgeError {
     ForgeError::Config(format!("cannot keep the forge's memory: {e}"))
 }

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 
-use super::{ForgeError, PrSnapshot, Unobserved};
+use super::{ForgeError, PrSnapshot, PrState, Unobserved};
 use crate::config::Repo;
 use crate::store::Store;
 
@@ -43,8 +43,8 @@ pub struct GitHubForge {
     /// What the last observations returned, by pull request number: answers again for pull requests
     /// GitHub says did not change.
     cache: Mutex<HashMap<i64, Observed>>,
-    /// Comments by untrusted authors already logged as ignored (once per comment id).
-    ignored: Mutex<HashSet<String>>,
+    /// Comments by untrusted authors already logged as ignored (once per comment id), by pull request.
+    ignored: Mutex<HashMap<i64, HashSet<String>>>,
     /// The newest `updated_at` of the last listing of pull requests: every pull request changed since
     /// is newer, so a page that reaches back past it lists them all.
     listed_up_to: Mutex<Option<DateTime<Utc>>>,
@@ -118,7 +118,7 @@ impl GitHubForge {
             batch_size: usize::try_from(config.batch_size).unwrap_or(25).clamp(1, 100),
             check_grace: config.check_grace.std(),
             cache: Mutex::new(HashMap::new()),
-            ignored: Mutex::new(HashSet::new()),
+            ignored: Mutex::new(HashMap::new()),
             listed_up_to: Mutex::new(None),
             failing: Box::new(Mutex::new(HashMap::new())),
             memory_loaded: Box::new(tokio::sync::OnceCell::new()),
@@ -148,10 +148,39 @@ impl GitHubForge {
         }
     }
 
+    /// Keeps in memory only what concerns the pull requests in `watched` (the runner's, this tick):
+    /// a long-lived runner holds the pull requests it drives, not every one it ever drove. Of those
+    /// let go, the ones GitHub last showed merged or closed are forgotten in the database too: no run
+    /// watches them again, and a runner started later need not read them back.
+    pub async fn keep_only(&self, watched: &HashSet<i64>) -> Result<(), ForgeError> {
+        // What an earlier process kept is looked at too (once per process): it may be all there is.
+        self.load_memory().await?;
+        let finished: Vec<i64> = match self.cache.lock() {
+            Ok(mut cache) => {
+                let finished = cache
+                    .iter()
+                    .filter(|(n, o)| !watched.contains(n) && o.snapshot.state != PrState::Open)
+                    .map(|(n, _)| *n)
+                    .collect();
+                cache.retain(|n, _| watched.contains(n));
+                finished
+            }
+            Err(_) => Vec::new(),
+        };
+        if let Ok(mut failing) = self.failing.lock() {
+            failing.retain(|n, _| watched.contains(n));
+        }
+        if let Ok(mut ignored) = self.ignored.lock() {
+            ignored.retain(|n, _| watched.contains(n));
+        }
+        self.forget_finished(&finished).await
+    }
+
     /// Logs once per comment that an untrusted author's comment is ignored: it never reaches a prompt.
     fn note_ignored(&self, pr: &PrSnapshot) {
         let trust = self.repo.trust();
         let Ok(mut ignored) = self.ignored.lock() else { return };
+        let ignored = ignored.entry(pr.number).or_default();
         for c in pr.comments.iter().filter(|c| !c.by_agent && !c.is_by_trusted_human(&trust)) {
             if ignored.insert(c.id.clone()) {
                 tracing::info!(

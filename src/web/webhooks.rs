@@ -1,0 +1,218 @@
+//! The webhook receiver: `POST /webhooks/github`, outside the dashboard's session auth (GitHub has no
+//! session) but verified by its signature. It verifies, records the delivery (once per delivery id),
+//! marks the pull requests of active runs it concerns as changed and wakes the runner — then answers.
+//! The work happens after the answer, in the runner, from its own observation of GitHub: a payload is
+//! never believed, so a lost, late, forged or repeated delivery changes nothing but how soon the runner
+//! looks.
+//!
+//! Every refusal is logged with the peer, the event and the delivery id as sent (quoted), never the
+//! secret or the body.
+
+pub mod github;
+pub mod signature;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use self::github::Concern;
+use super::AppState;
+use crate::domain::{DeliveryOutcome, WakeScope, WebhookSender};
+use crate::store::{Delivery, PrOwner};
+
+/// GitHub caps a delivery's payload at 25 MB: a larger body is refused before it is read whole.
+pub const GITHUB_BODY_LIMIT: usize = 25 * 1024 * 1024;
+
+/// GitHub gives up on a delivery after 10 seconds. Recording it waits for the database at most this
+/// long; past it the answer is 503 and GitHub may redeliver (nothing was recorded, or all of it was).
+const RECORD_TIMEOUT: Duration = Duration::from_secs(8);
+
+/// The webhook routes. They are merged beside the dashboard's, not inside its security layer.
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/webhooks/github", axum::routing::post(github_delivery))
+}
+
+/// A delivery's headers, as sent (untrusted until the signature is checked).
+struct Received {
+    peer: String,
+    event: String,
+    delivery: String,
+}
+
+impl Received {
+    fn of(req: &Request) -> Received {
+        let header = |name: &str| {
+            let value = req.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or("");
+            // Shown quoted and bounded: a forger chooses it.
+            value.chars().take(100).collect::<String>()
+        };
+        Received {
+            peer: req
+                .extensions()
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|c| c.0.to_string())
+                .unwrap_or_else(|| "unknown".into()),
+            event: header("x-github-event"),
+            delivery: header("x-github-delivery"),
+        }
+    }
+
+    fn refuse(&self, status: StatusCode, why: &str) -> Response {
+        tracing::warn!(
+            "webhook refused from {}: {} {why} (event {:?}, delivery {:?})",
+            self.peer,
+            status.as_u16(),
+            self.event,
+            self.delivery
+        );
+        answer(status, json!({ "error": why }))
+    }
+}
+
+async fn github_delivery(State(state): State<AppState>, req: Request) -> Response {
+    let received = Received::of(&req);
+    let Some(secret) = state.webhook_secret.clone() else {
+        let secret_env = &state.config.github.webhook_secret_env;
+        return received.refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!(
+                "webhooks are not set up: the variable {secret_env} (github.webhook_secret_env) is not set"
+            ),
+        );
+    };
+    if declared_length(req.headers()).is_some_and(|n| n > GITHUB_BODY_LIMIT) {
+        return received
+            .refuse(StatusCode::PAYLOAD_TOO_LARGE, "the body is larger than GitHub's 25 MB limit");
+    }
+    let signature =
+        req.headers().get("x-hub-signature-256").and_then(|v| v.to_str().ok()).map(str::to_string);
+    // A body sent without a length (chunked) is cut off at the limit as it streams in.
+    let body = match axum::body::to_bytes(req.into_body(), GITHUB_BODY_LIMIT).await {
+        Ok(body) => body,
+        Err(_) => {
+            return received.refuse(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "the body is larger than GitHub's 25 MB limit, or broke off",
+            );
+        }
+    };
+    if let Err(e) = signature::verify_github(secret.as_bytes(), &body, signature.as_deref()) {
+        return received.refuse(StatusCode::UNAUTHORIZED, &format!("X-Hub-Signature-256: {e}"));
+    }
+    // Signed by GitHub from here on.
+    if received.delivery.is_empty() || received.event.is_empty() {
+        return received.refuse(StatusCode::BAD_REQUEST, "X-GitHub-Event and X-GitHub-Delivery are required");
+    }
+    let payload: serde_json::Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(_) => {
+            return received.refuse(
+                StatusCode::BAD_REQUEST,
+                "the body is not JSON (set the webhook's content type to application/json)",
+            );
+        }
+    };
+    let Some(concern) = github::concern(&received.event, &payload) else {
+        return received.refuse(StatusCode::BAD_REQUEST, "the payload lacks what its event always carries");
+    };
+    match tokio::time::timeout(RECORD_TIMEOUT, record(&state, &received, &concern)).await {
+        Ok(Ok((outcome, true))) => {
+            tracing::info!(
+                "webhook {} {:?} from {}: {outcome}",
+                received.event,
+                received.delivery,
+                received.peer
+            );
+            answer(StatusCode::ACCEPTED, json!({ "outcome": outcome.as_str() }))
+        }
+        Ok(Ok((_, false))) => {
+            tracing::info!(
+                "webhook {} {:?} from {}: a redelivery, already received; ignored",
+                received.event,
+                received.delivery,
+                received.peer
+            );
+            answer(StatusCode::OK, json!({ "outcome": "already_received" }))
+        }
+        Ok(Err(e)) => {
+            tracing::warn!("webhook {:?}: recording it failed: {e}", received.delivery);
+            answer(
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({ "error": "the database is out of reach; redeliver" }),
+            )
+        }
+        Err(_) => {
+            received.refuse(StatusCode::SERVICE_UNAVAILABLE, "the database did not answer in time; redeliver")
+        }
+    }
+}
+
+/// Finds the active runs the delivery concerns and records it, with their marks and the runner's
+/// wake, in one transaction. Returns what it did and whether it was new (not a redelivery).
+async fn record(
+    state: &AppState,
+    received: &Received,
+    concern: &Concern,
+) -> Result<(DeliveryOutcome, bool), crate::store::StoreError> {
+    let mut marks: Vec<(String, i64)> = Vec::new();
+    let outcome = match concern {
+        Concern::Nothing => DeliveryOutcome::IgnoredEvent,
+        Concern::PullRequests(targets) => {
+            let repos: Vec<&String> = state
+                .config
+                .repos
+                .iter()
+                .filter(|(_, r)| r.forge == "github" && r.github.eq_ignore_ascii_case(&targets.repository))
+                .map(|(name, _)| name)
+                .collect();
+            let only = state.config.repos.len() == 1;
+            for name in &repos {
+                for owner in state.store.pr_owners(name, only).await? {
+                    if concerns(&owner, targets) {
+                        marks.push(((*name).clone(), owner.pr_number));
+                    }
+                }
+            }
+            marks.sort();
+            marks.dedup();
+            match (repos.is_empty(), marks.is_empty()) {
+                (true, _) => DeliveryOutcome::UnknownRepo,
+                (false, true) => DeliveryOutcome::NotOurs,
+                (false, false) => DeliveryOutcome::Marked,
+            }
+        }
+    };
+    let delivery = Delivery {
+        sender: WebhookSender::GitHub,
+        id: &received.delivery,
+        event: &received.event,
+        outcome,
+        marks: &marks,
+        wake: (!marks.is_empty()).then_some(WakeScope::Runner),
+    };
+    let new = state.store.record_delivery(&delivery).await?;
+    Ok((outcome, new))
+}
+
+/// Whether a delivery naming `targets` concerns the run's pull request: by number, head commit or
+/// branch.
+fn concerns(owner: &PrOwner, targets: &github::Targets) -> bool {
+    targets.numbers.contains(&owner.pr_number)
+        || owner.head_sha.as_ref().is_some_and(|sha| targets.shas.contains(sha))
+        || owner.branch.as_ref().is_some_and(|b| targets.branches.contains(b))
+}
+
+fn declared_length(headers: &HeaderMap) -> Option<usize> {
+    headers.get(header::CONTENT_LENGTH)?.to_str().ok()?.parse().ok()
+}
+
+fn answer(status: StatusCode, body: serde_json::Value) -> Response {
+    let mut response = (status, axum::Json(body)).into_response();
+    super::auth::secure_headers(response.headers_mut());
+    response
+}
