@@ -19,3 +19,4 @@ pub mod store;
 pub mod web;
 pub mod worker;
 pub mod workspace;
+pub mod writeback;

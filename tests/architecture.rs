@@ -27,9 +27,27 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("forge", &["config", "domain", "github", "store", "worker", "workspace"]),
     ("intake", &["config", "domain", "filter", "github", "store", "workspace"]),
     ("import", &["domain", "store"]),
-    ("analyzer", &["budget", "config", "domain", "filter", "intake", "store", "worker", "workspace"]),
-    ("runner", &["budget", "config", "domain", "forge", "github", "redact", "store", "worker", "workspace"]),
-    ("web", &["config", "domain", "forge", "github", "redact", "store"]),
+    (
+        "analyzer",
+        &["budget", "config", "domain", "filter", "intake", "store", "worker", "workspace", "writeback"],
+    ),
+    ("writeback", &["config", "domain", "github", "redact", "store"]),
+    (
+        "runner",
+        &[
+            "budget",
+            "config",
+            "domain",
+            "forge",
+            "github",
+            "redact",
+            "store",
+            "worker",
+            "workspace",
+            "writeback",
+        ],
+    ),
+    ("web", &["config", "domain", "forge", "github", "redact", "store", "writeback"]),
     ("cli", &["*"]),
 ];
 

@@ -86,6 +86,8 @@ pub struct Analyzer {
     triager: Triager,
     /// Who holds the claims: `host:pid`, so claims of a dead analyzer are known by their owner too.
     owner: String,
+    /// Where a triage's skip is recorded for the task's tracker (when its source asks for it).
+    outbox: Arc<crate::writeback::Outbox>,
 }
 
 impl Analyzer {
@@ -98,7 +100,8 @@ impl Analyzer {
         owner: String,
     ) -> Result<Self, AnalyzerError> {
         let filters = Arc::new(config.compiled_filters()?);
-        Ok(Analyzer { store, config, filters, triager, owner })
+        let outbox = Arc::new(crate::writeback::Outbox::new(config.clone(), store.clone(), None));
+        Ok(Analyzer { store, config, filters, triager, owner, outbox })
     }
 
     /// Analyzes until no pending task can be taken, `analyzer.concurrency` at a time; each task's outcome
@@ -193,6 +196,14 @@ impl Analyzer {
             self.filters.names().map(|n| format!("the task passed the skip filter `{n}`")).collect();
         match self.triager.triage(&task, &notes, stop).await {
             TriageOutcome::Decided(t) => {
+                if t.status == crate::domain::QueueStatus::Skip {
+                    // Recorded before the skip is written (a crash in between loses nothing); its
+                    // delivery checks the task is still skipped, so a skip that never landed is not told.
+                    let key = format!("skipped:{}", crate::writeback::new_marker());
+                    let text = crate::writeback::message::skipped(&t.summary);
+                    let (event, source) = (crate::domain::WritebackEvent::Skipped, task.source.as_deref());
+                    self.outbox.record(gid.as_str(), source, None, event, &key, &text).await?;
+                }
                 if !self.store.record_triage(&gid, &self.owner, &t).await? {
                     let _ = progress.send(Progress::Overtaken { task_gid: gid });
                     return Ok(Done::Overtaken);

@@ -93,6 +93,7 @@ pub async fn run(config_flag: Option<&Path>, as_json: bool) -> anyhow::Result<()
         checks.extend(agent_checks(config));
         checks.push(sandbox_check(config));
         checks.extend(token_checks(config));
+        checks.extend(writeback_checks(config).await);
         checks.extend(webhooks::webhook_checks(config).await);
         checks.push(cron_check());
         checks.extend(lock_checks(config));
@@ -402,4 +403,39 @@ fn disk_check(root: &Path) -> Check {
         }
         Err(e) => problem(Outcome::Warn, "disk", format!("{}: {e}", at.display()), "check workspace.root"),
     }
+}
+
+/// For each source that writes back: whether its tracker would take executor's comments, asked
+/// without writing (Asana: the token's user and its membership of each project; GitHub: the
+/// repository's issues). A tracker that would refuse is a warning: write-back never blocks a run.
+async fn writeback_checks(config: &Config) -> Vec<Check> {
+    let mut out = Vec::new();
+    let mut github = None;
+    for s in config.sources.iter().filter(|s| !s.writeback_events().is_empty()) {
+        let label = format!("writeback {}", s.name);
+        if s.kind == "github_issues" && github.is_none() {
+            github = crate::github::GitHubClient::new(&config.github).ok().map(std::sync::Arc::new);
+        }
+        let token = std::env::var(&s.token_env).ok();
+        let events: Vec<&str> = s.writeback_events().iter().map(|e| e.as_str()).collect();
+        let probe =
+            tokio::time::timeout(Duration::from_secs(20), crate::writeback::probe(s, token, github.clone()))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(crate::writeback::TrackerError::Passing("no answer within 20 s".into()))
+                });
+        out.push(match probe {
+            Ok(detail) => pass(&label, format!("{} ({})", detail, events.join(", "))),
+            Err(crate::writeback::TrackerError::Refused { why, fix }) => {
+                problem(Outcome::Warn, &label, why, fix)
+            }
+            Err(crate::writeback::TrackerError::Passing(why)) => problem(
+                Outcome::Warn,
+                &label,
+                format!("could not ask: {why}"),
+                "run `executor doctor` again; messages wait in the outbox meanwhile",
+            ),
+        });
+    }
+    out
 }

@@ -20,6 +20,7 @@ mod serve;
 mod status;
 mod webhooks;
 mod worker;
+mod writeback;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -152,6 +153,17 @@ pub enum Command {
     /// Print the cron entries as a macOS LaunchAgent or a systemd user timer instead.
     #[command(subcommand)]
     Service(ServiceCommand),
+    /// What the trackers were told (write-back): each message owed to a task's Asana task or GitHub
+    /// issue — the pull request opened, the run complete or abandoned — and whether it got there.
+    ///
+    /// The runner records a message before the step it tells of and delivers it on its ticks: retried
+    /// with a back-off when the tracker fails, looked for in the tracker before a retry (a write that
+    /// timed out is never posted twice), and refused for good on 401, 403 or 404 — then you are told
+    /// once, with the fix. Which events a source writes back is its `writeback` key.
+    Writeback {
+        /// Only this task's messages.
+        gid: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -196,6 +208,7 @@ fn only_reads(command: &Command) -> bool {
         command,
         Command::Status
             | Command::Events(_)
+            | Command::Writeback { .. }
             | Command::Queue(queue::QueueCommand::List { .. } | queue::QueueCommand::Show { .. })
             | Command::Runs(runs::RunsCommand::List { .. } | runs::RunsCommand::Show { .. })
     )
@@ -277,6 +290,7 @@ async fn dispatch(ctx: &Context, command: Command, json: bool) -> anyhow::Result
         Command::Runs(c) => runs::run(ctx, c, json).await,
         Command::Status => status::status(ctx, json).await,
         Command::Events(args) => status::events(ctx, args, json).await,
+        Command::Writeback { gid } => writeback::list(ctx, gid.as_deref(), json).await,
         Command::Migrate => status::migrate(ctx, json),
         Command::Import(args) => import::run(ctx, args, json).await,
         Command::Reanalyze(args) => reanalyze::run(ctx, args, json).await,

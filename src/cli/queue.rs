@@ -645,6 +645,10 @@ pub async fn approve(ctx: &Context, gids: &[String], skip_triage: bool, as_json:
 
 pub async fn skip(ctx: &Context, gid: &str, reason: &str, as_json: bool) -> anyhow::Result<()> {
     let gid = parse_gid(gid)?;
+    // The tracker's message first (when its source asks): recorded before the skip it tells of.
+    let config = std::sync::Arc::new(ctx.config.clone());
+    let outbox = crate::writeback::Outbox::new(config, ctx.store.clone(), None);
+    outbox.record_human_skip(&ctx.store.task(&gid).await?, reason).await?;
     let task = ctx.store.set_task_status(&gid, QueueStatus::Skip, Actor::Cli, Some(reason)).await?;
     if as_json {
         return json(&task);

@@ -89,6 +89,10 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
         RunsCommand::Abandon { id, reason } => {
             let run = ctx.store.run(id).await?;
             let why = format!("abandoned by a human: {reason}");
+            // Recorded before the run moves: the tracker hears of it once, whatever happens next.
+            if run.state != RunState::Abandoned {
+                super::writeback::record_abandoned(ctx, &run, &why).await?;
+            }
             let run = ctx
                 .store
                 .set_run_state_if(id, run.state, RunState::Abandoned, None, crate::domain::Actor::Cli, &why)

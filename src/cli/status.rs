@@ -14,6 +14,7 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
     let undelivered = ctx.store.undelivered_notices().await?;
     let pending = ctx.store.pending_detail(ctx.config.analyzer.max_attempts).await?;
     let sources = ctx.store.source_cursors().await?;
+    let writebacks = ctx.store.writeback_counts().await?;
     // Runs a cap stopped wait for a human whether or not a notice reached one: always shown here.
     let budget_stopped: Vec<_> = ctx
         .store
@@ -36,6 +37,7 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
             "undelivered_notices": undelivered,
             "pending": pending,
             "sources": sources,
+            "writebacks": writebacks.iter().map(|(k, v)| (k.clone(), serde_json::Value::from(*v))).collect::<serde_json::Map<_, _>>(),
             "budget_stopped_runs": budget_stopped.iter().map(|r| serde_json::json!({
                 "run": r.run.id,
                 "task_gid": r.run.task_gid,
@@ -65,6 +67,10 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
     print_hosts(&runners, at);
     for c in &sources {
         println!("{}", source_line(c, at));
+    }
+    if !writebacks.is_empty() {
+        // What the trackers were told: anything but delivered is worth a look (`executor writeback`).
+        println!("write-back:     {} (executor writeback)", line(&writebacks));
     }
     if !budget_stopped.is_empty() {
         println!("stopped by a budget cap: {}", budget_stopped.len());

@@ -42,6 +42,46 @@ pub struct SourceConfig {
     /// relative path is read beside the config file.
     #[serde(default)]
     pub path: String,
+    /// Asana, GitHub Issues: the events the tracker is told of (`pr_opened`, `complete`, `abandoned`,
+    /// `skipped`, `approved`); unset: the first three; `[]`: none. A file source has no tracker.
+    #[serde(default)]
+    pub writeback: Option<Vec<crate::domain::WritebackEvent>>,
+    /// How long one write-back request may take before it counts as failed (and is looked for in the
+    /// tracker before it is sent again).
+    #[serde(default = "default_writeback_timeout")]
+    pub writeback_timeout: super::Duration,
+    /// Asana: the section (gid) a task is moved to at an event it is told of, e.g.
+    /// `{ pr_opened = "1200…", complete = "1200…" }`.
+    #[serde(default)]
+    pub writeback_sections: std::collections::BTreeMap<crate::domain::WritebackEvent, String>,
+    /// Asana: custom fields set on the task at an event, by field gid: a text value or an enum option's
+    /// gid, e.g. `{ complete = { "1200…" = "1200…" } }`.
+    #[serde(default)]
+    pub writeback_custom_fields:
+        std::collections::BTreeMap<crate::domain::WritebackEvent, std::collections::BTreeMap<String, String>>,
+    /// Asana: mark the task complete when its pull request merges (with `merged` in `writeback`).
+    #[serde(default)]
+    pub writeback_complete_on_merge: bool,
+}
+
+impl SourceConfig {
+    /// Whether this kind of source has a tracker to write to.
+    pub fn writes_back(&self) -> bool {
+        matches!(self.kind.as_str(), "asana" | "github_issues")
+    }
+
+    /// The events this source's tracker is told of.
+    pub fn writeback_events(&self) -> &[crate::domain::WritebackEvent] {
+        match &self.writeback {
+            Some(events) => events,
+            None if self.writes_back() => crate::domain::WritebackEvent::DEFAULT,
+            None => &[],
+        }
+    }
+}
+
+fn default_writeback_timeout() -> super::Duration {
+    super::Duration(std::time::Duration::from_secs(30))
 }
 
 fn default_asana_token_env() -> String {
@@ -82,8 +122,46 @@ pub(super) fn validate_sources(config: &super::Config) -> Result<(), String> {
                 if s.token_env.is_empty() {
                     return Err(format!("{}: name the variable holding the Asana token", key("token_env")));
                 }
+                if let Some((event, gid)) = s
+                    .writeback_sections
+                    .iter()
+                    .find(|(_, gid)| gid.is_empty() || !gid.bytes().all(|b| b.is_ascii_digit()))
+                {
+                    return Err(format!(
+                        "{}: {gid:?} for {event} is not a section gid",
+                        key("writeback_sections")
+                    ));
+                }
+                let gid = |g: &str| !g.is_empty() && g.bytes().all(|b| b.is_ascii_digit());
+                if let Some((event, field)) = s
+                    .writeback_custom_fields
+                    .iter()
+                    .find_map(|(event, fields)| fields.keys().find(|f| !gid(f)).map(|f| (event, f)))
+                {
+                    return Err(format!(
+                        "{}: {field:?} for {event} is not a custom field gid",
+                        key("writeback_custom_fields")
+                    ));
+                }
+                if s.writeback_complete_on_merge
+                    && !s.writeback_events().contains(&crate::domain::WritebackEvent::Merged)
+                {
+                    return Err(format!(
+                        "{}: a task is completed when its merge is told: add \"merged\" to writeback",
+                        key("writeback_complete_on_merge")
+                    ));
+                }
             }
             "github_issues" => {
+                if !s.writeback_sections.is_empty()
+                    || !s.writeback_custom_fields.is_empty()
+                    || s.writeback_complete_on_merge
+                {
+                    return Err(format!(
+                        "{}: sections, custom fields and completion are Asana's; an issue closes through `Closes #N`",
+                        key("writeback_sections")
+                    ));
+                }
                 let ok = s.github.split_once('/').is_some_and(|(o, n)| {
                     !o.is_empty() && !n.is_empty() && !n.contains('/') && !s.github.starts_with('-')
                 });
@@ -97,6 +175,13 @@ pub(super) fn validate_sources(config: &super::Config) -> Result<(), String> {
             "file" => {
                 if s.path.is_empty() {
                     return Err(format!("{}: a file source needs the file's path", key("path")));
+                }
+                if s.writeback.as_ref().is_some_and(|w| !w.is_empty()) {
+                    return Err(format!(
+                        "{}: a file source has no tracker to write back to (`executor events --json` \
+                         serves scripts); remove the key",
+                        key("writeback")
+                    ));
                 }
             }
             _ => return Err(format!("{}: must be one of: asana, github_issues, file", key("kind"))),

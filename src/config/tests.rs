@@ -151,6 +151,36 @@ fn sources_are_checked_naming_the_key() {
 }
 
 #[test]
+fn write_back_keys_are_checked_naming_the_key() {
+    use crate::domain::WritebackEvent;
+    let asana = "[[sources]]\nname = \"a\"\nkind = \"asana\"\nprojects = [\"1\"]\n";
+    let cases = [
+        (format!("{asana}writeback = [\"shipped\"]\n"), "writeback"),
+        ("[[sources]]\nname = \"a\"\nkind = \"file\"\npath = \"x\"\nwriteback = [\"complete\"]\n".into(), "sources[0].writeback"),
+        (format!("{asana}writeback_sections = {{ complete = \"abc\" }}\n"), "sources[0].writeback_sections"),
+        (format!("{asana}writeback_custom_fields = {{ complete = {{ \"x\" = \"1\" }} }}\n"), "sources[0].writeback_custom_fields"),
+        (format!("{asana}writeback_complete_on_merge = true\n"), "sources[0].writeback_complete_on_merge"),
+        (
+            "[[sources]]\nname = \"a\"\nkind = \"github_issues\"\ngithub = \"o/n\"\nwriteback_sections = { complete = \"1\" }\n".into(),
+            "sources[0].writeback_sections",
+        ),
+    ];
+    for (text, key) in cases {
+        let err = Config::parse(&text).unwrap_err();
+        assert!(err.contains(key), "{key} not named in: {err}");
+    }
+    let defaults = Config::parse(asana).unwrap();
+    assert_eq!(defaults.sources[0].writeback_events(), WritebackEvent::DEFAULT);
+    assert_eq!(defaults.sources[0].writeback_timeout.std(), std::time::Duration::from_secs(30));
+    let none = Config::parse(&format!("{asana}writeback = []\n")).unwrap();
+    assert!(none.sources[0].writeback_events().is_empty());
+    let file = Config::parse("[[sources]]\nname = \"f\"\nkind = \"file\"\npath = \"x\"\n").unwrap();
+    assert!(file.sources[0].writeback_events().is_empty(), "a file has no tracker");
+    let merged = format!("{asana}writeback = [\"merged\"]\nwriteback_complete_on_merge = true\n");
+    assert!(Config::parse(&merged).unwrap().sources[0].writeback_complete_on_merge);
+}
+
+#[test]
 fn a_web_token_set_by_hand_must_be_long_and_plain() {
     for bad in [
         "short",

@@ -10,6 +10,7 @@ mod text;
 mod webhook;
 mod worker_end;
 mod worker_kind;
+mod writeback;
 
 pub use gid::{GidError, TaskGid};
 pub use queue::{QueueStatus, SkippedBy, Task};
@@ -18,6 +19,7 @@ pub use text::{SHOWN_TEXT_BYTES, shown};
 pub use webhook::{DeliveryOutcome, WakeScope, WebhookSender};
 pub use worker_end::{EndClass, EndReason, ReviewVerdict, RunnerEnd};
 pub use worker_kind::WorkerKind;
+pub use writeback::{WritebackEvent, WritebackStatus};
 
 use std::fmt;
 

@@ -118,14 +118,16 @@ impl Forge {
     }
 
     /// Opens a draft pull request for the run's branch (pushing it first where the forge is remote),
-    /// titled and described from the task. Idempotent: an existing one is returned.
-    pub async fn open_pr(&self, run: &Run, task: &Task) -> Result<PrRef, ForgeError> {
+    /// titled and described from the task. Idempotent: an existing one is returned. `closes`: the
+    /// GitHub issue the task is (`owner/name#N`), which the description says it closes, so GitHub links
+    /// the two and closes the issue when the pull request merges.
+    pub async fn open_pr(&self, run: &Run, task: &Task, closes: Option<&str>) -> Result<PrRef, ForgeError> {
         match self {
             Forge::Local(f) => {
-                let _ = task; // a local pull request is the branch and a row: nothing to describe
+                let _ = (task, closes); // a local pull request is the branch and a row: nothing to describe
                 f.open_pr(run).await
             }
-            Forge::GitHub(f) => f.open_pr(run, task).await,
+            Forge::GitHub(f) => f.open_pr(run, task, closes).await,
         }
     }
 

@@ -25,14 +25,22 @@ impl Runner {
         // One redactor for what this runner sends itself (notices, reviews); prompts have their own.
         let redactor = crate::redact::Redactor::from_config(&config);
         let prompts = load_prompts(&config)?;
-        let forges = forges_for(&config, &store)?;
+        let mut github = None;
+        let forges = forges_for(&config, &store, &mut github)?;
+        if github.is_none() && config.sources.iter().any(|s| s.kind == "github_issues" && s.writes_back()) {
+            // The GitHub Issues sources write through the same kind of client as the forge, with the
+            // rate-limit blocks every process on the token honours.
+            github = shared_client(&config, &store, &mut github).ok();
+        }
         let host = config.host_name();
         // Unique across restarts of the same pid: the start instant in microseconds.
         let instant = chrono::Utc::now().timestamp_micros() & 0xff_ffff_ffff;
         let owner = format!("{host}/{}-{instant:x}", std::process::id());
         let (ended_tx, ended_rx) = mpsc::unbounded_channel();
+        let config = Arc::new(config);
+        let outbox = crate::writeback::Outbox::new(config.clone(), store.clone(), github);
         Ok(Runner {
-            config: Arc::new(config),
+            config,
             store,
             prompts: Arc::new(prompts),
             host,
@@ -49,6 +57,7 @@ impl Runner {
             redactor,
             met: std::sync::Mutex::new(Vec::new()),
             forges,
+            outbox,
             wake_seen: 0,
         })
     }
@@ -271,6 +280,8 @@ impl Runner {
         }
         self.send_outbox(&mut report).await?;
         for gid in self.store.approved_tasks_without_run(1000).await? {
+            // The tracker hears of the approval (when its source asks) before the run exists.
+            self.record_approval(&gid).await?;
             if let Some(run) = self.store.create_run_for_task(&gid, Actor::Runner).await? {
                 tracing::info!(run = run.id, task = %gid, "created a run for the approved task");
                 report.runs_created += 1;
@@ -358,6 +369,8 @@ impl Runner {
                 }
             }
         }
+        // Last, so what this tick's steps recorded reaches the trackers before the runner goes idle.
+        self.send_writebacks().await?;
         if let Ok(mut met) = self.met.lock() {
             for what in met.drain(..) {
                 report.failed(what);
@@ -423,16 +436,35 @@ pub(crate) fn forge_for(
 }
 
 /// Every configured repository's forge, the GitHub ones sharing one client (one token, one rate limit).
-pub(crate) fn forges_for(
+/// Leaves in `client` the GitHub client the forges share (if one was made).
+fn forges_for(
     config: &Config,
     store: &Store,
+    client: &mut Option<Arc<GitHubClient>>,
 ) -> Result<BTreeMap<String, Arc<Forge>>, RunnerError> {
-    let mut client = None;
     let mut forges = BTreeMap::new();
     for (name, repo) in &config.repos {
-        forges.insert(name.clone(), Arc::new(make_forge(config, store, name, repo, &mut client)?));
+        forges.insert(name.clone(), Arc::new(make_forge(config, store, name, repo, client)?));
     }
     Ok(forges)
+}
+
+/// The GitHub client of `[github]`, made once: every process on the token honours the blocks GitHub
+/// gave any of them.
+fn shared_client(
+    config: &Config,
+    store: &Store,
+    client: &mut Option<Arc<GitHubClient>>,
+) -> Result<Arc<GitHubClient>, RunnerError> {
+    if let Some(c) = client {
+        return Ok(c.clone());
+    }
+    let c = Arc::new(
+        GitHubClient::new(&config.github).map_err(|e| RunnerError::Config(format!("[github]: {e}")))?,
+    );
+    c.share_blocks(crate::forge::github::stored_blocks(store, &config.github));
+    *client = Some(c.clone());
+    Ok(c)
 }
 
 fn make_forge(
@@ -451,20 +483,7 @@ fn make_forge(
             host: config.host_name(),
         })),
         "github" => {
-            let client = match client {
-                Some(c) => c.clone(),
-                None => {
-                    let c = Arc::new(
-                        GitHubClient::new(&config.github)
-                            .map_err(|e| RunnerError::Config(format!("[github]: {e}")))?,
-                    );
-                    // Every process on the token (this runner, the next, `executor comment`) honours
-                    // the blocks GitHub gave any of them.
-                    c.share_blocks(crate::forge::github::stored_blocks(store, &config.github));
-                    *client = Some(c.clone());
-                    c
-                }
-            };
+            let client = shared_client(config, store, client)?;
             Ok(Forge::GitHub(GitHubForge::new(client, store.clone(), name, repo, &config.github)?))
         }
         other => Err(RunnerError::Config(format!(

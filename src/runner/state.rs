@@ -135,6 +135,8 @@ pub struct Runner {
     /// Each configured repository's forge, made once: the GitHub forge keeps its HTTP client, ETags,
     /// rate-limit state and last answers across ticks.
     pub(super) forges: BTreeMap<String, Arc<Forge>>,
+    /// Messages owed to the sources' trackers (write-back).
+    pub(super) outbox: crate::writeback::Outbox,
     /// The webhook wake count this runner had seen when its last tick began (see `wake.rs`).
     pub(super) wake_seen: i64,
 }

@@ -39,6 +39,13 @@ impl Runner {
             run = self.move_run(&run, RunState::InProgress, "a queued worker had started").await?;
         }
         let run = &run;
+        if let Some(pr) = &snapshot
+            && pr.state == crate::forge::PrState::Merged
+            && previous.as_ref().is_none_or(|p| p.state != crate::forge::PrState::Merged)
+        {
+            // Before the observation is recorded: the merge is told once, whatever happens next.
+            self.record_merged(run, &pr.url).await?;
+        }
         if let Some(pr) = &snapshot {
             // Written when the pull request changed (not merely re-observed), for `runs show`.
             if previous.is_none_or(|p| PrSnapshot { observed_at: pr.observed_at, ..p } != *pr) {
@@ -186,8 +193,11 @@ impl Runner {
                 if let Some(r) = &pr_ref {
                     self.store.set_run_pr(run.id, Some(&self.owner), &r.url, r.number).await?;
                 }
-                // The notice is recorded (in the outbox) before the state changes, so a crash in between
-                // re-sends nothing and loses nothing: the key makes it once-only.
+                // What the tracker is owed, and the notice, are recorded (in their outboxes) before the
+                // state changes, so a crash in between re-sends nothing and loses nothing: the keys make
+                // them once-only.
+                self.record_writebacks(run, pr_ref.as_ref().filter(|_| to == RunState::Pr), notify.as_ref())
+                    .await?;
                 if let Some(n) = &notify {
                     self.notify(run, n).await?;
                 }
@@ -223,7 +233,8 @@ impl Runner {
             Action::OpenPr => {
                 let task = self.store.task(&run.task_gid).await?;
                 let pushed = chrono::Utc::now();
-                let r = forge.open_pr(run, &task).await?;
+                let closes = self.outbox.closing_reference(task.source.as_deref(), task.task_gid.as_str());
+                let r = forge.open_pr(run, &task, closes.as_deref()).await?;
                 // Recorded at once: a remote forge is observed by pull request number.
                 self.store.set_run_pr(run.id, Some(&self.owner), &r.url, r.number).await?;
                 if forge.pushes_branches() {

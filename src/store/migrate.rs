@@ -59,6 +59,11 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0010_webhooks.sql"),
         postgres: include_str!("../../migrations/postgres/0010_webhooks.sql"),
     },
+    Migration {
+        version: 11,
+        sqlite: include_str!("../../migrations/sqlite/0011_writeback.sql"),
+        postgres: include_str!("../../migrations/postgres/0011_writeback.sql"),
+    },
 ];
 
 /// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and

@@ -35,6 +35,7 @@ mod tasks;
 mod webhooks;
 mod worker_stats;
 mod workers;
+mod writebacks;
 #[cfg(test)]
 pub(crate) use workers::test_session;
 
@@ -60,6 +61,7 @@ pub use tasks::{Intake, IntakeResult, NewTask, TaskFilter, Upserted};
 pub use webhooks::{Delivery, PrOwner, WakeState};
 pub use worker_stats::WorkerDurations;
 pub use workers::{SLOT_LOCK, SessionStart, WorkerBegin, WorkerEnd, WorkerSession, WorkerSlot};
+pub use writebacks::{NewWriteback, Writeback};
 
 use chrono::{DateTime, SubsecRound, Utc};
 use sqlx::{PgPool, SqlitePool};

@@ -6,7 +6,7 @@ use super::session::Keys;
 use crate::config::Config;
 use crate::github::GitHubClient;
 use crate::redact::Redactor;
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 
 #[derive(Clone)]
 pub struct AppState {
@@ -39,5 +39,17 @@ impl AppState {
         let webhook_secret =
             std::env::var(&config.github.webhook_secret_env).ok().filter(|s| !s.is_empty()).map(Arc::new);
         AppState { store, config, token: Arc::new(token), keys, github, redactor, webhook_secret }
+    }
+
+    /// Records, before a human's skip from the dashboard is written, the message the task's tracker
+    /// is owed (when its source writes `skipped` back), as `executor skip` does.
+    pub async fn record_human_skip(
+        &self,
+        gid: &crate::domain::TaskGid,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        let outbox = crate::writeback::Outbox::new(self.config.clone(), self.store.clone(), None);
+        outbox.record_human_skip(&self.store.task(gid).await?, reason).await?;
+        Ok(())
     }
 }

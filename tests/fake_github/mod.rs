@@ -62,7 +62,7 @@ pub enum Fault {
 /// What the client asked for. `rest` counts every REST API request (a 304 too), `not_modified` the
 /// 304s among them; `graphql` every POST /graphql; `graphql_points` the points charged. `by_route`
 /// is keyed by route names: `pulls_list`, `pulls_by_head`, `issues_list`, `pulls_create`, `labels_add`,
-/// `issue_comment_create`, `workflow_dispatch`, `actions_runs`, `rerun_failed_jobs`, `job_logs`,
+/// `issue_comment_create`, `issue_comments_list`, `repo_get`, `workflow_dispatch`, `actions_runs`, `rerun_failed_jobs`, `job_logs`,
 /// `job_log_download`, `not_found`, and `graphql:OPERATION` (e.g. `graphql:Batch`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Counts {
@@ -473,5 +473,14 @@ impl FakeGitHub {
 
     pub fn posted_comments(&self) -> Vec<PostedComment> {
         self.state().posted.clone()
+    }
+
+    /// The bodies of the conversation comments on issue `number` (not a pull request), in order.
+    pub fn issue_comments(&self, repo: &str, number: i64) -> Vec<String> {
+        let state = self.state();
+        let list = state.issue_comments.get(&(repo.to_string(), number)).cloned().unwrap_or_default();
+        list.iter()
+            .filter_map(|c| c.get("body").and_then(serde_json::Value::as_str).map(str::to_string))
+            .collect()
     }
 }

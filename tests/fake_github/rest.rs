@@ -23,6 +23,8 @@ pub enum Route {
     IssuesList(IssuesQuery),
     LabelsAdd { repo: String, number: i64 },
     IssueCommentCreate { repo: String, number: i64 },
+    IssueCommentsList { repo: String, number: i64, page: usize, per_page: usize },
+    RepoGet { repo: String },
     WorkflowDispatch { repo: String, workflow: String },
     ActionsRuns { repo: String, head_sha: Option<String> },
     RerunFailedJobs { repo: String, run_id: i64 },
@@ -40,6 +42,8 @@ impl Route {
             Route::IssuesList(_) => "issues_list",
             Route::LabelsAdd { .. } => "labels_add",
             Route::IssueCommentCreate { .. } => "issue_comment_create",
+            Route::IssueCommentsList { .. } => "issue_comments_list",
+            Route::RepoGet { .. } => "repo_get",
             Route::WorkflowDispatch { .. } => "workflow_dispatch",
             Route::ActionsRuns { .. } => "actions_runs",
             Route::RerunFailedJobs { .. } => "rerun_failed_jobs",
@@ -96,6 +100,16 @@ pub fn route(method: &Method, path: &str, query: &str) -> Route {
         },
         ("POST", ["issues", n, "comments"]) => match number(n) {
             Some(number) => Route::IssueCommentCreate { repo, number },
+            None => Route::NotFound,
+        },
+        ("GET", []) => Route::RepoGet { repo },
+        ("GET", ["issues", n, "comments"]) => match number(n) {
+            Some(number) => Route::IssueCommentsList {
+                repo,
+                number,
+                page: param("page").and_then(|n| n.parse().ok()).unwrap_or(1usize).max(1),
+                per_page: param("per_page").and_then(|n| n.parse().ok()).unwrap_or(30usize).clamp(1, 100),
+            },
             None => Route::NotFound,
         },
         ("POST", ["actions", "workflows", workflow, "dispatches"]) => {
@@ -155,6 +169,34 @@ pub fn handle(state: &mut State, route: Route, body: &[u8], _headers: &HeaderMap
         },
         Route::LabelsAdd { repo, number } => add_labels(state, &repo, number, &body),
         Route::IssueCommentCreate { repo, number } => add_comment(state, &repo, number, &body),
+        Route::RepoGet { repo } => match state.repo(&repo) {
+            Some(_) => {
+                let (owner, name) = repo.split_once('/').unwrap_or((repo.as_str(), ""));
+                Answer::json(
+                    200,
+                    json!({
+                        "id": 1,
+                        "name": name,
+                        "full_name": repo,
+                        "owner": {"login": owner},
+                        "private": true,
+                        "has_issues": true,
+                        "default_branch": "main",
+                        "permissions": {"admin": false, "maintain": false, "push": true, "triage": true, "pull": true},
+                    }),
+                )
+            }
+            None => not_found(),
+        },
+        Route::IssueCommentsList { repo, number, page, per_page } => {
+            let is_issue = state.repo(&repo).is_some_and(|r| r.issues.iter().any(|i| i.number == number));
+            if !is_issue {
+                return not_found();
+            }
+            let all = state.issue_comments.get(&(repo, number)).cloned().unwrap_or_default();
+            let list = all.into_iter().skip((page - 1) * per_page).take(per_page).collect();
+            Answer::json(200, Value::Array(list))
+        }
         Route::WorkflowDispatch { repo, workflow } => {
             let Some(reference) = body.get("ref").and_then(Value::as_str) else {
                 return Answer::message(422, "Invalid request.\n\n\"ref\" wasn't supplied.");
@@ -564,7 +606,8 @@ fn add_comment(state: &mut State, repo: &str, number: i64, body: &Value) -> Answ
         );
     };
     if state.pr_mut(repo, number).is_none() {
-        return not_found();
+        let is_issue = state.repo(repo).is_some_and(|r| r.issues.iter().any(|i| i.number == number));
+        return if is_issue { add_issue_comment(state, repo, number, text) } else { not_found() };
     }
     let login = state.login.clone();
     let comment = state.new_comment("IC", &login, "OWNER", text, None);
@@ -586,6 +629,26 @@ fn add_comment(state: &mut State, repo: &str, number: i64, body: &Value) -> Answ
         pr.comments.push(comment);
     }
     state.touch(repo, number);
+    Answer::json(201, answer)
+}
+
+/// A conversation comment on an issue (not a pull request), kept in the REST shape.
+fn add_issue_comment(state: &mut State, repo: &str, number: i64, text: &str) -> Answer {
+    let login = state.login.clone();
+    let comment = state.new_comment("IC", &login, "OWNER", text, None);
+    let answer = json!({
+        "id": comment.database_id,
+        "node_id": comment.id,
+        "url": format!("{}/repos/{repo}/issues/comments/{}", state.base_url(), comment.database_id),
+        "html_url": format!("{}/{repo}/issues/{number}#issuecomment-{}", state.base_url(), comment.database_id),
+        "body": comment.body,
+        "user": {"login": login},
+        "author_association": "OWNER",
+        "created_at": iso(comment.created_at),
+        "updated_at": iso(comment.created_at),
+    });
+    state.posted.push(posted(PostedKind::IssueComment, repo, number, comment.id.clone(), text.to_string()));
+    state.issue_comments.entry((repo.to_string(), number)).or_default().push(answer.clone());
     Answer::json(201, answer)
 }
 

@@ -46,7 +46,7 @@ impl GitHubForge {
 
     /// Pushes the branch and opens a draft pull request for it, or finds the one already open (a runner
     /// that died after opening it, or a human who opened it).
-    pub async fn open_pr(&self, run: &Run, task: &Task) -> Result<PrRef, ForgeError> {
+    pub async fn open_pr(&self, run: &Run, task: &Task, closes: Option<&str>) -> Result<PrRef, ForgeError> {
         let branch = run.branch_name.clone().ok_or(ForgeError::NoBranch(run.id))?;
         self.push(run).await?;
         let head = format!("{}:{branch}", self.owner);
@@ -65,7 +65,7 @@ impl GitHubForge {
             "title": title(task),
             "head": branch,
             "base": self.repo.base,
-            "body": pr_body(run, task),
+            "body": pr_body(run, task, self.closing_keyword(closes).as_deref()),
             "draft": true,
         });
         let created = self
@@ -73,6 +73,18 @@ impl GitHubForge {
             .rest(Method::POST, &format!("/repos/{}/{}/pulls", self.owner, self.name), Some(&body))
             .await?;
         pr_ref(&created)
+    }
+
+    /// GitHub's closing keyword for issue `closes` (`owner/name#N`): `Closes #N` in this repository,
+    /// `Closes owner/name#N` in another.
+    fn closing_keyword(&self, closes: Option<&str>) -> Option<String> {
+        let (repo, number) = closes?.split_once('#')?;
+        let here = format!("{}/{}", self.owner, self.name);
+        Some(if repo.eq_ignore_ascii_case(&here) {
+            format!("Closes #{number}")
+        } else {
+            format!("Closes {repo}#{number}")
+        })
     }
 
     pub async fn add_labels(&self, run: &Run, labels: &[String]) -> Result<(), ForgeError> {
@@ -307,7 +319,7 @@ fn title(task: &Task) -> String {
 
 /// The pull request's description: where the work comes from, and the task's text quoted (so that its
 /// markdown, @mentions included, reads as a quotation of the tracker, not as executor's own words).
-fn pr_body(run: &Run, task: &Task) -> String {
+fn pr_body(run: &Run, task: &Task, closes: Option<&str>) -> String {
     let source = task.source.as_deref().map(|s| format!(" from {s}")).unwrap_or_default();
     let quoted: String = task
         .description
@@ -321,7 +333,7 @@ fn pr_body(run: &Run, task: &Task) -> String {
          agents commit to its branch, executor pushes, runs the checks and reviews; a human decides whether it merges.",
         gid = task.task_gid,
         run = run.id,
-    )
+    ) + &closes.map(|c| format!("\n\n{c}")).unwrap_or_default()
 }
 
 fn findings_on_lines(review: &ReviewResult) -> String {

@@ -137,6 +137,7 @@ pub async fn skip(
             crate::web::pages::MAX_REASON
         )));
     }
+    state.record_human_skip(&gid, &reason).await?;
     let task = state.store.set_task_status(&gid, QueueStatus::Skip, Actor::Web, Some(&reason)).await?;
     Ok(Json(json!(task)))
 }

@@ -124,6 +124,9 @@ pub(super) async fn skip(
         let why = format!("{gid} was not skipped: a reason is at most {MAX_REASON} characters");
         return Ok(back.to(Some(&gid), "error", &why));
     }
+    if let Err(e) = state.record_human_skip(&gid, reason).await {
+        return Ok(back.to(Some(&gid), "error", &format!("{gid} was not skipped: {e}")));
+    }
     // The reason as given, as `executor skip` records it (the event's actor says it was the dashboard).
     Ok(match state.store.set_task_status(&gid, QueueStatus::Skip, Actor::Web, Some(reason)).await {
         Ok(_) => back.to(Some(&gid), "flash", &format!("skipped {gid}: {reason}")),

@@ -1,0 +1,64 @@
+//! `executor writeback [GID]`: what the trackers were told — each message recorded for a task's
+//! tracker (Asana, GitHub Issues), whether it was delivered, and why not.
+
+use super::Context;
+use super::output::{ago, json, short, table};
+use crate::domain::{Run, WritebackEvent};
+use crate::store::now;
+
+pub async fn list(ctx: &Context, gid: Option<&str>, as_json: bool) -> anyhow::Result<()> {
+    let rows = ctx.store.writebacks(gid).await?;
+    if as_json {
+        return json(&rows);
+    }
+    if rows.is_empty() {
+        println!("no write-back recorded{}", gid.map(|g| format!(" for task {g}")).unwrap_or_default());
+        return Ok(());
+    }
+    let now = now();
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|w| {
+            let state = match (w.status.as_str(), &w.remote_id, &w.last_error) {
+                ("delivered", Some(id), _) => format!("delivered ({id})"),
+                ("pending", _, Some(e)) => {
+                    format!("retried {}: {}", ago(w.next_attempt_at, now), short(e, 60))
+                }
+                (status, _, Some(e)) => format!("{status}: {}", short(e, 80)),
+                (status, _, None) => status.to_string(),
+            };
+            vec![
+                w.task_gid.clone(),
+                w.source.clone(),
+                w.event.to_string(),
+                w.run_id.map(|r| r.to_string()).unwrap_or_default(),
+                w.attempts.to_string(),
+                ago(w.created_at, now),
+                state,
+            ]
+        })
+        .collect();
+    table(&["GID", "SOURCE", "EVENT", "RUN", "TRIES", "RECORDED", "STATE"], &rows);
+    Ok(())
+}
+
+/// Records, before `executor runs abandon` abandons `run`, the message its tracker is owed.
+pub async fn record_abandoned(ctx: &Context, run: &Run, why: &str) -> anyhow::Result<()> {
+    let task = ctx.store.task(&run.task_gid).await?;
+    let config = std::sync::Arc::new(ctx.config.clone());
+    let outbox = crate::writeback::Outbox::new(config, ctx.store.clone(), None);
+    let text = crate::writeback::message::abandoned(run.task_gid.as_str(), why, run.branch_name.as_deref());
+    let text = crate::redact::Redactor::from_config(&ctx.config).redact(&text);
+    let key = format!("run:{}:abandoned", run.id);
+    outbox
+        .record(
+            run.task_gid.as_str(),
+            task.source.as_deref(),
+            Some(run.id),
+            WritebackEvent::Abandoned,
+            &key,
+            &text,
+        )
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,72 @@
+//! What a tracker is told, and the marker that lets a retry recognise its own earlier comment.
+
+use ring::rand::{SecureRandom, SystemRandom};
+
+/// A new marker: `wb-` and 16 random hex digits, unique whatever database or host recorded it.
+pub fn new_marker() -> String {
+    let mut bytes = [0u8; 8];
+    // The system's randomness failing is exotic; the time then still tells messages apart.
+    if SystemRandom::new().fill(&mut bytes).is_err() {
+        bytes = chrono::Utc::now().timestamp_nanos_opt().unwrap_or_default().to_be_bytes();
+    }
+    format!("wb-{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>())
+}
+
+/// The line a message ends with in a plain-text tracker (Asana): visible, short, and what a retry
+/// looks for.
+pub fn marker_text(marker: &str) -> String {
+    format!("[executor {marker}]")
+}
+
+/// The message for a pull request opened.
+pub fn pr_opened(url: &str, branch: &str) -> String {
+    format!(
+        "executor opened a pull request for this task: {url} (branch {branch}). It is a draft until \
+             its checks and review pass; you will hear here when it is ready or given up."
+    )
+}
+
+/// The message for a run completed: ready for a human's review, with the summary the human is sent.
+pub fn complete(url: Option<&str>, summary: &str) -> String {
+    match url {
+        Some(url) => format!("The pull request is ready for your review: {url}\n\n{summary}"),
+        None => format!("The work is ready for your review.\n\n{summary}"),
+    }
+}
+
+/// The message for a run given up: why, and what a human can do.
+pub fn abandoned(task_gid: &str, why: &str, branch: Option<&str>) -> String {
+    let branch = branch.map(|b| format!(" or take over branch {b} by hand")).unwrap_or_default();
+    format!(
+        "executor gave up on this task: {why}\n\nWhat you can do: `executor queue retry {task_gid}` \
+         starts a new attempt{branch}."
+    )
+}
+
+/// The message for a task skipped by a filter or the triage.
+pub fn skipped(reason: &str) -> String {
+    format!("executor will not work on this task: {reason}")
+}
+
+/// The message for a pull request merged.
+pub fn merged(url: &str) -> String {
+    format!("The pull request was merged: {url}")
+}
+
+/// The message for a task a human approved in executor.
+pub fn approved() -> String {
+    "This task was approved in executor; an agent will start on it.".into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_are_unique_and_plain() {
+        let (a, b) = (new_marker(), new_marker());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 3 + 16);
+        assert!(a.starts_with("wb-") && a[3..].bytes().all(|c| c.is_ascii_hexdigit()));
+    }
+}
