@@ -221,7 +221,8 @@ pub async fn judge(
     for f in &failures {
         watch.violations.add("task outcome", f.clone());
     }
-    let duplicates = duplicates(world);
+    let duplicates = duplicates(world, snapshot.statuses.keys());
+    let tracker_comments: usize = snapshot.statuses.keys().map(|gid| world.asana.comments(gid).len()).sum();
     for d in &duplicates {
         watch.violations.add("duplicate", d.clone());
     }
@@ -273,7 +274,12 @@ pub async fn judge(
             .filter(|o| matches!(o, Outcome::SilentlyStuck | Outcome::AbandonedSilently))
             .count()
     );
-    let _ = writeln!(t, "  notices {} ({} not delivered)", snapshot.notices.len(), undelivered);
+    let _ = writeln!(
+        t,
+        "  notices {} ({} not delivered); comments written back to Asana {tracker_comments}",
+        snapshot.notices.len(),
+        undelivered
+    );
     let _ = writeln!(t, "\n-- time from approval (p50 / p95 / n)");
     for (what, (p50, p95, n)) in &latency {
         let _ = writeln!(t, "  to {what:<20} {:>7.1} s {:>7.1} s {:>6}", p50, p95, n);
@@ -406,9 +412,19 @@ fn tally(items: impl Iterator<Item = String>) -> String {
     counts.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
 }
 
-/// Pull requests opened twice for one branch, and anything executor wrote to GitHub twice.
-fn duplicates(world: &World) -> Vec<String> {
+/// Pull requests opened twice for one branch, anything executor wrote to GitHub twice, and any
+/// comment it wrote back to an Asana task twice.
+fn duplicates<'a>(world: &World, tasks: impl Iterator<Item = &'a String>) -> Vec<String> {
     let mut found = Vec::new();
+    for gid in tasks {
+        let mut seen = BTreeSet::new();
+        for text in world.asana.comments(gid) {
+            if !seen.insert(text.clone()) {
+                let text: String = text.chars().take(80).collect();
+                found.push(format!("Asana task {gid} has this comment twice: {text:?}"));
+            }
+        }
+    }
     let mut by_branch: BTreeMap<String, Vec<(i64, String)>> = BTreeMap::new();
     for pr in world.github.prs(REPO) {
         by_branch.entry(pr.branch.clone()).or_default().push((pr.number, pr.state.clone()));
