@@ -87,17 +87,7 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
             Ok(())
         }
         RunsCommand::Abandon { id, reason } => {
-            let run = ctx.store.run(id).await?;
-            let why = format!("abandoned by a human: {reason}");
-            let run = ctx
-                .store
-                .set_run_state_if(id, run.state, RunState::Abandoned, None, crate::domain::Actor::Cli, &why)
-                .await?;
-            if let Some(pr) = ctx.store.local_pr_for_run(id).await?
-                && pr.state == "open"
-            {
-                ctx.store.set_local_pr_state(pr.id, "closed", pr.draft).await?;
-            }
+            let run = ctx.store.abandon_run(id, crate::domain::Actor::Cli, &reason).await?;
             if as_json {
                 return json(&run);
             }

@@ -59,6 +59,12 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0010_webhooks.sql"),
         postgres: include_str!("../../migrations/postgres/0010_webhooks.sql"),
     },
+    // 11 is another branch's (tracker write-back); the numbers were handed out together.
+    Migration {
+        version: 12,
+        sqlite: include_str!("../../migrations/sqlite/0012_needs_you.sql"),
+        postgres: include_str!("../../migrations/postgres/0012_needs_you.sql"),
+    },
 ];
 
 /// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and

@@ -1,4 +1,4 @@
-//! `GET /`: the queue, filtered by status, source and text, 50 tasks a page (three queries: the page's
+//! `GET /queue`: the queue, filtered by status, source and text, 50 tasks a page (three queries: the page's
 //! ids, their rows, the count), with approve and skip forms per task and "Approve selected".
 
 use axum::Extension;
@@ -76,7 +76,7 @@ fn page_link(status: Option<&str>, source: Option<&str>, q: Option<&str>, page: 
         }
     }
     parts.push(format!("page={page}"));
-    format!("/?{}", parts.join("&"))
+    format!("/queue?{}", parts.join("&"))
 }
 
 pub(super) async fn page(

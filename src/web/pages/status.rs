@@ -52,7 +52,7 @@ pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, 
         .map(|name| {
             let c = cursors.iter().find(|c| &c.source == name);
             minijinja::context! {
-                link => format!("/?source={}", super::encode(name)),
+                link => format!("/queue?source={}", super::encode(name)),
                 name,
                 fetched => c.and_then(|c| c.fetched_at).map(|t| ago(t, now)),
                 error => c.and_then(|c| c.last_error.clone()),
