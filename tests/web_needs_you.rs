@@ -20,6 +20,7 @@ use reqwest::redirect::Policy;
 on_both_databases!(
     each_wait_is_listed_and_its_one_click_action_clears_it,
     run_actions_are_the_clis_with_the_same_history,
+    the_api_has_every_action_with_the_clis_answers,
 );
 
 const TOKEN: &str = "needs-token-0123456789abcdef0123456789";
@@ -329,4 +330,74 @@ async fn a_queue_link_from_before_goes_to_the_queue() {
         .unwrap();
     assert_eq!(r.status(), StatusCode::PERMANENT_REDIRECT);
     assert_eq!(r.headers()["location"], "/queue?status=awaiting_go&page=2");
+}
+
+async fn the_api_has_every_action_with_the_clis_answers(db: TestDb) {
+    let store = db.open().await;
+    let run = run_in(&store, "API-1", "Through the API", &[RunState::InProgress]).await;
+    store.set_budget_stopped(run, None, true).await.unwrap();
+    let skipped = add(&store, "API-2", "Skipped once", &[QueueStatus::Skip]).await;
+    add(&store, "API-3", "Bulk one", &[QueueStatus::AwaitingGo]).await;
+    let gone = run_in(&store, "API-4", "Abandoned by the runner", &[RunState::Abandoned]).await;
+    let notice = store.add_notice(Some(gone), Some("API-4"), "abandoned", Some("abandoned"), "gave up").await;
+    let notice = notice.unwrap().expect("recorded");
+    store.set_source_failed("inbox", "Asana answered 500").await.unwrap();
+    let state = AppState::new(store.clone(), Arc::new(Config::default()), TOKEN.to_string(), None);
+    let (base, _stop) = web_support::serve(state).await;
+    let client = reqwest::Client::new();
+    let call = |method: reqwest::Method, path: &str, body: Option<serde_json::Value>| {
+        let mut request = client
+            .request(method, format!("{base}/api/v1{path}"))
+            .header("authorization", format!("Bearer {TOKEN}"));
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        async move {
+            let r = request.send().await.expect("request");
+            let status = r.status();
+            (status, r.json::<serde_json::Value>().await.expect("JSON"))
+        }
+    };
+    use reqwest::Method;
+    let (status, needs) = call(Method::GET, "/needs-you", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(needs["needs"]["awaiting_go"]["total"], 1, "{needs}");
+    assert_eq!(needs["needs"]["budget_stopped"][0]["run"]["id"], run, "{needs}");
+    assert_eq!(needs["needs"]["abandoned_unread"][0]["notice"]["id"], notice, "{needs}");
+    assert_eq!(needs["needs"]["failed_sources"][0]["source"], "inbox", "{needs}");
+    assert_eq!(needs["total"], 4, "{needs}");
+
+    let (status, memory) = call(Method::POST, &format!("/runs/{run}/resume"), None).await;
+    assert_eq!((status, &memory["budget_stopped"]), (StatusCode::OK, &serde_json::json!(false)), "{memory}");
+    let (status, error) =
+        call(Method::POST, &format!("/runs/{run}/abandon"), Some(serde_json::json!({}))).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
+    let body = serde_json::json!({ "reason": "wrong approach" });
+    let (status, abandoned) = call(Method::POST, &format!("/runs/{run}/abandon"), Some(body.clone())).await;
+    assert_eq!(
+        (status, &abandoned["state"]),
+        (StatusCode::OK, &serde_json::json!("abandoned")),
+        "{abandoned}"
+    );
+    let (status, error) = call(Method::POST, &format!("/runs/{run}/abandon"), Some(body)).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{error}");
+    let (status, task) = call(Method::POST, "/tasks/API-1/retry", None).await;
+    assert_eq!((status, &task["executor_run_id"]), (StatusCode::OK, &serde_json::Value::Null), "{task}");
+    let (status, task) = call(Method::POST, &format!("/tasks/{skipped}/requeue"), None).await;
+    assert_eq!((status, &task["status"]), (StatusCode::OK, &serde_json::json!("pending")), "{task}");
+    let body = serde_json::json!({ "gids": ["API-3", "API-1"], "reason": "duplicates" });
+    let (status, results) = call(Method::POST, "/tasks/bulk-skip", Some(body)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!((&results[0]["ok"], &results[1]["ok"]), (&serde_json::json!(true), &serde_json::json!(false)));
+    let (status, _) = call(Method::POST, &format!("/notices/{notice}/read"), None).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, error) = call(Method::POST, &format!("/notices/{notice}/read"), None).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{error}");
+    let (status, _) = call(Method::POST, "/sources/inbox/dismiss", None).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, needs) = call(Method::GET, "/needs-you", None).await;
+    assert_eq!(needs["total"], 0, "{needs}");
+    for g in ["API-1", "API-2", "API-3"] {
+        assert_eq!(last_event(&store, &gid(g)).await.actor, "web", "{g}");
+    }
 }

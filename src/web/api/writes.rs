@@ -18,7 +18,7 @@ const MAX_BULK: usize = 1000;
 
 /// A JSON body, or a browser form's fields (so the pages work without script), or the defaults when
 /// there is none.
-fn body<T: DeserializeOwned + Default>(headers: &HeaderMap, bytes: &Bytes) -> ApiResult<T> {
+pub(super) fn body<T: DeserializeOwned + Default>(headers: &HeaderMap, bytes: &Bytes) -> ApiResult<T> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(T::default());
     }
