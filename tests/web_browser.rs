@@ -386,3 +386,68 @@ async fn needs_you_is_the_default_view_and_its_buttons_act_at_desktop_and_phone_
     assert_eq!(events.last().unwrap().actor, "web");
     b.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
+async fn pages_follow_changes_without_a_reload_keeping_the_selection() {
+    let site = site().await;
+    task(&site.store, "LV-1", "Here from the start", QueueStatus::AwaitingGo).await;
+    let b = Browser::start(&chromedriver()).await;
+    log_in(&b, &site).await;
+    let text = |b: &Browser| {
+        let c = b.client.clone();
+        async move {
+            match c.find(Locator::Css("main")).await {
+                Ok(main) => main.text().await.unwrap_or_default(),
+                Err(_) => String::new(),
+            }
+        }
+    };
+    // A page that reloaded would lose this.
+    b.client.execute("window.stayed = true; return true", vec![]).await.unwrap();
+    task(&site.store, "LV-2", "Arrived while the page was open", QueueStatus::AwaitingGo).await;
+    eventually("Needs you shows the new task on its own", || async {
+        text(&b).await.contains("Arrived while the page was open")
+    })
+    .await;
+    let stayed = b.client.execute("return window.stayed === true", vec![]).await.unwrap();
+    assert_eq!(stayed.as_bool(), Some(true), "the page was not reloaded");
+    b.screenshot("needs-you-live").await;
+
+    // On the queue, a selected row stays selected across an update.
+    b.client.goto(&format!("{}/queue", site.base)).await.unwrap();
+    b.client.find(Locator::Css("input.select[value='LV-1']")).await.unwrap().click().await.unwrap();
+    b.client.execute("window.stayed = true; return true", vec![]).await.unwrap();
+    task(&site.store, "LV-3", "Third, while LV-1 is selected", QueueStatus::AwaitingGo).await;
+    eventually("the queue shows the new task on its own", || async {
+        text(&b).await.contains("Third, while LV-1 is selected")
+    })
+    .await;
+    let checked = b
+        .client
+        .execute(
+            "return document.querySelector(\"input.select[value='LV-1']\").checked && window.stayed === true",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(checked.as_bool(), Some(true), "the selection and the page stayed");
+    // While a reason is being typed, the page waits rather than lose it.
+    let reason =
+        b.client.find(Locator::Css("form[action='/tasks/LV-2/skip'] input[name=reason]")).await.unwrap();
+    reason.send_keys("half a sentence").await.unwrap();
+    task(&site.store, "LV-4", "Fourth, while typing", QueueStatus::AwaitingGo).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(!text(&b).await.contains("Fourth, while typing"), "no swap while typing");
+    let kept = b
+        .client
+        .execute(
+            "return document.querySelector(\"form[action='/tasks/LV-2/skip'] input[name=reason]\").value",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(kept.as_str(), Some("half a sentence"));
+    b.screenshot("queue-live").await;
+    b.close().await;
+}

@@ -21,6 +21,7 @@ on_both_databases!(
     each_wait_is_listed_and_its_one_click_action_clears_it,
     run_actions_are_the_clis_with_the_same_history,
     the_api_has_every_action_with_the_clis_answers,
+    the_change_mark_moves_with_every_change_a_page_shows_and_only_then,
 );
 
 const TOKEN: &str = "needs-token-0123456789abcdef0123456789";
@@ -400,4 +401,34 @@ async fn the_api_has_every_action_with_the_clis_answers(db: TestDb) {
     for g in ["API-1", "API-2", "API-3"] {
         assert_eq!(last_event(&store, &gid(g)).await.actor, "web", "{g}");
     }
+}
+
+async fn the_change_mark_moves_with_every_change_a_page_shows_and_only_then(db: TestDb) {
+    let store = db.open().await;
+    let dash = Dashboard::start(store.clone()).await;
+    let mark = || async {
+        let (status, body) = dash.get("/changes").await;
+        assert_eq!(status, StatusCode::OK);
+        let v: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+        v["mark"].as_str().expect("a mark").to_string()
+    };
+    let first = mark().await;
+    assert_eq!(mark().await, first, "nothing changed, nothing moves");
+    // The page carries the mark it was rendered with.
+    let (_, page) = dash.get("/").await;
+    assert!(page.contains(&format!(r#"<main data-live="{first}">"#)), "{page}");
+    let g = add(&store, "CH-1", "A new task", &[QueueStatus::AwaitingGo]).await;
+    let added = mark().await;
+    assert_ne!(added, first, "a task arriving moves it");
+    let run = run_in(&store, "CH-2", "A run", &[]).await;
+    let created = mark().await;
+    assert_ne!(created, added, "a run created moves it");
+    store.record_decision(run, None, "waiting for a slot").await.unwrap();
+    let decided = mark().await;
+    assert_ne!(decided, created, "a decision moves it");
+    store.set_source_failed("inbox", "Asana answered 500").await.unwrap();
+    let failed = mark().await;
+    assert_ne!(failed, decided, "a failed fetch moves it");
+    store.approve_task(&g, false, Actor::Cli).await.unwrap();
+    assert_ne!(mark().await, failed, "a human's action moves it");
 }

@@ -12,6 +12,7 @@ mod analysis;
 mod analysis_sessions;
 mod approve;
 mod board;
+mod change_mark;
 mod clock;
 mod columns;
 mod events;

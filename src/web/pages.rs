@@ -10,6 +10,7 @@ mod actions;
 mod assets;
 mod detail;
 mod forms;
+mod live;
 mod log;
 mod needs;
 mod queue;
@@ -50,6 +51,7 @@ pub fn routes() -> Router<AppState> {
         .route("/sessions/{id}/log", get(log::page))
         .route("/sessions/{id}/log/stream", get(log::stream))
         .route("/status", get(status::page))
+        .route("/changes", get(live::changes))
         .route("/static/app.js", get(assets::script))
         .route("/static/app.css", get(assets::style))
 }

@@ -94,6 +94,8 @@ pub(super) async fn page(
     let (flash, error) = flash.verified(&state, &auth);
     let limits =
         NeedsYouLimits { per_list: PER_LIST, max_analysis_attempts: state.config.analyzer.max_attempts };
+    // The mark first: a change landing while the lists are read moves it, and the page fetches again.
+    let live = super::live::mark(&state).await?;
     let needs = state.store.needs_you(limits).await?;
     let now = now();
     let budget_stopped: Vec<_> = needs.budget_stopped.iter().map(run_item).collect();
@@ -112,6 +114,7 @@ pub(super) async fn page(
         "needs.html",
         minijinja::context! {
             nav => "needs",
+            live,
             csrf => state.keys.csrf(&auth),
             total => needs.total(),
             awaiting_go => needs.awaiting_go.items.iter().map(task_item).collect::<Vec<_>>(),

@@ -15,6 +15,7 @@ const RECENT_EVENTS: i64 = 50;
 pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, PageError> {
     let store = &state.store;
     let now = now();
+    let live = super::live::mark(&state).await?;
     let counts = store.status_counts().await?;
     let workers = store.live_worker_sessions().await?;
     let spent = store.spent_since(start_of_day(now)).await?;
@@ -71,6 +72,7 @@ pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, 
         "status.html",
         minijinja::context! {
             nav => "status",
+            live,
             queue => counts.queue,
             runs => counts.runs,
             workers,
