@@ -16,7 +16,7 @@ use super::events::{NewEvent, insert_event, kind};
 use super::row::Cols;
 use super::runs::run_from_row;
 use super::tasks::task_from_row;
-use super::{BeginWrite, Result, Store, StoreError, TaskFilter, now, on_pool};
+use super::{BeginWrite, Pool, Result, Store, StoreError, now, on_pool};
 use crate::domain::{ABANDONED_NOTICE_KIND, Actor, CHECKS_TIMEOUT_KEY, QueueStatus, Run, Task};
 
 /// How many of each list's items come back (the totals count them all).
@@ -143,15 +143,8 @@ impl Store {
     /// runs and sources, in work order for tasks.
     pub async fn needs_you(&self, limits: NeedsYouLimits) -> Result<NeedsYou> {
         let per = limits.per_list;
-        let of_status = |status| TaskFilter { status: Some(status), ..Default::default() };
-        let listed = |status| async move {
-            let filter = of_status(status);
-            let total = self.count_tasks(&filter).await?;
-            let items = self.list_tasks(&TaskFilter { limit: Some(per), ..filter }).await?;
-            Ok::<_, StoreError>(Listed { total, items })
-        };
-        let awaiting_go = listed(QueueStatus::AwaitingGo).await?;
-        let for_review = listed(QueueStatus::ForReview).await?;
+        let awaiting_go = self.tasks_in(QueueStatus::AwaitingGo, per).await?;
+        let for_review = self.tasks_in(QueueStatus::ForReview, per).await?;
         let analysis_given_up = self.analysis_given_up(limits).await?;
         // A budget stop is the run's own flag (the runner clears it when the cap allows again); the
         // run's last decision says which cap.
@@ -238,29 +231,72 @@ impl Store {
         })
     }
 
-    /// Pending tasks the analyzer gave up on (`analyzer.max_attempts` failed analyses), most urgent first.
-    async fn analysis_given_up(&self, limits: NeedsYouLimits) -> Result<Listed<Task>> {
-        let max = i64::from(limits.max_analysis_attempts);
+    /// The first `per` tasks in `status`, in work order, and how many there are: `status = $1` itself
+    /// (not the listing's optional filter, which SQLite cannot serve from an index), so both statements
+    /// read only that status's part of `executor_queue_status`.
+    async fn tasks_in(&self, status: QueueStatus, per: i64) -> Result<Listed<Task>> {
         let (total, items) = on_pool!(self, |p| {
-            let total: i64 = sqlx::query_scalar(
-                "SELECT count(*) FROM executor_queue WHERE status = 'pending' AND analysis_attempts >= $1",
-            )
-            .bind(max)
-            .fetch_one(p)
-            .await?;
+            let total: i64 = sqlx::query_scalar("SELECT count(*) FROM executor_queue WHERE status = $1")
+                .bind(status.as_str())
+                .fetch_one(p)
+                .await?;
             let items = sqlx::query(concat!(
                 "SELECT ",
                 task_columns!(),
-                " FROM executor_queue WHERE status = 'pending' AND analysis_attempts >= $1 \
-                 ORDER BY priority IS NULL, priority, added_at, id LIMIT $2"
+                " FROM executor_queue WHERE status = $1 ORDER BY priority IS NULL, priority, added_at, id LIMIT $2"
             ))
-            .bind(max)
-            .bind(limits.per_list)
+            .bind(status.as_str())
+            .bind(per)
             .fetch_all(p)
             .await?
             .iter()
             .map(task_from_row)
             .collect::<Result<Vec<_>>>()?;
+            (total, items)
+        });
+        Ok(Listed { total, items })
+    }
+
+    /// Pending tasks the analyzer gave up on (`analyzer.max_attempts` failed analyses), most urgent first.
+    /// `analysis_attempts > 0` (implied, as `max_attempts` is at least 1) lets both statements read the
+    /// partial index of pending tasks with failed analyses, a few among 100,000.
+    async fn analysis_given_up(&self, limits: NeedsYouLimits) -> Result<Listed<Task>> {
+        let max = i64::from(limits.max_analysis_attempts);
+        // SQLite's planner, with no statistics, would read all pending tasks through another index:
+        // it is named (as the analyzer's claim names its own).
+        macro_rules! given_up {
+            ($indexed:literal) => {
+                (
+                    concat!(
+                        "SELECT count(*) FROM executor_queue",
+                        $indexed,
+                        " WHERE status = 'pending' AND analysis_attempts > 0 AND analysis_attempts >= $1"
+                    ),
+                    concat!(
+                        "SELECT ",
+                        task_columns!(),
+                        " FROM executor_queue",
+                        $indexed,
+                        " WHERE status = 'pending' AND analysis_attempts > 0 AND analysis_attempts >= $1 \
+                         ORDER BY priority IS NULL, priority, added_at, id LIMIT $2"
+                    ),
+                )
+            };
+        }
+        let (count_sql, list_sql) = match &self.pool {
+            Pool::Sqlite(_) => given_up!(" INDEXED BY executor_queue_failed_analysis"),
+            Pool::Postgres(_) => given_up!(""),
+        };
+        let (total, items) = on_pool!(self, |p| {
+            let total: i64 = sqlx::query_scalar(count_sql).bind(max).fetch_one(p).await?;
+            let items = sqlx::query(list_sql)
+                .bind(max)
+                .bind(limits.per_list)
+                .fetch_all(p)
+                .await?
+                .iter()
+                .map(task_from_row)
+                .collect::<Result<Vec<_>>>()?;
             (total, items)
         });
         Ok(Listed { total, items })
