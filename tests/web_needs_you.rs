@@ -22,6 +22,7 @@ on_both_databases!(
     run_actions_are_the_clis_with_the_same_history,
     the_api_has_every_action_with_the_clis_answers,
     the_change_mark_moves_with_every_change_a_page_shows_and_only_then,
+    the_task_page_approves_a_pending_task_only_when_told_to_skip_triage,
 );
 
 const TOKEN: &str = "needs-token-0123456789abcdef0123456789";
@@ -431,4 +432,49 @@ async fn the_change_mark_moves_with_every_change_a_page_shows_and_only_then(db: 
     assert_ne!(failed, decided, "a failed fetch moves it");
     store.approve_task(&g, false, Actor::Cli).await.unwrap();
     assert_ne!(mark().await, failed, "a human's action moves it");
+}
+
+async fn the_task_page_approves_a_pending_task_only_when_told_to_skip_triage(db: TestDb) {
+    let store = db.open().await;
+    let g = add(&store, "PT-1", "Still pending", &[]).await;
+    let dash = Dashboard::start(store.clone()).await;
+    let (_, page) = dash.get("/tasks/PT-1").await;
+    // Behind a confirmation: a disclosure whose form says what it does.
+    assert!(page.contains("Approve without triage…") && page.contains(r#"name="skip_triage" value="on""#));
+    let csrf = web_support::csrf_of(&page).expect("csrf");
+    let post = |body: String| {
+        let (client, base, cookie) = (dash.client.clone(), dash.base.clone(), dash.cookie.clone());
+        async move {
+            let r = client
+                .post(format!("{base}/tasks/PT-1/approve"))
+                .header("cookie", cookie)
+                .header("origin", &base)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(body)
+                .send()
+                .await
+                .expect("POST");
+            r.headers()["location"].to_str().expect("location").to_string()
+        }
+    };
+    let refused = post(format!("csrf={csrf}&back=task")).await;
+    assert!(refused.contains("error=") && refused.contains("skip-triage"), "{refused}");
+    assert_eq!(store.task(&g).await.unwrap().status, QueueStatus::Pending);
+    let done = post(format!("csrf={csrf}&back=task&skip_triage=on")).await;
+    assert!(done.starts_with("/tasks/PT-1?flash=approved%20PT-1%20without%20triage"), "{done}");
+    let events =
+        store.events(&EventFilter { task_gid: Some(g.clone()), ..Default::default() }).await.unwrap();
+    let moves: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == "queue_status")
+        .map(|e| (e.actor.as_str(), e.to_state.as_deref(), e.reason.as_deref()))
+        .collect();
+    // The path `executor approve --skip-triage` records, by the dashboard.
+    assert_eq!(
+        moves,
+        [
+            ("web", Some("awaiting_go"), Some("triage skipped by a human")),
+            ("web", Some("approved"), Some("approved by a human"))
+        ]
+    );
 }
