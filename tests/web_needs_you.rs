@@ -395,6 +395,8 @@ async fn the_api_has_every_action_with_the_clis_answers(db: TestDb) {
     assert_eq!(status, StatusCode::OK);
     let (status, error) = call(Method::POST, &format!("/notices/{notice}/read"), None).await;
     assert_eq!(status, StatusCode::CONFLICT, "{error}");
+    let (status, error) = call(Method::POST, "/notices/999999/read", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{error}");
     let (status, _) = call(Method::POST, "/sources/inbox/dismiss", None).await;
     assert_eq!(status, StatusCode::OK);
     let (_, needs) = call(Method::GET, "/needs-you", None).await;

@@ -84,6 +84,8 @@ pub enum StoreError {
     UnknownTask(String),
     #[error("no run with id {0} (see `executor runs list`)")]
     UnknownRun(i64),
+    #[error("no notice with id {0} (see `executor runs show RUN_ID`)")]
+    UnknownNotice(i64),
     #[error(transparent)]
     Illegal(#[from] IllegalTransition),
     #[error(

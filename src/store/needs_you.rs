@@ -314,7 +314,7 @@ impl Store {
             .await?
         });
         let Some((run_id, task_gid, notice_kind, read)) = found else {
-            return Err(StoreError::Refused(format!("no notice with id {id}")));
+            return Err(StoreError::UnknownNotice(id));
         };
         if read.is_some() {
             return Err(StoreError::Refused(format!("notice {id} was marked read already")));

@@ -61,7 +61,9 @@ impl ApiError {
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> ApiError {
         let status = match &e {
-            StoreError::UnknownTask(_) | StoreError::UnknownRun(_) => StatusCode::NOT_FOUND,
+            StoreError::UnknownTask(_) | StoreError::UnknownRun(_) | StoreError::UnknownNotice(_) => {
+                StatusCode::NOT_FOUND
+            }
             StoreError::Illegal(_) | StoreError::Refused(_) | StoreError::Conflict(_) => StatusCode::CONFLICT,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };

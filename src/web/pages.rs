@@ -195,9 +195,9 @@ impl IntoResponse for PageError {
     fn into_response(self) -> Response {
         let status = match &self {
             PageError::NotFound(_)
-            | PageError::Store(StoreError::UnknownTask(_) | StoreError::UnknownRun(_)) => {
-                StatusCode::NOT_FOUND
-            }
+            | PageError::Store(
+                StoreError::UnknownTask(_) | StoreError::UnknownRun(_) | StoreError::UnknownNotice(_),
+            ) => StatusCode::NOT_FOUND,
             PageError::BadRequest(_) => StatusCode::BAD_REQUEST,
             PageError::Forbidden(_) => StatusCode::FORBIDDEN,
             PageError::Store(StoreError::Illegal(_) | StoreError::Refused(_) | StoreError::Conflict(_)) => {
