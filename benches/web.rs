@@ -20,6 +20,10 @@ const FEED: usize = 1000;
 const RUNS: usize = 1000;
 /// Requests per figure (after one warm-up request).
 const REPEAT: usize = 20;
+/// Tasks left awaiting go for "Needs you" (it shows 20 and counts them all).
+const AWAITING: usize = 2000;
+/// Runs stopped on budget, and as many abandoned with an unread notice.
+const WAITING_RUNS: usize = 50;
 
 fn task(i: usize) -> NewTask {
     let words = ["fix", "the", "login", "flow", "when", "a", "user", "has", "two", "accounts"];
@@ -70,6 +74,31 @@ async fn seed(store: &Store, n: usize) {
         store.record_decision(run.id, None, "waiting for CI at the head").await.expect("decision");
     }
     println!("seeded {} runs in {:.1}s", RUNS.min(n), started.elapsed().as_secs_f64());
+    seed_waits(store, n).await;
+}
+
+/// What "Needs you" lists: tasks awaiting go, runs stopped on budget, abandoned runs with an unread
+/// notice, a failing source (the rest of the queue stays pending, as the analyzer has not seen it).
+async fn seed_waits(store: &Store, n: usize) {
+    let started = Instant::now();
+    let runs = RUNS.min(n);
+    for i in runs..(runs + AWAITING).min(n) {
+        store.set_task_status(&gid(i), QueueStatus::AwaitingGo, Actor::Cli, None).await.expect("triage");
+    }
+    for id in 1..=(WAITING_RUNS as i64).min(runs as i64) {
+        store.set_budget_stopped(id, None, true).await.expect("budget stop");
+    }
+    for id in (WAITING_RUNS as i64 + 1)..=(2 * WAITING_RUNS as i64).min(runs as i64) {
+        let from = executor::domain::RunState::Queued;
+        let to = executor::domain::RunState::Abandoned;
+        store.set_run_state_if(id, from, to, None, Actor::Runner, "attempts used up").await.expect("abandon");
+        store
+            .add_notice(Some(id), None, "abandoned", Some("abandoned"), "CI failed 3 times")
+            .await
+            .expect("notice");
+    }
+    store.set_source_failed("inbox", "Asana answered 503").await.expect("source");
+    println!("seeded the waits of Needs you in {:.1}s", started.elapsed().as_secs_f64());
 }
 
 /// A pull request as the runner records it: two checks at the head and a few comments.
@@ -139,10 +168,11 @@ async fn main() {
     let client = reqwest::Client::builder().default_headers(auth).build().expect("client");
 
     println!("sqlite, {n} tasks, {} runs, {REPEAT} requests each:", RUNS.min(n));
-    time(&client, &base, "queue, first page", "/").await;
-    time(&client, &base, "queue, status+source filter", "/?status=pending&source=inbox").await;
-    time(&client, &base, "queue, page 1000", "/?page=1000").await;
-    time(&client, &base, "queue, text search", "/?q=needle").await;
+    time(&client, &base, "needs you (the default view)", "/").await;
+    time(&client, &base, "queue, first page", "/queue").await;
+    time(&client, &base, "queue, status+source filter", "/queue?status=pending&source=inbox").await;
+    time(&client, &base, "queue, page 1000", "/queue?page=1000").await;
+    time(&client, &base, "queue, text search", "/queue?q=needle").await;
     time(&client, &base, "runs board (1,000 runs)", "/runs").await;
     time(&client, &base, "status", "/status").await;
 }

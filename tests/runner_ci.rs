@@ -141,6 +141,15 @@ async fn checks_that_never_finish(env: &Env) {
     assert_eq!(checks_of(&store, &run).await[0].status, "pending");
     let why = store.run_memory(run.id).await.unwrap().last_decision.unwrap_or_default();
     assert!(why.contains("The human was told the checks are overdue"), "{why}");
+    // The dashboard's "Needs you" lists the run with the runner's own notice, until a human reads it.
+    let limits = executor::store::NeedsYouLimits { per_list: 20, max_analysis_attempts: 3 };
+    let needs = store.needs_you(limits).await.unwrap();
+    let listed: Vec<_> =
+        needs.checks_overdue.iter().map(|n| (n.run.id, n.notice.as_ref().map(|x| x.id))).collect();
+    let told = notices_keyed(&store, &run, "checks_timeout:").await[0].id;
+    assert_eq!(listed, [(run.id, Some(told))]);
+    store.mark_notice_read(told, executor::domain::Actor::Web).await.unwrap();
+    assert!(store.needs_you(limits).await.unwrap().checks_overdue.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

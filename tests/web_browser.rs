@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use browser_support::{Browser, chromedriver};
 use executor::config::Config;
-use executor::domain::{Actor, QueueStatus, TaskGid, WorkerKind};
+use executor::domain::{Actor, QueueStatus, RunState, TaskGid, WorkerKind};
 use executor::store::{NewTask, SessionStart, Store};
 use executor::web::AppState;
 use fantoccini::Locator;
@@ -86,6 +86,7 @@ async fn a_task_approved_on_the_queue_page_moves_to_approved() {
         !b.client.current_url().await.unwrap().as_str().contains("token="),
         "the token left the address bar"
     );
+    b.client.goto(&format!("{}/queue", site.base)).await.unwrap();
     b.screenshot("queue").await;
     b.client
         .find(Locator::Css(&format!("form[action='/tasks/{gid}/approve'] button")))
@@ -118,7 +119,7 @@ async fn task_text_that_looks_like_html_is_shown_as_text_and_never_runs() {
     task(&site.store, "X-2", XSS[1], QueueStatus::AwaitingGo).await;
     let b = Browser::start(&chromedriver()).await;
     log_in(&b, &site).await;
-    for path in ["/".to_string(), format!("/tasks/{g1}")] {
+    for path in ["/".to_string(), "/queue".to_string(), format!("/tasks/{g1}")] {
         b.client.goto(&format!("{}{path}", site.base)).await.unwrap();
         // An alert would be open if either payload ran.
         assert!(b.client.get_alert_text().await.is_err(), "a payload ran on {path}");
@@ -215,7 +216,8 @@ async fn every_page_renders_and_is_photographed() {
     let b = Browser::start(&chromedriver()).await;
     log_in(&b, &site).await;
     let pages = [
-        ("queue", "/".to_string(), "S-1"),
+        ("needs-you", "/".to_string(), "Nothing waits on you"),
+        ("queue", "/queue".to_string(), "S-1"),
         ("task", format!("/tasks/{gid}"), "Fix the crash when saving"),
         ("runs", "/runs".to_string(), "S-2"),
         ("run", format!("/runs/{}", run.id), "S-2"),
@@ -271,12 +273,181 @@ async fn long_words_wrap_instead_of_widening_the_page() {
     site.store.set_task_status(&g, QueueStatus::Skip, Actor::Cli, Some(&reason)).await.unwrap();
     let b = Browser::start(&chromedriver()).await;
     log_in(&b, &site).await;
-    for path in ["/".to_string(), format!("/tasks/{g}"), "/status".to_string()] {
+    for path in ["/".to_string(), "/queue".to_string(), format!("/tasks/{g}"), "/status".to_string()] {
         b.client.goto(&format!("{}{path}", site.base)).await.unwrap();
         let width = number(&b, "return document.documentElement.scrollWidth").await;
         let window = number(&b, "return window.innerWidth").await;
         assert!(width <= window + 1.0, "{path}: {width} px wide in a {window} px window");
     }
     b.screenshot("long-words").await;
+    b.close().await;
+}
+
+/// The page's width against the window's: no sideways scroll.
+async fn fits(b: &Browser, what: &str) {
+    let width = number(b, "return document.documentElement.scrollWidth").await;
+    let window = number(b, "return window.innerWidth").await;
+    assert!(width <= window + 1.0, "{what}: {width} px wide in a {window} px window");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
+async fn needs_you_is_the_default_view_and_its_buttons_act_at_desktop_and_phone_widths() {
+    let site = site().await;
+    let go = task(&site.store, "N-1", "Ship the export button", QueueStatus::AwaitingGo).await;
+    let gone = task(&site.store, "N-2", "A run the runner gave up", QueueStatus::Approved).await;
+    let run = site.store.create_run_for_task(&gone, Actor::Runner).await.unwrap().unwrap();
+    site.store
+        .set_run_state_if(
+            run.id,
+            RunState::Queued,
+            RunState::Abandoned,
+            None,
+            Actor::Runner,
+            "attempts used up",
+        )
+        .await
+        .unwrap();
+    site.store
+        .add_notice(
+            Some(run.id),
+            Some("N-2"),
+            "abandoned",
+            Some("abandoned"),
+            "CI failed 3 times; abandoned.",
+        )
+        .await
+        .unwrap();
+    site.store.set_source_failed("asana_inbox", "Asana answered 401: the token was rejected").await.unwrap();
+    let b = Browser::start(&chromedriver()).await;
+    log_in(&b, &site).await;
+    let body = |b: &Browser| {
+        let c = b.client.clone();
+        async move {
+            match c.find(Locator::Css("body")).await {
+                Ok(body) => body.text().await.unwrap_or_default(),
+                Err(_) => String::new(),
+            }
+        }
+    };
+    let text = body(&b).await;
+    for expected in ["Needs you", "Ship the export button", "CI failed 3 times", "Asana answered 401"] {
+        assert!(text.contains(expected), "{expected:?} missing: {text}");
+    }
+    b.screenshot("needs-you").await;
+    fits(&b, "needs you, desktop").await;
+
+    b.client
+        .find(Locator::Css(&format!("form[action='/tasks/{go}/approve'] button")))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    eventually("the task is approved", || async {
+        site.store.task(&go).await.unwrap().status == QueueStatus::Approved
+    })
+    .await;
+    eventually("back on Needs you, saying so", || async { body(&b).await.contains("approved N-1") }).await;
+
+    // At a phone's width nothing scrolls sideways, and the buttons still work.
+    b.client.set_window_size(400, 900).await.unwrap();
+    b.client.refresh().await.unwrap();
+    fits(&b, "needs you, 400 px").await;
+    b.screenshot("needs-you-phone").await;
+    let notice = site.store.notices(Some(run.id)).await.unwrap()[0].id;
+    b.client
+        .find(Locator::Css(&format!("form[action='/notices/{notice}/read'] button")))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    eventually("the notice is read and leaves the list", || async {
+        let text = body(&b).await;
+        text.contains(&format!("notice {notice} marked read")) && !text.contains("CI failed 3 times")
+    })
+    .await;
+    b.client
+        .find(Locator::Css("form[action='/sources/dismiss'] button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    eventually("nothing waits any more", || async { body(&b).await.contains("Nothing waits on you") }).await;
+    fits(&b, "needs you, empty, 400 px").await;
+    b.screenshot("needs-you-phone-empty").await;
+    let events = site
+        .store
+        .events(&executor::store::EventFilter { run_id: Some(run.id), ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(events.last().unwrap().actor, "web");
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
+async fn pages_follow_changes_without_a_reload_keeping_the_selection() {
+    let site = site().await;
+    task(&site.store, "LV-1", "Here from the start", QueueStatus::AwaitingGo).await;
+    let b = Browser::start(&chromedriver()).await;
+    log_in(&b, &site).await;
+    let text = |b: &Browser| {
+        let c = b.client.clone();
+        async move {
+            match c.find(Locator::Css("main")).await {
+                Ok(main) => main.text().await.unwrap_or_default(),
+                Err(_) => String::new(),
+            }
+        }
+    };
+    // A page that reloaded would lose this.
+    b.client.execute("window.stayed = true; return true", vec![]).await.unwrap();
+    task(&site.store, "LV-2", "Arrived while the page was open", QueueStatus::AwaitingGo).await;
+    eventually("Needs you shows the new task on its own", || async {
+        text(&b).await.contains("Arrived while the page was open")
+    })
+    .await;
+    let stayed = b.client.execute("return window.stayed === true", vec![]).await.unwrap();
+    assert_eq!(stayed.as_bool(), Some(true), "the page was not reloaded");
+    b.screenshot("needs-you-live").await;
+
+    // On the queue, a selected row stays selected across an update.
+    b.client.goto(&format!("{}/queue", site.base)).await.unwrap();
+    b.client.find(Locator::Css("input.select[value='LV-1']")).await.unwrap().click().await.unwrap();
+    b.client.execute("window.stayed = true; return true", vec![]).await.unwrap();
+    task(&site.store, "LV-3", "Third, while LV-1 is selected", QueueStatus::AwaitingGo).await;
+    eventually("the queue shows the new task on its own", || async {
+        text(&b).await.contains("Third, while LV-1 is selected")
+    })
+    .await;
+    let checked = b
+        .client
+        .execute(
+            "return document.querySelector(\"input.select[value='LV-1']\").checked && window.stayed === true",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(checked.as_bool(), Some(true), "the selection and the page stayed");
+    // While a reason is being typed, the page waits rather than lose it.
+    let reason =
+        b.client.find(Locator::Css("form[action='/tasks/LV-2/skip'] input[name=reason]")).await.unwrap();
+    reason.send_keys("half a sentence").await.unwrap();
+    task(&site.store, "LV-4", "Fourth, while typing", QueueStatus::AwaitingGo).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(!text(&b).await.contains("Fourth, while typing"), "no swap while typing");
+    let kept = b
+        .client
+        .execute(
+            "return document.querySelector(\"form[action='/tasks/LV-2/skip'] input[name=reason]\").value",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(kept.as_str(), Some("half a sentence"));
+    b.screenshot("queue-live").await;
     b.close().await;
 }

@@ -38,7 +38,7 @@ impl Dashboard {
         let client = reqwest::Client::builder().redirect(Policy::none()).build().expect("client");
         let cookie = web_support::log_in(&client, &base, TOKEN).await;
         let mut dash = Dashboard { base, client, cookie, csrf: String::new(), _stop: stop };
-        let (_, page) = dash.get("/").await;
+        let (_, page) = dash.get("/queue").await;
         // A queue with no task has no form, and so no csrf field.
         dash.csrf = web_support::csrf_of(&page).unwrap_or_default();
         dash
@@ -142,13 +142,13 @@ async fn the_queue_filters_searches_and_pages() {
         .unwrap();
     let dash = Dashboard::start(store).await;
 
-    let (status, page) = dash.get("/").await;
+    let (status, page) = dash.get("/queue").await;
     assert_eq!(status, StatusCode::OK);
     assert!(page.contains("120 tasks"), "{page}");
     assert!(page.contains("page 1 of 3"), "{page}");
     assert!(page.contains(r#"href="/tasks/T-000""#));
     assert!(page.contains("A short summary.") && page.contains("feasible") && page.contains("small"));
-    assert!(links(&page).contains(r#"href="/?page=2" rel="next""#), "{page}");
+    assert!(links(&page).contains(r#"href="/queue?page=2" rel="next""#), "{page}");
     assert_eq!(page.matches("<tr class=\"status-").count(), 50, "50 tasks a page");
     // Approve only where it applies; skip (with a reason) wherever skipping is legal.
     assert!(page.contains(r#"action="/tasks/T-000/approve""#));
@@ -160,20 +160,20 @@ async fn the_queue_filters_searches_and_pages() {
     assert!(csrf.len() >= 32 && csrf != TOKEN && !page.contains(TOKEN), "{csrf}");
     assert!(page.contains(r#"action="/tasks/bulk-approve""#) && page.contains("Approve selected"));
 
-    let (_, last) = dash.get("/?page=3").await;
+    let (_, last) = dash.get("/queue?page=3").await;
     assert_eq!(last.matches("<tr class=\"status-").count(), 20);
     assert!(last.contains("rel=\"prev\"") && !last.contains("rel=\"next\""));
 
-    let (_, filtered) = dash.get("/?status=awaiting_go&source=inbox").await;
+    let (_, filtered) = dash.get("/queue?status=awaiting_go&source=inbox").await;
     assert!(filtered.contains("40 tasks"), "{filtered}");
     assert!(!filtered.contains("status-pending"));
 
-    let (_, found) = dash.get("/?q=needle").await;
+    let (_, found) = dash.get("/queue?q=needle").await;
     assert!(found.contains("1 task<") || found.contains("1 task"), "{found}");
     assert!(found.contains("T-007") && found.contains("Fix the NEEDLE in the haystack"));
     assert!(!found.contains("more"), "the title is the first line");
 
-    let (status, _) = dash.get("/?status=nonsense").await;
+    let (status, _) = dash.get("/queue?status=nonsense").await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
 }
 
@@ -192,7 +192,7 @@ async fn task_text_is_escaped_everywhere() {
     store.record_note(Actor::Cli, Some(&gid("X-2")), None, "<img src=x onerror=alert(4)>").await.unwrap();
     let dash = Dashboard::start(store).await;
 
-    for path in ["/", "/tasks/X-1", "/tasks/X-2", "/status", "/?q=%3Cscript%3E"] {
+    for path in ["/", "/queue", "/tasks/X-1", "/tasks/X-2", "/status", "/queue?q=%3Cscript%3E"] {
         let (status, page) = dash.get(path).await;
         assert_eq!(status, StatusCode::OK, "{path}");
         assert!(!page.contains("<script>alert"), "{path}: raw script tag\n{page}");
@@ -202,7 +202,7 @@ async fn task_text_is_escaped_everywhere() {
         assert!(page.contains(r#"<script src="/static/app.js" defer></script>"#), "{path}");
         assert!(!page.contains(" style=") && !page.contains(" onclick="), "{path}");
     }
-    let (_, queue) = dash.get("/").await;
+    let (_, queue) = dash.get("/queue").await;
     assert!(queue.contains("&lt;script&gt;alert(1)&lt;&#x2f;script&gt;"), "{queue}");
     assert!(queue.contains("&lt;img src=x onerror=alert(1)&gt;"), "{queue}");
     let (_, x2) = dash.get("/tasks/X-2").await;
@@ -227,7 +227,7 @@ async fn approve_and_skip_through_the_forms_move_the_task_as_web() {
     let (status, location) =
         dash.post_form("/tasks/A-1/approve", &[("status", "awaiting_go"), ("page", "1")]).await;
     assert_eq!(status, StatusCode::SEE_OTHER);
-    assert!(location.starts_with("/?status=awaiting_go&page=1&flash=approved%20A-1&sig="), "{location}");
+    assert!(location.starts_with("/queue?status=awaiting_go&page=1&flash=approved%20A-1&sig="), "{location}");
     assert_eq!(status_of(&store, "A-1").await, QueueStatus::Approved);
     let events =
         store.events(&EventFilter { task_gid: Some(gid("A-1")), ..Default::default() }).await.unwrap();

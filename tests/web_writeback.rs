@@ -1,6 +1,6 @@
-//! A human's skip from the dashboard is told to the task's tracker like `executor skip`'s (issue 24):
-//! the JSON API and the page's form record the message before the skip, when the task's source writes
-//! `skipped` back, and not otherwise.
+//! A human's skip (one or a selection) and abandon from the dashboard are told to the task's tracker like
+//! `executor skip`'s and `executor runs abandon`'s (issue 24): the JSON API and the page's forms record
+//! the message before the change, when the task's source writes that event back, and not otherwise.
 
 mod common;
 mod web_support;
@@ -56,5 +56,55 @@ async fn a_skip_from_the_api_is_recorded_for_the_tracker_that_asks() {
         .unwrap();
     assert_eq!(again.status(), 409);
     assert_eq!(store.writebacks(None).await.unwrap().len(), 1);
+    let _ = stop.send(true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bulk_skip_and_an_abandon_from_the_dashboard_are_told_as_the_cli_tells_them() {
+    let db = common::sqlite();
+    let store = db.open().await;
+    let config = Config::parse(
+        "[[sources]]\nname = \"inbox\"\nkind = \"asana\"\nprojects = [\"1\"]\nwriteback = [\"skipped\", \"abandoned\"]\n",
+    )
+    .unwrap();
+    for gid in ["1301", "1302", "1303"] {
+        let new =
+            NewTask { description: Some("work".into()), source: Some("inbox".into()), ..Default::default() };
+        store.upsert_task(&TaskGid::parse(gid).unwrap(), &new, Actor::Cli).await.unwrap();
+    }
+    store.approve_task(&TaskGid::parse("1303").unwrap(), true, Actor::Cli).await.unwrap();
+    let run =
+        store.create_run_for_task(&TaskGid::parse("1303").unwrap(), Actor::Runner).await.unwrap().unwrap();
+    let state = AppState::new(store.clone(), Arc::new(config), TOKEN.to_string(), None);
+    let (base, stop) = web_support::serve(state).await;
+    let http = reqwest::Client::new();
+    let bulk = http
+        .post(format!("{base}/api/v1/tasks/bulk-skip"))
+        .bearer_auth(TOKEN)
+        .json(&json!({"gids": ["1301", "1302"], "reason": "not now"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bulk.status(), 200, "{}", bulk.text().await.unwrap());
+    let abandon = http
+        .post(format!("{base}/api/v1/runs/{}/abandon", run.id))
+        .bearer_auth(TOKEN)
+        .json(&json!({"reason": "wrong approach"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(abandon.status(), 200, "{}", abandon.text().await.unwrap());
+    let rows = store.writebacks(None).await.unwrap();
+    let told: Vec<(&str, WritebackEvent)> = rows.iter().map(|w| (w.task_gid.as_str(), w.event)).collect();
+    assert_eq!(
+        told,
+        [
+            ("1301", WritebackEvent::Skipped),
+            ("1302", WritebackEvent::Skipped),
+            ("1303", WritebackEvent::Abandoned)
+        ],
+        "{rows:?}"
+    );
+    assert!(rows[2].message.contains("abandoned by a human: wrong approach"), "{}", rows[2].message);
     let _ = stop.send(true);
 }

@@ -135,8 +135,11 @@ pub enum Command {
     /// The cron watchdog: starts the runner and the analyzer every 5 minutes (each exits when idle).
     #[command(subcommand)]
     Cron(schedule::CronCommand),
-    /// The dashboard: a local web page and JSON API (/api/v1/) to triage and approve tasks and watch runs,
-    /// and Prometheus metrics (/metrics). Prints its URL with the token once; runs until SIGTERM/SIGINT.
+    /// The dashboard: a local web page and JSON API (/api/v1/) that opens on what needs you (tasks to
+    /// approve, runs stopped on budget or abandoned, checks that never reported, failing sources), with
+    /// every action of `approve`, `skip`, `queue requeue|retry` and `runs resume|abandon`, pages that
+    /// update as things change, and Prometheus metrics (/metrics). Prints its URL with the token once;
+    /// runs until SIGTERM/SIGINT.
     /// Also receives GitHub webhooks at POST /webhooks/github (signed with github.webhook_secret_env;
     /// see `executor webhooks print`) and starts `executor runner` when one finds no runner running.
     Serve(serve::ServeArgs),

@@ -107,7 +107,7 @@ pub async fn run(ctx: &Context, command: QueueCommand, as_json: bool) -> anyhow:
         QueueCommand::Show { gid } => show(ctx, &parse_gid(&gid)?, as_json).await,
         QueueCommand::Retry { gid, reason } => {
             let gid = parse_gid(&gid)?;
-            let reason = reason.unwrap_or_else(|| "retried by a human after its run was abandoned".into());
+            let reason = reason.unwrap_or_else(|| crate::store::RETRY_REASON.into());
             let task = ctx.store.retry_task(&gid, Actor::Cli, &reason).await?;
             if as_json {
                 return json(&task);
@@ -117,18 +117,14 @@ pub async fn run(ctx: &Context, command: QueueCommand, as_json: bool) -> anyhow:
         }
         QueueCommand::Requeue { gid, reason } => {
             let gid = parse_gid(&gid)?;
-            let reason = reason.unwrap_or_else(|| "requeued for re-analysis".into());
-            let before = ctx.store.task(&gid).await?;
+            let reason = reason.unwrap_or_else(|| crate::store::REQUEUE_REASON.into());
             // The same move as `executor reanalyze`: one analysis round up, the skip rule cleared.
-            if ctx.store.send_back_for_analysis(std::slice::from_ref(&gid), Actor::Cli, &reason).await? == 0 {
-                before.status.check(QueueStatus::Pending)?;
-                bail!("{gid} is {} and was not sent back (it changed meanwhile?)", before.status);
-            }
-            let task = ctx.store.task(&gid).await?;
+            let crate::store::Requeued { task, from } =
+                ctx.store.requeue_task(&gid, Actor::Cli, &reason).await?;
             if as_json {
                 return json(&task);
             }
-            if before.status == QueueStatus::Skip {
+            if from == QueueStatus::Skip {
                 println!("{gid}: skip → pending (analysis round {})", task.analysis_round);
             } else {
                 println!(

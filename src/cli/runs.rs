@@ -87,21 +87,9 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
             Ok(())
         }
         RunsCommand::Abandon { id, reason } => {
-            let run = ctx.store.run(id).await?;
-            let why = format!("abandoned by a human: {reason}");
             // Recorded before the run moves: the tracker hears of it once, whatever happens next.
-            if run.state != RunState::Abandoned {
-                super::writeback::record_abandoned(ctx, &run, &why).await?;
-            }
-            let run = ctx
-                .store
-                .set_run_state_if(id, run.state, RunState::Abandoned, None, crate::domain::Actor::Cli, &why)
-                .await?;
-            if let Some(pr) = ctx.store.local_pr_for_run(id).await?
-                && pr.state == "open"
-            {
-                ctx.store.set_local_pr_state(pr.id, "closed", pr.draft).await?;
-            }
+            super::writeback::record_abandoned(ctx, &ctx.store.run(id).await?, &reason).await?;
+            let run = ctx.store.abandon_run(id, crate::domain::Actor::Cli, &reason).await?;
             if as_json {
                 return json(&run);
             }

@@ -3,7 +3,7 @@
 
 use super::Context;
 use super::output::{ago, json, short, table};
-use crate::domain::{Run, WritebackEvent};
+use crate::domain::Run;
 use crate::store::now;
 
 pub async fn list(ctx: &Context, gid: Option<&str>, as_json: bool) -> anyhow::Result<()> {
@@ -42,23 +42,10 @@ pub async fn list(ctx: &Context, gid: Option<&str>, as_json: bool) -> anyhow::Re
     Ok(())
 }
 
-/// Records, before `executor runs abandon` abandons `run`, the message its tracker is owed.
-pub async fn record_abandoned(ctx: &Context, run: &Run, why: &str) -> anyhow::Result<()> {
-    let task = ctx.store.task(&run.task_gid).await?;
-    let config = std::sync::Arc::new(ctx.config.clone());
-    let outbox = crate::writeback::Outbox::new(config, ctx.store.clone(), None);
-    let text = crate::writeback::message::abandoned(run.task_gid.as_str(), why, run.branch_name.as_deref());
-    let text = crate::redact::Redactor::from_config(&ctx.config).redact(&text);
-    let key = format!("run:{}:abandoned", run.id);
-    outbox
-        .record(
-            run.task_gid.as_str(),
-            task.source.as_deref(),
-            Some(run.id),
-            WritebackEvent::Abandoned,
-            &key,
-            &text,
-        )
-        .await?;
+/// Records, before `executor runs abandon` abandons `run` for `reason`, the message its tracker is owed.
+pub async fn record_abandoned(ctx: &Context, run: &Run, reason: &str) -> anyhow::Result<()> {
+    let outbox =
+        crate::writeback::Outbox::new(std::sync::Arc::new(ctx.config.clone()), ctx.store.clone(), None);
+    outbox.record_human_abandon(run, &crate::store::human_abandon_reason(reason)).await?;
     Ok(())
 }

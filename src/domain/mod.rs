@@ -4,6 +4,7 @@
 //! depends on no other module of the crate.
 
 mod gid;
+mod notice;
 mod queue;
 mod run;
 mod text;
@@ -13,6 +14,7 @@ mod worker_kind;
 mod writeback;
 
 pub use gid::{GidError, TaskGid};
+pub use notice::{ABANDONED_NOTICE_KIND, CHECKS_TIMEOUT_KEY, checks_timeout_key};
 pub use queue::{QueueStatus, SkippedBy, Task};
 pub use run::{Run, RunState};
 pub use text::{SHOWN_TEXT_BYTES, shown};

@@ -255,7 +255,7 @@ fn wait_for_checks(
     let Some(waited) = time_at_head(run, pr, now).filter(|waited| *waited >= timeout) else {
         return Decision::wait(waiting);
     };
-    let key = format!("checks_timeout:{}", pr.head_sha);
+    let key = crate::domain::checks_timeout_key(&pr.head_sha);
     if obs.notices_sent.contains(&key) {
         return Decision::wait(format!(
             "{waiting} The human was told the checks are overdue; still waiting."

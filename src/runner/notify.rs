@@ -14,7 +14,7 @@ pub const EXECUTOR_AUTHOR: &str = "executor";
 fn kind_name(kind: NoticeKind) -> &'static str {
     match kind {
         NoticeKind::Completed => "completed",
-        NoticeKind::Abandoned => "abandoned",
+        NoticeKind::Abandoned => crate::domain::ABANDONED_NOTICE_KIND,
         NoticeKind::NeedsHuman => "needs_human",
     }
 }

@@ -64,6 +64,11 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0011_writeback.sql"),
         postgres: include_str!("../../migrations/postgres/0011_writeback.sql"),
     },
+    Migration {
+        version: 12,
+        sqlite: include_str!("../../migrations/sqlite/0012_needs_you.sql"),
+        postgres: include_str!("../../migrations/postgres/0012_needs_you.sql"),
+    },
 ];
 
 /// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and

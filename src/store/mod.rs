@@ -12,15 +12,18 @@ mod analysis;
 mod analysis_sessions;
 mod approve;
 mod board;
+mod change_mark;
 mod clock;
 mod columns;
 mod events;
 mod filter_skips;
 mod forge_cache;
 mod forge_records;
+mod human_actions;
 mod import;
 mod local_forge;
 mod migrate;
+mod needs_you;
 mod notices;
 mod open;
 mod pending_detail;
@@ -46,9 +49,11 @@ pub use board::{BoardRow, LiveWorker};
 pub use events::{Event, EventFilter};
 pub use filter_skips::{FilterSkip, PendingPage};
 pub use forge_records::AgentComments;
+pub use human_actions::{REQUEUE_REASON, RETRY_REASON, Requeued, human_abandon_reason};
 pub use import::ImportedRun;
 pub use local_forge::{LocalCheck, LocalComment, LocalPr, NewComment};
 pub use migrate::{KNOWN_VERSION, MigrateReport};
+pub use needs_you::{FailedSource, Listed, NeedNotice, NeedsYou, NeedsYouLimits, RunNeed};
 pub use notices::Notice;
 pub use open::{pg_connect_options, redact_url, unreachable_postgres};
 pub use pending_detail::PendingDetail;
@@ -81,6 +86,8 @@ pub enum StoreError {
     UnknownTask(String),
     #[error("no run with id {0} (see `executor runs list`)")]
     UnknownRun(i64),
+    #[error("no notice with id {0} (see `executor runs show RUN_ID`)")]
+    UnknownNotice(i64),
     #[error(transparent)]
     Illegal(#[from] IllegalTransition),
     #[error(

@@ -3,6 +3,7 @@
 //! `Actor::Web`. Errors are `{"error": "…"}`: 404 for an unknown task or run, 409 for a move the task or
 //! run cannot make (with the store's reason), 422 for bad input.
 
+mod actions;
 mod reads;
 mod writes;
 
@@ -20,12 +21,20 @@ use crate::store::StoreError;
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/tasks", get(reads::tasks))
+        .route("/needs-you", get(actions::needs_you))
         .route("/tasks/bulk-approve", post(writes::bulk_approve))
+        .route("/tasks/bulk-skip", post(actions::bulk_skip))
         .route("/tasks/{gid}", get(reads::task))
         .route("/tasks/{gid}/approve", post(writes::approve))
         .route("/tasks/{gid}/skip", post(writes::skip))
+        .route("/tasks/{gid}/requeue", post(actions::requeue))
+        .route("/tasks/{gid}/retry", post(actions::retry))
         .route("/runs", get(reads::runs))
         .route("/runs/{id}", get(reads::run))
+        .route("/runs/{id}/resume", post(actions::resume))
+        .route("/runs/{id}/abandon", post(actions::abandon))
+        .route("/notices/{id}/read", post(actions::notice_read))
+        .route("/sources/{name}/dismiss", post(actions::source_dismiss))
         .route("/status", get(reads::status))
         .route("/events", get(reads::events))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such API route") })
@@ -52,7 +61,9 @@ impl ApiError {
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> ApiError {
         let status = match &e {
-            StoreError::UnknownTask(_) | StoreError::UnknownRun(_) => StatusCode::NOT_FOUND,
+            StoreError::UnknownTask(_) | StoreError::UnknownRun(_) | StoreError::UnknownNotice(_) => {
+                StatusCode::NOT_FOUND
+            }
             StoreError::Illegal(_) | StoreError::Refused(_) | StoreError::Conflict(_) => StatusCode::CONFLICT,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };

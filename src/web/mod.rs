@@ -1,5 +1,6 @@
-//! The dashboard: `executor serve`, a local web page to triage and approve tasks, watch runs and follow
-//! live worker logs, with a JSON API under `/api/v1/` and Prometheus metrics at `/metrics`.
+//! The dashboard: `executor serve`, a local web page that opens on what needs a human ("Needs you"), to
+//! triage and approve tasks, act on runs as the CLI does, watch runs and follow live worker logs, with
+//! pages that update as things change, a JSON API under `/api/v1/` and Prometheus metrics at `/metrics`.
 //!
 //! Server-rendered (minijinja, auto-escaping every value) with no front-end build step: one small
 //! vendored script (`static/app.js`) enhances the pages, which work without it. Reads go through the

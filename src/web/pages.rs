@@ -1,14 +1,18 @@
-//! The HTML pages: the queue, a task, the runs board, a run, a worker's live log and the status.
+//! The HTML pages: "Needs you" (the default view), the queue, a task, the runs board, a run, a worker's
+//! live log and the status.
 //!
 //! Server-rendered with minijinja, every value auto-escaped (`.html` templates): no template marks
 //! anything derived from task, comment or log text as safe. The pages work without JavaScript;
 //! `/static/app.js` only follows the live log and selects all rows. Reads are a fixed number of
 //! queries per page (never one per row); writes go through the store as `Actor::Web`.
 
+mod actions;
 mod assets;
 mod detail;
 mod forms;
+mod live;
 mod log;
+mod needs;
 mod queue;
 mod runs;
 mod status;
@@ -29,16 +33,25 @@ use crate::store::StoreError;
 /// Every page and form route (the security layer wraps them in `web::router`).
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/", get(queue::page))
+        .route("/", get(needs::page))
+        .route("/queue", get(queue::page))
         .route("/tasks/bulk-approve", post(forms::bulk_approve))
+        .route("/tasks/bulk-skip", post(forms::bulk_skip))
         .route("/tasks/{gid}", get(detail::task))
         .route("/tasks/{gid}/approve", post(forms::approve))
         .route("/tasks/{gid}/skip", post(forms::skip))
+        .route("/tasks/{gid}/requeue", post(actions::requeue))
+        .route("/tasks/{gid}/retry", post(actions::retry))
         .route("/runs", get(runs::board))
         .route("/runs/{id}", get(detail::run))
+        .route("/runs/{id}/resume", post(actions::resume))
+        .route("/runs/{id}/abandon", post(actions::abandon))
+        .route("/notices/{id}/read", post(actions::notice_read))
+        .route("/sources/dismiss", post(actions::source_dismiss))
         .route("/sessions/{id}/log", get(log::page))
         .route("/sessions/{id}/log/stream", get(log::stream))
         .route("/status", get(status::page))
+        .route("/changes", get(live::changes))
         .route("/static/app.js", get(assets::script))
         .route("/static/app.css", get(assets::style))
 }
@@ -137,6 +150,7 @@ fn templates() -> &'static Environment<'static> {
         });
         for (name, text) in [
             ("base.html", include_str!("templates/base.html")),
+            ("needs.html", include_str!("templates/needs.html")),
             ("queue.html", include_str!("templates/queue.html")),
             ("task.html", include_str!("templates/task.html")),
             ("runs.html", include_str!("templates/runs.html")),
@@ -181,9 +195,9 @@ impl IntoResponse for PageError {
     fn into_response(self) -> Response {
         let status = match &self {
             PageError::NotFound(_)
-            | PageError::Store(StoreError::UnknownTask(_) | StoreError::UnknownRun(_)) => {
-                StatusCode::NOT_FOUND
-            }
+            | PageError::Store(
+                StoreError::UnknownTask(_) | StoreError::UnknownRun(_) | StoreError::UnknownNotice(_),
+            ) => StatusCode::NOT_FOUND,
             PageError::BadRequest(_) => StatusCode::BAD_REQUEST,
             PageError::Forbidden(_) => StatusCode::FORBIDDEN,
             PageError::Store(StoreError::Illegal(_) | StoreError::Refused(_) | StoreError::Conflict(_)) => {
@@ -254,6 +268,7 @@ mod tests {
     fn every_template_parses() {
         for name in [
             "base.html",
+            "needs.html",
             "queue.html",
             "task.html",
             "runs.html",

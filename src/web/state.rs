@@ -41,15 +41,28 @@ impl AppState {
         AppState { store, config, token: Arc::new(token), keys, github, redactor, webhook_secret }
     }
 
-    /// Records, before a human's skip from the dashboard is written, the message the task's tracker
-    /// is owed (when its source writes `skipped` back), as `executor skip` does.
-    pub async fn record_human_skip(
+    /// A human's skip from the dashboard, as `executor skip` makes it: the message the task's tracker
+    /// is owed (when its source writes `skipped` back) recorded first, then the skip.
+    pub async fn human_skip(
         &self,
         gid: &crate::domain::TaskGid,
         reason: &str,
-    ) -> Result<(), StoreError> {
-        let outbox = crate::writeback::Outbox::new(self.config.clone(), self.store.clone(), None);
-        outbox.record_human_skip(&self.store.task(gid).await?, reason).await?;
-        Ok(())
+    ) -> Result<crate::domain::Task, StoreError> {
+        self.outbox().record_human_skip(&self.store.task(gid).await?, reason).await?;
+        self.store
+            .set_task_status(gid, crate::domain::QueueStatus::Skip, crate::domain::Actor::Web, Some(reason))
+            .await
+    }
+
+    /// A human abandoning a run from the dashboard, as `executor runs abandon` does: the tracker's
+    /// message recorded first, then the run abandoned.
+    pub async fn human_abandon(&self, id: i64, reason: &str) -> Result<crate::domain::Run, StoreError> {
+        let why = crate::store::human_abandon_reason(reason);
+        self.outbox().record_human_abandon(&self.store.run(id).await?, &why).await?;
+        self.store.abandon_run(id, crate::domain::Actor::Web, reason).await
+    }
+
+    fn outbox(&self) -> crate::writeback::Outbox {
+        crate::writeback::Outbox::new(self.config.clone(), self.store.clone(), None)
     }
 }

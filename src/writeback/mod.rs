@@ -30,7 +30,7 @@ pub use github_issues::GitHubIssuesTracker;
 pub use message::{marker_text, new_marker};
 
 use crate::config::{Config, SourceConfig};
-use crate::domain::{QueueStatus, Task, WritebackEvent, WritebackStatus};
+use crate::domain::{QueueStatus, Run, RunState, Task, WritebackEvent, WritebackStatus};
 use crate::github::GitHubClient;
 use crate::redact::Redactor;
 use crate::store::{NewWriteback, Store, StoreError, Writeback};
@@ -201,6 +201,27 @@ impl Outbox {
             task.source.as_deref(),
             None,
             WritebackEvent::Skipped,
+            &key,
+            &text,
+        )
+        .await
+    }
+
+    /// Records, before a human abandons `run` (`executor runs abandon`, the dashboard), the message its
+    /// task's tracker is owed; `why` is the reason the run will record. Nothing for a run already
+    /// abandoned.
+    pub async fn record_human_abandon(&self, run: &Run, why: &str) -> Result<bool, StoreError> {
+        if run.state == RunState::Abandoned {
+            return Ok(false);
+        }
+        let task = self.store.task(&run.task_gid).await?;
+        let text = message::abandoned(run.task_gid.as_str(), why, run.branch_name.as_deref());
+        let key = format!("run:{}:abandoned", run.id);
+        self.record(
+            run.task_gid.as_str(),
+            task.source.as_deref(),
+            Some(run.id),
+            WritebackEvent::Abandoned,
             &key,
             &text,
         )

@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::{ApiError, ApiResult, gid};
-use crate::domain::{Actor, QueueStatus, TaskGid};
+use crate::domain::{Actor, TaskGid};
 use crate::web::{AppState, auth};
 
 /// The most gids one bulk approval takes.
@@ -18,7 +18,7 @@ const MAX_BULK: usize = 1000;
 
 /// A JSON body, or a browser form's fields (so the pages work without script), or the defaults when
 /// there is none.
-fn body<T: DeserializeOwned + Default>(headers: &HeaderMap, bytes: &Bytes) -> ApiResult<T> {
+pub(super) fn body<T: DeserializeOwned + Default>(headers: &HeaderMap, bytes: &Bytes) -> ApiResult<T> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(T::default());
     }
@@ -137,7 +137,5 @@ pub async fn skip(
             crate::web::pages::MAX_REASON
         )));
     }
-    state.record_human_skip(&gid, &reason).await?;
-    let task = state.store.set_task_status(&gid, QueueStatus::Skip, Actor::Web, Some(&reason)).await?;
-    Ok(Json(json!(task)))
+    Ok(Json(json!(state.human_skip(&gid, &reason).await?)))
 }

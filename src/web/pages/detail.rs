@@ -93,6 +93,7 @@ pub(super) async fn task(
         state.store.events(&EventFilter { task_gid: Some(gid.clone()), ..Default::default() }).await?;
     let sessions = state.store.analysis_sessions(&gid).await?;
     let now = now();
+    let runs_state: Vec<(i64, RunState)> = runs.iter().map(|r| (r.id, r.state)).collect();
     let runs: Vec<_> = runs
         .iter()
         .map(|r| {
@@ -119,6 +120,15 @@ pub(super) async fn task(
         .collect();
     let can_approve = matches!(task.status, QueueStatus::AwaitingGo | QueueStatus::ForReview)
         || (task.status == QueueStatus::Approved && task.revision_at.is_some());
+    // The moves `executor queue requeue` and `queue retry` make, offered only where the store would
+    // take them (it checks again, and says why when it refuses).
+    let can_requeue = task.status == QueueStatus::Skip
+        || (task.status == QueueStatus::Pending
+            && task.analysis_attempts >= i64::from(state.config.analyzer.max_attempts));
+    let own_run_abandoned = task.executor_run_id.is_some_and(|id| {
+        runs_state.iter().any(|(run, run_state)| *run == id && *run_state == RunState::Abandoned)
+    });
+    let can_retry = matches!(task.status, QueueStatus::Approved | QueueStatus::Done) && own_run_abandoned;
     render(
         "task.html",
         minijinja::context! {
@@ -131,7 +141,10 @@ pub(super) async fn task(
             analyzed => task.analyzed_at.map(|t| format!("{} ({})", t.to_rfc3339(), ago(t, now))),
             revision_at => task.revision_at.map(|t| format!("{} ({})", t.to_rfc3339(), ago(t, now))),
             can_approve,
+            can_approve_pending => task.status == QueueStatus::Pending,
             can_skip => task.status.next().contains(&QueueStatus::Skip),
+            can_requeue,
+            can_retry,
             task,
             runs,
             sessions,
@@ -190,8 +203,11 @@ pub(super) fn trust_for(state: &AppState, repo: Option<&str>) -> Trust {
 
 pub(super) async fn run(
     State(state): State<AppState>,
+    Extension(auth): Extension<Auth>,
     Path(id): Path<String>,
+    Query(flash): Query<FlashQuery>,
 ) -> Result<Html<String>, PageError> {
+    let (flash, error) = flash.verified(&state, &auth);
     let id: i64 = id.parse().map_err(|_| PageError::NotFound(format!("no run with id {id:?}")))?;
     let run = state.store.run(id).await?;
     let memory = state.store.run_memory(id).await?;
@@ -247,6 +263,12 @@ pub(super) async fn run(
         "run.html",
         minijinja::context! {
             nav => "runs",
+            csrf => state.keys.csrf(&auth),
+            flash,
+            error,
+            // `executor runs resume` and `runs abandon`, and `queue retry` for an abandoned run.
+            can_resume => memory.budget_stopped && !matches!(run.state, RunState::Abandoned | RunState::Complete),
+            can_abandon => run.state.next().contains(&RunState::Abandoned),
             pr_url => web_link(run.pr_url.as_deref()),
             cost => money(run.cost_usd, run.cost_estimated),
             started => ago(run.started_at, now),

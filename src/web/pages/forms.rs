@@ -1,4 +1,6 @@
-//! The pages' forms: approve, skip, approve a selection. Each needs a session and its CSRF value (the
+//! The pages' forms on tasks: approve (a pending task too, skipping triage, once confirmed), skip, and
+//! approve or skip a selection; `actions.rs` has the rest (requeue, retry, runs, notices, sources). Each
+//! needs a session and its CSRF value (the
 //! form's hidden `csrf` field), or `Authorization: Bearer`; acts through the same store operations as
 //! the CLI as `Actor::Web`; and answers 303 back to the page it came from with a message in the query
 //! string, signed for the session (a page shows only a message the server signed; see `FlashQuery`).
@@ -9,11 +11,11 @@ use axum::response::Redirect;
 use percent_encoding::percent_decode_str;
 
 use super::{MAX_REASON, PageError, encode, short};
-use crate::domain::{Actor, QueueStatus, TaskGid};
+use crate::domain::{Actor, TaskGid};
 use crate::web::AppState;
 use crate::web::session::Auth;
 
-/// Most tasks one "Approve selected" approves (a page shows 50).
+/// Most tasks one "Approve selected" or "Skip selected" takes (a page shows 50).
 const MAX_BULK: usize = 500;
 
 /// A form body's fields in order (`gid` may come many times).
@@ -33,7 +35,7 @@ impl Fields {
         )
     }
 
-    fn get(&self, name: &str) -> Option<&str> {
+    pub(super) fn get(&self, name: &str) -> Option<&str> {
         self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 
@@ -44,7 +46,7 @@ impl Fields {
 
 /// The form proves it comes from a page of this session (its `csrf` field); the security layer checked
 /// it already, and this says so again where the change is made.
-fn check_token(state: &AppState, auth: &Auth, fields: &Fields) -> Result<(), PageError> {
+pub(super) fn check_token(state: &AppState, auth: &Auth, fields: &Fields) -> Result<(), PageError> {
     if state.keys.csrf_ok(auth, fields.get("csrf").unwrap_or("")) {
         Ok(())
     } else {
@@ -53,26 +55,41 @@ fn check_token(state: &AppState, auth: &Auth, fields: &Fields) -> Result<(), Pag
 }
 
 /// Where a form's answer goes, and who it is signed for.
-struct Back<'a> {
-    state: &'a AppState,
-    auth: &'a Auth,
-    fields: &'a Fields,
+pub(super) struct Back<'a> {
+    pub(super) state: &'a AppState,
+    pub(super) auth: &'a Auth,
+    pub(super) fields: &'a Fields,
 }
 
-fn parse_gid(raw: &str) -> Result<TaskGid, PageError> {
+pub(super) fn parse_gid(raw: &str) -> Result<TaskGid, PageError> {
     TaskGid::parse(raw).map_err(|e| PageError::BadRequest(e.to_string()))
 }
 
 impl Back<'_> {
-    /// Back where the form came from (the task's page with `back=task`, or the queue with its filters
-    /// and page), with `message` as `key` (`flash` or `error`) and its signature.
-    fn to(&self, gid: Option<&TaskGid>, key: &str, message: &str) -> Redirect {
+    /// Back where the form came from, with `message` as `key` (`flash` or `error`) and its signature:
+    /// "Needs you" (`back=needs`), the task's page (`back=task`), the run's page (`back=run`), or the
+    /// queue with its filters and page.
+    pub(super) fn to(&self, gid: Option<&TaskGid>, key: &str, message: &str) -> Redirect {
+        self.to_page(gid, None, key, message)
+    }
+
+    /// `to`, for a form about run `run` (whose page `back=run` means).
+    pub(super) fn to_page(
+        &self,
+        gid: Option<&TaskGid>,
+        run: Option<i64>,
+        key: &str,
+        message: &str,
+    ) -> Redirect {
         // A message is a line for a banner: long store errors or reasons are cut (the history has them).
         let message = short(message, 500);
         let sig = self.state.keys.flash_sig(self.auth, key, &message);
         let note = format!("{key}={}&sig={sig}", encode(&message));
-        if let (Some("task"), Some(gid)) = (self.fields.get("back"), gid) {
-            return Redirect::to(&format!("/tasks/{gid}?{note}"));
+        match (self.fields.get("back"), gid, run) {
+            (Some("needs"), _, _) => return Redirect::to(&format!("/?{note}")),
+            (Some("task"), Some(gid), _) => return Redirect::to(&format!("/tasks/{gid}?{note}")),
+            (Some("run"), _, Some(run)) => return Redirect::to(&format!("/runs/{run}?{note}")),
+            _ => {}
         }
         let mut query: Vec<String> = ["status", "source", "q", "page"]
             .into_iter()
@@ -81,7 +98,7 @@ impl Back<'_> {
             })
             .collect();
         query.push(note);
-        Redirect::to(&format!("/?{}", query.join("&")))
+        Redirect::to(&format!("/queue?{}", query.join("&")))
     }
 }
 
@@ -95,12 +112,16 @@ pub(super) async fn approve(
     check_token(&state, &auth, &fields)?;
     let back = Back { state: &state, auth: &auth, fields: &fields };
     let gid = parse_gid(&gid)?;
-    Ok(match state.store.approve_task(&gid, false, Actor::Web).await {
+    // A pending task is approved only from the form that says so (behind its "Approve without
+    // triage…" confirmation), as `executor approve --skip-triage`.
+    let skip_triage = matches!(fields.get("skip_triage"), Some("on" | "true" | "1"));
+    Ok(match state.store.approve_task(&gid, skip_triage, Actor::Web).await {
         Ok(done) if done.revision_approved => back.to(
             Some(&gid),
             "flash",
             &format!("approved the revision of {gid}: it is now the text agents are told"),
         ),
+        Ok(_) if skip_triage => back.to(Some(&gid), "flash", &format!("approved {gid} without triage")),
         Ok(_) => back.to(Some(&gid), "flash", &format!("approved {gid}")),
         Err(e) => back.to(Some(&gid), "error", &format!("{gid} was not approved: {e}")),
     })
@@ -116,22 +137,27 @@ pub(super) async fn skip(
     check_token(&state, &auth, &fields)?;
     let back = Back { state: &state, auth: &auth, fields: &fields };
     let gid = parse_gid(&gid)?;
-    let reason = fields.get("reason").map(str::trim).unwrap_or("");
-    if reason.is_empty() {
-        return Ok(back.to(Some(&gid), "error", &format!("{gid} was not skipped: say why")));
-    }
-    if reason.chars().count() > MAX_REASON {
-        let why = format!("{gid} was not skipped: a reason is at most {MAX_REASON} characters");
-        return Ok(back.to(Some(&gid), "error", &why));
-    }
-    if let Err(e) = state.record_human_skip(&gid, reason).await {
-        return Ok(back.to(Some(&gid), "error", &format!("{gid} was not skipped: {e}")));
-    }
+    let reason = match reason_of(&fields, "skipped") {
+        Ok(reason) => reason,
+        Err(why) => return Ok(back.to(Some(&gid), "error", &format!("{gid} {why}"))),
+    };
     // The reason as given, as `executor skip` records it (the event's actor says it was the dashboard).
-    Ok(match state.store.set_task_status(&gid, QueueStatus::Skip, Actor::Web, Some(reason)).await {
+    Ok(match state.human_skip(&gid, reason).await {
         Ok(_) => back.to(Some(&gid), "flash", &format!("skipped {gid}: {reason}")),
         Err(e) => back.to(Some(&gid), "error", &format!("{gid} was not skipped: {e}")),
     })
+}
+
+/// The form's required `reason`, trimmed; or why not ("was not {done}: say why").
+pub(super) fn reason_of<'a>(fields: &'a Fields, done: &str) -> Result<&'a str, String> {
+    let reason = fields.get("reason").map(str::trim).unwrap_or("");
+    if reason.is_empty() {
+        return Err(format!("was not {done}: say why"));
+    }
+    if reason.chars().count() > MAX_REASON {
+        return Err(format!("was not {done}: a reason is at most {MAX_REASON} characters"));
+    }
+    Ok(reason)
 }
 
 pub(super) async fn bulk_approve(
@@ -165,6 +191,46 @@ pub(super) async fn bulk_approve(
         back.to(None, "flash", &done)
     } else {
         back.to(None, "error", &format!("{done}; not approved: {}", failed.join("; ")))
+    })
+}
+
+/// "Skip selected": each task skipped on its own with the one reason, as `executor skip` does for one;
+/// one refusal does not stop the others.
+pub(super) async fn bulk_skip(
+    State(state): State<AppState>,
+    Extension(auth): Extension<Auth>,
+    body: String,
+) -> Result<Redirect, PageError> {
+    let fields = Fields::parse(&body);
+    check_token(&state, &auth, &fields)?;
+    let back = Back { state: &state, auth: &auth, fields: &fields };
+    let gids: Vec<&str> = fields.all("gid").collect();
+    if gids.is_empty() {
+        return Ok(back.to(None, "error", "no task selected"));
+    }
+    if gids.len() > MAX_BULK {
+        return Err(PageError::BadRequest(format!("at most {MAX_BULK} tasks at once")));
+    }
+    let reason = match reason_of(&fields, "skipped") {
+        Ok(reason) => reason,
+        Err(why) => return Ok(back.to(None, "error", &format!("the selection {why}"))),
+    };
+    let (mut skipped, mut failed) = (0, Vec::new());
+    for raw in gids {
+        let outcome = match parse_gid(raw) {
+            Ok(gid) => state.human_skip(&gid, reason).await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match outcome {
+            Ok(_) => skipped += 1,
+            Err(e) => failed.push(format!("{raw}: {e}")),
+        }
+    }
+    let done = format!("skipped {skipped} task{}: {reason}", if skipped == 1 { "" } else { "s" });
+    Ok(if failed.is_empty() {
+        back.to(None, "flash", &done)
+    } else {
+        back.to(None, "error", &format!("{done}; not skipped: {}", failed.join("; ")))
     })
 }
 

@@ -1,4 +1,4 @@
-//! `GET /`: the queue, filtered by status, source and text, 50 tasks a page (three queries: the page's
+//! `GET /queue`: the queue, filtered by status, source and text, 50 tasks a page (three queries: the page's
 //! ids, their rows, the count), with approve and skip forms per task and "Approve selected".
 
 use axum::Extension;
@@ -76,7 +76,7 @@ fn page_link(status: Option<&str>, source: Option<&str>, q: Option<&str>, page: 
         }
     }
     parts.push(format!("page={page}"));
-    format!("/?{}", parts.join("&"))
+    format!("/queue?{}", parts.join("&"))
 }
 
 pub(super) async fn page(
@@ -100,6 +100,7 @@ pub(super) async fn page(
             .ok_or_else(|| PageError::BadRequest(format!("page {p:?} is not a page number")))?,
         None => 1,
     };
+    let live = super::live::mark(&state).await?;
     let mut filter = TaskFilter { status, source: source.clone(), text: text.clone(), ..Default::default() };
     let total = state.store.count_tasks(&filter).await?;
     filter.limit = Some(PER_PAGE);
@@ -113,6 +114,7 @@ pub(super) async fn page(
         "queue.html",
         minijinja::context! {
             nav => "queue",
+            live,
             csrf => state.keys.csrf(&auth),
             statuses => QueueStatus::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
             status => status_name,

@@ -65,6 +65,7 @@ fn card(state: &AppState, row: &BoardRow) -> Card {
 }
 
 pub(super) async fn board(State(state): State<AppState>) -> Result<Html<String>, PageError> {
+    let live = super::live::mark(&state).await?;
     let rows = state.store.runs_board(BOARD_LIMIT).await?;
     let total = rows.len();
     let columns: Vec<Column> = RunState::ALL
@@ -74,5 +75,5 @@ pub(super) async fn board(State(state): State<AppState>) -> Result<Html<String>,
             cards: rows.iter().filter(|r| r.run.state == s).map(|r| card(&state, r)).collect(),
         })
         .collect();
-    render("runs.html", minijinja::context! { nav => "runs", columns, total, limit => BOARD_LIMIT })
+    render("runs.html", minijinja::context! { nav => "runs", live, columns, total, limit => BOARD_LIMIT })
 }

@@ -15,6 +15,7 @@ const RECENT_EVENTS: i64 = 50;
 pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, PageError> {
     let store = &state.store;
     let now = now();
+    let live = super::live::mark(&state).await?;
     let counts = store.status_counts().await?;
     let workers = store.live_worker_sessions().await?;
     let spent = store.spent_since(start_of_day(now)).await?;
@@ -52,7 +53,7 @@ pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, 
         .map(|name| {
             let c = cursors.iter().find(|c| &c.source == name);
             minijinja::context! {
-                link => format!("/?source={}", super::encode(name)),
+                link => format!("/queue?source={}", super::encode(name)),
                 name,
                 fetched => c.and_then(|c| c.fetched_at).map(|t| ago(t, now)),
                 error => c.and_then(|c| c.last_error.clone()),
@@ -71,6 +72,7 @@ pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, 
         "status.html",
         minijinja::context! {
             nav => "status",
+            live,
             queue => counts.queue,
             runs => counts.runs,
             workers,

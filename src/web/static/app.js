@@ -45,7 +45,85 @@ function selectAll(box) {
   });
 }
 
+// How often a live page asks whether anything changed (one small statement on the server).
+const LIVE_EVERY_MS = 3000;
+
+// Whether the person is in the middle of something a swap would lose: typing (a reason, a filter), or
+// a confirmation ("Abandon…", "Approve without triage…") open.
+function busy(main) {
+  const active = document.activeElement;
+  if (active && main.contains(active) && active.matches("input[type=text], input:not([type]), input[type=search], textarea, select")) {
+    return true;
+  }
+  if (main.querySelector("details[open]")) {
+    return true;
+  }
+  return Array.from(main.querySelectorAll("input[name=reason]")).some(function (i) {
+    return i.value !== "";
+  });
+}
+
+// A live page (<main data-live="MARK">): asks /changes every few seconds; when the mark moved, fetches
+// the same address again and puts the new <main> in place of the old one. The document stays, so the
+// scroll position stays; the rows that were selected are selected again. The new markup is the
+// server's own page for this session, parsed by DOMParser (whose scripts never run), not task text.
+function followChanges(main) {
+  let inFlight = false;
+  async function look() {
+    if (inFlight || document.hidden || busy(main)) {
+      return;
+    }
+    inFlight = true;
+    try {
+      const answer = await fetch("/changes", { credentials: "same-origin", headers: { Accept: "application/json" } });
+      if (!answer.ok) {
+        return;
+      }
+      const mark = (await answer.json()).mark;
+      if (mark === main.dataset.live) {
+        return;
+      }
+      const page = await fetch(window.location.href, { credentials: "same-origin" });
+      if (!page.ok) {
+        return;
+      }
+      const doc = new DOMParser().parseFromString(await page.text(), "text/html");
+      const fresh = doc.querySelector("main[data-live]");
+      if (!fresh || busy(main)) {
+        return;
+      }
+      const selected = new Set(Array.from(main.querySelectorAll("input.select:checked")).map(function (c) {
+        return c.value;
+      }));
+      const all = document.getElementById("select-all");
+      const allChecked = all ? all.checked : false;
+      main.replaceChildren(...Array.from(fresh.childNodes).map(function (n) {
+        return document.adoptNode(n);
+      }));
+      main.dataset.live = fresh.dataset.live;
+      main.querySelectorAll("input.select").forEach(function (c) {
+        c.checked = selected.has(c.value);
+      });
+      const box = document.getElementById("select-all");
+      if (box) {
+        box.checked = allChecked;
+        selectAll(box);
+      }
+    } catch (e) {
+      // The server is away for a moment (restarting): the next look tries again.
+    } finally {
+      inFlight = false;
+    }
+  }
+  window.setInterval(look, LIVE_EVERY_MS);
+  document.addEventListener("visibilitychange", look);
+}
+
 document.addEventListener("DOMContentLoaded", function () {
+  const live = document.querySelector("main[data-live]");
+  if (live) {
+    followChanges(live);
+  }
   const pre = document.getElementById("log");
   if (pre) {
     followLog(pre);

@@ -1,0 +1,395 @@
+//! What waits on a human, for the dashboard's "Needs you": tasks awaiting go or for review, analyses
+//! given up on, runs stopped on budget, runs whose checks never reported, abandoned runs whose notice is
+//! unread, and sources whose last fetch failed. A fixed number of statements whatever the queue's size,
+//! each list bounded.
+//!
+//! "Unread" is a human's act, recorded: a notice stays unread until someone marks it read on the
+//! dashboard (`mark_notice_read`), whether or not it was delivered to the pull request or a webhook —
+//! delivery says where it went, not that anyone saw it. An abandoned run also leaves the list once its
+//! task is retried (the task no longer points at it). A source's failed fetch is unread until dismissed
+//! (`dismiss_source_error`); a later failure is unread again.
+
+use chrono::{DateTime, Utc};
+
+use super::columns::{run_columns, task_columns};
+use super::events::{NewEvent, insert_event, kind};
+use super::row::Cols;
+use super::runs::run_from_row;
+use super::tasks::task_from_row;
+use super::{BeginWrite, Pool, Result, Store, StoreError, now, on_pool};
+use crate::domain::{ABANDONED_NOTICE_KIND, Actor, CHECKS_TIMEOUT_KEY, QueueStatus, Run, Task};
+
+/// How many of each list's items come back (the totals count them all).
+#[derive(Debug, Clone, Copy)]
+pub struct NeedsYouLimits {
+    pub per_list: i64,
+    /// `analyzer.max_attempts`: a pending task with this many failed analyses is given up on.
+    pub max_analysis_attempts: u32,
+}
+
+/// Some of a list's items, and how many there are in all.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Listed<T> {
+    pub total: i64,
+    pub items: Vec<T>,
+}
+
+/// A run that waits on a human, with its task's text (for a title) and the notice that says why.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RunNeed {
+    pub run: Run,
+    /// The beginning of the task's description (its first line is the title).
+    pub task_text: Option<String>,
+    pub notice: Option<NeedNotice>,
+    /// What the runner last decided for it (for a budget stop: which cap, and by how much).
+    pub last_decision: Option<String>,
+}
+
+/// The unread notice behind a run's place on the list.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct NeedNotice {
+    pub id: i64,
+    pub message: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A source whose last fetch failed and that nobody has dismissed since.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FailedSource {
+    pub source: String,
+    pub error: String,
+    pub failed_at: Option<DateTime<Utc>>,
+    pub fetched_at: Option<DateTime<Utc>>,
+}
+
+/// Everything that waits on a human, list by list.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct NeedsYou {
+    pub awaiting_go: Listed<Task>,
+    pub for_review: Listed<Task>,
+    /// Pending tasks whose analysis failed `analyzer.max_attempts` times.
+    pub analysis_given_up: Listed<Task>,
+    pub budget_stopped: Vec<RunNeed>,
+    /// Runs in `pr` told that checks at their current head have not reported, not yet read.
+    pub checks_overdue: Vec<RunNeed>,
+    /// Abandoned runs, still their task's run, whose abandonment notice is unread.
+    pub abandoned_unread: Vec<RunNeed>,
+    pub failed_sources: Vec<FailedSource>,
+}
+
+impl NeedsYou {
+    /// Items waiting, over every list.
+    pub fn total(&self) -> i64 {
+        let runs = self.budget_stopped.len() + self.checks_overdue.len() + self.abandoned_unread.len();
+        self.awaiting_go.total
+            + self.for_review.total
+            + self.analysis_given_up.total
+            + runs as i64
+            + self.failed_sources.len() as i64
+    }
+}
+
+/// A run's columns, then its task's text and its notice's columns (`need_*`, named so as not to clash
+/// with the run's), from `executor_runs` joined as `$join`, oldest run first, at most `$limit`.
+macro_rules! run_need_sql {
+    ($notice:literal, $join:expr, $where:literal, $limit:literal) => {
+        concat!(
+            "SELECT ",
+            run_columns!(),
+            ", (SELECT substr(description, 1, 400) FROM executor_queue q WHERE q.task_gid = executor_runs.task_gid) \
+               AS need_task_text, ",
+            $notice,
+            " FROM executor_runs ",
+            $join,
+            " WHERE ",
+            $where,
+            " ORDER BY executor_runs.id LIMIT ",
+            $limit
+        )
+    };
+}
+
+/// The unread notices of the runs, as the join's columns.
+macro_rules! unread_notices {
+    () => {
+        "(SELECT id AS need_id, run_id AS need_run, kind AS need_kind, notice_key AS need_key, \
+           message AS need_message, created_at AS need_created_at FROM executor_notifications \
+           WHERE read_at IS NULL) AS n"
+    };
+}
+
+/// A notice's run, task, kind and when it was read (as text: only whether it was matters here).
+type NoticeReadRow = (Option<i64>, Option<String>, String, Option<String>);
+
+fn run_need(r: &impl Cols) -> Result<RunNeed> {
+    let notice = match r.int("need_id")? {
+        Some(id) => Some(NeedNotice {
+            id,
+            message: r.req_text("need_message")?,
+            created_at: r.req_time("need_created_at")?,
+        }),
+        None => None,
+    };
+    Ok(RunNeed {
+        run: run_from_row(r)?,
+        task_text: r.text("need_task_text")?,
+        notice,
+        last_decision: r.text("last_decision")?,
+    })
+}
+
+impl Store {
+    /// What waits on a human now. Each list holds at most `limits.per_list` items, oldest first for
+    /// runs and sources, in work order for tasks.
+    pub async fn needs_you(&self, limits: NeedsYouLimits) -> Result<NeedsYou> {
+        let per = limits.per_list;
+        let awaiting_go = self.tasks_in(QueueStatus::AwaitingGo, per).await?;
+        let for_review = self.tasks_in(QueueStatus::ForReview, per).await?;
+        let analysis_given_up = self.analysis_given_up(limits).await?;
+        // A budget stop is the run's own flag (the runner clears it when the cap allows again); the
+        // run's last decision says which cap.
+        let budget_stopped = on_pool!(self, |p| {
+            sqlx::query(run_need_sql!(
+                "CAST(NULL AS BIGINT) AS need_id, CAST(NULL AS TEXT) AS need_message, \
+                 CAST(NULL AS TEXT) AS need_created_at",
+                "",
+                "budget_stopped = 1 AND state IN ('queued','in_progress','pr')",
+                "$1"
+            ))
+            .bind(per)
+            .fetch_all(p)
+            .await?
+            .iter()
+            .map(run_need)
+            .collect::<Result<Vec<_>>>()?
+        });
+        // Told once per head: the notice for an older head is moot once the pull request moved on.
+        let checks_overdue = on_pool!(self, |p| {
+            sqlx::query(run_need_sql!(
+                "need_id, need_message, need_created_at",
+                concat!(
+                    "JOIN ",
+                    unread_notices!(),
+                    " ON n.need_run = executor_runs.id AND n.need_key = $1 || executor_runs.head_sha"
+                ),
+                "state = 'pr'",
+                "$2"
+            ))
+            .bind(CHECKS_TIMEOUT_KEY)
+            .bind(per)
+            .fetch_all(p)
+            .await?
+            .iter()
+            .map(run_need)
+            .collect::<Result<Vec<_>>>()?
+        });
+        // Only while the abandoned run is still its task's run: a retried task has moved on.
+        let abandoned_unread = on_pool!(self, |p| {
+            sqlx::query(run_need_sql!(
+                "need_id, need_message, need_created_at",
+                concat!("JOIN ", unread_notices!(), " ON n.need_run = executor_runs.id AND n.need_kind = $1"),
+                "state = 'abandoned' AND EXISTS (SELECT 1 FROM executor_queue q \
+                   WHERE q.task_gid = executor_runs.task_gid AND q.executor_run_id = executor_runs.id)",
+                "$2"
+            ))
+            .bind(ABANDONED_NOTICE_KIND)
+            .bind(per)
+            .fetch_all(p)
+            .await?
+            .iter()
+            .map(run_need)
+            .collect::<Result<Vec<_>>>()?
+        });
+        let failed_sources = on_pool!(self, |p| {
+            sqlx::query(
+                "SELECT source, last_error, last_error_at, fetched_at FROM executor_source_cursors \
+                 WHERE last_error IS NOT NULL AND (error_read_at IS NULL OR error_read_at < last_error_at) \
+                 ORDER BY source LIMIT $1",
+            )
+            .bind(per)
+            .fetch_all(p)
+            .await?
+            .iter()
+            .map(|r| {
+                Ok(FailedSource {
+                    source: r.req_text("source")?,
+                    error: r.req_text("last_error")?,
+                    failed_at: r.time("last_error_at")?,
+                    fetched_at: r.time("fetched_at")?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?
+        });
+        Ok(NeedsYou {
+            awaiting_go,
+            for_review,
+            analysis_given_up,
+            budget_stopped,
+            checks_overdue,
+            abandoned_unread,
+            failed_sources,
+        })
+    }
+
+    /// The first `per` tasks in `status`, in work order, and how many there are: `status = $1` itself
+    /// (not the listing's optional filter, which SQLite cannot serve from an index), so both statements
+    /// read only that status's part of `executor_queue_status`.
+    async fn tasks_in(&self, status: QueueStatus, per: i64) -> Result<Listed<Task>> {
+        let (total, items) = on_pool!(self, |p| {
+            let total: i64 = sqlx::query_scalar("SELECT count(*) FROM executor_queue WHERE status = $1")
+                .bind(status.as_str())
+                .fetch_one(p)
+                .await?;
+            let items = sqlx::query(concat!(
+                "SELECT ",
+                task_columns!(),
+                " FROM executor_queue WHERE status = $1 ORDER BY priority IS NULL, priority, added_at, id LIMIT $2"
+            ))
+            .bind(status.as_str())
+            .bind(per)
+            .fetch_all(p)
+            .await?
+            .iter()
+            .map(task_from_row)
+            .collect::<Result<Vec<_>>>()?;
+            (total, items)
+        });
+        Ok(Listed { total, items })
+    }
+
+    /// Pending tasks the analyzer gave up on (`analyzer.max_attempts` failed analyses), most urgent first.
+    /// `analysis_attempts > 0` (implied, as `max_attempts` is at least 1) lets both statements read the
+    /// partial index of pending tasks with failed analyses, a few among 100,000.
+    async fn analysis_given_up(&self, limits: NeedsYouLimits) -> Result<Listed<Task>> {
+        let max = i64::from(limits.max_analysis_attempts);
+        // SQLite's planner, with no statistics, would read all pending tasks through another index:
+        // it is named (as the analyzer's claim names its own).
+        macro_rules! given_up {
+            ($indexed:literal) => {
+                (
+                    concat!(
+                        "SELECT count(*) FROM executor_queue",
+                        $indexed,
+                        " WHERE status = 'pending' AND analysis_attempts > 0 AND analysis_attempts >= $1"
+                    ),
+                    concat!(
+                        "SELECT ",
+                        task_columns!(),
+                        " FROM executor_queue",
+                        $indexed,
+                        " WHERE status = 'pending' AND analysis_attempts > 0 AND analysis_attempts >= $1 \
+                         ORDER BY priority IS NULL, priority, added_at, id LIMIT $2"
+                    ),
+                )
+            };
+        }
+        let (count_sql, list_sql) = match &self.pool {
+            Pool::Sqlite(_) => given_up!(" INDEXED BY executor_queue_failed_analysis"),
+            Pool::Postgres(_) => given_up!(""),
+        };
+        let (total, items) = on_pool!(self, |p| {
+            let total: i64 = sqlx::query_scalar(count_sql).bind(max).fetch_one(p).await?;
+            let items = sqlx::query(list_sql)
+                .bind(max)
+                .bind(limits.per_list)
+                .fetch_all(p)
+                .await?
+                .iter()
+                .map(task_from_row)
+                .collect::<Result<Vec<_>>>()?;
+            (total, items)
+        });
+        Ok(Listed { total, items })
+    }
+
+    /// A human read notice `id`: it leaves "Needs you". Recorded once (a second reading changes nothing
+    /// and says so), with an event on the notice's run.
+    pub async fn mark_notice_read(&self, id: i64, actor: Actor) -> Result<()> {
+        let found: Option<NoticeReadRow> = on_pool!(self, |p| {
+            sqlx::query_as(
+                "SELECT run_id, task_gid, kind, CAST(read_at AS TEXT) FROM executor_notifications WHERE id = $1",
+            )
+            .bind(id)
+            .fetch_optional(p)
+            .await?
+        });
+        let Some((run_id, task_gid, notice_kind, read)) = found else {
+            return Err(StoreError::UnknownNotice(id));
+        };
+        if read.is_some() {
+            return Err(StoreError::Refused(format!("notice {id} was marked read already")));
+        }
+        let reason = format!("notice {id} ({notice_kind}) marked read");
+        let ev = NewEvent {
+            actor,
+            actor_id: None,
+            task_gid: task_gid.as_deref(),
+            run_id,
+            kind: kind::NOTE,
+            from_state: None,
+            to_state: None,
+            reason: Some(&reason),
+        };
+        let marked = on_pool!(self, |p| {
+            let mut tx = p.begin_write().await?;
+            let n = sqlx::query(
+                "UPDATE executor_notifications SET read_at = $1, read_by = $2 WHERE id = $3 AND read_at IS NULL",
+            )
+            .bind(now())
+            .bind(actor.as_str())
+            .bind(id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if n == 1 {
+                insert_event!(self, &mut *tx, ev)?;
+                tx.commit().await?;
+            }
+            n == 1
+        });
+        if !marked {
+            return Err(StoreError::Refused(format!("notice {id} was marked read already")));
+        }
+        Ok(())
+    }
+
+    /// A human saw source `source`'s failed fetch: it leaves "Needs you" until the source fails again.
+    /// Recorded as an event. Refused when the source's last fetch did not fail.
+    pub async fn dismiss_source_error(&self, source: &str, actor: Actor) -> Result<()> {
+        let reason = format!("source {source}: its failed fetch was dismissed");
+        let ev = NewEvent {
+            actor,
+            actor_id: None,
+            task_gid: None,
+            run_id: None,
+            kind: kind::NOTE,
+            from_state: None,
+            to_state: None,
+            reason: Some(&reason),
+        };
+        let dismissed = on_pool!(self, |p| {
+            let mut tx = p.begin_write().await?;
+            let n = sqlx::query(
+                "UPDATE executor_source_cursors SET error_read_at = $1 \
+                 WHERE source = $2 AND last_error IS NOT NULL \
+                   AND (error_read_at IS NULL OR error_read_at < last_error_at)",
+            )
+            .bind(now())
+            .bind(source)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if n == 1 {
+                insert_event!(self, &mut *tx, ev)?;
+                tx.commit().await?;
+            }
+            n == 1
+        });
+        if !dismissed {
+            return Err(StoreError::Refused(format!(
+                "source {source} has no failed fetch waiting to be read"
+            )));
+        }
+        Ok(())
+    }
+}
