@@ -131,12 +131,18 @@ async fn schema_v8_fills_in_who_made_the_skips_before_it() {
     store.skip_imported_task(&imported, Actor::Cli, Some("imported from v1")).await.unwrap();
     store.close().await;
 
-    // Back to v7: the columns of v8 and the table of v9 gone, their versions forgotten.
+    // Back to v7: what v8 and every later version added gone, their versions forgotten.
     let mut conn = sqlx::SqliteConnection::connect(&db.url).await.unwrap();
     sqlx::raw_sql(
         "ALTER TABLE executor_queue DROP COLUMN skipped_by; \
          ALTER TABLE executor_runs DROP COLUMN completion_comment_ids; \
          DROP TABLE executor_forge_cache; \
+         DROP TABLE executor_webhook_deliveries; DROP TABLE executor_pr_marks; DROP TABLE executor_wakes; \
+         DROP TABLE executor_writebacks; \
+         DROP INDEX executor_notifications_unread; DROP INDEX executor_queue_failed_analysis; \
+         ALTER TABLE executor_notifications DROP COLUMN read_at; \
+         ALTER TABLE executor_notifications DROP COLUMN read_by; \
+         ALTER TABLE executor_source_cursors DROP COLUMN error_read_at; \
          DELETE FROM executor_schema WHERE version >= 8;",
     )
     .execute(&mut conn)

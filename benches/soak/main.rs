@@ -76,7 +76,8 @@ pub struct Args {
     /// Also write the report as JSON to this file.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
-    /// Keep the soak's directory (configs, logs, databases) and print where it is.
+    /// Keep the soak's directory (configs, logs, the SQLite database) and print where it is; a soak that
+    /// fails always keeps it.
     #[arg(long)]
     keep: bool,
     // `cargo bench` passes `--bench` to every benchmark program.
@@ -192,9 +193,9 @@ async fn soak(args: Args) -> bool {
     {
         eprintln!("soak: cannot write {}: {e}", path.display());
     }
-    if args.keep {
+    if args.keep || !report.passed() {
         let kept = world.keep();
-        eprintln!("soak: kept {}", kept.display());
+        eprintln!("soak: kept {} (its database too, for SQLite)", kept.display());
     }
     world.drop_schema().await;
     report.passed()

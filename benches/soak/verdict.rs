@@ -54,6 +54,9 @@ enum Outcome {
     InFlight,
     /// Approved, then taken back before any run (its queue status says how).
     Withdrawn,
+    /// Its run is queued and never had a worker, while every slot was busy to the end: more work
+    /// arrived than the agents could take (not a fault of executor's, but said).
+    Backlog,
     /// Approved, no run, nothing happening.
     Lost,
     /// Abandoned without a notice.
@@ -71,6 +74,7 @@ impl Outcome {
             Outcome::WaitingTold => "waiting on the human, told",
             Outcome::InFlight => "still in flight",
             Outcome::Withdrawn => "withdrawn before a run",
+            Outcome::Backlog => "queued behind busy agents at the end",
             Outcome::Lost => "LOST",
             Outcome::AbandonedSilently => "ABANDONED SILENTLY",
             Outcome::SilentlyStuck => "SILENTLY STUCK",
@@ -92,10 +96,12 @@ struct Snapshot {
     last_event: BTreeMap<i64, DateTime<Utc>>,
     merged_branches: BTreeSet<String>,
     statuses: BTreeMap<String, String>,
+    /// Every agent slot was taken at some look of the last minute.
+    slots_full: bool,
 }
 
 impl Snapshot {
-    async fn read(world: &World) -> Result<Snapshot, sqlx::Error> {
+    async fn read(world: &World, slots_full: bool) -> Result<Snapshot, sqlx::Error> {
         let merged_branches =
             world.github.prs(REPO).into_iter().filter(|p| p.state == "MERGED").map(|p| p.branch).collect();
         Ok(Snapshot {
@@ -107,6 +113,7 @@ impl Snapshot {
             last_event: world.db.last_event_per_run().await?.into_iter().collect(),
             merged_branches,
             statuses: world.db.task_statuses().await?.into_iter().collect(),
+            slots_full,
         })
     }
 
@@ -152,6 +159,10 @@ impl Snapshot {
                     .get(&run.id)
                     .map(|at| (self.now - *at).to_std().unwrap_or_default())
                     .unwrap_or_default();
+                let never_started = !self.sessions.iter().any(|s| s.run_id == run.id);
+                if run.state == "queued" && never_started && self.slots_full {
+                    return Outcome::Backlog;
+                }
                 if quiet > CHECK_TIMEOUT * 2 { Outcome::SilentlyStuck } else { Outcome::InFlight }
             }
         }
@@ -162,10 +173,13 @@ impl Snapshot {
     }
 }
 
-/// Whether the drain can end: nothing approved is still in flight.
+/// Whether the drain can end: nothing approved is still in flight or waiting to start.
 pub async fn settled(world: &World) -> bool {
-    match Snapshot::read(world).await {
-        Ok(snapshot) => !snapshot.outcomes().values().any(|o| *o == Outcome::InFlight),
+    // A queued run that never started is work still to do, not a verdict yet.
+    match Snapshot::read(world, true).await {
+        Ok(snapshot) => {
+            !snapshot.outcomes().values().any(|o| matches!(o, Outcome::InFlight | Outcome::Backlog))
+        }
         Err(_) => false,
     }
 }
@@ -198,7 +212,7 @@ pub async fn judge(
     chaos: ChaosReport,
     mut watch: WatchReport,
 ) -> Report {
-    let snapshot = match Snapshot::read(world).await {
+    let snapshot = match Snapshot::read(world, watch.busiest_last_minute() >= world.cluster_max).await {
         Ok(s) => s,
         Err(e) => {
             return Report {

@@ -98,6 +98,15 @@ pub struct WatchReport {
     pub violations: Violations,
     /// Each runner process's looks, by (host, pid).
     pub runners: BTreeMap<(String, i32), Vec<Usage>>,
+    /// The agents counted at each look of the last minute: whether the slots were full at the end.
+    pub last_minute: std::collections::VecDeque<(std::time::Instant, usize)>,
+}
+
+impl WatchReport {
+    /// The most agents at once in the last minute of the soak.
+    pub fn busiest_last_minute(&self) -> usize {
+        self.last_minute.iter().map(|(_, n)| *n).max().unwrap_or(0)
+    }
 }
 
 pub struct Watch {
@@ -164,6 +173,15 @@ impl WatchReport {
             }
         }
         self.max_agents = self.max_agents.max(counted.len());
+        let now = std::time::Instant::now();
+        self.last_minute.push_back((now, counted.len()));
+        while self
+            .last_minute
+            .front()
+            .is_some_and(|(at, _)| now.duration_since(*at) > Duration::from_secs(60))
+        {
+            self.last_minute.pop_front();
+        }
         if counted.len() > world.cluster_max {
             self.violations.add("cluster limit", format!("{} agents at once: {counted:?}", counted.len()));
         }
