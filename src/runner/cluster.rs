@@ -32,6 +32,28 @@ impl Runner {
         self.lost = lost_rx;
         self.heartbeat =
             Some(tokio::spawn(beat(self.store.clone(), self.owner.clone(), ttl, every, lost_tx)));
+        self.stop_orphans().await
+    }
+
+    /// Stops the agents of this host that a runner declared lost left behind: their sessions ended as
+    /// `host_lost` (another host took their runs over), but a runner killed before it could stop them
+    /// leaves them running with no supervisor, counted by no limit and spending on a run that moved
+    /// on (found by the soak: three agents on a host of two). Checked by pid and start time, so a
+    /// reused pid is never touched; each runner of the host does it once, as it starts.
+    async fn stop_orphans(&self) -> Result<(), RunnerError> {
+        let grace = self.config.worker.kill_grace.std();
+        for s in self.store.host_lost_sessions(&self.host).await? {
+            let (Some(pid), Some(start)) = (s.pid, s.pid_start_time) else { continue };
+            let Ok(start) = u64::try_from(start) else { continue };
+            if crate::worker::is_same_process(pid, start) {
+                tracing::warn!(
+                    run = s.run_id,
+                    pid,
+                    "stopping an agent left running by a runner declared lost"
+                );
+                crate::worker::process::terminate_group(pid, grace, || {}).await;
+            }
+        }
         Ok(())
     }
 
@@ -166,3 +188,6 @@ pub(super) fn machine_id() -> String {
         .or_else(|| nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()))
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests;

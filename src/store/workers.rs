@@ -575,6 +575,25 @@ impl Store {
         Ok(closed)
     }
 
+    /// The sessions of `host` ended as `host_lost` that had a process: their agents may have outlived
+    /// the runner that was declared lost, with no supervisor and no session counting them.
+    pub async fn host_lost_sessions(&self, host: &str) -> Result<Vec<WorkerSession>> {
+        on_pool!(self, |p| {
+            sqlx::query(concat!(
+                "SELECT ",
+                session_columns!(),
+                " FROM executor_worker_sessions WHERE host = $1 AND end_reason = 'host_lost' AND pid IS NOT NULL \
+                 ORDER BY id"
+            ))
+            .bind(host)
+            .fetch_all(p)
+            .await?
+            .iter()
+            .map(session_from_row)
+            .collect()
+        })
+    }
+
     /// Sessions not yet closed, on every host.
     pub async fn live_worker_sessions(&self) -> Result<Vec<WorkerSession>> {
         on_pool!(self, |p| {
