@@ -53,7 +53,7 @@ impl Host {
         let agent = dir.join("agent.sh");
         std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/soak/agent.sh"), &agent)?;
         let clone = dir.join("repo");
-        run_git(root, &["clone", "-q", &shared.remote.display().to_string(), &clone.display().to_string()])?;
+        git(root, &["clone", "-q", &shared.remote.display().to_string(), &clone.display().to_string()])?;
         let cluster =
             shared.cluster_max.map(|n| format!("[cluster]\nmax_workers = {n}\n")).unwrap_or_default();
         let config = format!(
@@ -337,14 +337,10 @@ fn executor(config: &Path, dir: &Path, args: &[&str], env: &[(String, String)]) 
     cmd
 }
 
-fn run_git(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
+pub fn git(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
     let out = Command::new("git").args(args).current_dir(dir).output()?;
     anyhow::ensure!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
-pub fn git(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
-    run_git(dir, args)
 }
 
 fn toml_string(s: &str) -> String {

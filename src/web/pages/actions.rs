@@ -10,7 +10,7 @@ use axum::extract::{Path, State};
 use axum::response::Redirect;
 
 use super::PageError;
-use super::forms::{Back, Fields, check_token, parse_gid, reason_of};
+use super::forms::{Back, Fields, parse_gid, reason_of, signed_form};
 use crate::domain::Actor;
 use crate::store::{REQUEUE_REASON, RETRY_REASON, Requeued};
 use crate::web::AppState;
@@ -34,8 +34,7 @@ pub(super) async fn requeue(
     Path(gid): Path<String>,
     body: String,
 ) -> Result<Redirect, PageError> {
-    let fields = Fields::parse(&body);
-    check_token(&state, &auth, &fields)?;
+    let fields = signed_form(&state, &auth, &body)?;
     let back = Back { state: &state, auth: &auth, fields: &fields };
     let gid = parse_gid(&gid)?;
     let reason = match optional_reason(&fields, REQUEUE_REASON, "requeued") {
@@ -66,8 +65,7 @@ pub(super) async fn retry(
     Path(gid): Path<String>,
     body: String,
 ) -> Result<Redirect, PageError> {
-    let fields = Fields::parse(&body);
-    check_token(&state, &auth, &fields)?;
+    let fields = signed_form(&state, &auth, &body)?;
     let back = Back { state: &state, auth: &auth, fields: &fields };
     let gid = parse_gid(&gid)?;
     let reason = match optional_reason(&fields, RETRY_REASON, "retried") {
@@ -88,8 +86,7 @@ pub(super) async fn resume(
     Path(id): Path<String>,
     body: String,
 ) -> Result<Redirect, PageError> {
-    let fields = Fields::parse(&body);
-    check_token(&state, &auth, &fields)?;
+    let fields = signed_form(&state, &auth, &body)?;
     let back = Back { state: &state, auth: &auth, fields: &fields };
     let id = run_id(&id)?;
     let per_run = state.config.budget.per_run_usd;
@@ -113,8 +110,7 @@ pub(super) async fn abandon(
     Path(id): Path<String>,
     body: String,
 ) -> Result<Redirect, PageError> {
-    let fields = Fields::parse(&body);
-    check_token(&state, &auth, &fields)?;
+    let fields = signed_form(&state, &auth, &body)?;
     let back = Back { state: &state, auth: &auth, fields: &fields };
     let id = run_id(&id)?;
     let reason = match reason_of(&fields, "abandoned") {
@@ -138,8 +134,7 @@ pub(super) async fn notice_read(
     Path(id): Path<String>,
     body: String,
 ) -> Result<Redirect, PageError> {
-    let fields = Fields::parse(&body);
-    check_token(&state, &auth, &fields)?;
+    let fields = signed_form(&state, &auth, &body)?;
     let back = Back { state: &state, auth: &auth, fields: &fields };
     let id: i64 = id.parse().map_err(|_| PageError::NotFound(format!("no notice with id {id:?}")))?;
     Ok(match state.store.mark_notice_read(id, Actor::Web).await {
@@ -153,8 +148,7 @@ pub(super) async fn source_dismiss(
     Extension(auth): Extension<Auth>,
     body: String,
 ) -> Result<Redirect, PageError> {
-    let fields = Fields::parse(&body);
-    check_token(&state, &auth, &fields)?;
+    let fields = signed_form(&state, &auth, &body)?;
     let back = Back { state: &state, auth: &auth, fields: &fields };
     let Some(source) = fields.get("source").map(str::trim).filter(|s| !s.is_empty()) else {
         return Ok(back.to(None, "error", "no source named"));

@@ -46,7 +46,14 @@ impl Fields {
 
 /// The form proves it comes from a page of this session (its `csrf` field); the security layer checked
 /// it already, and this says so again where the change is made.
-pub(super) fn check_token(state: &AppState, auth: &Auth, fields: &Fields) -> Result<(), PageError> {
+/// A posted form's fields, once its page's session token checks out (every state change needs it).
+pub(super) fn signed_form(state: &AppState, auth: &Auth, body: &str) -> Result<Fields, PageError> {
+    let fields = Fields::parse(body);
+    check_token(state, auth, &fields)?;
+    Ok(fields)
+}
+
+fn check_token(state: &AppState, auth: &Auth, fields: &Fields) -> Result<(), PageError> {
     if state.keys.csrf_ok(auth, fields.get("csrf").unwrap_or("")) {
         Ok(())
     } else {
@@ -108,8 +115,7 @@ pub(super) async fn approve(
     Path(gid): Path<String>,
     body: String,
 ) -> Result<Redirect, PageError> {
-    let fields = Fields::parse(&body);
-    check_token(&state, &auth, &fields)?;
+    let fields = signed_form(&state, &auth, &body)?;
     let back = Back { state: &state, auth: &auth, fields: &fields };
     let gid = parse_gid(&gid)?;
     // A pending task is approved only from the form that says so (behind its "Approve without
@@ -133,8 +139,7 @@ pub(super) async fn skip(
     Path(gid): Path<String>,
     body: String,
 ) -> Result<Redirect, PageError> {
-    let fields = Fields::parse(&body);
-    check_token(&state, &auth, &fields)?;
+    let fields = signed_form(&state, &auth, &body)?;
     let back = Back { state: &state, auth: &auth, fields: &fields };
     let gid = parse_gid(&gid)?;
     let reason = match reason_of(&fields, "skipped") {
@@ -165,8 +170,7 @@ pub(super) async fn bulk_approve(
     Extension(auth): Extension<Auth>,
     body: String,
 ) -> Result<Redirect, PageError> {
-    let fields = Fields::parse(&body);
-    check_token(&state, &auth, &fields)?;
+    let fields = signed_form(&state, &auth, &body)?;
     let back = Back { state: &state, auth: &auth, fields: &fields };
     let gids: Vec<&str> = fields.all("gid").collect();
     if gids.is_empty() {
@@ -201,8 +205,7 @@ pub(super) async fn bulk_skip(
     Extension(auth): Extension<Auth>,
     body: String,
 ) -> Result<Redirect, PageError> {
-    let fields = Fields::parse(&body);
-    check_token(&state, &auth, &fields)?;
+    let fields = signed_form(&state, &auth, &body)?;
     let back = Back { state: &state, auth: &auth, fields: &fields };
     let gids: Vec<&str> = fields.all("gid").collect();
     if gids.is_empty() {
