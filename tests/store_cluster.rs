@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::TestDb;
 use executor::domain::{Actor, EndReason, QueueStatus, RunState, RunnerEnd, TaskGid, WorkerKind};
 use executor::store::{
-    EventFilter, Heartbeat, HostRunner, NewTask, RunnerRegistration, SessionStart, Store, StoreError,
+    EventFilter, Heartbeat, HostRunner, NewTask, RunnerRegistration, SessionStart, Spent, Store, StoreError,
     WorkerBegin, WorkerEnd, WorkerSlot,
 };
 use sqlx::Connection;
@@ -334,6 +334,28 @@ async fn a_lost_runners_workers_end_as_host_lost_and_its_runs_are_freed(db: Test
     let gone = statuses.iter().find(|s| s.id == "gone/1").unwrap();
     assert_eq!((gone.alive, gone.end_reason), (false, Some(RunnerEnd::Lost)));
     assert_eq!(store.heartbeat("gone/1", SHORT).await.unwrap(), Heartbeat::Lost, "it learns it was lost");
+
+    // Its agent ran on: its host's next runner read its output to byte 500, $1.25 in all.
+    let spent = Spent { cost_usd: 1.25, input_tokens: 150, output_tokens: 20, estimated: false };
+    assert_eq!(store.settle_lost_spend(session.id, 0, 500, &spent).await.unwrap(), Some(0.5));
+    assert_eq!(store.settle_lost_spend(session.id, 0, 500, &spent).await.unwrap(), None, "settled once");
+    let lower = Spent { cost_usd: 1.0, ..spent };
+    assert_eq!(
+        store.settle_lost_spend(session.id, 500, 600, &lower).await.unwrap(),
+        Some(0.0),
+        "never lowered"
+    );
+    let (s, r) = (store.worker_session(session.id).await.unwrap(), store.run(run).await.unwrap());
+    assert_eq!((s.cost_usd, s.input_tokens, s.output_offset), (1.25, 150, 600));
+    assert_eq!((r.cost_usd, r.input_tokens), (1.25, 150));
+    let other = approved_run(&store, "r2").await;
+    assert!(store.claim_run(other, "here/1", LONG).await.unwrap());
+    let live = start_worker(&store, other, "here/1", "here").await;
+    assert_eq!(
+        store.settle_lost_spend(live.id, 0, 9, &spent).await.unwrap(),
+        None,
+        "only a host_lost session"
+    );
 }
 
 async fn a_dead_runner_of_this_host_hands_its_runs_over_at_once(db: TestDb) {

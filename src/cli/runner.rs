@@ -47,6 +47,11 @@ pub async fn runner(ctx: Context, args: RunnerArgs, as_json: bool) -> anyhow::Re
             report.runs_created, report.actions, report.errors, report.runs_seen
         );
     }
+    if !report.throttled.is_empty() {
+        // Not an error: cron's next start after the limit resets goes on, and a cron that mails on a
+        // failing exit must not mail every time GitHub says "later".
+        eprintln!("waited on GitHub's rate limit (not an error):\n  {}", report.throttled.join("\n  "));
+    }
     if report.errors > 0 {
         // Cron reads the exit status: a runner that met errors says so, and what they were.
         bail!("the runner met {} error(s):\n  {}", report.errors, report.failures.join("\n  "));

@@ -51,6 +51,14 @@ pub enum ForgeError {
     Blocking(#[from] tokio::task::JoinError),
 }
 
+impl ForgeError {
+    /// GitHub's rate limit (primary, secondary or `retry-after`): the forge waits on the world, which is
+    /// not a failure of the runner's.
+    pub fn is_rate_limit(&self) -> bool {
+        matches!(self, ForgeError::GitHub(e) if e.is_rate_limit())
+    }
+}
+
 /// Runs git or file work on the blocking pool.
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, ForgeError> + Send + 'static,

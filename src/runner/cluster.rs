@@ -3,12 +3,13 @@
 //! died here or whose host stopped heartbeating.
 
 use std::collections::HashSet;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use tokio::sync::watch;
 
 use super::state::{Runner, RunnerError};
-use crate::store::{Heartbeat, RunnerRegistration, Store, WorkerSlot};
+use crate::store::{Heartbeat, RunnerRegistration, Spent, Store, WorkerSession, WorkerSlot};
 
 impl Runner {
     /// Registers this runner in the database and starts its heartbeat: a task of its own, so that a
@@ -39,7 +40,8 @@ impl Runner {
     /// `host_lost` (another host took their runs over), but a runner killed before it could stop them
     /// leaves them running with no supervisor, counted by no limit and spending on a run that moved
     /// on (found by the soak: three agents on a host of two). Checked by pid and start time, so a
-    /// reused pid is never touched; each runner of the host does it once, as it starts.
+    /// reused pid is never touched; each runner of the host does it once, as it starts. What such an
+    /// agent printed after its session ended is then read for what it spent, which goes on its run.
     async fn stop_orphans(&self) -> Result<(), RunnerError> {
         let grace = self.config.worker.kill_grace.std();
         for s in self.store.host_lost_sessions(&self.host).await? {
@@ -53,6 +55,46 @@ impl Runner {
                 );
                 crate::worker::process::terminate_group(pid, grace, || {}).await;
             }
+            self.settle_lost_spend(&s, pid).await?;
+        }
+        Ok(())
+    }
+
+    /// Puts on the run what a `host_lost` session's agent reported after its session ended: only when
+    /// its output grew past what its supervisor had read (once settled, the offset is at the end).
+    async fn settle_lost_spend(&self, s: &WorkerSession, pid: i32) -> Result<(), RunnerError> {
+        let (Some(output), Some(log)) = (s.output_path.as_deref(), s.log_path.as_deref()) else {
+            return Ok(());
+        };
+        let grown =
+            std::fs::metadata(output).is_ok_and(|m| m.len() > u64::try_from(s.output_offset).unwrap_or(0));
+        if !grown {
+            return Ok(());
+        }
+        let run = self.store.run(s.run_id).await?;
+        let spec = self.adopt_spec(s, &run, pid, PathBuf::from(output), PathBuf::from(log)).await?;
+        let read = match crate::worker::output_spend(&spec).await {
+            Ok(read) => read,
+            Err(e) => {
+                tracing::warn!(run = s.run_id, error = %e, "cannot read a lost agent's output for its cost");
+                return Ok(());
+            }
+        };
+        let spent = Spent {
+            cost_usd: read.cost_usd.unwrap_or(0.0),
+            input_tokens: i64::try_from(read.tokens.input).unwrap_or(i64::MAX),
+            output_tokens: i64::try_from(read.tokens.output).unwrap_or(i64::MAX),
+            estimated: read.estimated,
+        };
+        let up_to = i64::try_from(read.read_up_to).unwrap_or(i64::MAX);
+        if let Some(added) = self.store.settle_lost_spend(s.id, s.output_offset, up_to, &spent).await?
+            && added > 0.0
+        {
+            tracing::info!(
+                run = s.run_id,
+                added,
+                "a lost agent's spending after its session ended is on its run"
+            );
         }
         Ok(())
     }

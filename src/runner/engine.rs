@@ -341,7 +341,11 @@ impl Runner {
                         forge.name()
                     );
                     tracing::warn!(repo, "{why}");
-                    report.failed(format!("repo {repo}: {why}"));
+                    if e.is_rate_limit() {
+                        report.throttled(format!("repo {repo}: {why}"));
+                    } else {
+                        report.failed(format!("repo {repo}: {why}"));
+                    }
                     for (run, memory, _) in &runs {
                         if memory.last_decision.as_deref() != Some(why.as_str()) {
                             self.store.record_decision(run.id, Some(&self.owner), &why).await?;
@@ -405,7 +409,11 @@ impl Runner {
         run: &Run,
         e: &RunnerError,
     ) -> Result<(), RunnerError> {
-        report.failed(format!("run {}: {e}", run.id));
+        if e.is_rate_limit() {
+            report.throttled(format!("run {}: {e}", run.id));
+        } else {
+            report.failed(format!("run {}: {e}", run.id));
+        }
         let why = e.as_decision();
         tracing::warn!(run = run.id, "{why}");
         match self.store.record_decision(run.id, Some(&self.owner), &why).await {

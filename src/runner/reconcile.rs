@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use super::launch::thread_baseline;
 use super::recording::{Recording, supervise_recorded};
 use super::state::{Runner, RunnerError};
-use crate::domain::EndReason;
+use crate::domain::{EndReason, Run};
 use crate::store::{WorkerEnd, WorkerSession};
 use crate::worker::{self, AdoptSpec, PromptKind, is_same_process};
 use crate::worker::{agent_config, worker_timeouts};
@@ -22,28 +22,8 @@ impl Runner {
             return Ok(());
         };
         let run = self.store.run(s.run_id).await?;
-        let sessions = self.store.worker_sessions(run.id).await?;
-        let (agent, env) = (agent_config(&self.config), self.worker_env(&run, s.kind));
-        let start_time = s.pid_start_time.and_then(|t| u64::try_from(t).ok()).unwrap_or(0);
-        let spec = AdoptSpec {
-            task_gid: run.task_gid.clone(),
-            run_id: run.id,
-            kind: PromptKind::Worker(s.kind),
-            agent: agent.clone(),
-            pid,
-            pid_start_time: start_time,
-            output_path: PathBuf::from(output),
-            offset: u64::try_from(s.output_offset).unwrap_or(0),
-            log_path: PathBuf::from(log),
-            started_at: s.started_at,
-            cost_cap_usd: Some(self.budget_left(&run).await?),
-            secrets: env.secret_values(),
-            session_root: worker::session_root(&agent, &env),
-            timeouts: worker_timeouts(&self.config),
-            max_output_bytes: self.config.worker.max_output_bytes,
-            pricing: self.config.pricing.clone(),
-            usage_baseline: thread_baseline(&sessions, s.resumed_session.as_deref(), s.id),
-        };
+        let spec = self.adopt_spec(&s, &run, pid, PathBuf::from(output), PathBuf::from(log)).await?;
+        let start_time = spec.pid_start_time;
         // A review's verdict is recorded for the head its session started at, never the run's head now.
         let recording = Recording {
             store: self.store.clone(),
@@ -61,5 +41,38 @@ impl Runner {
             let _ = supervise_recorded(recording, |tx| worker::collect(spec, tx)).await;
         }
         Ok(())
+    }
+
+    /// How a worker's output is read when its supervisor is gone: the accounting and limits its own
+    /// supervisor used.
+    pub(super) async fn adopt_spec(
+        &self,
+        s: &WorkerSession,
+        run: &Run,
+        pid: i32,
+        output_path: PathBuf,
+        log_path: PathBuf,
+    ) -> Result<AdoptSpec, RunnerError> {
+        let sessions = self.store.worker_sessions(run.id).await?;
+        let (agent, env) = (agent_config(&self.config), self.worker_env(run, s.kind));
+        Ok(AdoptSpec {
+            task_gid: run.task_gid.clone(),
+            run_id: run.id,
+            kind: PromptKind::Worker(s.kind),
+            agent: agent.clone(),
+            pid,
+            pid_start_time: s.pid_start_time.and_then(|t| u64::try_from(t).ok()).unwrap_or(0),
+            output_path,
+            offset: u64::try_from(s.output_offset).unwrap_or(0),
+            log_path,
+            started_at: s.started_at,
+            cost_cap_usd: Some(self.budget_left(run).await?),
+            secrets: env.secret_values(),
+            session_root: worker::session_root(&agent, &env),
+            timeouts: worker_timeouts(&self.config),
+            max_output_bytes: self.config.worker.max_output_bytes,
+            pricing: self.config.pricing.clone(),
+            usage_baseline: thread_baseline(&sessions, s.resumed_session.as_deref(), s.id),
+        })
     }
 }

@@ -50,6 +50,11 @@ pub enum RunnerError {
 }
 
 impl RunnerError {
+    /// See [`crate::forge::ForgeError::is_rate_limit`].
+    pub(super) fn is_rate_limit(&self) -> bool {
+        matches!(self, RunnerError::Forge(e) if e.is_rate_limit())
+    }
+
     /// What a run's last decision says when its step failed with this error: the one wording, so that
     /// a step can tell the same failure again from the run's memory.
     pub(super) fn as_decision(&self) -> String {
@@ -76,6 +81,9 @@ pub struct TickReport {
     pub errors: usize,
     /// What went wrong, one line each, naming the run ("run 3: …").
     pub failures: Vec<String>,
+    /// What waited on GitHub's rate limit, one line each: not a failure (nothing went wrong, and the
+    /// next start after the limit resets goes on), so it leaves the exit status alone.
+    pub throttled: Vec<String>,
     pub workers_alive: usize,
 }
 
@@ -83,6 +91,13 @@ impl TickReport {
     pub(super) fn failed(&mut self, what: String) {
         self.errors += 1;
         self.failures.push(what);
+    }
+
+    /// A step that waits on GitHub's rate limit; see [`TickReport::throttled`].
+    pub(super) fn throttled(&mut self, what: String) {
+        if !self.throttled.contains(&what) && self.throttled.len() < MAX_REPORTED_FAILURES {
+            self.throttled.push(what);
+        }
     }
 
     /// Adds a tick's report to a whole pass's.
@@ -95,6 +110,9 @@ impl TickReport {
             if !self.failures.contains(&f) && self.failures.len() < MAX_REPORTED_FAILURES {
                 self.failures.push(f);
             }
+        }
+        for t in report.throttled {
+            self.throttled(t);
         }
     }
 }

@@ -40,6 +40,25 @@ pub(crate) fn remote_and_clones(root: &Path, hosts: &[&str]) -> Vec<PathBuf> {
 
 /// A runner of `host` over its own clone and data directory, on `forge`.
 pub(crate) fn host_runner(root: &Path, store: &Store, host: &str, forge: &str, max_workers: u32) -> Runner {
+    host_runner_with(
+        root,
+        store,
+        host,
+        forge,
+        max_workers,
+        "agent = \"command\"\nsandbox = \"off\"\n[worker.command]\nargv = [\"true\"]",
+    )
+}
+
+/// [`host_runner`] with its own `[worker]` table body (the agent and its settings).
+pub(crate) fn host_runner_with(
+    root: &Path,
+    store: &Store,
+    host: &str,
+    forge: &str,
+    max_workers: u32,
+    worker: &str,
+) -> Runner {
     let config = format!(
         r#"
 [paths]
@@ -48,10 +67,7 @@ data_dir = "{data}"
 host_name = "{host}"
 max_workers = {max_workers}
 [worker]
-agent = "command"
-sandbox = "off"
-[worker.command]
-argv = ["true"]
+{worker}
 [github]
 api_url = "http://127.0.0.1:9"
 request_timeout = "1s"

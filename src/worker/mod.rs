@@ -494,6 +494,51 @@ pub async fn collect(
     follow_existing(spec, proc, "found the worker gone; collecting its output", updates, rx).await
 }
 
+/// What an agent's whole output reports it spent, read to the end of the file.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OutputSpend {
+    pub tokens: agent::Tokens,
+    pub cost_usd: Option<f64>,
+    /// The cost is (partly) from the price table.
+    pub estimated: bool,
+    /// Just after the last complete line read.
+    pub read_up_to: u64,
+}
+
+/// Reads the output of an agent that ran on after its session ended (its runner was declared lost)
+/// for what it reports having spent, with the accounting its supervisor used, and notes in its work log
+/// that it was read. The process is already stopped or gone.
+pub async fn output_spend(spec: &AdoptSpec) -> Result<OutputSpend, WorkerError> {
+    let note = format!(
+        "the agent (pid {}) ran on after its runner was declared lost; its output is read for what it spent",
+        spec.pid
+    );
+    let mut tail = open_output(spec, &note).await?;
+    tail.replay(u64::MAX).await.map_err(WorkerError::io("read", &spec.output_path))?;
+    Ok(OutputSpend {
+        tokens: tail.totals.tokens,
+        cost_usd: tail.totals.cost_usd,
+        estimated: tail.totals.cost_estimated,
+        read_up_to: tail.offset(),
+    })
+}
+
+/// A worker's output opened for reading with its supervisor's accounting, its work log appended to
+/// with `note` first.
+async fn open_output(spec: &AdoptSpec, note: &str) -> Result<Tail, WorkerError> {
+    let mut log = WorkLog::append(&spec.log_path, Redactor::new(spec.secrets.clone()))
+        .map_err(WorkerError::io("append to work log", &spec.log_path))?;
+    log.note(note);
+    let accounting = Accounting {
+        pricing: spec.pricing.clone(),
+        baseline: spec.usage_baseline,
+        started_at: Some(spec.started_at),
+    };
+    Tail::open(&spec.output_path, spec.agent.parser(&accounting), log)
+        .await
+        .map_err(WorkerError::io("read", &spec.output_path))
+}
+
 async fn follow_existing(
     spec: AdoptSpec,
     proc: Proc,
@@ -501,23 +546,13 @@ async fn follow_existing(
     updates: UnboundedSender<WorkerUpdate>,
     cancel: watch::Receiver<bool>,
 ) -> Result<WorkerOutcome, WorkerError> {
-    let redactor = Redactor::new(spec.secrets.clone());
-    let mut log = WorkLog::append(&spec.log_path, redactor)
-        .map_err(WorkerError::io("append to work log", &spec.log_path))?;
-    log.note(&format!(
+    let note = format!(
         "{note} (pid {}) at {}; reading its output from byte {}",
         spec.pid,
         Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         spec.offset
-    ));
-    let accounting = Accounting {
-        pricing: spec.pricing.clone(),
-        baseline: spec.usage_baseline,
-        started_at: Some(spec.started_at),
-    };
-    let mut tail = Tail::open(&spec.output_path, spec.agent.parser(&accounting), log)
-        .await
-        .map_err(WorkerError::io("read", &spec.output_path))?;
+    );
+    let mut tail = open_output(&spec, &note).await?;
     if let Some(root) = spec.session_root.clone() {
         tail.follow_session_file(root);
     }

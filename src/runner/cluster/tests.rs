@@ -5,7 +5,7 @@ use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 use crate::domain::{EndReason, WorkerKind};
-use crate::runner::test_hosts::{host_runner, store_with_runs};
+use crate::runner::test_hosts::{host_runner, host_runner_with, store_with_runs};
 use crate::store::{SessionStart, WorkerEnd};
 use crate::worker::process::{is_alive, pid_start_time};
 
@@ -55,4 +55,59 @@ async fn a_new_runner_stops_the_agents_a_lost_runner_of_its_host_left_behind() {
     assert!(is_alive(other), "beta's agent is beta's");
     elsewhere.kill().unwrap();
     let _ = elsewhere.wait();
+}
+
+/// The agent's output as a Claude Code worker writes it (stream-json), one line per event.
+fn claude_lines(lines: &[&str]) -> String {
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+#[tokio::test]
+async fn what_a_lost_agent_spent_after_its_session_ended_goes_on_its_run_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (store, runs) = store_with_runs(tmp.path(), 1).await;
+    let run = &runs[0];
+    let (out, log) = (tmp.path().join("agent.out"), tmp.path().join("agent.md"));
+    // What its supervisor had read when the runner was declared lost: $0.25 so far.
+    let read = claude_lines(&[
+        r#"{"type":"system","subtype":"init","session_id":"lost-1","model":"claude-fake-1","tools":[]}"#,
+    ]);
+    std::fs::write(&out, &read).unwrap();
+    std::fs::write(&log, "# in_progress\n").unwrap();
+    // A process that is gone by now: the agent ended by itself, or a runner of the host stopped it.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let pid = i32::try_from(gone.id()).unwrap();
+    let start = i64::try_from(pid_start_time(pid)).unwrap();
+    gone.wait().unwrap();
+    let s = store
+        .begin_worker_session(run.id, WorkerKind::InProgress, "claude", "alpha", &SessionStart::default())
+        .await
+        .unwrap()
+        .unwrap();
+    let (out_s, log_s) = (out.to_str().unwrap(), log.to_str().unwrap());
+    store.set_worker_process(s.id, None, pid, Some(start), out_s, log_s).await.unwrap();
+    store.set_worker_usage(s.id, None, Some(0.25), 10, 20, false).await.unwrap();
+    store.touch_worker_output(s.id, None, chrono::Utc::now(), read.len() as i64).await.unwrap();
+    store.end_worker_session(s.id, None, &WorkerEnd::new(EndReason::HostLost)).await.unwrap();
+    assert!((store.run(run.id).await.unwrap().cost_usd - 0.25).abs() < 1e-9);
+    // It ran on, unsupervised, to its result: $0.75 in all.
+    let more = claude_lines(&[
+        r#"{"type":"assistant","session_id":"lost-1","message":{"content":[{"type":"text","text":"more work"}]}}"#,
+        r#"{"type":"result","subtype":"success","is_error":false,"num_turns":3,"result":"ok","session_id":"lost-1","total_cost_usd":0.75,"usage":{"input_tokens":30,"output_tokens":60}}"#,
+    ]);
+    std::fs::write(&out, format!("{read}{more}")).unwrap();
+
+    let claude = "agent = \"claude\"\nsandbox = \"off\"";
+    for _ in 0..2 {
+        // Every runner of the host looks as it starts; the second finds it settled.
+        let mut alpha = host_runner_with(tmp.path(), &store, "alpha", "local", 2, claude);
+        alpha.register().await.unwrap();
+    }
+    let session = store.worker_session(s.id).await.unwrap();
+    assert!((session.cost_usd - 0.75).abs() < 1e-9, "session: {}", session.cost_usd);
+    assert_eq!((session.input_tokens, session.output_tokens), (30, 60));
+    assert_eq!(session.output_offset, (read.len() + more.len()) as i64);
+    let cost = store.run(run.id).await.unwrap().cost_usd;
+    assert!((cost - 0.75).abs() < 1e-9, "the run has ${cost}, its agent spent $0.75");
+    assert!(std::fs::read_to_string(&log).unwrap().contains("ran on after its runner was declared lost"));
 }
