@@ -436,6 +436,7 @@ fn snapshot_json() -> String {
             comment("c2", "mallory", "spam from mallory"),
         ],
         observed_at: at,
+        diff: None,
     };
     serde_json::to_string(&pr).expect("json")
 }

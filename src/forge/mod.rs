@@ -11,7 +11,7 @@ pub use local::{ForgeError, LocalForge};
 pub use replies::{AGENT_AUTHOR, deliver_reply};
 pub use reviews::{ReviewDelivery, deliver_review, marked, review_marker};
 pub use snapshot::{
-    ACK_PREFIX, Check, CheckStatus, CiRollup, Comment, Mergeable, PrRef, PrSnapshot, PrState,
+    ACK_PREFIX, Check, CheckStatus, CiRollup, Comment, DiffStat, Mergeable, PrRef, PrSnapshot, PrState,
 };
 
 use std::collections::HashMap;
