@@ -80,7 +80,9 @@ async fn the_board_shows_cards_filters_by_state_and_follows_a_run_at_desktop_and
     open(&b, &site, "/runs").await;
     let pr_card = format!("article[data-run='{}']", s.pr_run);
     let card = text(&b, &pr_card).await;
-    for expected in [PR_TITLE, "#7", "failing at abc1234def", "seen 2m ago", "fix_comments running for", "$1.50"] {
+    for expected in
+        [PR_TITLE, "#7", "failing at abc1234def", "seen 2m ago", "fix_comments running for", "$1.50"]
+    {
         assert!(card.contains(expected), "{expected:?} not on the card: {card}");
     }
     let bold = b.client.find_all(Locator::Css(".card-title b")).await.unwrap();
@@ -91,7 +93,13 @@ async fn the_board_shows_cards_filters_by_state_and_follows_a_run_at_desktop_and
     b.screenshot("runs-board").await;
 
     // The filter is a link: its address can be shared.
-    b.client.find(Locator::Css("nav.state-filter a[href='/runs?state=pr']")).await.unwrap().click().await.unwrap();
+    b.client
+        .find(Locator::Css("nav.state-filter a[href='/runs?state=pr']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     eventually("only the runs in pr", || async {
         b.client.find_all(Locator::Css("article.run-card")).await.unwrap().len() == 1
     })
@@ -148,7 +156,12 @@ async fn the_run_page_shows_checks_comments_findings_and_workers_at_desktop_and_
         }
         assert!(!body.contains("spam from mallory"), "an untrusted comment is not listed");
         let checks = text(&b, "table.checks").await;
-        assert!(checks.contains("build success") && checks.contains("2 tests failed") && checks.contains("failure"), "{checks}");
+        assert!(
+            checks.contains("build success")
+                && checks.contains("2 tests failed")
+                && checks.contains("failure"),
+            "{checks}"
+        );
         let workers = b.client.find_all(Locator::Css("table.workers tbody tr")).await.unwrap();
         assert_eq!(workers.len(), 3, "every worker");
         let logs = b.client.find_all(Locator::Css("table.workers a[href$='/log']")).await.unwrap();

@@ -40,7 +40,13 @@ async fn site() -> Site {
 
 impl Site {
     async fn get(&self, path: &str) -> (StatusCode, String) {
-        let r = self.client.get(format!("{}{path}", self.base)).header("cookie", &self.cookie).send().await.unwrap();
+        let r = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .header("cookie", &self.cookie)
+            .send()
+            .await
+            .unwrap();
         let status = r.status();
         (status, r.text().await.unwrap())
     }
@@ -58,7 +64,8 @@ fn escaped(text: &str) -> String {
 
 /// The card of run `id` on a board page.
 fn card(page: &str, id: i64) -> &str {
-    let start = page.find(&format!(r#"data-run="{id}""#)).unwrap_or_else(|| panic!("no card for run {id}\n{page}"));
+    let start =
+        page.find(&format!(r#"data-run="{id}""#)).unwrap_or_else(|| panic!("no card for run {id}\n{page}"));
     let end = start + page[start..].find("</article>").unwrap();
     &page[start..end]
 }
@@ -106,7 +113,10 @@ async fn the_board_filters_by_state_with_a_stable_url() {
     assert_eq!(page.matches(r#"<article class="card run-card""#).count(), 1, "{page}");
     card(&page, site.scene.pr_run);
     assert!(!page.contains(SILENT_TITLE) && !page.contains(FRESH_TITLE));
-    assert!(page.contains(r#"<a href="/runs?state=pr" class="current" aria-current="page">pr <small>1</small>"#), "{page}");
+    assert!(
+        page.contains(r#"<a href="/runs?state=pr" class="current" aria-current="page">pr <small>1</small>"#),
+        "{page}"
+    );
     assert!(page.contains(r#"href="/runs?state=in_progress">in_progress <small>1</small>"#), "{page}");
     assert!(page.contains(r#"href="/runs">all <small>3</small>"#), "{page}");
 

@@ -113,13 +113,24 @@ pub async fn scene(store: &Store) -> Scene {
     let silent = WorkerEnd { cost_usd: 0.3, ..WorkerEnd::new(EndReason::IdleTimeout) };
     ended(store, silent_run, WorkerKind::Queued, &none, silent).await;
 
-    store.set_run_state_if(pr_run, RunState::Queued, RunState::InProgress, None, Actor::Runner, "started").await.unwrap();
-    store.set_run_state_if(pr_run, RunState::InProgress, RunState::Pr, None, Actor::Runner, "pr opened").await.unwrap();
+    store
+        .set_run_state_if(pr_run, RunState::Queued, RunState::InProgress, None, Actor::Runner, "started")
+        .await
+        .unwrap();
+    store
+        .set_run_state_if(pr_run, RunState::InProgress, RunState::Pr, None, Actor::Runner, "pr opened")
+        .await
+        .unwrap();
     store.set_run_pr(pr_run, None, PR_URL, 7).await.unwrap();
     store.set_run_head(pr_run, None, HEAD).await.unwrap();
     store.set_last_snapshot(pr_run, None, &serde_json::to_string(&snapshot()).unwrap()).await.unwrap();
     store.record_decision(pr_run, None, "the review failed at the head: fix_comments").await.unwrap();
-    let work = WorkerEnd { cost_usd: 1.0, input_tokens: 1000, output_tokens: 100, ..WorkerEnd::new(EndReason::Finished) };
+    let work = WorkerEnd {
+        cost_usd: 1.0,
+        input_tokens: 1000,
+        output_tokens: 100,
+        ..WorkerEnd::new(EndReason::Finished)
+    };
     ended(store, pr_run, WorkerKind::Queued, &none, work).await;
     let review = serde_json::json!({
         "verdict": "fail",
@@ -137,7 +148,11 @@ pub async fn scene(store: &Store) -> Scene {
         ..WorkerEnd::new(EndReason::Finished)
     };
     let review_session = ended(store, pr_run, WorkerKind::PrReview, &at_head, verdict).await;
-    let live = store.begin_worker_session(pr_run, WorkerKind::FixComments, "claude", "h", &at_head).await.unwrap().unwrap();
+    let live = store
+        .begin_worker_session(pr_run, WorkerKind::FixComments, "claude", "h", &at_head)
+        .await
+        .unwrap()
+        .unwrap();
     store.set_worker_usage(live.id, None, Some(0.1), 50, 5, false).await.unwrap();
     Scene { pr_run, silent_run, fresh_run, live_session: live.id, review_session }
 }

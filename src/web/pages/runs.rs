@@ -79,7 +79,10 @@ fn worker_line(row: &BoardRow, now: chrono::DateTime<chrono::Utc>) -> Option<Wor
         (Some(end), reason) => {
             let took = span((end - w.started_at).num_seconds());
             let word = reason.map_or("ended", EndReason::as_str);
-            (format!("{word} after {took}, {}", ago(end, now)), reason.is_some_and(EndReason::counts_as_stuck))
+            (
+                format!("{word} after {took}, {}", ago(end, now)),
+                reason.is_some_and(EndReason::counts_as_stuck),
+            )
         }
     };
     Some(WorkerLine {
