@@ -148,6 +148,16 @@ impl Store {
         self.runs_board_of(BoardQuery { state: None, limit }).await
     }
 
+    /// How many runs are in each state (states with none left out), for the board's filter: one
+    /// statement over the runs only (`executor_runs_state` index).
+    pub async fn run_state_counts(&self) -> Result<Vec<(String, i64)>> {
+        Ok(on_pool!(self, |p| {
+            sqlx::query_as("SELECT state, count(*) FROM executor_runs GROUP BY state ORDER BY state")
+                .fetch_all(p)
+                .await?
+        }))
+    }
+
     /// The newest `query.limit` runs (of `query.state`, if given), newest first, each with its task's
     /// text, its memory, its sessions summed and its newest session. One statement whatever the number
     /// of runs.

@@ -141,7 +141,7 @@ pub(super) async fn board(
     };
     let live = super::live::mark(&state).await?;
     let rows = state.store.runs_board_of(BoardQuery { state: only, limit: BOARD_LIMIT }).await?;
-    let counts = state.store.status_counts().await?.runs;
+    let counts = state.store.run_state_counts().await?;
     let count = |s: RunState| counts.iter().find(|(name, _)| name == s.as_str()).map_or(0, |(_, n)| *n);
     let links: Vec<StateLink> = RunState::ALL
         .iter()
