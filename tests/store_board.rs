@@ -164,7 +164,7 @@ async fn the_board_filters_by_state_and_holds_many_runs_in_one_statement(db: Tes
             Some(format!("Title {i}\nbody").as_str()),
             "its own task's text"
         );
-        let expected = if i % 3 == 0 { (2, 1.0, Some(EndReason::Finished)) } else { (0, 0.0, None) };
+        let expected = if i.is_multiple_of(3) { (2, 1.0, Some(EndReason::Finished)) } else { (0, 0.0, None) };
         assert_eq!(
             (row.workers.sessions, row.workers.cost_usd, row.last_worker.as_ref().and_then(|w| w.end_reason)),
             expected,
