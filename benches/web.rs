@@ -3,15 +3,17 @@
 //!
 //! Seeds N tasks (through the store's streaming intake, as `benches/intake.rs` does; a third from the
 //! source `inbox`, descriptions of 20 to 800 characters) and 1,000 runs with pull request snapshots,
-//! into SQLite in a temporary directory, then serves the dashboard on 127.0.0.1:0 and times over real
-//! HTTP: the queue's first page, a filtered page, a deep page, a text search, and the runs board.
+//! into SQLite in a temporary directory, each run with two ended worker sessions (one a review with
+//! findings) and every tenth with a live one; then serves the dashboard on 127.0.0.1:0 and times over
+//! real HTTP: the queue's first page, a filtered page, a deep page, a text search, the runs board (all
+//! states and one), and a run's page.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use executor::config::Config;
-use executor::domain::{Actor, QueueStatus, TaskGid};
-use executor::store::{NewTask, Store};
+use executor::domain::{Actor, EndReason, QueueStatus, ReviewVerdict, TaskGid, WorkerKind};
+use executor::store::{NewTask, SessionStart, Store, WorkerEnd};
 use executor::web::{self, AppState};
 
 /// Tasks handed to the intake at a time.
@@ -72,9 +74,41 @@ async fn seed(store: &Store, n: usize) {
         let run = store.create_run_for_task(&g, Actor::Runner).await.expect("run").expect("a new run");
         store.set_last_snapshot(run.id, None, &snapshot).await.expect("snapshot");
         store.record_decision(run.id, None, "waiting for CI at the head").await.expect("decision");
+        seed_workers(store, run.id, i).await;
     }
-    println!("seeded {} runs in {:.1}s", RUNS.min(n), started.elapsed().as_secs_f64());
+    println!("seeded {} runs and their workers in {:.1}s", RUNS.min(n), started.elapsed().as_secs_f64());
     seed_waits(store, n).await;
+}
+
+/// A run's workers as the board and the run page read them: a finished `queued` worker, a failed review
+/// at the head with five findings, and for every tenth run a live `fix_comments` worker.
+async fn seed_workers(store: &Store, run: i64, i: usize) {
+    let start = SessionStart { start_sha: Some("0123456789abcdef".into()), resumed_session: None };
+    let begin = |kind| store.begin_worker_session(run, kind, "claude", "bench", &start);
+    let work = begin(WorkerKind::Queued).await.expect("session").expect("a new session");
+    let end = WorkerEnd {
+        cost_usd: 0.8,
+        input_tokens: 90_000,
+        output_tokens: 4_000,
+        ..WorkerEnd::new(EndReason::Finished)
+    };
+    store.end_worker_session(work.id, None, &end).await.expect("end");
+    let review = begin(WorkerKind::PrReview).await.expect("session").expect("a new session");
+    let findings: Vec<_> = (1..=5)
+        .map(|f| serde_json::json!({"path": format!("src/module_{f}.rs"), "line": f * 10, "body": "this unwrap panics on bad input"}))
+        .collect();
+    let result = serde_json::json!({"verdict": "fail", "summary": "Five problems.", "findings": findings});
+    let end = WorkerEnd {
+        cost_usd: 0.3,
+        result_json: Some(result.to_string()),
+        verdict: Some(ReviewVerdict::Fail),
+        ..WorkerEnd::new(EndReason::Finished)
+    };
+    store.end_worker_session(review.id, None, &end).await.expect("end");
+    if i.is_multiple_of(10) {
+        let live = begin(WorkerKind::FixComments).await.expect("session").expect("a new session");
+        store.set_worker_usage(live.id, None, Some(0.1), 20_000, 500, false).await.expect("usage");
+    }
 }
 
 /// What "Needs you" lists: tasks awaiting go, runs stopped on budget, abandoned runs with an unread
@@ -118,7 +152,8 @@ fn snapshot_json() -> String {
             {"name": "lint", "status": "failure", "sha": "0123456789abcdef", "url": null, "summary": null}
         ],
         "comments": [comment(1), comment(2), comment(3)],
-        "observed_at": "2026-11-30T10:02:00Z"
+        "observed_at": "2026-11-30T10:02:00Z",
+        "diff": {"files": 4, "additions": 210, "deletions": 37}
     })
     .to_string()
 }
@@ -157,6 +192,16 @@ async fn main() {
     store.migrate().await.expect("migrate");
     seed(&store, n).await;
 
+    // The board's statement alone, to tell the database's share of the board from the page's.
+    let mut took: Vec<Duration> = Vec::with_capacity(REPEAT);
+    for _ in 0..REPEAT {
+        let started = Instant::now();
+        store.runs_board(2000).await.expect("board");
+        took.push(started.elapsed());
+    }
+    took.sort();
+    println!("the board's statement alone: {:.1} ms median", took[REPEAT / 2].as_secs_f64() * 1000.0);
+
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("address"));
     let state = AppState::new(store, Arc::new(Config::default()), TOKEN.to_string(), None);
@@ -167,12 +212,14 @@ async fn main() {
     auth.insert(reqwest::header::AUTHORIZATION, format!("Bearer {TOKEN}").parse().expect("header"));
     let client = reqwest::Client::builder().default_headers(auth).build().expect("client");
 
-    println!("sqlite, {n} tasks, {} runs, {REPEAT} requests each:", RUNS.min(n));
+    println!("sqlite, {n} tasks, {} runs with 2 to 3 workers each, {REPEAT} requests each:", RUNS.min(n));
     time(&client, &base, "needs you (the default view)", "/").await;
     time(&client, &base, "queue, first page", "/queue").await;
     time(&client, &base, "queue, status+source filter", "/queue?status=pending&source=inbox").await;
     time(&client, &base, "queue, page 1000", "/queue?page=1000").await;
     time(&client, &base, "queue, text search", "/queue?q=needle").await;
     time(&client, &base, "runs board (1,000 runs)", "/runs").await;
+    time(&client, &base, "runs board, one state (50)", "/runs?state=abandoned").await;
+    time(&client, &base, "a run's page (3 workers)", "/runs/991").await;
     time(&client, &base, "status", "/status").await;
 }

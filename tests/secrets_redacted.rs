@@ -42,6 +42,7 @@ fn snapshot_quoting(secret: &str) -> String {
             author_association: None,
         }],
         observed_at: at,
+        diff: None,
     };
     serde_json::to_string(&pr).expect("json")
 }

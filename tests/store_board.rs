@@ -4,11 +4,13 @@
 mod common;
 
 use common::TestDb;
-use executor::domain::{Actor, QueueStatus, TaskGid, WorkerKind};
-use executor::store::{NewTask, SessionStart, Store, TaskFilter, WorkerEnd};
+use executor::domain::{Actor, EndReason, QueueStatus, RunState, TaskGid, WorkerKind};
+use executor::store::{BoardQuery, NewTask, SessionStart, Store, TaskFilter, WorkerEnd, WorkerTotals};
 
 on_both_databases!(
     the_board_has_every_run_newest_first_with_its_live_worker,
+    the_board_sums_each_runs_sessions_and_names_its_last_worker,
+    the_board_filters_by_state_and_holds_many_runs_in_one_statement,
     the_text_filter_matches_description_or_notes_literally,
     approve_task_refuses_a_pending_task_unless_triage_is_skipped,
 );
@@ -63,6 +65,124 @@ async fn the_board_has_every_run_newest_first_with_its_live_worker(db: TestDb) {
     assert!(board[2].live_worker.is_none());
     assert_eq!(board[0].run, store.run(c).await.unwrap(), "the run's own columns, unchanged by the join");
     assert_eq!(store.runs_board(2).await.unwrap().len(), 2, "the limit holds");
+}
+
+/// Starts a worker session on `run` and, unless `live`, ends it as `reason` having spent `cost`.
+async fn session(store: &Store, run: i64, kind: WorkerKind, cost: f64, end: Option<EndReason>) -> i64 {
+    let s = store
+        .begin_worker_session(run, kind, "claude", "h", &SessionStart::default())
+        .await
+        .unwrap()
+        .unwrap();
+    match end {
+        Some(reason) => {
+            let end =
+                WorkerEnd { cost_usd: cost, input_tokens: 100, output_tokens: 10, ..WorkerEnd::new(reason) };
+            assert!(store.end_worker_session(s.id, None, &end).await.unwrap());
+        }
+        None => store.set_worker_usage(s.id, None, Some(cost), 100, 10, false).await.unwrap(),
+    }
+    s.id
+}
+
+async fn the_board_sums_each_runs_sessions_and_names_its_last_worker(db: TestDb) {
+    let store = db.open().await;
+    let working = approved_run(&store, "W").await;
+    let stuck = approved_run(&store, "S").await;
+    let fresh = approved_run(&store, "F").await;
+    // W: two ended workers and a live one with spend so far; S: one that went silent.
+    session(&store, working, WorkerKind::Queued, 1.25, Some(EndReason::Finished)).await;
+    session(&store, working, WorkerKind::FixCi, 0.5, Some(EndReason::Failed)).await;
+    let live = session(&store, working, WorkerKind::FixCi, 0.25, None).await;
+    let silent = session(&store, stuck, WorkerKind::Queued, 2.0, Some(EndReason::IdleTimeout)).await;
+
+    let board = store.runs_board(10).await.unwrap();
+    let row = |id: i64| board.iter().find(|r| r.run.id == id).expect("on the board");
+    let w = row(working);
+    assert_eq!(
+        w.workers,
+        WorkerTotals {
+            sessions: 3,
+            cost_usd: 2.0,
+            cost_estimated: false,
+            input_tokens: 300,
+            output_tokens: 30
+        },
+        "every session summed, the live one's spend so far included"
+    );
+    assert_eq!(w.run.cost_usd, 1.75, "the run itself sums only the ended ones");
+    let last = w.last_worker.as_ref().expect("W's last worker");
+    assert_eq!(
+        (last.session, last.kind, last.ended_at, last.end_reason),
+        (live, WorkerKind::FixCi, None, None)
+    );
+    assert_eq!(w.live_worker.as_ref().map(|l| l.session), Some(live));
+    assert_eq!(w.task_text.as_deref(), Some("task W"));
+
+    let s = row(stuck);
+    assert!(s.live_worker.is_none());
+    let last = s.last_worker.as_ref().expect("S's last worker");
+    assert_eq!((last.session, last.end_reason), (silent, Some(EndReason::IdleTimeout)));
+    assert!(last.ended_at.is_some_and(|end| end >= last.started_at));
+    assert_eq!((s.workers.sessions, s.workers.cost_usd), (1, 2.0));
+
+    let f = row(fresh);
+    assert_eq!((f.workers.clone(), f.last_worker.is_none()), (WorkerTotals::default(), true));
+}
+
+async fn the_board_filters_by_state_and_holds_many_runs_in_one_statement(db: TestDb) {
+    let store = db.open().await;
+    let tasks: Vec<(TaskGid, NewTask)> = (0..300)
+        .map(|i| {
+            (
+                gid(&format!("M-{i}")),
+                NewTask { description: Some(format!("Title {i}\nbody")), ..Default::default() },
+            )
+        })
+        .collect();
+    store.upsert_tasks(&tasks, Actor::Cli).await.unwrap();
+    let mut ids = Vec::new();
+    for (g, _) in &tasks {
+        store.approve_task(g, true, Actor::Cli).await.unwrap();
+        ids.push(store.create_run_for_task(g, Actor::Runner).await.unwrap().expect("a run").id);
+    }
+    // Every third run is in progress with two ended workers of 0.5 each.
+    for id in ids.iter().step_by(3) {
+        store
+            .set_run_state_if(*id, RunState::Queued, RunState::InProgress, None, Actor::Runner, "t")
+            .await
+            .unwrap();
+        session(&store, *id, WorkerKind::Queued, 0.5, Some(EndReason::Crashed)).await;
+        session(&store, *id, WorkerKind::InProgress, 0.5, Some(EndReason::Finished)).await;
+    }
+    let all = store.runs_board_of(BoardQuery { state: None, limit: 1000 }).await.unwrap();
+    assert_eq!(all.len(), 300);
+    for row in &all {
+        let i: usize = row.run.task_gid.as_str()["M-".len()..].parse().unwrap();
+        assert_eq!(
+            row.task_text.as_deref(),
+            Some(format!("Title {i}\nbody").as_str()),
+            "its own task's text"
+        );
+        let expected = if i.is_multiple_of(3) { (2, 1.0, Some(EndReason::Finished)) } else { (0, 0.0, None) };
+        assert_eq!(
+            (row.workers.sessions, row.workers.cost_usd, row.last_worker.as_ref().and_then(|w| w.end_reason)),
+            expected,
+            "run {}",
+            row.run.id
+        );
+    }
+    let working =
+        store.runs_board_of(BoardQuery { state: Some(RunState::InProgress), limit: 1000 }).await.unwrap();
+    assert_eq!(working.len(), 100);
+    assert!(working.iter().all(|r| r.run.state == RunState::InProgress && r.workers.sessions == 2));
+    assert!(working.windows(2).all(|w| w[0].run.id > w[1].run.id), "newest first");
+    let newest = store.runs_board_of(BoardQuery { state: Some(RunState::Queued), limit: 5 }).await.unwrap();
+    assert_eq!(newest.len(), 5, "the limit holds within a state");
+    assert!(newest.iter().all(|r| r.run.state == RunState::Queued));
+    assert!(
+        store.runs_board_of(BoardQuery { state: Some(RunState::Pr), limit: 10 }).await.unwrap().is_empty()
+    );
 }
 
 async fn the_text_filter_matches_description_or_notes_literally(db: TestDb) {

@@ -378,13 +378,13 @@ async fn the_runs_board_shows_a_thousand_runs_with_their_pull_requests_and_worke
     let (status, page) = dash.get("/runs").await;
     let took = started.elapsed();
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(page.matches(r#"<article class="card">"#).count(), 1000, "every run is on the board");
+    assert_eq!(page.matches(r#"<article class="card run-card""#).count(), 1000, "every run is on the board");
     for id in [ids[0], ids[500], ids[999]] {
         assert!(page.contains(&format!(r#"href="/runs/{id}""#)), "run {id}");
     }
     assert!(links(&page).contains(r#"href="https://example.test/pr/5""#), "{page}");
-    assert!(page.contains("failure at abc1234"), "CI at the head from the snapshot\n{page}");
-    assert!(page.contains("1 trusted comment<"), "bob is not trusted; alice is");
+    assert!(page.contains(">failing</span> at abc1234"), "CI at the head from the snapshot\n{page}");
+    assert!(page.contains("1 unresolved trusted comment<"), "mallory is not trusted; alice is");
     assert!(page.contains(&format!(r#"href="/sessions/{}/log">fix_ci</a>"#, session.id)));
     assert!(page.contains("CI failed at the head: start fix_ci"));
     eprintln!("GET /runs with 1,000 runs: {took:?} (debug build)");
@@ -436,6 +436,7 @@ fn snapshot_json() -> String {
             comment("c2", "mallory", "spam from mallory"),
         ],
         observed_at: at,
+        diff: None,
     };
     serde_json::to_string(&pr).expect("json")
 }

@@ -93,14 +93,22 @@ impl LocalForge {
         };
         let (repo, branch, base) = (self.repo_path(), pr.branch.clone(), pr.base.clone());
         let last_head = run.head_sha.clone();
-        let (head, merged) = blocking(move || {
+        let (head, merged, diff) = blocking(move || {
             let head = workspace::branch_head(&repo, &branch)?;
             // A branch deleted after its last known head reached the base branch was merged with git.
             let merged = match (&head, &last_head) {
                 (None, Some(sha)) => is_merged(&repo, sha, &base)?,
                 _ => false,
             };
-            Ok((head, merged))
+            // Only for a page to show: a base git cannot diff against leaves it unknown.
+            let diff = match &head {
+                Some(sha) => workspace::diff_stat(&repo, &base, sha).unwrap_or_else(|e| {
+                    tracing::warn!("no diff stat for branch {branch}: {e}");
+                    None
+                }),
+                None => None,
+            };
+            Ok((head, merged, diff))
         })
         .await?;
         let checks = self.store.local_checks(pr.id).await?;
@@ -123,6 +131,11 @@ impl LocalForge {
             checks: checks.iter().map(check_view).collect(),
             comments: comments.iter().map(comment_view).collect(),
             observed_at: Utc::now(),
+            diff: diff.map(|d| super::DiffStat {
+                files: d.files,
+                additions: d.additions,
+                deletions: d.deletions,
+            }),
         }))
     }
 

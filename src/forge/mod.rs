@@ -9,15 +9,16 @@ mod snapshot;
 
 pub use local::{ForgeError, LocalForge};
 pub use replies::{AGENT_AUTHOR, deliver_reply};
-pub use reviews::{ReviewDelivery, deliver_review, marked, review_marker};
+pub use reviews::{ReviewDelivery, deliver_review, latest_review, marked, review_marker};
 pub use snapshot::{
-    ACK_PREFIX, Check, CheckStatus, CiRollup, Comment, Mergeable, PrRef, PrSnapshot, PrState,
+    ACK_PREFIX, Check, CheckStatus, CiRollup, Comment, DiffStat, Mergeable, PrRef, PrSnapshot, PrState,
 };
 
 use std::collections::HashMap;
 
 use crate::domain::{Run, Task};
-use crate::worker::result::ReviewResult;
+/// A `pr_review` worker's result, as pages show it.
+pub use crate::worker::result::{Finding, ReviewResult, Verdict};
 
 /// A comment executor posts on a pull request: its own notice, or an agent's reply.
 #[derive(Debug, Clone, Copy, Default)]

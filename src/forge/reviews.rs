@@ -57,3 +57,16 @@ pub async fn deliver_review(
     );
     Ok(ReviewDelivery::FoundEarlier)
 }
+
+/// A run's newest review, for a page: the newest `pr_review` session that ended with a verdict, and
+/// what its agent handed back (`None` when that does not read as a review).
+pub fn latest_review(
+    sessions: &[crate::store::WorkerSession],
+) -> Option<(&crate::store::WorkerSession, Option<ReviewResult>)> {
+    let review = sessions
+        .iter()
+        .rev()
+        .find(|s| s.kind == crate::domain::WorkerKind::PrReview && s.verdict.is_some())?;
+    let result = review.result_json.as_deref().and_then(|j| serde_json::from_str(j).ok());
+    Some((review, result))
+}

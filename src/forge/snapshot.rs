@@ -210,6 +210,18 @@ pub struct PrSnapshot {
     /// In the order the forge returned them; decisions use `created_at`, not the order.
     pub comments: Vec<Comment>,
     pub observed_at: DateTime<Utc>,
+    /// What the pull request changes against its base, when the forge said (snapshots stored before
+    /// this was observed have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<DiffStat>,
+}
+
+/// A pull request's change against its base: files changed, lines added and removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiffStat {
+    pub files: i64,
+    pub additions: i64,
+    pub deletions: i64,
 }
 
 impl PrSnapshot {

@@ -46,7 +46,7 @@ pub(crate) use workers::test_session;
 pub use analysis::Triage;
 pub use analysis_sessions::{AnalysisEnd, AnalysisSession};
 pub use approve::Approval;
-pub use board::{BoardRow, LiveWorker};
+pub use board::{BoardQuery, BoardRow, LastWorker, LiveWorker, TASK_TEXT_CHARS, WorkerTotals};
 pub use events::{Event, EventFilter};
 pub use filter_skips::{FilterSkip, PendingPage};
 pub use forge_records::AgentComments;

@@ -13,7 +13,9 @@ mod forms;
 mod live;
 mod log;
 mod needs;
+mod pr_summary;
 mod queue;
+mod run_page;
 mod runs;
 mod status;
 
@@ -43,7 +45,7 @@ pub fn routes() -> Router<AppState> {
         .route("/tasks/{gid}/requeue", post(actions::requeue))
         .route("/tasks/{gid}/retry", post(actions::retry))
         .route("/runs", get(runs::board))
-        .route("/runs/{id}", get(detail::run))
+        .route("/runs/{id}", get(run_page::page))
         .route("/runs/{id}/resume", post(actions::resume))
         .route("/runs/{id}/abandon", post(actions::abandon))
         .route("/notices/{id}/read", post(actions::notice_read))
@@ -215,14 +217,19 @@ impl IntoResponse for PageError {
 /// "5m ago", "in 2h": how long ago `t` was, for humans scanning a page.
 fn ago(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
     let secs = (now - t).num_seconds();
-    let (n, future) = if secs < 0 { (-secs, true) } else { (secs, false) };
-    let span = match n {
+    let span = span(secs.abs());
+    if secs < 0 { format!("in {span}") } else { format!("{span} ago") }
+}
+
+/// "45s", "12m", "3h", "2d": a length of time in its largest whole unit.
+fn span(secs: i64) -> String {
+    let n = secs.max(0);
+    match n {
         0..60 => format!("{n}s"),
         60..3600 => format!("{}m", n / 60),
         3600..86400 => format!("{}h", n / 3600),
         _ => format!("{}d", n / 86400),
-    };
-    if future { format!("in {span}") } else { format!("{span} ago") }
+    }
 }
 
 /// At most `max` characters of `text`'s first line, with an ellipsis when cut.

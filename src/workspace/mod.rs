@@ -15,7 +15,9 @@ pub use branch::{SLUG_MAX, branch_name, check_branch_name, check_gid_branch, slu
 pub use error::WorkspaceError;
 pub use git::{git_dirs, git_write_dirs, merge_remote_branch, push_branch};
 pub use review_rules::{ReviewRule, review_rules};
-pub use scratch::{add_detached, add_detached_holding, base_commit, branch_head, remove_scratch};
+pub use scratch::{
+    DiffCounts, add_detached, add_detached_holding, base_commit, branch_head, diff_stat, remove_scratch,
+};
 pub use worktree::{
     Removal, Worktree, branch_has_commits, current_branch, ensure_worktree, head_sha, prune, remove_if_safe,
     take_over_branch,

@@ -21,6 +21,46 @@ pub fn base_commit(repo: &Path, base: &str) -> Result<Option<String>, WorkspaceE
     Ok(git_probe(repo, ["rev-parse", "--verify", "--quiet", spec.as_str()])?.map(|s| s.trim().to_string()))
 }
 
+/// What a pull request at commit `head` changes against `base` (a branch name, checked like one): files
+/// changed, lines added, lines removed, from `git diff --shortstat base...head` (git's words are
+/// English: `git` runs with `LC_ALL=C`). `None` when `head` is not a commit id or either names nothing.
+pub fn diff_stat(repo: &Path, base: &str, head: &str) -> Result<Option<DiffCounts>, WorkspaceError> {
+    super::check_branch_name(base)?;
+    if head.is_empty() || !head.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Ok(None);
+    }
+    let range = format!("{base}...{head}");
+    Ok(git_probe(repo, ["diff", "--shortstat", range.as_str(), "--"])?.map(|out| parse_shortstat(&out)))
+}
+
+/// Files changed, lines added, lines removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DiffCounts {
+    pub files: i64,
+    pub additions: i64,
+    pub deletions: i64,
+}
+
+/// " 3 files changed, 10 insertions(+), 2 deletions(-)"; a part with nothing to count is left out, and
+/// no change at all prints nothing.
+fn parse_shortstat(out: &str) -> DiffCounts {
+    let mut counts = DiffCounts::default();
+    for part in out.trim().split(',') {
+        let mut words = part.split_whitespace();
+        let (Some(n), Some(what)) = (words.next().and_then(|n| n.parse::<i64>().ok()), words.next()) else {
+            continue;
+        };
+        if what.starts_with("file") {
+            counts.files = n;
+        } else if what.starts_with("insertion") {
+            counts.additions = n;
+        } else if what.starts_with("deletion") {
+            counts.deletions = n;
+        }
+    }
+    counts
+}
+
 /// Checks `sha` out, detached, at `path` (replacing a leftover worktree there).
 pub fn add_detached(repo: &Path, path: &Path, sha: &str) -> Result<(), WorkspaceError> {
     add(repo, path, sha, None)
@@ -100,6 +140,20 @@ mod tests {
         assert_eq!(base_commit(&repo, "origin/main").unwrap().as_deref(), Some(sha.as_str()));
         assert_eq!(base_commit(&repo, "nope").unwrap(), None);
         assert!(base_commit(&repo, "--output=x").is_err());
+
+        // The branch adds a file of two lines and removes the line of `a`.
+        sh_git(&repo, &["checkout", "-qb", "work"]);
+        std::fs::write(repo.join("b"), "x\ny\n").unwrap();
+        std::fs::write(repo.join("a"), "").unwrap();
+        sh_git(&repo, &["add", "a", "b"]);
+        sh_git(&repo, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "two"]);
+        let work = branch_head(&repo, "work").unwrap().unwrap();
+        let stat = diff_stat(&repo, "main", &work).unwrap();
+        assert_eq!(stat, Some(DiffCounts { files: 2, additions: 2, deletions: 1 }));
+        assert_eq!(diff_stat(&repo, "main", &sha).unwrap(), Some(DiffCounts::default()), "no change");
+        assert_eq!(diff_stat(&repo, "main", "--output=x").unwrap(), None, "not a commit id");
+        assert!(diff_stat(&repo, "--output=x", &work).is_err(), "a base that reads as an option");
+        sh_git(&repo, &["checkout", "-q", "main"]);
 
         let scratch = dir.path().join("ci-1");
         add_detached(&repo, &scratch, &sha).unwrap();

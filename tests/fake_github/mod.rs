@@ -183,6 +183,14 @@ impl FakeGitHub {
         self.state().repo(repo).and_then(|r| r.pr(number)).cloned().expect("known PR")
     }
 
+    /// Sets the diff stat GitHub reports for the PR (`changedFiles`, `additions`, `deletions`).
+    pub fn set_diff_stat(&self, repo: &str, number: i64, files: i64, additions: i64, deletions: i64) {
+        let mut state = self.state();
+        let pr = state.pr_mut(repo, number).expect("known PR");
+        (pr.changed_files, pr.additions, pr.deletions) = (files, additions, deletions);
+        state.touch(repo, number);
+    }
+
     /// Moves the PR's head (a push), for repos without a bare git repository.
     pub fn set_head(&self, repo: &str, number: i64, sha: &str) {
         let mut state = self.state();

@@ -28,6 +28,10 @@ pub struct FakePr {
     /// OPEN, MERGED or CLOSED (GraphQL's PullRequestState words).
     pub state: String,
     pub head_sha: String,
+    /// The diff stat GitHub reports (`additions`, `deletions`, `changedFiles`): 0 unless a test sets it.
+    pub additions: i64,
+    pub deletions: i64,
+    pub changed_files: i64,
     pub labels: Vec<String>,
     /// MERGEABLE, CONFLICTING or UNKNOWN.
     pub mergeable: String,

@@ -43,6 +43,19 @@ async fn last_decision(store: &Store, run: &Run) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_diff_stat_github_reports_is_kept_with_the_pull_request() {
+    let env = GhEnv::new(&[], "").await;
+    let run = run_in_pr(&env, "1509").await;
+    let store = env.store().await;
+    env.fake.set_diff_stat(REPO, run.pr_number.unwrap(), 3, 120, 4);
+    env.ok(&["runner"]).await;
+    let memory = store.run_memory(run.id).await.unwrap();
+    let pr: executor::forge::PrSnapshot =
+        serde_json::from_str(memory.last_snapshot.as_deref().unwrap()).unwrap();
+    assert_eq!(pr.diff, Some(executor::forge::DiffStat { files: 3, additions: 120, deletions: 4 }));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ci_is_triggered_once_per_head_after_its_grace_and_mergeability_gates_completion() {
     let env = GhEnv::new(&[], "").await;
     let run = run_in_pr(&env, "1501").await;

@@ -114,6 +114,10 @@ pub struct WirePr {
     pub merge_state_status: WireMergeStateStatus,
     pub head_ref_name: String,
     pub head_ref_oid: String,
+    /// Lines added and removed, and files changed, against the base (the diff stat a page shows).
+    pub additions: i64,
+    pub deletions: i64,
+    pub changed_files: i64,
     #[serde(deserialize_with = "present")]
     pub labels: Option<Nodes<WireLabel>>,
     /// Null while no check or status has reported for the head commit.
@@ -528,7 +532,7 @@ impl WirePr {
             WirePrState::Closed => PrState::Closed,
             WirePrState::Open | WirePrState::Unknown => PrState::Open,
         };
-        let head_sha = self.head_ref_oid;
+        let head_sha = self.head_ref_oid.clone();
         // The rollup is the head commit's, so every check is at the head.
         let checks = self
             .status_check_rollup
@@ -562,6 +566,11 @@ impl WirePr {
             checks,
             comments,
             observed_at,
+            diff: Some(crate::forge::DiffStat {
+                files: self.changed_files,
+                additions: self.additions,
+                deletions: self.deletions,
+            }),
         }
     }
 

@@ -232,11 +232,16 @@ async fn a_check_whose_pid_was_not_recorded_is_found_by_the_pid_file_ci_wrote() 
 async fn a_deleted_branch_is_merged_when_its_work_reached_the_base_and_closed_otherwise() {
     let mut f = fixture("[]").await;
     let repo = f.dir.path().join("repo");
-    assert_eq!(f.forge.snapshot(&f.run).await.unwrap().unwrap().state, PrState::Open);
+    let open = f.forge.snapshot(&f.run).await.unwrap().unwrap();
+    assert_eq!(open.state, PrState::Open);
+    // The branch adds ci.sh, three lines, against main.
+    assert_eq!(open.diff, Some(crate::forge::DiffStat { files: 1, additions: 3, deletions: 0 }));
     f.run.head_sha = Some(f.sha.clone());
 
     git(&repo, &["branch", "-D", "feature"]);
-    assert_eq!(f.forge.snapshot(&f.run).await.unwrap().unwrap().state, PrState::Closed, "work not on main");
+    let closed = f.forge.snapshot(&f.run).await.unwrap().unwrap();
+    assert_eq!(closed.state, PrState::Closed, "work not on main");
+    assert_eq!(closed.diff, None, "no branch, no diff");
 
     git(&repo, &["merge", "-q", "--ff-only", &f.sha]);
     assert_eq!(

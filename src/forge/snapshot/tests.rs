@@ -38,6 +38,7 @@ fn pr(checks: Vec<Check>, comments: Vec<Comment>) -> PrSnapshot {
         checks,
         comments,
         observed_at: at(59),
+        diff: None,
     }
 }
 

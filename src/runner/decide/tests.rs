@@ -100,6 +100,7 @@ fn pr() -> PrSnapshot {
         checks: vec![check("build", CheckStatus::Success)],
         comments: vec![],
         observed_at: now(),
+        diff: None,
     }
 }
 

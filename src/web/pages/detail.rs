@@ -1,4 +1,4 @@
-//! `GET /tasks/{gid}` and `GET /runs/{id}`: every field of one task or run, with its history.
+//! `GET /tasks/{gid}`: every field of one task, with its runs and history (a run's page is `run_page`).
 
 use axum::Extension;
 use axum::extract::{Path, Query, State};
@@ -6,9 +6,7 @@ use axum::response::Html;
 use serde::Serialize;
 
 use super::{FlashQuery, PageError, ago, money, render, web_link};
-use crate::config::Trust;
 use crate::domain::{QueueStatus, RunState, TaskGid};
-use crate::forge::{PrSnapshot, PrState};
 use crate::store::{Event, EventFilter, RunFilter, now};
 use crate::web::AppState;
 use crate::web::session::Auth;
@@ -151,137 +149,6 @@ pub(super) async fn task(
             events => event_lines(&events),
             flash,
             error,
-        },
-    )
-}
-
-/// What the board and the run page say of a pull request as last observed.
-#[derive(Serialize)]
-pub(super) struct PrSummary {
-    pub state: &'static str,
-    pub ci: &'static str,
-    pub unresolved: usize,
-    pub head: String,
-    pub observed: String,
-}
-
-/// `run_state` is the run's: a run abandoned after its pull request was last seen open (`executor runs
-/// abandon`, which closes a local one) does not claim it is still open.
-pub(super) fn pr_summary(pr: &PrSnapshot, trust: &Trust, run_state: RunState) -> PrSummary {
-    let abandoned = run_state == RunState::Abandoned;
-    PrSummary {
-        state: match pr.state {
-            PrState::Open if abandoned => "last seen open (run abandoned)",
-            PrState::Open if pr.draft => "open (draft)",
-            PrState::Open => "open",
-            PrState::Merged => "merged",
-            PrState::Closed => "closed",
-        },
-        ci: match pr.ci() {
-            crate::forge::CiRollup::None => "no checks",
-            crate::forge::CiRollup::Pending => "pending",
-            crate::forge::CiRollup::Error => "error",
-            crate::forge::CiRollup::Failure => "failure",
-            crate::forge::CiRollup::Success => "success",
-        },
-        unresolved: pr.unresolved_trusted_comments(trust).len(),
-        head: pr.head_sha.chars().take(10).collect(),
-        observed: ago(pr.observed_at, now()),
-    }
-}
-
-/// Whose comments count on a run's repository: its own `[repos.NAME]`, or the only one configured.
-pub(super) fn trust_for(state: &AppState, repo: Option<&str>) -> Trust {
-    let repos = &state.config.repos;
-    let found = match repo {
-        Some(name) => repos.get(name),
-        None if repos.len() == 1 => repos.values().next(),
-        None => None,
-    };
-    found.map(|r| r.trust()).unwrap_or(Trust { authors: Vec::new(), associations: Vec::new() })
-}
-
-pub(super) async fn run(
-    State(state): State<AppState>,
-    Extension(auth): Extension<Auth>,
-    Path(id): Path<String>,
-    Query(flash): Query<FlashQuery>,
-) -> Result<Html<String>, PageError> {
-    let (flash, error) = flash.verified(&state, &auth);
-    let id: i64 = id.parse().map_err(|_| PageError::NotFound(format!("no run with id {id:?}")))?;
-    let run = state.store.run(id).await?;
-    let memory = state.store.run_memory(id).await?;
-    let sessions = state.store.worker_sessions(id).await?;
-    let events = state.store.events(&EventFilter { run_id: Some(id), ..Default::default() }).await?;
-    let snapshot: Option<PrSnapshot> =
-        memory.last_snapshot.as_deref().and_then(|j| serde_json::from_str(j).ok());
-    let trust = trust_for(&state, run.repo.as_deref());
-    let now = now();
-    let checks: Vec<_> = snapshot
-        .as_ref()
-        .map(|pr| {
-            pr.checks_at_head()
-                .into_iter()
-                .map(|c| {
-                    minijinja::context! {
-                        name => c.name, status => c.status.as_str(), url => web_link(c.url.as_deref()),
-                    }
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let unresolved: Vec<_> = snapshot
-        .as_ref()
-        .map(|pr| {
-            pr.unresolved_trusted_comments(&trust)
-                .into_iter()
-                .map(|c| {
-                    minijinja::context! {
-                        author => c.author, body => super::short(&c.body, 300), at => ago(c.created_at, now),
-                    }
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let sessions: Vec<_> = sessions
-        .iter()
-        .map(|w| {
-            minijinja::context! {
-                id => w.id, kind => w.kind.as_str(), agent => w.agent, started => ago(w.started_at, now),
-                end => match (&w.ended_at, &w.end_reason) {
-                    (Some(t), Some(r)) => format!("{r} {}", ago(*t, now)),
-                    (Some(t), None) => format!("ended {}", ago(*t, now)),
-                    _ => "running".to_string(),
-                },
-                cost => money(w.cost_usd, w.cost_estimated),
-                tokens => format!("{} in / {} out", w.input_tokens, w.output_tokens),
-                error => w.result_error, has_log => w.log_path.is_some(),
-            }
-        })
-        .collect();
-    render(
-        "run.html",
-        minijinja::context! {
-            nav => "runs",
-            csrf => state.keys.csrf(&auth),
-            flash,
-            error,
-            // `executor runs resume` and `runs abandon`, and `queue retry` for an abandoned run.
-            can_resume => memory.budget_stopped && !matches!(run.state, RunState::Abandoned | RunState::Complete),
-            can_abandon => run.state.next().contains(&RunState::Abandoned),
-            pr_url => web_link(run.pr_url.as_deref()),
-            cost => money(run.cost_usd, run.cost_estimated),
-            started => ago(run.started_at, now),
-            completed => run.completed_at.map(|t| ago(t, now)),
-            decided => memory.last_decision_at.map(|t| ago(t, now)),
-            memory,
-            pr => snapshot.as_ref().map(|pr| pr_summary(pr, &trust, run.state)),
-            abandoned => run.state == RunState::Abandoned,
-            checks,
-            unresolved,
-            run,
-            sessions,
-            events => event_lines(&events),
         },
     )
 }

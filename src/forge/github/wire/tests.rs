@@ -74,6 +74,9 @@ fn full_pr() -> Value {
         "mergeStateStatus": "BLOCKED",
         "headRefName": "executor/run-17",
         "headRefOid": HEAD,
+        "additions": 12,
+        "deletions": 3,
+        "changedFiles": 2,
         "labels": { "nodes": [ { "name": "executor" }, { "name": "bug" } ] },
         "statusCheckRollup": {
             "state": "FAILURE",
@@ -164,6 +167,7 @@ fn a_full_answer_maps_every_field() {
     assert_eq!(snap.state, PrState::Open);
     assert!(snap.draft);
     assert_eq!(snap.head_sha, HEAD);
+    assert_eq!(snap.diff, Some(crate::forge::DiffStat { files: 2, additions: 12, deletions: 3 }));
     assert_eq!(snap.labels, vec!["executor".to_string(), "bug".to_string()]);
     assert_eq!(snap.mergeable, Mergeable::Mergeable);
     assert_eq!(snap.observed_at, observed());
@@ -443,6 +447,7 @@ fn null_connections_and_null_items_are_empty_not_errors() {
 fn an_answer_missing_a_selected_field_does_not_deserialize() {
     for (path, field) in [
         (vec![], "headRefOid"),
+        (vec![], "changedFiles"),
         (vec![], "statusCheckRollup"),
         (vec!["statusCheckRollup", "contexts", "pageInfo"], "endCursor"),
         (vec!["reviews", "nodes", "0"], "submittedAt"),

@@ -1,0 +1,165 @@
+//! `GET /runs/{id}`: one run read at a glance — its task's title, its pull request as last observed
+//! (checks at the head, the unresolved trusted comments, the diff stat), the latest review's findings,
+//! every worker with its time, cost and log, and its history. A fixed number of statements.
+
+use axum::Extension;
+use axum::extract::{Path, Query, State};
+use axum::response::Html;
+
+use super::detail::event_lines;
+use super::pr_summary::{pr_summary, trust_for};
+use super::{FlashQuery, PageError, ago, first_line, money, render, short, span, web_link};
+use crate::domain::RunState;
+use crate::forge::{PrSnapshot, latest_review};
+use crate::store::{EventFilter, WorkerSession, now};
+use crate::web::AppState;
+use crate::web::session::Auth;
+
+/// The most characters of a comment or a finding the page shows.
+const EXCERPT: usize = 300;
+
+fn checks(pr: &PrSnapshot) -> Vec<minijinja::Value> {
+    pr.checks_at_head()
+        .into_iter()
+        .map(|c| {
+            minijinja::context! {
+                name => c.name, status => c.status.as_str(), url => web_link(c.url.as_deref()),
+                failing => c.status.is_failing() || c.status.is_error(),
+                summary => c.summary.as_deref().map(|s| first_line(s, 160)),
+            }
+        })
+        .collect()
+}
+
+/// The comments the runner counts as unresolved and trusted (the forge's own rule), each linked to the
+/// pull request they are on (a comment's own address is not observed).
+fn unresolved(pr: &PrSnapshot, trust: &crate::config::Trust) -> Vec<minijinja::Value> {
+    let now = now();
+    pr.unresolved_trusted_comments(trust)
+        .into_iter()
+        .map(|c| {
+            minijinja::context! {
+                author => c.author, body => short(&c.body, EXCERPT), at => ago(c.created_at, now),
+                place => c.path.as_ref().map(|p| match c.line {
+                    Some(line) => format!("{p}:{line}"),
+                    None => p.clone(),
+                }),
+                url => web_link(Some(pr.url.as_str())),
+            }
+        })
+        .collect()
+}
+
+fn worker_rows(sessions: &[WorkerSession]) -> Vec<minijinja::Value> {
+    let now = now();
+    sessions
+        .iter()
+        .map(|w| {
+            minijinja::context! {
+                id => w.id, kind => w.kind.as_str(), agent => w.agent,
+                started => ago(w.started_at, now),
+                started_at => w.started_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+                duration => match w.ended_at {
+                    Some(t) => span((t - w.started_at).num_seconds()),
+                    None => format!("{} so far", span((now - w.started_at).num_seconds())),
+                },
+                end => match (&w.ended_at, &w.end_reason) {
+                    (Some(t), Some(r)) => format!("{r} {}", ago(*t, now)),
+                    (Some(t), None) => format!("ended {}", ago(*t, now)),
+                    _ => "running".to_string(),
+                },
+                bad => w.end_reason.is_some_and(|r| r.counts_as_stuck()),
+                cost => money(w.cost_usd, w.cost_estimated),
+                tokens => format!("{} in / {} out", w.input_tokens, w.output_tokens),
+                error => w.result_error.as_deref().map(|e| short(e, EXCERPT)), has_log => w.log_path.is_some(),
+            }
+        })
+        .collect()
+}
+
+/// The newest review: its verdict, the head it reviewed, its summary and findings.
+fn review(sessions: &[WorkerSession]) -> Option<minijinja::Value> {
+    let (session, result) = latest_review(sessions)?;
+    let findings: Vec<_> = result
+        .as_ref()
+        .map(|r| {
+            r.findings
+                .iter()
+                .map(|f| {
+                    minijinja::context! {
+                        place => f.path.as_ref().map(|p| match f.line {
+                            Some(line) => format!("{p}:{line}"),
+                            None => p.clone(),
+                        }),
+                        body => short(&f.body, EXCERPT),
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(minijinja::context! {
+        session => session.id,
+        verdict => session.verdict.map(|v| v.as_str()),
+        head => session.start_sha.as_deref().map(|s| s.chars().take(10).collect::<String>()),
+        at => session.ended_at.map(|t| ago(t, now())),
+        posted => session.review_posted_at.is_some(),
+        summary => result.as_ref().map(|r| short(&r.summary, 1000)),
+        findings,
+    })
+}
+
+pub(super) async fn page(
+    State(state): State<AppState>,
+    Extension(auth): Extension<Auth>,
+    Path(id): Path<String>,
+    Query(flash): Query<FlashQuery>,
+) -> Result<Html<String>, PageError> {
+    let (flash, error) = flash.verified(&state, &auth);
+    let id: i64 = id.parse().map_err(|_| PageError::NotFound(format!("no run with id {id:?}")))?;
+    let live = super::live::mark(&state).await?;
+    let run = state.store.run(id).await?;
+    let task = state.store.find_task(&run.task_gid).await?;
+    let memory = state.store.run_memory(id).await?;
+    let sessions = state.store.worker_sessions(id).await?;
+    let events = state.store.events(&EventFilter { run_id: Some(id), ..Default::default() }).await?;
+    let snapshot: Option<PrSnapshot> =
+        memory.last_snapshot.as_deref().and_then(|j| serde_json::from_str(j).ok());
+    let trust = trust_for(&state, run.repo.as_deref());
+    let now = now();
+    // The sessions' spend, the live one's so far included (an imported run's came without sessions).
+    let spent: f64 = sessions.iter().map(|w| w.cost_usd).sum();
+    let estimated = run.cost_estimated || sessions.iter().any(|w| w.cost_estimated);
+    render(
+        "run.html",
+        minijinja::context! {
+            nav => "runs",
+            live,
+            csrf => state.keys.csrf(&auth),
+            flash,
+            error,
+            title => task.as_ref().map(|t| first_line(t.description.as_deref().unwrap_or(""), 200)),
+            // `executor runs resume` and `runs abandon`, and `queue retry` for an abandoned run.
+            can_resume => memory.budget_stopped && !matches!(run.state, RunState::Abandoned | RunState::Complete),
+            can_abandon => run.state.next().contains(&RunState::Abandoned),
+            pr_url => web_link(run.pr_url.as_deref()),
+            cost => money(spent.max(run.cost_usd), estimated),
+            tokens => format!(
+                "{} in / {} out",
+                sessions.iter().map(|w| w.input_tokens).sum::<i64>().max(run.input_tokens),
+                sessions.iter().map(|w| w.output_tokens).sum::<i64>().max(run.output_tokens)
+            ),
+            started => ago(run.started_at, now),
+            completed => run.completed_at.map(|t| ago(t, now)),
+            decided => memory.last_decision_at.map(|t| ago(t, now)),
+            memory,
+            pr => snapshot.as_ref().map(|pr| pr_summary(pr, &trust, run.state)),
+            abandoned => run.state == RunState::Abandoned,
+            checks => snapshot.as_ref().map(checks).unwrap_or_default(),
+            unresolved => snapshot.as_ref().map(|pr| unresolved(pr, &trust)).unwrap_or_default(),
+            review => review(&sessions),
+            run,
+            sessions => worker_rows(&sessions),
+            events => event_lines(&events),
+        },
+    )
+}

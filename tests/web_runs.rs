@@ -1,0 +1,200 @@
+//! The runs board and a run's page over real HTTP (a real SQLite store, `web::serve` on 127.0.0.1:0):
+//! cards that say what a run is about and where it stands, a filter by state with a stable URL, and a
+//! run page with its pull request's checks, the unresolved trusted comments, the diff stat, the latest
+//! review's findings and every worker; the JSON API's run says the same. Task text and findings stay
+//! text.
+
+mod common;
+mod runs_support;
+mod web_support;
+
+use std::sync::Arc;
+
+use executor::store::Store;
+use executor::web::AppState;
+use reqwest::StatusCode;
+use reqwest::redirect::Policy;
+use runs_support::{FINDING, FRESH_TITLE, PR_TITLE, PR_URL, SILENT_TITLE, Scene};
+
+const TOKEN: &str = "test-token-0123456789abcdef0123456789";
+
+struct Site {
+    base: String,
+    client: reqwest::Client,
+    cookie: String,
+    scene: Scene,
+    _stop: tokio::sync::watch::Sender<bool>,
+    _db: common::TestDb,
+}
+
+async fn site() -> Site {
+    let db = common::sqlite();
+    let store: Store = db.open().await;
+    let scene = runs_support::scene(&store).await;
+    let state = AppState::new(store, Arc::new(runs_support::config()), TOKEN.to_string(), None);
+    let (base, stop) = web_support::serve(state).await;
+    let client = reqwest::Client::builder().redirect(Policy::none()).build().unwrap();
+    let cookie = web_support::log_in(&client, &base, TOKEN).await;
+    Site { base, client, cookie, scene, _stop: stop, _db: db }
+}
+
+impl Site {
+    async fn get(&self, path: &str) -> (StatusCode, String) {
+        let r = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .header("cookie", &self.cookie)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        (status, r.text().await.unwrap())
+    }
+}
+
+/// Text as minijinja escapes it for HTML.
+fn escaped(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('/', "&#x2f;")
+        .replace('\'', "&#x27;")
+        .replace('"', "&quot;")
+}
+
+/// The card of run `id` on a board page.
+fn card(page: &str, id: i64) -> &str {
+    let start =
+        page.find(&format!(r#"data-run="{id}""#)).unwrap_or_else(|| panic!("no card for run {id}\n{page}"));
+    let end = start + page[start..].find("</article>").unwrap();
+    &page[start..end]
+}
+
+#[tokio::test]
+async fn a_card_says_what_the_run_is_about_and_where_it_stands() {
+    let site = site().await;
+    let s = &site.scene;
+    let (status, page) = site.get("/runs").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("data-live="), "the board follows changes live");
+    assert!(!page.contains("<b>export</b>"), "task text is escaped");
+
+    let pr = card(&page, s.pr_run);
+    for expected in [
+        escaped(PR_TITLE),
+        format!(r#"href="{}""#, escaped(PR_URL)),
+        "#7</a> open (draft)".to_string(),
+        r#"<span class="ci ci-failing">failing</span> at abc1234def"#.to_string(),
+        "seen 2m ago".to_string(),
+        "1 unresolved trusted comment<".to_string(),
+        format!(r#"href="/sessions/{}/log">fix_comments</a></span> running for"#, s.live_session),
+        // 1.00 + 0.40 ended, 0.10 so far by the live worker.
+        "$1.50".to_string(),
+        "3 workers, CI 0, stuck 0".to_string(),
+    ] {
+        assert!(pr.contains(&expected), "{expected:?} not on the pr card:\n{pr}");
+    }
+
+    let silent = card(&page, s.silent_run);
+    assert!(silent.contains(SILENT_TITLE), "{silent}");
+    assert!(silent.contains(r#"class="error-text">"#) && silent.contains("idle_timeout after"), "{silent}");
+    assert!(silent.contains("not observed yet") && silent.contains("$0.30"), "{silent}");
+    assert!(silent.contains("stuck 1"), "{silent}");
+
+    let fresh = card(&page, s.fresh_run);
+    assert!(fresh.contains(FRESH_TITLE) && fresh.contains("none yet") && fresh.contains("$0.00"), "{fresh}");
+}
+
+#[tokio::test]
+async fn the_board_filters_by_state_with_a_stable_url() {
+    let site = site().await;
+    let (status, page) = site.get("/runs?state=pr").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(page.matches(r#"<article class="card run-card""#).count(), 1, "{page}");
+    card(&page, site.scene.pr_run);
+    assert!(!page.contains(SILENT_TITLE) && !page.contains(FRESH_TITLE));
+    assert!(
+        page.contains(r#"<a href="/runs?state=pr" class="current" aria-current="page">pr <small>1</small>"#),
+        "{page}"
+    );
+    assert!(page.contains(r#"href="/runs?state=in_progress">in_progress <small>1</small>"#), "{page}");
+    assert!(page.contains(r#"href="/runs">all <small>3</small>"#), "{page}");
+
+    let (_, page) = site.get("/runs?state=abandoned").await;
+    assert!(page.contains("No runs."), "{page}");
+    let (status, page) = site.get("/runs?state=bogus").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(page.contains("in_progress"), "the error names the states: {page}");
+}
+
+#[tokio::test]
+async fn the_run_page_shows_checks_comments_diff_review_and_workers() {
+    let site = site().await;
+    let s = &site.scene;
+    let (status, page) = site.get(&format!("/runs/{}", s.pr_run)).await;
+    assert_eq!(status, StatusCode::OK);
+    for expected in [
+        escaped(PR_TITLE),
+        // Checks at the head, each linked, the failing one marked, with its summary.
+        r#"href="https:&#x2f;&#x2f;github.test&#x2f;octo&#x2f;app&#x2f;runs&#x2f;build" rel="noreferrer">build</a>"#.into(),
+        r#"test</a><br><small>2 tests failed</small></td><td class="error-text">failure</td>"#.into(),
+        "Changes: 3 files, +120 −4".into(),
+        // Only alice's unresolved comment: mallory is not trusted, alice's other thread is resolved.
+        "<strong>alice</strong> on <code>src&#x2f;lib.rs:12</code>".into(),
+        "please &lt;i&gt;rename&lt;&#x2f;i&gt; this".into(),
+        // The review: its verdict at the head it reviewed, its summary and findings.
+        r#"Verdict <strong class="ci-failing">fail</strong> at abc1234def"#.into(),
+        "Two problems before a human looks.".into(),
+        format!("<code>src&#x2f;export.rs:3</code>: {}", escaped(FINDING)),
+        "No test covers the import.".into(),
+        // Every worker, with its time, how it ended, its cost and its log.
+        format!(r#"<td>#{}</td><td>pr_review</td>"#, s.review_session),
+        format!(r#"<a href="/sessions/{}/log">log</a>"#, s.review_session),
+        "so far</td><td>running</td><td>$0.10</td><td>50 in &#x2f; 5 out</td>".into(),
+        escaped("$1.50 (1050 in / 105 out tokens)"),
+    ] {
+        assert!(page.contains(&expected), "{expected:?} not on the run page:\n{page}");
+    }
+    for absent in ["spam from mallory", "an old remark", "<script>alert", "<i>rename"] {
+        assert!(!page.contains(absent), "{absent:?} on the run page");
+    }
+
+    let (_, page) = site.get(&format!("/runs/{}", s.silent_run)).await;
+    for expected in ["Not observed yet.", "No review yet.", "idle_timeout", SILENT_TITLE] {
+        assert!(page.contains(expected), "{expected:?} not on the silent run's page:\n{page}");
+    }
+}
+
+#[tokio::test]
+async fn the_api_run_has_its_cost_so_far_latest_review_and_diff() {
+    let site = site().await;
+    let s = &site.scene;
+    let v: serde_json::Value = site
+        .client
+        .get(format!("{}/api/v1/runs/{}", site.base, s.pr_run))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["cost_so_far_usd"].as_f64().map(|c| (c * 100.0).round()), Some(150.0), "{v}");
+    assert_eq!(v["latest_review"]["session"], s.review_session);
+    assert_eq!(v["latest_review"]["verdict"], "fail");
+    assert_eq!(v["latest_review"]["head"], runs_support::HEAD);
+    assert_eq!(v["latest_review"]["result"]["findings"][0]["body"], FINDING);
+    assert_eq!(v["pull_request"]["diff"], serde_json::json!({"files": 3, "additions": 120, "deletions": 4}));
+    let v: serde_json::Value = site
+        .client
+        .get(format!("{}/api/v1/runs/{}", site.base, s.fresh_run))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(v["latest_review"].is_null() && v["pull_request"].is_null(), "{v}");
+    assert_eq!(v["cost_so_far_usd"], 0.0);
+}
