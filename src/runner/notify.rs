@@ -70,9 +70,11 @@ impl Runner {
                 self.settle(n.id, String::new(), outcome).await?;
                 continue;
             };
-            // Another host's runner drives this run and retries its notices: never both at once.
+            // One runner at a time delivers a run's notices: the one holding its lease. An ended run's
+            // too (soak finding: two hosts posted the notice of a run abandoned by a third, frozen one,
+            // both reading the pull request before either posted).
             let lease = self.config.runner.lease_ttl.std();
-            if run.state.is_active() && !self.store.claim_run(run.id, &self.owner, lease).await? {
+            if !self.store.claim_run(run.id, &self.owner, lease).await? {
                 continue;
             }
             if let Err(e) = self.deliver(n.id, &run, &n.message).await {
@@ -223,3 +225,6 @@ fn redact_transport_error(message: &str) -> String {
         None => message.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests;
