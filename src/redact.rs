@@ -86,7 +86,8 @@ impl Redactor {
 pub fn config_secrets(config: &Config) -> Vec<String> {
     let w = &config.worker;
     // An Asana source's token too: write-back errors and messages pass through the redactor.
-    let asana = config.sources.iter().filter(|s| matches!(s.kind.as_str(), "asana" | "linear")).map(|s| &s.token_env);
+    let asana =
+        config.sources.iter().filter(|s| matches!(s.kind.as_str(), "asana" | "linear")).map(|s| &s.token_env);
     let names = config.github.token_env.iter().chain(&w.pass_env).chain(&w.redact_env).chain(asana);
     let names = names.chain(std::iter::once(&config.github.webhook_secret_env));
     let mut out: Vec<String> = names.filter_map(|name| std::env::var(name).ok()).collect();

@@ -12,7 +12,12 @@ use serde_json::{Value, json};
 
 const KEY: &str = "lin_api_selftest";
 
-async fn post(fake: &FakeLinear, key: &str, query: &str, variables: Value) -> (u16, reqwest::header::HeaderMap, Value) {
+async fn post(
+    fake: &FakeLinear,
+    key: &str,
+    query: &str,
+    variables: Value,
+) -> (u16, reqwest::header::HeaderMap, Value) {
     let answer = reqwest::Client::new()
         .post(&fake.url)
         .header("authorization", key)
@@ -59,7 +64,8 @@ async fn filters_combine_and_compare_as_linear_does() {
         let nodes = answer["data"]["issues"]["nodes"].as_array().unwrap();
         nodes.iter().map(|n| n["identifier"].as_str().unwrap().to_string()).collect()
     };
-    let filter = json!({"and": [{"team": {"key": {"in": ["ENG"]}}}, {"state": {"type": {"nin": ["completed"]}}}]});
+    let filter =
+        json!({"and": [{"team": {"key": {"in": ["ENG"]}}}, {"state": {"type": {"nin": ["completed"]}}}]});
     assert_eq!(ids(&post(&fake, KEY, query, json!({"filter": filter})).await.2), ["ENG-1"]);
     let filter = json!({"updatedAt": {"gte": "2026-11-02T00:00:00.000Z"}, "labels": {"some": {"name": {"eq": "executor"}}}});
     assert_eq!(ids(&post(&fake, KEY, query, json!({"filter": filter})).await.2), ["ENG-2", "OPS-3"]);
@@ -70,14 +76,16 @@ async fn filters_combine_and_compare_as_linear_does() {
 #[tokio::test]
 async fn errors_come_in_linears_shape() {
     let fake = fake().await;
-    let code = |answer: &Value| answer["errors"][0]["extensions"]["code"].as_str().unwrap_or_default().to_string();
+    let code =
+        |answer: &Value| answer["errors"][0]["extensions"]["code"].as_str().unwrap_or_default().to_string();
     let (status, _, wrong) = post(&fake, "nope", "{ viewer { id } }", json!({})).await;
     assert_eq!((status, code(&wrong).as_str(), &wrong["data"]), (400, "AUTHENTICATION_ERROR", &Value::Null));
     let (status, _, missing) = post(&fake, KEY, "{ issue(id: \"nope\") { id } }", json!({})).await;
     assert_eq!(status, 200);
     assert!(missing["errors"][0]["message"].as_str().unwrap().starts_with("Entity not found: Issue"));
     fake.add_read_only_key("ro");
-    let create = "mutation($id: String!) { commentCreate(input: { id: $id, issueId: $id, body: \"x\" }) { success } }";
+    let create =
+        "mutation($id: String!) { commentCreate(input: { id: $id, issueId: $id, body: \"x\" }) { success } }";
     let (status, _, forbidden) = post(&fake, "ro", create, json!({"id": uuid(1)})).await;
     assert_eq!((status, code(&forbidden).as_str()), (400, "FORBIDDEN"));
     fake.fail_next(Fault::RateLimited(Duration::from_secs(30)));
@@ -98,7 +106,9 @@ async fn a_comment_id_is_taken_once_and_found_by_it() {
     assert_eq!(created["data"]["commentCreate"], json!({"success": true, "comment": {"id": uuid(500)}}));
     let (_, _, again) = post(&fake, KEY, create, variables).await;
     assert!(again["errors"].is_array(), "a second comment with the same id is refused: {again}");
-    let (_, _, found) = post(&fake, KEY, "query($id: String) { comment(id: $id) { id body } }", json!({"id": uuid(500)})).await;
+    let (_, _, found) =
+        post(&fake, KEY, "query($id: String) { comment(id: $id) { id body } }", json!({"id": uuid(500)}))
+            .await;
     assert_eq!(found["data"]["comment"], json!({"id": uuid(500), "body": "hi"}));
     assert_eq!(fake.comments(&uuid(1)), ["hi"], "by identifier, on the issue's id");
 }

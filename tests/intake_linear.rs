@@ -132,7 +132,10 @@ async fn only_issues_updated_since_the_cursor_come_back() {
     assert_eq!(gids(&fetched), [gid(2)]);
     assert_eq!(fetched.cursor, Some(at("2026-11-02T00:00:00Z")));
     let sent = &fake.requests()[0].variables["filter"]["and"];
-    assert!(sent.as_array().unwrap().contains(&json!({"updatedAt": {"gte": "2026-11-01T00:00:00.000Z"}})), "{sent}");
+    assert!(
+        sent.as_array().unwrap().contains(&json!({"updatedAt": {"gte": "2026-11-01T00:00:00.000Z"}})),
+        "{sent}"
+    );
     // Nothing newer: the cursor stays where it was.
     let again = source(&fake, |_| {}).fetch(Some(at("2026-12-01T00:00:00Z"))).await.unwrap();
     assert!(again.tasks.is_empty());
@@ -164,7 +167,11 @@ async fn a_wrong_key_is_told_with_the_fix_and_never_shown() {
     assert!(text.contains("LINEAR_API_KEY") && text.contains("personal API key"), "{text}");
     assert!(!text.contains(KEY) && !format!("{error:?}").contains(KEY), "the key never appears: {text}");
     let no_key = LinearSource::new(
-        LinearConfig { api_url: fake.url.clone(), token_env: "LINEAR_API_KEY".into(), ..LinearConfig::default() },
+        LinearConfig {
+            api_url: fake.url.clone(),
+            token_env: "LINEAR_API_KEY".into(),
+            ..LinearConfig::default()
+        },
         Arc::new(|_| None),
     )
     .unwrap();
@@ -205,7 +212,11 @@ async fn intake_stores_linear_issues_and_reads_no_comment(db: TestDb) {
     assert_eq!(report.sources[0].added, 1, "{:?}", report.sources[0]);
     let task = store.task(&executor::domain::TaskGid::parse(&gid(1)).unwrap()).await.unwrap();
     assert_eq!(task.source.as_deref(), Some("linear"));
-    assert!(task.description.as_deref().is_some_and(|d| d.starts_with("Fix login")), "{:?}", task.description);
+    assert!(
+        task.description.as_deref().is_some_and(|d| d.starts_with("Fix login")),
+        "{:?}",
+        task.description
+    );
     let notes_before = task.notes.clone();
     // executor comments on the issue (write-back); the next intake reads no comment as task text.
     let mut commented = issue(1, "ENG", 1, "Fix login", "Todo", "2026-11-03T00:00:00.000Z");

@@ -23,7 +23,8 @@ use validate::{Schema, validate};
 fn sdl() -> &'static str {
     static SDL: OnceLock<String> = OnceLock::new();
     SDL.get_or_init(|| {
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/linear/schema.graphql")).unwrap()
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/linear/schema.graphql"))
+            .unwrap()
     })
 }
 
@@ -58,7 +59,12 @@ fn every_file_of_the_graphql_directory_is_a_listed_document() {
         .filter(|f| f.ends_with(".graphql"))
         .collect();
     let listed: BTreeSet<String> = documents::ALL.iter().map(|(name, _)| name.to_string()).collect();
-    assert_eq!(files, listed, "a document in {} that documents::ALL does not list is never checked", dir.display());
+    assert_eq!(
+        files,
+        listed,
+        "a document in {} that documents::ALL does not list is never checked",
+        dir.display()
+    );
 }
 
 /// The schema's input types: name → field → type.
@@ -76,14 +82,21 @@ fn input_types() -> HashMap<String, HashMap<String, Type<'static, String>>> {
 
 /// Where `value` does not fit input type `ty` (a field the type lacks, an object where a scalar goes,
 /// a missing non-null field), with its path.
-fn check(types: &HashMap<String, HashMap<String, Type<'static, String>>>, ty: &Type<'_, String>, value: &Value, path: &str) -> Vec<String> {
+fn check(
+    types: &HashMap<String, HashMap<String, Type<'static, String>>>,
+    ty: &Type<'_, String>,
+    value: &Value,
+    path: &str,
+) -> Vec<String> {
     match (ty, value) {
         (Type::NonNullType(_), Value::Null) => vec![format!("{path}: null where {ty} is required")],
         (Type::NonNullType(inner), _) => check(types, inner, value, path),
         (_, Value::Null) => Vec::new(),
-        (Type::ListType(inner), Value::Array(items)) => {
-            items.iter().enumerate().flat_map(|(i, item)| check(types, inner, item, &format!("{path}[{i}]"))).collect()
-        }
+        (Type::ListType(inner), Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .flat_map(|(i, item)| check(types, inner, item, &format!("{path}[{i}]")))
+            .collect(),
         (Type::ListType(inner), single) => check(types, inner, single, path),
         (Type::NamedType(name), value) => match (types.get(name), value) {
             (Some(fields), Value::Object(object)) => {
@@ -102,7 +115,9 @@ fn check(types: &HashMap<String, HashMap<String, Type<'static, String>>>, ty: &T
                 errors
             }
             (Some(_), other) => vec![format!("{path}: {other} where input type {name} goes")],
-            (None, Value::Object(_) | Value::Array(_)) => vec![format!("{path}: an object or list where {name} goes")],
+            (None, Value::Object(_) | Value::Array(_)) => {
+                vec![format!("{path}: an object or list where {name} goes")]
+            }
             (None, _) => Vec::new(), // a scalar or an enum: its text is Linear's to judge
         },
     }
@@ -119,9 +134,12 @@ fn the_sources_filters_fit_issue_filter() {
         assignee: Some("me".into()),
         ..LinearConfig::default()
     };
-    let by_email = LinearConfig { states: vec!["Todo".into()], assignee: Some("a@b.c".into()), ..every_key.clone() };
+    let by_email =
+        LinearConfig { states: vec!["Todo".into()], assignee: Some("a@b.c".into()), ..every_key.clone() };
     let issue_filter = Type::NamedType("IssueFilter".to_string());
-    for (name, config) in [("every key", &every_key), ("states and an email", &by_email), ("nothing", &LinearConfig::default())] {
+    for (name, config) in
+        [("every key", &every_key), ("states and an email", &by_email), ("nothing", &LinearConfig::default())]
+    {
         for since in [None, Some(since)] {
             let filter = config.filter(since);
             let errors = check(&types, &issue_filter, &filter, "filter");
@@ -130,5 +148,8 @@ fn the_sources_filters_fit_issue_filter() {
     }
     // The checker itself catches a misspelt key.
     let wrong = serde_json::json!({"and": [{"team": {"kee": {"eq": "ENG"}}}]});
-    assert_eq!(check(&types, &issue_filter, &wrong, "filter"), ["filter.and[0].team: input type TeamFilter has no field \"kee\""]);
+    assert_eq!(
+        check(&types, &issue_filter, &wrong, "filter"),
+        ["filter.and[0].team: input type TeamFilter has no field \"kee\""]
+    );
 }

@@ -32,7 +32,14 @@ async fn a_task_from_each_source_reaches_a_complete_pull_request_and_its_tracker
     let asana = FakeAsana::start(ASANA_TOKEN).await;
     asana.add_project_task("1", fake_asana::task("1207", "Add the feature file", "2026-11-01T10:00:00.000Z"));
     let linear = FakeLinear::start(LINEAR_KEY).await;
-    linear.put_issue(fake_linear::issue(7, "ENG", 7, "Add the feature file", "Todo", "2026-11-01T10:00:00.000Z"));
+    linear.put_issue(fake_linear::issue(
+        7,
+        "ENG",
+        7,
+        "Add the feature file",
+        "Todo",
+        "2026-11-01T10:00:00.000Z",
+    ));
     let number = env.fake.add_issue(REPO, "Add the feature file", Some("Please add it."), &[]);
     env.set_agent_env("WB_ASANA_TOKEN", ASANA_TOKEN);
     env.set_agent_env("WB_LINEAR_KEY", LINEAR_KEY);
@@ -95,7 +102,12 @@ async fn drive_all_to_complete(env: &GhEnv, store: &Store, gids: &[String]) {
         let mut complete = 0;
         for (gid, ci) in gids.iter().zip(&mut players) {
             let run = run_of(store, gid).await;
-            assert_ne!(run.state, RunState::Abandoned, "{gid}: {:?}", store.run_memory(run.id).await.unwrap());
+            assert_ne!(
+                run.state,
+                RunState::Abandoned,
+                "{gid}: {:?}",
+                store.run_memory(run.id).await.unwrap()
+            );
             if run.state == RunState::Complete {
                 complete += 1;
             } else if let (Some(number), Some(branch)) = (run.pr_number, run.branch_name.clone()) {

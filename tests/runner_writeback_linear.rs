@@ -172,7 +172,8 @@ async fn drive(database: Option<String>) {
     doctor.env("WB_LINEAR_KEY", TOKEN).stdin(Stdio::null());
     let out = tokio::task::spawn_blocking(move || doctor.output().unwrap()).await.unwrap();
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let check = report["checks"].as_array().unwrap().iter().find(|c| c["name"] == "writeback linear").cloned();
+    let check =
+        report["checks"].as_array().unwrap().iter().find(|c| c["name"] == "writeback linear").cloned();
     let check = check.unwrap_or_else(|| panic!("{report:#}"));
     assert_eq!(check["outcome"], "pass", "{check:#}");
     assert!(check["detail"].as_str().unwrap().contains("team ENG"), "{check:#}");
@@ -194,4 +195,3 @@ async fn drive(database: Option<String>) {
     assert!(comments[2].starts_with("The pull request was merged: "), "{}", comments[2]);
     assert_eq!(fake.state_of(&id).as_deref(), Some("Done"), "the issue moved to Done");
 }
-

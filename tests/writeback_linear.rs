@@ -83,17 +83,28 @@ fn creates(fake: &FakeLinear) -> usize {
 async fn a_message_is_one_comment_and_moves_the_issue(db: TestDb) {
     let s = setup(db, KEY, STATES).await;
     assert!(record(&s, WritebackEvent::PrOpened, "run:1:pr_opened", "opened http://pr/1").await);
-    assert!(!record(&s, WritebackEvent::PrOpened, "run:1:pr_opened", "opened http://pr/1").await, "once per key");
+    assert!(
+        !record(&s, WritebackEvent::PrOpened, "run:1:pr_opened", "opened http://pr/1").await,
+        "once per key"
+    );
     assert_eq!(s.outbox.deliver_due().await.unwrap().delivered, 1);
     let row = &s.store.writebacks(Some(&task())).await.unwrap()[0];
     assert_eq!(row.status, WritebackStatus::Delivered);
     assert_eq!(s.fake.comments(&issue_id()), [format!("opened http://pr/1\n\n{}", marker_text(&row.marker))]);
-    assert_eq!(row.remote_id.as_deref(), Some(linear_comment_id(&row.marker).as_str()), "the id executor chose");
+    assert_eq!(
+        row.remote_id.as_deref(),
+        Some(linear_comment_id(&row.marker).as_str()),
+        "the id executor chose"
+    );
     assert_eq!(s.fake.state_of(&issue_id()).as_deref(), Some("In Progress"));
     record(&s, WritebackEvent::Complete, "run:1:completed", "ready").await;
     record(&s, WritebackEvent::Abandoned, "run:2:abandoned", "gave up").await;
     assert_eq!(s.outbox.deliver_due().await.unwrap().delivered, 2);
-    assert_eq!(s.fake.state_of(&issue_id()).as_deref(), Some("In Review"), "abandoned names no state: unmoved");
+    assert_eq!(
+        s.fake.state_of(&issue_id()).as_deref(),
+        Some("In Review"),
+        "abandoned names no state: unmoved"
+    );
     assert_eq!(s.fake.comments(&issue_id()).len(), 3);
     assert_eq!(s.outbox.deliver_due().await.unwrap().delivered, 0, "delivered: never sent again");
     assert_eq!(creates(&s.fake), 3);
@@ -171,7 +182,10 @@ async fn a_deleted_issue_is_refused_and_later_messages_still_go(db: TestDb) {
     assert!(report.refused[0].text.contains("no such Issue") && report.refused[0].text.contains("deleted"));
     s.fake.put_issue(issue(2, "ENG", 2, "Other", "Todo", "2026-11-01T10:00:00.000Z"));
     let other = format!("lin_{}", uuid(2));
-    s.outbox.record(&other, Some("linear"), None, WritebackEvent::PrOpened, "run:2:pr_opened", "x").await.unwrap();
+    s.outbox
+        .record(&other, Some("linear"), None, WritebackEvent::PrOpened, "run:2:pr_opened", "x")
+        .await
+        .unwrap();
     assert_eq!(s.outbox.deliver_due().await.unwrap().delivered, 1);
     assert_eq!(s.fake.comments(&uuid(2)).len(), 1);
 }
@@ -199,7 +213,8 @@ async fn a_crash_after_linear_took_it_is_recognised(db: TestDb) {
     let begun = s.store.begin_writeback_attempt(id, hold).await.unwrap().unwrap();
     // The attempt reached Linear, and the runner died before recording it.
     let source = config(&s.fake, "").sources[0].clone();
-    let tracker = Tracker::Linear(executor::writeback::LinearTracker::new(&source, Some(KEY.into())).unwrap());
+    let tracker =
+        Tracker::Linear(executor::writeback::LinearTracker::new(&source, Some(KEY.into())).unwrap());
     let posted = tracker.post(&begun).await.unwrap();
     assert!(matches!(posted, Posted::Now(_)));
     s.store.make_writebacks_due_for_tests().await.unwrap();
@@ -219,8 +234,12 @@ async fn a_rate_limit_is_retried_later_in_order(db: TestDb) {
     assert!(report.failed[0].contains("RATELIMITED"), "{:?}", report.failed);
     s.store.make_writebacks_due_for_tests().await.unwrap();
     assert_eq!(s.outbox.deliver_due().await.unwrap().delivered, 2);
-    let firsts: Vec<String> =
-        s.fake.comments(&issue_id()).iter().map(|t| t.split("\n\n").next().unwrap_or("").to_string()).collect();
+    let firsts: Vec<String> = s
+        .fake
+        .comments(&issue_id())
+        .iter()
+        .map(|t| t.split("\n\n").next().unwrap_or("").to_string())
+        .collect();
     assert_eq!(firsts, ["first", "second"]);
 }
 
@@ -230,7 +249,11 @@ async fn a_state_the_team_lacks_is_told(db: TestDb) {
     record(&s, WritebackEvent::Complete, "run:1:completed", "ready").await;
     let report = s.outbox.deliver_due().await.unwrap();
     assert_eq!(report.refused.len(), 1);
-    assert!(report.refused[0].text.contains("no workflow state named \"Shipped\""), "{}", report.refused[0].text);
+    assert!(
+        report.refused[0].text.contains("no workflow state named \"Shipped\""),
+        "{}",
+        report.refused[0].text
+    );
     assert_eq!(s.fake.comments(&issue_id()).len(), 1, "the comment went before the move failed");
 }
 
@@ -240,7 +263,10 @@ async fn doctors_probe_checks_teams_and_states_without_writing(db: TestDb) {
     let fine = executor::writeback::probe(&source, Some(KEY.into()), None).await.unwrap();
     assert!(fine.contains("Alex Doe") && fine.contains("team ENG"), "{fine}");
     let wrong = executor::writeback::probe(&source, Some("nonsense".into()), None).await.unwrap_err();
-    assert!(matches!(&wrong, TrackerError::Refused { why, .. } if why.contains("refused the API key")), "{wrong:?}");
+    assert!(
+        matches!(&wrong, TrackerError::Refused { why, .. } if why.contains("refused the API key")),
+        "{wrong:?}"
+    );
     let lacking = config(&s.fake, "writeback_states = { complete = \"Shipped\" }").sources[0].clone();
     let error = executor::writeback::probe(&lacking, Some(KEY.into()), None).await.unwrap_err();
     assert!(matches!(&error, TrackerError::Refused { why, .. } if why.contains("Shipped")), "{error:?}");

@@ -136,7 +136,9 @@ pub(super) fn validate_sources(config: &super::Config) -> Result<(), String> {
         if !s.repo.is_empty() && !config.repos.contains_key(&s.repo) {
             return Err(format!("{}: there is no [repos.{}]", key("repo"), s.repo));
         }
-        if s.kind != "linear" && (!s.writeback_states.is_empty() || !s.teams.is_empty() || !s.states.is_empty()) {
+        if s.kind != "linear"
+            && (!s.writeback_states.is_empty() || !s.teams.is_empty() || !s.states.is_empty())
+        {
             return Err(format!("{}: teams, states and writeback_states are a Linear source's", key("kind")));
         }
         match s.kind.as_str() {
@@ -222,7 +224,10 @@ pub(super) fn validate_sources(config: &super::Config) -> Result<(), String> {
 /// A Linear source: only Linear's own keys, state names that can be sent, an assignee that is an
 /// email or `me`.
 fn validate_linear(s: &SourceConfig, key: &dyn Fn(&str) -> String) -> Result<(), String> {
-    if !s.writeback_sections.is_empty() || !s.writeback_custom_fields.is_empty() || s.writeback_complete_on_merge {
+    if !s.writeback_sections.is_empty()
+        || !s.writeback_custom_fields.is_empty()
+        || s.writeback_complete_on_merge
+    {
         return Err(format!(
             "{}: sections, custom fields and completion are Asana's; a Linear issue moves through \
              writeback_states (e.g. {{ complete = \"In Review\", merged = \"Done\" }})",
@@ -236,13 +241,18 @@ fn validate_linear(s: &SourceConfig, key: &dyn Fn(&str) -> String) -> Result<(),
         ));
     }
     let blank = |v: &String| v.trim().is_empty() || v.chars().any(char::is_control);
-    for (name, values) in [("teams", &s.teams), ("projects", &s.projects), ("states", &s.states), ("labels", &s.labels)] {
+    for (name, values) in
+        [("teams", &s.teams), ("projects", &s.projects), ("states", &s.states), ("labels", &s.labels)]
+    {
         if values.iter().any(blank) {
             return Err(format!("{}: an entry is empty or has control characters", key(name)));
         }
     }
     if let Some((event, state)) = s.writeback_states.iter().find(|(_, state)| blank(state)) {
-        return Err(format!("{}: {state:?} for {event} is not a workflow state's name", key("writeback_states")));
+        return Err(format!(
+            "{}: {state:?} for {event} is not a workflow state's name",
+            key("writeback_states")
+        ));
     }
     if let Some(event) = s.writeback_states.keys().find(|e| !s.writeback_events().contains(e)) {
         return Err(format!(

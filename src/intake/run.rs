@@ -298,7 +298,8 @@ async fn fetch(
             asana.fetch_pages(since, pages).await.map_err(|e| asana_error(&e))
         }
         "linear" => {
-            let linear = LinearSource::new(linear_config(source), env.clone()).map_err(|e| linear_error(&e))?;
+            let linear =
+                LinearSource::new(linear_config(source), env.clone()).map_err(|e| linear_error(&e))?;
             linear.fetch_pages(since, pages).await.map_err(|e| linear_error(&e))
         }
         "file" => {
@@ -327,7 +328,9 @@ async fn fetch(
             }
             Ok(fetched.cursor)
         }
-        other => Err(format!("kind {other:?} is not a source executor knows (asana, github_issues, linear, file)")),
+        other => {
+            Err(format!("kind {other:?} is not a source executor knows (asana, github_issues, linear, file)"))
+        }
     }
 }
 

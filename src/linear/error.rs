@@ -110,9 +110,7 @@ mod tests {
 
     #[test]
     fn codes_name_the_error() {
-        let body = |code: &str, message: &str| {
-            json!({"errors": [{"message": message, "extensions": {"code": code}}], "data": null})
-        };
+        let body = |code: &str, message: &str| json!({"errors": [{"message": message, "extensions": {"code": code}}], "data": null});
         let of = |b: Value| classify(&errors_of(&b), "LINEAR_API_KEY");
         assert_eq!(of(body("RATELIMITED", "Rate limit exceeded")), LinearError::RateLimited { retries: 0 });
         assert!(matches!(of(body("AUTHENTICATION_ERROR", "x")), LinearError::Unauthenticated { .. }));

@@ -198,7 +198,9 @@ impl LinearClient {
             LinearError::Unauthenticated { variable, message } => {
                 LinearError::Unauthenticated { variable, message: cut(message) }
             }
-            LinearError::Forbidden { variable, message } => LinearError::Forbidden { variable, message: cut(message) },
+            LinearError::Forbidden { variable, message } => {
+                LinearError::Forbidden { variable, message: cut(message) }
+            }
             LinearError::NotFound { what, message } => LinearError::NotFound { what, message: cut(message) },
             LinearError::Status { status, message } => LinearError::Status { status, message: cut(message) },
             LinearError::GraphQl { code, message } => LinearError::GraphQl { code, message: cut(message) },
@@ -215,7 +217,8 @@ struct Limited(Duration);
 fn reset_wait(header: Option<&HeaderValue>) -> Duration {
     let reset = header.and_then(|v| v.to_str().ok()).and_then(|t| t.trim().parse::<i64>().ok());
     let now = chrono::Utc::now().timestamp_millis();
-    let millis = reset.map_or(1000, |at| at.saturating_sub(now)).clamp(1000, MAX_RETRY_WAIT.as_millis() as i64);
+    let millis =
+        reset.map_or(1000, |at| at.saturating_sub(now)).clamp(1000, MAX_RETRY_WAIT.as_millis() as i64);
     Duration::from_millis(millis.unsigned_abs())
 }
 
@@ -231,7 +234,9 @@ mod tests {
 
     #[test]
     fn the_reset_wait_is_bounded() {
-        let at = |ms: i64| HeaderValue::from_str(&(chrono::Utc::now().timestamp_millis() + ms).to_string()).unwrap();
+        let at = |ms: i64| {
+            HeaderValue::from_str(&(chrono::Utc::now().timestamp_millis() + ms).to_string()).unwrap()
+        };
         assert_eq!(reset_wait(None), Duration::from_secs(1));
         assert_eq!(reset_wait(Some(&at(-5000))), Duration::from_secs(1), "a reset in the past");
         assert_eq!(reset_wait(Some(&at(3_600_000))), MAX_RETRY_WAIT);
@@ -242,8 +247,13 @@ mod tests {
     #[test]
     fn no_key_and_a_bad_key_are_told_apart() {
         let client = |key: Option<&str>| {
-            LinearClient::new(DEFAULT_API_URL, "LINEAR_API_KEY", key.map(str::to_string), Duration::from_secs(1))
-                .unwrap()
+            LinearClient::new(
+                DEFAULT_API_URL,
+                "LINEAR_API_KEY",
+                key.map(str::to_string),
+                Duration::from_secs(1),
+            )
+            .unwrap()
         };
         assert!(matches!(client(None).key(), Err(LinearError::MissingKey { .. })));
         assert!(matches!(client(Some("  ")).key(), Err(LinearError::MissingKey { .. })));

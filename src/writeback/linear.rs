@@ -31,8 +31,9 @@ pub struct LinearTracker {
 impl LinearTracker {
     /// The tracker of `source`, with the value of its `token_env` (if set).
     pub fn new(source: &SourceConfig, key: Option<String>) -> Result<LinearTracker, TrackerError> {
-        let client = LinearClient::new(&source.api_url, &source.token_env, key, source.writeback_timeout.std())
-            .map_err(|e| refused_or_passing(e, &source.name))?;
+        let client =
+            LinearClient::new(&source.api_url, &source.token_env, key, source.writeback_timeout.std())
+                .map_err(|e| refused_or_passing(e, &source.name))?;
         Ok(LinearTracker {
             client,
             source: source.name.clone(),
@@ -81,7 +82,8 @@ impl LinearTracker {
 
     async fn comment(&self, issue: &str, id: &str, w: &Writeback) -> Result<Posted, TrackerError> {
         let body = format!("{}\n\n{}", w.message, marker_text(&w.marker));
-        let data = self.run(documents::COMMENT_CREATE, json!({"id": id, "issueId": issue, "body": body})).await?;
+        let data =
+            self.run(documents::COMMENT_CREATE, json!({"id": id, "issueId": issue, "body": body})).await?;
         match data.pointer("/commentCreate/comment/id").and_then(Value::as_str) {
             Some(created) => Ok(Posted::Now(created.to_string())),
             // Linear took it but its answer lacks the id: the next attempt finds it by its id.
@@ -96,13 +98,19 @@ impl LinearTracker {
         if current.is_some_and(|name| name.eq_ignore_ascii_case(state)) {
             return Ok(());
         }
-        let nodes = data.pointer("/issue/team/states/nodes").and_then(Value::as_array).cloned().unwrap_or_default();
-        let found = nodes.iter().find(|n| n.get("name").and_then(Value::as_str).is_some_and(|n| n.eq_ignore_ascii_case(state)));
+        let nodes =
+            data.pointer("/issue/team/states/nodes").and_then(Value::as_array).cloned().unwrap_or_default();
+        let found = nodes
+            .iter()
+            .find(|n| n.get("name").and_then(Value::as_str).is_some_and(|n| n.eq_ignore_ascii_case(state)));
         let Some(state_id) = found.and_then(|n| n.get("id")).and_then(Value::as_str) else {
             let team = data.pointer("/issue/team/key").and_then(Value::as_str).unwrap_or("?");
             return Err(TrackerError::Refused {
                 why: format!("team {team} has no workflow state named {state:?}"),
-                fix: format!("name one of team {team}'s states in writeback_states of source {:?}", self.source),
+                fix: format!(
+                    "name one of team {team}'s states in writeback_states of source {:?}",
+                    self.source
+                ),
             });
         };
         let data = self.run(documents::ISSUE_UPDATE, json!({"id": issue, "stateId": state_id})).await?;
@@ -128,7 +136,10 @@ impl LinearTracker {
             let Some(team) = teams.iter().find(|t| key_of(t).eq_ignore_ascii_case(wanted)) else {
                 return Err(TrackerError::Refused {
                     why: format!("{viewer}'s key sees no team with key {wanted:?}"),
-                    fix: format!("check teams of source {:?}, or use a key of a member of that team", self.source),
+                    fix: format!(
+                        "check teams of source {:?}, or use a key of a member of that team",
+                        self.source
+                    ),
                 });
             };
             let names: Vec<&str> = team
@@ -148,7 +159,11 @@ impl LinearTracker {
         Ok(format!(
             "{viewer}'s key reads {}; whether it may comment is known at the first message (Linear tells \
              it only by a write)",
-            if self.teams.is_empty() { "Linear".to_string() } else { format!("team {}", self.teams.join(", ")) }
+            if self.teams.is_empty() {
+                "Linear".to_string()
+            } else {
+                format!("team {}", self.teams.join(", "))
+            }
         ))
     }
 }

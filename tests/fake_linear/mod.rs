@@ -202,7 +202,11 @@ fn error(status: StatusCode, code: &str, message: &str) -> Response {
 }
 
 fn not_found(what: &str) -> Response {
-    error(StatusCode::OK, "INPUT_ERROR", &format!("Entity not found: {what} - Could not find referenced {what}."))
+    error(
+        StatusCode::OK,
+        "INPUT_ERROR",
+        &format!("Entity not found: {what} - Could not find referenced {what}."),
+    )
 }
 
 async fn handle(AxumState(state): AxumState<Arc<Mutex<State>>>, headers: HeaderMap, body: Bytes) -> Response {
@@ -228,14 +232,23 @@ async fn handle(AxumState(state): AxumState<Arc<Mutex<State>>>, headers: HeaderM
     let (late, response) = {
         let mut state = state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let fields = root_fields(&selection);
-        state.requests.push(Request { fields, variables: variables.clone(), authorization: authorization.clone() });
+        state.requests.push(Request {
+            fields,
+            variables: variables.clone(),
+            authorization: authorization.clone(),
+        });
         let read_only = state.read_only_keys.iter().any(|k| authorization.as_deref() == Some(k.as_str()));
         if authorization.as_deref() != Some(state.key.as_str()) && !read_only {
-            return error(StatusCode::BAD_REQUEST, "AUTHENTICATION_ERROR", "Authentication required, not authenticated");
+            return error(
+                StatusCode::BAD_REQUEST,
+                "AUTHENTICATION_ERROR",
+                "Authentication required, not authenticated",
+            );
         }
         match state.faults.pop_front() {
             Some(Fault::RateLimited(reset)) => {
-                let at = chrono::Utc::now().timestamp_millis() + i64::try_from(reset.as_millis()).unwrap_or(0);
+                let at =
+                    chrono::Utc::now().timestamp_millis() + i64::try_from(reset.as_millis()).unwrap_or(0);
                 let mut response = error(StatusCode::BAD_REQUEST, "RATELIMITED", "Rate limit exceeded");
                 response.headers_mut().insert("x-ratelimit-requests-remaining", 0.into());
                 response.headers_mut().insert("x-ratelimit-requests-reset", at.into());
@@ -268,15 +281,22 @@ fn root_fields(selection: &SelectionSet<'_, String>) -> Vec<String> {
 }
 
 /// The answer to a whole operation, and how long to hold it.
-fn answer(state: &mut State, selection: &SelectionSet<'_, String>, vars: &Value) -> (Option<Duration>, Response) {
+fn answer(
+    state: &mut State,
+    selection: &SelectionSet<'_, String>,
+    vars: &Value,
+) -> (Option<Duration>, Response) {
     let mut data = Map::new();
     let mut late = None;
     for item in &selection.items {
         let Selection::Field(field) = item else { continue };
-        let args: Map<String, Value> = field.arguments.iter().map(|(n, v)| (n.clone(), filter::value(v, vars))).collect();
+        let args: Map<String, Value> =
+            field.arguments.iter().map(|(n, v)| (n.clone(), filter::value(v, vars))).collect();
         let resolved = match field.name.as_str() {
             "issues" => Ok(issues(state, &args)),
-            "issue" => find_issue(state, &args["id"]).cloned().map(|issue| with_team_states(&issue)).ok_or("Issue"),
+            "issue" => {
+                find_issue(state, &args["id"]).cloned().map(|issue| with_team_states(&issue)).ok_or("Issue")
+            }
             "comment" => {
                 let id = args.get("id").cloned().unwrap_or(Value::Null);
                 state.comments.iter().find(|c| c["id"] == id).cloned().ok_or("Comment")
@@ -298,7 +318,16 @@ fn answer(state: &mut State, selection: &SelectionSet<'_, String>, vars: &Value)
                 Err(response) => return (None, response),
             },
             "issueUpdate" => issue_update(state, &args),
-            other => return (None, error(StatusCode::BAD_REQUEST, "GRAPHQL_VALIDATION_FAILED", &format!("the fake knows no field {other}"))),
+            other => {
+                return (
+                    None,
+                    error(
+                        StatusCode::BAD_REQUEST,
+                        "GRAPHQL_VALIDATION_FAILED",
+                        &format!("the fake knows no field {other}"),
+                    ),
+                );
+            }
         };
         let value = match resolved {
             Ok(value) => value,
@@ -348,8 +377,11 @@ fn issues(state: &State, args: &Map<String, Value>) -> Value {
 }
 
 fn teams(state: &State, args: &Map<String, Value>) -> Value {
-    let mut keys: Vec<String> =
-        state.issues.iter().filter_map(|i| i.pointer("/team/key").and_then(Value::as_str).map(str::to_string)).collect();
+    let mut keys: Vec<String> = state
+        .issues
+        .iter()
+        .filter_map(|i| i.pointer("/team/key").and_then(Value::as_str).map(str::to_string))
+        .collect();
     keys.sort();
     keys.dedup();
     let filter = args.get("filter").cloned().unwrap_or(Value::Null);
@@ -373,12 +405,17 @@ fn comment_create(state: &mut State, args: &Map<String, Value>) -> Result<Create
     };
     let id = match input["id"].as_str() {
         Some(id) if state.comments.iter().any(|c| c["id"] == id) => {
-            return Err(error(StatusCode::BAD_REQUEST, "INVALID_INPUT", "Comment with this id already exists"));
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                "INVALID_INPUT",
+                "Comment with this id already exists",
+            ));
         }
         Some(id) => id.to_string(),
         None => uuid(9000 + state.comments.len() as u64),
     };
-    let comment = json!({"id": id, "issueId": issue, "body": body, "createdAt": chrono::Utc::now().to_rfc3339()});
+    let comment =
+        json!({"id": id, "issueId": issue, "body": body, "createdAt": chrono::Utc::now().to_rfc3339()});
     state.comments.push(comment.clone());
     let fault = state.write_faults.pop_front();
     Ok((json!({"success": true, "lastSyncId": 1.0, "comment": comment}), fault))
@@ -390,7 +427,11 @@ fn issue_update(state: &mut State, args: &Map<String, Value>) -> Result<Value, &
     let state_id = args.get("input").and_then(|i| i.get("stateId")).cloned().unwrap_or(Value::Null);
     let issue = state.issues.iter_mut().find(|i| i["id"] == found).ok_or("Issue")?;
     let team = issue.pointer("/team/key").and_then(Value::as_str).unwrap_or_default().to_string();
-    let target = STATES.iter().map(|(n, _)| self::state(&team, n)).find(|s| s["id"] == state_id).ok_or("WorkflowState")?;
+    let target = STATES
+        .iter()
+        .map(|(n, _)| self::state(&team, n))
+        .find(|s| s["id"] == state_id)
+        .ok_or("WorkflowState")?;
     issue["state"] = target;
     issue["updatedAt"] = json!(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
     Ok(json!({"success": true, "lastSyncId": 2.0, "issue": issue.clone()}))

@@ -140,7 +140,9 @@ impl LinearSource {
                         read.tasks.push(task);
                     }
                     Ok(_) => {} // listed twice (an update moved it between pages)
-                    Err(why) => read.refused.push((format!("{} page {page} issue {}", self.config.name, index + 1), why)),
+                    Err(why) => read
+                        .refused
+                        .push((format!("{} page {page} issue {}", self.config.name, index + 1), why)),
                 }
             }
             if pages.send(read).await.is_err() {
@@ -151,7 +153,9 @@ impl LinearSource {
             match (more, next) {
                 (false, _) => return Ok(cursor),
                 (true, Some(next)) if after.as_deref() != Some(next.as_str()) => after = Some(next),
-                (true, _) => return Err(malformed("pageInfo says there is a next page but gives no new endCursor")),
+                (true, _) => {
+                    return Err(malformed("pageInfo says there is a next page but gives no new endCursor"));
+                }
             }
         }
         Err(malformed(&format!("more than {MAX_PAGES} pages")))
@@ -169,7 +173,8 @@ pub fn task_from_node(raw: Value) -> Result<super::SourceTask, String> {
         }
     };
     let id = text("id")?.ok_or("it has no id")?;
-    let gid = issue_gid(&id).ok_or_else(|| format!("its id {:?} is not a Linear id", id.chars().take(60).collect::<String>()))?;
+    let gid = issue_gid(&id)
+        .ok_or_else(|| format!("its id {:?} is not a Linear id", id.chars().take(60).collect::<String>()))?;
     let updated = text("updatedAt")?.ok_or("it has no updatedAt")?;
     let modified_at = DateTime::parse_from_rfc3339(&updated)
         .map_err(|_| format!("its updatedAt {updated:?} is not an RFC 3339 timestamp"))?
