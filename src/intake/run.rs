@@ -50,7 +50,7 @@ impl IntakeReport {
 pub struct SourceReport {
     /// The source's `name` in the config (each of its tasks' `source`).
     pub name: String,
-    /// `asana`, `github_issues` or `file`.
+    /// `asana`, `github_issues`, `linear` or `file`.
     pub kind: String,
     /// Tasks the source delivered (refused ones not counted).
     pub fetched: usize,
