@@ -110,7 +110,10 @@ mod tests {
 
     #[test]
     fn codes_name_the_error() {
-        let body = |code: &str, message: &str| json!({"errors": [{"message": message, "extensions": {"code": code}}], "data": null});
+        let body = |code: &str, message: &str| {
+            let error = json!({"message": message, "extensions": {"code": code}});
+            json!({"errors": [error], "data": null})
+        };
         let of = |b: Value| classify(&errors_of(&b), "LINEAR_API_KEY");
         assert_eq!(of(body("RATELIMITED", "Rate limit exceeded")), LinearError::RateLimited { retries: 0 });
         assert!(matches!(of(body("AUTHENTICATION_ERROR", "x")), LinearError::Unauthenticated { .. }));

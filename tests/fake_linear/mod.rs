@@ -121,7 +121,11 @@ pub fn issue(n: u64, team: &str, number: u32, title: &str, state_name: &str, upd
         "priority": 2,
         "priorityLabel": "High",
         "state": state(team, state_name),
-        "team": {"id": format!("7ea70000-0000-4000-8000-{:012x}", team_number(team)), "key": team, "name": format!("Team {team}")},
+        "team": {
+            "id": format!("7ea70000-0000-4000-8000-{:012x}", team_number(team)),
+            "key": team,
+            "name": format!("Team {team}"),
+        },
         "project": {"name": "Mobile"},
         "assignee": {"name": "Alex Doe", "email": "alex@example.com", "isMe": true},
         "labels": {"nodes": [{"name": "executor"}]},

@@ -57,7 +57,10 @@ pub(super) fn teams(state: &State, args: &Map<String, Value>) -> Value {
     let filter = args.get("filter").cloned().unwrap_or(Value::Null);
     let nodes: Vec<Value> = keys
         .iter()
-        .map(|k| json!({"key": k, "name": format!("Team {k}"), "states": {"nodes": STATES.iter().map(|(n, _)| self::state(k, n)).collect::<Vec<_>>()}}))
+        .map(|k| {
+            let states: Vec<Value> = STATES.iter().map(|(n, _)| self::state(k, n)).collect();
+            json!({"key": k, "name": format!("Team {k}"), "states": {"nodes": states}})
+        })
         .filter(|t| filter.is_null() || matches(&filter, t))
         .collect();
     json!({"nodes": nodes})

@@ -238,7 +238,8 @@ mod tests {
     fn a_node_becomes_a_task_or_a_reason() {
         let node = json!({
             "id": "8f1c2a9e-3b4d-4e5f-9a0b-1c2d3e4f5a6b", "identifier": "ENG-12", "title": "Fix login",
-            "description": null, "url": "https://linear.app/acme/issue/ENG-12", "updatedAt": "2026-11-01T10:00:00.000Z",
+            "description": null, "url": "https://linear.app/acme/issue/ENG-12",
+            "updatedAt": "2026-11-01T10:00:00.000Z",
             "state": {"name": "Todo", "type": "unstarted"}, "assignee": {"name": "", "email": "a@b.c"},
         });
         let task = task_from_node(node.clone()).unwrap();
