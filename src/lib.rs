@@ -12,6 +12,7 @@ pub mod github;
 pub mod import;
 pub mod instance_lock;
 pub mod intake;
+pub mod linear;
 pub mod redact;
 pub mod runner;
 pub mod schedule;

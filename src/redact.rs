@@ -85,9 +85,11 @@ impl Redactor {
 /// Every secret value `config` names, from the environment as it is now.
 pub fn config_secrets(config: &Config) -> Vec<String> {
     let w = &config.worker;
-    // An Asana source's token too: write-back errors and messages pass through the redactor.
-    let asana = config.sources.iter().filter(|s| s.kind == "asana").map(|s| &s.token_env);
-    let names = config.github.token_env.iter().chain(&w.pass_env).chain(&w.redact_env).chain(asana);
+    // An Asana source's token and a Linear source's key too: write-back errors and messages pass
+    // through the redactor.
+    let trackers =
+        config.sources.iter().filter(|s| matches!(s.kind.as_str(), "asana" | "linear")).map(|s| &s.token_env);
+    let names = config.github.token_env.iter().chain(&w.pass_env).chain(&w.redact_env).chain(trackers);
     let names = names.chain(std::iter::once(&config.github.webhook_secret_env));
     let mut out: Vec<String> = names.filter_map(|name| std::env::var(name).ok()).collect();
     out.push(config.notify.webhook_url.clone());
@@ -133,5 +135,14 @@ mod tests {
         let path = std::env::var("PATH").unwrap_or_default();
         let text = format!("post to https://hooks.example/T0/B0/xyzzy with dashboard-token-42 in {path}");
         assert_eq!(r.redact(&text), "post to [REDACTED] with [REDACTED] in [REDACTED]");
+    }
+
+    #[test]
+    fn a_linear_sources_key_is_a_secret() {
+        let c =
+            Config::parse("[[sources]]\nname = \"l\"\nkind = \"linear\"\ntoken_env = \"PATH\"\n").unwrap();
+        let path = std::env::var("PATH").unwrap_or_default();
+        assert!(path.len() >= 8, "the test needs a PATH");
+        assert_eq!(Redactor::from_config(&c).redact(&format!("key {path}")), "key [REDACTED]");
     }
 }

@@ -17,6 +17,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("filter", &[]),
     ("config", &["domain", "filter"]),
     ("github", &["config"]),
+    ("linear", &[]),
     ("redact", &["config"]),
     ("store", &["domain"]),
     ("workspace", &["domain"]),
@@ -25,13 +26,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("budget", &["config", "domain", "store"]),
     ("worker", &["config", "domain", "redact", "workspace"]),
     ("forge", &["config", "domain", "github", "store", "worker", "workspace"]),
-    ("intake", &["config", "domain", "filter", "github", "store", "workspace"]),
+    ("intake", &["config", "domain", "filter", "github", "linear", "store", "workspace"]),
     ("import", &["domain", "store"]),
     (
         "analyzer",
         &["budget", "config", "domain", "filter", "intake", "store", "worker", "workspace", "writeback"],
     ),
-    ("writeback", &["config", "domain", "github", "redact", "store"]),
+    ("writeback", &["config", "domain", "github", "linear", "redact", "store"]),
     (
         "runner",
         &[

@@ -330,16 +330,20 @@ fn token_checks(config: &Config) -> Vec<Check> {
             ),
         });
     }
-    for s in config.sources.iter().filter(|s| s.kind == "asana") {
+    for s in config.sources.iter().filter(|s| matches!(s.kind.as_str(), "asana" | "linear")) {
         let label = format!("source {}", s.name);
+        let (what, kind) = match s.kind.as_str() {
+            "linear" => ("Linear API key", "a Linear personal API key"),
+            _ => ("Asana token", "an Asana personal access token"),
+        };
         out.push(if std::env::var(&s.token_env).is_ok_and(|v| !v.trim().is_empty()) {
-            pass(&label, format!("Asana token in ${}", s.token_env))
+            pass(&label, format!("{what} in ${}", s.token_env))
         } else {
             problem(
                 Outcome::Fail,
                 &label,
                 format!("${} is not set", s.token_env),
-                format!("export {} with an Asana personal access token", s.token_env),
+                format!("export {} with {kind}", s.token_env),
             )
         });
     }
@@ -407,7 +411,7 @@ fn disk_check(root: &Path) -> Check {
 
 /// For each source that writes back: whether its tracker would take executor's comments, asked
 /// without writing (Asana: the token's user and its membership of each project; GitHub: the
-/// repository's issues). A tracker that would refuse is a warning: write-back never blocks a run.
+/// repository's issues; Linear: the key's user, its teams and their workflow states). A tracker that would refuse is a warning: write-back never blocks a run.
 async fn writeback_checks(config: &Config) -> Vec<Check> {
     let mut out = Vec::new();
     let mut github = None;

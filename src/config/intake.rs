@@ -9,18 +9,19 @@ use serde::Deserialize;
 pub struct SourceConfig {
     /// Recorded as each task's `source`; `intake.qualifying_sources` and the filters name it.
     pub name: String,
-    /// `asana`, `github_issues` or `file`.
+    /// `asana`, `github_issues`, `linear` or `file`.
     pub kind: String,
     /// The repository (a key of `[repos]`) its tasks are worked in; empty: the only repository.
     #[serde(default)]
     pub repo: String,
-    /// Asana: the variable holding the personal access token.
-    #[serde(default = "default_asana_token_env")]
+    /// Asana, Linear: the variable holding the personal access token or API key; unset: `ASANA_TOKEN`,
+    /// `LINEAR_API_KEY` (filled in by [`fill_source_defaults`]).
+    #[serde(default)]
     pub token_env: String,
-    /// Asana: the API base (a test points it at a fake).
-    #[serde(default = "default_asana_api_url")]
+    /// Asana, Linear: the API base or endpoint (a test points it at a fake); unset: the tracker's own.
+    #[serde(default)]
     pub api_url: String,
-    /// Asana: project gids whose tasks to fetch.
+    /// Asana: project gids whose tasks to fetch. Linear: project names (issues of any of them).
     #[serde(default)]
     pub projects: Vec<String>,
     /// Asana: section gids whose tasks to fetch.
@@ -32,9 +33,23 @@ pub struct SourceConfig {
     /// GitHub Issues: `owner/name` (the API and token are `[github]`'s).
     #[serde(default)]
     pub github: String,
-    /// GitHub Issues: only issues with all these labels.
+    /// GitHub Issues, Linear: only issues with all these labels.
     #[serde(default)]
     pub labels: Vec<String>,
+    /// Linear: team keys (`ENG`) whose issues to fetch; none: every team the key can read.
+    #[serde(default)]
+    pub teams: Vec<String>,
+    /// Linear: only issues in these workflow states (by name, e.g. `["Todo"]`); none: every state
+    /// that is not of type completed or canceled.
+    #[serde(default)]
+    pub states: Vec<String>,
+    /// Linear: only issues assigned to this email, or to the key's own user with `"me"`.
+    #[serde(default)]
+    pub assignee: String,
+    /// Linear: the workflow state (by name, in the issue's team) an issue moves to at an event it is
+    /// told of, e.g. `{ pr_opened = "In Progress", complete = "In Review", merged = "Done" }`.
+    #[serde(default)]
+    pub writeback_states: std::collections::BTreeMap<crate::domain::WritebackEvent, String>,
     /// GitHub Issues: `open` (default) or `all`.
     #[serde(default = "default_issue_state")]
     pub state: String,
@@ -42,7 +57,7 @@ pub struct SourceConfig {
     /// relative path is read beside the config file.
     #[serde(default)]
     pub path: String,
-    /// Asana, GitHub Issues: the events the tracker is told of (`pr_opened`, `complete`, `abandoned`,
+    /// Asana, GitHub Issues, Linear: the events the tracker is told of (`pr_opened`, `complete`, `abandoned`,
     /// `skipped`, `approved`); unset: the first three; `[]`: none. A file source has no tracker.
     #[serde(default)]
     pub writeback: Option<Vec<crate::domain::WritebackEvent>>,
@@ -67,7 +82,7 @@ pub struct SourceConfig {
 impl SourceConfig {
     /// Whether this kind of source has a tracker to write to.
     pub fn writes_back(&self) -> bool {
-        matches!(self.kind.as_str(), "asana" | "github_issues")
+        matches!(self.kind.as_str(), "asana" | "github_issues" | "linear")
     }
 
     /// The events this source's tracker is told of.
@@ -84,12 +99,22 @@ fn default_writeback_timeout() -> super::Duration {
     super::Duration(std::time::Duration::from_secs(30))
 }
 
-fn default_asana_token_env() -> String {
-    "ASANA_TOKEN".into()
-}
-
-fn default_asana_api_url() -> String {
-    "https://app.asana.com/api/1.0".into()
+/// Fills in what a source's kind implies when the config leaves it out: Asana's and Linear's token
+/// variable and API address. (Defaults by kind cannot be serde defaults: the kind is another key.)
+pub(super) fn fill_source_defaults(sources: &mut [SourceConfig]) {
+    for s in sources {
+        let (token_env, api_url) = match s.kind.as_str() {
+            "asana" => ("ASANA_TOKEN", "https://app.asana.com/api/1.0"),
+            "linear" => ("LINEAR_API_KEY", "https://api.linear.app/graphql"),
+            _ => continue,
+        };
+        if s.token_env.is_empty() {
+            s.token_env = token_env.into();
+        }
+        if s.api_url.is_empty() {
+            s.api_url = api_url.into();
+        }
+    }
 }
 
 fn default_issue_state() -> String {
@@ -110,6 +135,11 @@ pub(super) fn validate_sources(config: &super::Config) -> Result<(), String> {
         }
         if !s.repo.is_empty() && !config.repos.contains_key(&s.repo) {
             return Err(format!("{}: there is no [repos.{}]", key("repo"), s.repo));
+        }
+        if s.kind != "linear"
+            && (!s.writeback_states.is_empty() || !s.teams.is_empty() || !s.states.is_empty())
+        {
+            return Err(format!("{}: teams, states and writeback_states are a Linear source's", key("kind")));
         }
         match s.kind.as_str() {
             "asana" => {
@@ -152,6 +182,7 @@ pub(super) fn validate_sources(config: &super::Config) -> Result<(), String> {
                     ));
                 }
             }
+            "linear" => validate_linear(s, &key)?,
             "github_issues" => {
                 if !s.writeback_sections.is_empty()
                     || !s.writeback_custom_fields.is_empty()
@@ -184,8 +215,56 @@ pub(super) fn validate_sources(config: &super::Config) -> Result<(), String> {
                     ));
                 }
             }
-            _ => return Err(format!("{}: must be one of: asana, github_issues, file", key("kind"))),
+            _ => return Err(format!("{}: must be one of: asana, github_issues, linear, file", key("kind"))),
         }
+    }
+    Ok(())
+}
+
+/// A Linear source: only Linear's own keys, state names that can be sent, an assignee that is an
+/// email or `me`.
+fn validate_linear(s: &SourceConfig, key: &dyn Fn(&str) -> String) -> Result<(), String> {
+    if !s.writeback_sections.is_empty()
+        || !s.writeback_custom_fields.is_empty()
+        || s.writeback_complete_on_merge
+    {
+        return Err(format!(
+            "{}: sections, custom fields and completion are Asana's; a Linear issue moves through \
+             writeback_states (e.g. {{ complete = \"In Review\", merged = \"Done\" }})",
+            key("writeback_sections")
+        ));
+    }
+    if !s.sections.is_empty() || !s.user_task_list.is_empty() || !s.github.is_empty() || !s.path.is_empty() {
+        return Err(format!(
+            "{}: a Linear source reads teams, projects, states, labels and assignee only",
+            key("sections")
+        ));
+    }
+    let blank = |v: &String| v.trim().is_empty() || v.chars().any(char::is_control);
+    for (name, values) in
+        [("teams", &s.teams), ("projects", &s.projects), ("states", &s.states), ("labels", &s.labels)]
+    {
+        if values.iter().any(blank) {
+            return Err(format!("{}: an entry is empty or has control characters", key(name)));
+        }
+    }
+    if let Some((event, state)) = s.writeback_states.iter().find(|(_, state)| blank(state)) {
+        return Err(format!(
+            "{}: {state:?} for {event} is not a workflow state's name",
+            key("writeback_states")
+        ));
+    }
+    if let Some(event) = s.writeback_states.keys().find(|e| !s.writeback_events().contains(e)) {
+        return Err(format!(
+            "{}: an issue moves at {event} only when {event} is told: add \"{event}\" to writeback",
+            key("writeback_states")
+        ));
+    }
+    if !s.assignee.is_empty() && s.assignee != "me" && !s.assignee.contains('@') {
+        return Err(format!("{}: must be an email address or \"me\"", key("assignee")));
+    }
+    if s.token_env.is_empty() {
+        return Err(format!("{}: name the variable holding the Linear API key", key("token_env")));
     }
     Ok(())
 }

@@ -656,7 +656,8 @@ impl Config {
 
     /// Parses and validates TOML text; the error names the line and key.
     pub fn parse(text: &str) -> Result<Config, String> {
-        let config: Config = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())?;
+        let mut config: Config = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())?;
+        intake::fill_source_defaults(&mut config.sources);
         config.validate()?;
         Ok(config)
     }

@@ -208,3 +208,33 @@ fn web_hosts_and_connection_limits_are_checked() {
     let err = Config::parse("[web]\nidle_timeout = \"10ms\"\n").unwrap_err();
     assert_eq!(err, "key `web.idle_timeout`: must be at least 1s");
 }
+
+#[test]
+fn a_linear_source_gets_its_own_defaults_and_its_keys_are_checked() {
+    let linear = "[[sources]]\nname = \"l\"\nkind = \"linear\"\n";
+    let config = Config::parse(&format!("{linear}teams = [\"ENG\"]\nassignee = \"me\"\n")).unwrap();
+    let source = &config.sources[0];
+    assert_eq!(
+        (source.token_env.as_str(), source.api_url.as_str()),
+        ("LINEAR_API_KEY", "https://api.linear.app/graphql")
+    );
+    assert!(source.writes_back());
+    assert_eq!(source.writeback_events(), crate::domain::WritebackEvent::DEFAULT);
+    let asana = "[[sources]]\nname = \"a\"\nkind = \"asana\"\nprojects = [\"1\"]\n";
+    let cases = [
+        (format!("{linear}assignee = \"alex\"\n"), "sources[0].assignee"),
+        (format!("{linear}teams = [\"\"]\n"), "sources[0].teams"),
+        (format!("{linear}sections = [\"1\"]\n"), "sources[0].sections"),
+        (format!("{linear}writeback_sections = {{ complete = \"1\" }}\n"), "sources[0].writeback_sections"),
+        (format!("{linear}writeback_states = {{ complete = \" \" }}\n"), "sources[0].writeback_states"),
+        (
+            format!("{linear}writeback = [\"complete\"]\nwriteback_states = {{ merged = \"Done\" }}\n"),
+            "add \"merged\"",
+        ),
+        (format!("{asana}writeback_states = {{ complete = \"Done\" }}\n"), "sources[0].kind"),
+    ];
+    for (text, key) in cases {
+        let err = Config::parse(&text).unwrap_err();
+        assert!(err.contains(key), "{key} not named in: {err}");
+    }
+}

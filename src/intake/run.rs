@@ -21,6 +21,7 @@ use tokio::sync::mpsc::Receiver;
 use super::source::asana::{AsanaConfig, AsanaError, AsanaSource};
 use super::source::file::{FileError, read_file_pages};
 use super::source::github_issues::{GitHubIssuesConfig, GitHubIssuesSource, IssueState};
+use super::source::linear::{LinearConfig, LinearSource};
 use super::source::{EnvLookup, FILE_PAGE, Fetched, PAGES_IN_FLIGHT, Page, PageSender, SourceTask};
 use crate::config::{Config, SourceConfig, expand_home};
 use crate::domain::{Actor, GidError, TaskGid};
@@ -49,7 +50,7 @@ impl IntakeReport {
 pub struct SourceReport {
     /// The source's `name` in the config (each of its tasks' `source`).
     pub name: String,
-    /// `asana`, `github_issues` or `file`.
+    /// `asana`, `github_issues`, `linear` or `file`.
     pub kind: String,
     /// Tasks the source delivered (refused ones not counted).
     pub fetched: usize,
@@ -296,6 +297,11 @@ async fn fetch(
             let asana = AsanaSource::new(asana_config(source), env.clone()).map_err(|e| asana_error(&e))?;
             asana.fetch_pages(since, pages).await.map_err(|e| asana_error(&e))
         }
+        "linear" => {
+            let linear =
+                LinearSource::new(linear_config(source), env.clone()).map_err(|e| linear_error(&e))?;
+            linear.fetch_pages(since, pages).await.map_err(|e| linear_error(&e))
+        }
         "file" => {
             let path = file_path(config, source);
             let name = source.name.clone();
@@ -322,7 +328,9 @@ async fn fetch(
             }
             Ok(fetched.cursor)
         }
-        other => Err(format!("kind {other:?} is not a source executor knows (asana, github_issues, file)")),
+        other => {
+            Err(format!("kind {other:?} is not a source executor knows (asana, github_issues, linear, file)"))
+        }
     }
 }
 
@@ -345,6 +353,28 @@ fn asana_config(source: &SourceConfig) -> AsanaConfig {
         sections: source.sections.clone(),
         user_task_list: (!source.user_task_list.is_empty()).then(|| source.user_task_list.clone()),
         ..AsanaConfig::new(source.name.clone(), source.token_env.clone())
+    }
+}
+
+fn linear_config(source: &SourceConfig) -> LinearConfig {
+    LinearConfig {
+        name: source.name.clone(),
+        api_url: source.api_url.clone(),
+        token_env: source.token_env.clone(),
+        teams: source.teams.clone(),
+        projects: source.projects.clone(),
+        states: source.states.clone(),
+        labels: source.labels.clone(),
+        assignee: (!source.assignee.is_empty()).then(|| source.assignee.clone()),
+    }
+}
+
+/// As [`asana_error`], for Linear.
+fn linear_error(e: &crate::linear::LinearError) -> String {
+    if e.is_passing() {
+        format!("{e}; nothing was lost: the next intake asks again for everything since the last good fetch")
+    } else {
+        e.to_string()
     }
 }
 

@@ -13,10 +13,12 @@
 //!
 //! A task's messages reach its tracker in the order they were recorded: a later one waits while an
 //! earlier one is pending. Nothing here reaches a prompt, and the intake reads no comments (Asana's
-//! stories, GitHub's issue comments), so what executor posts never comes back as task text.
+//! stories, GitHub's issue comments, Linear's comments), so what executor posts never comes back as
+//! task text.
 
 mod asana;
 mod github_issues;
+mod linear;
 pub mod message;
 
 use std::collections::{HashMap, HashSet};
@@ -27,6 +29,7 @@ use chrono::{DateTime, Utc};
 
 pub use asana::AsanaTracker;
 pub use github_issues::GitHubIssuesTracker;
+pub use linear::{LinearTracker, comment_id as linear_comment_id};
 pub use message::{marker_text, new_marker};
 
 use crate::config::{Config, SourceConfig};
@@ -80,6 +83,7 @@ pub enum TrackerError {
 pub enum Tracker {
     Asana(AsanaTracker),
     GitHubIssues(GitHubIssuesTracker),
+    Linear(LinearTracker),
 }
 
 impl Tracker {
@@ -88,6 +92,7 @@ impl Tracker {
         match self {
             Tracker::Asana(t) => t.post(w).await,
             Tracker::GitHubIssues(t) => t.post(w).await,
+            Tracker::Linear(t) => t.post(w).await,
         }
     }
 }
@@ -344,6 +349,7 @@ impl Outbox {
     pub fn tracker(&self, source: &SourceConfig) -> Result<Tracker, TrackerError> {
         match source.kind.as_str() {
             "asana" => Ok(Tracker::Asana(AsanaTracker::new(source, (self.env)(&source.token_env))?)),
+            "linear" => Ok(Tracker::Linear(LinearTracker::new(source, (self.env)(&source.token_env))?)),
             "github_issues" => match &self.github {
                 Some(client) => Ok(Tracker::GitHubIssues(GitHubIssuesTracker::new(client.clone(), source)?)),
                 None => Err(TrackerError::Passing("no GitHub client: the [github] settings failed".into())),
@@ -357,7 +363,7 @@ impl Outbox {
 }
 
 /// Whether `source`'s tracker would take executor's messages, found out without writing. `token`: the
-/// value of an Asana source's `token_env`; `github`: the client a GitHub Issues source writes through.
+/// value of an Asana or Linear source's `token_env`; `github`: the client a GitHub Issues source writes through.
 pub async fn probe(
     source: &SourceConfig,
     token: Option<String>,
@@ -365,6 +371,7 @@ pub async fn probe(
 ) -> Result<String, TrackerError> {
     match (source.kind.as_str(), github) {
         ("asana", _) => AsanaTracker::new(source, token)?.probe(&source.projects).await,
+        ("linear", _) => LinearTracker::new(source, token)?.probe().await,
         ("github_issues", Some(client)) => GitHubIssuesTracker::new(client, source)?.probe().await,
         ("github_issues", None) => {
             Err(TrackerError::Passing("no GitHub client: see the [github] check".into()))
