@@ -36,6 +36,8 @@ pub struct RunRow {
     pub pr_number: Option<i64>,
     pub branch: Option<String>,
     pub cost_usd: f64,
+    /// Its last decision was to wait for a free worker slot.
+    pub waits_for_a_slot: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -132,18 +134,20 @@ impl Db {
     pub async fn runs(&self) -> Result<Vec<RunRow>> {
         let rows = rows!(
             self,
-            (i64, String, String, Option<i64>, Option<String>, f64),
-            "SELECT id, task_gid, state, pr_number, branch_name, cost_usd FROM executor_runs ORDER BY id"
+            (i64, String, String, Option<i64>, Option<String>, f64, Option<String>),
+            "SELECT id, task_gid, state, pr_number, branch_name, cost_usd, last_decision FROM executor_runs ORDER BY id"
         )?;
         Ok(rows
             .into_iter()
-            .map(|(id, task_gid, state, pr_number, branch, cost_usd)| RunRow {
+            .map(|(id, task_gid, state, pr_number, branch, cost_usd, decision)| RunRow {
                 id,
                 task_gid,
                 state,
                 pr_number,
                 branch,
                 cost_usd,
+                // What the runner told the human it waits for (`runs show`): read as a person would.
+                waits_for_a_slot: decision.is_some_and(|d| d.contains("No free worker slot")),
             })
             .collect())
     }

@@ -160,7 +160,9 @@ impl Snapshot {
                     .map(|at| (self.now - *at).to_std().unwrap_or_default())
                     .unwrap_or_default();
                 let never_started = !self.sessions.iter().any(|s| s.run_id == run.id);
-                if run.state == "queued" && never_started && self.slots_full {
+                // Work still to do, behind busy agents: a run never started, or one whose next worker
+                // (a review, a fix) waits for a slot, while every slot is taken.
+                if self.slots_full && ((run.state == "queued" && never_started) || run.waits_for_a_slot) {
                     return Outcome::Backlog;
                 }
                 if quiet > CHECK_TIMEOUT * 2 { Outcome::SilentlyStuck } else { Outcome::InFlight }
