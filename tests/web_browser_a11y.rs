@@ -166,7 +166,7 @@ async fn every_page_passes_axe_and_fits_a_phone_in_light_and_dark() {
         log_in(&b, &site).await;
         // The colours follow the scheme: the page's background is light or dark.
         let background = b.client.find(Locator::Css("body")).await.unwrap().css_value("background-color").await.unwrap();
-        let expect = if scheme == "dark" { "rgb(17, 20, 24)" } else { "rgb(247, 248, 250)" };
+        let expect = if scheme == "dark" { "rgba(17, 20, 24, 1)" } else { "rgba(247, 248, 250, 1)" };
         assert_eq!(background, expect, "{scheme} page background");
         failures.extend(check_pages(&b, &site, scheme, &pages).await);
         b.close().await;

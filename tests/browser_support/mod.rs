@@ -46,18 +46,20 @@ impl Browser {
             .spawn()
             .expect("start chromedriver");
         let profile = tempfile::tempdir().unwrap();
+        let mut args: Vec<String> = [
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--window-size=1280,900",
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+        args.push(format!("--user-data-dir={}", profile.path().display()));
+        args.extend(extra_args.iter().map(|a| a.to_string()));
         let mut caps = serde_json::Map::new();
         caps.insert(
             "goog:chromeOptions".into(),
-            serde_json::json!({
-                "binary": "/usr/bin/chromium",
-                "args": [
-                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                    "--window-size=1280,900",
-                    format!("--user-data-dir={}", profile.path().display()),
-                ].into_iter().chain(extra_args.iter().map(|a| a.to_string())).collect::<Vec<_>>()
-            }),
+            serde_json::json!({ "binary": "/usr/bin/chromium", "args": args }),
         );
         let url = format!("http://127.0.0.1:{port}");
         let deadline = Instant::now() + Duration::from_secs(20);
