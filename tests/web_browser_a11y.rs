@@ -98,7 +98,10 @@ async fn a_day_of_work(site: &Site) -> (TaskGid, i64, i64) {
     )
     .await;
     let run = site.store.create_run_for_task(&gid, Actor::Runner).await.unwrap().unwrap();
-    site.store.set_run_state_if(run.id, RunState::Queued, RunState::InProgress, None, Actor::Runner, "test").await.unwrap();
+    site.store
+        .set_run_state_if(run.id, RunState::Queued, RunState::InProgress, None, Actor::Runner, "test")
+        .await
+        .unwrap();
     let session = site
         .store
         .begin_worker_session(run.id, WorkerKind::Queued, "command", "h", &SessionStart::default())
@@ -109,7 +112,10 @@ async fn a_day_of_work(site: &Site) -> (TaskGid, i64, i64) {
     std::fs::write(&log, "# queued worker\n\nread the code\nwrote the fix\n").unwrap();
     let out = site._logs.path().join("out.jsonl").display().to_string();
     let pid = std::process::id() as i32;
-    site.store.set_worker_process(session.id, None, pid, None, &out, &log.display().to_string()).await.unwrap();
+    site.store
+        .set_worker_process(session.id, None, pid, None, &out, &log.display().to_string())
+        .await
+        .unwrap();
     site.store.end_worker_session(session.id, None, &WorkerEnd::new(EndReason::Finished)).await.unwrap();
     (gid, run.id, session.id)
 }
@@ -165,7 +171,8 @@ async fn every_page_passes_axe_and_fits_a_phone_in_light_and_dark() {
         failures.extend(check_pages(&b, &site, scheme, &[("login", "/queue".to_string())]).await);
         log_in(&b, &site).await;
         // The colours follow the scheme: the page's background is light or dark.
-        let background = b.client.find(Locator::Css("body")).await.unwrap().css_value("background-color").await.unwrap();
+        let background =
+            b.client.find(Locator::Css("body")).await.unwrap().css_value("background-color").await.unwrap();
         let expect = if scheme == "dark" { "rgba(17, 20, 24, 1)" } else { "rgba(247, 248, 250, 1)" };
         assert_eq!(background, expect, "{scheme} page background");
         failures.extend(check_pages(&b, &site, scheme, &pages).await);
@@ -196,7 +203,11 @@ async fn the_queue_is_worked_from_the_keyboard() {
 
     b.press(&['j']).await;
     assert_eq!(selected(&b).await, "Q-1");
-    assert!(focused(&b).await.starts_with("A  Q-1"), "the row's link has the keyboard: {}", focused(&b).await);
+    assert!(
+        focused(&b).await.starts_with("A  Q-1"),
+        "the row's link has the keyboard: {}",
+        focused(&b).await
+    );
     b.press(&['j', 'j', 'k']).await;
     assert_eq!(selected(&b).await, "Q-2");
     b.press(&['k', 'x']).await;
@@ -261,14 +272,14 @@ async fn the_help_opens_on_question_mark_keeps_the_focus_and_esc_gives_it_back()
 
     // g then a letter goes to a page.
     b.press(&['g', 'q']).await;
-    eventually("g q opened the queue", || async {
-        b.client.current_url().await.unwrap().path() == "/queue"
-    })
-    .await;
+    eventually("g q opened the queue", || async { b.client.current_url().await.unwrap().path() == "/queue" })
+        .await;
     b.press(&['g', 'r']).await;
-    eventually("g r opened the runs", || async { b.client.current_url().await.unwrap().path() == "/runs" }).await;
+    eventually("g r opened the runs", || async { b.client.current_url().await.unwrap().path() == "/runs" })
+        .await;
     b.press(&['g', 'n']).await;
-    eventually("g n opened Needs you", || async { b.client.current_url().await.unwrap().path() == "/" }).await;
+    eventually("g n opened Needs you", || async { b.client.current_url().await.unwrap().path() == "/" })
+        .await;
     b.close().await;
 }
 

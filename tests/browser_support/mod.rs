@@ -33,7 +33,8 @@ impl Browser {
 
     /// A browser whose system setting is dark: pages see `prefers-color-scheme: dark`.
     pub async fn start_dark(driver_path: &Path) -> Browser {
-        Browser::start_with(driver_path, &["--blink-settings=preferredColorScheme=0", "--force-dark-mode"]).await
+        Browser::start_with(driver_path, &["--blink-settings=preferredColorScheme=0", "--force-dark-mode"])
+            .await
     }
 
     /// A browser with more Chromium switches than the usual ones.
@@ -47,8 +48,14 @@ impl Browser {
             .expect("start chromedriver");
         let profile = tempfile::tempdir().unwrap();
         let mut args: Vec<String> = [
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
             "--window-size=1280,900",
         ]
         .iter()
@@ -98,7 +105,8 @@ impl Browser {
     /// violation of impact "serious" or "critical" as its id, its help and the elements it names.
     /// WebDriver's scripts run outside the page's Content-Security-Policy, so the page needs no change.
     pub async fn serious_axe_violations(&self) -> Vec<String> {
-        let present = self.client.execute("return typeof window.axe === 'object'", vec![]).await.expect("axe?");
+        let present =
+            self.client.execute("return typeof window.axe === 'object'", vec![]).await.expect("axe?");
         if present.as_bool() != Some(true) {
             self.client.execute(AXE, vec![]).await.expect("inject axe-core");
         }
