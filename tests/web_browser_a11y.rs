@@ -18,6 +18,7 @@ use executor::domain::{Actor, EndReason, QueueStatus, RunState, TaskGid, WorkerK
 use executor::store::{NewTask, SessionStart, Store, WorkerEnd};
 use executor::web::AppState;
 use fantoccini::Locator;
+use fantoccini::actions::InputSource;
 use fantoccini::key::Key;
 
 const TOKEN: &str = "a11ya11ya11ya11ya11ya11ya11ya11y";
@@ -183,14 +184,36 @@ async fn every_page_passes_axe_and_fits_a_phone_in_light_and_dark() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
-async fn the_queue_is_worked_from_the_keyboard() {
+async fn the_queue_is_worked_from_the_keyboard_at_desktop_width() {
+    work_the_queue_from_the_keyboard(1280).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
+async fn the_queue_is_worked_from_the_keyboard_at_phone_width() {
+    work_the_queue_from_the_keyboard(400).await;
+}
+
+/// j/k/x/a/s/o on the queue, the window `width` px wide: the store sees each approval and skip.
+async fn work_the_queue_from_the_keyboard(width: u32) {
     let site = site().await;
     let one = task(&site.store, "Q-1", "First in the queue", AWAITING).await;
     let two = task(&site.store, "Q-2", "Second in the queue", AWAITING).await;
     let three = task(&site.store, "Q-3", "Third in the queue", AWAITING).await;
     let b = Browser::start(&chromedriver()).await;
+    b.client.set_window_size(width, 900).await.unwrap();
     log_in(&b, &site).await;
     b.client.goto(&format!("{}/queue", site.base)).await.unwrap();
+
+    // With Ctrl (or Alt, or Cmd) held, a key is the browser's, not a shortcut.
+    let ctrl = char::from(Key::Control);
+    let chord = fantoccini::actions::KeyActions::new("chord".into())
+        .then(fantoccini::actions::KeyAction::Down { value: ctrl })
+        .then(fantoccini::actions::KeyAction::Down { value: 'j' })
+        .then(fantoccini::actions::KeyAction::Up { value: 'j' })
+        .then(fantoccini::actions::KeyAction::Up { value: ctrl });
+    b.client.perform_actions(chord).await.unwrap();
+    assert_eq!(selected(&b).await, "", "Ctrl+j selects nothing");
 
     // Typing in a field is text, not shortcuts.
     b.client.find(Locator::Css("input[name=q]")).await.unwrap().click().await.unwrap();
@@ -213,7 +236,7 @@ async fn the_queue_is_worked_from_the_keyboard() {
     b.press(&['k', 'x']).await;
     let checked = "return document.querySelector(\"input.select[value='Q-1']\").checked";
     assert_eq!(value(&b, checked).await.as_bool(), Some(true), "x selected Q-1 for the bulk actions");
-    b.screenshot("a11y-keys-selected").await;
+    b.screenshot(&format!("a11y-keys-selected-{width}")).await;
 
     // a approves the selected row through its own form.
     b.press(&['j', 'a']).await;
@@ -239,7 +262,16 @@ async fn the_queue_is_worked_from_the_keyboard() {
     })
     .await;
     assert_eq!(site.store.task(&one).await.unwrap().status, QueueStatus::AwaitingGo, "Q-1 untouched");
-    b.screenshot("a11y-keys-after").await;
+    b.screenshot(&format!("a11y-keys-after-{width}")).await;
+    // o opens the selected row's task.
+    b.press(&['j']).await;
+    let gid = selected(&b).await;
+    assert!(!gid.is_empty(), "a row is selected");
+    b.press(&['o']).await;
+    eventually("o opened the task", || async {
+        b.client.current_url().await.unwrap().path() == format!("/tasks/{gid}")
+    })
+    .await;
     b.close().await;
 }
 
