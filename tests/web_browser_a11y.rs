@@ -282,6 +282,12 @@ async fn the_help_opens_on_question_mark_keeps_the_focus_and_esc_gives_it_back()
     task(&site.store, "H-1", "Waiting for a go", AWAITING).await;
     let b = Browser::start(&chromedriver()).await;
     log_in(&b, &site).await;
+    // The first Tab reaches "Skip to content", which takes the keyboard past the navigation.
+    b.press(&[Key::Tab.into()]).await;
+    assert!(focused(&b).await.contains("Skip to content"), "{}", focused(&b).await);
+    b.screenshot("a11y-skip-to-content").await;
+    b.press(&[Key::Enter.into()]).await;
+    assert_eq!(value(&b, "return document.activeElement.id").await.as_str(), Some("content"));
     b.press(&['j']).await;
     assert_eq!(selected(&b).await, "H-1", "j works on Needs you too");
     b.press(&['?']).await;
@@ -290,6 +296,8 @@ async fn the_help_opens_on_question_mark_keeps_the_focus_and_esc_gives_it_back()
     let text = b.client.find(Locator::Css("dialog#shortcuts")).await.unwrap().text().await.unwrap();
     assert!(text.contains("approve the row") && text.contains("go to the queue"), "{text}");
     b.screenshot("a11y-help").await;
+    let violations = b.serious_axe_violations().await;
+    assert!(violations.is_empty(), "the open help: {violations:#?}");
     let inside = "return document.querySelector('dialog#shortcuts').contains(document.activeElement)";
     for _ in 0..3 {
         assert_eq!(value(&b, inside).await.as_bool(), Some(true), "the focus stays in the help");
