@@ -197,9 +197,10 @@ async fn task_text_is_escaped_everywhere() {
         assert_eq!(status, StatusCode::OK, "{path}");
         assert!(!page.contains("<script>alert"), "{path}: raw script tag\n{page}");
         assert!(!page.contains("<img src=x"), "{path}: raw img tag\n{page}");
-        // The only script is the vendored one; no inline handlers or styles anywhere.
-        assert_eq!(page.matches("<script").count(), 1, "{path}");
+        // The only scripts are the server's two files; no inline handlers or styles anywhere.
+        assert_eq!(page.matches("<script").count(), 2, "{path}");
         assert!(page.contains(r#"<script src="/static/app.js" defer></script>"#), "{path}");
+        assert!(page.contains(r#"<script src="/static/keys.js" defer></script>"#), "{path}");
         assert!(!page.contains(" style=") && !page.contains(" onclick="), "{path}");
     }
     let (_, queue) = dash.get("/queue").await;
@@ -566,6 +567,11 @@ async fn the_status_page_and_the_assets() {
             && script.contains("createTextNode")
             && !script.contains("innerHTML =")
     );
+    let response = dash.client.get(format!("{}/static/keys.js", dash.base)).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/javascript"));
+    let script = response.text().await.unwrap();
+    assert!(script.contains("showModal") && !script.contains("innerHTML"), "keys.js adds text nodes only");
     let response = dash.client.get(format!("{}/static/app.css", dash.base)).send().await.unwrap();
     assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/css"));
 }

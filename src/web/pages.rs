@@ -3,7 +3,8 @@
 //!
 //! Server-rendered with minijinja, every value auto-escaped (`.html` templates): no template marks
 //! anything derived from task, comment or log text as safe. The pages work without JavaScript;
-//! `/static/app.js` only follows the live log and selects all rows. Reads are a fixed number of
+//! `/static/app.js` only follows the live log, refreshes live pages and selects all rows, and
+//! `/static/keys.js` adds keyboard shortcuts (shown on `?`). Reads are a fixed number of
 //! queries per page (never one per row); writes go through the store as `Actor::Web`.
 
 mod actions;
@@ -55,6 +56,7 @@ pub fn routes() -> Router<AppState> {
         .route("/status", get(status::page))
         .route("/changes", get(live::changes))
         .route("/static/app.js", get(assets::script))
+        .route("/static/keys.js", get(assets::keys))
         .route("/static/app.css", get(assets::style))
 }
 

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use fantoccini::actions::{InputSource, KeyAction, KeyActions};
 use fantoccini::{Client, ClientBuilder};
 
 /// A chromedriver process and a browser session on it; both end when this is dropped.
@@ -27,6 +28,17 @@ pub fn chromedriver() -> PathBuf {
 
 impl Browser {
     pub async fn start(driver_path: &Path) -> Browser {
+        Browser::start_with(driver_path, &[]).await
+    }
+
+    /// A browser whose system setting is dark: pages see `prefers-color-scheme: dark`.
+    pub async fn start_dark(driver_path: &Path) -> Browser {
+        Browser::start_with(driver_path, &["--blink-settings=preferredColorScheme=0", "--force-dark-mode"])
+            .await
+    }
+
+    /// A browser with more Chromium switches than the usual ones.
+    pub async fn start_with(driver_path: &Path, extra_args: &[&str]) -> Browser {
         let port = free_port();
         let driver = Command::new(driver_path)
             .arg(format!("--port={port}"))
@@ -35,18 +47,26 @@ impl Browser {
             .spawn()
             .expect("start chromedriver");
         let profile = tempfile::tempdir().unwrap();
+        let mut args: Vec<String> = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1280,900",
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+        args.push(format!("--user-data-dir={}", profile.path().display()));
+        args.extend(extra_args.iter().map(|a| a.to_string()));
         let mut caps = serde_json::Map::new();
         caps.insert(
             "goog:chromeOptions".into(),
-            serde_json::json!({
-                "binary": "/usr/bin/chromium",
-                "args": [
-                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                    "--window-size=1280,900",
-                    format!("--user-data-dir={}", profile.path().display()),
-                ]
-            }),
+            serde_json::json!({ "binary": "/usr/bin/chromium", "args": args }),
         );
         let url = format!("http://127.0.0.1:{port}");
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -72,6 +92,37 @@ impl Browser {
         std::fs::write(dir.join(format!("{name}.png")), png).unwrap();
     }
 
+    /// Presses each key in turn, as a person on the keyboard does (to whatever has the focus).
+    pub async fn press(&self, keys: &[char]) {
+        let mut actions = KeyActions::new("keyboard".into());
+        for &value in keys {
+            actions = actions.then(KeyAction::Down { value }).then(KeyAction::Up { value });
+        }
+        self.client.perform_actions(actions).await.expect("press keys");
+    }
+
+    /// Runs axe-core (vendored in tests/a11y) on the page against WCAG 2 A and AA, and returns each
+    /// violation of impact "serious" or "critical" as its id, its help and the elements it names.
+    /// WebDriver's scripts run outside the page's Content-Security-Policy, so the page needs no change.
+    pub async fn serious_axe_violations(&self) -> Vec<String> {
+        let present =
+            self.client.execute("return typeof window.axe === 'object'", vec![]).await.expect("axe?");
+        if present.as_bool() != Some(true) {
+            self.client.execute(AXE, vec![]).await.expect("inject axe-core");
+        }
+        let script = r#"
+            const done = arguments[arguments.length - 1];
+            axe.run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa"] } })
+              .then(r => done(r.violations
+                .filter(v => v.impact === "serious" || v.impact === "critical")
+                .map(v => `${v.id} (${v.impact}): ${v.help}\n    at ` +
+                  v.nodes.map(n => n.target.join(" ") + (n.failureSummary ? " — " + n.failureSummary.replace(/\n/g, " ") : "")).join("\n    at "))))
+              .catch(e => done(["axe-core failed: " + e]));
+        "#;
+        let answer = self.client.execute_async(script, vec![]).await.expect("run axe-core");
+        serde_json::from_value(answer).expect("axe-core's violations")
+    }
+
     pub async fn close(mut self) {
         let _ = self.client.clone().close().await;
         let _ = self.driver.kill();
@@ -84,6 +135,9 @@ impl Drop for Browser {
         let _ = self.driver.kill();
     }
 }
+
+/// axe-core's own build, vendored as a test asset (tests/a11y/README.md says which and its licence).
+const AXE: &str = include_str!("../a11y/axe.min.js");
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()

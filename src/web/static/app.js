@@ -45,6 +45,26 @@ function selectAll(box) {
   });
 }
 
+// On a phone a table with a header row shows one block per row (app.css); each cell is headed by its
+// column's name, copied here from the header into data-label (CSS shows it; it is the page's own text).
+function labelCells(root) {
+  root.querySelectorAll("table").forEach(function (table) {
+    const heads = Array.from(table.querySelectorAll("thead th")).map(function (th) {
+      return th.textContent.trim();
+    });
+    if (heads.length === 0) {
+      return;
+    }
+    table.querySelectorAll("tbody tr").forEach(function (row) {
+      Array.from(row.children).forEach(function (cell, i) {
+        if (heads[i]) {
+          cell.dataset.label = heads[i];
+        }
+      });
+    });
+  });
+}
+
 // How often a live page asks whether anything changed (one small statement on the server).
 const LIVE_EVERY_MS = 3000;
 
@@ -97,6 +117,7 @@ function followChanges(main) {
       }));
       const all = document.getElementById("select-all");
       const allChecked = all ? all.checked : false;
+      const focused = main.contains(document.activeElement) && document.activeElement !== main;
       main.replaceChildren(...Array.from(fresh.childNodes).map(function (n) {
         return document.adoptNode(n);
       }));
@@ -109,6 +130,9 @@ function followChanges(main) {
         box.checked = allChecked;
         selectAll(box);
       }
+      labelCells(main);
+      // keys.js puts its selection (and the focus, if it was on the page) back on the same row.
+      main.dispatchEvent(new CustomEvent("executor:replaced", { bubbles: true, detail: { focused: focused } }));
     } catch (e) {
       // The server is away for a moment (restarting): the next look tries again.
     } finally {
@@ -132,4 +156,5 @@ document.addEventListener("DOMContentLoaded", function () {
   if (box) {
     selectAll(box);
   }
+  labelCells(document);
 });

@@ -1,0 +1,354 @@
+//! The dashboard on a phone and from the keyboard, in a real headless Chromium: every page passes
+//! axe-core's WCAG 2 A/AA check with no serious or critical violation, in light and dark mode, at 1280 and
+//! 400 px wide, and has no sideways scroll at 400; the queue is worked with j/k/x/a/s alone and the store
+//! sees the approvals and skips; `?` opens the help, which keeps the focus and gives it back on Esc; a live
+//! refresh keeps the selected row. Screenshots of each page in each scheme and width go to
+//! `target/screenshots/a11y-*.png`.
+
+mod browser_support;
+mod common;
+mod web_support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use browser_support::{Browser, chromedriver};
+use executor::config::Config;
+use executor::domain::{Actor, EndReason, QueueStatus, RunState, TaskGid, WorkerKind};
+use executor::store::{NewTask, SessionStart, Store, WorkerEnd};
+use executor::web::AppState;
+use fantoccini::Locator;
+use fantoccini::actions::InputSource;
+use fantoccini::key::Key;
+
+const TOKEN: &str = "a11ya11ya11ya11ya11ya11ya11ya11y";
+
+struct Site {
+    base: String,
+    store: Store,
+    _stop: tokio::sync::watch::Sender<bool>,
+    _db: common::TestDb,
+    _logs: tempfile::TempDir,
+}
+
+async fn site() -> Site {
+    let db = common::sqlite();
+    let store = db.open().await;
+    let state = AppState::new(store.clone(), Arc::new(Config::default()), TOKEN.into(), None);
+    let (base, stop) = web_support::serve(state).await;
+    Site { base, store, _stop: stop, _db: db, _logs: tempfile::tempdir().unwrap() }
+}
+
+async fn task(store: &Store, gid: &str, text: &str, path: &[QueueStatus]) -> TaskGid {
+    let g = TaskGid::parse(gid).unwrap();
+    let t = NewTask { source: Some("inbox".into()), description: Some(text.into()), ..Default::default() };
+    store.upsert_task(&g, &t, Actor::Cli).await.unwrap();
+    for &to in path {
+        store.set_task_status(&g, to, Actor::Cli, None).await.unwrap();
+    }
+    g
+}
+
+const AWAITING: &[QueueStatus] = &[QueueStatus::AwaitingGo];
+
+async fn log_in(b: &Browser, site: &Site) {
+    b.client.goto(&format!("{}/?token={TOKEN}", site.base)).await.unwrap();
+    assert!(!b.client.current_url().await.unwrap().as_str().contains("token="), "logged in");
+}
+
+/// A value a script computes on the page.
+async fn value(b: &Browser, script: &str) -> serde_json::Value {
+    b.client.execute(script, vec![]).await.unwrap_or_else(|e| panic!("{script}: {e}"))
+}
+
+/// Waits until `check` holds (the page acts on its own), or fails naming `what`.
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !check().await {
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The gid in the link of the row j/k selected, or "" when none is.
+async fn selected(b: &Browser) -> String {
+    let script = "const r = document.querySelector('.kb-selected a[href]'); return r ? r.textContent : ''";
+    value(b, script).await.as_str().unwrap_or_default().to_string()
+}
+
+/// What has the keyboard: its tag, name and text, e.g. `A  Q-2` or `INPUT reason `.
+async fn focused(b: &Browser) -> String {
+    let script = "const e = document.activeElement; return e.tagName + ' ' + (e.name || '') + ' ' + (e.textContent || '')";
+    value(b, script).await.as_str().unwrap_or_default().to_string()
+}
+
+/// A task with a run, a worker session that ended and the log it wrote: every page has something to show.
+async fn a_day_of_work(site: &Site) -> (TaskGid, i64, i64) {
+    task(&site.store, "P-1", "Triage me", &[]).await;
+    task(&site.store, "A-1", "Ship the export button", AWAITING).await;
+    task(&site.store, "R-1", "Unsure about this one", &[QueueStatus::ForReview]).await;
+    let gid = task(
+        &site.store,
+        "W-1",
+        "Fix the crash when saving\n\nSteps: open, save.",
+        &[QueueStatus::AwaitingGo, QueueStatus::Approved],
+    )
+    .await;
+    let run = site.store.create_run_for_task(&gid, Actor::Runner).await.unwrap().unwrap();
+    site.store
+        .set_run_state_if(run.id, RunState::Queued, RunState::InProgress, None, Actor::Runner, "test")
+        .await
+        .unwrap();
+    let session = site
+        .store
+        .begin_worker_session(run.id, WorkerKind::Queued, "command", "h", &SessionStart::default())
+        .await
+        .unwrap()
+        .unwrap();
+    let log = site._logs.path().join("queued.md");
+    std::fs::write(&log, "# queued worker\n\nread the code\nwrote the fix\n").unwrap();
+    let out = site._logs.path().join("out.jsonl").display().to_string();
+    let pid = std::process::id() as i32;
+    site.store
+        .set_worker_process(session.id, None, pid, None, &out, &log.display().to_string())
+        .await
+        .unwrap();
+    site.store.end_worker_session(session.id, None, &WorkerEnd::new(EndReason::Finished)).await.unwrap();
+    (gid, run.id, session.id)
+}
+
+/// Every page, at both widths, in the browser's scheme: the axe-core check, no sideways scroll on the
+/// phone, a screenshot. Returns what failed, page by page.
+async fn check_pages(b: &Browser, site: &Site, scheme: &str, pages: &[(&str, String)]) -> Vec<String> {
+    let mut failures = Vec::new();
+    for width in [1280, 400] {
+        b.client.set_window_size(width, 900).await.unwrap();
+        for (name, path) in pages {
+            b.client.goto(&format!("{}{path}", site.base)).await.unwrap();
+            let what = format!("{name} ({path}), {scheme}, {width} px");
+            for violation in b.serious_axe_violations().await {
+                failures.push(format!("{what}: {violation}"));
+            }
+            let wide = value(b, "return document.documentElement.scrollWidth").await.as_f64().unwrap();
+            let window = value(b, "return window.innerWidth").await.as_f64().unwrap();
+            assert!(window <= width as f64, "{what}: the window is {window} px");
+            if wide > window {
+                failures.push(format!("{what}: {wide} px wide in a {window} px window (sideways scroll)"));
+            }
+            b.screenshot(&format!("a11y-{scheme}-{width}-{name}")).await;
+        }
+    }
+    failures
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
+async fn every_page_passes_axe_and_fits_a_phone_in_light_and_dark() {
+    let site = site().await;
+    let (gid, run, session) = a_day_of_work(&site).await;
+    let pages = [
+        ("needs-you", "/".to_string()),
+        ("queue", "/queue".to_string()),
+        ("runs", "/runs".to_string()),
+        ("run", format!("/runs/{run}")),
+        ("task", format!("/tasks/{gid}")),
+        ("status", "/status".to_string()),
+        ("log", format!("/sessions/{session}/log")),
+    ];
+    let mut failures = Vec::new();
+    for scheme in ["light", "dark"] {
+        let b = if scheme == "dark" {
+            Browser::start_dark(&chromedriver()).await
+        } else {
+            Browser::start(&chromedriver()).await
+        };
+        let dark = value(&b, "return matchMedia('(prefers-color-scheme: dark)').matches").await;
+        assert_eq!(dark.as_bool(), Some(scheme == "dark"), "the browser's scheme is {scheme}");
+        // Without a session every page is the login page.
+        failures.extend(check_pages(&b, &site, scheme, &[("login", "/queue".to_string())]).await);
+        log_in(&b, &site).await;
+        // The colours follow the scheme: the page's background is light or dark.
+        let background =
+            b.client.find(Locator::Css("body")).await.unwrap().css_value("background-color").await.unwrap();
+        let expect = if scheme == "dark" { "rgba(17, 20, 24, 1)" } else { "rgba(247, 248, 250, 1)" };
+        assert_eq!(background, expect, "{scheme} page background");
+        failures.extend(check_pages(&b, &site, scheme, &pages).await);
+        b.close().await;
+    }
+    assert!(failures.is_empty(), "{} accessibility failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
+async fn the_queue_is_worked_from_the_keyboard_at_desktop_width() {
+    work_the_queue_from_the_keyboard(1280).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
+async fn the_queue_is_worked_from_the_keyboard_at_phone_width() {
+    work_the_queue_from_the_keyboard(400).await;
+}
+
+/// j/k/x/a/s/o on the queue, the window `width` px wide: the store sees each approval and skip.
+async fn work_the_queue_from_the_keyboard(width: u32) {
+    let site = site().await;
+    let one = task(&site.store, "Q-1", "First in the queue", AWAITING).await;
+    let two = task(&site.store, "Q-2", "Second in the queue", AWAITING).await;
+    let three = task(&site.store, "Q-3", "Third in the queue", AWAITING).await;
+    let b = Browser::start(&chromedriver()).await;
+    b.client.set_window_size(width, 900).await.unwrap();
+    log_in(&b, &site).await;
+    b.client.goto(&format!("{}/queue", site.base)).await.unwrap();
+
+    // With Ctrl (or Alt, or Cmd) held, a key is the browser's, not a shortcut.
+    let ctrl = char::from(Key::Control);
+    let chord = fantoccini::actions::KeyActions::new("chord".into())
+        .then(fantoccini::actions::KeyAction::Down { value: ctrl })
+        .then(fantoccini::actions::KeyAction::Down { value: 'j' })
+        .then(fantoccini::actions::KeyAction::Up { value: 'j' })
+        .then(fantoccini::actions::KeyAction::Up { value: ctrl });
+    b.client.perform_actions(chord).await.unwrap();
+    assert_eq!(selected(&b).await, "", "Ctrl+j selects nothing");
+
+    // Typing in a field is text, not shortcuts.
+    b.client.find(Locator::Css("input[name=q]")).await.unwrap().click().await.unwrap();
+    b.press(&['j', 'a']).await;
+    let typed = b.client.find(Locator::Css("input[name=q]")).await.unwrap().prop("value").await.unwrap();
+    assert_eq!(typed.as_deref(), Some("ja"), "the keys went into the search field");
+    assert_eq!(selected(&b).await, "", "no row selected while typing");
+    b.press(&[Key::Escape.into()]).await;
+    value(&b, "document.activeElement.blur(); return true").await;
+
+    b.press(&['j']).await;
+    assert_eq!(selected(&b).await, "Q-1");
+    assert!(
+        focused(&b).await.starts_with("A  Q-1"),
+        "the row's link has the keyboard: {}",
+        focused(&b).await
+    );
+    b.press(&['j', 'j', 'k']).await;
+    assert_eq!(selected(&b).await, "Q-2");
+    b.press(&['k', 'x']).await;
+    let checked = "return document.querySelector(\"input.select[value='Q-1']\").checked";
+    assert_eq!(value(&b, checked).await.as_bool(), Some(true), "x selected Q-1 for the bulk actions");
+    b.screenshot(&format!("a11y-keys-selected-{width}")).await;
+
+    // a approves the selected row through its own form.
+    b.press(&['j', 'a']).await;
+    eventually("Q-2 approved by the a key", || async {
+        site.store.task(&two).await.unwrap().status == QueueStatus::Approved
+    })
+    .await;
+    // After the page comes back, the row below the one approved is selected.
+    eventually("Q-3 selected after the reload", || async { selected(&b).await == "Q-3" }).await;
+    let event = site
+        .store
+        .events(&executor::store::EventFilter { task_gid: Some(two.clone()), ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(event.last().unwrap().actor, "web", "recorded as the dashboard's");
+
+    // s goes to the row's reason; Enter sends the skip.
+    b.press(&['s']).await;
+    assert!(focused(&b).await.starts_with("INPUT reason"), "{}", focused(&b).await);
+    b.press(&"not this quarter".chars().chain([char::from(Key::Enter)]).collect::<Vec<_>>()).await;
+    eventually("Q-3 skipped by s + Enter", || async {
+        site.store.task(&three).await.unwrap().status == QueueStatus::Skip
+    })
+    .await;
+    assert_eq!(site.store.task(&one).await.unwrap().status, QueueStatus::AwaitingGo, "Q-1 untouched");
+    b.screenshot(&format!("a11y-keys-after-{width}")).await;
+    // o opens the selected row's task.
+    b.press(&['j']).await;
+    let gid = selected(&b).await;
+    assert!(!gid.is_empty(), "a row is selected");
+    b.press(&['o']).await;
+    eventually("o opened the task", || async {
+        b.client.current_url().await.unwrap().path() == format!("/tasks/{gid}")
+    })
+    .await;
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
+async fn the_help_opens_on_question_mark_keeps_the_focus_and_esc_gives_it_back() {
+    let site = site().await;
+    task(&site.store, "H-1", "Waiting for a go", AWAITING).await;
+    let b = Browser::start(&chromedriver()).await;
+    log_in(&b, &site).await;
+    // The first Tab reaches "Skip to content", which takes the keyboard past the navigation.
+    b.press(&[Key::Tab.into()]).await;
+    assert!(focused(&b).await.contains("Skip to content"), "{}", focused(&b).await);
+    b.screenshot("a11y-skip-to-content").await;
+    b.press(&[Key::Enter.into()]).await;
+    assert_eq!(value(&b, "return document.activeElement.id").await.as_str(), Some("content"));
+    b.press(&['j']).await;
+    assert_eq!(selected(&b).await, "H-1", "j works on Needs you too");
+    b.press(&['?']).await;
+    let open = "const d = document.querySelector('dialog#shortcuts'); return !!d && d.open";
+    assert_eq!(value(&b, open).await.as_bool(), Some(true), "? opened the help");
+    let text = b.client.find(Locator::Css("dialog#shortcuts")).await.unwrap().text().await.unwrap();
+    assert!(text.contains("approve the row") && text.contains("go to the queue"), "{text}");
+    b.screenshot("a11y-help").await;
+    let violations = b.serious_axe_violations().await;
+    assert!(violations.is_empty(), "the open help: {violations:#?}");
+    let inside = "return document.querySelector('dialog#shortcuts').contains(document.activeElement)";
+    for _ in 0..3 {
+        assert_eq!(value(&b, inside).await.as_bool(), Some(true), "the focus stays in the help");
+        b.press(&[Key::Tab.into()]).await;
+    }
+    // Shortcuts do not act behind the open help.
+    b.press(&['j']).await;
+    assert_eq!(selected(&b).await, "H-1");
+    b.press(&[Key::Escape.into()]).await;
+    assert_eq!(value(&b, open).await.as_bool(), Some(false), "Esc closed the help");
+    assert!(focused(&b).await.starts_with("A  H-1"), "the focus is back: {}", focused(&b).await);
+
+    // g then a letter goes to a page.
+    b.press(&['g', 'q']).await;
+    eventually("g q opened the queue", || async { b.client.current_url().await.unwrap().path() == "/queue" })
+        .await;
+    b.press(&['g', 'r']).await;
+    eventually("g r opened the runs", || async { b.client.current_url().await.unwrap().path() == "/runs" })
+        .await;
+    b.press(&['g', 'n']).await;
+    eventually("g n opened Needs you", || async { b.client.current_url().await.unwrap().path() == "/" })
+        .await;
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
+async fn a_live_refresh_keeps_the_selected_row_and_its_focus() {
+    let site = site().await;
+    task(&site.store, "LR-1", "One", AWAITING).await;
+    task(&site.store, "LR-2", "Two", AWAITING).await;
+    let b = Browser::start(&chromedriver()).await;
+    log_in(&b, &site).await;
+    b.client.goto(&format!("{}/queue", site.base)).await.unwrap();
+    b.press(&['j', 'j']).await;
+    assert_eq!(selected(&b).await, "LR-2");
+    // Something changes elsewhere: the page puts new content in place by itself.
+    task(&site.store, "LR-0", "Arrived meanwhile", AWAITING).await;
+    eventually("the new task appears without a reload", || async {
+        let body = b.client.find(Locator::Css("main")).await.unwrap().text().await.unwrap();
+        body.contains("LR-0")
+    })
+    .await;
+    assert_eq!(selected(&b).await, "LR-2", "the same row is selected after the refresh");
+    assert!(focused(&b).await.starts_with("A  LR-2"), "and has the keyboard: {}", focused(&b).await);
+    // j goes on from there: to the row after LR-2 in the refreshed list.
+    let after = "const rows = Array.from(document.querySelectorAll('table.queue tbody tr')); \
+                 const at = rows.findIndex(r => r.classList.contains('kb-selected')); \
+                 const next = rows[Math.min(at + 1, rows.length - 1)]; return next.querySelector('a').textContent";
+    let expect = value(&b, after).await.as_str().unwrap().to_string();
+    b.press(&['j']).await;
+    assert_eq!(selected(&b).await, expect);
+    b.close().await;
+}
