@@ -77,3 +77,42 @@ async fn a_merged_pull_request_is_let_go_in_memory_and_in_the_database() {
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(env.fake.counts().graphql, before.graphql, "and never asked about again");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_kept_by_a_process_that_watched_other_pull_requests_hides_no_change() {
+    // Every process on a repository shares what the forge keeps: the listing's ETag and each pull
+    // request's last observation. A process that watches only some pull requests (another host's
+    // runner; here `executor comment` for run B) must not keep a listing that announced a change it did
+    // not observe: the next process, told "nothing changed", would decide from the stale observation
+    // (soak finding: a review posted twice, decided from a snapshot taken before the first post).
+    let env = GhEnv::new(&[], "").await;
+    let mut ci = CiPlayer::green();
+    env.queue_approved("1904").await;
+    let a = drive_until(&env, "1904", &mut ci, |r| r.state == RunState::Complete).await;
+    env.queue_approved("1905").await;
+    let b = drive_until(&env, "1905", &mut ci, |r| r.state == RunState::Complete).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    env.ok(&["runner"]).await; // every change so far observed and kept
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+
+    let number = a.pr_number.expect("a pull request");
+    env.fake.add_issue_comment(
+        crate::github_support::REPO,
+        number,
+        "alex",
+        "MEMBER",
+        "One more case, please.",
+    );
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // A process that observes run B's pull request alone lists the pull requests (A's change announced)
+    // and keeps what it saw. (Its reply is refused: the comment it answers does not exist.)
+    let b_id = b.id.to_string();
+    let _ =
+        env.exec(&["comment", &b_id, "--as-agent", "--reply-to", "IC_none", "[ACKNOWLEDGED: noted]"]).await;
+
+    let out = env.runner().await;
+    assert!(out.status.success(), "{}", text(&out));
+    let store = env.store().await;
+    let a = crate::github_support::run_of(&store, "1904").await;
+    assert_eq!(a.state, RunState::Pr, "the human's comment on the completed pull request was not seen");
+}

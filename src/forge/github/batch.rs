@@ -9,7 +9,7 @@
 //! whose `updated_at` moved are asked again, and so is every other one when the page cannot hold all
 //! the changes since the last listing.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use chrono::DateTime;
@@ -82,6 +82,23 @@ pub fn threads_page_document() -> String {
 struct Listed {
     updated: HashMap<i64, String>,
     holds_every_change: bool,
+    /// The newest change of the listing before this one: what changed since is new to this listing.
+    since: Option<DateTime<chrono::Utc>>,
+}
+
+impl Listed {
+    /// The pull requests this listing announces as changed since the one before (in its second or
+    /// later: GitHub counts whole seconds).
+    fn announced(&self) -> impl Iterator<Item = i64> + '_ {
+        self.updated.iter().filter_map(|(number, at)| {
+            let at = at.parse::<DateTime<chrono::Utc>>().ok();
+            let new = match (at, self.since) {
+                (Some(at), Some(since)) => at >= since,
+                _ => true,
+            };
+            new.then_some(*number)
+        })
+    }
 }
 
 /// The pull requests webhook deliveries marked changed (`Store::pr_marks`): asked again, with their
@@ -172,8 +189,19 @@ impl GitHubForge {
             }
         }
         let observed = observed?;
-        if whole && listed.is_some() {
-            self.keep_listing().await?;
+        if whole && let Some(listed) = &listed {
+            // What is kept is shared by every process on the repository, other hosts' included: a kept
+            // listing says "what it announced is kept as observed since". A change announced here to a
+            // pull request this process does not watch (another host's run) was not observed: its kept
+            // observation goes, or a process told "nothing changed" by that listing would take it for
+            // current (soak finding: a review posted twice, its retry deciding from a snapshot taken
+            // before the first post). A page that may not hold every change is not kept at all.
+            let watched: HashSet<i64> = with_pr.iter().map(|(_, number)| *number).collect();
+            let unseen: Vec<i64> = listed.announced().filter(|n| !watched.contains(n)).collect();
+            self.forget_kept_observations(&unseen).await?;
+            if listed.holds_every_change {
+                self.keep_listing().await?;
+            }
         }
         self.keep_observed(&observed.kept).await?;
         let failed = self.note_failures(&observed).await?;
@@ -264,11 +292,11 @@ impl GitHubForge {
         let times: Vec<DateTime<chrono::Utc>> = updated.values().filter_map(|at| at.parse().ok()).collect();
         let (oldest, newest) = (times.iter().min().copied(), times.iter().max().copied());
         let mut up_to = self.listed_up_to.lock().map_err(|_| malformed("a poisoned lock"))?;
-        let holds_every_change = page_holds_every_change(list.len(), oldest, *up_to);
+        let (holds_every_change, since) = (page_holds_every_change(list.len(), oldest, *up_to), *up_to);
         if newest > *up_to {
             *up_to = newest;
         }
-        Ok(Some(Listed { holds_every_change, updated }))
+        Ok(Some(Listed { holds_every_change, updated, since }))
     }
 
     /// A runner just started (cron starts one every few minutes) knows nothing of the GraphQL budget yet,
@@ -591,6 +619,26 @@ mod tests {
         assert!(!page_holds_every_change(LISTED, Some(at("2026-11-30T12:00:09Z")), last));
         assert!(!page_holds_every_change(LISTED, Some(at("2026-11-30T12:00:10Z")), last));
         assert!(!page_holds_every_change(LISTED, Some(at("2026-11-30T12:05:00Z")), last), "all 100 are new");
+    }
+
+    #[test]
+    fn a_listing_announces_what_changed_in_the_second_of_the_one_before_or_later() {
+        let at = |s: &str| s.parse::<DateTime<chrono::Utc>>().unwrap();
+        let updated: HashMap<i64, String> =
+            [(1, "2026-11-30T12:00:09Z"), (2, "2026-11-30T12:00:10Z"), (3, "2026-11-30T12:00:11Z")]
+                .into_iter()
+                .map(|(n, t)| (n, t.to_string()))
+                .collect();
+        let mut listed =
+            Listed { updated, holds_every_change: true, since: Some(at("2026-11-30T12:00:10Z")) };
+        let announced = |l: &Listed| {
+            let mut n: Vec<i64> = l.announced().collect();
+            n.sort();
+            n
+        };
+        assert_eq!(announced(&listed), [2, 3]);
+        listed.since = None;
+        assert_eq!(announced(&listed), [1, 2, 3], "a first listing announces everything on it");
     }
 
     #[test]

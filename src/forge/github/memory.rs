@@ -90,6 +90,15 @@ impl GitHubForge {
 }
 
 impl GitHubForge {
+    /// Forgets the kept observations of these pull requests: they changed since, unobserved here.
+    pub(super) async fn forget_kept_observations(&self, numbers: &[i64]) -> Result<(), ForgeError> {
+        if numbers.is_empty() {
+            return Ok(());
+        }
+        let keys: Vec<String> = numbers.iter().map(|n| format!("{PR}{n}")).collect();
+        Ok(self.store.forget_in_forge_memory(&self.repo_name, &keys).await?)
+    }
+
     /// Forgets what is kept of these pull requests (merged or closed: no run watches them again).
     pub(super) async fn forget_finished(&self, numbers: &[i64]) -> Result<(), ForgeError> {
         if numbers.is_empty() {
