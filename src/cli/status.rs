@@ -181,6 +181,8 @@ fn runner_line(r: &RunnerStatus, now: DateTime<Utc>) -> String {
     };
     let errors = match (&r.last_error, r.last_error_at) {
         (Some(e), Some(t)) if r.errors > 0 => format!("{} errors, last ({}): {e}", r.errors, ago(t, now)),
+        // What it waited on without an error (GitHub's rate limit).
+        (Some(e), Some(t)) => format!("no errors, waited ({}): {e}", ago(t, now)),
         _ => "no errors".to_string(),
     };
     format!(

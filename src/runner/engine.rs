@@ -259,7 +259,8 @@ impl Runner {
         }
         let report = self.tick_inner().await;
         let (errors, last) = match &report {
-            Ok(r) => (r.errors, r.failures.last().cloned()),
+            // A wait on GitHub's rate limit is no error, but `status` says it (and until when).
+            Ok(r) => (r.errors, r.failures.last().or(r.throttled.last()).cloned()),
             Err(e) => (1, Some(e.to_string())),
         };
         let errors = i64::try_from(errors).unwrap_or(i64::MAX);
