@@ -58,13 +58,15 @@ async fn a_search_matches_whole_words_and_their_starts_in_description_or_notes(d
     assert!(found(&store, "uber").await.is_empty(), "accents are kept on both databases");
     assert_eq!(found(&store, "").await.len(), 4, "no text narrows nothing");
     assert_eq!(found(&store, "  %%  ").await.len(), 4, "text without a word narrows nothing");
-    let skipped = TaskFilter { text: Some("login".into()), status: Some(QueueStatus::Skip), ..Default::default() };
+    let skipped =
+        TaskFilter { text: Some("login".into()), status: Some(QueueStatus::Skip), ..Default::default() };
     assert!(listed(&store, &skipped).await.is_empty(), "the search combines with the other filters");
 }
 
 async fn hostile_query_syntax_is_read_as_words_and_never_errors(db: TestDb) {
     let store = db.open().await;
-    add(&store, "h", text("Handle \"a\" OR * NEAR(b) and col:val pairs", Some("-x flag; it's 100% safe"))).await;
+    add(&store, "h", text("Handle \"a\" OR * NEAR(b) and col:val pairs", Some("-x flag; it's 100% safe")))
+        .await;
     add(&store, "p", text("plain task", None)).await;
     // Each of these is FTS5 or tsquery syntax (or SQL); read as words, they find the task that has them.
     for (q, want) in [
@@ -120,7 +122,10 @@ async fn the_index_follows_every_write_of_the_text(db: TestDb) {
     let many: Vec<(TaskGid, NewTask)> =
         (0..1500).map(|i| (gid(&format!("m{i}")), text(&format!("bulk item{i}"), None))).collect();
     store.upsert_tasks(&many, Actor::Cli).await.unwrap();
-    assert_eq!(store.count_tasks(&TaskFilter { text: Some("bulk".into()), ..Default::default() }).await.unwrap(), 1500);
+    assert_eq!(
+        store.count_tasks(&TaskFilter { text: Some("bulk".into()), ..Default::default() }).await.unwrap(),
+        1500
+    );
     assert_eq!(found(&store, "item1499").await, ["m1499"]);
 }
 
@@ -143,7 +148,12 @@ async fn seed_sortable(store: &Store, base: DateTime<Utc>) {
     for (g, _, _, added_days_ago, updated_days_ago) in rows {
         let added = base - Duration::days(added_days_ago);
         let updated = base - Duration::days(updated_days_ago);
-        assert!(store.date_imported_task(&gid(g), base - Duration::hours(1), Some(added), Some(updated)).await.unwrap());
+        assert!(
+            store
+                .date_imported_task(&gid(g), base - Duration::hours(1), Some(added), Some(updated))
+                .await
+                .unwrap()
+        );
     }
 }
 
@@ -165,7 +175,11 @@ async fn every_sort_orders_both_ways_with_empty_values_last_and_ids_breaking_tie
         assert_eq!(listed(&store, &f).await, ascending, "{sort:?} ascending");
         let mut descending = ascending.to_vec();
         descending.reverse();
-        assert_eq!(listed(&store, &TaskFilter { descending: true, ..f }).await, descending, "{sort:?} descending");
+        assert_eq!(
+            listed(&store, &TaskFilter { descending: true, ..f }).await,
+            descending,
+            "{sort:?} descending"
+        );
     }
     // A page of a sort is the same rows every time.
     let page = TaskFilter { sort: TaskSort::Source, limit: Some(2), offset: Some(1), ..Default::default() };
@@ -187,7 +201,10 @@ async fn the_filters_narrow_by_repo_priority_and_age_and_combine(db: TestDb) {
     };
     assert_eq!(gids(TaskFilter { repo: Some("api".into()), ..Default::default() }).await, ["r"]);
     assert!(gids(TaskFilter { repo: Some("ap".into()), ..Default::default() }).await.is_empty(), "exact");
-    assert_eq!(gids(TaskFilter { priority_min: Some(1), priority_max: Some(1), ..Default::default() }).await, ["b", "c"]);
+    assert_eq!(
+        gids(TaskFilter { priority_min: Some(1), priority_max: Some(1), ..Default::default() }).await,
+        ["b", "c"]
+    );
     assert_eq!(gids(TaskFilter { priority_min: Some(2), ..Default::default() }).await, ["a", "e", "r"]);
     assert_eq!(gids(TaskFilter { priority_max: Some(2), ..Default::default() }).await, ["a", "b", "c", "e"]);
     let days = |n: i64| Some(base - Duration::days(n));

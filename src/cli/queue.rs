@@ -13,7 +13,9 @@ use super::parse::parse_gid;
 use super::{Context, UsageError};
 use crate::config::Config;
 use crate::domain::{Actor, QueueStatus, SkippedBy, Task, TaskGid};
-use crate::store::{AnalysisSession, EventFilter, NewTask, RunFilter, StoreError, TaskFilter, TaskSort, Upserted, now};
+use crate::store::{
+    AnalysisSession, EventFilter, NewTask, RunFilter, StoreError, TaskFilter, TaskSort, Upserted, now,
+};
 
 /// Tasks the reader hands to the writer at a time; two such batches wait at most, so memory stays flat
 /// whatever the size of the input.
@@ -116,8 +118,17 @@ pub async fn run(ctx: &Context, command: QueueCommand, as_json: bool) -> anyhow:
     match command {
         QueueCommand::Add(args) => add(ctx, args, as_json).await,
         QueueCommand::List { status, source, repo, search, sort, desc, limit, offset } => {
-            let filter =
-                TaskFilter { status, source, repo, text: search, sort, descending: desc, limit, offset, ..Default::default() };
+            let filter = TaskFilter {
+                status,
+                source,
+                repo,
+                text: search,
+                sort,
+                descending: desc,
+                limit,
+                offset,
+                ..Default::default()
+            };
             list(ctx, filter, as_json).await
         }
         QueueCommand::Show { gid } => show(ctx, &parse_gid(&gid)?, as_json).await,

@@ -84,7 +84,11 @@ fn whole(param: &'static str, raw: Option<&str>) -> Result<Option<i64>, BadParam
 }
 
 /// `raw` (`7d`, `12h`, `2w`, `1day`) as a time that long before `now`.
-fn age(param: &'static str, raw: Option<&str>, now: DateTime<Utc>) -> Result<Option<DateTime<Utc>>, BadParam> {
+fn age(
+    param: &'static str,
+    raw: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<Option<DateTime<Utc>>, BadParam> {
     let Some(raw) = raw else { return Ok(None) };
     let why = || bad(param, format!("{raw:?} is not an age: give one such as 1d, 7d, 30d or 12h"));
     let span = humantime::parse_duration(raw).map_err(|_| why())?;
@@ -223,9 +227,10 @@ mod tests {
     #[test]
     fn a_view_reads_its_values_and_writes_its_links() {
         let now = Utc::now();
-        let v = query(&[("q", "a&b"), ("sort", "added"), ("dir", "desc"), ("added_within", "7d"), ("page", "3")])
-            .view(now)
-            .unwrap();
+        let v =
+            query(&[("q", "a&b"), ("sort", "added"), ("dir", "desc"), ("added_within", "7d"), ("page", "3")])
+                .view(now)
+                .unwrap();
         assert_eq!((v.filter.sort, v.filter.descending, v.page), (TaskSort::Added, true, 3));
         assert_eq!(v.filter.added_since, Some(now - Duration::days(7)));
         assert_eq!(v.link("/queue", &[]), "/queue?added_within=7d&q=a%26b&sort=added&dir=desc");

@@ -194,9 +194,10 @@ mod tests {
 
     #[test]
     fn words_are_runs_of_letters_and_digits_and_no_syntax_survives() {
-        assert_eq!(search_words(r#""a" OR * NEAR( -x col:val login.rs"#), [
-            "a", "OR", "NEAR", "x", "col", "val", "login", "rs"
-        ]);
+        assert_eq!(
+            search_words(r#""a" OR * NEAR( -x col:val login.rs"#),
+            ["a", "OR", "NEAR", "x", "col", "val", "login", "rs"]
+        );
         assert_eq!(fts5_query(&search_words("-x \"y\"")), r#""x"* "y"*"#);
         assert_eq!(tsquery(&search_words("o'brien & !x")), "'o':* & 'brien':* & 'x':*");
         assert!(search_words("%_ ' \" * :").is_empty());

@@ -94,7 +94,8 @@ fn headers(view: &View) -> Vec<Header> {
             Some(by) => {
                 let reverse = by == sort && !descending;
                 let dir = reverse.then(|| "desc".to_string());
-                let link = view.link("/queue", &[("sort", Some(by.as_str().into())), ("dir", dir), ("page", None)]);
+                let link =
+                    view.link("/queue", &[("sort", Some(by.as_str().into())), ("dir", dir), ("page", None)]);
                 let aria_sort = (by == sort).then_some(if descending { "descending" } else { "ascending" });
                 Header { label, link: Some(link), aria_sort }
             }
