@@ -53,7 +53,8 @@ async fn sort_filter_search_and_jump_at_desktop_and_phone_widths() {
     // 120 tasks, every third awaiting go; T-006 (awaiting go) holds the needle.
     let tasks: Vec<(TaskGid, NewTask)> = (0..120)
         .map(|i| {
-            let text = if i == 6 { "Fix the NEEDLE in login.rs".to_string() } else { format!("Task number {i}") };
+            let text =
+                if i == 6 { "Fix the NEEDLE in login.rs".to_string() } else { format!("Task number {i}") };
             let t = NewTask { description: Some(text), source: Some("inbox".into()), ..Default::default() };
             (TaskGid::parse(&format!("T-{i:03}")).unwrap(), t)
         })

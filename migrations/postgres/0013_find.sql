@@ -25,3 +25,9 @@ CREATE INDEX executor_queue_by_complexity ON executor_queue (complexity, id);
 CREATE INDEX executor_queue_by_feasibility ON executor_queue (feasibility, id);
 CREATE INDEX executor_queue_by_added ON executor_queue (added_at, id);
 CREATE INDEX executor_queue_by_updated ON executor_queue (updated_at, id);
+
+-- Every column a filter or a sort reads, without the text: counting a filtered queue, or sorting a
+-- filtered part of it by another column, can read this narrow copy (an index-only scan) instead of
+-- 100,000 wide rows.
+CREATE INDEX executor_queue_narrow ON executor_queue
+    (status, source, repo, priority, added_at, updated_at, complexity, feasibility, task_gid);

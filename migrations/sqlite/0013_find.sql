@@ -35,3 +35,8 @@ CREATE INDEX executor_queue_by_complexity ON executor_queue (complexity IS NULL,
 CREATE INDEX executor_queue_by_feasibility ON executor_queue (feasibility IS NULL, feasibility);
 CREATE INDEX executor_queue_by_added ON executor_queue (added_at);
 CREATE INDEX executor_queue_by_updated ON executor_queue (updated_at);
+
+-- Every column a filter or a sort reads, without the text: counting a filtered queue, or sorting a
+-- filtered part of it by another column, reads this narrow copy instead of 100,000 wide rows.
+CREATE INDEX executor_queue_narrow ON executor_queue
+    (status, source, repo, priority, added_at, updated_at, complexity, feasibility, task_gid);

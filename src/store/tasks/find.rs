@@ -178,8 +178,11 @@ impl Conditions {
             if postgres {
                 c.and_around(("search_words @@ to_tsquery('simple', ", ")"), Value::Text(tsquery(&words)));
             } else {
+                // `+id`: SQLite must not look the matches up by rowid (a common word matches most of
+                // the table, each a read of a wide row), but walk the sort's narrow index and test
+                // each id against the matches, stopping at the page's end.
                 c.and_around(
-                    ("id IN (SELECT rowid FROM executor_queue_fts WHERE executor_queue_fts MATCH ", ")"),
+                    ("+id IN (SELECT rowid FROM executor_queue_fts WHERE executor_queue_fts MATCH ", ")"),
                     Value::Text(fts5_query(&words)),
                 );
             }
