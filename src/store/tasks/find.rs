@@ -128,6 +128,7 @@ pub(super) enum Value {
 pub(super) struct Conditions {
     pub(super) sql: String,
     pub(super) values: Vec<Value>,
+    searched: bool,
 }
 
 impl Conditions {
@@ -144,9 +145,21 @@ impl Conditions {
         self.sql.push_str(fixed.1);
     }
 
+    /// Whether a full-text search is among the conditions.
+    pub(super) fn searches(&self) -> bool {
+        self.searched
+    }
+
     /// The next placeholder's number (for a limit or an offset after the conditions).
     pub(super) fn next(&self) -> usize {
         self.values.len() + 1
+    }
+
+    /// On SQLite, when a search is the only condition (its words the one value bound), the statement
+    /// that counts its matches in the full-text index alone, bound to the same `$1`.
+    pub(super) fn search_only(&self, postgres: bool) -> Option<&'static str> {
+        (!postgres && self.searched && self.values.len() == 1)
+            .then_some("SELECT COUNT(*) FROM executor_queue_fts WHERE executor_queue_fts MATCH $1")
     }
 
     /// The conditions of `f` on one backend.
@@ -174,7 +187,8 @@ impl Conditions {
             c.and("added_at < ", Value::Time(before));
         }
         let words = f.text.as_deref().map(search_words).unwrap_or_default();
-        if !words.is_empty() {
+        c.searched = !words.is_empty();
+        if c.searched {
             if postgres {
                 c.and_around(("search_words @@ to_tsquery('simple', ", ")"), Value::Text(tsquery(&words)));
             } else {

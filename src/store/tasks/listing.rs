@@ -61,7 +61,12 @@ impl Store {
     pub async fn count_tasks(&self, f: &TaskFilter) -> Result<i64> {
         let postgres = matches!(self.pool, Pool::Postgres(_));
         let c = Conditions::of(f, postgres);
-        let sql = format!("SELECT COUNT(*) FROM executor_queue {}", c.sql);
+        // A search alone is counted in its own index on SQLite: a common word matches most tasks, and
+        // the index counts them without testing each task against the matches.
+        let sql = match c.search_only(postgres) {
+            Some(sql) => sql.to_string(),
+            None => format!("SELECT COUNT(*) FROM executor_queue {}", c.sql),
+        };
         Ok(on_pool!(self, |p| {
             let mut q = sqlx::query_scalar::<_, i64>(&sql);
             for v in &c.values {
@@ -80,9 +85,20 @@ impl Store {
     async fn listed_ids(&self, f: &TaskFilter) -> Result<Vec<i64>> {
         let postgres = matches!(self.pool, Pool::Postgres(_));
         let c = Conditions::of(f, postgres);
+        let from = if postgres && c.searches() {
+            // PostgreSQL cannot estimate how many tasks a prefix search matches: guessing few, it would
+            // walk the sort's index testing every task's words (seconds for a rare word). Behind the
+            // fence (`OFFSET 0`) it finds the matches in the search's index first, then sorts them.
+            format!(
+                "(SELECT id, task_gid, source, status, priority, complexity, feasibility, added_at, updated_at \
+                 FROM executor_queue {} OFFSET 0) found",
+                c.sql
+            )
+        } else {
+            format!("executor_queue {}", c.sql)
+        };
         let sql = format!(
-            "SELECT id FROM executor_queue {} {} LIMIT ${} OFFSET ${}",
-            c.sql,
+            "SELECT id FROM {from} {} LIMIT ${} OFFSET ${}",
             f.sort.order_by(postgres, f.descending),
             c.next(),
             c.next() + 1
