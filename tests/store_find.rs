@@ -129,9 +129,12 @@ async fn the_index_follows_every_write_of_the_text(db: TestDb) {
     assert_eq!(found(&store, "item1499").await, ["m1499"]);
 }
 
+/// A task to sort: gid, source, priority, added and updated (days before the base time).
+type Sortable = (&'static str, Option<&'static str>, Option<i32>, i64, i64);
+
 /// Tasks whose every sortable column differs, dated so that added and updated disagree.
 async fn seed_sortable(store: &Store, base: DateTime<Utc>) {
-    let rows: [(&str, Option<&str>, Option<i32>, i64, i64); 5] = [
+    let rows: [Sortable; 5] = [
         ("e", Some("zeta"), Some(2), 5, 1),
         ("b", None, Some(1), 4, 2),
         ("d", Some("alpha"), None, 3, 3),
