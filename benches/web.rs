@@ -3,10 +3,12 @@
 //!
 //! Seeds N tasks (through the store's streaming intake, as `benches/intake.rs` does; a third from the
 //! source `inbox`, descriptions of 20 to 800 characters) and 1,000 runs with pull request snapshots,
-//! into SQLite in a temporary directory, each run with two ended worker sessions (one a review with
-//! findings) and every tenth with a live one; then serves the dashboard on 127.0.0.1:0 and times over
-//! real HTTP: the queue's first page, a filtered page, a deep page, a text search, the runs board (all
-//! states and one), and a run's page.
+//! into SQLite in a temporary directory (and with `--postgres`, into a schema of its own under
+//! `EXECUTOR_TEST_DATABASE_URL`), then serves the dashboard on 127.0.0.1:0 and times over real HTTP:
+//! "Needs you", the queue's first page, filters, deep pages, full-text searches, every kind of sort,
+//! the age and priority filters, the API's search, the runs board (all states and one), a run's page (each run
+//! with two ended worker sessions, one a review with findings; every tenth with a live one) and the
+//! status page.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -188,9 +190,32 @@ async fn main() {
     let n = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(100_000);
     let dir = tempfile::tempdir().expect("tempdir");
     let url = format!("sqlite://{}", dir.path().join("executor.db").display());
-    let store = Store::open(&url).await.expect("open");
+    bench("sqlite", &url, n).await;
+    // PostgreSQL too when asked (`-- N --postgres`), in a schema of its own under the test database.
+    if std::env::args().any(|a| a == "--postgres") {
+        let base =
+            std::env::var("EXECUTOR_TEST_DATABASE_URL").expect("--postgres needs EXECUTOR_TEST_DATABASE_URL");
+        let schema = format!("bench_web_{}", std::process::id());
+        let admin = sqlx::PgPool::connect(&base).await.expect("connect to PostgreSQL");
+        sqlx::raw_sql(&format!("CREATE SCHEMA {schema}")).execute(&admin).await.expect("create schema");
+        let sep = if base.contains('?') { '&' } else { '?' };
+        bench("postgres", &format!("{base}{sep}options[search_path]={schema}"), n).await;
+        println!("(PostgreSQL after VACUUM ANALYZE, as autovacuum leaves a table after a bulk load)");
+        sqlx::raw_sql(&format!("DROP SCHEMA {schema} CASCADE")).execute(&admin).await.expect("drop schema");
+    }
+}
+
+async fn bench(backend: &str, url: &str, n: usize) {
+    let store = Store::open(url).await.expect("open");
     store.migrate().await.expect("migrate");
     seed(&store, n).await;
+    if backend == "postgres" {
+        // What autovacuum does after a bulk load: statistics for the planner, and the visibility map
+        // that lets a count read only an index.
+        let pool = sqlx::PgPool::connect(url).await.expect("connect");
+        sqlx::raw_sql("VACUUM ANALYZE executor_queue").execute(&pool).await.expect("vacuum");
+        pool.close().await;
+    }
 
     // The board's statement alone, to tell the database's share of the board from the page's.
     let mut took: Vec<Duration> = Vec::with_capacity(REPEAT);
@@ -212,14 +237,28 @@ async fn main() {
     auth.insert(reqwest::header::AUTHORIZATION, format!("Bearer {TOKEN}").parse().expect("header"));
     let client = reqwest::Client::builder().default_headers(auth).build().expect("client");
 
-    println!("sqlite, {n} tasks, {} runs with 2 to 3 workers each, {REPEAT} requests each:", RUNS.min(n));
-    time(&client, &base, "needs you (the default view)", "/").await;
-    time(&client, &base, "queue, first page", "/queue").await;
-    time(&client, &base, "queue, status+source filter", "/queue?status=pending&source=inbox").await;
-    time(&client, &base, "queue, page 1000", "/queue?page=1000").await;
-    time(&client, &base, "queue, text search", "/queue?q=needle").await;
-    time(&client, &base, "runs board (1,000 runs)", "/runs").await;
-    time(&client, &base, "runs board, one state (50)", "/runs?state=abandoned").await;
-    time(&client, &base, "a run's page (3 workers)", "/runs/991").await;
-    time(&client, &base, "status", "/status").await;
+    println!("{backend}, {n} tasks, {} runs, {REPEAT} requests each:", RUNS.min(n));
+    let pages = [
+        ("needs you (the default view)", "/"),
+        ("queue, first page", "/queue"),
+        ("queue, status+source filter", "/queue?status=pending&source=inbox"),
+        ("queue, page 1000", "/queue?page=1000"),
+        ("queue, search, a rare word", "/queue?q=needle"),
+        ("queue, search, a common word", "/queue?q=login"),
+        ("queue, search, two word prefixes", "/queue?q=acc%20log"),
+        ("queue, sorted by priority, descending", "/queue?sort=priority&dir=desc"),
+        ("queue, sorted by source, page 1000", "/queue?sort=source&page=1000"),
+        ("queue, sorted by updated, status filter", "/queue?status=pending&sort=updated&dir=desc"),
+        ("queue, added within 7d, by gid", "/queue?added_within=7d&sort=gid"),
+        ("queue, older than 30d (none)", "/queue?older_than=30d"),
+        ("queue, priority 2 to 3, by added", "/queue?prio_min=2&prio_max=3&sort=added"),
+        ("api, search sorted by added", "/api/v1/tasks?q=login&sort=added&dir=desc"),
+        ("runs board (1,000 runs)", "/runs"),
+        ("runs board, one state (50)", "/runs?state=abandoned"),
+        ("a run's page (3 workers)", "/runs/991"),
+        ("status", "/status"),
+    ];
+    for (what, path) in pages {
+        time(&client, &base, what, path).await;
+    }
 }

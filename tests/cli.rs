@@ -84,6 +84,15 @@ fn tasks_arrive_as_json_on_stdin_or_from_a_file() {
     assert_eq!(gids, ["a2", "a1", "a3"], "most urgent first");
     let watched = sb.json(&["queue", "list", "--source", "watched"]);
     assert_eq!(watched.as_array().unwrap().len(), 1);
+    let by_gid = sb.json(&["queue", "list", "--sort", "gid", "--desc"]);
+    let gids: Vec<&str> =
+        by_gid.as_array().unwrap().iter().map(|t| t["task_gid"].as_str().unwrap()).collect();
+    assert_eq!(gids, ["a3", "a2", "a1"], "--sort gid --desc");
+    let found = sb.json(&["queue", "list", "--search", "ON"]);
+    assert_eq!(found.as_array().unwrap().len(), 1, "a1's description, \"one\": {found}");
+    let out = sb.run(&["queue", "list", "--sort", "title"]);
+    assert_eq!(out.status.code(), Some(2), "usage error");
+    assert!(text(&out.stderr).contains("sort by one of priority, gid"), "{}", text(&out.stderr));
 
     let table = sb.ok(&["queue", "list"]);
     let header = table.lines().next().unwrap();

@@ -11,7 +11,7 @@ on_both_databases!(
     the_board_has_every_run_newest_first_with_its_live_worker,
     the_board_sums_each_runs_sessions_and_names_its_last_worker,
     the_board_filters_by_state_and_holds_many_runs_in_one_statement,
-    the_text_filter_matches_description_or_notes_literally,
+    the_search_matches_words_of_description_or_notes,
     approve_task_refuses_a_pending_task_unless_triage_is_skipped,
 );
 
@@ -185,7 +185,7 @@ async fn the_board_filters_by_state_and_holds_many_runs_in_one_statement(db: Tes
     );
 }
 
-async fn the_text_filter_matches_description_or_notes_literally(db: TestDb) {
+async fn the_search_matches_words_of_description_or_notes(db: TestDb) {
     let store = db.open().await;
     let add = |g: &'static str, description: &'static str, notes: Option<&'static str>| {
         let store = store.clone();
@@ -214,9 +214,9 @@ async fn the_text_filter_matches_description_or_notes_literally(db: TestDb) {
         }
     };
     assert_eq!(found("login").await, ["T1", "T2"], "in the description or the notes, any case");
-    assert_eq!(found("100%").await, ["T2"], "% is a character, not a wildcard");
+    assert_eq!(found("100%").await, ["T2", "T3"], "% separates words, it is no wildcard");
     assert_eq!(found("a_b").await, ["T4"]);
-    assert_eq!(found("a\\b").await, ["T4"], "the escape character itself is literal");
+    assert_eq!(found("a\\b").await, ["T4"], "a backslash separates words too");
     assert!(found("x_y").await.is_empty(), "_ is not a wildcard");
     assert_eq!(found("").await.len(), 4, "an empty text filters nothing");
     let both =

@@ -143,6 +143,12 @@ async fn schema_v8_fills_in_who_made_the_skips_before_it() {
          ALTER TABLE executor_notifications DROP COLUMN read_at; \
          ALTER TABLE executor_notifications DROP COLUMN read_by; \
          ALTER TABLE executor_source_cursors DROP COLUMN error_read_at; \
+         DROP TRIGGER executor_queue_fts_insert; DROP TRIGGER executor_queue_fts_delete; \
+         DROP TRIGGER executor_queue_fts_update; DROP TABLE executor_queue_fts; \
+         DROP INDEX executor_queue_by_priority; DROP INDEX executor_queue_by_status; \
+         DROP INDEX executor_queue_by_source; DROP INDEX executor_queue_by_complexity; \
+         DROP INDEX executor_queue_by_feasibility; DROP INDEX executor_queue_by_added; \
+         DROP INDEX executor_queue_by_updated; DROP INDEX executor_queue_narrow; \
          DELETE FROM executor_schema WHERE version >= 8;",
     )
     .execute(&mut conn)

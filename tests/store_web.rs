@@ -8,7 +8,7 @@ use executor::domain::{Actor, EndReason, QueueStatus, TaskGid, WorkerKind};
 use executor::store::{NewTask, StoreError, TaskFilter, WorkerEnd};
 
 on_both_databases!(
-    the_text_filter_matches_description_or_notes_literally_and_ignoring_case,
+    the_search_matches_words_of_description_or_notes_ignoring_case,
     approval_is_one_path_with_its_refusals,
     worker_durations_sum_the_ended_sessions_by_kind,
 );
@@ -21,7 +21,7 @@ fn task(description: &str, notes: Option<&str>) -> NewTask {
     NewTask { description: Some(description.into()), notes: notes.map(Into::into), ..Default::default() }
 }
 
-async fn the_text_filter_matches_description_or_notes_literally_and_ignoring_case(db: TestDb) {
+async fn the_search_matches_words_of_description_or_notes_ignoring_case(db: TestDb) {
     let store = db.open().await;
     store.upsert_task(&gid("a"), &task("Fix the Login page", None), Actor::Cli).await.unwrap();
     store.upsert_task(&gid("b"), &task("other", Some("see login.rs")), Actor::Cli).await.unwrap();
@@ -33,8 +33,10 @@ async fn the_text_filter_matches_description_or_notes_literally_and_ignoring_cas
     };
     assert_eq!(gids(store.list_tasks(&find("LOGIN")).await.unwrap()), ["a", "b"]);
     assert_eq!(store.count_tasks(&find("login")).await.unwrap(), 2);
-    assert_eq!(gids(store.list_tasks(&find("50%")).await.unwrap()), ["c"]);
-    assert_eq!(gids(store.list_tasks(&find("r_b")).await.unwrap()), ["c"]);
+    // Words, not characters: `%` and `_` separate words, and each word may start one ("build").
+    assert_eq!(gids(store.list_tasks(&find("50%")).await.unwrap()), ["c", "d"]);
+    assert_eq!(gids(store.list_tasks(&find("faster_build")).await.unwrap()), ["c", "d"]);
+    assert!(store.list_tasks(&find("r_b")).await.unwrap().is_empty(), "no word starts with r");
     assert_eq!(gids(store.list_tasks(&find("a\\b")).await.unwrap()), ["d"]);
     assert_eq!(store.count_tasks(&find("nowhere")).await.unwrap(), 0);
     let both = TaskFilter { status: Some(QueueStatus::Skip), ..find("login") };

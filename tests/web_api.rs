@@ -172,11 +172,31 @@ async fn the_task_list_filters_searches_and_pages() {
 
     let v = json_of(s.get("/api/v1/tasks?q=login").await).await;
     assert_eq!((v["total"].clone(), v["tasks"][0]["task_gid"].clone()), (json!(1), json!("S1")));
-    // % and _ are matched literally, not as patterns.
+    // A search matches words (and their starts): % and _ separate words, they are no patterns.
     let v = json_of(s.get("/api/v1/tasks?q=100%25").await).await;
-    assert_eq!((v["total"].clone(), v["tasks"][0]["task_gid"].clone()), (json!(1), json!("S2")));
-    let v = json_of(s.get("/api/v1/tasks?q=e_i").await).await;
+    assert_eq!((v["total"].clone(), v["tasks"][0]["task_gid"].clone()), (json!(2), json!("S2")));
+    let v = json_of(s.get("/api/v1/tasks?q=done_ish").await).await;
     assert_eq!(v["total"], 1, "{v}");
+    let v = json_of(s.get("/api/v1/tasks?q=e_i").await).await;
+    assert_eq!(v["total"], 0, "no word starts with e: {v}");
+    // The queue page's sorts and filters.
+    let v = json_of(s.get("/api/v1/tasks?sort=gid&dir=desc&limit=2").await).await;
+    let gids: Vec<&str> =
+        v["tasks"].as_array().unwrap().iter().map(|t| t["task_gid"].as_str().unwrap()).collect();
+    assert_eq!((gids, v["total"].clone()), (vec!["S3", "S2"], json!(10)));
+    let v = json_of(s.get("/api/v1/tasks?added_within=1d&older_than=365d").await).await;
+    assert_eq!(v["total"], 0, "added today and over a year ago: none");
+    for (query, param) in [
+        ("sort=title", "sort"),
+        ("dir=up", "dir"),
+        ("added_within=soon", "added_within"),
+        ("prio_min=x", "prio_min"),
+    ] {
+        let r = s.get(&format!("/api/v1/tasks?{query}")).await;
+        assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY, "{query}");
+        let error = json_of(r).await["error"].as_str().unwrap().to_string();
+        assert!(error.starts_with(&format!("{param}: ")), "{query}: {error}");
+    }
     let v = json_of(s.get("/api/v1/tasks?source=inbox&status=skip").await).await;
     assert_eq!(v["total"], 3);
     let v = json_of(s.get("/api/v1/tasks?source=elsewhere").await).await;

@@ -13,7 +13,9 @@ use super::parse::parse_gid;
 use super::{Context, UsageError};
 use crate::config::Config;
 use crate::domain::{Actor, QueueStatus, SkippedBy, Task, TaskGid};
-use crate::store::{AnalysisSession, EventFilter, NewTask, RunFilter, StoreError, TaskFilter, Upserted, now};
+use crate::store::{
+    AnalysisSession, EventFilter, NewTask, RunFilter, StoreError, TaskFilter, TaskSort, Upserted, now,
+};
 
 /// Tasks the reader hands to the writer at a time; two such batches wait at most, so memory stays flat
 /// whatever the size of the input.
@@ -28,7 +30,7 @@ pub enum QueueCommand {
     /// are kept). Without --gid, reads JSON (one object, an array, or JSON Lines) from --from-json or
     /// standard input; all or nothing.
     Add(AddArgs),
-    /// List tasks, most urgent first.
+    /// List tasks, most urgent first (or as --sort says).
     List {
         /// Only tasks in this status: pending, for_review, awaiting_go, approved, skip or done.
         #[arg(long, value_parser = parse_status)]
@@ -36,6 +38,20 @@ pub enum QueueCommand {
         /// Only tasks from this source (its name in [[sources]], or what `queue add --source` gave).
         #[arg(long)]
         source: Option<String>,
+        /// Only tasks for this repository (the task's `repo`).
+        #[arg(long)]
+        repo: Option<String>,
+        /// Only tasks whose description or notes hold every word of this, each as a word or the start
+        /// of one, ignoring case (the dashboard's search).
+        #[arg(long, value_name = "WORDS")]
+        search: Option<String>,
+        /// Sort by priority (the default), gid, source, status, complexity, feasibility, added or
+        /// updated; then by id.
+        #[arg(long, value_parser = TaskSort::parse, default_value = "priority")]
+        sort: TaskSort,
+        /// Reverse the sort.
+        #[arg(long)]
+        desc: bool,
         /// Show at most this many (default: all, except 200 when writing a table to a terminal).
         #[arg(long, value_parser = clap::value_parser!(i64).range(0..))]
         limit: Option<i64>,
@@ -101,8 +117,19 @@ fn parse_status(s: &str) -> Result<QueueStatus, String> {
 pub async fn run(ctx: &Context, command: QueueCommand, as_json: bool) -> anyhow::Result<()> {
     match command {
         QueueCommand::Add(args) => add(ctx, args, as_json).await,
-        QueueCommand::List { status, source, limit, offset } => {
-            list(ctx, TaskFilter { status, source, text: None, limit, offset }, as_json).await
+        QueueCommand::List { status, source, repo, search, sort, desc, limit, offset } => {
+            let filter = TaskFilter {
+                status,
+                source,
+                repo,
+                text: search,
+                sort,
+                descending: desc,
+                limit,
+                offset,
+                ..Default::default()
+            };
+            list(ctx, filter, as_json).await
         }
         QueueCommand::Show { gid } => show(ctx, &parse_gid(&gid)?, as_json).await,
         QueueCommand::Retry { gid, reason } => {

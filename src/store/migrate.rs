@@ -69,6 +69,11 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0012_needs_you.sql"),
         postgres: include_str!("../../migrations/postgres/0012_needs_you.sql"),
     },
+    Migration {
+        version: 13,
+        sqlite: include_str!("../../migrations/sqlite/0013_find.sql"),
+        postgres: include_str!("../../migrations/postgres/0013_find.sql"),
+    },
 ];
 
 /// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and

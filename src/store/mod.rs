@@ -64,7 +64,9 @@ pub use run_fields::RunMemory;
 pub use runners::{Heartbeat, HostRunner, LostRunner, RunnerRegistration, RunnerStatus};
 pub use runs::{RunFilter, StatusCounts};
 pub use source_cursors::SourceCursor;
-pub use tasks::{Intake, IntakeResult, NewTask, TaskFilter, Upserted};
+pub use tasks::{
+    Intake, IntakeResult, MAX_SEARCH_WORDS, NewTask, TaskFilter, TaskSort, Upserted, search_words,
+};
 pub use webhooks::{Delivery, PrOwner, WakeState};
 pub use worker_stats::WorkerDurations;
 pub use workers::{SLOT_LOCK, SessionStart, WorkerBegin, WorkerEnd, WorkerSession, WorkerSlot};

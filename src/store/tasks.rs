@@ -1,8 +1,11 @@
 //! The queue: tasks taken in from trackers, and their triage status.
 
+mod find;
 mod intake;
 mod listing;
 mod plan;
+
+pub use find::{MAX_SEARCH_WORDS, TaskSort, search_words};
 
 pub(super) use intake::{CHUNK, Marks};
 pub use intake::{Intake, IntakeResult};
@@ -64,26 +67,30 @@ pub enum Upserted {
     Revised,
 }
 
+/// Which tasks a listing shows, in which order, and which page of them. Every field narrows (all of
+/// them together); none set lists every task, most urgent first.
 #[derive(Debug, Clone, Default)]
 pub struct TaskFilter {
     pub status: Option<QueueStatus>,
     pub source: Option<String>,
-    /// Only tasks whose description or notes contain this text (case-insensitive for ASCII; `%` and `_`
-    /// are plain characters here, not patterns).
+    pub repo: Option<String>,
+    /// Priority at least this (inclusive; a task with none never matches a priority bound).
+    pub priority_min: Option<i64>,
+    /// Priority at most this (inclusive).
+    pub priority_max: Option<i64>,
+    /// Added at or after this time.
+    pub added_since: Option<chrono::DateTime<chrono::Utc>>,
+    /// Added before this time.
+    pub added_before: Option<chrono::DateTime<chrono::Utc>>,
+    /// A search: the tasks whose description or notes hold every word of it (the runs of letters and
+    /// digits, [`search_words`]), each as a word or the start of one, ignoring case. Text with no
+    /// words (only punctuation) narrows nothing.
     pub text: Option<String>,
+    pub sort: TaskSort,
+    pub descending: bool,
     pub limit: Option<i64>,
     /// Skip this many (of the tasks in listing order) before the first one listed.
     pub offset: Option<i64>,
-}
-
-impl TaskFilter {
-    /// `text` as a LIKE pattern (bound, never spliced): `%`, `_` and the escape character itself match
-    /// literally.
-    pub(crate) fn like_pattern(&self) -> Option<String> {
-        let text = self.text.as_deref().filter(|t| !t.is_empty())?;
-        let escaped = text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
-        Some(format!("%{escaped}%"))
-    }
 }
 
 pub(crate) fn task_from_row(r: &impl Cols) -> Result<Task> {

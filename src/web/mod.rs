@@ -26,6 +26,7 @@ mod redaction;
 pub mod server;
 pub mod session;
 mod state;
+pub mod task_view;
 pub mod webhooks;
 
 pub use state::AppState;

@@ -167,6 +167,10 @@ fn templates() -> &'static Environment<'static> {
         ] {
             // The templates are part of the binary: one that does not parse fails every test at once.
             if let Err(e) = env.add_template(name, text) {
+                // The unit tests say why, where the pages would only say the template is missing.
+                #[cfg(test)]
+                panic!("template {name} does not parse: {e:#}");
+                #[cfg(not(test))]
                 tracing::error!("template {name} does not parse: {e}");
             }
         }
@@ -255,13 +259,9 @@ fn money(usd: f64, estimated: bool) -> String {
     format!("{}${usd:.2}", if estimated { "~" } else { "" })
 }
 
-/// Characters a query value keeps as they are: letters, digits and `-._~` (RFC 3986 unreserved).
-const QUERY_VALUE: &percent_encoding::AsciiSet =
-    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
-
 /// `s` percent-encoded for a query string value.
 fn encode(s: &str) -> String {
-    percent_encoding::utf8_percent_encode(s, QUERY_VALUE).to_string()
+    crate::web::task_view::encode(s)
 }
 
 /// A link target only for http(s) URLs: anything else (`javascript:`, `data:`) is shown as text.

@@ -3,58 +3,19 @@
 
 use std::collections::HashMap;
 
+use super::find::{Conditions, Value};
 use super::intake::Marks;
 use super::{TaskFilter, task_from_row};
-use crate::domain::{QueueStatus, Task, TaskGid};
+use crate::domain::{Task, TaskGid};
 use crate::store::columns::task_columns;
 use crate::store::{Pool, Result, Store, StoreError, on_pool};
 
 /// Rows read by one statement when paging by key.
 const PAGE: usize = 500;
 
-/// The text filter on placeholder `$p` (bound to [`TaskFilter::like_pattern`]): the description or
-/// the notes contain the text, ignoring case. `$like` is `LIKE` on SQLite (which ignores ASCII case)
-/// and `ILIKE` on PostgreSQL; no `LOWER()` per row, which doubled the time of a search over 100,000
-/// tasks.
-macro_rules! text_matches {
-    ($p:literal, $like:literal) => {
-        concat!(
-            "(",
-            $p,
-            " IS NULL OR description ",
-            $like,
-            " ",
-            $p,
-            " ESCAPE '\\' OR notes ",
-            $like,
-            " ",
-            $p,
-            " ESCAPE '\\')"
-        )
-    };
-}
-
-macro_rules! count_sql {
-    ($like:literal) => {
-        concat!(
-            "SELECT COUNT(*) FROM executor_queue WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR source = $2) AND ",
-            text_matches!("$3", $like)
-        )
-    };
-}
-
-macro_rules! ids_sql {
-    ($like:literal) => {
-        concat!(
-            "SELECT id FROM executor_queue WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR source = $2) AND ",
-            text_matches!("$5", $like),
-            " ORDER BY priority IS NULL, priority, added_at, id LIMIT $3 OFFSET $4"
-        )
-    };
-}
-
 impl Store {
-    /// Tasks, most urgent first: priority ascending (1 is the most urgent; none last), then oldest.
+    /// The tasks the filter lists, in its order (by default most urgent first: priority ascending, 1
+    /// the most urgent and none last, then oldest).
     pub async fn list_tasks(&self, f: &TaskFilter) -> Result<Vec<Task>> {
         let mut tasks = Vec::new();
         self.for_each_task(f, |t| {
@@ -96,38 +57,62 @@ impl Store {
         Ok(())
     }
 
-    /// How many tasks the filter matches, ignoring its limit and offset.
+    /// How many tasks the filter matches, ignoring its sort, limit and offset.
     pub async fn count_tasks(&self, f: &TaskFilter) -> Result<i64> {
-        let status = f.status.map(QueueStatus::as_str);
-        let sql = match self.pool {
-            Pool::Sqlite(_) => count_sql!("LIKE"),
-            Pool::Postgres(_) => count_sql!("ILIKE"),
+        let postgres = matches!(self.pool, Pool::Postgres(_));
+        let c = Conditions::of(f, postgres);
+        // A search alone is counted in its own index on SQLite: a common word matches most tasks, and
+        // the index counts them without testing each task against the matches.
+        let sql = match c.search_only(postgres) {
+            Some(sql) => sql.to_string(),
+            None => format!("SELECT COUNT(*) FROM executor_queue {}", c.sql),
         };
         Ok(on_pool!(self, |p| {
-            sqlx::query_scalar::<_, i64>(sql)
-                .bind(status)
-                .bind(f.source.as_deref())
-                .bind(f.like_pattern())
-                .fetch_one(p)
-                .await?
+            let mut q = sqlx::query_scalar::<_, i64>(&sql);
+            for v in &c.values {
+                q = match v {
+                    Value::Text(s) => q.bind(s),
+                    Value::Int(n) => q.bind(n),
+                    Value::Time(t) => q.bind(t),
+                };
+            }
+            q.fetch_one(p).await?
         }))
     }
 
+    /// The ids of the listed tasks, in order: the statement is the filter's fixed conditions and its
+    /// sort's fixed `ORDER BY` (see `find.rs`), every value bound.
     async fn listed_ids(&self, f: &TaskFilter) -> Result<Vec<i64>> {
-        let status = f.status.map(QueueStatus::as_str);
-        let sql = match self.pool {
-            Pool::Sqlite(_) => ids_sql!("LIKE"),
-            Pool::Postgres(_) => ids_sql!("ILIKE"),
+        let postgres = matches!(self.pool, Pool::Postgres(_));
+        let c = Conditions::of(f, postgres);
+        let from = if postgres && c.searches() {
+            // PostgreSQL cannot estimate how many tasks a prefix search matches: guessing few, it would
+            // walk the sort's index testing every task's words (seconds for a rare word). Behind the
+            // fence (`OFFSET 0`) it finds the matches in the search's index first, then sorts them.
+            format!(
+                "(SELECT id, task_gid, source, status, priority, complexity, feasibility, added_at, updated_at \
+                 FROM executor_queue {} OFFSET 0) found",
+                c.sql
+            )
+        } else {
+            format!("executor_queue {}", c.sql)
         };
+        let sql = format!(
+            "SELECT id FROM {from} {} LIMIT ${} OFFSET ${}",
+            f.sort.order_by(postgres, f.descending),
+            c.next(),
+            c.next() + 1
+        );
         Ok(on_pool!(self, |p| {
-            sqlx::query_scalar::<_, i64>(sql)
-                .bind(status)
-                .bind(f.source.as_deref())
-                .bind(f.limit.unwrap_or(i64::MAX))
-                .bind(f.offset.unwrap_or(0).max(0))
-                .bind(f.like_pattern())
-                .fetch_all(p)
-                .await?
+            let mut q = sqlx::query_scalar::<_, i64>(&sql);
+            for v in &c.values {
+                q = match v {
+                    Value::Text(s) => q.bind(s),
+                    Value::Int(n) => q.bind(n),
+                    Value::Time(t) => q.bind(t),
+                };
+            }
+            q.bind(f.limit.unwrap_or(i64::MAX).max(0)).bind(f.offset.unwrap_or(0).max(0)).fetch_all(p).await?
         }))
     }
 

@@ -7,34 +7,34 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{ApiError, ApiResult, gid, named, number};
-use crate::domain::{QueueStatus, RunState};
+use crate::domain::RunState;
 use crate::store::{EventFilter, RunFilter, TaskFilter, now, start_of_day};
 use crate::web::AppState;
+use crate::web::task_view::ViewQuery;
 
 /// Tasks per page when the request does not say.
 pub const DEFAULT_LIMIT: i64 = 50;
 /// The most tasks, runs or events one request returns.
 pub const MAX_LIMIT: i64 = 1000;
 
-/// The query string of `GET /tasks`; each value checked by hand so that a bad one is a 422 that says why.
+/// The query string of `GET /tasks`: the queue page's view (filters, search, sort; `page` is not
+/// read) and `limit`/`offset`; each value checked by hand so that a bad one is a 422 naming it.
 #[derive(Debug, Deserialize)]
 pub struct TasksQuery {
-    status: Option<String>,
-    source: Option<String>,
-    q: Option<String>,
+    #[serde(flatten)]
+    view: ViewQuery,
     limit: Option<String>,
     offset: Option<String>,
 }
 
-/// `GET /tasks?status=&source=&q=&limit=&offset=` → `{"tasks": [...], "total": N}` (total ignores the
-/// page).
+/// `GET /tasks?status=&source=&repo=&prio_min=&prio_max=&added_within=&older_than=&q=&sort=&dir=&limit=&offset=`
+/// → `{"tasks": [...], "total": N}` (total ignores the page).
 pub async fn tasks(State(state): State<AppState>, Query(q): Query<TasksQuery>) -> ApiResult<Json<Value>> {
+    let view = q.view.view(now()).map_err(|e| ApiError::invalid(e.to_string()))?;
     let filter = TaskFilter {
-        status: named::<QueueStatus>(q.status.as_deref())?,
-        source: q.source.filter(|s| !s.is_empty()),
-        text: q.q.filter(|s| !s.trim().is_empty()),
         limit: Some(number("limit", q.limit.as_deref())?.unwrap_or(DEFAULT_LIMIT).min(MAX_LIMIT)),
         offset: number("offset", q.offset.as_deref())?,
+        ..view.filter
     };
     let tasks = state.store.list_tasks(&filter).await?;
     let total = state.store.count_tasks(&filter).await?;

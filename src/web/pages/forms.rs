@@ -14,6 +14,7 @@ use super::{MAX_REASON, PageError, encode, short};
 use crate::domain::{Actor, TaskGid};
 use crate::web::AppState;
 use crate::web::session::Auth;
+use crate::web::task_view::VIEW_PARAMS;
 
 /// Most tasks one "Approve selected" or "Skip selected" takes (a page shows 50).
 const MAX_BULK: usize = 500;
@@ -98,7 +99,8 @@ impl Back<'_> {
             (Some("run"), _, Some(run)) => return Redirect::to(&format!("/runs/{run}?{note}")),
             _ => {}
         }
-        let mut query: Vec<String> = ["status", "source", "q", "page"]
+        // The queue's whole view (filters, search, sort, page), as its `keep()` fields carried it.
+        let mut query: Vec<String> = VIEW_PARAMS
             .into_iter()
             .filter_map(|name| {
                 self.fields.get(name).filter(|v| !v.is_empty()).map(|v| format!("{name}={}", encode(v)))

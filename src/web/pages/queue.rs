@@ -1,28 +1,22 @@
-//! `GET /queue`: the queue, filtered by status, source and text, 50 tasks a page (three queries: the page's
-//! ids, their rows, the count), with approve and skip forms per task and "Approve selected".
+//! `GET /queue`: the queue, filtered (status, source, repo, priority, age), searched, sorted by any
+//! column but the free-text ones, 50 tasks a page (three queries: the page's ids, their rows, the
+//! count), with approve and skip forms per task and "Approve selected". The whole view is in the query
+//! string (`task_view`): a link to it can be shared, and every form carries it back.
 
 use axum::Extension;
 use axum::extract::{Query, State};
 use axum::response::Html;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use super::{FlashQuery, PageError, first_line, render, short};
+use super::{FlashQuery, PageError, ago, first_line, render, short};
 use crate::domain::{QueueStatus, Task};
-use crate::store::TaskFilter;
+use crate::store::{TaskFilter, TaskSort, now};
 use crate::web::AppState;
 use crate::web::session::Auth;
+use crate::web::task_view::{View, ViewQuery};
 
 /// Tasks on one page of the queue.
 pub(super) const PER_PAGE: i64 = 50;
-
-/// The queue's query string; also what the forms carry back.
-#[derive(Debug, Default, Deserialize)]
-pub(super) struct QueueQuery {
-    status: Option<String>,
-    source: Option<String>,
-    q: Option<String>,
-    page: Option<String>,
-}
 
 /// One row of the table, as the template shows it.
 #[derive(Serialize)]
@@ -36,6 +30,9 @@ struct Row {
     priority: Option<i32>,
     complexity: Option<String>,
     feasibility: Option<String>,
+    /// "3d ago", with the exact time in a title.
+    added: String,
+    added_at: String,
     summary: Option<String>,
     can_approve: bool,
     can_skip: bool,
@@ -56,6 +53,8 @@ fn row(t: &Task) -> Row {
         priority: t.priority,
         complexity: t.complexity.clone(),
         feasibility: t.feasibility.clone(),
+        added: ago(t.added_at, now()),
+        added_at: t.added_at.format("%Y-%m-%d %H:%M UTC").to_string(),
         summary: t.analysis_summary.as_deref().map(|s| short(s, 140)),
         can_approve: matches!(t.status, QueueStatus::AwaitingGo | QueueStatus::ForReview)
             || (t.status == QueueStatus::Approved && t.revision_at.is_some()),
@@ -63,53 +62,71 @@ fn row(t: &Task) -> Row {
     }
 }
 
-fn nonempty(v: &Option<String>) -> Option<String> {
-    v.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_string)
+/// A column header of the table: its label, and for a sortable column the link that sorts by it
+/// (ascending, or reversed when it is the current sort) and its `aria-sort`.
+#[derive(Serialize)]
+struct Header {
+    label: &'static str,
+    link: Option<String>,
+    aria_sort: Option<&'static str>,
 }
 
-/// The query string of this listing on `page`, for the prev/next links.
-fn page_link(status: Option<&str>, source: Option<&str>, q: Option<&str>, page: i64) -> String {
-    let mut parts = Vec::new();
-    for (name, value) in [("status", status), ("source", source), ("q", q)] {
-        if let Some(v) = value {
-            parts.push(format!("{name}={}", super::encode(v)));
-        }
-    }
-    parts.push(format!("page={page}"));
-    format!("/queue?{}", parts.join("&"))
+/// The table's columns after the checkbox; `None`: not sortable (a title or a summary is long free text,
+/// and an index over it would be as large as the table).
+const COLUMNS: [(&str, Option<TaskSort>); 9] = [
+    ("GID", Some(TaskSort::Gid)),
+    ("Title", None),
+    ("Source", Some(TaskSort::Source)),
+    ("Status", Some(TaskSort::Status)),
+    ("Prio", Some(TaskSort::Priority)),
+    ("Complexity", Some(TaskSort::Complexity)),
+    ("Feasibility", Some(TaskSort::Feasibility)),
+    ("Added", Some(TaskSort::Added)),
+    ("Analysis", None),
+];
+
+fn headers(view: &View) -> Vec<Header> {
+    let (sort, descending) = (view.filter.sort, view.filter.descending);
+    COLUMNS
+        .into_iter()
+        .map(|(label, by)| match by {
+            None => Header { label, link: None, aria_sort: None },
+            Some(by) => {
+                let reverse = by == sort && !descending;
+                let dir = reverse.then(|| "desc".to_string());
+                let link =
+                    view.link("/queue", &[("sort", Some(by.as_str().into())), ("dir", dir), ("page", None)]);
+                let aria_sort = (by == sort).then_some(if descending { "descending" } else { "ascending" });
+                Header { label, link: Some(link), aria_sort }
+            }
+        })
+        .collect()
 }
 
 pub(super) async fn page(
     State(state): State<AppState>,
     Extension(auth): Extension<Auth>,
-    Query(query): Query<QueueQuery>,
+    Query(query): Query<ViewQuery>,
     Query(flash): Query<FlashQuery>,
 ) -> Result<Html<String>, PageError> {
     let (flash, error) = flash.verified(&state, &auth);
-    let status = nonempty(&query.status)
-        .map(|s| s.parse::<QueueStatus>())
-        .transpose()
-        .map_err(|e| PageError::BadRequest(e.to_string()))?;
-    let source = nonempty(&query.source);
-    let text = nonempty(&query.q);
-    let page = match nonempty(&query.page) {
-        Some(p) => p
-            .parse::<i64>()
-            .ok()
-            .filter(|p| *p >= 1 && *p <= i64::MAX / PER_PAGE)
-            .ok_or_else(|| PageError::BadRequest(format!("page {p:?} is not a page number")))?,
-        None => 1,
-    };
+    let view = query.view(now()).map_err(|e| PageError::BadRequest(e.to_string()))?;
+    let page = view.page;
     let live = super::live::mark(&state).await?;
-    let mut filter = TaskFilter { status, source: source.clone(), text: text.clone(), ..Default::default() };
-    let total = state.store.count_tasks(&filter).await?;
-    filter.limit = Some(PER_PAGE);
-    filter.offset = Some((page - 1) * PER_PAGE);
-    let tasks = state.store.list_tasks(&filter).await?;
-    let rows: Vec<Row> = tasks.iter().map(row).collect();
+    let total = state.store.count_tasks(&view.filter).await?;
     let pages = (total + PER_PAGE - 1) / PER_PAGE;
-    let status_name = status.map(|s| s.as_str());
-    let (src, q) = (source.as_deref(), text.as_deref());
+    let filter = TaskFilter {
+        limit: Some(PER_PAGE),
+        offset: Some((page - 1).saturating_mul(PER_PAGE)),
+        ..view.filter.clone()
+    };
+    // A page past the end reads nothing: the count already says there is nothing there.
+    let tasks = if page > pages { Vec::new() } else { state.store.list_tasks(&filter).await? };
+    let rows: Vec<Row> = tasks.iter().map(row).collect();
+    let to_page = |p: i64| view.link("/queue", &[("page", Some(p.to_string()))]);
+    let mut kept = view.given.clone();
+    kept.push(("page", page.to_string()));
+    let narrowed = view.given.iter().any(|(name, _)| !matches!(*name, "sort" | "dir"));
     render(
         "queue.html",
         minijinja::context! {
@@ -117,19 +134,39 @@ pub(super) async fn page(
             live,
             csrf => state.keys.csrf(&auth),
             statuses => QueueStatus::ALL.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
-            status => status_name,
-            source,
-            q => text,
+            status => view.get("status"),
+            source => view.get("source"),
+            repo => view.get("repo"),
+            prio_min => view.get("prio_min"),
+            prio_max => view.get("prio_max"),
+            added_within => view.get("added_within"),
+            older_than => view.get("older_than"),
+            ages => AGES,
+            q => view.get("q"),
+            sort => view.get("sort"),
+            dir => view.get("dir"),
+            narrowed,
+            headers => headers(&view),
+            kept,
+            // The view without its page, for the jump-to-page form.
+            unpaged => view.given.clone(),
             page,
             pages,
             total,
+            past_end => page > pages && total > 0,
             first => (page - 1) * PER_PAGE + 1,
             rows,
-            prev => (page > 1).then(|| page_link(status_name, src, q, page - 1)),
-            next => (page < pages).then(|| page_link(status_name, src, q, page + 1)),
+            first_link => (page > 1).then(|| to_page(1)),
+            prev => (page > 1 && page <= pages + 1).then(|| to_page(page - 1)),
+            next => (page < pages).then(|| to_page(page + 1)),
+            last_link => (pages > 0 && page != pages).then(|| to_page(pages)),
             sources => state.config.sources.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
+            repos => state.config.repos.keys().cloned().collect::<Vec<_>>(),
             flash,
             error,
         },
     )
 }
+
+/// The ages the filters offer (any other, `3d` or `36h`, works typed into the URL).
+const AGES: [&str; 5] = ["1d", "7d", "30d", "90d", "365d"];
