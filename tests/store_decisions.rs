@@ -143,6 +143,8 @@ async fn schema_v8_fills_in_who_made_the_skips_before_it() {
          ALTER TABLE executor_notifications DROP COLUMN read_at; \
          ALTER TABLE executor_notifications DROP COLUMN read_by; \
          ALTER TABLE executor_source_cursors DROP COLUMN error_read_at; \
+         DROP INDEX executor_events_at; DROP INDEX executor_worker_sessions_started; \
+         DROP TABLE executor_github_usage; \
          DELETE FROM executor_schema WHERE version >= 8;",
     )
     .execute(&mut conn)

@@ -69,6 +69,11 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0012_needs_you.sql"),
         postgres: include_str!("../../migrations/postgres/0012_needs_you.sql"),
     },
+    Migration {
+        version: 16,
+        sqlite: include_str!("../../migrations/sqlite/0016_insights.sql"),
+        postgres: include_str!("../../migrations/postgres/0016_insights.sql"),
+    },
 ];
 
 /// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and
