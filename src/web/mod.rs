@@ -17,6 +17,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod charts;
 mod errors;
 pub mod host;
 pub mod live_log;
