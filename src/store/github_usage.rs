@@ -7,6 +7,9 @@ use chrono::{DateTime, SubsecRound, Utc};
 use super::row::Cols;
 use super::{Result, Store, now, on_pool};
 
+/// The resource the forge records: GraphQL points, where it spends nearly all of its budget.
+pub const GITHUB_GRAPHQL: &str = "graphql";
+
 /// One of GitHub's hour windows of a resource (`graphql`): how much of it was used at most.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct GitHubHour {

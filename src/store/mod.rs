@@ -51,7 +51,7 @@ pub use board::{BoardRow, LiveWorker};
 pub use events::{Event, EventFilter};
 pub use filter_skips::{FilterSkip, PendingPage};
 pub use forge_records::AgentComments;
-pub use github_usage::GitHubHour;
+pub use github_usage::{GITHUB_GRAPHQL, GitHubHour};
 pub use human_actions::{REQUEUE_REASON, RETRY_REASON, Requeued, human_abandon_reason};
 pub use import::ImportedRun;
 pub use insights::{DayCost, DayFlow, RunLead, WorkerEnds};

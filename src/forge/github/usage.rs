@@ -4,9 +4,7 @@
 //! failure to record is logged and never holds a tick back.
 
 use super::GitHubForge;
-
-/// The resource the recorded points are of: GraphQL, where the forge spends nearly all of its.
-pub(super) const GRAPHQL: &str = "graphql";
+use crate::store::GITHUB_GRAPHQL;
 
 impl GitHubForge {
     /// Records the points left in the current GraphQL window, when an answer told them.
@@ -14,7 +12,7 @@ impl GitHubForge {
         let rate = self.client.rate();
         let (Some(remaining), Some(reset)) = (rate.graphql_remaining, rate.graphql_reset) else { return };
         let limit = rate.graphql_limit.map(i64::from);
-        if let Err(e) = self.store.record_github_usage(GRAPHQL, reset, i64::from(remaining), limit).await {
+        if let Err(e) = self.store.record_github_usage(GITHUB_GRAPHQL, reset, i64::from(remaining), limit).await {
             tracing::warn!("recording the GitHub points used this hour: {e}");
         }
     }
