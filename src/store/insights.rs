@@ -86,7 +86,9 @@ impl Store {
                count(DISTINCT CASE WHEN kind = '{run}' AND to_state = 'complete' THEN run_id END) AS completed, \
                count(DISTINCT CASE WHEN kind = '{run}' AND to_state = 'abandoned' THEN run_id END) AS abandoned \
              FROM executor_events \
-             WHERE at >= $1 AND kind IN ('{added}', '{queue}', '{run}') \
+             WHERE at >= $1 AND (kind = '{added}' \
+               OR (kind = '{queue}' AND to_state IN ('skip', 'approved')) \
+               OR (kind = '{run}' AND to_state IN ('complete', 'abandoned'))) \
              GROUP BY {day} ORDER BY {day}",
             day = day_of(&self.pool, "at"),
             added = kind::TASK_ADDED,
