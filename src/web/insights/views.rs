@@ -63,6 +63,11 @@ fn chart(id: &'static str, title: &str, categories: Vec<String>, series: Vec<Ser
     }
 }
 
+/// "1 run", "2 runs".
+fn count(n: i64, thing: &str) -> String {
+    if n == 1 { format!("1 {thing}") } else { format!("{n} {thing}s") }
+}
+
 fn money(v: f64) -> String {
     format!("${v:.2}")
 }
@@ -89,13 +94,13 @@ fn flow(i: &Insights) -> ChartView {
     ];
     let sum = |f: fn(&crate::store::DayFlow) -> i64| i.flow.iter().map(f).sum::<i64>();
     let caption = format!(
-        "Over {} days: {} tasks in, {} approved, {} skipped; {} pull requests completed, {} runs abandoned.",
+        "Over {} days: {} in, {} approved, {} skipped; {} completed, {} abandoned.",
         i.days,
-        sum(|d| d.intake),
+        count(sum(|d| d.intake), "task"),
         sum(|d| d.approved),
         sum(|d| d.skipped),
-        sum(|d| d.completed),
-        sum(|d| d.abandoned)
+        count(sum(|d| d.completed), "pull request"),
+        count(sum(|d| d.abandoned), "run")
     );
     let days = i.flow.iter().map(|d| d.day.format("%m-%d").to_string()).collect();
     let c = chart("flow", "Tasks in and out per day", days, series(&NAMES, columns), Layout::Grouped, Unit::Count);
@@ -118,11 +123,11 @@ fn cost(i: &Insights) -> ChartView {
     let t = &i.cost_total;
     let caption = match t.per_completed_usd {
         Some(per) => format!(
-            "{} per completed pull request: {} spent over {} days, {} pull requests completed.",
+            "{} per completed pull request: {} spent over {} days, {} completed.",
             money(per),
             money(t.total_usd),
             i.days,
-            t.completed
+            count(t.completed, "pull request")
         ),
         None => format!("{} spent over {} days; no pull request completed yet.", money(t.total_usd), i.days),
     };
@@ -167,7 +172,7 @@ fn lead(i: &Insights) -> ChartView {
     let l = &i.lead_times;
     let say = |what: &str, s: &super::figures::Spread| match (s.p50_hours, s.p90_hours) {
         (Some(p50), Some(p90)) => {
-            format!("to {what}, median {}, 90% within {} ({} runs)", duration(p50), duration(p90), s.count)
+            format!("to {what}, median {}, 90% within {} ({})", duration(p50), duration(p90), count(s.count as i64, "run"))
         }
         _ => format!("no run reached {what}"),
     };
@@ -244,12 +249,12 @@ fn github(i: &Insights) -> ChartView {
     let limit = g.hours.last().map_or(super::figures::DEFAULT_HOURLY_POINTS, |h| h.limit);
     let busiest = g.hours.iter().max_by_key(|h| h.used);
     let caption = match (g.configured, busiest) {
-        (false, _) => "This configuration does not use GitHub.".to_string(),
+        (false, None) => "This configuration does not use GitHub.".to_string(),
         (true, None) => format!(
             "No GitHub answer recorded in the last {} hours: the runner records the points left each time it asks GitHub about pull requests.",
             super::GITHUB_HOURS
         ),
-        (true, Some(h)) => format!(
+        (_, Some(h)) => format!(
             "Busiest hour: {} of {} points ({:.0}%), the agents' own use included.",
             h.used,
             h.limit,
