@@ -5,6 +5,12 @@
 //! source `inbox`, descriptions of 20 to 800 characters) and 1,000 runs with pull request snapshots,
 //! into SQLite in a temporary directory, then serves the dashboard on 127.0.0.1:0 and times over real
 //! HTTP: the queue's first page, a filtered page, a deep page, a text search, and the runs board.
+//! For the insights, 90 days of history (`web/insights_seed.rs`): every event spread back over the
+//! quarter, 600 runs through `pr` (500 complete), six worker sessions a run, triage for a fifth of
+//! the tasks, GitHub's points for every hour; then `/insights` over 7, 30 and 90 days and its JSON.
+
+#[path = "web/insights_seed.rs"]
+mod insights_seed;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -156,6 +162,7 @@ async fn main() {
     let store = Store::open(&url).await.expect("open");
     store.migrate().await.expect("migrate");
     seed(&store, n).await;
+    insights_seed::seed(&store, &url).await;
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("address"));
@@ -175,4 +182,8 @@ async fn main() {
     time(&client, &base, "queue, text search", "/queue?q=needle").await;
     time(&client, &base, "runs board (1,000 runs)", "/runs").await;
     time(&client, &base, "status", "/status").await;
+    time(&client, &base, "insights, 30 days (the default)", "/insights").await;
+    time(&client, &base, "insights, 7 days", "/insights?days=7").await;
+    time(&client, &base, "insights, 90 days", "/insights?days=90").await;
+    time(&client, &base, "insights JSON, 90 days", "/api/v1/insights?days=90").await;
 }

@@ -67,7 +67,10 @@ async fn run_at_pr(store: &Store, g: &str) -> i64 {
     add(store, g).await;
     store.approve_task(&gid(g), true, Actor::Cli).await.unwrap();
     let run = store.create_run_for_task(&gid(g), Actor::Runner).await.unwrap().unwrap().id;
-    store.set_run_state_if(run, RunState::Queued, RunState::InProgress, None, Actor::Runner, "w").await.unwrap();
+    store
+        .set_run_state_if(run, RunState::Queued, RunState::InProgress, None, Actor::Runner, "w")
+        .await
+        .unwrap();
     store.set_run_state_if(run, RunState::InProgress, RunState::Pr, None, Actor::Runner, "pr").await.unwrap();
     run
 }
@@ -78,7 +81,10 @@ async fn run_at_pr(store: &Store, g: &str) -> i64 {
 async fn history(db: &TestDb, store: &Store) -> (i64, i64) {
     let a = run_at_pr(store, "A").await;
     store.complete_run_if(a, RunState::Pr, None, Actor::Runner, "green", &[]).await.unwrap();
-    store.set_run_state_if(a, RunState::Complete, RunState::Pr, None, Actor::Runner, "comment").await.unwrap();
+    store
+        .set_run_state_if(a, RunState::Complete, RunState::Pr, None, Actor::Runner, "comment")
+        .await
+        .unwrap();
     store.complete_run_if(a, RunState::Pr, None, Actor::Runner, "green", &[]).await.unwrap();
     add(store, "B").await;
     store.set_task_status(&gid("B"), QueueStatus::Skip, Actor::Cli, Some("no")).await.unwrap();
@@ -88,15 +94,18 @@ async fn history(db: &TestDb, store: &Store) -> (i64, i64) {
 
     move_events(db, store, "A", "task_added", Some("pending"), "2026-11-09T12:00:00Z").await;
     move_events(db, store, "A", "queue_status", Some("approved"), "2026-11-10T09:00:00Z").await;
-    set_time(db, "UPDATE executor_runs SET started_at = $1 WHERE id = $2", at("2026-11-10T09:30:00Z"), a).await;
+    set_time(db, "UPDATE executor_runs SET started_at = $1 WHERE id = $2", at("2026-11-10T09:30:00Z"), a)
+        .await;
     move_events(db, store, "A", "run_state", Some("pr"), "2026-11-10T12:00:00Z").await;
     move_events(db, store, "A", "run_state", Some("complete"), "2026-11-11T09:00:00Z").await;
-    set_time(db, "UPDATE executor_runs SET completed_at = $1 WHERE id = $2", at("2026-11-11T09:00:00Z"), a).await;
+    set_time(db, "UPDATE executor_runs SET completed_at = $1 WHERE id = $2", at("2026-11-11T09:00:00Z"), a)
+        .await;
     move_events(db, store, "B", "task_added", Some("pending"), "2026-11-10T08:00:00Z").await;
     move_events(db, store, "B", "queue_status", Some("skip"), "2026-11-10T23:59:59Z").await;
     move_events(db, store, "C", "task_added", Some("pending"), "2026-11-11T07:00:00Z").await;
     move_events(db, store, "C", "queue_status", Some("approved"), "2026-11-11T08:00:00Z").await;
-    set_time(db, "UPDATE executor_runs SET started_at = $1 WHERE id = $2", at("2026-11-11T08:10:00Z"), c).await;
+    set_time(db, "UPDATE executor_runs SET started_at = $1 WHERE id = $2", at("2026-11-11T08:10:00Z"), c)
+        .await;
     move_events(db, store, "C", "run_state", Some("pr"), "2026-11-11T09:00:00Z").await;
     move_events(db, store, "C", "run_state", Some("abandoned"), "2026-11-12T10:00:00Z").await;
     move_events(db, store, "D", "task_added", Some("pending"), "2026-11-12T00:00:00Z").await;
@@ -147,8 +156,13 @@ async fn cost_is_summed_per_day_of_each_sessions_start(db: TestDb) {
                 .unwrap();
             let end = WorkerEnd { cost_usd: cost, ..WorkerEnd::new(EndReason::Finished) };
             store.end_worker_session(s.id, None, &end).await.unwrap();
-            set_time(db, "UPDATE executor_worker_sessions SET started_at = $1 WHERE id = $2", at(started), s.id)
-                .await;
+            set_time(
+                db,
+                "UPDATE executor_worker_sessions SET started_at = $1 WHERE id = $2",
+                at(started),
+                s.id,
+            )
+            .await;
         }
     };
     worker(a, 1.25, "2026-11-10T10:00:00Z").await;
@@ -204,7 +218,11 @@ async fn worker_ends_are_counted_by_kind_and_reason(db: TestDb) {
     let session = |run: i64, kind: WorkerKind, reason: Option<EndReason>| {
         let store = store.clone();
         async move {
-            let s = store.begin_worker_session(run, kind, "claude", "h", &SessionStart::default()).await.unwrap().unwrap();
+            let s = store
+                .begin_worker_session(run, kind, "claude", "h", &SessionStart::default())
+                .await
+                .unwrap()
+                .unwrap();
             if let Some(r) = reason {
                 store.end_worker_session(s.id, None, &WorkerEnd::new(r)).await.unwrap();
             }
@@ -216,8 +234,12 @@ async fn worker_ends_are_counted_by_kind_and_reason(db: TestDb) {
     session(c, WorkerKind::Queued, Some(EndReason::Finished)).await;
     session(c, WorkerKind::Queued, None).await; // live: not counted
     let ends = store.worker_ends(at("2026-11-10T00:00:00Z")).await.unwrap();
-    let e = |kind: &str, reason: &str, count| WorkerEnds { kind: kind.into(), end_reason: reason.into(), count };
-    assert_eq!(ends, [e("fix_ci", "finished", 1), e("fix_ci", "idle_timeout", 1), e("queued", "finished", 2)]);
+    let e =
+        |kind: &str, reason: &str, count| WorkerEnds { kind: kind.into(), end_reason: reason.into(), count };
+    assert_eq!(
+        ends,
+        [e("fix_ci", "finished", 1), e("fix_ci", "idle_timeout", 1), e("queued", "finished", 2)]
+    );
     let future = store.worker_ends(Utc::now() + chrono::Duration::days(1)).await.unwrap();
     assert!(future.is_empty(), "sessions started before the window are not counted");
     store.close().await;

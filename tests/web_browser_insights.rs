@@ -42,19 +42,35 @@ async fn history(store: &Store) {
         let t = NewTask { description: Some(format!("task {n}")), ..Default::default() };
         store.upsert_task(&g, &t, Actor::Cli).await.unwrap();
         if n % 4 == 3 {
-            store.set_task_status(&g, executor::domain::QueueStatus::Skip, Actor::Cli, Some("no")).await.unwrap();
+            store
+                .set_task_status(&g, executor::domain::QueueStatus::Skip, Actor::Cli, Some("no"))
+                .await
+                .unwrap();
             continue;
         }
         store.approve_task(&g, true, Actor::Cli).await.unwrap();
         let run = store.create_run_for_task(&g, Actor::Runner).await.unwrap().unwrap().id;
-        store.set_run_state_if(run, RunState::Queued, RunState::InProgress, None, Actor::Runner, "w").await.unwrap();
-        let kinds = [(WorkerKind::Queued, EndReason::Finished), (WorkerKind::FixCi, [EndReason::Finished, EndReason::Failed, EndReason::IdleTimeout][n % 3])];
+        store
+            .set_run_state_if(run, RunState::Queued, RunState::InProgress, None, Actor::Runner, "w")
+            .await
+            .unwrap();
+        let kinds = [
+            (WorkerKind::Queued, EndReason::Finished),
+            (WorkerKind::FixCi, [EndReason::Finished, EndReason::Failed, EndReason::IdleTimeout][n % 3]),
+        ];
         for (kind, reason) in kinds {
-            let s = store.begin_worker_session(run, kind, "claude", "h", &SessionStart::default()).await.unwrap().unwrap();
+            let s = store
+                .begin_worker_session(run, kind, "claude", "h", &SessionStart::default())
+                .await
+                .unwrap()
+                .unwrap();
             let end = WorkerEnd { cost_usd: 0.75 + n as f64 / 10.0, ..WorkerEnd::new(reason) };
             store.end_worker_session(s.id, None, &end).await.unwrap();
         }
-        store.set_run_state_if(run, RunState::InProgress, RunState::Pr, None, Actor::Runner, "pr").await.unwrap();
+        store
+            .set_run_state_if(run, RunState::InProgress, RunState::Pr, None, Actor::Runner, "pr")
+            .await
+            .unwrap();
         if n % 5 == 4 {
             store.abandon_run(run, Actor::Cli, "wrong approach").await.unwrap();
         } else {
@@ -62,8 +78,14 @@ async fn history(store: &Store) {
         }
     }
     let now = executor::store::now();
-    store.record_github_usage(GITHUB_GRAPHQL, now - chrono::Duration::minutes(30), 4100, Some(5000)).await.unwrap();
-    store.record_github_usage(GITHUB_GRAPHQL, now + chrono::Duration::minutes(30), 3300, Some(5000)).await.unwrap();
+    store
+        .record_github_usage(GITHUB_GRAPHQL, now - chrono::Duration::minutes(30), 4100, Some(5000))
+        .await
+        .unwrap();
+    store
+        .record_github_usage(GITHUB_GRAPHQL, now + chrono::Duration::minutes(30), 3300, Some(5000))
+        .await
+        .unwrap();
 }
 
 async fn number(b: &Browser, script: &str) -> f64 {
@@ -135,11 +157,17 @@ async fn the_charts_draw_open_their_tables_and_fit_a_phone() {
     for id in ["flow", "cost", "lead", "workers", "github"] {
         let bars = number(&b, &format!("return document.querySelectorAll('#{id} svg rect').length")).await;
         assert!(bars > 0.0, "the {id} chart has no bars");
-        let width = number(&b, &format!("return document.querySelector('#{id} svg').getBoundingClientRect().width")).await;
+        let width =
+            number(&b, &format!("return document.querySelector('#{id} svg').getBoundingClientRect().width"))
+                .await;
         assert!(width > 600.0, "the {id} chart is {width} px wide at desktop width");
     }
     // The cost chart stacks workers and triage per day; today's bar carries its tooltip.
-    let tip = b.client.execute("return document.querySelector('#cost svg rect title').textContent", vec![]).await.unwrap();
+    let tip = b
+        .client
+        .execute("return document.querySelector('#cost svg rect title').textContent", vec![])
+        .await
+        .unwrap();
     assert!(tip.as_str().unwrap().contains("workers: $"), "{tip}");
     let problems = b.client.execute(ACCESSIBILITY, vec![]).await.unwrap();
     assert_eq!(problems, serde_json::json!([]), "accessibility problems at desktop width");
@@ -157,7 +185,9 @@ async fn the_charts_draw_open_their_tables_and_fit_a_phone() {
     b.client.set_window_size(400, 900).await.unwrap();
     fits(&b, "insights, 400 px").await;
     for id in ["flow", "github"] {
-        let width = number(&b, &format!("return document.querySelector('#{id} svg').getBoundingClientRect().width")).await;
+        let width =
+            number(&b, &format!("return document.querySelector('#{id} svg').getBoundingClientRect().width"))
+                .await;
         assert!(width > 300.0 && width <= 400.0, "the {id} chart is {width} px wide on a phone");
     }
     b.client.find(Locator::Css("#cost summary")).await.unwrap().click().await.unwrap();

@@ -60,8 +60,15 @@ async fn history(db: &common::TestDb, store: &Store) {
     store.approve_task(&gid("b"), true, Actor::Cli).await.unwrap();
     store.approve_task(&gid("a"), true, Actor::Cli).await.unwrap();
     let run = store.create_run_for_task(&gid("a"), Actor::Runner).await.unwrap().unwrap().id;
-    store.set_run_state_if(run, RunState::Queued, RunState::InProgress, None, Actor::Runner, "w").await.unwrap();
-    let s = store.begin_worker_session(run, WorkerKind::Queued, "claude", "h", &SessionStart::default()).await.unwrap().unwrap();
+    store
+        .set_run_state_if(run, RunState::Queued, RunState::InProgress, None, Actor::Runner, "w")
+        .await
+        .unwrap();
+    let s = store
+        .begin_worker_session(run, WorkerKind::Queued, "claude", "h", &SessionStart::default())
+        .await
+        .unwrap()
+        .unwrap();
     let end = WorkerEnd { cost_usd: 2.5, ..WorkerEnd::new(EndReason::Finished) };
     store.end_worker_session(s.id, None, &end).await.unwrap();
     store.set_run_state_if(run, RunState::InProgress, RunState::Pr, None, Actor::Runner, "pr").await.unwrap();
@@ -95,7 +102,8 @@ async fn every_figure_has_its_title_caption_and_table_with_the_stores_numbers() 
     assert!(page.contains(r#"<a href="/insights" class="current">Insights</a>"#), "in the nav");
     assert!(page.contains("last 30 days"));
     for id in ["flow", "cost", "lead", "workers", "github"] {
-        let start = page.find(&format!(r#"<section class="insight" id="{id}""#)).unwrap_or_else(|| panic!("{id}"));
+        let start =
+            page.find(&format!(r#"<section class="insight" id="{id}""#)).unwrap_or_else(|| panic!("{id}"));
         let section = &page[start..start + page[start..].find("</section>").unwrap()];
         assert!(section.contains("<figure>") && section.contains("<figcaption>"), "{id}: {section}");
         assert!(section.contains(r#"role="img""#), "{id}");
@@ -110,7 +118,11 @@ async fn every_figure_has_its_title_caption_and_table_with_the_stores_numbers() 
         r#"<th scope="row">{today}</th><td class="num">3</td><td class="num">2</td><td class="num">0</td><td class="num">1</td><td class="num">0</td>"#
     );
     assert!(page.contains(&flow_row), "{page}");
-    assert!(page.contains("$2.50 per completed pull request: $2.50 spent over 30 days, 1 pull request completed."));
+    assert!(
+        page.contains(
+            "$2.50 per completed pull request: $2.50 spent over 30 days, 1 pull request completed."
+        )
+    );
     assert!(page.contains("Busiest hour: 1200 of 5000 points (24%)"), "{page}");
     // The database's text is escaped in the drawing and in the table, never markup.
     assert!(!page.contains(HOSTILE_KIND), "{page}");
@@ -139,10 +151,14 @@ async fn the_same_figures_come_as_json_for_scripts() {
     let flow = v["flow"].as_array().unwrap();
     assert_eq!(flow.len(), 7, "every day of the window");
     let today = &flow[6];
-    assert_eq!((today["intake"].as_i64(), today["approved"].as_i64(), today["completed"].as_i64()), (Some(3), Some(2), Some(1)));
+    assert_eq!(
+        (today["intake"].as_i64(), today["approved"].as_i64(), today["completed"].as_i64()),
+        (Some(3), Some(2), Some(1))
+    );
     assert_eq!(v["cost_total"]["per_completed_usd"], 2.5);
     assert_eq!(v["lead_times"]["to_complete"]["count"], 1);
-    let kinds: Vec<&str> = v["workers"].as_array().unwrap().iter().map(|k| k["kind"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> =
+        v["workers"].as_array().unwrap().iter().map(|k| k["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, [HOSTILE_KIND, "queued"], "JSON carries the text as it is: it is data");
     assert_eq!(v["github"]["hours"][0]["used"], 1200);
     assert_eq!(v["github"]["configured"], false);

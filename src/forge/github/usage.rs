@@ -12,7 +12,9 @@ impl GitHubForge {
         let rate = self.client.rate();
         let (Some(remaining), Some(reset)) = (rate.graphql_remaining, rate.graphql_reset) else { return };
         let limit = rate.graphql_limit.map(i64::from);
-        if let Err(e) = self.store.record_github_usage(GITHUB_GRAPHQL, reset, i64::from(remaining), limit).await {
+        if let Err(e) =
+            self.store.record_github_usage(GITHUB_GRAPHQL, reset, i64::from(remaining), limit).await
+        {
             tracing::warn!("recording the GitHub points used this hour: {e}");
         }
     }

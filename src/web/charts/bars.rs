@@ -140,8 +140,8 @@ fn bars(svg: &mut String, chart: &BarChart, scale: &Scale) {
             let height = (y_low - y_top).max(0.5);
             let _ = write!(
                 svg,
-                r#"<rect class="s{}" x="{x:.2}" y="{:.2}" width="{:.2}" height="{height:.2}"><title>{} · {}: {}</title></rect>"#,
-                s % 6,
+                r#"<rect class="{}" x="{x:.2}" y="{:.2}" width="{:.2}" height="{height:.2}"><title>{} · {}: {}</title></rect>"#,
+                serie.class(),
                 y_low - height,
                 (width - 0.5).max(0.5),
                 escape(category),

@@ -35,6 +35,16 @@ pub enum Layout {
 pub struct Series {
     pub name: String,
     pub values: Vec<f64>,
+    /// Which of the six colours (`s0`…`s5`) it is drawn in: a chart picks them for meaning (green for
+    /// succeeded, red for failed), not by position.
+    pub colour: usize,
+}
+
+impl Series {
+    /// The CSS class of the series' bars and its legend swatch.
+    pub fn class(&self) -> String {
+        format!("s{}", self.colour % 6)
+    }
 }
 
 /// A horizontal line across the chart at `value`, labelled (a budget, a reserve).

@@ -9,7 +9,11 @@ fn chart(categories: &[&str], series: &[(&str, &[f64])]) -> BarChart {
         title: "Tasks per day".into(),
         description: "The same numbers are in the table below.".into(),
         categories: categories.iter().map(|c| c.to_string()).collect(),
-        series: series.iter().map(|(n, v)| Series { name: n.to_string(), values: v.to_vec() }).collect(),
+        series: series
+            .iter()
+            .enumerate()
+            .map(|(i, (n, v))| Series { name: n.to_string(), values: v.to_vec(), colour: i })
+            .collect(),
         layout: Layout::Grouped,
         unit: Unit::Count,
         references: vec![],
@@ -30,7 +34,10 @@ fn heights(svg: &str) -> Vec<f64> {
 /// The texts of the elements of `class`.
 fn texts(svg: &str, class: &str) -> Vec<String> {
     let open = format!("<text class=\"{class}\"");
-    svg.split(&open).skip(1).map(|t| t.split('>').nth(1).unwrap().split('<').next().unwrap().to_string()).collect()
+    svg.split(&open)
+        .skip(1)
+        .map(|t| t.split('>').nth(1).unwrap().split('<').next().unwrap().to_string())
+        .collect()
 }
 
 #[test]

@@ -31,7 +31,9 @@ pub struct CostTotal {
 /// Every day of `days`, oldest first, with the flows of the days that had any.
 pub fn flow_days(days: &[NaiveDate], rows: &[DayFlow]) -> Vec<DayFlow> {
     days.iter()
-        .map(|d| rows.iter().find(|r| r.day == *d).cloned().unwrap_or(DayFlow { day: *d, ..Default::default() }))
+        .map(|d| {
+            rows.iter().find(|r| r.day == *d).cloned().unwrap_or(DayFlow { day: *d, ..Default::default() })
+        })
         .collect()
 }
 
@@ -92,8 +94,10 @@ pub struct LeadTimes {
 /// completion (for the runs completed in it).
 pub fn lead_times(leads: &[RunLead], since: DateTime<Utc>) -> LeadTimes {
     let hours = |from: DateTime<Utc>, to: DateTime<Utc>| (to - from).num_milliseconds().max(0) as f64 / 3.6e6;
-    let to_pr: Vec<f64> =
-        leads.iter().filter_map(|l| l.pr_at.filter(|at| *at >= since).map(|at| hours(l.approved_at, at))).collect();
+    let to_pr: Vec<f64> = leads
+        .iter()
+        .filter_map(|l| l.pr_at.filter(|at| *at >= since).map(|at| hours(l.approved_at, at)))
+        .collect();
     let to_complete: Vec<f64> = leads
         .iter()
         .filter_map(|l| l.completed_at.filter(|at| *at >= since).map(|at| hours(l.approved_at, at)))

@@ -11,8 +11,8 @@ pub mod views;
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 
-use figures::{CostDay, CostTotal, KindOutcomes, LeadTimes, PointsHour};
 use crate::store::{DayFlow, GITHUB_GRAPHQL, Result, Store, now, start_of_day};
+use figures::{CostDay, CostTotal, KindOutcomes, LeadTimes, PointsHour};
 
 /// The windows offered, in days; the first is the default.
 pub const WINDOWS: [u32; 3] = [30, 7, 90];

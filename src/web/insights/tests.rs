@@ -33,7 +33,10 @@ fn the_window_is_7_30_or_90_days_and_says_why_not() {
 fn every_day_is_shown_and_cost_is_divided_by_the_days_completions() {
     let days = window_days(3, day(3));
     let flows = flow_days(&days, &[DayFlow { day: day(2), intake: 4, completed: 2, ..Default::default() }]);
-    assert_eq!(flows.iter().map(|f| (f.day, f.intake)).collect::<Vec<_>>(), [(day(1), 0), (day(2), 4), (day(3), 0)]);
+    assert_eq!(
+        flows.iter().map(|f| (f.day, f.intake)).collect::<Vec<_>>(),
+        [(day(1), 0), (day(2), 4), (day(3), 0)]
+    );
     let costs = [
         DayCost { day: day(1), workers_usd: 1.5, triage_usd: 0.5 },
         DayCost { day: day(2), workers_usd: 3.0, triage_usd: 1.0 },
@@ -83,12 +86,16 @@ fn lead_times_fall_in_buckets_with_nearest_rank_percentiles() {
     assert_eq!(spread(vec![]), Spread::default());
     let ten: Vec<f64> = (1..=10).map(f64::from).collect();
     assert_eq!(spread(ten), Spread { count: 10, p50_hours: Some(5.0), p90_hours: Some(9.0) });
-    assert_eq!((duration(0.5), duration(5.0), duration(192.0)), ("30 min".into(), "5.0 h".into(), "8.0 d".into()));
+    assert_eq!(
+        (duration(0.5), duration(5.0), duration(192.0)),
+        ("30 min".into(), "5.0 h".into(), "8.0 d".into())
+    );
 }
 
 #[test]
 fn worker_ends_are_grouped_by_kind_and_class() {
-    let end = |kind: &str, reason: &str, count| WorkerEnds { kind: kind.into(), end_reason: reason.into(), count };
+    let end =
+        |kind: &str, reason: &str, count| WorkerEnds { kind: kind.into(), end_reason: reason.into(), count };
     let o = outcomes(&[
         end("fix_ci", "failed", 2),
         end("fix_ci", "finished", 5),
@@ -116,7 +123,10 @@ fn github_points_used_are_the_budget_less_the_fewest_left() {
         lowest_remaining: left,
         hour_limit: limit,
     };
-    let p = points_hours(&[hour("2026-11-02T11:00:00Z", 3800, None), hour("2026-11-02T12:00:00Z", 9000, Some(12500))]);
+    let p = points_hours(&[
+        hour("2026-11-02T11:00:00Z", 3800, None),
+        hour("2026-11-02T12:00:00Z", 9000, Some(12500)),
+    ]);
     assert_eq!(p[0], PointsHour { from: at("2026-11-02T10:00:00Z"), used: 1200, limit: 5000 });
     assert_eq!(p[1], PointsHour { from: at("2026-11-02T11:00:00Z"), used: 3500, limit: 12500 });
 }
@@ -124,8 +134,12 @@ fn github_points_used_are_the_budget_less_the_fewest_left() {
 #[test]
 fn each_view_has_a_drawing_a_caption_and_a_table_of_the_same_numbers() {
     let days = window_days(2, day(2));
-    let flow = flow_days(&days, &[DayFlow { day: day(2), intake: 7, approved: 3, completed: 2, ..Default::default() }]);
-    let (cost, cost_total) = cost_days(&days, &[DayCost { day: day(2), workers_usd: 5.0, triage_usd: 1.0 }], &flow);
+    let flow = flow_days(
+        &days,
+        &[DayFlow { day: day(2), intake: 7, approved: 3, completed: 2, ..Default::default() }],
+    );
+    let (cost, cost_total) =
+        cost_days(&days, &[DayCost { day: day(2), workers_usd: 5.0, triage_usd: 1.0 }], &flow);
     let i = Insights {
         days: 2,
         since: at("2026-11-01T00:00:00Z"),
@@ -143,9 +157,16 @@ fn each_view_has_a_drawing_a_caption_and_a_table_of_the_same_numbers() {
         assert!(!v.table.caption.is_empty() && !v.table.columns.is_empty());
     }
     assert_eq!(views[0].table.rows[1], ["2026-11-02", "7", "3", "0", "2", "0"]);
-    assert_eq!(views[1].caption, "$3.00 per completed pull request: $6.00 spent over 2 days, 2 pull requests completed.");
+    assert_eq!(
+        views[1].caption,
+        "$3.00 per completed pull request: $6.00 spent over 2 days, 2 pull requests completed."
+    );
     assert_eq!(views[1].table.rows.last().unwrap()[5], "$3.00");
-    assert!(views[2].caption.starts_with("From approval: no run reached a pull request"), "{}", views[2].caption);
+    assert!(
+        views[2].caption.starts_with("From approval: no run reached a pull request"),
+        "{}",
+        views[2].caption
+    );
     assert_eq!(views[3].caption, "No worker ended in the last 2 days.");
     assert_eq!(views[4].caption, "This configuration does not use GitHub.");
 }

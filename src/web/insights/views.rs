@@ -39,18 +39,39 @@ pub fn chart_views(i: &Insights) -> Vec<ChartView> {
     vec![flow(i), cost(i), lead(i), workers(i), github(i)]
 }
 
-fn series(names: &[&str], columns: Vec<Vec<f64>>) -> Vec<Series> {
-    names.iter().zip(columns).map(|(n, values)| Series { name: n.to_string(), values }).collect()
+/// Named series coloured in `colours` order (indexes into the palette `s0`…`s5`).
+fn series(names: &[&str], colours: &[usize], columns: Vec<Vec<f64>>) -> Vec<Series> {
+    names
+        .iter()
+        .zip(colours)
+        .zip(columns)
+        .map(|((n, colour), values)| Series { name: n.to_string(), values, colour: *colour })
+        .collect()
 }
 
+/// The palette's meanings (see the chart colours in `app.css`).
+const BLUE: usize = 0;
+const GREEN: usize = 1;
+const ORANGE: usize = 2;
+const PURPLE: usize = 3;
+const RED: usize = 4;
+const GREY: usize = 5;
+
 fn view(id: &'static str, chart: BarChart, heading: &str, caption: String, table: Table) -> ChartView {
-    let series = chart.series.iter().enumerate().map(|(n, s)| Legend { class: format!("s{}", n % 6), name: s.name.clone() });
+    let series = chart.series.iter().map(|s| Legend { class: s.class(), name: s.name.clone() });
     let references = chart.references.iter().map(|r| Legend { class: "ref".into(), name: r.label.clone() });
     let legend = series.chain(references).collect();
     ChartView { id, heading: heading.into(), caption, svg: charts::render(&chart), legend, table }
 }
 
-fn chart(id: &'static str, title: &str, categories: Vec<String>, series: Vec<Series>, layout: Layout, unit: Unit) -> BarChart {
+fn chart(
+    id: &'static str,
+    title: &str,
+    categories: Vec<String>,
+    series: Vec<Series>,
+    layout: Layout,
+    unit: Unit,
+) -> BarChart {
     BarChart {
         id: id.into(),
         title: title.into(),
@@ -103,10 +124,19 @@ fn flow(i: &Insights) -> ChartView {
         count(sum(|d| d.abandoned), "run")
     );
     let days = i.flow.iter().map(|d| d.day.format("%m-%d").to_string()).collect();
-    let c = chart("flow", "Tasks in and out per day", days, series(&NAMES, columns), Layout::Grouped, Unit::Count);
+    let c = chart(
+        "flow",
+        "Tasks in and out per day",
+        days,
+        series(&NAMES, &[BLUE, PURPLE, GREY, GREEN, RED], columns),
+        Layout::Grouped,
+        Unit::Count,
+    );
     let table = Table {
         caption: "Tasks in and out per day (UTC)".into(),
-        columns: ["Day", "Intake", "Approved", "Skipped", "Completed", "Abandoned"].map(String::from).to_vec(),
+        columns: ["Day", "Intake", "Approved", "Skipped", "Completed", "Abandoned"]
+            .map(String::from)
+            .to_vec(),
         rows: i
             .flow
             .iter()
@@ -134,7 +164,7 @@ fn cost(i: &Insights) -> ChartView {
     let columns =
         vec![i.cost.iter().map(|d| d.workers_usd).collect(), i.cost.iter().map(|d| d.triage_usd).collect()];
     let days = i.cost.iter().map(|d| d.day.format("%m-%d").to_string()).collect();
-    let s = series(&["workers", "triage"], columns);
+    let s = series(&["workers", "triage"], &[BLUE, PURPLE], columns);
     let c = chart("cost", "Cost per day", days, s, Layout::Stacked, Unit::Dollars);
     let mut rows: Vec<Vec<String>> = i
         .cost
@@ -172,21 +202,30 @@ fn lead(i: &Insights) -> ChartView {
     let l = &i.lead_times;
     let say = |what: &str, s: &super::figures::Spread| match (s.p50_hours, s.p90_hours) {
         (Some(p50), Some(p90)) => {
-            format!("to {what}, median {}, 90% within {} ({})", duration(p50), duration(p90), count(s.count as i64, "run"))
+            format!(
+                "to {what}, median {}, 90% within {} ({})",
+                duration(p50),
+                duration(p90),
+                count(s.count as i64, "run")
+            )
         }
         _ => format!("no run reached {what}"),
     };
-    let caption = format!("From approval: {}; {}.", say("a pull request", &l.to_pr), say("complete", &l.to_complete));
-    let caption = caption[..1].to_uppercase() + &caption[1..];
+    let caption =
+        format!("From approval: {}; {}.", say("a pull request", &l.to_pr), say("complete", &l.to_complete));
     let labels = l.buckets.iter().map(|b| b.label.clone()).collect();
     let columns = vec![
         l.buckets.iter().map(|b| b.to_pr as f64).collect(),
         l.buckets.iter().map(|b| b.to_complete as f64).collect(),
     ];
-    let s = series(&["to pull request", "to complete"], columns);
-    let c = chart("lead", "Time from approval, in runs per duration", labels, s, Layout::Grouped, Unit::Count);
-    let mut rows: Vec<Vec<String>> =
-        l.buckets.iter().map(|b| vec![b.label.clone(), b.to_pr.to_string(), b.to_complete.to_string()]).collect();
+    let s = series(&["to pull request", "to complete"], &[BLUE, GREEN], columns);
+    let c =
+        chart("lead", "Time from approval, in runs per duration", labels, s, Layout::Grouped, Unit::Count);
+    let mut rows: Vec<Vec<String>> = l
+        .buckets
+        .iter()
+        .map(|b| vec![b.label.clone(), b.to_pr.to_string(), b.to_complete.to_string()])
+        .collect();
     let p = |v: Option<f64>| v.map_or_else(|| "–".into(), duration);
     rows.push(vec!["Median (p50)".into(), p(l.to_pr.p50_hours), p(l.to_complete.p50_hours)]);
     rows.push(vec!["90th percentile (p90)".into(), p(l.to_pr.p90_hours), p(l.to_complete.p90_hours)]);
@@ -218,14 +257,15 @@ fn workers(i: &Insights) -> ChartView {
         w.iter().map(|k| k.stuck as f64).collect(),
         w.iter().map(|k| k.interrupted as f64).collect(),
     ];
-    let s = series(&["succeeded", "failed", "stuck", "interrupted"], columns);
+    let s = series(&["succeeded", "failed", "stuck", "interrupted"], &[GREEN, RED, ORANGE, GREY], columns);
     let kinds = w.iter().map(|k| k.kind.clone()).collect();
     let c = chart("workers", "How workers ended, by kind", kinds, s, Layout::Stacked, Unit::Count);
     let rows = w
         .iter()
         .map(|k| {
             let n = k.succeeded + k.failed + k.stuck + k.interrupted;
-            let rate = if n > 0 { format!("{:.0}%", 100.0 * k.succeeded as f64 / n as f64) } else { "–".into() };
+            let rate =
+                if n > 0 { format!("{:.0}%", 100.0 * k.succeeded as f64 / n as f64) } else { "–".into() };
             vec![
                 k.kind.clone(),
                 k.succeeded.to_string(),
@@ -238,7 +278,9 @@ fn workers(i: &Insights) -> ChartView {
         .collect();
     let table = Table {
         caption: "Ended worker sessions by kind and how they ended".into(),
-        columns: ["Kind", "Succeeded", "Failed", "Stuck", "Interrupted", "Success rate"].map(String::from).to_vec(),
+        columns: ["Kind", "Succeeded", "Failed", "Stuck", "Interrupted", "Success rate"]
+            .map(String::from)
+            .to_vec(),
         rows,
     };
     view("workers", c, "Workers", caption, table)
@@ -263,7 +305,14 @@ fn github(i: &Insights) -> ChartView {
     };
     let hours = g.hours.iter().map(|h| h.from.format("%H:00").to_string()).collect();
     let used = vec![g.hours.iter().map(|h| h.used as f64).collect()];
-    let mut c = chart("github", "GitHub points used per hour", hours, series(&["points used"], used), Layout::Stacked, Unit::Count);
+    let mut c = chart(
+        "github",
+        "GitHub points used per hour",
+        hours,
+        series(&["points used"], &[BLUE], used),
+        Layout::Stacked,
+        Unit::Count,
+    );
     c.references = vec![
         Reference { label: "hourly budget".into(), value: limit as f64 },
         Reference { label: "executor waits above".into(), value: (limit - g.reserve).max(0) as f64 },
@@ -274,7 +323,9 @@ fn github(i: &Insights) -> ChartView {
         rows: g
             .hours
             .iter()
-            .map(|h| vec![h.from.format("%Y-%m-%d %H:%M").to_string(), h.used.to_string(), h.limit.to_string()])
+            .map(|h| {
+                vec![h.from.format("%Y-%m-%d %H:%M").to_string(), h.used.to_string(), h.limit.to_string()]
+            })
             .collect(),
     };
     view("github", c, "GitHub points", caption, table)

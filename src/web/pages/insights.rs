@@ -21,10 +21,8 @@ pub(super) async fn page(
     let figures = insights::gather(&state.store, days, state.github.is_some(), reserve).await?;
     let mut windows = WINDOWS.to_vec();
     windows.sort_unstable();
-    let windows: Vec<_> = windows
-        .iter()
-        .map(|d| minijinja::context! { days => d, current => *d == days })
-        .collect();
+    let windows: Vec<_> =
+        windows.iter().map(|d| minijinja::context! { days => d, current => *d == days }).collect();
     let charts: Vec<_> = views::chart_views(&figures)
         .into_iter()
         .map(|c| {
