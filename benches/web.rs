@@ -9,6 +9,12 @@
 //! the age and priority filters, the API's search, the runs board (all states and one), a run's page (each run
 //! with two ended worker sessions, one a review with findings; every tenth with a live one) and the
 //! status page.
+//! For the insights, 90 days of history (`web/insights_seed.rs`): every event spread back over the
+//! quarter, 600 runs through `pr` (500 complete), six worker sessions a run, triage for a fifth of
+//! the tasks, GitHub's points for every hour; then `/insights` over 7, 30 and 90 days and its JSON.
+
+#[path = "web/insights_seed.rs"]
+mod insights_seed;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -209,6 +215,10 @@ async fn bench(backend: &str, url: &str, n: usize) {
     let store = Store::open(url).await.expect("open");
     store.migrate().await.expect("migrate");
     seed(&store, n).await;
+    if backend == "sqlite" {
+        // The insights' history is written straight into SQLite's tables (timed on SQLite only).
+        insights_seed::seed(&store, url).await;
+    }
     if backend == "postgres" {
         // What autovacuum does after a bulk load: statistics for the planner, and the visibility map
         // that lets a count read only an index.
@@ -257,6 +267,10 @@ async fn bench(backend: &str, url: &str, n: usize) {
         ("runs board, one state (50)", "/runs?state=abandoned"),
         ("a run's page (3 workers)", "/runs/991"),
         ("status", "/status"),
+        ("insights, 30 days (the default)", "/insights"),
+        ("insights, 7 days", "/insights?days=7"),
+        ("insights, 90 days", "/insights?days=90"),
+        ("insights JSON, 90 days", "/api/v1/insights?days=90"),
     ];
     for (what, path) in pages {
         time(&client, &base, what, path).await;

@@ -186,6 +186,12 @@ async fn drive_the_pipeline(env: &GhEnv) {
     assert!(!text(&shown).contains(TOKEN));
     assert!(text(&shown).contains(&pr_url(env, number)), "{}", text(&shown));
 
+    // The points GitHub said were left are recorded per hour window, for the insights' GitHub chart.
+    let since = chrono::Utc::now() - chrono::Duration::hours(2);
+    let hours = store.github_usage(executor::store::GITHUB_GRAPHQL, since).await.unwrap();
+    assert!(!hours.is_empty(), "no GitHub points recorded");
+    assert!(hours.iter().all(|h| h.hour_limit == Some(5000) && h.lowest_remaining < 5000), "{hours:?}");
+
     wait_settled(env, &store, &run).await;
 }
 

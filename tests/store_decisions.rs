@@ -149,6 +149,8 @@ async fn schema_v8_fills_in_who_made_the_skips_before_it() {
          DROP INDEX executor_queue_by_source; DROP INDEX executor_queue_by_complexity; \
          DROP INDEX executor_queue_by_feasibility; DROP INDEX executor_queue_by_added; \
          DROP INDEX executor_queue_by_updated; DROP INDEX executor_queue_narrow; \
+         DROP INDEX executor_events_at; DROP INDEX executor_worker_sessions_started; \
+         DROP TABLE executor_github_usage; \
          DELETE FROM executor_schema WHERE version >= 8;",
     )
     .execute(&mut conn)

@@ -11,6 +11,8 @@ use reqwest::header::HeaderMap;
 pub struct RateStatus {
     pub graphql_remaining: Option<u32>,
     pub graphql_reset: Option<DateTime<Utc>>,
+    /// The GraphQL points an hour, as GitHub last stated them (`x-ratelimit-limit`).
+    pub graphql_limit: Option<u32>,
     pub rest_remaining: Option<u32>,
     pub rest_reset: Option<DateTime<Utc>>,
     /// Set while a secondary limit (or an exhausted primary one) makes every call fail fast.
@@ -43,6 +45,7 @@ const MAX_BACKOFF: TimeDelta = TimeDelta::seconds(16 * 60);
 struct Bucket {
     remaining: Option<u32>,
     reset: Option<DateTime<Utc>>,
+    limit: Option<u32>,
 }
 
 /// The client's knowledge of the limits, kept across calls and ticks.
@@ -113,11 +116,14 @@ impl RateState {
         if let Some(reset) = header_num(headers, "x-ratelimit-reset").and_then(epoch) {
             bucket.reset = Some(reset);
         }
+        if let Some(limit) = header_num(headers, "x-ratelimit-limit") {
+            bucket.limit = Some(u32::try_from(limit).unwrap_or(u32::MAX));
+        }
     }
 
     /// Records a GraphQL answer's `rateLimit { remaining resetAt }`.
     pub fn record_graphql_points(&mut self, remaining: u32, reset: DateTime<Utc>) {
-        self.graphql = Bucket { remaining: Some(remaining), reset: Some(reset) };
+        self.graphql = Bucket { remaining: Some(remaining), reset: Some(reset), limit: self.graphql.limit };
     }
 
     /// Classifies a 403 or 429 answer. A rate limit blocks every call until it is over and is returned;
@@ -178,6 +184,7 @@ impl RateState {
         RateStatus {
             graphql_remaining: self.graphql.remaining,
             graphql_reset: self.graphql.reset,
+            graphql_limit: self.graphql.limit,
             rest_remaining: self.rest.remaining,
             rest_reset: self.rest.reset,
             blocked_until: self.blocked_until.filter(|until| *until > now),

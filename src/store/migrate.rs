@@ -74,6 +74,11 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0013_find.sql"),
         postgres: include_str!("../../migrations/postgres/0013_find.sql"),
     },
+    Migration {
+        version: 14,
+        sqlite: include_str!("../../migrations/sqlite/0014_insights.sql"),
+        postgres: include_str!("../../migrations/postgres/0014_insights.sql"),
+    },
 ];
 
 /// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and

@@ -37,6 +37,7 @@ pub fn routes() -> Router<AppState> {
         .route("/sources/{name}/dismiss", post(actions::source_dismiss))
         .route("/status", get(reads::status))
         .route("/events", get(reads::events))
+        .route("/insights", get(reads::insights))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such API route") })
 }
 

@@ -17,8 +17,10 @@
 
 pub mod api;
 pub mod auth;
+pub mod charts;
 mod errors;
 pub mod host;
+pub mod insights;
 pub mod live_log;
 pub mod metrics;
 pub mod pages;

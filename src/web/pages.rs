@@ -11,6 +11,7 @@ mod actions;
 mod assets;
 mod detail;
 mod forms;
+mod insights;
 mod live;
 mod log;
 mod needs;
@@ -54,6 +55,7 @@ pub fn routes() -> Router<AppState> {
         .route("/sessions/{id}/log", get(log::page))
         .route("/sessions/{id}/log/stream", get(log::stream))
         .route("/status", get(status::page))
+        .route("/insights", get(insights::page))
         .route("/changes", get(live::changes))
         .route("/static/app.js", get(assets::script))
         .route("/static/keys.js", get(assets::keys))
@@ -161,6 +163,7 @@ fn templates() -> &'static Environment<'static> {
             ("run.html", include_str!("templates/run.html")),
             ("log.html", include_str!("templates/log.html")),
             ("status.html", include_str!("templates/status.html")),
+            ("insights.html", include_str!("templates/insights.html")),
             ("error.html", include_str!("templates/error.html")),
             ("events.html", include_str!("templates/events.html")),
             ("login.html", include_str!("templates/login.html")),

@@ -262,7 +262,9 @@ impl GitHubForge {
             let run_ids: Vec<i64> =
                 with_pr.iter().filter(|(_, n)| stale.binary_search(n).is_ok()).map(|(r, _)| *r).collect();
             let agent = self.store.agent_comments(&run_ids).await?;
-            self.query_batches(&stale, &agent, listed, marked, &mut observation).await?;
+            let asked = self.query_batches(&stale, &agent, listed, marked, &mut observation).await;
+            self.note_points_left().await;
+            asked?;
         }
         Ok(observation)
     }

@@ -12,6 +12,7 @@
 
 mod batch;
 mod memory;
+mod usage;
 pub mod wire;
 mod writes;
 

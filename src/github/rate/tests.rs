@@ -39,6 +39,19 @@ fn headers_fill_the_bucket_they_name() {
 }
 
 #[test]
+fn the_stated_hourly_limit_outlives_a_graphql_answers_points() {
+    let mut s = RateState::new(100);
+    assert_eq!(s.status(t(0)).graphql_limit, None, "nothing stated yet");
+    s.record_headers(
+        &headers(&[("x-ratelimit-resource", "graphql".into()), ("x-ratelimit-limit", "12500".into())]),
+        Api::GraphQl,
+    );
+    s.record_graphql_points(9000, t(600));
+    let status = s.status(t(0));
+    assert_eq!((status.graphql_limit, status.graphql_remaining), (Some(12500), Some(9000)));
+}
+
+#[test]
 fn graphql_is_refused_at_the_reserve_until_the_reset() {
     let mut s = RateState::new(1000);
     s.record_graphql_points(1001, t(60));

@@ -125,3 +125,19 @@ fn parse_since(s: &str) -> ApiResult<DateTime<Utc>> {
     let age = chrono::Duration::from_std(age).map_err(|_| bad())?;
     Ok(Utc::now() - age)
 }
+
+/// The query string of `GET /insights`.
+#[derive(Debug, Deserialize)]
+pub struct InsightsQuery {
+    days: Option<String>,
+}
+
+/// `GET /insights?days=7|30|90` → the figures of the insights page (`web::insights::Insights`).
+pub async fn insights(
+    State(state): State<AppState>,
+    Query(q): Query<InsightsQuery>,
+) -> ApiResult<Json<crate::web::insights::Insights>> {
+    let days = crate::web::insights::window(q.days.as_deref()).map_err(ApiError::invalid)?;
+    let reserve = state.config.github.reserve_points;
+    Ok(Json(crate::web::insights::gather(&state.store, days, state.github.is_some(), reserve).await?))
+}

@@ -1,0 +1,189 @@
+//! The dashboard's insights: what came in and went out, what it cost, how long it took and how workers
+//! ended, over a window of days. Each figure is one aggregate statement, read-only, bounded by the window
+//! through an index (migration 14), whatever the size of the queue.
+//!
+//! Days are UTC calendar days. The one dialect difference is how a timestamp becomes its day: SQLite
+//! stores RFC 3339 text written by executor in UTC, whose first ten characters are the day; PostgreSQL
+//! formats a `timestamptz` at UTC.
+
+use chrono::{DateTime, NaiveDate, Utc};
+use sqlx::Row;
+
+use super::events::kind;
+use super::row::Cols;
+use super::{Pool, Result, Store, StoreError, on_pool};
+
+/// Tasks in and out on one day, counted from the events table.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct DayFlow {
+    pub day: NaiveDate,
+    /// Tasks added by intake, the CLI or the API.
+    pub intake: i64,
+    /// Tasks moved to `skip` (filters, triage, a human).
+    pub skipped: i64,
+    /// Tasks moved to `approved`.
+    pub approved: i64,
+    /// Runs that reached `complete` (each run once a day, however often it came back to `pr`).
+    pub completed: i64,
+    /// Runs that were abandoned.
+    pub abandoned: i64,
+}
+
+/// Dollars spent on one day, by worker sessions and by triage, counted on the day each session started.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct DayCost {
+    pub day: NaiveDate,
+    pub workers_usd: f64,
+    pub triage_usd: f64,
+}
+
+/// A run that reached a pull request or completion in the window, with the times its lead time is
+/// measured between. Runs without a recorded approval before they were created (imported ones) are left
+/// out: there is nothing to measure from.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RunLead {
+    pub run_id: i64,
+    /// The task's last approval at or before the run was created.
+    pub approved_at: DateTime<Utc>,
+    /// The run's first move to `pr`, ever (a run can come back to `pr` later).
+    pub pr_at: Option<DateTime<Utc>>,
+    /// When the run completed, if it is complete now.
+    pub completed_at: Option<DateTime<Utc>>,
+}
+
+/// How many worker sessions of one kind, started in the window, ended one way.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct WorkerEnds {
+    /// The worker kind as stored (`queued`, `fix_ci`, …).
+    pub kind: String,
+    /// The stored `EndReason` name.
+    pub end_reason: String,
+    pub count: i64,
+}
+
+/// The SQL expression for the UTC day of timestamp column `col`, as `YYYY-MM-DD` text. `col` is always
+/// a literal column name from this file.
+fn day_of(pool: &Pool, col: &'static str) -> String {
+    match pool {
+        Pool::Sqlite(_) => format!("substr({col}, 1, 10)"),
+        Pool::Postgres(_) => format!("to_char({col} AT TIME ZONE 'UTC', 'YYYY-MM-DD')"),
+    }
+}
+
+fn parse_day(raw: &str) -> Result<NaiveDate> {
+    NaiveDate::parse_from_str(raw, "%Y-%m-%d")
+        .map_err(|e| StoreError::Corrupt(format!("a day '{raw}' from a timestamp: {e}")))
+}
+
+impl Store {
+    /// Tasks in and out per UTC day since `since`, oldest day first; days with no event are absent.
+    pub async fn day_flows(&self, since: DateTime<Utc>) -> Result<Vec<DayFlow>> {
+        let sql = format!(
+            "SELECT {day} AS day, \
+               sum(CASE WHEN kind = '{added}' THEN 1 ELSE 0 END) AS intake, \
+               sum(CASE WHEN kind = '{queue}' AND to_state = 'skip' THEN 1 ELSE 0 END) AS skipped, \
+               sum(CASE WHEN kind = '{queue}' AND to_state = 'approved' THEN 1 ELSE 0 END) AS approved, \
+               count(DISTINCT CASE WHEN kind = '{run}' AND to_state = 'complete' THEN run_id END) AS completed, \
+               count(DISTINCT CASE WHEN kind = '{run}' AND to_state = 'abandoned' THEN run_id END) AS abandoned \
+             FROM executor_events \
+             WHERE at >= $1 AND (kind = '{added}' \
+               OR (kind = '{queue}' AND to_state IN ('skip', 'approved')) \
+               OR (kind = '{run}' AND to_state IN ('complete', 'abandoned'))) \
+             GROUP BY {day} ORDER BY {day}",
+            day = day_of(&self.pool, "at"),
+            added = kind::TASK_ADDED,
+            queue = kind::QUEUE_STATUS,
+            run = kind::RUN_STATE,
+        );
+        on_pool!(self, |p| {
+            let rows = sqlx::query(&sql).bind(since).fetch_all(p).await?;
+            rows.iter()
+                .map(|r| {
+                    Ok(DayFlow {
+                        day: parse_day(&r.req_text("day")?)?,
+                        intake: r.try_get("intake")?,
+                        skipped: r.try_get("skipped")?,
+                        approved: r.try_get("approved")?,
+                        completed: r.try_get("completed")?,
+                        abandoned: r.try_get("abandoned")?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// Dollars spent per UTC day since `since` by worker sessions and by triage (analysis sessions),
+    /// oldest day first; live sessions count what they have spent so far.
+    pub async fn day_costs(&self, since: DateTime<Utc>) -> Result<Vec<DayCost>> {
+        let sql = format!(
+            "SELECT day, sum(workers) AS workers, sum(triage) AS triage FROM ( \
+               SELECT {wday} AS day, cost_usd AS workers, CAST(0 AS DOUBLE PRECISION) AS triage \
+                 FROM executor_worker_sessions WHERE started_at >= $1 \
+               UNION ALL \
+               SELECT {aday}, CAST(0 AS DOUBLE PRECISION), cost_usd \
+                 FROM executor_analysis_sessions WHERE started_at >= $1 \
+             ) AS spent GROUP BY day ORDER BY day",
+            wday = day_of(&self.pool, "started_at"),
+            aday = day_of(&self.pool, "started_at"),
+        );
+        on_pool!(self, |p| {
+            let rows = sqlx::query(&sql).bind(since).fetch_all(p).await?;
+            rows.iter()
+                .map(|r| {
+                    Ok(DayCost {
+                        day: parse_day(&r.req_text("day")?)?,
+                        workers_usd: r.real("workers")?.unwrap_or(0.0),
+                        triage_usd: r.real("triage")?.unwrap_or(0.0),
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// The runs that moved to `pr` or `complete` since `since`, each once, with its approval, first pull
+    /// request and completion times (see [`RunLead`]), by run id.
+    pub async fn run_leads(&self, since: DateTime<Utc>) -> Result<Vec<RunLead>> {
+        // The window's moves come from the events' time index; each run's approval and first PR from the
+        // task's and the run's own events (indexed by task and by run).
+        let sql = "SELECT r.id AS run_id, r.completed_at AS completed_at, r.state AS state, \
+               (SELECT max(a.at) FROM executor_events a WHERE a.task_gid = r.task_gid \
+                  AND a.kind = 'queue_status' AND a.to_state = 'approved' AND a.at <= r.started_at) AS approved_at, \
+               (SELECT min(p.at) FROM executor_events p WHERE p.run_id = r.id \
+                  AND p.kind = 'run_state' AND p.to_state = 'pr') AS pr_at \
+             FROM executor_runs r \
+             WHERE r.id IN (SELECT run_id FROM executor_events WHERE at >= $1 AND kind = 'run_state' \
+                              AND to_state IN ('pr', 'complete')) \
+             ORDER BY r.id";
+        on_pool!(self, |p| {
+            let rows = sqlx::query(sql).bind(since).fetch_all(p).await?;
+            let mut leads = Vec::with_capacity(rows.len());
+            for r in &rows {
+                let Some(approved_at) = r.time("approved_at")? else { continue };
+                let complete = r.req_text("state")? == "complete";
+                leads.push(RunLead {
+                    run_id: r.req_int("run_id")?,
+                    approved_at,
+                    pr_at: r.time("pr_at")?,
+                    completed_at: if complete { r.time("completed_at")? } else { None },
+                });
+            }
+            Ok(leads)
+        })
+    }
+
+    /// How the worker sessions started since `since` ended, by kind and end reason (live ones are not
+    /// counted), sorted by kind then reason.
+    pub async fn worker_ends(&self, since: DateTime<Utc>) -> Result<Vec<WorkerEnds>> {
+        let rows: Vec<(String, String, i64)> = on_pool!(self, |p| {
+            sqlx::query_as(
+                "SELECT kind, end_reason, count(*) FROM executor_worker_sessions \
+                 WHERE started_at >= $1 AND ended_at IS NOT NULL AND end_reason IS NOT NULL \
+                 GROUP BY kind, end_reason ORDER BY kind, end_reason",
+            )
+            .bind(since)
+            .fetch_all(p)
+            .await?
+        });
+        Ok(rows.into_iter().map(|(kind, end_reason, count)| WorkerEnds { kind, end_reason, count }).collect())
+    }
+}

@@ -1,0 +1,172 @@
+//! The figures from hand-made rows: zero-filled days, cost per completed pull request, lead-time
+//! buckets and percentiles, worker outcomes, GitHub points, the window's query string.
+
+use chrono::{DateTime, NaiveDate, Utc};
+
+use super::figures::*;
+use super::views::{chart_views, duration};
+use super::*;
+use crate::store::{DayCost, DayFlow, GitHubHour, RunLead, WorkerEnds};
+
+fn day(d: u32) -> NaiveDate {
+    NaiveDate::from_ymd_opt(2026, 11, d).unwrap()
+}
+
+fn at(s: &str) -> DateTime<Utc> {
+    s.parse().unwrap()
+}
+
+#[test]
+fn the_window_is_7_30_or_90_days_and_says_why_not() {
+    assert_eq!(window(None), Ok(30));
+    assert_eq!(window(Some("")), Ok(30));
+    assert_eq!(window(Some("7")), Ok(7));
+    assert_eq!(window(Some("90")), Ok(90));
+    for bad in ["8", "-7", "x", "1000000000000"] {
+        let err = window(Some(bad)).unwrap_err();
+        assert!(err.contains("7, 30 or 90") && err.contains(bad), "{err}");
+    }
+    assert_eq!(window_days(3, day(2)), [NaiveDate::from_ymd_opt(2026, 10, 31).unwrap(), day(1), day(2)]);
+}
+
+#[test]
+fn every_day_is_shown_and_cost_is_divided_by_the_days_completions() {
+    let days = window_days(3, day(3));
+    let flows = flow_days(&days, &[DayFlow { day: day(2), intake: 4, completed: 2, ..Default::default() }]);
+    assert_eq!(
+        flows.iter().map(|f| (f.day, f.intake)).collect::<Vec<_>>(),
+        [(day(1), 0), (day(2), 4), (day(3), 0)]
+    );
+    let costs = [
+        DayCost { day: day(1), workers_usd: 1.5, triage_usd: 0.5 },
+        DayCost { day: day(2), workers_usd: 3.0, triage_usd: 1.0 },
+    ];
+    let (per_day, total) = cost_days(&days, &costs, &flows);
+    assert_eq!(per_day[0].per_completed_usd, None, "nothing completed on day 1");
+    assert_eq!((per_day[1].total_usd, per_day[1].per_completed_usd), (4.0, Some(2.0)));
+    assert_eq!((per_day[2].total_usd, per_day[2].completed), (0.0, 0));
+    assert_eq!(total, CostTotal { total_usd: 6.0, completed: 2, per_completed_usd: Some(3.0) });
+}
+
+#[test]
+fn lead_times_fall_in_buckets_with_nearest_rank_percentiles() {
+    let since = at("2026-11-01T00:00:00Z");
+    let lead = |id, approved: &str, pr: Option<&str>, done: Option<&str>| RunLead {
+        run_id: id,
+        approved_at: at(approved),
+        pr_at: pr.map(at),
+        completed_at: done.map(at),
+    };
+    let leads = [
+        // 30 min to a PR, 5 h to complete.
+        lead(1, "2026-11-02T10:00:00Z", Some("2026-11-02T10:30:00Z"), Some("2026-11-02T15:00:00Z")),
+        // 2 h to a PR, not complete.
+        lead(2, "2026-11-02T10:00:00Z", Some("2026-11-02T12:00:00Z"), None),
+        // First PR before the window: only its completion (8 days after approval) counts.
+        lead(3, "2026-10-25T00:00:00Z", Some("2026-10-31T00:00:00Z"), Some("2026-11-02T00:00:00Z")),
+    ];
+    let l = lead_times(&leads, since);
+    let counts: Vec<(String, i64, i64)> =
+        l.buckets.iter().map(|b| (b.label.clone(), b.to_pr, b.to_complete)).collect();
+    assert_eq!(
+        counts,
+        [
+            ("< 1 h".to_string(), 1, 0),
+            ("1–4 h".into(), 1, 0),
+            ("4–12 h".into(), 0, 1),
+            ("12 h–1 d".into(), 0, 0),
+            ("1–2 d".into(), 0, 0),
+            ("2–4 d".into(), 0, 0),
+            ("4–7 d".into(), 0, 0),
+            ("≥ 7 d".into(), 0, 1),
+        ]
+    );
+    assert_eq!(l.to_pr, Spread { count: 2, p50_hours: Some(0.5), p90_hours: Some(2.0) });
+    assert_eq!(l.to_complete, Spread { count: 2, p50_hours: Some(5.0), p90_hours: Some(192.0) });
+    assert_eq!(spread(vec![]), Spread::default());
+    let ten: Vec<f64> = (1..=10).map(f64::from).collect();
+    assert_eq!(spread(ten), Spread { count: 10, p50_hours: Some(5.0), p90_hours: Some(9.0) });
+    assert_eq!(
+        (duration(0.5), duration(5.0), duration(192.0)),
+        ("30 min".into(), "5.0 h".into(), "8.0 d".into())
+    );
+}
+
+#[test]
+fn worker_ends_are_grouped_by_kind_and_class() {
+    let end =
+        |kind: &str, reason: &str, count| WorkerEnds { kind: kind.into(), end_reason: reason.into(), count };
+    let o = outcomes(&[
+        end("fix_ci", "failed", 2),
+        end("fix_ci", "finished", 5),
+        end("queued", "crashed", 1),
+        end("queued", "finished", 3),
+        end("queued", "hard_timeout", 1),
+        end("queued", "idle_timeout", 2),
+        end("queued", "host_lost", 1),
+        end("queued", "a_reason_of_a_newer_build", 4),
+    ]);
+    assert_eq!(
+        o,
+        [
+            KindOutcomes { kind: "fix_ci".into(), succeeded: 5, failed: 2, stuck: 0, interrupted: 0 },
+            KindOutcomes { kind: "queued".into(), succeeded: 3, failed: 1, stuck: 3, interrupted: 5 },
+        ]
+    );
+}
+
+#[test]
+fn github_points_used_are_the_budget_less_the_fewest_left() {
+    let hour = |reset: &str, left, limit| GitHubHour {
+        resource: "graphql".into(),
+        reset_at: at(reset),
+        lowest_remaining: left,
+        hour_limit: limit,
+    };
+    let p = points_hours(&[
+        hour("2026-11-02T11:00:00Z", 3800, None),
+        hour("2026-11-02T12:00:00Z", 9000, Some(12500)),
+    ]);
+    assert_eq!(p[0], PointsHour { from: at("2026-11-02T10:00:00Z"), used: 1200, limit: 5000 });
+    assert_eq!(p[1], PointsHour { from: at("2026-11-02T11:00:00Z"), used: 3500, limit: 12500 });
+}
+
+#[test]
+fn each_view_has_a_drawing_a_caption_and_a_table_of_the_same_numbers() {
+    let days = window_days(2, day(2));
+    let flow = flow_days(
+        &days,
+        &[DayFlow { day: day(2), intake: 7, approved: 3, completed: 2, ..Default::default() }],
+    );
+    let (cost, cost_total) =
+        cost_days(&days, &[DayCost { day: day(2), workers_usd: 5.0, triage_usd: 1.0 }], &flow);
+    let i = Insights {
+        days: 2,
+        since: at("2026-11-01T00:00:00Z"),
+        flow,
+        cost,
+        cost_total,
+        lead_times: lead_times(&[], at("2026-11-01T00:00:00Z")),
+        workers: vec![],
+        github: GitHubPoints { configured: false, hours: vec![], reserve: 1000 },
+    };
+    let views = chart_views(&i);
+    assert_eq!(views.iter().map(|v| v.id).collect::<Vec<_>>(), ["flow", "cost", "lead", "workers", "github"]);
+    for v in &views {
+        assert!(v.svg.contains(&format!(r#"aria-labelledby="{0}-title {0}-desc""#, v.id)), "{}", v.id);
+        assert!(!v.table.caption.is_empty() && !v.table.columns.is_empty());
+    }
+    assert_eq!(views[0].table.rows[1], ["2026-11-02", "7", "3", "0", "2", "0"]);
+    assert_eq!(
+        views[1].caption,
+        "$3.00 per completed pull request: $6.00 spent over 2 days, 2 pull requests completed."
+    );
+    assert_eq!(views[1].table.rows.last().unwrap()[5], "$3.00");
+    assert!(
+        views[2].caption.starts_with("From approval: no run reached a pull request"),
+        "{}",
+        views[2].caption
+    );
+    assert_eq!(views[3].caption, "No worker ended in the last 2 days.");
+    assert_eq!(views[4].caption, "This configuration does not use GitHub.");
+}

@@ -1,0 +1,90 @@
+//! The figures of the work's throughput: tasks in and out per day, and time from approval.
+
+use super::super::Insights;
+use super::{BLUE, ChartView, GREEN, GREY, PURPLE, RED, Table, chart, count, duration, series, view};
+use crate::web::charts::{Layout, Unit};
+use crate::web::insights::figures::Spread;
+
+pub(super) fn flow(i: &Insights) -> ChartView {
+    const NAMES: [&str; 5] = ["intake", "approved", "skipped", "completed", "abandoned"];
+    let columns = vec![
+        i.flow.iter().map(|d| d.intake as f64).collect(),
+        i.flow.iter().map(|d| d.approved as f64).collect(),
+        i.flow.iter().map(|d| d.skipped as f64).collect(),
+        i.flow.iter().map(|d| d.completed as f64).collect(),
+        i.flow.iter().map(|d| d.abandoned as f64).collect(),
+    ];
+    let sum = |f: fn(&crate::store::DayFlow) -> i64| i.flow.iter().map(f).sum::<i64>();
+    let caption = format!(
+        "Over {} days: {} in, {} approved, {} skipped; {} completed, {} abandoned.",
+        i.days,
+        count(sum(|d| d.intake), "task"),
+        sum(|d| d.approved),
+        sum(|d| d.skipped),
+        count(sum(|d| d.completed), "pull request"),
+        count(sum(|d| d.abandoned), "run")
+    );
+    let days = i.flow.iter().map(|d| d.day.format("%m-%d").to_string()).collect();
+    let c = chart(
+        "flow",
+        "Tasks in and out per day",
+        days,
+        series(&NAMES, &[BLUE, PURPLE, GREY, GREEN, RED], columns),
+        Layout::Grouped,
+        Unit::Count,
+    );
+    let table = Table {
+        caption: "Tasks in and out per day (UTC)".into(),
+        columns: ["Day", "Intake", "Approved", "Skipped", "Completed", "Abandoned"]
+            .map(String::from)
+            .to_vec(),
+        rows: i
+            .flow
+            .iter()
+            .map(|d| {
+                let n = [d.intake, d.approved, d.skipped, d.completed, d.abandoned];
+                std::iter::once(d.day.to_string()).chain(n.iter().map(|v| v.to_string())).collect()
+            })
+            .collect(),
+    };
+    view("flow", c, "Tasks in and out", caption, table)
+}
+
+pub(super) fn lead(i: &Insights) -> ChartView {
+    let l = &i.lead_times;
+    let say = |what: &str, s: &Spread| match (s.p50_hours, s.p90_hours) {
+        (Some(p50), Some(p90)) => {
+            format!(
+                "to {what}, median {}, 90% within {} ({})",
+                duration(p50),
+                duration(p90),
+                count(s.count as i64, "run")
+            )
+        }
+        _ => format!("no run reached {what}"),
+    };
+    let caption =
+        format!("From approval: {}; {}.", say("a pull request", &l.to_pr), say("complete", &l.to_complete));
+    let labels = l.buckets.iter().map(|b| b.label.clone()).collect();
+    let columns = vec![
+        l.buckets.iter().map(|b| b.to_pr as f64).collect(),
+        l.buckets.iter().map(|b| b.to_complete as f64).collect(),
+    ];
+    let s = series(&["to pull request", "to complete"], &[BLUE, GREEN], columns);
+    let c =
+        chart("lead", "Time from approval, in runs per duration", labels, s, Layout::Grouped, Unit::Count);
+    let mut rows: Vec<Vec<String>> = l
+        .buckets
+        .iter()
+        .map(|b| vec![b.label.clone(), b.to_pr.to_string(), b.to_complete.to_string()])
+        .collect();
+    let p = |v: Option<f64>| v.map_or_else(|| "–".into(), duration);
+    rows.push(vec!["Median (p50)".into(), p(l.to_pr.p50_hours), p(l.to_complete.p50_hours)]);
+    rows.push(vec!["90th percentile (p90)".into(), p(l.to_pr.p90_hours), p(l.to_complete.p90_hours)]);
+    let table = Table {
+        caption: "Runs by time from approval to their first pull request and to complete".into(),
+        columns: ["Time from approval", "To pull request", "To complete"].map(String::from).to_vec(),
+        rows,
+    };
+    view("lead", c, "Time from approval", caption, table)
+}

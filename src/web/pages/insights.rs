@@ -1,0 +1,38 @@
+//! `GET /insights?days=7|30|90`: the pictures that answer "is this worth it?", each with its table.
+
+use axum::extract::{Query, State};
+use axum::response::Html;
+
+use super::{PageError, render};
+use crate::web::AppState;
+use crate::web::insights::{self, WINDOWS, views};
+
+#[derive(Debug, serde::Deserialize)]
+pub(super) struct InsightsQuery {
+    days: Option<String>,
+}
+
+pub(super) async fn page(
+    State(state): State<AppState>,
+    Query(q): Query<InsightsQuery>,
+) -> Result<Html<String>, PageError> {
+    let days = insights::window(q.days.as_deref()).map_err(PageError::BadRequest)?;
+    let reserve = state.config.github.reserve_points;
+    let figures = insights::gather(&state.store, days, state.github.is_some(), reserve).await?;
+    let mut windows = WINDOWS.to_vec();
+    windows.sort_unstable();
+    let windows: Vec<_> =
+        windows.iter().map(|d| minijinja::context! { days => d, current => *d == days }).collect();
+    let charts: Vec<_> = views::chart_views(&figures)
+        .into_iter()
+        .map(|c| {
+            minijinja::context! {
+                id => c.id, heading => c.heading, caption => c.caption,
+                // Built by `web::charts`, which escapes every text it draws.
+                svg => minijinja::Value::from_safe_string(c.svg),
+                legend => c.legend, table => c.table,
+            }
+        })
+        .collect();
+    render("insights.html", minijinja::context! { nav => "insights", days, windows, charts })
+}

@@ -1,0 +1,263 @@
+//! The insights' aggregates on SQLite and PostgreSQL, over a small history made by the store's own
+//! operations (so every event is the one the real code writes) and then moved to chosen days, with the
+//! figures worked out by hand.
+
+mod common;
+
+use chrono::{DateTime, Utc};
+use common::TestDb;
+use executor::domain::{Actor, EndReason, QueueStatus, RunState, TaskGid, WorkerKind};
+use executor::store::{
+    AnalysisEnd, DayCost, DayFlow, GITHUB_GRAPHQL, SessionStart, Store, WorkerEnd, WorkerEnds,
+};
+
+on_both_databases!(
+    tasks_in_and_out_are_counted_per_utc_day,
+    cost_is_summed_per_day_of_each_sessions_start,
+    lead_times_run_from_the_tasks_approval,
+    worker_ends_are_counted_by_kind_and_reason,
+    github_usage_keeps_the_fewest_points_left_per_hour,
+);
+
+fn at(s: &str) -> DateTime<Utc> {
+    s.parse().unwrap()
+}
+
+fn day(s: &str) -> chrono::NaiveDate {
+    s.parse().unwrap()
+}
+
+fn gid(s: &str) -> TaskGid {
+    TaskGid::parse(s).unwrap()
+}
+
+/// Runs `sql` with a time and an id bound, on the test database directly: the store has no operation
+/// that rewrites history, and a test needs one to place events on chosen days.
+async fn set_time(db: &TestDb, sql: &str, time: DateTime<Utc>, id: i64) {
+    if db.url.starts_with("sqlite") {
+        let pool = sqlx::SqlitePool::connect(&db.url).await.unwrap();
+        sqlx::query(sql).bind(time).bind(id).execute(&pool).await.unwrap();
+        pool.close().await;
+    } else {
+        let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
+        sqlx::query(sql).bind(time).bind(id).execute(&pool).await.unwrap();
+        pool.close().await;
+    }
+}
+
+/// Moves every event of task `g` whose kind and new state match to `time`.
+async fn move_events(db: &TestDb, store: &Store, g: &str, kind: &str, to: Option<&str>, time: &str) {
+    let filter = executor::store::EventFilter { task_gid: Some(gid(g)), ..Default::default() };
+    let events = store.events(&filter).await.unwrap();
+    let mut moved = 0;
+    for e in events.iter().filter(|e| e.kind == kind && e.to_state.as_deref() == to) {
+        set_time(db, "UPDATE executor_events SET at = $1 WHERE id = $2", at(time), e.id).await;
+        moved += 1;
+    }
+    assert!(moved > 0, "no {kind} event to {to:?} for {g}");
+}
+
+async fn add(store: &Store, g: &str) {
+    let t = executor::store::NewTask { description: Some(format!("task {g}")), ..Default::default() };
+    store.upsert_task(&gid(g), &t, Actor::Cli).await.unwrap();
+}
+
+/// An approved task with its run moved on to `pr`.
+async fn run_at_pr(store: &Store, g: &str) -> i64 {
+    add(store, g).await;
+    store.approve_task(&gid(g), true, Actor::Cli).await.unwrap();
+    let run = store.create_run_for_task(&gid(g), Actor::Runner).await.unwrap().unwrap().id;
+    store
+        .set_run_state_if(run, RunState::Queued, RunState::InProgress, None, Actor::Runner, "w")
+        .await
+        .unwrap();
+    store.set_run_state_if(run, RunState::InProgress, RunState::Pr, None, Actor::Runner, "pr").await.unwrap();
+    run
+}
+
+/// A: added before the window, approved on the 10th, complete on the 11th (twice: it came back to
+/// `pr` on a comment). B: added and skipped on the 10th. C: added and approved on the 11th, abandoned
+/// on the 12th. D: added on the 12th, still pending. Returns the runs of A and C.
+async fn history(db: &TestDb, store: &Store) -> (i64, i64) {
+    let a = run_at_pr(store, "A").await;
+    store.complete_run_if(a, RunState::Pr, None, Actor::Runner, "green", &[]).await.unwrap();
+    store
+        .set_run_state_if(a, RunState::Complete, RunState::Pr, None, Actor::Runner, "comment")
+        .await
+        .unwrap();
+    store.complete_run_if(a, RunState::Pr, None, Actor::Runner, "green", &[]).await.unwrap();
+    add(store, "B").await;
+    store.set_task_status(&gid("B"), QueueStatus::Skip, Actor::Cli, Some("no")).await.unwrap();
+    let c = run_at_pr(store, "C").await;
+    store.abandon_run(c, Actor::Cli, "wrong approach").await.unwrap();
+    add(store, "D").await;
+
+    move_events(db, store, "A", "task_added", Some("pending"), "2026-11-09T12:00:00Z").await;
+    move_events(db, store, "A", "queue_status", Some("approved"), "2026-11-10T09:00:00Z").await;
+    set_time(db, "UPDATE executor_runs SET started_at = $1 WHERE id = $2", at("2026-11-10T09:30:00Z"), a)
+        .await;
+    move_events(db, store, "A", "run_state", Some("pr"), "2026-11-10T12:00:00Z").await;
+    move_events(db, store, "A", "run_state", Some("complete"), "2026-11-11T09:00:00Z").await;
+    set_time(db, "UPDATE executor_runs SET completed_at = $1 WHERE id = $2", at("2026-11-11T09:00:00Z"), a)
+        .await;
+    move_events(db, store, "B", "task_added", Some("pending"), "2026-11-10T08:00:00Z").await;
+    move_events(db, store, "B", "queue_status", Some("skip"), "2026-11-10T23:59:59Z").await;
+    move_events(db, store, "C", "task_added", Some("pending"), "2026-11-11T07:00:00Z").await;
+    move_events(db, store, "C", "queue_status", Some("approved"), "2026-11-11T08:00:00Z").await;
+    set_time(db, "UPDATE executor_runs SET started_at = $1 WHERE id = $2", at("2026-11-11T08:10:00Z"), c)
+        .await;
+    move_events(db, store, "C", "run_state", Some("pr"), "2026-11-11T09:00:00Z").await;
+    move_events(db, store, "C", "run_state", Some("abandoned"), "2026-11-12T10:00:00Z").await;
+    move_events(db, store, "D", "task_added", Some("pending"), "2026-11-12T00:00:00Z").await;
+    // Everything else the operations wrote (queued, in_progress) happened on the 10th.
+    for g in ["A", "C"] {
+        move_events(db, store, g, "run_state", Some("in_progress"), "2026-11-10T10:00:00Z").await;
+    }
+    (a, c)
+}
+
+async fn tasks_in_and_out_are_counted_per_utc_day(db: TestDb) {
+    let store = db.open().await;
+    history(&db, &store).await;
+    let flows = store.day_flows(at("2026-11-10T00:00:00Z")).await.unwrap();
+    let f = |d: &str, intake, approved, skipped, completed, abandoned| DayFlow {
+        day: day(d),
+        intake,
+        skipped,
+        approved,
+        completed,
+        abandoned,
+    };
+    assert_eq!(
+        flows,
+        [
+            // A's intake on the 9th is before the window; B's skip a second before midnight is the 10th's.
+            f("2026-11-10", 1, 1, 1, 0, 0),
+            // A completed twice that day: one pull request.
+            f("2026-11-11", 1, 1, 0, 1, 0),
+            f("2026-11-12", 1, 0, 0, 0, 1),
+        ]
+    );
+    let later = store.day_flows(at("2026-11-12T00:00:00Z")).await.unwrap();
+    assert_eq!(later, [f("2026-11-12", 1, 0, 0, 0, 1)], "the window starts where asked");
+    store.close().await;
+}
+
+async fn cost_is_summed_per_day_of_each_sessions_start(db: TestDb) {
+    let store = db.open().await;
+    let (a, c) = history(&db, &store).await;
+    let worker = |run: i64, cost: f64, started: &'static str| {
+        let (store, db) = (store.clone(), &db);
+        async move {
+            let s = store
+                .begin_worker_session(run, WorkerKind::Queued, "claude", "h", &SessionStart::default())
+                .await
+                .unwrap()
+                .unwrap();
+            let end = WorkerEnd { cost_usd: cost, ..WorkerEnd::new(EndReason::Finished) };
+            store.end_worker_session(s.id, None, &end).await.unwrap();
+            set_time(
+                db,
+                "UPDATE executor_worker_sessions SET started_at = $1 WHERE id = $2",
+                at(started),
+                s.id,
+            )
+            .await;
+        }
+    };
+    worker(a, 1.25, "2026-11-10T10:00:00Z").await;
+    worker(a, 0.75, "2026-11-10T23:00:00Z").await;
+    worker(c, 2.0, "2026-11-11T09:00:00Z").await;
+    worker(c, 100.0, "2026-11-01T09:00:00Z").await; // before the window
+    let triage = store.begin_analysis_session(&gid("D"), "claude", "h").await.unwrap();
+    let end = AnalysisEnd {
+        reason: Some(EndReason::Finished),
+        session_id: None,
+        cost_usd: 0.5,
+        input_tokens: 0,
+        output_tokens: 0,
+        result_error: None,
+    };
+    store.end_analysis_session(triage, &end).await.unwrap();
+    let sql = "UPDATE executor_analysis_sessions SET started_at = $1 WHERE id = $2";
+    set_time(&db, sql, at("2026-11-11T01:00:00Z"), triage).await;
+
+    let costs = store.day_costs(at("2026-11-10T00:00:00Z")).await.unwrap();
+    assert_eq!(
+        costs,
+        [
+            DayCost { day: day("2026-11-10"), workers_usd: 2.0, triage_usd: 0.0 },
+            DayCost { day: day("2026-11-11"), workers_usd: 2.0, triage_usd: 0.5 },
+        ]
+    );
+    store.close().await;
+}
+
+async fn lead_times_run_from_the_tasks_approval(db: TestDb) {
+    let store = db.open().await;
+    let (a, c) = history(&db, &store).await;
+    let leads = store.run_leads(at("2026-11-10T00:00:00Z")).await.unwrap();
+    assert_eq!(leads.len(), 2, "{leads:?}");
+    assert_eq!(
+        (leads[0].run_id, leads[0].approved_at, leads[0].pr_at, leads[0].completed_at),
+        (a, at("2026-11-10T09:00:00Z"), Some(at("2026-11-10T12:00:00Z")), Some(at("2026-11-11T09:00:00Z")))
+    );
+    assert_eq!(
+        (leads[1].run_id, leads[1].approved_at, leads[1].pr_at, leads[1].completed_at),
+        (c, at("2026-11-11T08:00:00Z"), Some(at("2026-11-11T09:00:00Z")), None),
+        "an abandoned run has a pull request time but no completion"
+    );
+    let later = store.run_leads(at("2026-11-12T00:00:00Z")).await.unwrap();
+    assert!(later.is_empty(), "no run reached pr or complete on the 12th: {later:?}");
+    store.close().await;
+}
+
+async fn worker_ends_are_counted_by_kind_and_reason(db: TestDb) {
+    let store = db.open().await;
+    let (a, c) = history(&db, &store).await;
+    let session = |run: i64, kind: WorkerKind, reason: Option<EndReason>| {
+        let store = store.clone();
+        async move {
+            let s = store
+                .begin_worker_session(run, kind, "claude", "h", &SessionStart::default())
+                .await
+                .unwrap()
+                .unwrap();
+            if let Some(r) = reason {
+                store.end_worker_session(s.id, None, &WorkerEnd::new(r)).await.unwrap();
+            }
+        }
+    };
+    session(a, WorkerKind::Queued, Some(EndReason::Finished)).await;
+    session(a, WorkerKind::FixCi, Some(EndReason::IdleTimeout)).await;
+    session(a, WorkerKind::FixCi, Some(EndReason::Finished)).await;
+    session(c, WorkerKind::Queued, Some(EndReason::Finished)).await;
+    session(c, WorkerKind::Queued, None).await; // live: not counted
+    let ends = store.worker_ends(at("2026-11-10T00:00:00Z")).await.unwrap();
+    let e =
+        |kind: &str, reason: &str, count| WorkerEnds { kind: kind.into(), end_reason: reason.into(), count };
+    assert_eq!(
+        ends,
+        [e("fix_ci", "finished", 1), e("fix_ci", "idle_timeout", 1), e("queued", "finished", 2)]
+    );
+    let future = store.worker_ends(Utc::now() + chrono::Duration::days(1)).await.unwrap();
+    assert!(future.is_empty(), "sessions started before the window are not counted");
+    store.close().await;
+}
+
+async fn github_usage_keeps_the_fewest_points_left_per_hour(db: TestDb) {
+    let store = db.open().await;
+    let eleven = at("2026-11-10T11:00:00Z");
+    let noon = at("2026-11-10T12:00:00Z");
+    store.record_github_usage(GITHUB_GRAPHQL, eleven, 4200, None).await.unwrap();
+    store.record_github_usage(GITHUB_GRAPHQL, eleven, 3900, Some(5000)).await.unwrap();
+    store.record_github_usage(GITHUB_GRAPHQL, eleven, 4100, None).await.unwrap(); // a later answer, more left
+    store.record_github_usage(GITHUB_GRAPHQL, noon, 4990, Some(5000)).await.unwrap();
+    store.record_github_usage("core", noon, 10, None).await.unwrap();
+    let hours = store.github_usage(GITHUB_GRAPHQL, at("2026-11-10T10:30:00Z")).await.unwrap();
+    let seen: Vec<_> = hours.iter().map(|h| (h.reset_at, h.lowest_remaining, h.hour_limit)).collect();
+    assert_eq!(seen, [(eleven, 3900, Some(5000)), (noon, 4990, Some(5000))]);
+    let recent = store.github_usage(GITHUB_GRAPHQL, eleven).await.unwrap();
+    assert_eq!(recent.len(), 1, "a window that ended at `since` is over");
+    store.close().await;
+}

@@ -1,0 +1,169 @@
+//! The insights page and its JSON over real HTTP (`web::serve` on 127.0.0.1:0, a real SQLite store):
+//! every figure has its accessible name, caption and table; the numbers are the store's; whatever text
+//! the database holds is escaped; a window that is not offered is refused with the reason.
+
+mod common;
+mod web_support;
+
+use std::sync::Arc;
+
+use executor::config::Config;
+use executor::domain::{Actor, EndReason, RunState, TaskGid, WorkerKind};
+use executor::store::{GITHUB_GRAPHQL, NewTask, SessionStart, Store, WorkerEnd};
+use executor::web::AppState;
+use reqwest::StatusCode;
+use reqwest::redirect::Policy;
+
+const TOKEN: &str = "test-token-0123456789abcdef0123456789";
+const HOSTILE_KIND: &str = "<script>alert('kind')</script>";
+
+struct Dashboard {
+    base: String,
+    client: reqwest::Client,
+    cookie: String,
+    _stop: tokio::sync::watch::Sender<bool>,
+}
+
+impl Dashboard {
+    async fn start(store: Store) -> Dashboard {
+        let state = AppState::new(store, Arc::new(Config::default()), TOKEN.to_string(), None);
+        let (base, stop) = web_support::serve(state).await;
+        let client = reqwest::Client::builder().redirect(Policy::none()).build().expect("client");
+        let cookie = web_support::log_in(&client, &base, TOKEN).await;
+        Dashboard { base, client, cookie, _stop: stop }
+    }
+
+    async fn get(&self, path: &str) -> (StatusCode, String) {
+        let r = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .header("cookie", &self.cookie)
+            .send()
+            .await
+            .expect("GET");
+        let status = r.status();
+        (status, r.text().await.expect("body"))
+    }
+}
+
+fn gid(s: &str) -> TaskGid {
+    TaskGid::parse(s).unwrap()
+}
+
+/// Today: three tasks in, two approved, one run complete with a $2.50 worker, and a session of a kind
+/// no build writes (a hostile database row) that ended `finished`. GitHub: 1,200 points used this hour.
+async fn history(db: &common::TestDb, store: &Store) {
+    for g in ["a", "b", "c"] {
+        let t = NewTask { description: Some(format!("task {g}")), ..Default::default() };
+        store.upsert_task(&gid(g), &t, Actor::Cli).await.unwrap();
+    }
+    store.approve_task(&gid("b"), true, Actor::Cli).await.unwrap();
+    store.approve_task(&gid("a"), true, Actor::Cli).await.unwrap();
+    let run = store.create_run_for_task(&gid("a"), Actor::Runner).await.unwrap().unwrap().id;
+    store
+        .set_run_state_if(run, RunState::Queued, RunState::InProgress, None, Actor::Runner, "w")
+        .await
+        .unwrap();
+    let s = store
+        .begin_worker_session(run, WorkerKind::Queued, "claude", "h", &SessionStart::default())
+        .await
+        .unwrap()
+        .unwrap();
+    let end = WorkerEnd { cost_usd: 2.5, ..WorkerEnd::new(EndReason::Finished) };
+    store.end_worker_session(s.id, None, &end).await.unwrap();
+    store.set_run_state_if(run, RunState::InProgress, RunState::Pr, None, Actor::Runner, "pr").await.unwrap();
+    store.complete_run_if(run, RunState::Pr, None, Actor::Runner, "green", &[]).await.unwrap();
+
+    let pool = sqlx::SqlitePool::connect(&db.url).await.unwrap();
+    sqlx::query(
+        "INSERT INTO executor_worker_sessions (run_id, kind, agent, host, started_at, ended_at, end_reason) \
+         VALUES ($1, $2, 'claude', 'h', $3, $3, 'finished')",
+    )
+    .bind(run)
+    .bind(HOSTILE_KIND)
+    .bind(executor::store::now())
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    let reset = executor::store::now() + chrono::Duration::minutes(30);
+    store.record_github_usage(GITHUB_GRAPHQL, reset, 3800, Some(5000)).await.unwrap();
+}
+
+#[tokio::test]
+async fn every_figure_has_its_title_caption_and_table_with_the_stores_numbers() {
+    let db = common::sqlite();
+    let store = db.open().await;
+    history(&db, &store).await;
+    let dash = Dashboard::start(store).await;
+
+    let (status, page) = dash.get("/insights").await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    assert!(page.contains(r#"<a href="/insights" class="current">Insights</a>"#), "in the nav");
+    assert!(page.contains("last 30 days"));
+    for id in ["flow", "cost", "lead", "workers", "github"] {
+        let start =
+            page.find(&format!(r#"<section class="insight" id="{id}""#)).unwrap_or_else(|| panic!("{id}"));
+        let section = &page[start..start + page[start..].find("</section>").unwrap()];
+        assert!(section.contains("<figure>") && section.contains("<figcaption>"), "{id}: {section}");
+        assert!(section.contains(r#"role="img""#), "{id}");
+        assert!(section.contains(&format!(r#"aria-labelledby="{id}-title {id}-desc""#)), "{id}");
+        assert!(section.contains(&format!(r#"<title id="{id}-title">"#)), "{id}");
+        assert!(section.contains("<details>") && section.contains("<caption>"), "{id}");
+        assert!(section.contains(r#"<th scope="col">"#) && section.contains(r#"<th scope="row">"#), "{id}");
+    }
+    let today = chrono::Utc::now().date_naive().to_string();
+    // Day, intake, approved, skipped, completed, abandoned.
+    let flow_row = format!(
+        r#"<th scope="row">{today}</th><td class="num">3</td><td class="num">2</td><td class="num">0</td><td class="num">1</td><td class="num">0</td>"#
+    );
+    assert!(page.contains(&flow_row), "{page}");
+    assert!(
+        page.contains(
+            "$2.50 per completed pull request: $2.50 spent over 30 days, 1 pull request completed."
+        )
+    );
+    assert!(page.contains("Busiest hour: 1200 of 5000 points (24%)"), "{page}");
+    // The database's text is escaped in the drawing and in the table, never markup.
+    assert!(!page.contains(HOSTILE_KIND), "{page}");
+    assert!(page.contains("&lt;script&gt;alert(&#39;kind&#39;)&lt;/script&gt;"), "the SVG's label");
+    assert!(page.contains(r#"<th scope="row">&lt;script&gt;alert(&#x27;kind&#x27;)"#), "the table's cell");
+
+    let (status, week) = dash.get("/insights?days=7").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(week.contains("last 7 days") && week.contains(r#"aria-current="page" class="current">7 days"#));
+    let (status, refused) = dash.get("/insights?days=8").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(refused.contains("days must be 7, 30 or 90, not &#x27;8&#x27;"), "{refused}");
+}
+
+#[tokio::test]
+async fn the_same_figures_come_as_json_for_scripts() {
+    let db = common::sqlite();
+    let store = db.open().await;
+    history(&db, &store).await;
+    let dash = Dashboard::start(store).await;
+
+    let (status, body) = dash.get("/api/v1/insights?days=7").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["days"], 7);
+    let flow = v["flow"].as_array().unwrap();
+    assert_eq!(flow.len(), 7, "every day of the window");
+    let today = &flow[6];
+    assert_eq!(
+        (today["intake"].as_i64(), today["approved"].as_i64(), today["completed"].as_i64()),
+        (Some(3), Some(2), Some(1))
+    );
+    assert_eq!(v["cost_total"]["per_completed_usd"], 2.5);
+    assert_eq!(v["lead_times"]["to_complete"]["count"], 1);
+    let kinds: Vec<&str> =
+        v["workers"].as_array().unwrap().iter().map(|k| k["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, [HOSTILE_KIND, "queued"], "JSON carries the text as it is: it is data");
+    assert_eq!(v["github"]["hours"][0]["used"], 1200);
+    assert_eq!(v["github"]["configured"], false);
+
+    let (status, body) = dash.get("/api/v1/insights?days=365").await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(body.contains("days must be 7, 30 or 90"), "{body}");
+}
