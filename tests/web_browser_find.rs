@@ -73,15 +73,22 @@ async fn sort_filter_search_and_jump_at_desktop_and_phone_widths() {
         b.client.goto(&format!("{base}/queue")).await.unwrap();
         until(&b, "the queue", |_, text| text.contains("120 tasks")).await;
 
-        // Sort by GID with its header, then reverse it with the same header.
-        click(&b, "th a.sort[href*='sort=gid']").await;
+        // Sort by GID with its header, then reverse it with the same header; on a phone, where the
+        // header row is out of sight (the rows stack), with the same links above the table.
+        let (links, current) = if width > 640 {
+            ("th a.sort", "th[aria-sort] a.sort")
+        } else {
+            (".sort-links a.sort", ".sort-links a[aria-current]")
+        };
+        click(&b, &format!("{links}[href*='sort=gid']")).await;
         until(&b, "sorted by gid", |url, _| url.ends_with("/queue?sort=gid")).await;
         assert_eq!(first_row(&b).await, "T-000");
         let th = b.client.find(Locator::Css("th[aria-sort]")).await.unwrap();
         assert_eq!(th.attr("aria-sort").await.unwrap().as_deref(), Some("ascending"));
-        assert!(th.text().await.unwrap().starts_with("GID"));
+        let sorted = b.client.find(Locator::Css(current)).await.unwrap();
+        assert!(sorted.text().await.unwrap().starts_with("GID"));
         b.screenshot(&format!("find-sorted-{name}")).await;
-        click(&b, "th[aria-sort] a.sort").await;
+        click(&b, current).await;
         until(&b, "reversed", |url, _| url.ends_with("sort=gid&dir=desc")).await;
         assert_eq!(first_row(&b).await, "T-119");
 

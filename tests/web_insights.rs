@@ -99,7 +99,10 @@ async fn every_figure_has_its_title_caption_and_table_with_the_stores_numbers() 
 
     let (status, page) = dash.get("/insights").await;
     assert_eq!(status, StatusCode::OK, "{page}");
-    assert!(page.contains(r#"<a href="/insights" class="current">Insights</a>"#), "in the nav");
+    assert!(
+        page.contains(r#"<a href="/insights" class="current" aria-current="page">Insights</a>"#),
+        "in the nav"
+    );
     assert!(page.contains("last 30 days"));
     for id in ["flow", "cost", "lead", "workers", "github"] {
         let start =
