@@ -157,6 +157,7 @@ async fn every_page_passes_axe_and_fits_a_phone_in_light_and_dark() {
         ("run", format!("/runs/{run}")),
         ("task", format!("/tasks/{gid}")),
         ("status", "/status".to_string()),
+        ("insights", "/insights".to_string()),
         ("log", format!("/sessions/{session}/log")),
     ];
     let mut failures = Vec::new();
