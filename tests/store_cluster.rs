@@ -333,6 +333,15 @@ async fn a_lost_runners_workers_end_as_host_lost_and_its_runs_are_freed(db: Test
     let statuses = store.runner_statuses().await.unwrap();
     let gone = statuses.iter().find(|s| s.id == "gone/1").unwrap();
     assert_eq!((gone.alive, gone.end_reason), (false, Some(RunnerEnd::Lost)));
+    // Until its heartbeat tells it so, a lost runner's tick goes on: it claims nothing back, and nothing
+    // moves the ended session's offset (soak finding: a thawed runner declared itself lost, took its
+    // runs straight back and read on, so the agent's last dollars were never settled).
+    assert!(store.claim_runs("gone/1", LONG, 2).await.unwrap().is_empty(), "a lost runner claims nothing");
+    assert!(!store.claim_run(run, "gone/1", LONG).await.unwrap());
+    let offset = store.worker_session(session.id).await.unwrap().output_offset;
+    let late = store.touch_worker_output(session.id, None, chrono::Utc::now(), offset + 999).await;
+    assert!(matches!(late, Err(StoreError::Refused(_))), "{late:?}");
+    assert_eq!(store.worker_session(session.id).await.unwrap().output_offset, offset);
     assert_eq!(store.heartbeat("gone/1", SHORT).await.unwrap(), Heartbeat::Lost, "it learns it was lost");
 
     // Its agent ran on: its host's next runner read its output to byte 500, $1.25 in all.

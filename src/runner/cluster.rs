@@ -104,14 +104,14 @@ impl Runner {
         self.config.runner.loop_interval.std().min(self.config.runner.lease_ttl.std() / 3)
     }
 
-    /// Whether another runner declared this one lost (its heartbeat lapsed: paused, or cut off).
+    /// Whether this runner was declared lost, as its heartbeat learnt (it lapsed: paused, or cut off).
     pub(super) fn is_lost(&self) -> bool {
         *self.lost.borrow()
     }
 
     pub(super) fn lost_error(&self) -> RunnerError {
         RunnerError::Lost(format!(
-            "runner {} was declared lost by another runner: it did not heartbeat for runner.lease_ttl ({}) — \
+            "runner {} was declared lost: it did not heartbeat for runner.lease_ttl ({}) — \
              paused, or cut off from the database — and its runs were taken over. Its workers were stopped; \
              nothing it wrote since counts. Start it again (cron does).",
             self.owner, self.config.runner.lease_ttl
@@ -144,6 +144,7 @@ impl Runner {
     /// end as `host_lost` and their runs are free for whoever claims them), runners of this host whose
     /// process is gone hand their runs to this one, and the workers those left running here are adopted.
     pub(super) async fn reconcile(&mut self) -> Result<(), RunnerError> {
+        let mut this_one_lost = false;
         for lost in self.store.declare_lost_runners().await? {
             tracing::warn!(
                 runner = lost.id,
@@ -152,6 +153,12 @@ impl Runner {
                 lost.sessions.len(),
                 lost.runs_freed
             );
+            this_one_lost |= lost.id == self.owner;
+        }
+        if this_one_lost {
+            // Thawed past its lease, its own tick can be the first to see the lapse, before its heartbeat
+            // does: it stops here, its workers' sessions already ended and its runs already freed.
+            return Err(self.lost_error());
         }
         let ttl = self.config.runner.lease_ttl.std();
         let mut alive_here = HashSet::new();
@@ -210,7 +217,7 @@ async fn beat(store: Store, id: String, ttl: Duration, every: Duration, lost: wa
         match store.heartbeat(&id, ttl).await {
             Ok(Heartbeat::Alive { .. }) => {}
             Ok(Heartbeat::Lost) => {
-                tracing::error!(runner = id, "this runner was declared lost by another runner; stopping");
+                tracing::error!(runner = id, "this runner was declared lost; stopping");
                 let _ = lost.send(true);
                 return;
             }

@@ -163,7 +163,7 @@ impl Runner {
             let _ =
                 tokio::time::timeout(self.heartbeat_every(), self.lost.clone().wait_for(|lost| *lost)).await;
         }
-        if self.is_lost() {
+        if self.is_lost() || matches!(e, RunnerError::Lost(_)) {
             self.stop_all().await;
             return Err(self.lost_error());
         }

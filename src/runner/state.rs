@@ -38,7 +38,8 @@ pub enum RunnerError {
     /// A worker could not be started; its session records it as `failed_to_start`.
     #[error("the {kind} worker could not start: {error}")]
     NotStarted { kind: crate::domain::WorkerKind, error: String },
-    /// Another runner declared this one lost (its heartbeat lapsed) and took its runs over.
+    /// This runner was declared lost (its heartbeat lapsed), by another runner or by its own tick after a
+    /// pause, and its runs were freed for others.
     #[error("{0}")]
     Lost(String),
     /// A notice stays in the outbox: this attempt to deliver it failed.

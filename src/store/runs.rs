@@ -454,12 +454,16 @@ const MAX_WATCH_CLAIMS: i64 = 1000;
 
 /// The condition on a run (in `executor_runs`) that the runner in parameter `$n` may claim: nobody holds
 /// it, `$n` does, or its holder is no longer alive — ended, or with both its lease and its heartbeat
-/// lapsed by the database's clock. A run is never taken from a runner whose heartbeat is live.
+/// lapsed by the database's clock. A run is never taken from a runner whose heartbeat is live, nor by
+/// a runner that has ended: one declared lost claims nothing in the moments before its heartbeat tells
+/// it so (soak finding: thawed past its lease, a runner declared itself lost, freed its runs and took
+/// them straight back, and its workers' writes then passed the lease fence).
 fn claimable(pool: &Pool, n: u8) -> String {
     let now = pool.now_sql();
     format!(
-        "(lease_owner IS NULL OR lease_owner = ${n} OR NOT EXISTS (SELECT 1 FROM executor_runners h \
+        "(NOT EXISTS (SELECT 1 FROM executor_runners me WHERE me.id = ${n} AND me.ended_at IS NOT NULL) \
+         AND (lease_owner IS NULL OR lease_owner = ${n} OR NOT EXISTS (SELECT 1 FROM executor_runners h \
            WHERE h.id = executor_runs.lease_owner AND h.ended_at IS NULL \
-           AND (h.alive_until > {now} OR executor_runs.lease_expires_at > {now})))"
+           AND (h.alive_until > {now} OR executor_runs.lease_expires_at > {now}))))"
     )
 }

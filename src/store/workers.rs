@@ -353,6 +353,9 @@ impl Store {
                 StoreError::LeaseLost(s.run_id)
             }
             (Err(e), _) => e,
+            (Ok(Some(s)), None) if s.ended_at.is_some() => {
+                StoreError::Refused(format!("worker session {session} has ended; nothing was written"))
+            }
             _ => StoreError::Corrupt(format!("worker session {session} vanished")),
         }
     }
@@ -467,7 +470,8 @@ impl Store {
     }
 
     /// Notes that the worker produced output at `at` (the watchdog's evidence of life) and how far its
-    /// output has been read.
+    /// output has been read. Only while the session is open: an ended session's offset marks what its
+    /// usage was read to, which only [`Store::settle_lost_spend`] moves on.
     pub async fn touch_worker_output(
         &self,
         session: i64,
@@ -479,7 +483,7 @@ impl Store {
             self,
             session,
             holder,
-            "UPDATE executor_worker_sessions SET last_output_at = $1, output_offset = $2 WHERE id = $3",
+            "UPDATE executor_worker_sessions SET last_output_at = $1, output_offset = $2 WHERE id = $3 AND ended_at IS NULL",
             [at, offset],
             "UPDATE executor_runs SET worker_last_update = $1 WHERE id = (SELECT run_id FROM executor_worker_sessions WHERE id = $2)",
             [at]

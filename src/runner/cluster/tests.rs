@@ -5,6 +5,7 @@ use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 use crate::domain::{EndReason, WorkerKind};
+use crate::runner::RunnerError;
 use crate::runner::test_hosts::{host_runner, host_runner_with, store_with_runs};
 use crate::store::{SessionStart, WorkerEnd};
 use crate::worker::process::{is_alive, pid_start_time};
@@ -110,4 +111,28 @@ async fn what_a_lost_agent_spent_after_its_session_ended_goes_on_its_run_once() 
     let cost = store.run(run.id).await.unwrap().cost_usd;
     assert!((cost - 0.75).abs() < 1e-9, "the run has ${cost}, its agent spent $0.75");
     assert!(std::fs::read_to_string(&log).unwrap().contains("ran on after its runner was declared lost"));
+}
+
+#[tokio::test]
+async fn a_runner_whose_own_tick_finds_it_lost_stops_and_takes_nothing_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (store, runs) = store_with_runs(tmp.path(), 1).await;
+    let run = runs[0].id;
+    let mut alpha = host_runner(tmp.path(), &store, "alpha", "local", 2);
+    alpha.register().await.unwrap();
+    alpha.claim().await.unwrap();
+    assert_eq!(store.run(run).await.unwrap().lease_owner.as_deref(), Some(alpha.owner.as_str()));
+    // Frozen, as a laptop sleeps: its heartbeat stops and its lease lapses by the database's clock.
+    if let Some(beat) = alpha.heartbeat.take() {
+        beat.abort();
+    }
+    store.heartbeat(&alpha.owner, std::time::Duration::from_millis(200)).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    // Thawed: its own tick sees the lapse first (soak finding: it then took its freed runs straight
+    // back, and its supervisors' reads passed the lease fence).
+    let lost = alpha.reconcile().await;
+    assert!(matches!(lost, Err(RunnerError::Lost(_))), "{lost:?}");
+    assert_eq!(store.run(run).await.unwrap().lease_owner, None, "its run is free for another runner");
+    alpha.claim().await.unwrap();
+    assert_eq!(store.run(run).await.unwrap().lease_owner, None, "and not taken back by the lost one");
 }
