@@ -104,6 +104,44 @@ fn tasks_arrive_as_json_on_stdin_or_from_a_file() {
 }
 
 #[test]
+fn queue_list_filters_by_priority_and_age_as_the_dashboard_does() {
+    let sb = Sandbox::new();
+    let out = sb.run_with_stdin(
+        &["queue", "add"],
+        r#"[{"gid": "a1", "description": "one", "priority": 2}, {"gid": "a2", "description": "two", "priority": 1},
+            {"gid": "a3", "description": "three"}]"#,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let gids = |args: &[&str]| -> Vec<String> {
+        let listed = sb.json(&[&["queue", "list", "--sort", "gid"], args].concat());
+        listed.as_array().unwrap().iter().map(|t| t["task_gid"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(gids(&["--priority-min", "2"]), ["a1"], "a task without a priority never matches a bound");
+    assert_eq!(gids(&["--priority-max", "1"]), ["a2"]);
+    assert_eq!(gids(&["--priority-min", "1", "--priority-max", "2"]), ["a1", "a2"]);
+    assert_eq!(gids(&["--added-within", "1h"]), ["a1", "a2", "a3"]);
+    assert_eq!(gids(&["--older-than", "0s"]), ["a1", "a2", "a3"], "added before now");
+    assert!(gids(&["--older-than", "1h"]).is_empty(), "all were added just now");
+    assert_eq!(sb.ok(&["queue", "list", "--older-than", "1h"]).trim(), "no tasks match");
+    assert_eq!(sb.ok(&["queue", "list", "--search", "four"]).trim(), "no tasks match");
+
+    let out = sb.run(&["queue", "list", "--added-within", "soon"]);
+    assert_eq!(out.status.code(), Some(2), "usage error");
+    assert!(
+        text(&out.stderr).contains("\"soon\" is not an age: give one such as 12h"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = sb.run(&["queue", "list", "--priority-min", "3", "--priority-max", "2"]);
+    assert_eq!(out.status.code(), Some(2), "usage error");
+    assert!(
+        text(&out.stderr).contains("--priority-min 3 is above --priority-max 2"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
 fn bad_input_is_refused_with_the_rule_and_nothing_is_written() {
     let sb = Sandbox::new();
     for bad in ["../etc", ".hidden", "a b", "x;rm -rf /"] {

@@ -1,5 +1,7 @@
 //! Human output: aligned tables, relative times. Machine output: JSON.
 
+use std::io::Write;
+
 use chrono::{DateTime, Utc};
 
 use crate::store::Event;
@@ -89,6 +91,39 @@ pub fn money_long(usd: f64, estimated: bool) -> String {
 pub fn json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
+}
+
+/// A JSON array written element by element, laid out exactly as `output::json` lays out a whole one.
+pub struct JsonArray<W: Write> {
+    out: W,
+    empty: bool,
+}
+
+impl<W: Write> JsonArray<W> {
+    pub fn new(out: W) -> Self {
+        JsonArray { out, empty: true }
+    }
+
+    pub fn push(&mut self, value: &impl serde::Serialize) -> anyhow::Result<()> {
+        let text = serde_json::to_string_pretty(value)?;
+        self.out.write_all(if self.empty { b"[\n" } else { b",\n" })?;
+        self.empty = false;
+        // A JSON string never holds a raw newline: indenting every line indents the element.
+        for (k, line) in text.lines().enumerate() {
+            if k > 0 {
+                self.out.write_all(b"\n")?;
+            }
+            self.out.write_all(b"  ")?;
+            self.out.write_all(line.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    pub fn finish(mut self) -> anyhow::Result<()> {
+        self.out.write_all(if self.empty { b"[]\n" } else { b"\n]\n" })?;
+        self.out.flush()?;
+        Ok(())
+    }
 }
 
 /// A run's or task's history as a table, oldest first (`events`, `queue show`, `runs show`).

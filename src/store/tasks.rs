@@ -93,6 +93,20 @@ pub struct TaskFilter {
     pub offset: Option<i64>,
 }
 
+impl TaskFilter {
+    /// Whether any field narrows the tasks listed (the order and the page do not).
+    pub fn narrows(&self) -> bool {
+        self.status.is_some()
+            || self.source.is_some()
+            || self.repo.is_some()
+            || self.priority_min.is_some()
+            || self.priority_max.is_some()
+            || self.added_since.is_some()
+            || self.added_before.is_some()
+            || self.text.is_some()
+    }
+}
+
 pub(crate) fn task_from_row(r: &impl Cols) -> Result<Task> {
     Ok(Task {
         id: r.req_int("id")?,
