@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::state::{Runner, RunnerError};
+use super::state::{Met, Runner, RunnerError};
 use crate::store::{Heartbeat, RunnerRegistration, Spent, Store, WorkerSession, WorkerSlot};
 
 impl Runner {
@@ -173,7 +173,7 @@ impl Runner {
                     );
                     tracing::error!("{why}");
                     if let Ok(mut met) = self.met.lock() {
-                        met.push(why);
+                        met.push(Met::Failed(why));
                     }
                 }
                 alive_here.insert(r.id);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 
 use super::recording::{Recording, supervise_recorded};
-use super::state::{LiveWorker, Runner, RunnerError, TickReport};
+use super::state::{LiveWorker, Met, Runner, RunnerError, TickReport};
 use crate::config::{Config, Repo};
 use crate::domain::{Actor, Run};
 use crate::forge::github::GitHubForge;
@@ -377,8 +377,11 @@ impl Runner {
         // Last, so what this tick's steps recorded reaches the trackers before the runner goes idle.
         self.send_writebacks().await?;
         if let Ok(mut met) = self.met.lock() {
-            for what in met.drain(..) {
-                report.failed(what);
+            for m in met.drain(..) {
+                match m {
+                    Met::Failed(what) => report.failed(what),
+                    Met::Waited(what) => report.throttled(what),
+                }
             }
         }
         report.workers_alive = self.pool.len();

@@ -4,7 +4,7 @@
 //! delivered only when that went through, and retried on later ticks until then.
 
 use super::decision::{Notice, NoticeKind};
-use super::state::{Runner, RunnerError};
+use super::state::{Met, Runner, RunnerError};
 use crate::domain::Run;
 use crate::forge::{CommentPost, Forge};
 
@@ -16,6 +16,26 @@ fn kind_name(kind: NoticeKind) -> &'static str {
         NoticeKind::Completed => "completed",
         NoticeKind::Abandoned => crate::domain::ABANDONED_NOTICE_KIND,
         NoticeKind::NeedsHuman => "needs_human",
+    }
+}
+
+/// Why one attempt did not reach the human. GitHub's rate limit is a wait, not a failure: it counts as no
+/// attempt, and the runner says it waited rather than erred (soak finding: notices that met the limit
+/// made cron's runner exit 1).
+#[derive(Debug, Clone)]
+struct Undelivered {
+    why: String,
+    rate_limited: bool,
+}
+
+impl Undelivered {
+    fn failed(why: String) -> Self {
+        Undelivered { why, rate_limited: false }
+    }
+
+    /// The forge's answer, `what` naming the request.
+    fn forge(what: &str, e: &crate::forge::ForgeError) -> Self {
+        Undelivered { why: format!("{what}: {e}"), rate_limited: e.is_rate_limit() }
     }
 }
 
@@ -49,8 +69,9 @@ impl Runner {
         tracing::info!(run = run.id, task = %run.task_gid, "notice: {text}");
         if let Err(e) = self.deliver(id, run, &text).await {
             tracing::warn!(run = run.id, "notice {id} not delivered yet: {e}");
+            let what = format!("run {}: {e}", run.id);
             if let Ok(mut met) = self.met.lock() {
-                met.push(format!("run {}: notice {id} not delivered: {e}", run.id));
+                met.push(if e.is_rate_limit() { Met::Waited(what) } else { Met::Failed(what) });
             }
         }
         Ok(())
@@ -66,8 +87,10 @@ impl Runner {
             };
             let Some(run) = run else {
                 // A notice about no run has no forge to go to; the webhook is its only channel.
-                let outcome = self.send_webhook(&n.message).await;
-                self.settle(n.id, String::new(), outcome).await?;
+                let outcome = self.send_webhook(&n.message).await.map_err(Undelivered::failed);
+                if let Err(e) = self.settle(n.id, String::new(), outcome).await {
+                    report.failed(e.to_string());
+                }
                 continue;
             };
             // One runner at a time delivers a run's notices: the one holding its lease. An ended run's
@@ -77,8 +100,10 @@ impl Runner {
             if !self.store.claim_run(run.id, &self.owner, lease).await? {
                 continue;
             }
-            if let Err(e) = self.deliver(n.id, &run, &n.message).await {
-                report.failed(format!("run {}: notice {} not delivered: {e}", run.id, n.id));
+            match self.deliver(n.id, &run, &n.message).await {
+                Ok(()) => {}
+                Err(e) if e.is_rate_limit() => report.throttled(format!("run {}: {e}", run.id)),
+                Err(e) => report.failed(format!("run {}: {e}", run.id)),
             }
         }
         Ok(())
@@ -87,30 +112,26 @@ impl Runner {
     /// One delivery attempt: the comment on the run's pull request (unless it is already there: at most
     /// once per notice as far as the forge can tell), then the webhook. Marks the notice delivered when
     /// both went through, or records the attempt and its error.
-    async fn deliver(&self, id: i64, run: &Run, text: &str) -> Result<(), String> {
+    async fn deliver(&self, id: i64, run: &Run, text: &str) -> Result<(), RunnerError> {
         let posted = match self.forge_of(run) {
             Ok(f) => self.post_on_forge(id, run, &f, text).await,
-            Err(e) => Err(format!("no forge for the run: {e}")),
+            Err(e) => Err(Undelivered::failed(format!("no forge for the run: {e}"))),
         };
         if matches!(&posted, Ok(p) if p.is_empty()) && self.config.notify.webhook_url.trim().is_empty() {
             // No pull request and no webhook: nobody has been told. The notice stays undelivered, so
             // `executor status` lists it, and later ticks post it once the run has a pull request —
             // however many ticks that takes: waiting for a place to send it is no failed attempt.
             let why = "nowhere to send it yet: the run has no pull request and notify.webhook_url is not set";
-            self.store
-                .mark_notice_waiting(id, &format!("not delivered yet: {why}"), why)
-                .await
-                .map_err(|e| e.to_string())?;
+            self.store.mark_notice_waiting(id, &format!("not delivered yet: {why}"), why).await?;
             return Ok(());
         }
         let outcome = match &posted {
-            Ok(_) => self.send_webhook(text).await,
+            Ok(_) => self.send_webhook(text).await.map_err(Undelivered::failed),
             // The webhook waits for the comment, so that a retry never sends it twice.
             Err(e) => Err(e.clone()),
         };
         let progress = posted.unwrap_or_default();
-        self.settle(id, progress, outcome).await.map_err(|e| e.to_string())?;
-        Ok(())
+        self.settle(id, progress, outcome).await
     }
 
     /// Records the attempt's result. Returns the delivery error, if any, as the tick's.
@@ -118,7 +139,7 @@ impl Runner {
         &self,
         id: i64,
         progress: String,
-        outcome: Result<String, String>,
+        outcome: Result<String, Undelivered>,
     ) -> Result<(), RunnerError> {
         match outcome {
             Ok(webhook) => {
@@ -127,12 +148,16 @@ impl Runner {
                 self.store.mark_notice_delivered(id, &delivery).await?;
                 Ok(())
             }
-            Err(e) => {
+            Err(Undelivered { why, rate_limited }) => {
                 // `delivery` is what `runs show` prints for a notice: say it has not reached the human.
                 let so_far = if progress.is_empty() { String::new() } else { format!("{progress}; ") };
-                let delivery = format!("{so_far}not delivered yet: {e}");
-                self.store.mark_notice_failed(id, &delivery, &e).await?;
-                Err(RunnerError::NoticeNotDelivered { id, why: e })
+                let delivery = format!("{so_far}not delivered yet: {why}");
+                if rate_limited {
+                    self.store.mark_notice_waiting(id, &delivery, &why).await?;
+                } else {
+                    self.store.mark_notice_failed(id, &delivery, &why).await?;
+                }
+                Err(RunnerError::NoticeNotDelivered { id, why, rate_limited })
             }
         }
     }
@@ -140,14 +165,20 @@ impl Runner {
     /// Posts the notice on the run's pull request, replying in the thread of the run's first notice.
     /// Without a pull request there is nowhere to post: that is not a failure. Each notice is its own
     /// comment, marked with its id: two notices with the same text (two budget stops) are two comments.
-    async fn post_on_forge(&self, id: i64, run: &Run, forge: &Forge, text: &str) -> Result<String, String> {
+    async fn post_on_forge(
+        &self,
+        id: i64,
+        run: &Run,
+        forge: &Forge,
+        text: &str,
+    ) -> Result<String, Undelivered> {
         let pr = match forge.snapshot(run).await {
             Ok(Some(pr)) => Some(pr),
             Ok(None) => return Ok(String::new()),
             // The notice may be about this very pull request, which GitHub will not show: it is posted
             // without looking for a copy an earlier attempt left.
             Err(crate::forge::ForgeError::Unobserved { .. }) if run.pr_number.is_some() => None,
-            Err(e) => return Err(format!("reading the pull request: {e}")),
+            Err(e) => return Err(Undelivered::forge("reading the pull request", &e)),
         };
         let body = format!("{text}\n\n{}", notice_marker(id));
         let posted =
@@ -155,10 +186,13 @@ impl Runner {
         if let Some(c) = posted {
             // Posted by an attempt that died before recording it: record it now, or on GitHub (where
             // executor may post as the human) it would read as the human's own comment.
-            self.store.record_agent_comment(run.id, &c.id, None).await.map_err(|e| e.to_string())?;
+            self.store
+                .record_agent_comment(run.id, &c.id, None)
+                .await
+                .map_err(|e| Undelivered::failed(e.to_string()))?;
             return Ok(format!("{} pull request comment {}", forge.name(), c.id));
         }
-        let current = self.store.run(run.id).await.map_err(|e| e.to_string())?;
+        let current = self.store.run(run.id).await.map_err(|e| Undelivered::failed(e.to_string()))?;
         let comment = CommentPost {
             author: EXECUTOR_AUTHOR,
             body: &body,
@@ -167,12 +201,12 @@ impl Runner {
             ..Default::default()
         };
         let comment_id =
-            forge.comment(run, &comment).await.map_err(|e| format!("pull request comment: {e}"))?;
+            forge.comment(run, &comment).await.map_err(|e| Undelivered::forge("pull request comment", &e))?;
         if current.thread_id.is_none() {
             self.store
                 .set_run_thread(run.id, Some(&self.owner), &comment_id)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| Undelivered::failed(e.to_string()))?;
         }
         Ok(format!("{} pull request comment {comment_id}", forge.name()))
     }

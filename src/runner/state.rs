@@ -44,7 +44,7 @@ pub enum RunnerError {
     Lost(String),
     /// A notice stays in the outbox: this attempt to deliver it failed.
     #[error("notice {id} not delivered: {why}")]
-    NoticeNotDelivered { id: i64, why: String },
+    NoticeNotDelivered { id: i64, why: String, rate_limited: bool },
     /// An agent's reply stays in the outbox: this attempt to post it failed.
     #[error("an agent's reply was not posted: {0}")]
     ReplyNotPosted(String),
@@ -53,7 +53,11 @@ pub enum RunnerError {
 impl RunnerError {
     /// See [`crate::forge::ForgeError::is_rate_limit`].
     pub(super) fn is_rate_limit(&self) -> bool {
-        matches!(self, RunnerError::Forge(e) if e.is_rate_limit())
+        match self {
+            RunnerError::Forge(e) => e.is_rate_limit(),
+            RunnerError::NoticeNotDelivered { rate_limited, .. } => *rate_limited,
+            _ => false,
+        }
     }
 
     /// What a run's last decision says when its step failed with this error: the one wording, so that
@@ -61,6 +65,15 @@ impl RunnerError {
     pub(super) fn as_decision(&self) -> String {
         format!("error: {self}")
     }
+}
+
+/// Something a step met where no report was at hand, for the tick's report.
+#[derive(Debug)]
+pub(super) enum Met {
+    /// A failure: one of the tick's errors.
+    Failed(String),
+    /// A wait on GitHub's rate limit: see [`TickReport::throttled`].
+    Waited(String),
 }
 
 /// A worker this runner supervises (started here, or adopted from a runner that died), in the pool
@@ -149,8 +162,8 @@ pub struct Runner {
     pub(super) self_exe: Option<std::path::PathBuf>,
     /// The config's secrets, replaced in every notice and review the runner sends.
     pub(super) redactor: crate::redact::Redactor,
-    /// Errors met where no report is at hand (a notice not delivered), for this tick's report.
-    pub(super) met: std::sync::Mutex<Vec<String>>,
+    /// What was met where no report is at hand (a notice not delivered), for this tick's report.
+    pub(super) met: std::sync::Mutex<Vec<Met>>,
     /// Each configured repository's forge, made once: the GitHub forge keeps its HTTP client, ETags,
     /// rate-limit state and last answers across ticks.
     pub(super) forges: BTreeMap<String, Arc<Forge>>,

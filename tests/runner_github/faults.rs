@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use executor::domain::{Run, RunState};
 
 use crate::fake_github::Fault;
-use crate::github_support::{GhEnv, REPO, run_of, text};
+use crate::github_support::{CiPlayer, GhEnv, REPO, run_of, text};
+use crate::observing::drive_until;
 
 /// Runs the runner until the task's run is in `pr` with its draft PR labelled; returns it.
 pub async fn run_in_pr(env: &GhEnv, gid: &str) -> Run {
@@ -143,4 +144,34 @@ async fn one_failing_pull_request_waits_alone_and_the_human_is_told() {
     let out = env.runner().await;
     env.runner().await;
     assert_eq!(told(&env), 1, "{:?}\n{}", env.fake.posted_comments(), text(&out));
+}
+
+/// A notice whose comment meets GitHub's rate limit waits like any other step: every runner exits 0, the
+/// wait counts as no attempt against the notice's retries, and the notice is posted once, after the
+/// limit (soak finding: such notices made cron's runner exit 1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notice_that_meets_the_rate_limit_waits_and_is_posted_once_after() {
+    let env = GhEnv::new(&[], "").await;
+    env.fake.set_retry_after(1);
+    env.fake.fail_route("issue_comment_create", Fault::SecondaryLimit, 1);
+    env.queue_approved("1311").await;
+    let mut ci = CiPlayer::green();
+    let run = drive_until(&env, "1311", &mut ci, |r| r.state == RunState::Complete).await;
+    let store = env.store().await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let notice = loop {
+        let told = store.notices(Some(run.id)).await.unwrap();
+        if let Some(n) = told.iter().find(|n| n.kind == "completed" && n.delivered_at.is_some()) {
+            break n.clone();
+        }
+        assert!(Instant::now() < deadline, "never delivered: {told:?}");
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        let out = env.runner().await;
+        assert!(out.status.success(), "a wait on the rate limit is no error:\n{}", text(&out));
+    };
+    assert_eq!(notice.attempts, 1, "the wait was counted as an attempt: {notice:?}");
+    assert_eq!(env.fake.counts().route("issue_comment_create"), 2, "refused once, then posted");
+    let marker = format!("<!-- executor notice {} -->", notice.id);
+    let posted = env.fake.posted_comments().into_iter().filter(|c| c.body.ends_with(&marker)).count();
+    assert_eq!(posted, 1);
 }
