@@ -21,7 +21,7 @@ use executor::store::Store;
 use fake_asana::FakeAsana;
 use fake_github::Fault;
 use fake_linear::FakeLinear;
-use github_support::{CiPlayer, GhEnv, REPO, run_of, text};
+use github_support::{CiPlayer, GhEnv, REPO, deliver_what_is_left, run_of, text};
 
 const ASANA_TOKEN: &str = "2/1234567890/all-trackers-asana";
 const LINEAR_KEY: &str = "lin_api_all_trackers_0123456789";
@@ -120,19 +120,4 @@ async fn drive_all_to_complete(env: &GhEnv, store: &Store, gids: &[String]) {
         assert!(Instant::now() < deadline, "not all complete in time");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-}
-
-/// Messages still pending (a back-off after a failure) are made due, as time would, and a runner
-/// started, until none is left.
-async fn deliver_what_is_left(env: &GhEnv, store: &Store, gid: &str) {
-    for _ in 0..3 {
-        let rows = store.writebacks(Some(gid)).await.unwrap();
-        if rows.iter().all(|w| w.status != WritebackStatus::Pending) {
-            return;
-        }
-        store.make_writebacks_due_for_tests().await.unwrap();
-        let out = env.runner().await;
-        assert!(out.status.success(), "the runner failed:\n{}", text(&out));
-    }
-    panic!("write-backs still pending: {:?}", store.writebacks(Some(gid)).await.unwrap());
 }

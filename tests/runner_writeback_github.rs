@@ -16,7 +16,7 @@ use executor::domain::{RunState, WritebackEvent, WritebackStatus};
 use executor::store::Store;
 
 use fake_github::{Fault, PostedKind};
-use github_support::{CiPlayer, GhEnv, REPO, run_of, text};
+use github_support::{CiPlayer, GhEnv, REPO, deliver_what_is_left, run_of, text};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_issue_hears_of_its_pull_request_once_through_a_502_after_the_write() {
@@ -138,19 +138,4 @@ async fn drive_to_complete(env: &GhEnv, store: &Store, gid: &str) {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-}
-
-/// Messages still pending (a back-off after a failure) are made due, as time would, and a runner
-/// started, until none is left.
-async fn deliver_what_is_left(env: &GhEnv, store: &Store, gid: &str) {
-    for _ in 0..3 {
-        let rows = store.writebacks(Some(gid)).await.unwrap();
-        if rows.iter().all(|w| w.status != WritebackStatus::Pending) {
-            return;
-        }
-        store.make_writebacks_due_for_tests().await.unwrap();
-        let out = env.runner().await;
-        assert!(out.status.success(), "the runner failed:\n{}", text(&out));
-    }
-    panic!("write-backs still pending: {:?}", store.writebacks(Some(gid)).await.unwrap());
 }

@@ -6,33 +6,16 @@ mod browser_support;
 mod common;
 mod web_support;
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use browser_support::{Browser, chromedriver};
+use browser_support::{Browser, Site, chromedriver, click, eventually, fits, number, text_of};
 use executor::config::Config;
 use executor::domain::{Actor, QueueStatus, RunState, TaskGid, WorkerKind};
-use executor::store::{NewTask, SessionStart, Store};
-use executor::web::AppState;
+use executor::store::{EventFilter, NewTask, SessionStart, Store};
 use fantoccini::Locator;
 
 const TOKEN: &str = "feedfacefeedfacefeedfacefeedface";
 const XSS: [&str; 2] = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>"];
-
-struct Site {
-    base: String,
-    store: Store,
-    _stop: tokio::sync::watch::Sender<bool>,
-    _db: common::TestDb,
-}
-
-async fn site() -> Site {
-    let db = common::sqlite();
-    let store = db.open().await;
-    let state = AppState::new(store.clone(), Arc::new(Config::default()), TOKEN.into(), None);
-    let (base, stop) = web_support::serve(state).await;
-    Site { base, store, _stop: stop, _db: db }
-}
 
 async fn task(store: &Store, gid: &str, text: &str, status: QueueStatus) -> TaskGid {
     let g = TaskGid::parse(gid).unwrap();
@@ -47,54 +30,21 @@ async fn task(store: &Store, gid: &str, text: &str, status: QueueStatus) -> Task
     g
 }
 
-/// Logs the browser in as a human does: opens the URL `executor serve` printed.
-async fn log_in(b: &Browser, site: &Site) {
-    b.client.goto(&format!("{}/?token={TOKEN}", site.base)).await.unwrap();
-    assert!(
-        !b.client.current_url().await.unwrap().as_str().contains("token="),
-        "the token left the address bar"
-    );
-}
-
-/// A number a script computes on the page.
-async fn number(b: &Browser, script: &str) -> f64 {
-    b.client.execute(script, vec![]).await.unwrap().as_f64().unwrap_or_else(|| panic!("{script}"))
-}
-
-/// Waits until `check` holds (the page updates on its own), or fails naming `what`.
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !check().await {
-        assert!(Instant::now() < deadline, "{what}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+/// Who made the last event `filter` finds (`web` for the dashboard's own acts).
+async fn last_actor(site: &Site, filter: EventFilter) -> String {
+    site.store.events(&filter).await.unwrap().last().unwrap().actor.clone()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
 async fn a_task_approved_on_the_queue_page_moves_to_approved() {
-    let site = site().await;
+    let site = Site::start(Config::default(), TOKEN).await;
     let gid = task(&site.store, "B-1", "Fix the crash when saving", QueueStatus::AwaitingGo).await;
-    let b = Browser::start(&chromedriver()).await;
     // The printed URL carries the token once; the server trades it for a cookie and redirects.
-    b.client.goto(&format!("{}/?token={TOKEN}", site.base)).await.unwrap();
-    assert!(
-        !b.client.current_url().await.unwrap().as_str().contains("token="),
-        "the token left the address bar"
-    );
+    let b = site.browser().await;
     b.client.goto(&format!("{}/queue", site.base)).await.unwrap();
     b.screenshot("queue").await;
-    b.client
-        .find(Locator::Css(&format!("form[action='/tasks/{gid}/approve'] button")))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&b, &format!("form[action='/tasks/{gid}/approve'] button")).await;
     eventually("the task is approved", || async {
         site.store.task(&gid).await.unwrap().status == QueueStatus::Approved
     })
@@ -102,23 +52,17 @@ async fn a_task_approved_on_the_queue_page_moves_to_approved() {
     let body = b.client.find(Locator::Css("body")).await.unwrap().text().await.unwrap();
     assert!(body.contains("approved"), "{body}");
     b.screenshot("queue-after-approve").await;
-    let events = site
-        .store
-        .events(&executor::store::EventFilter { task_gid: Some(gid), ..Default::default() })
-        .await
-        .unwrap();
-    assert_eq!(events.last().unwrap().actor, "web");
+    assert_eq!(last_actor(&site, EventFilter { task_gid: Some(gid), ..Default::default() }).await, "web");
     b.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
 async fn task_text_that_looks_like_html_is_shown_as_text_and_never_runs() {
-    let site = site().await;
+    let site = Site::start(Config::default(), TOKEN).await;
     let g1 = task(&site.store, "X-1", XSS[0], QueueStatus::AwaitingGo).await;
     task(&site.store, "X-2", XSS[1], QueueStatus::AwaitingGo).await;
-    let b = Browser::start(&chromedriver()).await;
-    log_in(&b, &site).await;
+    let b = site.browser().await;
     for path in ["/".to_string(), "/queue".to_string(), format!("/tasks/{g1}")] {
         b.client.goto(&format!("{}{path}", site.base)).await.unwrap();
         // An alert would be open if either payload ran.
@@ -135,7 +79,7 @@ async fn task_text_that_looks_like_html_is_shown_as_text_and_never_runs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
 async fn the_live_log_shows_lines_as_the_work_log_grows() {
-    let site = site().await;
+    let site = Site::start(Config::default(), TOKEN).await;
     let gid = task(&site.store, "L-1", "Watch me work", QueueStatus::Approved).await;
     let run = site.store.create_run_for_task(&gid, Actor::Runner).await.unwrap().unwrap();
     let start = SessionStart::default();
@@ -162,8 +106,7 @@ async fn the_live_log_shows_lines_as_the_work_log_grows() {
         )
         .await
         .unwrap();
-    let b = Browser::start(&chromedriver()).await;
-    log_in(&b, &site).await;
+    let b = site.browser().await;
     b.client.goto(&format!("{}/sessions/{}/log", site.base, session.id)).await.unwrap();
     let page = |b: &Browser| {
         let c = b.client.clone();
@@ -207,14 +150,13 @@ async fn the_live_log_shows_lines_as_the_work_log_grows() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
 async fn every_page_renders_and_is_photographed() {
-    let site = site().await;
+    let site = Site::start(Config::default(), TOKEN).await;
     task(&site.store, "S-1", "Triage me", QueueStatus::Pending).await;
     let gid =
         task(&site.store, "S-2", "Fix the crash when saving\n\nSteps: open, save.", QueueStatus::Approved)
             .await;
     let run = site.store.create_run_for_task(&gid, Actor::Runner).await.unwrap().unwrap();
-    let b = Browser::start(&chromedriver()).await;
-    log_in(&b, &site).await;
+    let b = site.browser().await;
     let pages = [
         ("needs-you", "/".to_string(), "Nothing waits on you"),
         ("queue", "/queue".to_string(), "S-1"),
@@ -235,7 +177,7 @@ async fn every_page_renders_and_is_photographed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
 async fn without_a_session_the_page_says_how_to_log_in_and_its_form_does() {
-    let site = site().await;
+    let site = Site::start(Config::default(), TOKEN).await;
     task(&site.store, "LG-1", "Behind the login", QueueStatus::AwaitingGo).await;
     let b = Browser::start(&chromedriver()).await;
     b.client.goto(&format!("{}/tasks/LG-1", site.base)).await.unwrap();
@@ -247,7 +189,7 @@ async fn without_a_session_the_page_says_how_to_log_in_and_its_form_does() {
     assert_eq!(header, "rgba(29, 35, 48, 1)");
     b.screenshot("login").await;
     b.client.find(Locator::Css("input[name=token]")).await.unwrap().send_keys(TOKEN).await.unwrap();
-    b.client.find(Locator::Css("form.login button")).await.unwrap().click().await.unwrap();
+    click(&b, "form.login button").await;
     eventually("logged in, back on the task", || async {
         // While the browser navigates, the body found may go stale before its text is read: ask again.
         match b.client.find(Locator::Css("body")).await {
@@ -265,14 +207,13 @@ async fn without_a_session_the_page_says_how_to_log_in_and_its_form_does() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
 async fn long_words_wrap_instead_of_widening_the_page() {
-    let site = site().await;
+    let site = Site::start(Config::default(), TOKEN).await;
     let long_gid = "G".repeat(128);
     let g = task(&site.store, &long_gid, &"W".repeat(5000), QueueStatus::AwaitingGo).await;
     // A 1.5 MB reason without a space, as the CLI may record it (pages and the API cap theirs).
     let reason = "R".repeat(1_500_000);
     site.store.set_task_status(&g, QueueStatus::Skip, Actor::Cli, Some(&reason)).await.unwrap();
-    let b = Browser::start(&chromedriver()).await;
-    log_in(&b, &site).await;
+    let b = site.browser().await;
     for path in ["/".to_string(), "/queue".to_string(), format!("/tasks/{g}"), "/status".to_string()] {
         b.client.goto(&format!("{}{path}", site.base)).await.unwrap();
         let width = number(&b, "return document.documentElement.scrollWidth").await;
@@ -283,17 +224,10 @@ async fn long_words_wrap_instead_of_widening_the_page() {
     b.close().await;
 }
 
-/// The page's width against the window's: no sideways scroll.
-async fn fits(b: &Browser, what: &str) {
-    let width = number(b, "return document.documentElement.scrollWidth").await;
-    let window = number(b, "return window.innerWidth").await;
-    assert!(width <= window + 1.0, "{what}: {width} px wide in a {window} px window");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
 async fn needs_you_is_the_default_view_and_its_buttons_act_at_desktop_and_phone_widths() {
-    let site = site().await;
+    let site = Site::start(Config::default(), TOKEN).await;
     let go = task(&site.store, "N-1", "Ship the export button", QueueStatus::AwaitingGo).await;
     let gone = task(&site.store, "N-2", "A run the runner gave up", QueueStatus::Approved).await;
     let run = site.store.create_run_for_task(&gone, Actor::Runner).await.unwrap().unwrap();
@@ -319,36 +253,23 @@ async fn needs_you_is_the_default_view_and_its_buttons_act_at_desktop_and_phone_
         .await
         .unwrap();
     site.store.set_source_failed("asana_inbox", "Asana answered 401: the token was rejected").await.unwrap();
-    let b = Browser::start(&chromedriver()).await;
-    log_in(&b, &site).await;
-    let body = |b: &Browser| {
-        let c = b.client.clone();
-        async move {
-            match c.find(Locator::Css("body")).await {
-                Ok(body) => body.text().await.unwrap_or_default(),
-                Err(_) => String::new(),
-            }
-        }
-    };
-    let text = body(&b).await;
+    let b = site.browser().await;
+    let text = text_of(&b, "body").await;
     for expected in ["Needs you", "Ship the export button", "CI failed 3 times", "Asana answered 401"] {
         assert!(text.contains(expected), "{expected:?} missing: {text}");
     }
     b.screenshot("needs-you").await;
     fits(&b, "needs you, desktop").await;
 
-    b.client
-        .find(Locator::Css(&format!("form[action='/tasks/{go}/approve'] button")))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&b, &format!("form[action='/tasks/{go}/approve'] button")).await;
     eventually("the task is approved", || async {
         site.store.task(&go).await.unwrap().status == QueueStatus::Approved
     })
     .await;
-    eventually("back on Needs you, saying so", || async { body(&b).await.contains("approved N-1") }).await;
+    eventually("back on Needs you, saying so", || async {
+        text_of(&b, "body").await.contains("approved N-1")
+    })
+    .await;
 
     // At a phone's width nothing scrolls sideways, and the buttons still work.
     b.client.set_window_size(400, 900).await.unwrap();
@@ -356,58 +277,34 @@ async fn needs_you_is_the_default_view_and_its_buttons_act_at_desktop_and_phone_
     fits(&b, "needs you, 400 px").await;
     b.screenshot("needs-you-phone").await;
     let notice = site.store.notices(Some(run.id)).await.unwrap()[0].id;
-    b.client
-        .find(Locator::Css(&format!("form[action='/notices/{notice}/read'] button")))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&b, &format!("form[action='/notices/{notice}/read'] button")).await;
     eventually("the notice is read and leaves the list", || async {
-        let text = body(&b).await;
+        let text = text_of(&b, "body").await;
         text.contains(&format!("notice {notice} marked read")) && !text.contains("CI failed 3 times")
     })
     .await;
-    b.client
-        .find(Locator::Css("form[action='/sources/dismiss'] button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    eventually("nothing waits any more", || async { body(&b).await.contains("Nothing waits on you") }).await;
+    click(&b, "form[action='/sources/dismiss'] button").await;
+    eventually("nothing waits any more", || async {
+        text_of(&b, "body").await.contains("Nothing waits on you")
+    })
+    .await;
     fits(&b, "needs you, empty, 400 px").await;
     b.screenshot("needs-you-phone-empty").await;
-    let events = site
-        .store
-        .events(&executor::store::EventFilter { run_id: Some(run.id), ..Default::default() })
-        .await
-        .unwrap();
-    assert_eq!(events.last().unwrap().actor, "web");
+    assert_eq!(last_actor(&site, EventFilter { run_id: Some(run.id), ..Default::default() }).await, "web");
     b.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
 async fn pages_follow_changes_without_a_reload_keeping_the_selection() {
-    let site = site().await;
+    let site = Site::start(Config::default(), TOKEN).await;
     task(&site.store, "LV-1", "Here from the start", QueueStatus::AwaitingGo).await;
-    let b = Browser::start(&chromedriver()).await;
-    log_in(&b, &site).await;
-    let text = |b: &Browser| {
-        let c = b.client.clone();
-        async move {
-            match c.find(Locator::Css("main")).await {
-                Ok(main) => main.text().await.unwrap_or_default(),
-                Err(_) => String::new(),
-            }
-        }
-    };
+    let b = site.browser().await;
     // A page that reloaded would lose this.
     b.client.execute("window.stayed = true; return true", vec![]).await.unwrap();
     task(&site.store, "LV-2", "Arrived while the page was open", QueueStatus::AwaitingGo).await;
     eventually("Needs you shows the new task on its own", || async {
-        text(&b).await.contains("Arrived while the page was open")
+        text_of(&b, "main").await.contains("Arrived while the page was open")
     })
     .await;
     let stayed = b.client.execute("return window.stayed === true", vec![]).await.unwrap();
@@ -416,11 +313,11 @@ async fn pages_follow_changes_without_a_reload_keeping_the_selection() {
 
     // On the queue, a selected row stays selected across an update.
     b.client.goto(&format!("{}/queue", site.base)).await.unwrap();
-    b.client.find(Locator::Css("input.select[value='LV-1']")).await.unwrap().click().await.unwrap();
+    click(&b, "input.select[value='LV-1']").await;
     b.client.execute("window.stayed = true; return true", vec![]).await.unwrap();
     task(&site.store, "LV-3", "Third, while LV-1 is selected", QueueStatus::AwaitingGo).await;
     eventually("the queue shows the new task on its own", || async {
-        text(&b).await.contains("Third, while LV-1 is selected")
+        text_of(&b, "main").await.contains("Third, while LV-1 is selected")
     })
     .await;
     let checked = b
@@ -438,7 +335,7 @@ async fn pages_follow_changes_without_a_reload_keeping_the_selection() {
     reason.send_keys("half a sentence").await.unwrap();
     task(&site.store, "LV-4", "Fourth, while typing", QueueStatus::AwaitingGo).await;
     tokio::time::sleep(Duration::from_secs(5)).await;
-    assert!(!text(&b).await.contains("Fourth, while typing"), "no swap while typing");
+    assert!(!text_of(&b, "main").await.contains("Fourth, while typing"), "no swap while typing");
     let kept = b
         .client
         .execute(

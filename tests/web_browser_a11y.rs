@@ -9,35 +9,15 @@ mod browser_support;
 mod common;
 mod web_support;
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use browser_support::{Browser, chromedriver};
+use browser_support::{Browser, Site, chromedriver, eventually};
 use executor::config::Config;
 use executor::domain::{Actor, EndReason, QueueStatus, RunState, TaskGid, WorkerKind};
 use executor::store::{NewTask, SessionStart, Store, WorkerEnd};
-use executor::web::AppState;
 use fantoccini::Locator;
 use fantoccini::actions::InputSource;
 use fantoccini::key::Key;
 
 const TOKEN: &str = "a11ya11ya11ya11ya11ya11ya11ya11y";
-
-struct Site {
-    base: String,
-    store: Store,
-    _stop: tokio::sync::watch::Sender<bool>,
-    _db: common::TestDb,
-    _logs: tempfile::TempDir,
-}
-
-async fn site() -> Site {
-    let db = common::sqlite();
-    let store = db.open().await;
-    let state = AppState::new(store.clone(), Arc::new(Config::default()), TOKEN.into(), None);
-    let (base, stop) = web_support::serve(state).await;
-    Site { base, store, _stop: stop, _db: db, _logs: tempfile::tempdir().unwrap() }
-}
 
 async fn task(store: &Store, gid: &str, text: &str, path: &[QueueStatus]) -> TaskGid {
     let g = TaskGid::parse(gid).unwrap();
@@ -51,27 +31,9 @@ async fn task(store: &Store, gid: &str, text: &str, path: &[QueueStatus]) -> Tas
 
 const AWAITING: &[QueueStatus] = &[QueueStatus::AwaitingGo];
 
-async fn log_in(b: &Browser, site: &Site) {
-    b.client.goto(&format!("{}/?token={TOKEN}", site.base)).await.unwrap();
-    assert!(!b.client.current_url().await.unwrap().as_str().contains("token="), "logged in");
-}
-
 /// A value a script computes on the page.
 async fn value(b: &Browser, script: &str) -> serde_json::Value {
     b.client.execute(script, vec![]).await.unwrap_or_else(|e| panic!("{script}: {e}"))
-}
-
-/// Waits until `check` holds (the page acts on its own), or fails naming `what`.
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !check().await {
-        assert!(Instant::now() < deadline, "{what}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 /// The gid in the link of the row j/k selected, or "" when none is.
@@ -86,8 +48,9 @@ async fn focused(b: &Browser) -> String {
     value(b, script).await.as_str().unwrap_or_default().to_string()
 }
 
-/// A task with a run, a worker session that ended and the log it wrote: every page has something to show.
-async fn a_day_of_work(site: &Site) -> (TaskGid, i64, i64) {
+/// A task with a run, a worker session that ended and the log it wrote (in the returned directory, kept
+/// by the test): every page has something to show.
+async fn a_day_of_work(site: &Site) -> (tempfile::TempDir, TaskGid, i64, i64) {
     task(&site.store, "P-1", "Triage me", &[]).await;
     task(&site.store, "A-1", "Ship the export button", AWAITING).await;
     task(&site.store, "R-1", "Unsure about this one", &[QueueStatus::ForReview]).await;
@@ -109,16 +72,17 @@ async fn a_day_of_work(site: &Site) -> (TaskGid, i64, i64) {
         .await
         .unwrap()
         .unwrap();
-    let log = site._logs.path().join("queued.md");
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("queued.md");
     std::fs::write(&log, "# queued worker\n\nread the code\nwrote the fix\n").unwrap();
-    let out = site._logs.path().join("out.jsonl").display().to_string();
+    let out = logs.path().join("out.jsonl").display().to_string();
     let pid = std::process::id() as i32;
     site.store
         .set_worker_process(session.id, None, pid, None, &out, &log.display().to_string())
         .await
         .unwrap();
     site.store.end_worker_session(session.id, None, &WorkerEnd::new(EndReason::Finished)).await.unwrap();
-    (gid, run.id, session.id)
+    (logs, gid, run.id, session.id)
 }
 
 /// Every page, at both widths, in the browser's scheme: the axe-core check, no sideways scroll on the
@@ -148,8 +112,8 @@ async fn check_pages(b: &Browser, site: &Site, scheme: &str, pages: &[(&str, Str
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
 async fn every_page_passes_axe_and_fits_a_phone_in_light_and_dark() {
-    let site = site().await;
-    let (gid, run, session) = a_day_of_work(&site).await;
+    let site = Site::start(Config::default(), TOKEN).await;
+    let (_logs, gid, run, session) = a_day_of_work(&site).await;
     let pages = [
         ("needs-you", "/".to_string()),
         ("queue", "/queue".to_string()),
@@ -171,7 +135,7 @@ async fn every_page_passes_axe_and_fits_a_phone_in_light_and_dark() {
         assert_eq!(dark.as_bool(), Some(scheme == "dark"), "the browser's scheme is {scheme}");
         // Without a session every page is the login page.
         failures.extend(check_pages(&b, &site, scheme, &[("login", "/queue".to_string())]).await);
-        log_in(&b, &site).await;
+        site.log_in(&b).await;
         // The colours follow the scheme: the page's background is light or dark.
         let background =
             b.client.find(Locator::Css("body")).await.unwrap().css_value("background-color").await.unwrap();
@@ -197,13 +161,13 @@ async fn the_queue_is_worked_from_the_keyboard_at_phone_width() {
 
 /// j/k/x/a/s/o on the queue, the window `width` px wide: the store sees each approval and skip.
 async fn work_the_queue_from_the_keyboard(width: u32) {
-    let site = site().await;
+    let site = Site::start(Config::default(), TOKEN).await;
     let one = task(&site.store, "Q-1", "First in the queue", AWAITING).await;
     let two = task(&site.store, "Q-2", "Second in the queue", AWAITING).await;
     let three = task(&site.store, "Q-3", "Third in the queue", AWAITING).await;
     let b = Browser::start(&chromedriver()).await;
     b.client.set_window_size(width, 900).await.unwrap();
-    log_in(&b, &site).await;
+    site.log_in(&b).await;
     b.client.goto(&format!("{}/queue", site.base)).await.unwrap();
 
     // With Ctrl (or Alt, or Cmd) held, a key is the browser's, not a shortcut.
@@ -279,10 +243,9 @@ async fn work_the_queue_from_the_keyboard(width: u32) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
 async fn the_help_opens_on_question_mark_keeps_the_focus_and_esc_gives_it_back() {
-    let site = site().await;
+    let site = Site::start(Config::default(), TOKEN).await;
     task(&site.store, "H-1", "Waiting for a go", AWAITING).await;
-    let b = Browser::start(&chromedriver()).await;
-    log_in(&b, &site).await;
+    let b = site.browser().await;
     // The first Tab reaches "Skip to content", which takes the keyboard past the navigation.
     b.press(&[Key::Tab.into()]).await;
     assert!(focused(&b).await.contains("Skip to content"), "{}", focused(&b).await);
@@ -327,11 +290,10 @@ async fn the_help_opens_on_question_mark_keeps_the_focus_and_esc_gives_it_back()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
 async fn a_live_refresh_keeps_the_selected_row_and_its_focus() {
-    let site = site().await;
+    let site = Site::start(Config::default(), TOKEN).await;
     task(&site.store, "LR-1", "One", AWAITING).await;
     task(&site.store, "LR-2", "Two", AWAITING).await;
-    let b = Browser::start(&chromedriver()).await;
-    log_in(&b, &site).await;
+    let b = site.browser().await;
     b.client.goto(&format!("{}/queue", site.base)).await.unwrap();
     b.press(&['j', 'j']).await;
     assert_eq!(selected(&b).await, "LR-2");

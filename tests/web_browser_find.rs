@@ -6,14 +6,12 @@ mod browser_support;
 mod common;
 mod web_support;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use browser_support::{Browser, chromedriver};
+use browser_support::{Browser, Site, chromedriver, click};
 use executor::config::Config;
 use executor::domain::{Actor, QueueStatus, TaskGid};
 use executor::store::NewTask;
-use executor::web::AppState;
 use fantoccini::Locator;
 
 const TOKEN: &str = "feedfacefeedfacefeedfacefeedface";
@@ -41,15 +39,11 @@ async fn first_row(b: &Browser) -> String {
     b.client.find(Locator::Css("table.queue tbody tr td:nth-child(2) a")).await.unwrap().text().await.unwrap()
 }
 
-async fn click(b: &Browser, css: &str) {
-    b.client.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}")).click().await.unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
 async fn sort_filter_search_and_jump_at_desktop_and_phone_widths() {
-    let db = common::sqlite();
-    let store = db.open().await;
+    let site = Site::start(Config::default(), TOKEN).await;
+    let store = &site.store;
     // 120 tasks, every third awaiting go; T-006 (awaiting go) holds the needle.
     let tasks: Vec<(TaskGid, NewTask)> = (0..120)
         .map(|i| {
@@ -63,8 +57,7 @@ async fn sort_filter_search_and_jump_at_desktop_and_phone_widths() {
     for (g, _) in tasks.iter().step_by(3) {
         store.set_task_status(g, QueueStatus::AwaitingGo, Actor::Cli, None).await.unwrap();
     }
-    let state = AppState::new(store.clone(), Arc::new(Config::default()), TOKEN.into(), None);
-    let (base, _stop) = web_support::serve(state).await;
+    let base = &site.base;
     let b = Browser::start(&chromedriver()).await;
     b.client.goto(&format!("{base}/?token={TOKEN}")).await.unwrap();
 

@@ -8,32 +8,20 @@ mod browser_support;
 mod common;
 mod web_support;
 
-use std::sync::Arc;
-
-use browser_support::{Browser, chromedriver};
+use browser_support::{Browser, Site, chromedriver, fits, number};
 use executor::config::Config;
 use executor::domain::{Actor, EndReason, RunState, TaskGid, WorkerKind};
 use executor::store::{GITHUB_GRAPHQL, NewTask, SessionStart, Store, WorkerEnd};
-use executor::web::AppState;
 use fantoccini::Locator;
 
 const TOKEN: &str = "feedfacefeedfacefeedfacefeedface";
 
-struct Site {
-    base: String,
-    _stop: tokio::sync::watch::Sender<bool>,
-    _db: common::TestDb,
-}
-
 /// A dashboard over a day of history: tasks in, approved and skipped, runs complete and abandoned,
 /// workers that finished, failed and got stuck, and GitHub points used in two hours.
 async fn site() -> Site {
-    let db = common::sqlite();
-    let store = db.open().await;
-    history(&store).await;
-    let state = AppState::new(store, Arc::new(Config::default()), TOKEN.into(), None);
-    let (base, stop) = web_support::serve(state).await;
-    Site { base, _stop: stop, _db: db }
+    let site = Site::start(Config::default(), TOKEN).await;
+    history(&site.store).await;
+    site
 }
 
 async fn history(store: &Store) {
@@ -86,17 +74,6 @@ async fn history(store: &Store) {
         .record_github_usage(GITHUB_GRAPHQL, now + chrono::Duration::minutes(30), 3300, Some(5000))
         .await
         .unwrap();
-}
-
-async fn number(b: &Browser, script: &str) -> f64 {
-    b.client.execute(script, vec![]).await.unwrap().as_f64().unwrap_or_else(|| panic!("{script}"))
-}
-
-/// The page's width against the window's: no sideways scroll.
-async fn fits(b: &Browser, what: &str) {
-    let width = number(b, "return document.documentElement.scrollWidth").await;
-    let window = number(b, "return window.innerWidth").await;
-    assert!(width <= window + 1.0, "{what}: {width} px wide in a {window} px window");
 }
 
 /// The accessibility rules the page must keep, checked in the page; returns the problems found.

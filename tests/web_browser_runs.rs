@@ -8,33 +8,19 @@ mod common;
 mod runs_support;
 mod web_support;
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use browser_support::{Browser, chromedriver};
+use browser_support::{Browser, Site, chromedriver, eventually, fits};
 use executor::domain::EndReason;
-use executor::store::{Store, WorkerEnd};
-use executor::web::AppState;
+use executor::store::WorkerEnd;
 use fantoccini::Locator;
 use runs_support::{FINDING, PR_TITLE, SILENT_TITLE, Scene};
 
 const TOKEN: &str = "feedfacefeedfacefeedfacefeedface";
 
-struct Site {
-    base: String,
-    store: Store,
-    scene: Scene,
-    _stop: tokio::sync::watch::Sender<bool>,
-    _db: common::TestDb,
-}
-
-async fn site() -> Site {
-    let db = common::sqlite();
-    let store = db.open().await;
-    let scene = runs_support::scene(&store).await;
-    let state = AppState::new(store.clone(), Arc::new(runs_support::config()), TOKEN.into(), None);
-    let (base, stop) = web_support::serve(state).await;
-    Site { base, store, scene, _stop: stop, _db: db }
+/// The dashboard over the runs scene (`runs_support::scene`), and the scene's ids to look for.
+async fn site() -> (Site, Scene) {
+    let site = Site::start(runs_support::config(), TOKEN).await;
+    let scene = runs_support::scene(&site.store).await;
+    (site, scene)
 }
 
 async fn open(b: &Browser, site: &Site, path: &str) {
@@ -46,35 +32,10 @@ async fn text(b: &Browser, css: &str) -> String {
     b.client.find(Locator::Css(css)).await.unwrap().text().await.unwrap()
 }
 
-async fn number(b: &Browser, script: &str) -> f64 {
-    b.client.execute(script, vec![]).await.unwrap().as_f64().unwrap_or_else(|| panic!("{script}"))
-}
-
-/// No sideways scroll: the page is no wider than the window.
-async fn fits(b: &Browser, what: &str) {
-    let width = number(b, "return document.documentElement.scrollWidth").await;
-    let window = number(b, "return window.innerWidth").await;
-    assert!(width <= window + 1.0, "{what}: {width} px wide in a {window} px window");
-}
-
-/// Waits until `check` holds (the page updates on its own), or fails naming `what`.
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !check().await {
-        assert!(Instant::now() < deadline, "{what}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
 async fn the_board_shows_cards_filters_by_state_and_follows_a_run_at_desktop_and_phone_widths() {
-    let site = site().await;
-    let s = &site.scene;
+    let (site, s) = site().await;
     let b = Browser::start(&chromedriver()).await;
     open(&b, &site, &format!("/?token={TOKEN}")).await;
     open(&b, &site, "/runs").await;
@@ -135,8 +96,7 @@ async fn the_board_shows_cards_filters_by_state_and_follows_a_run_at_desktop_and
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
 async fn the_run_page_shows_checks_comments_findings_and_workers_at_desktop_and_phone_widths() {
-    let site = site().await;
-    let s = &site.scene;
+    let (site, s) = site().await;
     let b = Browser::start(&chromedriver()).await;
     open(&b, &site, &format!("/?token={TOKEN}")).await;
     for (width, name) in [(1280, "run-page"), (400, "run-page-phone")] {

@@ -5,38 +5,13 @@
 mod common;
 mod web_support;
 
-use std::sync::Arc;
-
 use executor::config::Config;
 use executor::domain::{Actor, QueueStatus, TaskGid};
 use executor::store::{NewTask, Store};
-use executor::web::AppState;
 use reqwest::StatusCode;
-use reqwest::redirect::Policy;
+use web_support::Dashboard;
 
 const TOKEN: &str = "test-token-0123456789abcdef0123456789";
-
-struct Dashboard {
-    base: String,
-    client: reqwest::Client,
-    cookie: String,
-    _stop: tokio::sync::watch::Sender<bool>,
-    _db: common::TestDb,
-}
-
-impl Dashboard {
-    async fn get(&self, path: &str) -> (StatusCode, String) {
-        let r = self
-            .client
-            .get(format!("{}{path}", self.base))
-            .header("cookie", &self.cookie)
-            .send()
-            .await
-            .unwrap();
-        let status = r.status();
-        (status, r.text().await.unwrap())
-    }
-}
 
 /// 120 tasks: T-000 … T-119, every third awaiting go from "inbox" in repo "api", the rest pending from
 /// "reports"; priorities 1 to 4 on every other; T-007 is the needle.
@@ -64,11 +39,7 @@ async fn dashboard() -> (Dashboard, Store) {
     for (g, _) in tasks.iter().step_by(3) {
         store.set_task_status(g, QueueStatus::AwaitingGo, Actor::Cli, None).await.unwrap();
     }
-    let state = AppState::new(store.clone(), Arc::new(Config::default()), TOKEN.to_string(), None);
-    let (base, stop) = web_support::serve(state).await;
-    let client = reqwest::Client::builder().redirect(Policy::none()).build().unwrap();
-    let cookie = web_support::log_in(&client, &base, TOKEN).await;
-    (Dashboard { base, client, cookie, _stop: stop, _db: db }, store)
+    (Dashboard::start(store.clone(), Config::default(), TOKEN).await.holding(db), store)
 }
 
 /// Attribute values with the entities auto-escaping puts in (`/`, `&`) turned back.
@@ -146,16 +117,7 @@ async fn a_form_brings_the_user_back_to_the_same_view() {
     let body = "csrf=".to_string()
         + &csrf
         + "&status=awaiting_go&repo=api&prio_min=1&added_within=7d&q=task&sort=gid&dir=desc&page=1";
-    let r = dash
-        .client
-        .post(format!("{}/tasks/T-003/approve", dash.base))
-        .header("cookie", &dash.cookie)
-        .header("origin", &dash.base)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(body)
-        .send()
-        .await
-        .unwrap();
+    let r = dash.post_form("/tasks/T-003/approve", body).await;
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     let location = r.headers()["location"].to_str().unwrap().to_string();
     assert!(

@@ -5,46 +5,14 @@
 mod common;
 mod web_support;
 
-use std::sync::Arc;
-
 use executor::config::Config;
 use executor::domain::{Actor, EndReason, RunState, TaskGid, WorkerKind};
 use executor::store::{GITHUB_GRAPHQL, NewTask, SessionStart, Store, WorkerEnd};
-use executor::web::AppState;
 use reqwest::StatusCode;
-use reqwest::redirect::Policy;
+use web_support::Dashboard;
 
 const TOKEN: &str = "test-token-0123456789abcdef0123456789";
 const HOSTILE_KIND: &str = "<script>alert('kind')</script>";
-
-struct Dashboard {
-    base: String,
-    client: reqwest::Client,
-    cookie: String,
-    _stop: tokio::sync::watch::Sender<bool>,
-}
-
-impl Dashboard {
-    async fn start(store: Store) -> Dashboard {
-        let state = AppState::new(store, Arc::new(Config::default()), TOKEN.to_string(), None);
-        let (base, stop) = web_support::serve(state).await;
-        let client = reqwest::Client::builder().redirect(Policy::none()).build().expect("client");
-        let cookie = web_support::log_in(&client, &base, TOKEN).await;
-        Dashboard { base, client, cookie, _stop: stop }
-    }
-
-    async fn get(&self, path: &str) -> (StatusCode, String) {
-        let r = self
-            .client
-            .get(format!("{}{path}", self.base))
-            .header("cookie", &self.cookie)
-            .send()
-            .await
-            .expect("GET");
-        let status = r.status();
-        (status, r.text().await.expect("body"))
-    }
-}
 
 fn gid(s: &str) -> TaskGid {
     TaskGid::parse(s).unwrap()
@@ -95,7 +63,7 @@ async fn every_figure_has_its_title_caption_and_table_with_the_stores_numbers() 
     let db = common::sqlite();
     let store = db.open().await;
     history(&db, &store).await;
-    let dash = Dashboard::start(store).await;
+    let dash = Dashboard::start(store, Config::default(), TOKEN).await;
 
     let (status, page) = dash.get("/insights").await;
     assert_eq!(status, StatusCode::OK, "{page}");
@@ -145,7 +113,7 @@ async fn the_same_figures_come_as_json_for_scripts() {
     let db = common::sqlite();
     let store = db.open().await;
     history(&db, &store).await;
-    let dash = Dashboard::start(store).await;
+    let dash = Dashboard::start(store, Config::default(), TOKEN).await;
 
     let (status, body) = dash.get("/api/v1/insights?days=7").await;
     assert_eq!(status, StatusCode::OK, "{body}");

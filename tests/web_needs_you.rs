@@ -16,6 +16,7 @@ use executor::store::{EventFilter, NewTask, Store};
 use executor::web::AppState;
 use reqwest::StatusCode;
 use reqwest::redirect::Policy;
+use web_support::Dashboard;
 
 on_both_databases!(
     each_wait_is_listed_and_its_one_click_action_clears_it,
@@ -27,34 +28,7 @@ on_both_databases!(
 
 const TOKEN: &str = "needs-token-0123456789abcdef0123456789";
 
-struct Dashboard {
-    base: String,
-    client: reqwest::Client,
-    cookie: String,
-    _stop: tokio::sync::watch::Sender<bool>,
-}
-
 impl Dashboard {
-    async fn start(store: Store) -> Dashboard {
-        let state = AppState::new(store, Arc::new(Config::default()), TOKEN.to_string(), None);
-        let (base, stop) = web_support::serve(state).await;
-        let client = reqwest::Client::builder().redirect(Policy::none()).build().expect("client");
-        let cookie = web_support::log_in(&client, &base, TOKEN).await;
-        Dashboard { base, client, cookie, _stop: stop }
-    }
-
-    async fn get(&self, path: &str) -> (StatusCode, String) {
-        let r = self
-            .client
-            .get(format!("{}{path}", self.base))
-            .header("cookie", &self.cookie)
-            .send()
-            .await
-            .expect("GET");
-        let status = r.status();
-        (status, r.text().await.expect("body"))
-    }
-
     /// Posts a form found on "Needs you" as the page does (its csrf, `back=needs`), and returns where
     /// the answer sends the browser.
     async fn act(&self, action: &str, extra: &[(&str, &str)]) -> String {
@@ -63,26 +37,7 @@ impl Dashboard {
         let csrf = web_support::csrf_of(&page).expect("csrf");
         let mut fields = vec![("csrf", csrf.as_str()), ("back", "needs")];
         fields.extend_from_slice(extra);
-        let body = fields
-            .iter()
-            .map(|(k, v)| {
-                format!(
-                    "{k}={}",
-                    percent_encoding::utf8_percent_encode(v, percent_encoding::NON_ALPHANUMERIC)
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("&");
-        let r = self
-            .client
-            .post(format!("{}{action}", self.base))
-            .header("cookie", &self.cookie)
-            .header("origin", &self.base)
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(body)
-            .send()
-            .await
-            .expect("POST");
+        let r = self.post_form(action, web_support::form(&fields)).await;
         assert_eq!(r.status(), StatusCode::SEE_OTHER, "{action}");
         let location = r.headers()["location"].to_str().expect("location").to_string();
         assert!(location.starts_with("/?flash="), "{action} went well and back to Needs you: {location}");
@@ -156,7 +111,7 @@ async fn each_wait_is_listed_and_its_one_click_action_clears_it(db: TestDb) {
     let ids: Vec<i64> = store.notices(Some(abandoned)).await.unwrap().iter().map(|n| n.id).collect();
     store.mark_notice_delivered(ids[0], "forge comment").await.unwrap();
     store.set_source_failed("asana_inbox", "Asana answered 401: the token was rejected").await.unwrap();
-    let dash = Dashboard::start(store.clone()).await;
+    let dash = Dashboard::start(store.clone(), Config::default(), TOKEN).await;
 
     let (status, page) = dash.get("/").await;
     assert_eq!(status, StatusCode::OK);
@@ -234,25 +189,14 @@ async fn run_actions_are_the_clis_with_the_same_history(db: TestDb) {
     let cli_run =
         run_in(&store, "CA-1", "Abandon me from the CLI's operation", &[RunState::InProgress]).await;
     store.set_budget_stopped(web_run, None, true).await.unwrap();
-    let dash = Dashboard::start(store.clone()).await;
+    let dash = Dashboard::start(store.clone(), Config::default(), TOKEN).await;
 
     // Abandoning needs a reason; without one nothing changes.
     let (_, page) = dash.get("/").await;
     let csrf = web_support::csrf_of(&page).expect("csrf");
-    let post = |path: String, body: String| {
-        let (client, base, cookie) = (dash.client.clone(), dash.base.clone(), dash.cookie.clone());
-        async move {
-            let r = client
-                .post(format!("{base}{path}"))
-                .header("cookie", cookie)
-                .header("origin", &base)
-                .header("content-type", "application/x-www-form-urlencoded")
-                .body(body)
-                .send()
-                .await
-                .expect("POST");
-            r.headers()["location"].to_str().expect("location").to_string()
-        }
+    let post = async |path: String, body: String| {
+        let r = dash.post_form(&path, body).await;
+        r.headers()["location"].to_str().expect("location").to_string()
     };
     let location = post(format!("/runs/{web_run}/abandon"), format!("csrf={csrf}&back=run&reason=+")).await;
     assert!(location.starts_with(&format!("/runs/{web_run}?error=")), "{location}");
@@ -322,14 +266,8 @@ async fn without_a_session_the_default_view_is_the_login_and_no_button() {
 #[tokio::test]
 async fn a_queue_link_from_before_goes_to_the_queue() {
     let db = common::sqlite();
-    let dash = Dashboard::start(db.open().await).await;
-    let r = dash
-        .client
-        .get(format!("{}/?status=awaiting_go&page=2", dash.base))
-        .header("cookie", &dash.cookie)
-        .send()
-        .await
-        .unwrap();
+    let dash = Dashboard::start(db.open().await, Config::default(), TOKEN).await;
+    let r = dash.get_response("/?status=awaiting_go&page=2").await;
     assert_eq!(r.status(), StatusCode::PERMANENT_REDIRECT);
     assert_eq!(r.headers()["location"], "/queue?status=awaiting_go&page=2");
 }
@@ -408,7 +346,7 @@ async fn the_api_has_every_action_with_the_clis_answers(db: TestDb) {
 
 async fn the_change_mark_moves_with_every_change_a_page_shows_and_only_then(db: TestDb) {
     let store = db.open().await;
-    let dash = Dashboard::start(store.clone()).await;
+    let dash = Dashboard::start(store.clone(), Config::default(), TOKEN).await;
     let mark = || async {
         let (status, body) = dash.get("/changes").await;
         assert_eq!(status, StatusCode::OK);
@@ -439,25 +377,14 @@ async fn the_change_mark_moves_with_every_change_a_page_shows_and_only_then(db: 
 async fn the_task_page_approves_a_pending_task_only_when_told_to_skip_triage(db: TestDb) {
     let store = db.open().await;
     let g = add(&store, "PT-1", "Still pending", &[]).await;
-    let dash = Dashboard::start(store.clone()).await;
+    let dash = Dashboard::start(store.clone(), Config::default(), TOKEN).await;
     let (_, page) = dash.get("/tasks/PT-1").await;
     // Behind a confirmation: a disclosure whose form says what it does.
     assert!(page.contains("Approve without triage…") && page.contains(r#"name="skip_triage" value="on""#));
     let csrf = web_support::csrf_of(&page).expect("csrf");
-    let post = |body: String| {
-        let (client, base, cookie) = (dash.client.clone(), dash.base.clone(), dash.cookie.clone());
-        async move {
-            let r = client
-                .post(format!("{base}/tasks/PT-1/approve"))
-                .header("cookie", cookie)
-                .header("origin", &base)
-                .header("content-type", "application/x-www-form-urlencoded")
-                .body(body)
-                .send()
-                .await
-                .expect("POST");
-            r.headers()["location"].to_str().expect("location").to_string()
-        }
+    let post = async |body: String| {
+        let r = dash.post_form("/tasks/PT-1/approve", body).await;
+        r.headers()["location"].to_str().expect("location").to_string()
     };
     let refused = post(format!("csrf={csrf}&back=task")).await;
     assert!(refused.contains("error=") && refused.contains("skip-triage"), "{refused}");

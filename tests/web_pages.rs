@@ -5,26 +5,27 @@
 mod common;
 mod web_support;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use executor::config::Config;
 use executor::domain::{Actor, QueueStatus, TaskGid, WorkerKind};
 use executor::store::{EventFilter, NewTask, RunnerRegistration, SessionStart, Store};
-use executor::web::AppState;
 use reqwest::StatusCode;
-use reqwest::redirect::Policy;
 
 const TOKEN: &str = "test-token-0123456789abcdef0123456789";
 
-/// A dashboard serving `store` until dropped, and a browser-like client logged in to it: the session
-/// cookie from the printed URL, and the CSRF value its pages carry.
+/// The shared dashboard (`web_support::Dashboard`) with the CSRF value its pages carry, read once from
+/// the queue, for the form posts these tests make.
 struct Dashboard {
-    base: String,
-    client: reqwest::Client,
-    cookie: String,
+    site: web_support::Dashboard,
     csrf: String,
-    _stop: tokio::sync::watch::Sender<bool>,
+}
+
+impl std::ops::Deref for Dashboard {
+    type Target = web_support::Dashboard;
+    fn deref(&self) -> &web_support::Dashboard {
+        &self.site
+    }
 }
 
 impl Dashboard {
@@ -33,62 +34,23 @@ impl Dashboard {
     }
 
     async fn with_config(store: Store, config: Config) -> Dashboard {
-        let state = AppState::new(store, Arc::new(config), TOKEN.to_string(), None);
-        let (base, stop) = web_support::serve(state).await;
-        let client = reqwest::Client::builder().redirect(Policy::none()).build().expect("client");
-        let cookie = web_support::log_in(&client, &base, TOKEN).await;
-        let mut dash = Dashboard { base, client, cookie, csrf: String::new(), _stop: stop };
-        let (_, page) = dash.get("/queue").await;
+        let site = web_support::Dashboard::start(store, config, TOKEN).await;
+        let (_, page) = site.get("/queue").await;
         // A queue with no task has no form, and so no csrf field.
-        dash.csrf = web_support::csrf_of(&page).unwrap_or_default();
-        dash
+        let csrf = web_support::csrf_of(&page).unwrap_or_default();
+        Dashboard { site, csrf }
     }
 
-    async fn get(&self, path: &str) -> (StatusCode, String) {
-        let response = self
-            .client
-            .get(format!("{}{path}", self.base))
-            .header("cookie", &self.cookie)
-            .send()
-            .await
-            .expect("GET");
-        let status = response.status();
-        let body = response.text().await.expect("body");
-        if status.is_server_error() {
-            eprintln!("GET {path}: {status}\n{body}");
-        }
-        (status, body)
-    }
-
-    /// A form POST as a page sends it: the session cookie, the page's `csrf` field, its own origin;
-    /// returns the status and the redirect's target.
-    async fn post_form(&self, path: &str, fields: &[(&str, &str)]) -> (StatusCode, String) {
+    /// Submits `fields` as a page's form does, its `csrf` field first; returns the status and the
+    /// redirect's target.
+    async fn submit(&self, path: &str, fields: &[(&str, &str)]) -> (StatusCode, String) {
         let mut all: Vec<(&str, &str)> = vec![("csrf", &self.csrf)];
         all.extend_from_slice(fields);
-        let body = form(&all);
-        let response = self
-            .client
-            .post(format!("{}{path}", self.base))
-            .header("cookie", &self.cookie)
-            .header("origin", &self.base)
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(body)
-            .send()
-            .await
-            .expect("POST");
+        let response = self.site.post_form(path, web_support::form(&all)).await;
         let location =
             response.headers().get("location").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
         (response.status(), location)
     }
-}
-
-fn form(fields: &[(&str, &str)]) -> String {
-    use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
-    fields
-        .iter()
-        .map(|(k, v)| format!("{k}={}", utf8_percent_encode(v, NON_ALPHANUMERIC)))
-        .collect::<Vec<_>>()
-        .join("&")
 }
 
 /// A page's markup with the entities auto-escaping puts into attribute values (`/`, `&`) turned back,
@@ -210,7 +172,7 @@ async fn task_text_is_escaped_everywhere() {
     assert!(x2.contains("&lt;script&gt;alert(2)") && x2.contains("&lt;script&gt;alert(3)"), "{x2}");
     assert!(x2.contains("&lt;img src=x onerror=alert(4)&gt;"), "the history is escaped too");
     // A message the server signed (a skip's reason in it) is escaped too.
-    let (_, location) = dash.post_form("/tasks/X-1/skip", &[("reason", "<script>alert(5)</script>")]).await;
+    let (_, location) = dash.submit("/tasks/X-1/skip", &[("reason", "<script>alert(5)</script>")]).await;
     let (_, flash) = dash.get(&location).await;
     assert!(flash.contains("&lt;script&gt;alert(5)") && !flash.contains("<script>alert"), "{flash}");
 }
@@ -226,7 +188,7 @@ async fn approve_and_skip_through_the_forms_move_the_task_as_web() {
     let dash = Dashboard::start(store.clone()).await;
 
     let (status, location) =
-        dash.post_form("/tasks/A-1/approve", &[("status", "awaiting_go"), ("page", "1")]).await;
+        dash.submit("/tasks/A-1/approve", &[("status", "awaiting_go"), ("page", "1")]).await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     assert!(location.starts_with("/queue?status=awaiting_go&page=1&flash=approved%20A-1&sig="), "{location}");
     assert_eq!(status_of(&store, "A-1").await, QueueStatus::Approved);
@@ -238,11 +200,11 @@ async fn approve_and_skip_through_the_forms_move_the_task_as_web() {
     assert!(page.contains("approved A-1"), "the flash message is shown");
 
     // Skipping needs a reason, which goes into the history.
-    let (status, location) = dash.post_form("/tasks/A-2/skip", &[("reason", "  ")]).await;
+    let (status, location) = dash.submit("/tasks/A-2/skip", &[("reason", "  ")]).await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     assert!(location.contains("error="), "{location}");
     assert_eq!(status_of(&store, "A-2").await, QueueStatus::AwaitingGo);
-    let (_, location) = dash.post_form("/tasks/A-2/skip", &[("reason", "not now"), ("back", "task")]).await;
+    let (_, location) = dash.submit("/tasks/A-2/skip", &[("reason", "not now"), ("back", "task")]).await;
     assert!(location.starts_with("/tasks/A-2?flash="), "{location}");
     assert_eq!(status_of(&store, "A-2").await, QueueStatus::Skip);
     let events =
@@ -252,13 +214,13 @@ async fn approve_and_skip_through_the_forms_move_the_task_as_web() {
     assert!(last.reason.as_deref().is_some_and(|r| r.contains("not now")), "{last:?}");
 
     // An illegal move is refused with the store's reason, and nothing changes.
-    let (_, location) = dash.post_form("/tasks/P-1/approve", &[]).await;
+    let (_, location) = dash.submit("/tasks/P-1/approve", &[]).await;
     assert!(location.contains("error=") && location.contains("pending"), "{location}");
     assert_eq!(status_of(&store, "P-1").await, QueueStatus::Pending);
 
     // Several at once.
     let (_, location) =
-        dash.post_form("/tasks/bulk-approve", &[("gid", "A-3"), ("gid", "A-4"), ("gid", "P-1")]).await;
+        dash.submit("/tasks/bulk-approve", &[("gid", "A-3"), ("gid", "A-4"), ("gid", "P-1")]).await;
     assert!(location.contains("approved%202%20tasks") && location.contains("error="), "{location}");
     assert_eq!(status_of(&store, "A-3").await, QueueStatus::Approved);
     assert_eq!(status_of(&store, "A-4").await, QueueStatus::Approved);
@@ -312,7 +274,7 @@ async fn the_task_page_shows_every_field_the_revision_and_the_history() {
     ] {
         assert!(page.contains(expected), "{expected:?} missing\n{page}");
     }
-    let (_, location) = dash.post_form("/tasks/R-1/approve", &[("back", "task")]).await;
+    let (_, location) = dash.submit("/tasks/R-1/approve", &[("back", "task")]).await;
     assert!(location.contains("revision"), "{location}");
     assert_eq!(store.task(&gid("R-1")).await.unwrap().description.as_deref(), Some("Second text"));
 
@@ -469,13 +431,7 @@ async fn the_live_log_streams_what_the_worker_appends() {
     let offset = "# Prompt\nfirst <b>line</b>\n".len();
     assert!(page.contains(&format!(r#"data-offset="{offset}""#)), "{page}");
 
-    let mut stream = dash
-        .client
-        .get(format!("{}/sessions/{}/log/stream?from={offset}", dash.base, session.id))
-        .header("cookie", &dash.cookie)
-        .send()
-        .await
-        .unwrap();
+    let mut stream = dash.get_response(&format!("/sessions/{}/log/stream?from={offset}", session.id)).await;
     assert_eq!(stream.status(), StatusCode::OK);
     assert!(stream.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
 
@@ -615,7 +571,7 @@ async fn only_the_servers_own_messages_show_and_bidi_controls_show_as_codes() {
         assert!(!page.contains("evil.example") && !page.contains(r#"class="flash"#), "{path}\n{page}");
     }
     // The server's own message shows; altered, it does not.
-    let (_, location) = dash.post_form("/tasks/F-1/approve", &[]).await;
+    let (_, location) = dash.submit("/tasks/F-1/approve", &[]).await;
     let (_, page) = dash.get(&location).await;
     assert!(page.contains(r#"<p class="flash" role="status">approved F-1</p>"#), "{page}");
     let (_, page) = dash.get(&location.replace("approved%20F-1", "approved%20F-2")).await;

@@ -8,48 +8,32 @@ mod common;
 mod runs_support;
 mod web_support;
 
-use std::sync::Arc;
-
 use executor::store::Store;
-use executor::web::AppState;
 use reqwest::StatusCode;
-use reqwest::redirect::Policy;
 use runs_support::{FINDING, FRESH_TITLE, PR_TITLE, PR_URL, SILENT_TITLE, Scene};
+use web_support::Dashboard;
 
 const TOKEN: &str = "test-token-0123456789abcdef0123456789";
 
+/// The dashboard over the runs scene (`runs_support::scene`), and the scene's ids to look for.
 struct Site {
-    base: String,
-    client: reqwest::Client,
-    cookie: String,
+    dashboard: Dashboard,
     scene: Scene,
-    _stop: tokio::sync::watch::Sender<bool>,
-    _db: common::TestDb,
+}
+
+impl std::ops::Deref for Site {
+    type Target = Dashboard;
+    fn deref(&self) -> &Dashboard {
+        &self.dashboard
+    }
 }
 
 async fn site() -> Site {
     let db = common::sqlite();
     let store: Store = db.open().await;
     let scene = runs_support::scene(&store).await;
-    let state = AppState::new(store, Arc::new(runs_support::config()), TOKEN.to_string(), None);
-    let (base, stop) = web_support::serve(state).await;
-    let client = reqwest::Client::builder().redirect(Policy::none()).build().unwrap();
-    let cookie = web_support::log_in(&client, &base, TOKEN).await;
-    Site { base, client, cookie, scene, _stop: stop, _db: db }
-}
-
-impl Site {
-    async fn get(&self, path: &str) -> (StatusCode, String) {
-        let r = self
-            .client
-            .get(format!("{}{path}", self.base))
-            .header("cookie", &self.cookie)
-            .send()
-            .await
-            .unwrap();
-        let status = r.status();
-        (status, r.text().await.unwrap())
-    }
+    let dashboard = Dashboard::start(store, runs_support::config(), TOKEN).await.holding(db);
+    Site { dashboard, scene }
 }
 
 /// Text as minijinja escapes it for HTML.
@@ -68,6 +52,12 @@ fn card(page: &str, id: i64) -> &str {
         page.find(&format!(r#"data-run="{id}""#)).unwrap_or_else(|| panic!("no card for run {id}\n{page}"));
     let end = start + page[start..].find("</article>").unwrap();
     &page[start..end]
+}
+
+/// Run `id` as the JSON API answers it, asked with the bearer token as a script would.
+async fn api_run(site: &Site, id: i64) -> serde_json::Value {
+    let answer = site.client.get(format!("{}/api/v1/runs/{id}", site.base)).bearer_auth(TOKEN).send().await;
+    answer.unwrap().json().await.unwrap()
 }
 
 #[tokio::test]
@@ -169,32 +159,14 @@ async fn the_run_page_shows_checks_comments_diff_review_and_workers() {
 async fn the_api_run_has_its_cost_so_far_latest_review_and_diff() {
     let site = site().await;
     let s = &site.scene;
-    let v: serde_json::Value = site
-        .client
-        .get(format!("{}/api/v1/runs/{}", site.base, s.pr_run))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v = api_run(&site, s.pr_run).await;
     assert_eq!(v["cost_so_far_usd"].as_f64().map(|c| (c * 100.0).round()), Some(150.0), "{v}");
     assert_eq!(v["latest_review"]["session"], s.review_session);
     assert_eq!(v["latest_review"]["verdict"], "fail");
     assert_eq!(v["latest_review"]["head"], runs_support::HEAD);
     assert_eq!(v["latest_review"]["result"]["findings"][0]["body"], FINDING);
     assert_eq!(v["pull_request"]["diff"], serde_json::json!({"files": 3, "additions": 120, "deletions": 4}));
-    let v: serde_json::Value = site
-        .client
-        .get(format!("{}/api/v1/runs/{}", site.base, s.fresh_run))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v = api_run(&site, s.fresh_run).await;
     assert!(v["latest_review"].is_null() && v["pull_request"].is_null(), "{v}");
     assert_eq!(v["cost_so_far_usd"], 0.0);
 }

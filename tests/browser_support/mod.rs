@@ -1,13 +1,24 @@
 //! A real headless Chromium for the dashboard's browser tests, driven over WebDriver (chromedriver +
 //! fantoccini). Screenshots go to `target/screenshots/` for a reviewer to look at.
+//!
+//! Also the site those tests visit (`Site`) and what every one of them asks of a page (a number, the
+//! width, a click, a text, a wait). `Site` serves through `web_support` over a `common` database, so a
+//! test that includes this module declares `mod common;` and `mod web_support;` as well.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use executor::config::Config;
+use executor::store::Store;
+use executor::web::AppState;
 use fantoccini::actions::{InputSource, KeyAction, KeyActions};
-use fantoccini::{Client, ClientBuilder};
+use fantoccini::{Client, ClientBuilder, Locator};
+
+use crate::common::{self, TestDb};
+use crate::web_support;
 
 /// A chromedriver process and a browser session on it; both end when this is dropped.
 pub struct Browser {
@@ -133,6 +144,86 @@ impl Browser {
 impl Drop for Browser {
     fn drop(&mut self) {
         let _ = self.driver.kill();
+    }
+}
+
+/// The dashboard a browser test visits: served on 127.0.0.1 over a fresh SQLite database until dropped,
+/// with the store kept for the test to fill, to change under the page's feet and to check what the
+/// page did. No client is logged in: a browser logs itself in (`log_in`), as a person does.
+pub struct Site {
+    pub base: String,
+    pub store: Store,
+    token: String,
+    _stop: tokio::sync::watch::Sender<bool>,
+    _db: TestDb,
+}
+
+impl Site {
+    /// Serves a fresh, empty SQLite database with `config`, `token` being the one `executor serve`
+    /// would print. The pages read the store on each request, so a test may fill it afterwards.
+    pub async fn start(config: Config, token: &str) -> Site {
+        let db = common::sqlite();
+        let store = db.open().await;
+        let state = AppState::new(store.clone(), Arc::new(config), token.into(), None);
+        let (base, stop) = web_support::serve(state).await;
+        Site { base, store, token: token.into(), _stop: stop, _db: db }
+    }
+
+    /// A Chromium already logged in (`log_in`): what most tests start from.
+    pub async fn browser(&self) -> Browser {
+        let b = Browser::start(&chromedriver()).await;
+        self.log_in(&b).await;
+        b
+    }
+
+    /// Logs the browser in as a human does: opens the URL `executor serve` printed, and checks that
+    /// the server traded the token for a cookie and took it out of the address bar.
+    pub async fn log_in(&self, b: &Browser) {
+        b.client.goto(&format!("{}/?token={}", self.base, self.token)).await.unwrap();
+        assert!(
+            !b.client.current_url().await.unwrap().as_str().contains("token="),
+            "the token left the address bar"
+        );
+    }
+}
+
+/// A number a script computes on the page (a width, a count); fails naming the script otherwise.
+pub async fn number(b: &Browser, script: &str) -> f64 {
+    b.client.execute(script, vec![]).await.unwrap().as_f64().unwrap_or_else(|| panic!("{script}"))
+}
+
+/// No sideways scroll: the page is no wider than the window (a pixel of rounding allowed).
+pub async fn fits(b: &Browser, what: &str) {
+    let width = number(b, "return document.documentElement.scrollWidth").await;
+    let window = number(b, "return window.innerWidth").await;
+    assert!(width <= window + 1.0, "{what}: {width} px wide in a {window} px window");
+}
+
+/// Waits until `check` holds, for up to 15 seconds, or fails naming `what`: the pages update on their
+/// own (a live refresh, a form's redirect), so a test waits for what it expects rather than sleeping.
+pub async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !check().await {
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Clicks the element `css` finds; fails naming `css` if there is none.
+pub async fn click(b: &Browser, css: &str) {
+    b.client.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}")).click().await.unwrap();
+}
+
+/// The text of the element `css` finds, or "" while there is none or it went stale: a page that
+/// refreshes itself or is being loaded is read again by `eventually` rather than failing the test.
+pub async fn text_of(b: &Browser, css: &str) -> String {
+    match b.client.find(Locator::Css(css)).await {
+        Ok(element) => element.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
     }
 }
 

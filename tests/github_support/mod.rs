@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use executor::domain::{Run, TaskGid};
+use executor::domain::{Run, TaskGid, WritebackStatus};
 use executor::store::{RunFilter, Store};
 
 use crate::fake_github::FakeGitHub;
@@ -264,6 +264,22 @@ pub async fn run_of(store: &Store, gid: &str) -> Run {
 
 pub fn text(out: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// Delivers task `gid`'s write-back messages still pending after a failure: their back-off is cut
+/// short, as time would end it, and a runner started, at most three times; fails if any is left. The
+/// runs are complete by then, so only the delivery is left to wait for.
+pub async fn deliver_what_is_left(env: &GhEnv, store: &Store, gid: &str) {
+    for _ in 0..3 {
+        let rows = store.writebacks(Some(gid)).await.unwrap();
+        if rows.iter().all(|w| w.status != WritebackStatus::Pending) {
+            return;
+        }
+        store.make_writebacks_due_for_tests().await.unwrap();
+        let out = env.runner().await;
+        assert!(out.status.success(), "the runner failed:\n{}", text(&out));
+    }
+    panic!("write-backs still pending: {:?}", store.writebacks(Some(gid)).await.unwrap());
 }
 
 /// Plays GitHub's CI: a `ci` check run appears at a head only after CI was dispatched for it. The first

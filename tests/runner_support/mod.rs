@@ -11,6 +11,18 @@ pub struct Env {
     pub dir: tempfile::TempDir,
 }
 
+/// `out`, once asserted a success: a failure shows `what` ran and all it wrote, which is what the
+/// person reading a failed test needs first.
+pub fn succeeded(out: Output, what: &str) -> Output {
+    assert!(
+        out.status.success(),
+        "{what}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 pub fn git(dir: &Path, args: &[&str]) {
     let ok = Command::new("git").args(args).current_dir(dir).status().unwrap().success();
     assert!(ok, "git {args:?}");
@@ -94,14 +106,7 @@ trusted_authors = ["alex"]
     }
 
     pub fn run(&self, args: &[&str]) -> Output {
-        let out = self.command(args).stdin(Stdio::null()).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
+        succeeded(self.command(args).stdin(Stdio::null()).output().unwrap(), &format!("{args:?}"))
     }
 
     /// Points the config at another database (PostgreSQL, say) instead of SQLite in the data dir.
