@@ -143,12 +143,31 @@ where
     run_with(dir, args, Stdio::null())
 }
 
+/// git's worktree commands are not safe against each other in one repository: an `add` reads every
+/// registered worktree and fails on one that another `add` is still writing ("failed to read
+/// .git/worktrees/NAME/commondir"; seen with the analyzer's concurrent checkouts). Every executor process
+/// and thread takes this lock, in the repository's `.git`, around them; none where `dir` has no `.git`
+/// directory of its own (a linked worktree's commands lock through their main repository's callers).
+fn lock_worktrees(dir: &Path) -> Option<nix::fcntl::Flock<std::fs::File>> {
+    let git_dir = dir.join(".git");
+    if !git_dir.is_dir() {
+        return None;
+    }
+    let path = git_dir.join("executor-worktrees.lock");
+    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).ok()?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).ok()
+}
+
 fn run_with<I, S>(dir: &Path, args: I, stdin: Stdio) -> Result<(String, Output), WorkspaceError>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
     let args: Vec<_> = args.into_iter().collect();
+    let _one_at_a_time = match args.first() {
+        Some(first) if first.as_ref() == OsStr::new("worktree") => lock_worktrees(dir),
+        _ => None,
+    };
     let command = std::iter::once("git".to_string())
         .chain(args.iter().map(|a| a.as_ref().to_string_lossy().into_owned()))
         .collect::<Vec<_>>()

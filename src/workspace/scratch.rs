@@ -124,6 +124,37 @@ mod tests {
     }
 
     #[test]
+    fn concurrent_checkouts_in_one_repository_all_succeed() {
+        // git alone fails here: an `add` reads a worktree another `add` is still writing.
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().join("repo");
+        std::fs::create_dir(&repo).unwrap();
+        sh_git(&repo, &["init", "-q"]);
+        sh_git(
+            &repo,
+            &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "a"],
+        );
+        let sha = sh_git(&repo, &["rev-parse", "HEAD"]);
+        let threads: Vec<_> = (0..24)
+            .map(|i| {
+                let (repo, sha, path) = (repo.clone(), sha.clone(), dir.path().join(format!("w{i}")));
+                std::thread::spawn(move || {
+                    for _ in 0..5 {
+                        add_detached(&repo, &path, &sha)?;
+                        remove_scratch(&repo, &path)?;
+                        // What a removal that found a leftover does (and the runner's clean-up).
+                        git(&repo, ["worktree", "prune"])?;
+                    }
+                    Ok::<_, WorkspaceError>(())
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap().unwrap();
+        }
+    }
+
+    #[test]
     fn a_scratch_checkout_of_a_branch_head_comes_and_goes() {
         let dir = tempfile::tempdir().unwrap();
         let repo = dir.path().join("repo");
