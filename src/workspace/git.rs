@@ -146,16 +146,16 @@ where
 /// git's worktree commands are not safe against each other in one repository: an `add` reads every
 /// registered worktree and fails on one that another `add` is still writing ("failed to read
 /// .git/worktrees/NAME/commondir"; seen with the analyzer's concurrent checkouts). Every executor process
-/// and thread takes this lock, in the repository's `.git`, around them; none where `dir` has no `.git`
-/// directory of its own (a linked worktree's commands lock through their main repository's callers).
+/// and thread takes this lock around them: an advisory lock on the repository's `.git` directory itself,
+/// so that nothing is written into the user's repository (git takes no such lock). None where `dir` has
+/// no `.git` directory of its own.
 fn lock_worktrees(dir: &Path) -> Option<nix::fcntl::Flock<std::fs::File>> {
     let git_dir = dir.join(".git");
     if !git_dir.is_dir() {
         return None;
     }
-    let path = git_dir.join("executor-worktrees.lock");
-    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).ok()?;
-    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive).ok()
+    let handle = std::fs::File::open(&git_dir).ok()?;
+    nix::fcntl::Flock::lock(handle, nix::fcntl::FlockArg::LockExclusive).ok()
 }
 
 fn run_with<I, S>(dir: &Path, args: I, stdin: Stdio) -> Result<(String, Output), WorkspaceError>
