@@ -50,10 +50,10 @@ pub enum QueueCommand {
         priority_max: Option<i64>,
         /// Only tasks added within this age: 12h, 7d, 30d (the dashboard's "added within").
         #[arg(long, value_name = "AGE", value_parser = parse_age)]
-        added_within: Option<std::time::Duration>,
+        added_within: Option<DateTime<Utc>>,
         /// Only tasks added longer ago than this age: 12h, 7d, 30d.
         #[arg(long, value_name = "AGE", value_parser = parse_age)]
-        older_than: Option<std::time::Duration>,
+        older_than: Option<DateTime<Utc>>,
         /// Sort by priority (the default), gid, source, status, complexity, feasibility, added or
         /// updated; then by id.
         #[arg(long, value_parser = TaskSort::parse, default_value = "priority")]
@@ -96,16 +96,9 @@ fn parse_status(s: &str) -> Result<QueueStatus, String> {
     s.parse().map_err(|e: crate::domain::UnknownName| e.to_string())
 }
 
-fn parse_age(s: &str) -> Result<std::time::Duration, String> {
-    humantime::parse_duration(s).map_err(|_| format!("{s:?} is not an age: give one such as 12h, 7d or 30d"))
-}
-
-/// The moment `age` ago, or the earliest a date can be when it reaches further back than that.
-fn ago_from(now: DateTime<Utc>, age: std::time::Duration) -> DateTime<Utc> {
-    chrono::Duration::from_std(age)
-        .ok()
-        .and_then(|age| now.checked_sub_signed(age))
-        .unwrap_or(DateTime::<Utc>::MIN_UTC)
+/// An age (`12h`, `7d`) as the moment that long ago, read as the dashboard reads it.
+fn parse_age(s: &str) -> Result<DateTime<Utc>, String> {
+    crate::store::age_cutoff(s, now())
 }
 
 pub async fn run(ctx: &Context, command: QueueCommand, as_json: bool) -> anyhow::Result<()> {
@@ -132,15 +125,14 @@ pub async fn run(ctx: &Context, command: QueueCommand, as_json: bool) -> anyhow:
                     "--priority-min {min} is above --priority-max {max}: nothing could match"
                 )));
             }
-            let now = now();
             let filter = TaskFilter {
                 status,
                 source,
                 repo,
                 priority_min,
                 priority_max,
-                added_since: added_within.map(|age| ago_from(now, age)),
-                added_before: older_than.map(|age| ago_from(now, age)),
+                added_since: added_within,
+                added_before: older_than,
                 text: search,
                 sort,
                 descending: desc,

@@ -33,6 +33,10 @@ impl Undelivered {
         Undelivered { why, rate_limited: false }
     }
 
+    fn store(e: crate::store::StoreError) -> Self {
+        Undelivered::failed(e.to_string())
+    }
+
     /// The forge's answer, `what` naming the request.
     fn forge(what: &str, e: &crate::forge::ForgeError) -> Self {
         Undelivered { why: format!("{what}: {e}"), rate_limited: e.is_rate_limit() }
@@ -186,13 +190,10 @@ impl Runner {
         if let Some(c) = posted {
             // Posted by an attempt that died before recording it: record it now, or on GitHub (where
             // executor may post as the human) it would read as the human's own comment.
-            self.store
-                .record_agent_comment(run.id, &c.id, None)
-                .await
-                .map_err(|e| Undelivered::failed(e.to_string()))?;
+            self.store.record_agent_comment(run.id, &c.id, None).await.map_err(Undelivered::store)?;
             return Ok(format!("{} pull request comment {}", forge.name(), c.id));
         }
-        let current = self.store.run(run.id).await.map_err(|e| Undelivered::failed(e.to_string()))?;
+        let current = self.store.run(run.id).await.map_err(Undelivered::store)?;
         let comment = CommentPost {
             author: EXECUTOR_AUTHOR,
             body: &body,
@@ -206,7 +207,7 @@ impl Runner {
             self.store
                 .set_run_thread(run.id, Some(&self.owner), &comment_id)
                 .await
-                .map_err(|e| Undelivered::failed(e.to_string()))?;
+                .map_err(Undelivered::store)?;
         }
         Ok(format!("{} pull request comment {comment_id}", forge.name()))
     }

@@ -69,7 +69,7 @@ pub use runners::{Heartbeat, HostRunner, LostRunner, RunnerRegistration, RunnerS
 pub use runs::{RunFilter, StatusCounts};
 pub use source_cursors::SourceCursor;
 pub use tasks::{
-    Intake, IntakeResult, MAX_SEARCH_WORDS, NewTask, TaskFilter, TaskSort, Upserted, search_words,
+    Intake, IntakeResult, MAX_SEARCH_WORDS, NewTask, TaskFilter, TaskSort, Upserted, age_cutoff, search_words,
 };
 pub use webhooks::{Delivery, PrOwner, WakeState};
 pub use worker_stats::WorkerDurations;

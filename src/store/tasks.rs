@@ -93,6 +93,22 @@ pub struct TaskFilter {
     pub offset: Option<i64>,
 }
 
+/// The longest age a filter takes (a hundred years): anything longer is a typing mistake.
+const MAX_AGE_DAYS: i64 = 36_500;
+
+/// `raw` (`7d`, `12h`, `2w`, `1day`) as the moment that long before `now`: the one reading of an age for
+/// [`TaskFilter::added_since`] and `added_before`, the dashboard's and `queue list`'s alike.
+pub fn age_cutoff(
+    raw: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    let why = || format!("{raw:?} is not an age: give one such as 12h, 7d or 30d");
+    let span = humantime::parse_duration(raw).map_err(|_| why())?;
+    let span =
+        chrono::Duration::from_std(span).ok().filter(|d| d.num_days() <= MAX_AGE_DAYS).ok_or_else(why)?;
+    Ok(now - span)
+}
+
 impl TaskFilter {
     /// Whether any field narrows the tasks listed (the order and the page do not).
     pub fn narrows(&self) -> bool {

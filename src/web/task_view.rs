@@ -2,11 +2,11 @@
 //! value, shared by the queue page and `GET /api/v1/tasks`. Every part of a view is in its query string,
 //! so a link to it can be shared, and the queue's forms carry it back (`VIEW_PARAMS`).
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
 use crate::domain::QueueStatus;
-use crate::store::{TaskFilter, TaskSort};
+use crate::store::{TaskFilter, TaskSort, age_cutoff};
 
 /// The query string's names of a view, in the order its links write them. A form on the queue carries
 /// each back, so that the user returns to the same view.
@@ -23,9 +23,6 @@ pub const VIEW_PARAMS: [&str; 11] = [
     "dir",
     "page",
 ];
-
-/// The longest age a filter takes (a hundred years): anything longer is a typing mistake.
-const MAX_AGE_DAYS: i64 = 36_500;
 
 /// The query string of a view of tasks, as it came (every value text, checked by [`ViewQuery::view`]).
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -89,11 +86,7 @@ fn age(
     raw: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<Option<DateTime<Utc>>, BadParam> {
-    let Some(raw) = raw else { return Ok(None) };
-    let why = || bad(param, format!("{raw:?} is not an age: give one such as 1d, 7d, 30d or 12h"));
-    let span = humantime::parse_duration(raw).map_err(|_| why())?;
-    let span = Duration::from_std(span).ok().filter(|d| d.num_days() <= MAX_AGE_DAYS).ok_or_else(why)?;
-    Ok(Some(now - span))
+    raw.map(|raw| age_cutoff(raw, now).map_err(|why| bad(param, why))).transpose()
 }
 
 impl ViewQuery {
@@ -232,7 +225,7 @@ mod tests {
                 .view(now)
                 .unwrap();
         assert_eq!((v.filter.sort, v.filter.descending, v.page), (TaskSort::Added, true, 3));
-        assert_eq!(v.filter.added_since, Some(now - Duration::days(7)));
+        assert_eq!(v.filter.added_since, Some(now - chrono::Duration::days(7)));
         assert_eq!(v.link("/queue", &[]), "/queue?added_within=7d&q=a%26b&sort=added&dir=desc");
         assert_eq!(
             v.link("/queue", &[("sort", Some("gid".into())), ("dir", None), ("page", Some("2".into()))]),
