@@ -91,6 +91,15 @@ impl Forge {
         self.snapshots(std::slice::from_ref(run)).await?.take(run.id)
     }
 
+    /// [`Forge::snapshot`] asked of the forge now, never answered from what was kept: for deciding
+    /// whether a write whose answer was lost (a 502 after the comment went through) needs doing again.
+    pub async fn snapshot_asked_again(&self, run: &Run) -> Result<Option<PrSnapshot>, ForgeError> {
+        match self {
+            Forge::Local(f) => f.snapshot(run).await,
+            Forge::GitHub(f) => f.snapshot_asked_again(run).await,
+        }
+    }
+
     /// [`Forge::snapshot`] for a command an agent runs (`executor comment`), whose output the agent
     /// reads: GitHub's log of the strangers' comments it ignores is left out, so that a stranger's login
     /// never reaches an agent.

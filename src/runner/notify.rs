@@ -176,7 +176,10 @@ impl Runner {
         forge: &Forge,
         text: &str,
     ) -> Result<String, Undelivered> {
-        let pr = match forge.snapshot(run).await {
+        // Asked again, not taken from what was kept: an earlier attempt may have posted in the same
+        // second as the observation kept, or another process may have kept one older than that post
+        // (soak finding: a completion notice posted twice).
+        let pr = match forge.snapshot_asked_again(run).await {
             Ok(Some(pr)) => Some(pr),
             Ok(None) => return Ok(String::new()),
             // The notice may be about this very pull request, which GitHub will not show: it is posted

@@ -118,3 +118,84 @@ async fn a_listing_kept_by_a_process_that_watched_other_pull_requests_hides_no_c
     let a = crate::github_support::run_of(&store, "1904").await;
     assert_eq!(a.state, RunState::Pr, "the human's comment on the completed pull request was not seen");
 }
+
+/// Waits out the second of the last change and runs the runner, so that what it keeps was asked after
+/// that second (an observation within it is asked again anyway).
+async fn settled_runner(env: &GhEnv) {
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    env.ok(&["runner"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_observation_kept_after_a_newer_listing_is_not_trusted_on_a_304() {
+    // Two processes keep what they saw: one lists (its page and ETag kept), the other keeps an
+    // observation it took before that listing, late. A third, told "nothing changed" (304), must not
+    // decide from that older observation (soak finding 13: a notice posted twice).
+    let env = GhEnv::new(&[], "").await;
+    env.queue_approved("1906").await;
+    let mut ci = CiPlayer::green();
+    let run = drive_until(&env, "1906", &mut ci, |r| r.state == RunState::Complete).await;
+    let number = run.pr_number.expect("a pull request");
+    settled_runner(&env).await; // the completion notice observed
+    settled_runner(&env).await;
+    let store = env.store().await;
+    let key = format!("pr:{number}");
+    let older = store.forge_memory_entry("app", &key).await.unwrap().expect("kept while watched");
+
+    env.fake.touch(crate::github_support::REPO, number);
+    settled_runner(&env).await; // listed, asked again, kept with the listing
+    assert_ne!(store.forge_memory_entry("app", &key).await.unwrap().as_ref(), Some(&older));
+    store.remember_in_forge_memory("app", &[(key, older)]).await.unwrap(); // the late keeper
+
+    let before = env.fake.counts();
+    env.ok(&["runner"]).await;
+    let after = env.fake.counts();
+    assert_eq!(after.not_modified, before.not_modified + 1, "nothing changed since the kept listing");
+    // The old code took the older observation for current: no question asked.
+    assert_eq!(after.graphql, before.graphql + 1, "{before:?} → {after:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notice_posted_by_a_runner_that_died_is_found_whatever_was_kept() {
+    // A runner posted the notice's comment and died before recording it. The next one looks for the
+    // notice's marker on the pull request before posting: asked of GitHub, not taken from what is kept,
+    // which a racing process may have left with a listing newer than the post and an observation older
+    // than it (soak finding 13: a completion notice posted twice on PostgreSQL).
+    let env = GhEnv::new(&[], "").await;
+    env.queue_approved("1907").await;
+    let mut ci = CiPlayer::green();
+    let run = drive_until(&env, "1907", &mut ci, |r| r.state == RunState::Complete).await;
+    let number = run.pr_number.expect("a pull request");
+    settled_runner(&env).await;
+    settled_runner(&env).await;
+    let store = env.store().await;
+    let id = store
+        .add_notice(Some(run.id), None, "stuck", Some("soak-13"), "Look at this, please.")
+        .await
+        .unwrap()
+        .expect("a new notice");
+    let marker = format!("<!-- executor notice {id} -->");
+    let body = format!("Look at this, please.\n\n{marker}");
+    env.fake.add_issue_comment(crate::github_support::REPO, number, "alex", "OWNER", &body);
+
+    // What a racing process leaves: the listing that followed the post kept, the observation from
+    // before it still there.
+    let path = "/repos/octo/app/pulls?state=all&sort=updated&direction=desc&per_page=100";
+    let listed = reqwest::Client::new()
+        .get(format!("{}{path}", env.fake.api_url()))
+        .bearer_auth(crate::github_support::TOKEN)
+        .header("user-agent", "executor-tests")
+        .send()
+        .await
+        .unwrap();
+    let etag = listed.headers()["etag"].to_str().unwrap().to_string();
+    store.remember_in_forge_memory("app", &[("etag:pulls".to_string(), etag)]).await.unwrap();
+
+    let out = env.runner().await;
+    assert!(out.status.success(), "{}", text(&out));
+    let pr = env.fake.pr(crate::github_support::REPO, number);
+    let copies = pr.comments.iter().filter(|c| c.body.ends_with(&marker)).count();
+    assert_eq!(copies, 1, "posted again:\n{}", text(&out));
+    let notice = store.notices(Some(run.id)).await.unwrap().into_iter().find(|n| n.id == id).unwrap();
+    assert!(notice.delivered_at.is_some(), "{notice:?}");
+}

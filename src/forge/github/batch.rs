@@ -177,7 +177,9 @@ impl GitHubForge {
         // Read before the listing: a mark made after this read is honoured by the next observation.
         let marked = Marked::read(&self.store, &self.repo_name).await?;
         let listed = self.pulls_if_changed().await?;
-        let observed = self.observe(&with_pr, listed.as_ref(), &marked).await;
+        // A 304 says the last listing's page is current: an observation it contradicts is asked again.
+        let unchanged = if listed.is_none() { self.last_page() } else { None };
+        let observed = self.observe(&with_pr, listed.as_ref().or(unchanged.as_ref()), &marked).await;
         let whole = observed.as_ref().is_ok_and(|o| o.failed.is_empty());
         if !whole && listed.is_some() {
             // The list's new ETag is remembered, but what it announced was not all observed: ask again
@@ -298,7 +300,15 @@ impl GitHubForge {
         if newest > *up_to {
             *up_to = newest;
         }
+        *self.listed_page.lock().map_err(|_| malformed("a poisoned lock"))? = updated.clone();
         Ok(Some(Listed { holds_every_change, updated, since }))
+    }
+
+    /// The page of the last listing, as the listing a 304 stands for: nothing on it changed since, and
+    /// a pull request missing from it changed before its oldest. `None` when no page is known.
+    fn last_page(&self) -> Option<Listed> {
+        let page = self.listed_page.lock().ok()?;
+        (!page.is_empty()).then(|| Listed { updated: page.clone(), holds_every_change: true, since: None })
     }
 
     /// A runner just started (cron starts one every few minutes) knows nothing of the GraphQL budget yet,

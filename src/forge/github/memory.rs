@@ -1,6 +1,6 @@
 //! What the GitHub forge keeps in the database (`Store::forge_memory`) so that a runner cron starts
-//! begins warm: the pull-request listing's ETag and newest change, the last observation of each pull
-//! request, the pull requests GitHub keeps answering with an error (since when, for
+//! begins warm: the pull-request listing's ETag, page and newest change, the last observation of each
+//! pull request, the pull requests GitHub keeps answering with an error (since when, for
 //! `runner.check_timeout`), and — shared by every process on the token — rate-limit blocks.
 
 use std::collections::HashMap;
@@ -16,6 +16,7 @@ use crate::store::Store;
 
 const ETAG: &str = "etag:pulls";
 const LISTED_UP_TO: &str = "listed_up_to";
+const LISTED_PAGE: &str = "listed_page";
 const PR: &str = "pr:";
 const UNOBSERVED: &str = "unobserved:";
 const BLOCK: &str = "rate_block";
@@ -35,6 +36,10 @@ impl GitHubForge {
                 if let (Ok(at), Ok(mut up_to)) = (value.parse::<DateTime<Utc>>(), self.listed_up_to.lock()) {
                     *up_to = Some(at);
                 }
+            } else if key == LISTED_PAGE {
+                if let (Ok(page), Ok(mut kept)) = (serde_json::from_str(&value), self.listed_page.lock()) {
+                    *kept = page;
+                }
             } else if let Some(n) = number(PR) {
                 // One that does not read (an older build's) is asked again, as if never seen.
                 if let Ok(observed) = serde_json::from_str::<Observed>(&value)
@@ -52,7 +57,8 @@ impl GitHubForge {
         Ok(())
     }
 
-    /// Keeps the listing that every pull request it announced was observed after.
+    /// Keeps the listing that every pull request it announced was observed after: its ETag with the
+    /// page it answered (one transaction, so a process that reads them reads the two together).
     pub(super) async fn keep_listing(&self) -> Result<(), ForgeError> {
         let mut entries = Vec::new();
         if let Some(etag) = self.client.etag(&self.pulls_path()) {
@@ -60,6 +66,9 @@ impl GitHubForge {
         }
         if let Some(at) = self.listed_up_to.lock().ok().and_then(|up_to| *up_to) {
             entries.push((LISTED_UP_TO.to_string(), at.to_rfc3339()));
+        }
+        if let Ok(page) = self.listed_page.lock() {
+            entries.push((LISTED_PAGE.to_string(), serde_json::to_string(&*page).map_err(json_error)?));
         }
         Ok(self.store.remember_in_forge_memory(&self.repo_name, &entries).await?)
     }

@@ -49,6 +49,10 @@ pub struct GitHubForge {
     /// The newest `updated_at` of the last listing of pull requests: every pull request changed since
     /// is newer, so a page that reaches back past it lists them all.
     listed_up_to: Mutex<Option<DateTime<Utc>>>,
+    /// The last listing's `updated_at` by pull request: what a 304 says is still current. An
+    /// observation that differs from it was taken before that listing (by a process that kept it late,
+    /// say) and is asked again rather than trusted.
+    listed_page: Box<Mutex<HashMap<i64, String>>>,
     /// Pull requests GitHub answered with an error of their own, since when: asked again every tick.
     /// (Boxed, like the flag below, to keep `Forge`'s variants of a size.)
     failing: Box<Mutex<HashMap<i64, Unobserved>>>,
@@ -121,6 +125,7 @@ impl GitHubForge {
             cache: Mutex::new(HashMap::new()),
             ignored: Mutex::new(HashMap::new()),
             listed_up_to: Mutex::new(None),
+            listed_page: Box::default(),
             failing: Box::new(Mutex::new(HashMap::new())),
             memory_loaded: Box::new(tokio::sync::OnceCell::new()),
         })

@@ -251,13 +251,22 @@ impl GitHubForge {
 
     /// The ids of the comments marked `marker` on the pull request, asked again.
     async fn marked_comments(&self, run: &Run, marker: &str) -> Result<Vec<String>, ForgeError> {
-        if let Some(number) = run.pr_number {
-            self.forget_observation(number);
-        }
-        let seen = self.snapshots_unlogged(std::slice::from_ref(run)).await?.take(run.id)?;
+        let seen = self.snapshot_asked_again(run).await?;
         Ok(seen
             .map(|pr| crate::forge::marked(&pr, marker).map(|c| c.id.clone()).collect())
             .unwrap_or_default())
+    }
+
+    /// The run's pull request asked of GitHub now, whatever this process or the database kept of it:
+    /// for deciding whether a write whose answer was lost went through.
+    pub async fn snapshot_asked_again(&self, run: &Run) -> Result<Option<PrSnapshot>, ForgeError> {
+        // What the database keeps is read first, or the first observation of a process would load it
+        // back after it was forgotten here.
+        self.load_memory().await?;
+        if let Some(number) = run.pr_number {
+            self.forget_observation(number);
+        }
+        self.snapshots_unlogged(std::slice::from_ref(run)).await?.take(run.id)
     }
 
     /// Drops the last observation of pull request `number`: the next one asks GitHub again.
