@@ -13,7 +13,8 @@
 //!    connection samples how many of the bench's backends wait on a lock.
 //! 2. Heartbeats (PostgreSQL and SQLite): 100 runners of 100 hosts in one process (one Store: 100 pools
 //!    would exceed the server's connections), 20 leased runs each; ROUNDS rounds of one heartbeat per
-//!    runner, then the per-tick queries that read all runners.
+//!    runner, then the per-tick queries that read all runners; then again `declare_lost_runners`
+//!    once 3,000 more runners ended (a third of them lost), as cron's restarts leave them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -38,6 +39,8 @@ const TTL: Duration = Duration::from_secs(600);
 const SAMPLE_EVERY: Duration = Duration::from_millis(5);
 /// Calls of the queries that read every runner, averaged.
 const READ_REPEAT: u32 = 5;
+/// Runners ended before the per-tick queries are timed again: cron starts one a minute on every host.
+const ENDED: usize = 3000;
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
@@ -121,14 +124,14 @@ async fn open(url: &str) -> Store {
     store
 }
 
-async fn register(store: &Store, id: &str, host: &str) {
+async fn register(store: &Store, id: &str, host: &str, ttl: Duration) {
     let registration = RunnerRegistration {
         id,
         host,
         pid: i64::from(std::process::id()),
         version: "bench",
         machine: "m",
-        ttl: TTL,
+        ttl,
         max_workers: 2,
     };
     store.register_runner(&registration).await.expect("register runner");
@@ -263,7 +266,7 @@ async fn claims(base: &str, runs: usize) -> usize {
         let host = format!("claim-host-{n}");
         let id = runner_id(&host, n);
         let own = Store::open(&schema.url).await.expect("open");
-        register(&own, &id, &host).await;
+        register(&own, &id, &host, TTL).await;
         claimers.push(tokio::spawn(claim_until_empty(own, id, start.clone())));
     }
     let stop = Arc::new(AtomicBool::new(false));
@@ -370,7 +373,7 @@ async fn heartbeats(store: &Store, rounds: usize) {
     let setup = Instant::now();
     let mut leases = 0;
     for (id, host) in &hosts {
-        register(store, id, host).await;
+        register(store, id, host, TTL).await;
         leases += store.claim_runs(id, TTL, LEASES_PER_HOST).await.expect("claim").len();
     }
     println!(
@@ -471,6 +474,39 @@ async fn heartbeats(store: &Store, rounds: usize) {
     println!(
         "  free_worker_slots(one host, cluster limit): mean {:.2} ms over {READ_REPEAT} calls",
         ms(mean(&slot_times))
+    );
+    ended_runners(store, &hosts).await;
+}
+
+/// Adds `ENDED` runners that ended, as cron's restarts leave them on the hosts (a third lost, the rest
+/// stopped), then times the per-tick declaration of lost runners again among them.
+async fn ended_runners(store: &Store, hosts: &[(String, String)]) {
+    let setup = Instant::now();
+    for n in 0..ENDED {
+        let host = &hosts[n % hosts.len()].1;
+        let id = format!("{host}/ended-{n}");
+        if n % 3 == 0 {
+            register(store, &id, host, Duration::ZERO).await;
+        } else {
+            register(store, &id, host, TTL).await;
+            store.runner_ended(&id).await.expect("end runner");
+        }
+    }
+    let lost = store.declare_lost_runners().await.expect("declare lost").len();
+    println!(
+        "  setup: {ENDED} runners registered and ended ({lost} of them lost) in {:.1}s",
+        setup.elapsed().as_secs_f64()
+    );
+    let mut times = Vec::new();
+    for _ in 0..READ_REPEAT {
+        let t = Instant::now();
+        let lost = store.declare_lost_runners().await.expect("declare lost").len();
+        assert_eq!(lost, 0, "nothing is left to take");
+        times.push(t.elapsed());
+    }
+    println!(
+        "  declare_lost_runners() with none lost among {ENDED} ended runners: mean {:.2} ms over {READ_REPEAT} calls",
+        ms(mean(&times))
     );
 }
 

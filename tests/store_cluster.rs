@@ -28,6 +28,7 @@ on_both_databases!(
     a_dead_runner_of_this_host_hands_its_runs_over_at_once,
     a_rescue_cut_short_is_finished_by_the_next,
     a_host_is_absent_only_once_it_had_no_runner_for_the_ttl,
+    among_thousands_of_ended_runners_only_what_the_gone_left_is_taken,
 );
 
 const LONG: Duration = Duration::from_secs(600);
@@ -396,18 +397,83 @@ async fn a_rescue_cut_short_is_finished_by_the_next(db: TestDb) {
     assert!(store.claim_run(run, "gone/1", LONG).await.unwrap());
     let session = start_worker(&store, run, "gone/1", "gone").await;
     // The rescuer was killed right after marking the runner lost, before taking anything from it.
-    let sql = "UPDATE executor_runners SET ended_at = heartbeat_at, end_reason = 'lost' WHERE id = 'gone/1'";
-    if db.url.starts_with("postgres") {
-        sqlx::query(sql).execute(&sqlx::PgPool::connect(&db.url).await.unwrap()).await.unwrap();
-    } else {
-        sqlx::query(sql).execute(&sqlx::SqlitePool::connect(&db.url).await.unwrap()).await.unwrap();
-    }
+    db.execute(
+        "UPDATE executor_runners SET ended_at = heartbeat_at, end_reason = 'lost' WHERE id = 'gone/1'",
+    )
+    .await;
     let taken = store.declare_lost_runners().await.unwrap();
     assert_eq!(taken.len(), 1, "{taken:?}");
     assert_eq!((taken[0].sessions.clone(), taken[0].runs_freed), (vec![(session.id, run)], 1));
     assert_eq!(store.worker_session(session.id).await.unwrap().end_reason, Some(EndReason::HostLost));
     assert_eq!(store.run(run).await.unwrap().lease_owner, None);
     assert!(store.declare_lost_runners().await.unwrap().is_empty(), "nothing left the second time");
+}
+
+/// Ended runners of the hosts below that hold nothing, as cron's restarts leave them (soak finding: 2,400
+/// within an hour): stopped, died or lost, their heartbeat that of `here/1`, which registered last.
+const ENDED_RUNNERS: &str = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000) \
+    INSERT INTO executor_runners (id, host, pid, version, machine, started_at, heartbeat_at, alive_until, \
+      ended_at, end_reason, max_workers) \
+    SELECT c.host || '/cron-' || c.i, c.host, c.i, 'test', 'm', t.started_at, t.heartbeat_at, t.heartbeat_at, \
+      t.heartbeat_at, CASE c.i % 3 WHEN 0 THEN 'stopped' WHEN 1 THEN 'died' ELSE 'lost' END, 2 \
+    FROM (SELECT i, CASE i % 4 WHEN 0 THEN 'gone' WHEN 1 THEN 'busy' WHEN 2 THEN 'quiet' ELSE 'here' END AS host \
+      FROM n) AS c CROSS JOIN executor_runners t WHERE t.id = 'here/1'";
+
+/// Among thousands of ended runners, each tick takes what the few gone ones left, and only that: a lost
+/// runner's leases, and the live workers of a runner whose host has no live runner left.
+async fn among_thousands_of_ended_runners_only_what_the_gone_left_is_taken(db: TestDb) {
+    let store = db.open().await;
+    // Lost, on a host with no runner left: its worker ends and its run is freed.
+    register(&store, "gone/1", "gone", LONG).await;
+    // Lost, on a host with another runner: its run is freed, its worker left for that runner to adopt.
+    register(&store, "busy/1", "busy", LONG).await;
+    register(&store, "busy/2", "busy", LONG).await;
+    // Stopped with its worker still running, and no runner of its host came back: the worker ends.
+    register(&store, "quiet/1", "quiet", LONG).await;
+    // Alive: nothing is taken from it.
+    register(&store, "here/1", "here", LONG).await;
+    let mut runs = HashMap::new();
+    let mut sessions = HashMap::new();
+    for (g, (runner, host)) in ["r1", "r2", "r3", "r4"].into_iter().zip([
+        ("gone/1", "gone"),
+        ("busy/1", "busy"),
+        ("quiet/1", "quiet"),
+        ("here/1", "here"),
+    ]) {
+        let run = approved_run(&store, g).await;
+        assert!(store.claim_run(run, runner, LONG).await.unwrap());
+        sessions.insert(runner, start_worker(&store, run, runner, host).await.id);
+        runs.insert(runner, run);
+    }
+    store.runner_ended("quiet/1").await.unwrap();
+    db.execute(ENDED_RUNNERS).await;
+    lapse(&store, "gone/1").await;
+    lapse(&store, "busy/1").await;
+
+    let lost = store.declare_lost_runners().await.unwrap();
+    let taken: Vec<_> = lost.iter().map(|l| (l.id.as_str(), l.sessions.clone(), l.runs_freed)).collect();
+    assert_eq!(
+        taken,
+        [
+            ("busy/1", vec![], 1),
+            ("gone/1", vec![(sessions["gone/1"], runs["gone/1"])], 1),
+            ("quiet/1", vec![(sessions["quiet/1"], runs["quiet/1"])], 0),
+        ]
+    );
+    assert!(store.declare_lost_runners().await.unwrap().is_empty(), "nothing left the second time");
+    for (runner, ended, owner) in [
+        ("gone/1", Some(EndReason::HostLost), None),
+        ("busy/1", None, None),
+        ("quiet/1", Some(EndReason::HostLost), None),
+        ("here/1", None, Some("here/1")),
+    ] {
+        let session = store.worker_session(sessions[runner]).await.unwrap();
+        assert_eq!(session.end_reason, ended, "{runner}'s worker");
+        assert_eq!(store.run(runs[runner]).await.unwrap().lease_owner.as_deref(), owner, "{runner}'s run");
+    }
+    let statuses = store.runner_statuses().await.unwrap();
+    let state = |id: &str| statuses.iter().find(|s| s.id == id).map(|s| s.state());
+    assert_eq!((state("busy/2"), state("here/1")), (Some("alive"), Some("alive")));
 }
 
 /// A process paused inside its transaction (SIGSTOP, a frozen machine) while it held the worker-slot

@@ -131,7 +131,8 @@ async fn schema_v8_fills_in_who_made_the_skips_before_it() {
     store.skip_imported_task(&imported, Actor::Cli, Some("imported from v1")).await.unwrap();
     store.close().await;
 
-    // Back to v7: what v8 and every later version added gone, their versions forgotten.
+    // Back to v7: what v8 and every later version added gone (and what they dropped back), their versions
+    // forgotten.
     let mut conn = sqlx::SqliteConnection::connect(&db.url).await.unwrap();
     sqlx::raw_sql(
         "ALTER TABLE executor_queue DROP COLUMN skipped_by; \
@@ -151,6 +152,10 @@ async fn schema_v8_fills_in_who_made_the_skips_before_it() {
          DROP INDEX executor_queue_by_updated; DROP INDEX executor_queue_narrow; \
          DROP INDEX executor_events_at; DROP INDEX executor_worker_sessions_started; \
          DROP TABLE executor_github_usage; \
+         DROP INDEX executor_runs_leased; DROP INDEX executor_runners_ended; \
+         DROP INDEX executor_worker_sessions_host_lost; \
+         CREATE INDEX executor_runs_lease ON executor_runs (lease_owner) \
+           WHERE state IN ('queued','in_progress','pr','complete'); \
          DELETE FROM executor_schema WHERE version >= 8;",
     )
     .execute(&mut conn)

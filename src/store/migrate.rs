@@ -79,6 +79,11 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0014_insights.sql"),
         postgres: include_str!("../../migrations/postgres/0014_insights.sql"),
     },
+    Migration {
+        version: 15,
+        sqlite: include_str!("../../migrations/sqlite/0015_ended_runners.sql"),
+        postgres: include_str!("../../migrations/postgres/0015_ended_runners.sql"),
+    },
 ];
 
 /// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and

@@ -67,6 +67,20 @@ impl TestDb {
         store.migrate().await.expect("migrate test database");
         store
     }
+
+    /// Runs `sql` on a connection of its own: a state no store call makes (a caller killed half-way), or
+    /// one that would take thousands of calls to make.
+    pub async fn execute(&self, sql: &str) {
+        if self.url.starts_with("postgres") {
+            let pool = sqlx::PgPool::connect(&self.url).await.expect("connect to the test database");
+            sqlx::raw_sql(sql).execute(&pool).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+            pool.close().await;
+        } else {
+            let pool = sqlx::SqlitePool::connect(&self.url).await.expect("connect to the test database");
+            sqlx::raw_sql(sql).execute(&pool).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+            pool.close().await;
+        }
+    }
 }
 
 pub fn sqlite() -> TestDb {
