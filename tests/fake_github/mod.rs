@@ -431,6 +431,12 @@ impl FakeGitHub {
         self.state().failing_prs.push(number);
     }
 
+    /// As [`FakeGitHub::fail_pr`], from the moment the next comment is posted on pull request `number`:
+    /// nobody observes it with that comment.
+    pub fn fail_pr_once_commented(&self, number: i64) {
+        self.state().failing_once_commented.push(number);
+    }
+
     pub fn set_retry_after(&self, seconds: u64) {
         self.state().retry_after_secs = seconds;
     }
