@@ -616,8 +616,8 @@ async fn a_column_added_under_a_live_pool_breaks_no_read() {
 }
 
 /// The replies outbox: only offered comments may be answered, once each (the same answer again changes
-/// nothing), an answer waits until it is posted (a failed attempt counts, up to the bound), and the live
-/// worker's offer is where `executor comment --as-agent` lands.
+/// nothing), an answer waits until it is posted (a failed attempt counts, up to the bound; a wait on
+/// the rate limit does not), and the live worker's offer is where `executor comment --as-agent` lands.
 async fn a_workers_replies_are_an_outbox_once_per_offered_comment(db: TestDb) {
     let store = db.open().await;
     let g = approved(&store, "r1").await;
@@ -642,6 +642,10 @@ async fn a_workers_replies_are_an_outbox_once_per_offered_comment(db: TestDb) {
     assert_eq!(pending[0].body.as_deref(), Some("[ACKNOWLEDGED: a]"));
     store.mark_reply_failed(pending[0].id, "GitHub: 502").await.unwrap();
     assert_eq!(store.replies_to_post(run.id, 2).await.unwrap()[0].last_error.as_deref(), Some("GitHub: 502"));
+    // A wait on GitHub's rate limit is said, and counts no attempt.
+    store.mark_reply_waiting(pending[0].id, "GitHub: rate limit").await.unwrap();
+    let waiting = store.replies_to_post(run.id, 2).await.unwrap();
+    assert_eq!((waiting[0].attempts, waiting[0].last_error.as_deref()), (1, Some("GitHub: rate limit")));
     store.mark_reply_failed(pending[0].id, "GitHub: 502").await.unwrap();
     assert!(store.replies_to_post(run.id, 2).await.unwrap().is_empty(), "given up after the bound");
     assert!(store.replies_to_post(run.id, 5).await.unwrap().len() == 1);

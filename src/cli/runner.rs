@@ -6,7 +6,7 @@ use clap::Args;
 use super::Context;
 use super::output::json;
 use crate::forge::ACK_PREFIX;
-use crate::forge::{AGENT_AUTHOR, CommentPost, Forge, deliver_reply};
+use crate::forge::{AGENT_AUTHOR, CommentPost, Forge, ForgeError, deliver_reply};
 use crate::instance_lock::{InstanceLock, LockError};
 use crate::runner::forge_for;
 use crate::runner::{Runner, shutdown_on_signals};
@@ -173,16 +173,22 @@ async fn reply_through_outbox(
     };
     let pr = forge.snapshot_for_agent(run).await?;
     let posted = match &pr {
-        Some(pr) => deliver_reply(forge, &ctx.store, run, pr, &offer).await.map_err(|e| e.to_string()),
-        None => Err(format!("run {} has no pull request yet", run.id)),
+        Some(pr) => deliver_reply(forge, &ctx.store, run, pr, &offer).await,
+        None => Err(ForgeError::NoPr(run.id)),
     };
     match posted {
         Ok(id) => {
             say(Some(&id), format!("comment {id} on run {}'s pull request, replying to {parent}", run.id))
         }
         Err(e) => {
-            ctx.store.mark_reply_failed(offer.id, &e).await?;
-            eprintln!("note: not posted yet ({e})");
+            // GitHub's rate limit is a wait: it uses up none of the attempts the runner makes after.
+            let why = e.to_string();
+            if e.is_rate_limit() {
+                ctx.store.mark_reply_waiting(offer.id, &why).await?;
+            } else {
+                ctx.store.mark_reply_failed(offer.id, &why).await?;
+            }
+            eprintln!("note: not posted yet ({why})");
             say(None, format!("the reply to {parent} is recorded; the runner posts it"))
         }
     }

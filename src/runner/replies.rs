@@ -14,7 +14,9 @@ pub const MAX_REPLY_ATTEMPTS: i64 = 5;
 impl Runner {
     /// Posts the run's pending replies. Returns whether any was posted (the decision then waits for the
     /// next tick's view of the pull request, which shows them); a reply that cannot be posted is this
-    /// tick's error, and is retried.
+    /// tick's error, and is retried. GitHub's rate limit is a wait, not a failure: the reply that met it
+    /// counts no attempt, the rest wait with it, and the runner says it waited rather than erred (soak
+    /// finding: replies that met the limit made cron's runner exit 1).
     pub(super) async fn post_pending_replies(
         &self,
         run: &Run,
@@ -25,24 +27,33 @@ impl Runner {
         if pending.is_empty() {
             return Ok(false);
         }
-        let mut failed = None;
+        let (mut failed, mut waited) = (None, None);
         for reply in &pending {
-            match deliver_reply(forge, &self.store, run, pr, reply).await {
-                Ok(id) => tracing::info!(
-                    run = run.id,
-                    "posted the agent's reply to comment {} as {id}",
-                    reply.comment_id
-                ),
-                Err(e) => {
-                    let why = format!("posting the reply to comment {}: {e}", reply.comment_id);
-                    self.store.mark_reply_failed(reply.id, &why).await?;
-                    failed = Some(why);
+            let e = match deliver_reply(forge, &self.store, run, pr, reply).await {
+                Ok(id) => {
+                    tracing::info!(
+                        run = run.id,
+                        "posted the agent's reply to comment {} as {id}",
+                        reply.comment_id
+                    );
+                    continue;
                 }
+                Err(e) => e,
+            };
+            let why = format!("posting the reply to comment {}: {e}", reply.comment_id);
+            if e.is_rate_limit() {
+                // Every other request is refused too until the limit lifts.
+                self.store.mark_reply_waiting(reply.id, &why).await?;
+                waited = Some(why);
+                break;
             }
+            self.store.mark_reply_failed(reply.id, &why).await?;
+            failed = Some(why);
         }
-        match failed {
-            Some(why) => Err(RunnerError::ReplyNotPosted(why)),
-            None => Ok(true),
+        match (failed, waited) {
+            (Some(why), _) => Err(RunnerError::ReplyNotPosted { why, rate_limited: false }),
+            (None, Some(why)) => Err(RunnerError::ReplyNotPosted { why, rate_limited: true }),
+            (None, None) => Ok(true),
         }
     }
 }

@@ -45,9 +45,9 @@ pub enum RunnerError {
     /// A notice stays in the outbox: this attempt to deliver it failed.
     #[error("notice {id} not delivered: {why}")]
     NoticeNotDelivered { id: i64, why: String, rate_limited: bool },
-    /// An agent's reply stays in the outbox: this attempt to post it failed.
-    #[error("an agent's reply was not posted: {0}")]
-    ReplyNotPosted(String),
+    /// An agent's reply stays in the outbox: this attempt to post it failed, or met GitHub's rate limit.
+    #[error("an agent's reply was not posted: {why}")]
+    ReplyNotPosted { why: String, rate_limited: bool },
 }
 
 impl RunnerError {
@@ -55,7 +55,8 @@ impl RunnerError {
     pub(super) fn is_rate_limit(&self) -> bool {
         match self {
             RunnerError::Forge(e) => e.is_rate_limit(),
-            RunnerError::NoticeNotDelivered { rate_limited, .. } => *rate_limited,
+            RunnerError::NoticeNotDelivered { rate_limited, .. }
+            | RunnerError::ReplyNotPosted { rate_limited, .. } => *rate_limited,
             _ => false,
         }
     }

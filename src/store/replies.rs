@@ -220,4 +220,19 @@ impl Store {
         });
         Ok(())
     }
+
+    /// An attempt to post the reply met GitHub's rate limit: it stays in the outbox with why, and the
+    /// wait counts as no attempt.
+    pub async fn mark_reply_waiting(&self, id: i64, why: &str) -> Result<()> {
+        on_pool!(self, |p| {
+            sqlx::query(
+                "UPDATE executor_agent_replies SET last_error = $1 WHERE id = $2 AND posted_at IS NULL",
+            )
+            .bind(why)
+            .bind(id)
+            .execute(p)
+            .await?;
+        });
+        Ok(())
+    }
 }

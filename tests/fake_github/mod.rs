@@ -425,12 +425,18 @@ impl FakeGitHub {
         self.state().route_faults.push((route.to_string(), fault, times));
     }
 
-    /// The `retry-after` seconds of `SecondaryLimit` and `TooMany` (default 60).
     /// From now on, pull request `number`'s GraphQL answers are null with an error of their own.
     pub fn fail_pr(&self, number: i64) {
         self.state().failing_prs.push(number);
     }
 
+    /// As [`FakeGitHub::fail_pr`], from the moment the next comment is posted on pull request `number`:
+    /// nobody observes it with that comment.
+    pub fn fail_pr_once_commented(&self, number: i64) {
+        self.state().failing_once_commented.push(number);
+    }
+
+    /// The `retry-after` seconds of `SecondaryLimit` and `TooMany` (default 60).
     pub fn set_retry_after(&self, seconds: u64) {
         self.state().retry_after_secs = seconds;
     }

@@ -632,6 +632,10 @@ fn add_comment(state: &mut State, repo: &str, number: i64, body: &Value) -> Answ
         pr.comments.push(comment);
     }
     state.touch(repo, number);
+    if let Some(i) = state.failing_once_commented.iter().position(|n| *n == number) {
+        state.failing_once_commented.remove(i);
+        state.failing_prs.push(number);
+    }
     Answer::json(201, answer)
 }
 

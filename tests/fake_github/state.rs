@@ -186,6 +186,8 @@ pub struct State {
     /// Pull requests whose GraphQL answer is always null with an error of its own (path to its alias),
     /// as when GitHub times out on one pull request.
     pub failing_prs: Vec<i64>,
+    /// Pull requests that join `failing_prs` the moment the next comment is posted on them.
+    pub failing_once_commented: Vec<i64>,
     /// Conversation comments on issues (not pull requests), in the REST shape, by (repo, number).
     pub issue_comments: BTreeMap<(String, i64), Vec<serde_json::Value>>,
 }
@@ -213,6 +215,7 @@ impl State {
             posted: Vec::new(),
             issue_edits_after_listing: Vec::new(),
             failing_prs: Vec::new(),
+            failing_once_commented: Vec::new(),
             issue_comments: BTreeMap::new(),
         }
     }

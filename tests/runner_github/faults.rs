@@ -175,3 +175,43 @@ async fn a_notice_that_meets_the_rate_limit_waits_and_is_posted_once_after() {
     let posted = env.fake.posted_comments().into_iter().filter(|c| c.body.ends_with(&marker)).count();
     assert_eq!(posted, 1);
 }
+
+/// A notice replies in the run's notice thread even when the pull request cannot be observed and its
+/// last observation predates that thread (soak finding: a notice failed with "comment N is not on this
+/// pull request", the run's thread being newer than anything the runner had seen of the pull request).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notice_replies_in_a_thread_newer_than_the_last_observation() {
+    let env = GhEnv::new(&[], "").await;
+    env.edit_config("[runner]\n", "[runner]\ncheck_timeout = \"3s\"\n");
+    let run = run_in_pr(&env, "1313").await;
+    let store = env.store().await;
+    let number = run.pr_number.unwrap();
+    // No check ever reports: after check_timeout the human is told, which starts the run's thread, and
+    // from that comment on GitHub will not show the pull request. check_timeout later the human is
+    // told so, in that thread.
+    env.fake.fail_pr_once_commented(number);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let told = loop {
+        let out = env.runner().await;
+        let told: Vec<_> = env
+            .fake
+            .posted_comments()
+            .into_iter()
+            .filter(|c| c.number == number && c.body.contains("could not be observed for"))
+            .collect();
+        if !told.is_empty() {
+            break told;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never told: {:?}\n{}",
+            store.notices(Some(run.id)).await.unwrap(),
+            text(&out)
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert_eq!(told.len(), 1, "{told:?}");
+    let thread = store.run(run.id).await.unwrap().thread_id.expect("a thread");
+    let recorded = store.agent_comments(&[run.id]).await.unwrap();
+    assert_eq!(recorded.get(&told[0].id).cloned().flatten(), Some(thread), "not in the run's thread");
+}

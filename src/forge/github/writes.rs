@@ -170,8 +170,14 @@ impl GitHubForge {
     }
 
     /// The review thread comment `parent` is in, `None` for a conversation comment; an error when it is
-    /// not on this pull request at all.
+    /// not on this pull request at all. The run's notice thread is executor's own conversation comment
+    /// (its first notice's), known without looking: a notice goes into it even when the pull request
+    /// cannot be observed, or was last observed before that comment was posted (soak finding: a notice
+    /// failed with "comment N is not on this pull request").
     async fn thread_of(&self, run: &Run, number: i64, parent: &str) -> Result<Option<String>, ForgeError> {
+        if self.store.run(run.id).await?.thread_id.as_deref() == Some(parent) {
+            return Ok(None);
+        }
         let snapshot = match self.cached(number) {
             Some(o) => o.snapshot,
             None => self
