@@ -187,26 +187,34 @@ impl Runner {
             Err(crate::forge::ForgeError::Unobserved { .. }) if run.pr_number.is_some() => None,
             Err(e) => return Err(Undelivered::forge("reading the pull request", &e)),
         };
-        let body = format!("{text}\n\n{}", notice_marker(id));
-        let posted =
-            pr.as_ref().and_then(|pr| pr.comments.iter().find(|c| c.body.ends_with(&notice_marker(id))));
-        if let Some(c) = posted {
-            // Posted by an attempt that died before recording it: record it now, or on GitHub (where
-            // executor may post as the human) it would read as the human's own comment.
-            self.store.record_agent_comment(run.id, &c.id, None).await.map_err(Undelivered::store)?;
-            return Ok(format!("{} pull request comment {}", forge.name(), c.id));
-        }
         let current = self.store.run(run.id).await.map_err(Undelivered::store)?;
-        let comment = CommentPost {
-            author: EXECUTOR_AUTHOR,
-            body: &body,
-            reply_to: current.thread_id.as_deref(),
-            by_agent: true,
-            ..Default::default()
+        let reply_to = current.thread_id.as_deref();
+        let marker = notice_marker(id);
+        let earlier = pr.as_ref().and_then(|pr| pr.comments.iter().find(|c| c.body.ends_with(&marker)));
+        let comment_id = match earlier {
+            Some(c) => {
+                // Posted by an attempt that died (or lost its answer) before recording it: recorded now,
+                // or on GitHub (where executor may post as the human) it would read as the human's own.
+                self.store.record_agent_comment(run.id, &c.id, reply_to).await.map_err(Undelivered::store)?;
+                c.id.clone()
+            }
+            None => {
+                let body = format!("{text}\n\n{marker}");
+                let comment = CommentPost {
+                    author: EXECUTOR_AUTHOR,
+                    body: &body,
+                    reply_to,
+                    by_agent: true,
+                    ..Default::default()
+                };
+                forge
+                    .comment(run, &comment)
+                    .await
+                    .map_err(|e| Undelivered::forge("pull request comment", &e))?
+            }
         };
-        let comment_id =
-            forge.comment(run, &comment).await.map_err(|e| Undelivered::forge("pull request comment", &e))?;
-        if current.thread_id.is_none() {
+        if reply_to.is_none() {
+            // The run's first notice starts its thread, whichever attempt got it through.
             self.store
                 .set_run_thread(run.id, Some(&self.owner), &comment_id)
                 .await

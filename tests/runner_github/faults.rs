@@ -215,3 +215,35 @@ async fn a_notice_replies_in_a_thread_newer_than_the_last_observation() {
     let recorded = store.agent_comments(&[run.id]).await.unwrap();
     assert_eq!(recorded.get(&told[0].id).cloned().flatten(), Some(thread), "not in the run's thread");
 }
+
+/// A run's first notice starts its notice thread even when its comment went through unanswered (a 502)
+/// and the retry found it rather than posting it: later notices go into that thread, not a second one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_notice_found_after_its_answer_was_lost_starts_the_runs_thread() {
+    let env = GhEnv::new(&[], "").await;
+    env.fake.fail_route("issue_comment_create", Fault::AppliedThen(502), 1);
+    env.queue_approved("1314").await;
+    let store = env.store().await;
+    let mut ci = CiPlayer::green();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let notice = loop {
+        env.runner().await; // exits 1 on the lost answer
+        let run = run_of(&store, "1314").await;
+        let told = store.notices(Some(run.id)).await.unwrap();
+        if let Some(n) = told.into_iter().find(|n| n.kind == "completed" && n.delivered_at.is_some()) {
+            break n;
+        }
+        assert_ne!(run.state, RunState::Abandoned, "{:?}", store.run_memory(run.id).await.unwrap());
+        if let (Some(number), Some(branch)) = (run.pr_number, run.branch_name.as_deref()) {
+            ci.play(&env, number, branch);
+        }
+        assert!(Instant::now() < deadline, "never told: {:?}", store.run_memory(run.id).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    };
+    assert_eq!(env.fake.counts().route("issue_comment_create"), 1, "found on retry, not posted again");
+    let run = run_of(&store, "1314").await;
+    let marker = format!("<!-- executor notice {} -->", notice.id);
+    let pr = env.fake.pr(REPO, run.pr_number.unwrap());
+    let first = pr.comments.iter().find(|c| c.body.ends_with(&marker)).expect("the notice's comment");
+    assert_eq!(run.thread_id.as_deref(), Some(first.id.as_str()), "the thread was never started");
+}
