@@ -17,8 +17,7 @@ async fn a_fresh_runner_on_unchanged_pull_requests_asks_no_graphql() {
     let mut ci = CiPlayer::green();
     drive_until(&env, "1901", &mut ci, |r| r.state == RunState::Complete).await;
     // A second past the last change, so that an unchanged listing means an unchanged pull request.
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    env.ok(&["runner"]).await; // the completion notice's change observed
+    settled_runner(&env).await; // the completion notice's change observed
     tokio::time::sleep(Duration::from_millis(1100)).await;
 
     let before = env.fake.counts();
@@ -93,8 +92,7 @@ async fn a_listing_kept_by_a_process_that_watched_other_pull_requests_hides_no_c
     let a = drive_until(&env, "1904", &mut ci, |r| r.state == RunState::Complete).await;
     env.queue_approved("1905").await;
     let b = drive_until(&env, "1905", &mut ci, |r| r.state == RunState::Complete).await;
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    env.ok(&["runner"]).await; // every change so far observed and kept
+    settled_runner(&env).await; // every change so far observed and kept
     tokio::time::sleep(Duration::from_millis(1100)).await;
 
     let number = a.pr_number.expect("a pull request");
@@ -126,18 +124,25 @@ async fn settled_runner(env: &GhEnv) {
     env.ok(&["runner"]).await;
 }
 
+/// Takes task `gid` to a completed run, then lets the runner observe and keep every change of it (its
+/// completion notice included) after that change's second.
+async fn completed_and_settled(env: &GhEnv, gid: &str) -> executor::domain::Run {
+    env.queue_approved(gid).await;
+    let mut ci = CiPlayer::green();
+    let run = drive_until(env, gid, &mut ci, |r| r.state == RunState::Complete).await;
+    settled_runner(env).await;
+    settled_runner(env).await;
+    run
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_observation_kept_after_a_newer_listing_is_not_trusted_on_a_304() {
     // Two processes keep what they saw: one lists (its page and ETag kept), the other keeps an
     // observation it took before that listing, late. A third, told "nothing changed" (304), must not
     // decide from that older observation (soak finding 13: a notice posted twice).
     let env = GhEnv::new(&[], "").await;
-    env.queue_approved("1906").await;
-    let mut ci = CiPlayer::green();
-    let run = drive_until(&env, "1906", &mut ci, |r| r.state == RunState::Complete).await;
+    let run = completed_and_settled(&env, "1906").await;
     let number = run.pr_number.expect("a pull request");
-    settled_runner(&env).await; // the completion notice observed
-    settled_runner(&env).await;
     let store = env.store().await;
     let key = format!("pr:{number}");
     let older = store.forge_memory_entry("app", &key).await.unwrap().expect("kept while watched");
@@ -162,12 +167,8 @@ async fn a_notice_posted_by_a_runner_that_died_is_found_whatever_was_kept() {
     // which a racing process may have left with a listing newer than the post and an observation older
     // than it (soak finding 13: a completion notice posted twice on PostgreSQL).
     let env = GhEnv::new(&[], "").await;
-    env.queue_approved("1907").await;
-    let mut ci = CiPlayer::green();
-    let run = drive_until(&env, "1907", &mut ci, |r| r.state == RunState::Complete).await;
+    let run = completed_and_settled(&env, "1907").await;
     let number = run.pr_number.expect("a pull request");
-    settled_runner(&env).await;
-    settled_runner(&env).await;
     let store = env.store().await;
     let id = store
         .add_notice(Some(run.id), None, "stuck", Some("soak-13"), "Look at this, please.")
