@@ -289,11 +289,14 @@ impl Triager {
             writable_dirs: Vec::new(),
             // The kernel holds every agent to that, a command agent too: of the repository, only the
             // scratch checkout is writable (not its `.git`, so no branch or object outlives the triage).
-            sandbox: worker::Sandbox::for_mode(
-                config.worker.sandbox,
-                std::iter::once(scratch.to_path_buf())
-                    .chain(worker::sandbox::configured(&config.worker.sandbox_writable)),
-            ),
+            // The scratch checkout lies in the data directory, hidden from agents: its own `.git` link
+            // leads into the repository's, which is read like any worktree's.
+            sandbox: worker::sandbox::for_config(config, [scratch.to_path_buf()]).map(|mut s| {
+                for dir in workspace::git_dirs(scratch).unwrap_or_default() {
+                    s.allow_read(dir);
+                }
+                s
+            }),
         }
     }
 

@@ -137,6 +137,16 @@ pub struct Worker {
     /// More directories (besides the worktree, a private temporary directory and the agent's own state
     /// directories) a sandboxed agent may write. `~/` is the home directory.
     pub sandbox_writable: Vec<String>,
+    /// Paths a sandboxed agent may not even read, besides executor's own (its config file, data
+    /// directory, database and the other runs' worktrees) and the agent CLIs' real state directories
+    /// (each agent gets a private one). `~/` is the home directory.
+    pub sandbox_hidden: Vec<String>,
+    /// Where a sandboxed agent may connect: `allowlist` (TCP only to its model API's port and the
+    /// ports of `network_allow`) or `open`.
+    pub network: NetworkMode,
+    /// More destinations a sandboxed agent may connect to, as `host:port` or `port`. The kernel
+    /// enforces the port only (Landlock): any host on an allowed port is reachable.
+    pub network_allow: Vec<String>,
     pub claude: ClaudeAgent,
     pub codex: CodexAgent,
     pub command: CommandAgent,
@@ -154,6 +164,17 @@ pub enum SandboxMode {
     Landlock,
     /// No kernel containment: each agent only has its own sandbox, if any.
     Off,
+}
+
+/// `worker.network`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NetworkMode {
+    /// TCP connections only to the agent's model API port and `worker.network_allow`.
+    #[default]
+    Allowlist,
+    /// No network containment.
+    Open,
 }
 
 impl SandboxMode {
@@ -328,6 +349,10 @@ pub struct Repo {
     /// Local forge: the CI command run at a pull request's head (program and arguments).
     #[serde(default)]
     pub ci_command: Vec<String>,
+    /// Local forge: variables CI gets from executor's environment besides PATH, HOME and the locale
+    /// (CI runs agent-written code: it gets nothing else, no token or key).
+    #[serde(default)]
+    pub ci_env: Vec<String>,
     #[serde(default)]
     pub required_checks: Vec<String>,
     #[serde(default)]
@@ -371,6 +396,7 @@ impl Repo {
             forge: default_forge(),
             base: default_base(),
             ci_command: Vec::new(),
+            ci_env: Vec::new(),
             required_checks: Vec::new(),
             required_labels: Vec::new(),
             trusted_authors: Vec::new(),
@@ -551,6 +577,20 @@ impl Default for Runner {
     }
 }
 
+/// Credentials no agent reads (`worker.sandbox_hidden`'s default).
+pub const DEFAULT_HIDDEN: &[&str] = &[
+    "~/.ssh",
+    "~/.aws",
+    "~/.config/gh",
+    "~/.netrc",
+    "~/.gnupg",
+    "~/.docker",
+    "~/.kube",
+    "~/.git-credentials",
+    "~/.config/gcloud",
+    "~/.azure",
+];
+
 impl Default for Worker {
     fn default() -> Self {
         Worker {
@@ -559,17 +599,16 @@ impl Default for Worker {
             hard_timeout: Duration::secs(3 * 3600),
             kill_grace: Duration::secs(10),
             prompts_dir: String::new(),
-            pass_env: vec![
-                "ANTHROPIC_API_KEY".into(),
-                "OPENAI_API_KEY".into(),
-                "GH_TOKEN".into(),
-                "IS_SANDBOX".into(),
-            ],
+            // No GitHub token: the runner pushes and posts; an agent says what it has to say in its result.
+            pass_env: vec!["ANTHROPIC_API_KEY".into(), "OPENAI_API_KEY".into(), "IS_SANDBOX".into()],
             max_turns: MaxTurns::default(),
             max_output_bytes: 256 * 1024 * 1024,
             redact_env: Vec::new(),
             sandbox: SandboxMode::Auto,
             sandbox_writable: Vec::new(),
+            sandbox_hidden: DEFAULT_HIDDEN.iter().map(|s| s.to_string()).collect(),
+            network: NetworkMode::Allowlist,
+            network_allow: Vec::new(),
             claude: ClaudeAgent::default(),
             codex: CodexAgent::default(),
             command: CommandAgent::default(),
@@ -715,6 +754,11 @@ impl Config {
                 return fail(key, "must be a non-negative number of dollars");
             }
         }
+        for entry in &self.worker.network_allow {
+            if let Err(why) = allowed_port(entry) {
+                return fail("worker.network_allow", &why);
+            }
+        }
         if self.github.batch_size == 0 || self.github.batch_size > 100 {
             return fail("github.batch_size", "must be between 1 and 100 pull requests per request");
         }
@@ -850,6 +894,15 @@ impl Config {
         } else {
             expand_home(&self.workspace.root)
         }
+    }
+}
+
+/// The TCP port of a `worker.network_allow` entry: `host:port`, `[v6]:port` or a bare `port`.
+pub fn allowed_port(entry: &str) -> Result<u16, String> {
+    let port = entry.trim().rsplit(':').next().unwrap_or_default();
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 => Ok(p),
+        _ => Err(format!("{entry:?} is not \"host:port\" or \"port\" (a TCP port from 1 to 65535)")),
     }
 }
 

@@ -75,6 +75,8 @@ pub struct LocalForge {
     pub ci_root: PathBuf,
     /// This host's name: CI runs here are recorded under it, and only this host's are polled.
     pub host: String,
+    /// How CI is contained (`worker.sandbox`, as an agent is); `None`: it runs uncontained.
+    pub ci_sandbox: Option<crate::worker::Sandbox>,
 }
 
 pub fn pr_url(repo_name: &str, id: i64) -> String {
@@ -252,9 +254,14 @@ impl LocalForge {
     /// Starts CI for the recorded check `id` with its directory's lock, and records its pid; CI that
     /// cannot start finishes the check as `error` with the reason.
     async fn launch(&self, id: i64, lock: Result<CiLock, ci::CiError>, sha: &str) -> Result<(), ForgeError> {
-        let (repo, sha, command) = (self.repo_path(), sha.to_string(), self.repo.ci_command.clone());
+        let (repo, sha) = (self.repo_path(), sha.to_string());
+        let run = ci::CiRun {
+            command: self.repo.ci_command.clone(),
+            env: self.repo.ci_env.clone(),
+            sandbox: self.ci_sandbox.clone(),
+        };
         let started = match lock {
-            Ok(lock) => blocking(move || Ok(ci::launch(lock, &repo, &sha, &command))).await?,
+            Ok(lock) => blocking(move || Ok(ci::launch(lock, &repo, &sha, &run))).await?,
             Err(e) => Err(e),
         };
         match started {

@@ -493,6 +493,7 @@ fn make_forge(
             repo: repo.clone(),
             ci_root: config.data_dir().join("ci"),
             host: config.host_name(),
+            ci_sandbox: crate::worker::sandbox::for_config(config, []),
         })),
         "github" => {
             let client = shared_client(config, store, client)?;

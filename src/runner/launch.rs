@@ -415,6 +415,7 @@ pub(crate) fn build_spec(
     let ctx = prompt_context(w);
     let prompt = prompts.render(PromptKind::Worker(w.kind), &ctx)?;
     let run_id = w.run.map(|r| r.id);
+    let git_dirs = writable_dirs(&w.cwd);
     Ok(WorkerSpec {
         task_gid: w.task.task_gid.clone(),
         run_id: run_id.unwrap_or(0),
@@ -433,31 +434,24 @@ pub(crate) fn build_spec(
         max_output_bytes: config.worker.max_output_bytes,
         pricing: config.pricing.clone(),
         usage_baseline: worker::Tokens::default(),
-        writable_dirs: writable_dirs(&w.cwd),
-        sandbox: worker_sandbox(config, &w.cwd),
+        sandbox: worker_sandbox(config, &w.cwd, &git_dirs),
+        writable_dirs: git_dirs,
     })
 }
 
 /// Where a worker's agent may write (`worker.sandbox`): its worktree, what a commit needs of the
-/// repository's `.git`, the SQLite database `executor comment` records its replies in, and
-/// `worker.sandbox_writable`.
-fn worker_sandbox(config: &Config, cwd: &Path) -> Option<worker::Sandbox> {
+/// repository's `.git` (and the rest of `.git` read-only), and `worker.sandbox_writable`. No database:
+/// an agent says what it has to say in its result.
+fn worker_sandbox(config: &Config, cwd: &Path, git_dirs: &[PathBuf]) -> Option<worker::Sandbox> {
     let git = workspace::git_write_dirs(cwd).unwrap_or_else(|e| {
         tracing::debug!("no git directories to make writable for {}: {e}", cwd.display());
         Vec::new()
     });
-    let extra = worker::sandbox::configured(&config.worker.sandbox_writable);
-    let writable = std::iter::once(cwd.to_path_buf()).chain(git).chain(sqlite_files(config)).chain(extra);
-    worker::Sandbox::for_mode(config.worker.sandbox, writable)
-}
-
-/// The SQLite database's files, which an agent's `executor comment` writes: the file itself and the
-/// write-ahead log and shared memory the runner keeps open (WAL mode) — not the data directory.
-fn sqlite_files(config: &Config) -> Vec<PathBuf> {
-    let url = config.database_url();
-    let Some(path) = url.strip_prefix("sqlite://") else { return Vec::new() };
-    let path = path.split('?').next().unwrap_or(path);
-    ["", "-wal", "-shm"].iter().map(|suffix| PathBuf::from(format!("{path}{suffix}"))).collect()
+    let mut sandbox = worker::sandbox::for_config(config, std::iter::once(cwd.to_path_buf()).chain(git))?;
+    for dir in git_dirs {
+        sandbox.allow_read(dir.clone());
+    }
+    Some(sandbox)
 }
 
 /// The worktree's git directories, which a sandboxed agent must be able to write to commit. A

@@ -24,6 +24,15 @@ pub fn worker_env(
     }
     set.push(("EXECUTOR_TASK_GID".to_string(), gid.to_string()));
     set.push(("EXECUTOR_WORKER_KIND".to_string(), kind.to_string()));
+    // The agent CLI's private state (see `agent_state`), one per run so that a resumed session is found.
+    let owner = run_id.map_or_else(|| format!("{kind}"), |id| format!("run-{id}"));
+    let state = config.data_dir().join("agents").join(gid.as_str()).join(owner);
+    let state = std::path::absolute(&state).unwrap_or(state);
+    match config.worker.agent.as_str() {
+        "claude" => set.push(("CLAUDE_CONFIG_DIR".into(), state.join("claude").display().to_string())),
+        "codex" => set.push(("CODEX_HOME".into(), state.join("codex").display().to_string())),
+        _ => {}
+    }
     if let Some(cfg) = &config.source
         && let Ok(abs) = std::path::absolute(cfg)
     {
@@ -34,17 +43,9 @@ pub fn worker_env(
         let path = std::env::var("PATH").unwrap_or_default();
         set.push(("PATH".into(), format!("{}:{path}", dir.display())));
     }
-    // An agent replies on GitHub through `executor comment`, which needs the same token executor found:
-    // the variables that may hold it are passed too (their values, like every passed value, are
-    // redacted from logs).
-    let mut pass = config.worker.pass_env.clone();
-    if config.repos.values().any(|r| r.forge == "github") {
-        for name in &config.github.token_env {
-            if !pass.contains(name) {
-                pass.push(name.clone());
-            }
-        }
-    }
+    // Only what the config names: the GitHub token is not passed (the runner pushes and posts; an agent
+    // says what it has to say in its result), so a prompt-injected agent cannot act as the user there.
+    let pass = config.worker.pass_env.clone();
     // Every secret the config names, not only those passed: a work log must not show the webhook URL
     // or the dashboard token an agent came across.
     EnvSpec { pass, set, secrets: crate::redact::config_secrets(config) }

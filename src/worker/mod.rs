@@ -29,6 +29,7 @@
 
 pub mod agent;
 mod agent_file;
+mod agent_state;
 mod from_config;
 mod kind;
 mod lines;
@@ -259,6 +260,7 @@ pub fn start(spec: WorkerSpec) -> Result<Pending, WorkerError> {
         result_schema: launch_schema.clone(),
         max_budget_usd: spec.max_budget_usd,
         writable_dirs: spec.writable_dirs.iter().chain(&replies_dir).cloned().collect(),
+        contained: spec.sandbox.is_some(),
     };
     let command = match spec.agent.command_line(&launch) {
         Ok(c) => c,
@@ -287,15 +289,22 @@ pub fn start(spec: WorkerSpec) -> Result<Pending, WorkerError> {
     spawn::write_private(&files.output, b"")?;
     let output = std::fs::File::open(&files.output).map_err(WorkerError::io("read", &files.output))?;
     let mut env = spec.env.resolve();
-    let mut sandbox = spec.sandbox.clone();
-    if let Some(dir) = &replies_dir {
+    let prepared = private_state(&spec, &files, &mut env).and_then(|state| {
+        let Some(sandbox) = &spec.sandbox else { return Ok(None) };
+        let mut sandbox = sandbox.clone();
+        if let Some(dir) = &replies_dir {
+            sandbox.allow(dir.clone());
+        }
+        if let Some(state) = state {
+            sandbox.allow(state);
+        }
+        contain(sandbox, &files, &mut env).map(Some)
+    });
+    if replies_dir.is_some() {
         env.retain(|(k, _)| k != replies::REPLIES_ENV);
         env.push((replies::REPLIES_ENV.into(), replies::file_in(&files.dir()).display().to_string()));
-        if let Some(s) = sandbox.as_mut() {
-            s.allow(dir.clone());
-        }
     }
-    let prepared = match sandbox.as_ref().map(|s| contain(s, &spec.agent, &files, &mut env)).transpose() {
+    let prepared = match prepared {
         Ok(p) => p,
         Err(e) => {
             log.abandon(&format!("the agent was not started: {e}"));
@@ -342,22 +351,35 @@ pub fn start(spec: WorkerSpec) -> Result<Pending, WorkerError> {
     })
 }
 
-/// The sandbox's final form for one worker: `sandbox`, plus a private temporary directory (made the
-/// agent's `TMPDIR`) and the agent CLI's own state directories under the agent's `HOME`.
+/// The agent CLI's private state directory, made fresh for this worker ([`agent_state`]); set in
+/// `env`. `None` for a command agent, which has none.
+fn private_state(
+    spec: &WorkerSpec,
+    files: &WorkerFiles,
+    env: &mut Vec<(String, String)>,
+) -> Result<Option<PathBuf>, WorkerError> {
+    let Some(dir) = agent_state::choose(&spec.agent, env, &files.dir().join("state")) else {
+        return Ok(None);
+    };
+    agent_state::prepare(&spec.agent, &dir, &|name| std::env::var_os(name))
+        .map_err(WorkerError::io("prepare the agent's state directory", &dir))?;
+    Ok(Some(dir))
+}
+
+/// The sandbox's final form for one worker: plus a private temporary directory (made the agent's
+/// `TMPDIR`), its own files readable (a result schema the CLI reads), and its model API's port.
 fn contain(
-    sandbox: &Sandbox,
-    agent: &AgentConfig,
+    mut sandbox: Sandbox,
     files: &WorkerFiles,
     env: &mut Vec<(String, String)>,
 ) -> Result<sandbox::Prepared, WorkerError> {
-    let mut sandbox = sandbox.clone();
     let tmp = files.temp_dir()?;
     env.retain(|(k, _)| k != "TMPDIR");
     env.push(("TMPDIR".into(), tmp.display().to_string()));
     sandbox.allow(tmp);
-    let var = |name: &str| env.iter().rev().find(|(k, _)| k == name).map(|(_, v)| PathBuf::from(v));
-    for dir in agent.state_paths(var("HOME").as_deref(), &var) {
-        sandbox.allow(dir);
+    sandbox.allow_read(files.dir());
+    if sandbox.connect_ports().is_some() {
+        sandbox.connect_only(sandbox::model_ports(env));
     }
     Ok(sandbox.prepare()?)
 }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Plays a whole pipeline as a `command` agent: it acts according to $EXECUTOR_WORKER_KIND, which the
-# runner sets, commits in its worktree, answers review comments through `executor comment`, and ends with
-# a JSON result line (the command agent's structured result).
+# runner sets, commits in its worktree, answers review comments in its result (`replies`: it reaches
+# neither the database nor the forge), and ends with a JSON result line (the command agent's structured
+# result).
 #   FAKE_SLOW=N   sleep N seconds (printing a heartbeat each second) before working
 #   FAKE_REVIEW   the pr_review verdict (default pass); a failing review reports one finding on a line
 #   FAKE_ECHO     a failing review quotes this value (a secret an agent came across) in its findings
@@ -62,12 +63,13 @@ case "$EXECUTOR_WORKER_KIND" in
       commit "Fix review finding $id"
     done
     # Comments: ids are numbers on the local forge, node ids on GitHub.
-    printf '%s\n' "$prompt" | sed -n 's/^### Comment `\([A-Za-z0-9_.-]*\)`.*/\1/p' | while read -r id; do
+    replies=""
+    for id in $(printf '%s\n' "$prompt" | sed -n 's/^### Comment `\([A-Za-z0-9_.-]*\)`.*/\1/p'); do
       echo "addressed comment $id" >> review-notes.txt
       commit "Address comment $id"
-      executor comment "$EXECUTOR_RUN_ID" --as-agent --reply-to "$id" "[ACKNOWLEDGED: addressed in a commit]" || exit 1
+      replies="$replies${replies:+, }{\"to\": \"$id\", \"body\": \"[ACKNOWLEDGED: addressed in a commit]\"}"
     done
-    echo '{"summary": "answered every comment"}'
+    printf '{"summary": "answered every comment", "replies": [%s]}\n' "$replies"
     ;;
   fix_conflicts)
     git merge -q --no-edit "$(git rev-parse --abbrev-ref HEAD@{upstream} 2>/dev/null || echo main)" >/dev/null 2>&1

@@ -2,6 +2,13 @@
 //! it, and the CI command run there in the background by a tiny shell that records its exit status in a
 //! file, so the result outlives the runner.
 //!
+//! CI runs agent-written code (a committed `ci.sh`, a `build.rs`), so it runs as contained as an agent
+//! (`worker.sandbox`): it writes only its checkout and a private temporary directory, reads nothing of
+//! executor's, connects only where agents may, and gets an explicit environment (PATH, HOME, the locale
+//! and `repos.NAME.ci_env`; never a token). Its output, pid and exit status go to files executor opened
+//! before the shell started — descriptors the shell inherits — and that the sandbox does not let CI
+//! open by name: CI cannot forge its own result.
+//!
 //! Each check directory has a `lock` file. Whoever starts CI takes the lock before the check is recorded
 //! and hands it to git and then to the CI's shell (as their standard input), which hold it until they
 //! exit. So a pending check whose lock nobody holds and whose CI left no trace (no pid file, no exit
@@ -12,7 +19,19 @@ use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 
 use crate::store::LocalCheck;
+use crate::worker::Sandbox;
 use crate::workspace::{self, WorkspaceError};
+
+/// Variables CI gets from executor's environment, besides `repos.NAME.ci_env`.
+const CI_BASE_ENV: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TZ"];
+
+/// How CI runs: its command, the variables it gets, and its sandbox (`None`: uncontained).
+#[derive(Debug, Clone)]
+pub struct CiRun {
+    pub command: Vec<String>,
+    pub env: Vec<String>,
+    pub sandbox: Option<Sandbox>,
+}
 
 /// How much of a CI run's output is kept (its tail: the end is where failures are).
 const OUTPUT_TAIL: usize = 8_000;
@@ -27,6 +46,8 @@ pub enum CiError {
     Program { program: String, why: &'static str },
     #[error("CI for this commit is already starting or running in {0}")]
     Busy(PathBuf),
+    #[error(transparent)]
+    Sandbox(#[from] crate::worker::SandboxError),
 }
 
 fn io(what: String) -> impl FnOnce(std::io::Error) -> CiError {
@@ -75,17 +96,17 @@ fn try_lock(dir: &Path) -> Result<Option<CiLock>, CiError> {
     }
 }
 
-/// Checks `sha` out in the locked directory and starts `command` there; returns the CI shell's pid.
-/// The lock passes to git and then to the CI's shell. Blocking.
-pub fn launch(lock: CiLock, repo: &Path, sha: &str, command: &[String]) -> Result<u32, CiError> {
-    let Some((program, args)) = command.split_first() else {
+/// Checks `sha` out in the locked directory and starts CI there; returns the CI shell's pid. The lock
+/// passes to git and then to the CI's shell. Blocking.
+pub fn launch(lock: CiLock, repo: &Path, sha: &str, ci: &CiRun) -> Result<u32, CiError> {
+    let Some((program, args)) = ci.command.split_first() else {
         return Err(CiError::Program { program: String::new(), why: "is empty" });
     };
     let work = lock.dir.join("work");
     let for_git = lock.file.try_clone().map_err(io(format!("sharing the lock of {}", lock.dir.display())))?;
     workspace::add_detached_holding(repo, &work, sha, for_git)?;
     find_program(program, &work)?;
-    spawn(lock, &work, program, args)
+    spawn(lock, &work, program, args, ci)
 }
 
 /// Looks `program` up as the shell that runs it will: a name with a `/` relative to the checkout, any
@@ -113,29 +134,78 @@ fn find_program(program: &str, work: &Path) -> Result<(), CiError> {
     }
 }
 
-/// Runs `program args…` in `work` through a tiny fixed shell script that records the exit status in a
-/// file. The CI command comes from the config, never from task text, and reaches the script as
-/// positional parameters (no interpolation). The shell's standard input is the lock, which it holds for
-/// its life; the command itself gets `/dev/null`, so nothing it leaves behind holds the lock.
-fn spawn(lock: CiLock, work: &Path, program: &str, args: &[String]) -> Result<u32, CiError> {
+/// Runs `program args…` in `work` through a tiny fixed shell script that records its pid and the exit
+/// status on descriptors 4 and 6 (files opened here) and gives the command descriptor 5 (the output
+/// file) as stdout and stderr. The CI command comes from the config, never from task text, and reaches
+/// the script as positional parameters (no interpolation). The shell's standard input is the lock,
+/// which it holds for its life; the command itself gets `/dev/null`, so nothing it leaves behind holds
+/// the lock, and none of the three descriptors.
+fn spawn(lock: CiLock, work: &Path, program: &str, args: &[String], ci: &CiRun) -> Result<u32, CiError> {
+    use std::os::fd::AsRawFd;
     use std::os::unix::process::CommandExt;
     let dir = &lock.dir;
-    let child = std::process::Command::new("/bin/sh")
+    let create = |name: &str| {
+        let path = dir.join(name);
+        std::fs::File::create(&path).map_err(io(format!("creating {}", path.display())))
+    };
+    let (pid_file, output, exit) = (create("pid")?, create("output.log")?, create("exit")?);
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).map_err(io(format!("creating {}", tmp.display())))?;
+    let prepared = match &ci.sandbox {
+        Some(sandbox) => {
+            let mut sandbox = sandbox.clone();
+            sandbox.allow(work.to_path_buf());
+            sandbox.allow(tmp.clone());
+            Some(sandbox.prepare()?)
+        }
+        None => None,
+    };
+    let mut command = std::process::Command::new("/bin/sh");
+    command
         .arg("-c")
-        .arg(r#"echo $$ >"$EXECUTOR_CI_PID"; "$@" </dev/null >"$EXECUTOR_CI_OUT" 2>&1; echo $? >"$EXECUTOR_CI_EXIT.tmp" && mv "$EXECUTOR_CI_EXIT.tmp" "$EXECUTOR_CI_EXIT""#)
+        .arg(r#"echo $$ >&4; "$@" </dev/null >&5 2>&1 4>&- 5>&- 6>&-; echo $? >&6"#)
         .arg("executor-ci")
         .arg(program)
         .args(args)
-        .env("EXECUTOR_CI_OUT", dir.join("output.log"))
-        .env("EXECUTOR_CI_EXIT", dir.join("exit"))
-        .env("EXECUTOR_CI_PID", dir.join("pid"))
+        .env_clear()
+        .envs(CI_BASE_ENV.iter().copied().chain(ci.env.iter().map(String::as_str)).filter_map(|name| {
+            std::env::var_os(name).map(|value| (name.to_string(), value))
+        }))
+        .env("TMPDIR", &tmp)
         .current_dir(work)
         .stdin(lock.file)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
-        .process_group(0)
-        .spawn()
-        .map_err(io(format!("starting CI {program:?}")))?;
+        .process_group(0);
+    let fds = [pid_file.as_raw_fd(), output.as_raw_fd(), exit.as_raw_fd()];
+    #[cfg(target_os = "linux")]
+    let ruleset = prepared.as_ref().map(|p| p.raw_fd());
+    // SAFETY: only dup2 and the two system calls of `restrict_self`, async-signal-safe, between fork
+    // and exec; the descriptors stay open in this process until `spawn` returns.
+    unsafe {
+        command.pre_exec(move || {
+            // Through copies above the targets first: a source may already sit at 4, 5 or 6.
+            let mut high = [0; 3];
+            for (copy, fd) in high.iter_mut().zip(fds) {
+                *copy = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 10);
+                if *copy < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            for (copy, target) in high.into_iter().zip([4, 5, 6]) {
+                if libc::dup2(copy, target) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            #[cfg(target_os = "linux")]
+            if let Some(ruleset) = ruleset {
+                crate::worker::sandbox::restrict_self(ruleset)?;
+            }
+            Ok(())
+        });
+    }
+    let child = command.spawn().map_err(io(format!("starting CI {program:?}")))?;
+    drop(prepared);
     let pid = child.id();
     // Reap it in the background so it leaves no zombie while this runner lives; its result is the file.
     std::thread::spawn(move || {
@@ -182,8 +252,9 @@ pub fn state(check: &LocalCheck) -> Result<CiState, CiError> {
     Ok(if pid.is_some() { killed(&dir) } else { CiState::Abandoned(lock) })
 }
 
+/// The exit status the CI's shell wrote: a whole line (the file exists, empty, from the start).
 fn exit_status(dir: &Path) -> Option<CiState> {
-    let code = std::fs::read_to_string(dir.join("exit")).ok()?;
+    let code = std::fs::read_to_string(dir.join("exit")).ok().filter(|c| c.ends_with('\n'))?;
     let status = if code.trim() == "0" { "success" } else { "failure" };
     Some(CiState::Ended(status, format!("exit status {}\n{}", code.trim(), read_tail(dir))))
 }

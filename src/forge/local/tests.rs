@@ -69,6 +69,7 @@ async fn fixture(ci_command: &str) -> Fixture {
         repo: toml::from_str(&repo_toml).unwrap(),
         ci_root: dir.path().join("ci"),
         host: "here".into(),
+        ci_sandbox: None,
     };
     forge.open_pr(&run).await.unwrap();
     Fixture { dir, forge, run, sha }

@@ -42,7 +42,10 @@ impl CodexConfig {
     /// apply to a resumed thread too; `-` makes Codex read the prompt from stdin.
     pub(super) fn command_line(&self, launch: &Launch) -> CommandLine {
         let mut args: Vec<String> = vec!["exec".into(), "--json".into()];
-        args.extend(["--sandbox".into(), self.sandbox.clone()]);
+        // Inside executor's sandbox Codex's own cannot start (its bubblewrap needs the user namespaces
+        // and mounts Landlock refuses), and every command would fail: executor's layer holds instead.
+        let sandbox = if launch.contained { "danger-full-access" } else { self.sandbox.as_str() };
+        args.extend(["--sandbox".into(), sandbox.to_string()]);
         args.extend(["-C".into(), launch.cwd.display().to_string()]);
         if let Some(model) = &self.model {
             args.extend(["--model".into(), model.clone()]);
@@ -52,7 +55,7 @@ impl CodexConfig {
         }
         // Only `workspace-write` has writable roots to extend (`read-only` must stay read-only, and
         // `danger-full-access` needs none): the worktree's git directories, so commits work.
-        if self.sandbox == "workspace-write" {
+        if sandbox == "workspace-write" {
             for dir in &launch.writable_dirs {
                 args.extend(["--add-dir".into(), dir.display().to_string()]);
             }
@@ -399,6 +402,16 @@ mod tests {
         );
         let ro = CodexConfig { sandbox: "read-only".into(), ..Default::default() };
         assert!(!ro.command_line(&launch).args.contains(&"--add-dir".to_string()));
+    }
+
+    #[test]
+    fn contained_by_executor_codex_runs_without_its_own_sandbox() {
+        let launch = Launch { cwd: PathBuf::from("/w/t"), contained: true, ..Default::default() };
+        for configured in ["workspace-write", "read-only"] {
+            let codex = CodexConfig { sandbox: configured.into(), ..Default::default() };
+            let args = codex.command_line(&launch).args.join(" ");
+            assert_eq!(args, "exec --json --sandbox danger-full-access -C /w/t -", "{configured}");
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ mod claude;
 mod codex;
 mod command;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -46,6 +46,9 @@ pub struct Launch {
     /// Directories outside the worktree the agent must be able to write: the worktree's git
     /// directories, so a sandboxed agent (Codex `workspace-write`) can commit.
     pub writable_dirs: Vec<PathBuf>,
+    /// executor contains the agent (Landlock): the CLI's own sandbox, which cannot set itself up
+    /// inside, is switched off (Codex's bubblewrap needs user namespaces and mounts Landlock denies).
+    pub contained: bool,
 }
 
 /// The program and arguments to run. Never contains the prompt: that goes on stdin.
@@ -287,37 +290,6 @@ impl AgentConfig {
             AgentConfig::Codex(_) => "codex",
             AgentConfig::Command(_) => "command",
         }
-    }
-
-    /// Where the agent CLI keeps its own state (sessions, settings, caches), which a sandboxed agent must
-    /// still be able to write: Claude Code's `~/.claude` and `~/.claude.json` (or `CLAUDE_CONFIG_DIR`),
-    /// Codex's `~/.codex` (or `CODEX_HOME`). The main directory is created when missing, since the
-    /// contained agent could not create it in `HOME`. A command agent has none.
-    pub fn state_paths(&self, home: Option<&Path>, var: &dyn Fn(&str) -> Option<PathBuf>) -> Vec<PathBuf> {
-        let Some(home) = home else { return Vec::new() };
-        let (main, others): (PathBuf, Vec<PathBuf>) = match self {
-            AgentConfig::Claude(_) => (
-                var("CLAUDE_CONFIG_DIR").unwrap_or_else(|| home.join(".claude")),
-                [
-                    ".claude.json",
-                    ".claude.json.backup",
-                    ".config/claude",
-                    ".cache/claude",
-                    ".cache/claude-cli-nodejs",
-                    ".local/state/claude",
-                    ".local/share/claude",
-                ]
-                .iter()
-                .map(|p| home.join(p))
-                .collect(),
-            ),
-            AgentConfig::Codex(_) => (var("CODEX_HOME").unwrap_or_else(|| home.join(".codex")), Vec::new()),
-            AgentConfig::Command(_) => return Vec::new(),
-        };
-        if let Err(e) = std::fs::create_dir_all(&main) {
-            tracing::warn!(path = %main.display(), "cannot create the agent's state directory: {e}");
-        }
-        std::iter::once(main).chain(others).collect()
     }
 
     /// Where the agent writes the session files executor follows for usage as it comes (Codex's

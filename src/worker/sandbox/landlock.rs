@@ -2,13 +2,14 @@
 //! allocating is fine) and two raw system calls to apply it (in the child, where it is not).
 
 use std::os::fd::OwnedFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use landlock::{
-    ABI, Access, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetError,
+    ABI, Access, AccessFs, AccessNet, NetPort, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    RulesetError, Scope,
 };
 
-use super::{SandboxError, Support};
+use super::{Sandbox, SandboxError, Support, cover};
 
 /// The newest filesystem rights the crate knows (ABI 5 added device ioctls; later ABIs add no
 /// filesystem rights). Older kernels get what they support: the crate's best-effort mode drops rights
@@ -39,7 +40,7 @@ pub fn support() -> Support {
     })
 }
 
-pub fn prepare(writable: &[PathBuf]) -> Result<OwnedFd, SandboxError> {
+pub fn prepare(sandbox: &Sandbox) -> Result<OwnedFd, SandboxError> {
     if let Support::Missing(why) = support() {
         return Err(SandboxError::Unavailable(why));
     }
@@ -48,25 +49,61 @@ pub fn prepare(writable: &[PathBuf]) -> Result<OwnedFd, SandboxError> {
         move |e: RulesetError| SandboxError::Setup { path, message: e.to_string() }
     };
     let root = Path::new("/");
-    let mut ruleset = Ruleset::default()
-        .handle_access(AccessFs::from_all(ABI_FS))
+    let mut ruleset = Ruleset::default().handle_access(AccessFs::from_all(ABI_FS)).map_err(setup(root))?;
+    if sandbox.connect_ports().is_some() {
+        // Best effort: a kernel before ABI 4 drops it, and `describe` says so.
+        ruleset = ruleset.handle_access(AccessNet::ConnectTcp).map_err(setup(root))?;
+    }
+    let mut ruleset = ruleset
+        .scope(Scope::Signal | Scope::AbstractUnixSocket)
         .and_then(|r| r.create())
         .map_err(setup(root))?;
-    ruleset = ruleset.add_rule(beneath(root, AccessFs::from_read(ABI_FS))?).map_err(setup(root))?;
+    for path in cover::read_grants(sandbox.hidden()) {
+        // An entry that vanished since it was listed, or cannot be opened, is simply not granted.
+        let Ok(meta) = std::fs::metadata(&path) else { continue };
+        let rights = if meta.is_dir() { read_dir_rights() } else { read_file_rights() };
+        if let Ok(rule) = beneath(&path, rights) {
+            ruleset = ruleset.add_rule(rule).map_err(setup(&path))?;
+        }
+    }
     // /dev/null, /dev/tty, a pty: written and ioctl'd by every shell and tool. Writing an existing node
     // creates nothing.
     let dev = Path::new("/dev");
     let dev_rights = AccessFs::from_read(ABI_FS) | AccessFs::WriteFile | AccessFs::IoctlDev;
     ruleset = ruleset.add_rule(beneath(dev, dev_rights)?).map_err(setup(dev))?;
-    for path in writable {
+    let granted = sandbox
+        .readable
+        .iter()
+        .map(|p| (p, false))
+        .chain(sandbox.writable.iter().map(|p| (p, true)));
+    for (path, write) in granted {
         let Ok(meta) = std::fs::metadata(path) else {
-            continue; // nothing there to write beneath
+            continue; // nothing there to reach beneath
         };
-        let rights = if meta.is_dir() { AccessFs::from_all(ABI_FS) } else { AccessFs::from_file(ABI_FS) };
+        let rights = match (meta.is_dir(), write) {
+            (true, true) => AccessFs::from_all(ABI_FS),
+            (false, true) => AccessFs::from_file(ABI_FS),
+            (true, false) => read_dir_rights(),
+            (false, false) => read_file_rights(),
+        };
         ruleset = ruleset.add_rule(beneath(path, rights)?).map_err(setup(path))?;
+    }
+    for &port in sandbox.connect_ports().unwrap_or_default() {
+        ruleset = ruleset
+            .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+            .map_err(setup(Path::new(&format!("tcp port {port}"))))?;
     }
     let fd: Option<OwnedFd> = ruleset.into();
     fd.ok_or_else(|| SandboxError::Unavailable("the kernel did not create a Landlock ruleset".into()))
+}
+
+fn read_dir_rights() -> landlock::BitFlags<AccessFs> {
+    AccessFs::from_read(ABI_FS)
+}
+
+/// Reading and executing a file: `ReadDir` is a directory's right only.
+fn read_file_rights() -> landlock::BitFlags<AccessFs> {
+    AccessFs::from_read(ABI_FS) & AccessFs::from_file(ABI_FS)
 }
 
 fn beneath(path: &Path, rights: landlock::BitFlags<AccessFs>) -> Result<PathBeneath<PathFd>, SandboxError> {

@@ -1,16 +1,29 @@
-//! Kernel containment of agents: on Linux, a Landlock ruleset applied to the agent's process between
-//! fork and exec (so executor itself stays unrestricted), inherited by everything the agent starts.
+//! Kernel containment of agents and local CI: on Linux, a Landlock ruleset applied to the process
+//! between fork and exec (so executor itself stays unrestricted), inherited by everything it starts.
 //!
-//! An agent may read and execute anything, but write only beneath the directories its [`Sandbox`]
-//! names (the worktree, what a commit needs of the repository's `.git`, a private temporary directory,
-//! the agent CLI's own state) and to device nodes (`/dev/null`, a terminal). Any other write fails with
-//! EACCES inside the agent, which its output — and so the work log — shows.
+//! A contained process may
+//! - write only beneath the paths its [`Sandbox`] makes writable (the worktree, what a commit needs of
+//!   the repository's `.git`, a private temporary directory, a private state directory of the agent's
+//!   CLI) and to device nodes (`/dev/null`, a terminal);
+//! - read and execute everything else except the hidden paths: executor's config, data directory and
+//!   database, the other runs' worktrees, the agent CLIs' real state and `worker.sandbox_hidden`'s
+//!   credentials ([`cover`] turns "all but these" into Landlock's grants);
+//! - connect over TCP only to the ports it is allowed (Landlock ABI 4+), with `worker.network =
+//!   "allowlist"`;
+//! - signal, or reach through abstract Unix sockets, only processes of its own sandbox (ABI 6+): not
+//!   executor, not the user's other programs.
 //!
-//! Claude Code and Codex keep their own sandboxes; this layer is beneath them and the same for every
-//! agent, including a plain `command`.
+//! Anything else fails with EACCES inside the agent, which its output — and so the work log — shows.
+//! This layer is the same for every agent, a plain `command` too; where it contains an agent, the CLI's
+//! own sandbox is switched off (Codex's cannot set itself up inside Landlock) — `executor doctor` says
+//! which layer holds what.
 
+pub(crate) mod cover;
 #[cfg(target_os = "linux")]
 mod landlock;
+mod policy;
+
+pub use policy::{for_config, model_ports};
 
 use std::path::{Path, PathBuf};
 
@@ -83,8 +96,20 @@ pub fn describe(mode: SandboxMode) -> (bool, String) {
         (_, Support::Landlock { abi }) => (
             true,
             format!(
-                "Landlock ABI {abi}: agents write only their worktree, what a commit needs of .git, a private \
-                 temporary directory and their own state; triage only its scratch checkout"
+                "Landlock ABI {abi}: agents and local CI write only their worktree (triage: its scratch \
+                 checkout), what a commit needs of .git, a private temporary directory and a private state \
+                 directory; they cannot read executor's config, data directory or other runs' worktrees, \
+                 nor worker.sandbox_hidden; {}; {}",
+                if abi >= NET_ABI {
+                    "TCP connections only to the model API's port and worker.network_allow (worker.network)"
+                } else {
+                    "the network is not contained (it needs Landlock ABI 4, Linux 6.7)"
+                },
+                if abi >= SCOPE_ABI {
+                    "they cannot signal processes outside their sandbox"
+                } else {
+                    "they can signal the user's other processes (scoping needs Landlock ABI 6, Linux 6.12)"
+                }
             ),
         ),
         (SandboxMode::Auto, Support::Missing(why)) => (
@@ -99,11 +124,20 @@ pub fn describe(mode: SandboxMode) -> (bool, String) {
     }
 }
 
-/// Where an agent may write. Reading is never restricted: an agent needs its toolchain, and the
-/// secrets it could read it is given anyway.
+/// The Landlock ABI that contains TCP connections.
+pub const NET_ABI: i32 = 4;
+/// The Landlock ABI that scopes signals and abstract Unix sockets.
+pub const SCOPE_ABI: i32 = 6;
+
+/// Where a contained process may write, what it may not read, and where it may connect.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Sandbox {
-    writable: Vec<PathBuf>,
+    pub(super) writable: Vec<PathBuf>,
+    /// Read-only, even beneath a hidden path (a worker's own files in the data directory).
+    pub(super) readable: Vec<PathBuf>,
+    hidden: Vec<PathBuf>,
+    /// `None`: any connection; `Some(ports)`: TCP connections to these ports only.
+    connect: Option<Vec<u16>>,
 }
 
 impl Sandbox {
@@ -132,8 +166,42 @@ impl Sandbox {
         }
     }
 
+    /// Allows reading beneath `path` (a file or a directory), even where it lies in a hidden path.
+    pub fn allow_read(&mut self, path: PathBuf) {
+        if !self.readable.contains(&path) {
+            self.readable.push(path);
+        }
+    }
+
+    /// Keeps `path` (and what is beneath it) from being read, unless a writable or readable path
+    /// beneath it says otherwise.
+    pub fn hide(&mut self, path: PathBuf) {
+        if !self.hidden.contains(&path) {
+            self.hidden.push(path);
+        }
+    }
+
+    /// Allows TCP connections to `ports` only (more calls add ports).
+    pub fn connect_only(&mut self, ports: impl IntoIterator<Item = u16>) {
+        let allowed = self.connect.get_or_insert_with(Vec::new);
+        for port in ports {
+            if !allowed.contains(&port) {
+                allowed.push(port);
+            }
+        }
+    }
+
     pub fn writable(&self) -> &[PathBuf] {
         &self.writable
+    }
+
+    pub fn hidden(&self) -> &[PathBuf] {
+        &self.hidden
+    }
+
+    /// The TCP ports it may connect to; `None` when connections are not contained.
+    pub fn connect_ports(&self) -> Option<&[u16]> {
+        self.connect.as_deref()
     }
 
     /// The kernel object to apply in the child before it runs the agent. Paths that do not exist are
@@ -141,7 +209,7 @@ impl Sandbox {
     pub(crate) fn prepare(&self) -> Result<Prepared, SandboxError> {
         #[cfg(target_os = "linux")]
         {
-            landlock::prepare(&self.writable).map(Prepared)
+            landlock::prepare(self).map(Prepared)
         }
         #[cfg(not(target_os = "linux"))]
         {
