@@ -35,7 +35,13 @@ fn landlock_abi() -> Option<i32> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prompt_injected_agent_and_its_ci_reach_nothing_outside_their_sandbox() {
     let Some(abi) = landlock_abi() else { return };
-    let env = Env::new(&["FAKE_OTHER_LOG", "FAKE_DASHBOARD_PORT", "FAKE_MODEL_PORT", "FAKE_DATA", "ANTHROPIC_BASE_URL"]);
+    let env = Env::new(&[
+        "FAKE_OTHER_LOG",
+        "FAKE_DASHBOARD_PORT",
+        "FAKE_MODEL_PORT",
+        "FAKE_DATA",
+        "ANTHROPIC_BASE_URL",
+    ]);
     let attacker = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fake_agents/attacker.sh");
     env.edit_config("tests/fake_agents/pipeline.sh", "tests/fake_agents/attacker.sh");
     env.edit_config(r#"["sh", "-c", "sleep 2; test -f ci-fixed"]"#, r#"["sh", "ci.sh"]"#);
@@ -74,7 +80,8 @@ async fn a_prompt_injected_agent_and_its_ci_reach_nothing_outside_their_sandbox(
             .output()
             .unwrap();
         succeeded(out, "runner --once");
-        let runs = store.list_runs(&RunFilter { task_gid: Some(gid.clone()), ..Default::default() }).await.unwrap();
+        let runs =
+            store.list_runs(&RunFilter { task_gid: Some(gid.clone()), ..Default::default() }).await.unwrap();
         let run = &runs[0];
         assert_ne!(run.state, RunState::Abandoned, "{run:?}");
         if let Some(pr) = store.local_pr_for_run(run.id).await.unwrap() {

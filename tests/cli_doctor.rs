@@ -145,6 +145,9 @@ fn doctor_reports_the_sandbox() {
     let detail = c["detail"].as_str().unwrap_or_default();
     if cfg!(target_os = "linux") && detail.starts_with("Landlock ABI") {
         assert_eq!(c["outcome"], "pass", "{report:#}");
+        // Which layer holds what, for the configured agent (a command agent here).
+        assert!(detail.contains("command agent: executor's Landlock holds"), "{detail}");
+        assert!(detail.contains("local CI is contained"), "{detail}");
     } else {
         assert_eq!(c["outcome"], "warn", "{report:#}");
         assert!(detail.contains("uncontained"), "{detail}");
@@ -155,4 +158,13 @@ fn doctor_reports_the_sandbox() {
     let c = check(&report, "sandbox");
     assert_eq!(c["outcome"], "warn", "{report:#}");
     assert!(c["fix"].as_str().unwrap_or_default().contains("worker.sandbox"), "{report:#}");
+    assert!(
+        c["detail"].as_str().unwrap_or_default().contains("nothing contains a command agent"),
+        "{report:#}"
+    );
+    // Codex says its own sandbox is what holds it without executor's.
+    env.edit_config("agent = \"command\"", "agent = \"codex\"");
+    let (_, report) = doctor(&env);
+    let detail = check(&report, "sandbox")["detail"].as_str().unwrap_or_default().to_string();
+    assert!(detail.contains("only Codex's own sandbox (--sandbox workspace-write)"), "{detail}");
 }

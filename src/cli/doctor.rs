@@ -46,6 +46,7 @@ fn sandbox_check(config: &Config) -> Check {
     use crate::config::SandboxMode;
     let mode = config.worker.sandbox;
     let (contained, detail) = crate::worker::sandbox::describe(mode);
+    let detail = format!("{detail}. {}", crate::worker::sandbox::layers(config));
     match (contained, mode) {
         (true, SandboxMode::Off) => problem(
             Outcome::Warn,

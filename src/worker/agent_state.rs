@@ -36,7 +36,11 @@ pub fn choose(agent: &AgentConfig, env: &mut Vec<(String, String)>, fallback: &P
 
 /// Makes `dir` the fresh state directory of a new worker of `agent`, seeded from the user's real
 /// state (`user_var` reads executor's own environment: `HOME`, `CLAUDE_CONFIG_DIR`, `CODEX_HOME`).
-pub fn prepare(agent: &AgentConfig, dir: &Path, user_var: &dyn Fn(&str) -> Option<OsString>) -> io::Result<()> {
+pub fn prepare(
+    agent: &AgentConfig,
+    dir: &Path,
+    user_var: &dyn Fn(&str) -> Option<OsString>,
+) -> io::Result<()> {
     let Some((var, keep)) = layout(agent) else { return Ok(()) };
     create_private(dir)?;
     for entry in std::fs::read_dir(dir)? {
@@ -111,7 +115,9 @@ fn seed_codex_config(from: &Path, to: &Path) -> io::Result<()> {
 
 fn copy_if_there(from: &Path, to: &Path) -> io::Result<()> {
     match read_if_there(from)? {
-        Some(text) => super::spawn::write_private(to, text.as_bytes()).map_err(|e| io::Error::other(e.to_string())),
+        Some(text) => {
+            super::spawn::write_private(to, text.as_bytes()).map_err(|e| io::Error::other(e.to_string()))
+        }
         None => Ok(()),
     }
 }
@@ -141,7 +147,8 @@ mod tests {
         std::fs::create_dir_all(user.join(".claude")).unwrap();
         std::fs::write(user.join(".claude/.credentials.json"), r#"{"token": "t"}"#).unwrap();
         std::fs::write(user.join(".claude/settings.json"), r#"{"hooks": {}}"#).unwrap();
-        let account = r#"{"userID": "u", "mcpServers": {"x": {"command": "evil"}}, "hasCompletedOnboarding": true}"#;
+        let account =
+            r#"{"userID": "u", "mcpServers": {"x": {"command": "evil"}}, "hasCompletedOnboarding": true}"#;
         std::fs::write(user.join(".claude.json"), account).unwrap();
         // What an earlier agent left: hooks, instructions, a link to the user's real settings.
         std::fs::create_dir_all(private.join("projects/p")).unwrap();
@@ -153,8 +160,10 @@ mod tests {
         let var = move |name: &str| (name == "HOME").then(|| home.clone());
         prepare(&AgentConfig::Claude(ClaudeConfig::default()), &private, &var).unwrap();
 
-        let mut names: Vec<_> =
-            std::fs::read_dir(&private).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        let mut names: Vec<_> = std::fs::read_dir(&private)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
         names.sort();
         assert_eq!(names, [".claude.json", ".credentials.json", "projects"]);
         assert!(private.join("projects/p/s.jsonl").is_file(), "the session history stays");

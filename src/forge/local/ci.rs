@@ -23,7 +23,8 @@ use crate::worker::Sandbox;
 use crate::workspace::{self, WorkspaceError};
 
 /// Variables CI gets from executor's environment, besides `repos.NAME.ci_env`.
-const CI_BASE_ENV: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TZ"];
+const CI_BASE_ENV: &[&str] =
+    &["PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TZ"];
 
 /// How CI runs: its command, the variables it gets, and its sandbox (`None`: uncontained).
 #[derive(Debug, Clone)]
@@ -168,9 +169,13 @@ fn spawn(lock: CiLock, work: &Path, program: &str, args: &[String], ci: &CiRun) 
         .arg(program)
         .args(args)
         .env_clear()
-        .envs(CI_BASE_ENV.iter().copied().chain(ci.env.iter().map(String::as_str)).filter_map(|name| {
-            std::env::var_os(name).map(|value| (name.to_string(), value))
-        }))
+        .envs(
+            CI_BASE_ENV
+                .iter()
+                .copied()
+                .chain(ci.env.iter().map(String::as_str))
+                .filter_map(|name| std::env::var_os(name).map(|value| (name.to_string(), value))),
+        )
         .env("TMPDIR", &tmp)
         .current_dir(work)
         .stdin(lock.file)

@@ -20,9 +20,7 @@ pub(crate) fn read_grants(hidden: &[PathBuf]) -> Vec<PathBuf> {
     }
     let on_the_way: BTreeSet<PathBuf> =
         hidden.iter().flat_map(|h| h.ancestors().skip(1).map(Path::to_path_buf)).collect();
-    let touches_hidden = |p: &Path| {
-        on_the_way.contains(p) || hidden.iter().any(|h| p.starts_with(h))
-    };
+    let touches_hidden = |p: &Path| on_the_way.contains(p) || hidden.iter().any(|h| p.starts_with(h));
     let mut grants = Vec::new();
     for dir in &on_the_way {
         let Ok(entries) = std::fs::read_dir(dir) else { continue };
@@ -46,7 +44,7 @@ pub(crate) fn read_grants(hidden: &[PathBuf]) -> Vec<PathBuf> {
 
 /// `path` absolute with its symbolic links resolved as far as it exists: a hidden path is an inode the
 /// walk must not grant, whatever name leads to it. The part that does not exist yet is kept as named.
-pub(crate) fn resolved(path: &Path) -> PathBuf {
+pub fn resolved(path: &Path) -> PathBuf {
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let mut missing = Vec::new();
     let mut existing = absolute.as_path();

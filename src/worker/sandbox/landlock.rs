@@ -71,11 +71,8 @@ pub fn prepare(sandbox: &Sandbox) -> Result<OwnedFd, SandboxError> {
     let dev = Path::new("/dev");
     let dev_rights = AccessFs::from_read(ABI_FS) | AccessFs::WriteFile | AccessFs::IoctlDev;
     ruleset = ruleset.add_rule(beneath(dev, dev_rights)?).map_err(setup(dev))?;
-    let granted = sandbox
-        .readable
-        .iter()
-        .map(|p| (p, false))
-        .chain(sandbox.writable.iter().map(|p| (p, true)));
+    let granted =
+        sandbox.readable.iter().map(|p| (p, false)).chain(sandbox.writable.iter().map(|p| (p, true)));
     for (path, write) in granted {
         let Ok(meta) = std::fs::metadata(path) else {
             continue; // nothing there to reach beneath

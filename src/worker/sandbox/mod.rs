@@ -18,12 +18,12 @@
 //! own sandbox is switched off (Codex's cannot set itself up inside Landlock) — `executor doctor` says
 //! which layer holds what.
 
-pub(crate) mod cover;
+pub mod cover;
 #[cfg(target_os = "linux")]
 mod landlock;
 mod policy;
 
-pub use policy::{for_config, model_ports};
+pub use policy::{for_config, layers, model_ports};
 
 use std::path::{Path, PathBuf};
 

@@ -43,6 +43,50 @@ fn hidden(config: &Config) -> Vec<PathBuf> {
     out
 }
 
+/// Which layer contains what, for the configured agent (`executor doctor`): executor's Landlock, and
+/// the CLI's own sandbox beneath or instead of it.
+pub fn layers(config: &Config) -> String {
+    let contained = super::enabled(config.worker.sandbox).unwrap_or(false);
+    let network = match (contained, config.worker.network) {
+        (false, _) => "the network is open".to_string(),
+        (true, NetworkMode::Open) => "connections open (worker.network = \"open\")".to_string(),
+        (true, NetworkMode::Allowlist) => {
+            let mut ports: Vec<String> = config
+                .worker
+                .network_allow
+                .iter()
+                .filter_map(|e| crate::config::allowed_port(e).ok())
+                .map(|p| p.to_string())
+                .collect();
+            ports.insert(0, "the model API's (443, or its base URL's)".into());
+            format!("TCP only to ports {}", ports.join(", "))
+        }
+    };
+    let own = match (config.worker.agent.as_str(), contained) {
+        ("codex", true) => {
+            "Codex's own sandbox is off (--sandbox danger-full-access: its bubblewrap cannot run \
+                           inside Landlock); executor's holds files, reads, network and signals"
+                .to_string()
+        }
+        ("codex", false) => format!(
+            "only Codex's own sandbox (--sandbox {}) contains it; triage: {}",
+            config.worker.codex.sandbox, config.analyzer.codex_sandbox
+        ),
+        ("claude", true) => format!(
+            "executor's Landlock holds files, reads, network and signals; Claude Code's permission mode {:?} \
+             only decides which tools it asks to use",
+            config.worker.claude.permission_mode
+        ),
+        ("claude", false) => format!(
+            "only Claude Code's permission mode ({:?}) stands between it and your account",
+            config.worker.claude.permission_mode
+        ),
+        (_, true) => "executor's Landlock holds files, reads, network and signals".to_string(),
+        (_, false) => "nothing contains a command agent".to_string(),
+    };
+    format!("{} agent: {own}; {network}; local CI is contained like an agent", config.worker.agent)
+}
+
 /// The TCP ports of the model APIs an agent in `env` talks to: those of `ANTHROPIC_BASE_URL` and
 /// `OPENAI_BASE_URL` when set, else 443 (Anthropic's and OpenAI's own).
 pub fn model_ports(env: &[(String, String)]) -> Vec<u16> {
