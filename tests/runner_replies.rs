@@ -14,7 +14,7 @@ use executor::worker::sandbox::{self, Support};
 
 mod common;
 mod runner_support;
-use runner_support::Env;
+use runner_support::{Env, kill_when_flagged};
 
 const SECRET: &str = "tok-3f9a8b7c6d5e";
 
@@ -36,10 +36,13 @@ fn shut_off_env() -> Env {
 fn runner(env: &Env, kill_flag: Option<&Path>) -> Output {
     let mut cmd = env.command(&["runner"]);
     cmd.env("FAKE_SECRET", SECRET).stdin(Stdio::null());
-    if let Some(flag) = kill_flag {
-        cmd.env("FAKE_KILL_RUNNER", flag);
+    let Some(flag) = kill_flag else { return cmd.output().unwrap() };
+    cmd.env("FAKE_KILL_RUNNER", flag).stdout(Stdio::null()).stderr(Stdio::null());
+    if flag.exists() {
+        return cmd.output().unwrap();
     }
-    cmd.output().unwrap()
+    let status = kill_when_flagged(&mut cmd, flag);
+    Output { status, stdout: Vec::new(), stderr: Vec::new() }
 }
 
 async fn run_of(store: &Store, gid: &str) -> Run {

@@ -14,7 +14,7 @@ use executor::store::RunFilter;
 
 mod common;
 mod runner_support;
-use runner_support::Env;
+use runner_support::{Env, kill_when_flagged};
 
 const ROUNDS: usize = 20;
 
@@ -71,8 +71,8 @@ async fn kill_at_spawn(round: usize, database: Option<&str>) {
         cmd
     };
 
-    let status = runner(&["runner"]).status().unwrap();
-    assert_eq!(status.signal(), Some(9), "round {round}: the agent kills its runner at once");
+    let status = kill_when_flagged(&mut runner(&["runner"]), &killed);
+    assert_eq!(status.signal(), Some(9), "round {round}: the runner is killed as its agent starts");
     // The next runner (one tick, then it supervises its workers to their end).
     let out = runner(&["runner", "--once"]).output().unwrap();
     assert!(out.status.success(), "round {round}: {}", String::from_utf8_lossy(&out.stderr));

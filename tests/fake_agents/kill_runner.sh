@@ -1,7 +1,12 @@
 #!/bin/sh
-# The first time it runs, kills the runner that started it, right away; then works as pipeline.sh.
-# Each start and end is appended to $FAKE_TRACE with the run id and pid, to count live agents.
-[ -e "$FAKE_KILLED" ] || { : > "$FAKE_KILLED"; kill -9 "$PPID"; }
+# The first time it runs, creates $FAKE_KILLED — the test then kills the runner that started it (a
+# contained agent cannot signal it) — and waits (10 s at most) until that runner is gone; then works as
+# pipeline.sh. Each start and end is appended to $FAKE_TRACE with the run id and pid, to count live agents.
+if [ ! -e "$FAKE_KILLED" ]; then
+  : > "$FAKE_KILLED"
+  i=0
+  while [ -d "/proc/$PPID" ] && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+fi
 echo "start $EXECUTOR_RUN_ID $$" >> "$FAKE_TRACE"
 "$(dirname "$0")/pipeline.sh"
 status=$?

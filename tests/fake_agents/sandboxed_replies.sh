@@ -5,9 +5,8 @@
 # reaching back: the first reply is appended to the file $EXECUTOR_REPLIES names, the others are in its
 # final JSON line, together with a reply to comment 999999, which the prompt did not list.
 #   FAKE_SECRET       a value it puts into its reply (the runner must redact it)
-#   FAKE_KILL_RUNNER  a flag file: the first time, once its replies are written, it kills its parent (the
-#                     runner) with SIGKILL, then ends normally (no network namespace then: it must
-#                     signal the runner)
+#   FAKE_KILL_RUNNER  a flag file: the first time, once its replies are written, it creates the flag,
+#                     waits until the test has killed its parent (the runner), then ends normally
 prompt=$(cat)
 if [ -z "${FAKE_NETNS:-}" ] && [ -z "${FAKE_KILL_RUNNER:-}" ]; then
   # As root, a plain network namespace; else one inside a user namespace of its own.
@@ -53,9 +52,10 @@ case "$EXECUTOR_WORKER_KIND" in
     done
     if [ -n "${FAKE_KILL_RUNNER:-}" ] && [ ! -e "$FAKE_KILL_RUNNER" ]; then
       touch "$FAKE_KILL_RUNNER"
-      echo "killing the runner (pid $PPID)"
-      kill -9 "$PPID"
-      sleep 1
+      # The test kills the runner now (a contained agent cannot signal it); wait until it is gone.
+      echo "waiting for the runner (pid $PPID) to be killed"
+      i=0
+      while [ -d "/proc/$PPID" ] && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
     fi
     printf '{"summary": "answered every comment", "replies": [%s]}\n' "$replies"
     ;;

@@ -136,6 +136,24 @@ trusted_authors = ["alex"]
     }
 }
 
+/// Starts `cmd` (a runner) and kills it with SIGKILL as soon as the agent creates `flag`: a contained
+/// agent cannot signal its runner, so the test plays the crash. Returns the runner's exit status.
+pub fn kill_when_flagged(cmd: &mut Command, flag: &Path) -> std::process::ExitStatus {
+    let mut child = cmd.spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if flag.exists() {
+            child.kill().unwrap();
+            return child.wait().unwrap();
+        }
+        assert!(std::time::Instant::now() < deadline, "the agent never created {}", flag.display());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Alive and not a zombie (an orphaned worker is reaped by whatever init the machine has, maybe late).
 /// A Slack-style incoming webhook on loopback that records what it is sent.
 pub struct FakeWebhook {
