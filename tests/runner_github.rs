@@ -145,7 +145,7 @@ async fn drive_the_pipeline(env: &GhEnv) {
     assert!(log.contains(FAILING_LINE), "the fix_ci work log lacks the job log:\n{log}");
     assert_eq!(counts.route("job_logs"), 1, "{counts:?}");
 
-    // The agent's answer went into alex's thread through `executor comment`, recorded as an agent's.
+    // The agent's answer (in its result) went into alex's thread, recorded as an agent's.
     let replies: Vec<_> = posted.iter().filter(|p| p.kind == PostedKind::ThreadReply).collect();
     assert_eq!(replies.len(), 1, "{posted:?}");
     assert_eq!(replies[0].reply_to.as_deref(), Some(alex_thread.as_str()));

@@ -56,7 +56,7 @@ impl GhEnv {
 
         let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agents/pipeline.sh");
         let pass: Vec<String> = agent_env.iter().map(|(k, _)| format!("{k:?}")).collect();
-        // `executor comment` (run by the agent) finds the token too: executor passes `github.token_env`.
+        // The agent answers in its result: it needs neither the token nor the database.
         let config = format!(
             r#"
 [paths]
