@@ -87,17 +87,30 @@ pub fn layers(config: &Config) -> String {
     format!("{} agent: {own}; {network}; local CI is contained like an agent", config.worker.agent)
 }
 
-/// The TCP ports of the model APIs an agent in `env` talks to: those of `ANTHROPIC_BASE_URL` and
-/// `OPENAI_BASE_URL` when set, else 443 (Anthropic's and OpenAI's own).
+/// The variables naming where an agent's requests to its model go: the APIs' base URLs, and a proxy the
+/// CLIs send them through.
+const MODEL_URL_VARS: &[&str] = &[
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_BASE_URL",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+];
+
+/// The TCP ports of the model APIs an agent in `env` talks to: those of `ANTHROPIC_BASE_URL`,
+/// `OPENAI_BASE_URL` and a proxy when set; 443 (Anthropic's and OpenAI's own) unless a base URL is set.
 pub fn model_ports(env: &[(String, String)]) -> Vec<u16> {
-    let mut ports: Vec<u16> = env
-        .iter()
-        .filter(|(k, _)| k == "ANTHROPIC_BASE_URL" || k == "OPENAI_BASE_URL")
-        .filter_map(|(_, url)| url_port(url))
-        .collect();
-    if ports.is_empty() {
+    let set = |name: &str| env.iter().rev().find(|(k, v)| k == name && !v.trim().is_empty()).map(|(_, v)| v);
+    let mut ports: Vec<u16> =
+        MODEL_URL_VARS.iter().filter_map(|name| set(name)).filter_map(|url| url_port(url)).collect();
+    if set("ANTHROPIC_BASE_URL").is_none() && set("OPENAI_BASE_URL").is_none() {
         ports.push(443);
     }
+    ports.sort_unstable();
+    ports.dedup();
     ports
 }
 
@@ -134,7 +147,9 @@ mod tests {
         assert_eq!(model_ports(&env(&[("OPENAI_BASE_URL", "https://proxy.example/v1")])), vec![443]);
         assert_eq!(model_ports(&env(&[("OPENAI_BASE_URL", "http://[::1]:9000/v1")])), vec![9000]);
         assert_eq!(model_ports(&env(&[("OPENAI_BASE_URL", "http://[::1]/v1")])), vec![80]);
-        assert_eq!(model_ports(&env(&[("ANTHROPIC_BASE_URL", "not a url")])), vec![443]);
+        assert_eq!(model_ports(&env(&[("ANTHROPIC_BASE_URL", "not a url")])), Vec::<u16>::new());
+        let proxied = env(&[("HTTPS_PROXY", "http://proxy.corp:3128")]);
+        assert_eq!(model_ports(&proxied), vec![443, 3128], "the APIs through a proxy");
     }
 
     #[test]
