@@ -24,7 +24,7 @@ use axum::http::{Method, StatusCode, Uri};
 use axum::response::Response;
 use serde_json::Value;
 
-pub use script::{Role, Script, Step};
+pub use script::{Role, Script, Step, comment_ids};
 
 /// Which API a server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
