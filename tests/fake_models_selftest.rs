@@ -3,7 +3,7 @@
 
 mod fake_models;
 
-use fake_models::{Api, FakeModel, Role, Script, Step};
+use fake_models::{Api, FakeModel, Role, Script, Step, comment_ids};
 use serde_json::{Value, json};
 
 fn script() -> Script {
@@ -33,7 +33,14 @@ fn events(body: &str) -> Vec<Value> {
 }
 
 async fn post(url: &str, body: Value) -> (u16, String, String) {
-    let r = reqwest::Client::new().post(url).json(&body).send().await.unwrap();
+    let r = reqwest::Client::new()
+        .post(url)
+        .header("x-api-key", "key-a")
+        .header("authorization", "Bearer key-o")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     let status = r.status().as_u16();
     let ct = r.headers().get("content-type").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
     (status, ct, r.text().await.unwrap())
@@ -120,6 +127,7 @@ async fn the_anthropic_fake_streams_each_step_in_the_documented_event_order() {
     );
     assert_eq!(seen[0].role.as_deref(), Some("queued"));
     assert_eq!(seen[0].path, "/v1/messages");
+    assert_eq!(seen[0].credential.as_deref(), Some("key-a"));
 }
 
 fn codex_request(outputs: usize, code_mode: bool) -> Value {
@@ -193,4 +201,11 @@ async fn the_openai_fake_streams_responses_events_with_codex_tools() {
     let played: Vec<String> = model.seen().iter().map(|s| s.played.clone()).collect();
     assert_eq!(played, ["tool:apply_patch", "tool:exec_command", "tool:exec_command", "answer", "404"]);
     assert!(model.seen()[0].tools.contains(&"exec".to_string()));
+    assert_eq!(model.seen()[0].credential.as_deref(), Some("Bearer key-o"));
+}
+
+#[test]
+fn comment_ids_are_read_from_a_fix_comments_prompt() {
+    let prompt = "## Unresolved comments (2)\n\n### Comment `c17` by alex\n\nfix\n\n### Comment `42` by bo on x.rs line 3";
+    assert_eq!(comment_ids(prompt), ["c17", "42"]);
 }

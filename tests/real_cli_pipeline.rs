@@ -221,7 +221,7 @@ async fn drive(p: &Pipeline) -> (Run, i64) {
 
 /// The run is complete with the agent's commits on its branch, alex's comment has exactly one reply
 /// (the agent's), the work logs show the tool calls, and the model saw every step of each role.
-async fn assert_pipeline(p: &Pipeline, run: &Run, asked: i64, tool_call: &str) {
+async fn assert_pipeline(p: &Pipeline, run: &Run, asked: i64, tool_call: &str, credential: &str) {
     let store = p.env.store().await;
     let story = story(p, &store, run).await;
     let log = Command::new("git")
@@ -267,6 +267,10 @@ async fn assert_pipeline(p: &Pipeline, run: &Run, asked: i64, tool_call: &str) {
     }
 
     let seen = p.model.seen();
+    assert!(
+        seen.iter().all(|s| s.credential.as_deref() == Some(credential)),
+        "the key from the environment\n{story}"
+    );
     for (role, steps) in [("queued", 3), ("fix_comments", 3), ("pr_review", 2)] {
         for step in 0..steps {
             assert!(
@@ -285,7 +289,7 @@ async fn assert_pipeline(p: &Pipeline, run: &Run, asked: i64, tool_call: &str) {
 async fn claude_code_completes_a_pipeline_under_the_default_sandbox() {
     let p = Pipeline::claude();
     let (run, asked) = drive(&p).await;
-    assert_pipeline(&p, &run, asked, "Bash").await;
+    assert_pipeline(&p, &run, asked, "Bash", "sk-ant-fake-key").await;
     // With --json-schema the answer came through Claude Code's StructuredOutput tool.
     assert!(p.model.seen().iter().any(|s| s.played == "tool:StructuredOutput"));
 }
@@ -298,7 +302,7 @@ async fn claude_code_completes_a_pipeline_under_the_default_sandbox() {
 async fn codex_completes_a_pipeline_under_the_default_sandbox() {
     let p = Pipeline::codex(None);
     let (run, asked) = drive(&p).await;
-    assert_pipeline(&p, &run, asked, "shell").await;
+    assert_pipeline(&p, &run, asked, "shell", "Bearer sk-fake-key").await;
 }
 
 /// Codex with its own sandbox off (`danger-full-access`) inside executor's Landlock: what executor must
@@ -311,5 +315,5 @@ async fn codex_completes_a_pipeline_under_the_default_sandbox() {
 async fn codex_completes_a_pipeline_inside_landlock_with_its_own_sandbox_off() {
     let p = Pipeline::codex(Some("danger-full-access"));
     let (run, asked) = drive(&p).await;
-    assert_pipeline(&p, &run, asked, "shell").await;
+    assert_pipeline(&p, &run, asked, "shell", "Bearer sk-fake-key").await;
 }

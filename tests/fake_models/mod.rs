@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{Method, StatusCode, Uri};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::Response;
 use serde_json::Value;
 
@@ -47,6 +47,8 @@ pub struct Seen {
     pub tools: Vec<String>,
     /// What the model was made to do: `tool:NAME`, `answer` or `text`.
     pub played: String,
+    /// The credential the request carried: Anthropic's `x-api-key`, or OpenAI's `authorization`.
+    pub credential: Option<String>,
     pub body: Value,
 }
 
@@ -131,7 +133,13 @@ impl Reply {
     }
 }
 
-async fn dispatch(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, body: Bytes) -> Response {
+async fn dispatch(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let parsed: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let path = uri.path().to_string();
     let (reply, mut seen) = match shared.api {
@@ -141,6 +149,11 @@ async fn dispatch(State(shared): State<Arc<Shared>>, method: Method, uri: Uri, b
     seen.method = method.to_string();
     seen.path = path;
     seen.body = parsed;
+    let credential = match shared.api {
+        Api::Anthropic => headers.get("x-api-key"),
+        Api::OpenAi => headers.get("authorization"),
+    };
+    seen.credential = credential.and_then(|v| v.to_str().ok()).map(str::to_string);
     lock(&shared).push(seen);
     Response::builder()
         .status(StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
@@ -159,6 +172,7 @@ pub(crate) fn unscripted(played: &str) -> Seen {
         stream: false,
         tools: Vec::new(),
         played: played.to_string(),
+        credential: None,
         body: Value::Null,
     }
 }
