@@ -281,6 +281,26 @@ async fn assert_pipeline(p: &Pipeline, run: &Run, asked: i64, tool_call: &str, c
     }
 }
 
+/// Under Landlock every commit prints `error: Unable to create '…/.git/packed-refs.lock': Permission
+/// denied` (the commit itself works): `git commit` deletes the AUTO_MERGE pseudo-ref afterwards, and git's
+/// files backend locks the common directory's packed-refs for any deletion. A real model reads `error:`
+/// and tries to fix it.
+async fn assert_no_git_error_in_the_work_logs(p: &Pipeline, run: &Run) {
+    let store = p.env.store().await;
+    for s in store.worker_sessions(run.id).await.unwrap() {
+        let log = std::fs::read_to_string(s.log_path.as_deref().unwrap()).unwrap();
+        assert!(!log.contains("packed-refs.lock"), "{} worker:\n{log}", s.kind);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "fails until a commit under Landlock prints no packed-refs.lock error (issue 31, item 7)"]
+async fn claude_code_commits_without_a_git_error_under_the_default_sandbox() {
+    let p = Pipeline::claude();
+    let (run, _) = drive(&p).await;
+    assert_no_git_error_in_the_work_logs(&p, &run).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(agent_cli_tests),
@@ -303,6 +323,7 @@ async fn codex_completes_a_pipeline_under_the_default_sandbox() {
     let p = Pipeline::codex(None);
     let (run, asked) = drive(&p).await;
     assert_pipeline(&p, &run, asked, "shell", "Bearer sk-fake-key").await;
+    assert_no_git_error_in_the_work_logs(&p, &run).await;
 }
 
 /// Codex with its own sandbox off (`danger-full-access`) inside executor's Landlock: what executor must
