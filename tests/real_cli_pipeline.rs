@@ -92,7 +92,8 @@ struct Pipeline {
     env: Env,
     vars: Vec<(String, String)>,
     model: FakeModel,
-    /// The CLI's private state directory (CLAUDE_CONFIG_DIR / CODEX_HOME), fresh and empty.
+    /// The CLI's private state directory (CLAUDE_CONFIG_DIR / CODEX_HOME), fresh: empty for Claude Code,
+    /// only the provider's config.toml for Codex.
     _state: tempfile::TempDir,
 }
 
