@@ -7,6 +7,10 @@
 //! `EXECUTOR_BROWSER_TESTS=1` (Chromium and chromedriver installed) or in CI, and show as ignored
 //! otherwise.
 //!
+//! And the tests that drive the real agent CLIs (`agent_cli_tests`: `tests/real_cli_pipeline.rs`), which
+//! need them installed at their pinned versions (`.ci/run` does): with `EXECUTOR_AGENT_CLI_TESTS=1` or
+//! in CI.
+//!
 //! And it names the commit the binary is built from (`executor --version`), so that a binary installed
 //! with `cargo install` says which code it runs.
 fn main() {
@@ -18,6 +22,13 @@ fn main() {
         || std::env::var_os("CI").is_some()
     {
         println!("cargo::rustc-cfg=browser_tests");
+    }
+    println!("cargo::rustc-check-cfg=cfg(agent_cli_tests)");
+    println!("cargo::rerun-if-env-changed=EXECUTOR_AGENT_CLI_TESTS");
+    if std::env::var("EXECUTOR_AGENT_CLI_TESTS").is_ok_and(|v| !v.is_empty())
+        || std::env::var_os("CI").is_some()
+    {
+        println!("cargo::rustc-cfg=agent_cli_tests");
     }
     println!("cargo::rerun-if-env-changed=EXECUTOR_TEST_DATABASE_URL");
     println!("cargo::rerun-if-env-changed=CI");
