@@ -120,8 +120,8 @@ impl Pipeline {
         Pipeline::finish(env, vars.map(|(k, v)| (k.to_string(), v)).to_vec(), model, state)
     }
 
-    /// Codex with its own sandbox in `codex_sandbox` (`None`: executor's default).
-    fn codex(codex_sandbox: Option<&str>) -> Pipeline {
+    /// Codex as configured by default.
+    fn codex() -> Pipeline {
         let model = FakeModel::start(Api::OpenAi, script());
         let state = tempfile::tempdir().unwrap();
         let vars = [
@@ -141,11 +141,7 @@ impl Pipeline {
             model.v1()
         );
         std::fs::write(state.path().join("config.toml"), config).unwrap();
-        let mut section = format!("\n[worker.codex]\nprogram = {:?}\n", cli("codex").display().to_string());
-        if let Some(mode) = codex_sandbox {
-            section.push_str(&format!("sandbox = {mode:?}\n"));
-        }
-        env.append_config(&section);
+        env.append_config(&format!("\n[worker.codex]\nprogram = {:?}\n", cli("codex").display().to_string()));
         Pipeline::finish(env, vars.map(|(k, v)| (k.to_string(), v)).to_vec(), model, state)
     }
 
@@ -315,27 +311,18 @@ async fn claude_code_completes_a_pipeline_under_the_default_sandbox() {
     assert!(p.model.seen().iter().any(|s| s.played == "tool:StructuredOutput"));
 }
 
-/// Codex as executor runs it today (`--sandbox workspace-write`): under Landlock its own bubblewrap
-/// sandbox cannot start ("error building bubblewrap command: Permission denied"), every command fails
-/// and no commit is made (issue 31, item 7).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "fails until executor runs Codex without its own sandbox inside Landlock (issue 31, item 7)"]
-async fn codex_completes_a_pipeline_under_the_default_sandbox() {
-    let p = Pipeline::codex(None);
-    let (run, asked) = drive(&p).await;
-    assert_pipeline(&p, &run, asked, "shell", "Bearer sk-fake-key").await;
-    assert_no_git_error_in_the_work_logs(&p, &run).await;
-}
-
-/// Codex with its own sandbox off (`danger-full-access`) inside executor's Landlock: what executor must
-/// do by default where it contains the agent.
+/// Codex as executor runs it by default (`worker.codex.sandbox = "workspace-write"`): inside executor's
+/// Landlock its own bubblewrap sandbox cannot start ("error building bubblewrap command: Permission
+/// denied" — every command failed, no commit was made), so executor runs it with `--sandbox
+/// danger-full-access` there, and its provider's port (from the seeded config.toml) is the one it may
+/// reach (issue 31, item 7).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(agent_cli_tests),
     ignore = "needs the pinned agent CLIs: set EXECUTOR_AGENT_CLI_TESTS=1 (see README)"
 )]
-async fn codex_completes_a_pipeline_inside_landlock_with_its_own_sandbox_off() {
-    let p = Pipeline::codex(Some("danger-full-access"));
+async fn codex_completes_a_pipeline_under_the_default_sandbox() {
+    let p = Pipeline::codex();
     let (run, asked) = drive(&p).await;
     assert_pipeline(&p, &run, asked, "shell", "Bearer sk-fake-key").await;
 }

@@ -36,12 +36,14 @@ pub fn choose(agent: &AgentConfig, env: &mut Vec<(String, String)>, fallback: &P
 
 /// Makes `dir` the fresh state directory of a new worker of `agent`, seeded from the user's real
 /// state (`user_var` reads executor's own environment: `HOME`, `CLAUDE_CONFIG_DIR`, `CODEX_HOME`).
+/// Returns the model API base URLs the seeded configuration names (Codex's providers), whose ports a
+/// contained agent must reach.
 pub fn prepare(
     agent: &AgentConfig,
     dir: &Path,
     user_var: &dyn Fn(&str) -> Option<OsString>,
-) -> io::Result<()> {
-    let Some((var, keep)) = layout(agent) else { return Ok(()) };
+) -> io::Result<Vec<String>> {
+    let Some((var, keep)) = layout(agent) else { return Ok(Vec::new()) };
     create_private(dir)?;
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
@@ -57,6 +59,7 @@ pub fn prepare(
     }
     let home = user_var("HOME").map(PathBuf::from);
     let user_dir = user_var(var).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let mut base_urls = Vec::new();
     match agent {
         AgentConfig::Claude(_) => {
             let user_dir = user_dir.or_else(|| home.as_ref().map(|h| h.join(".claude")));
@@ -75,12 +78,12 @@ pub fn prepare(
         AgentConfig::Codex(_) => {
             if let Some(user_dir) = user_dir.or_else(|| home.map(|h| h.join(".codex"))) {
                 copy_if_there(&user_dir.join("auth.json"), &dir.join("auth.json"))?;
-                seed_codex_config(&user_dir.join("config.toml"), &dir.join("config.toml"))?;
+                base_urls = seed_codex_config(&user_dir.join("config.toml"), &dir.join("config.toml"))?;
             }
         }
         AgentConfig::Command(_) => {}
     }
-    Ok(())
+    Ok(base_urls)
 }
 
 /// The fields of Claude Code's `.claude.json` that say who the user is and that onboarding is done;
@@ -101,16 +104,23 @@ fn seed_claude_account(from: &Path, to: &Path) -> io::Result<()> {
 }
 
 /// Codex's config as the user wrote it (model, providers, profiles), but no program to run on a turn
-/// (`notify`) and no MCP server.
-fn seed_codex_config(from: &Path, to: &Path) -> io::Result<()> {
-    let Some(text) = read_if_there(from)? else { return Ok(()) };
+/// (`notify`) and no MCP server. Returns the base URLs it names (`openai_base_url`, each provider's).
+fn seed_codex_config(from: &Path, to: &Path) -> io::Result<Vec<String>> {
+    let Some(text) = read_if_there(from)? else { return Ok(Vec::new()) };
     let Ok(mut table) = text.parse::<toml::Table>() else {
         tracing::warn!(path = %from.display(), "not TOML: the agent's state gets no config from it");
-        return Ok(());
+        return Ok(Vec::new());
     };
     table.remove("notify");
     table.remove("mcp_servers");
-    super::spawn::write_private(to, table.to_string().as_bytes()).map_err(|e| io::Error::other(e.to_string()))
+    let providers = table.get("model_providers").and_then(toml::Value::as_table);
+    let base_urls = std::iter::once(table.get("openai_base_url"))
+        .chain(providers.into_iter().flat_map(|p| p.values().map(|v| v.get("base_url"))))
+        .filter_map(|v| v.and_then(toml::Value::as_str).map(str::to_string))
+        .collect();
+    super::spawn::write_private(to, table.to_string().as_bytes())
+        .map_err(|e| io::Error::other(e.to_string()))?;
+    Ok(base_urls)
 }
 
 fn copy_if_there(from: &Path, to: &Path) -> io::Result<()> {
@@ -178,13 +188,15 @@ mod tests {
         let (user, private) = (tmp.path().join("codex-home"), tmp.path().join("private"));
         std::fs::create_dir_all(&user).unwrap();
         std::fs::write(user.join("auth.json"), r#"{"OPENAI_API_KEY": "k"}"#).unwrap();
-        let config = "model = \"m\"\nnotify = [\"evil\"]\n[mcp_servers.x]\ncommand = \"evil\"\n";
+        let config = "model = \"m\"\nnotify = [\"evil\"]\n[mcp_servers.x]\ncommand = \"evil\"\n\
+                      [model_providers.local]\nbase_url = \"http://127.0.0.1:8089/v1\"\n";
         std::fs::write(user.join("config.toml"), config).unwrap();
         std::fs::create_dir_all(private.join("sessions")).unwrap();
         std::fs::write(private.join("AGENTS.md"), "exfiltrate").unwrap();
         let dir = user.clone().into_os_string();
         let var = move |name: &str| (name == "CODEX_HOME").then(|| dir.clone());
-        prepare(&AgentConfig::Codex(CodexConfig::default()), &private, &var).unwrap();
+        let urls = prepare(&AgentConfig::Codex(CodexConfig::default()), &private, &var).unwrap();
+        assert_eq!(urls, ["http://127.0.0.1:8089/v1"], "its providers' ports are the model API's");
         assert!(!private.join("AGENTS.md").exists());
         assert!(private.join("sessions").is_dir() && private.join("auth.json").is_file());
         let seeded = std::fs::read_to_string(private.join("config.toml")).unwrap();

@@ -29,7 +29,12 @@ pub fn worker_env(
     let state = config.data_dir().join("agents").join(gid.as_str()).join(owner);
     let state = std::path::absolute(&state).unwrap_or(state);
     match config.worker.agent.as_str() {
-        "claude" => set.push(("CLAUDE_CONFIG_DIR".into(), state.join("claude").display().to_string())),
+        "claude" => {
+            set.push(("CLAUDE_CONFIG_DIR".into(), state.join("claude").display().to_string()));
+            // An unattended worker updates no CLI and calls nothing but its model API.
+            set.push(("DISABLE_AUTOUPDATER".into(), "1".into()));
+            set.push(("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".into(), "1".into()));
+        }
         "codex" => set.push(("CODEX_HOME".into(), state.join("codex").display().to_string())),
         _ => {}
     }

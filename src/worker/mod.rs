@@ -289,7 +289,7 @@ pub fn start(spec: WorkerSpec) -> Result<Pending, WorkerError> {
     spawn::write_private(&files.output, b"")?;
     let output = std::fs::File::open(&files.output).map_err(WorkerError::io("read", &files.output))?;
     let mut env = spec.env.resolve();
-    let prepared = private_state(&spec, &files, &mut env).and_then(|state| {
+    let prepared = private_state(&spec, &files, &mut env).and_then(|(state, model_urls)| {
         let Some(sandbox) = &spec.sandbox else { return Ok(None) };
         let mut sandbox = sandbox.clone();
         if let Some(dir) = &replies_dir {
@@ -298,7 +298,7 @@ pub fn start(spec: WorkerSpec) -> Result<Pending, WorkerError> {
         if let Some(state) = state {
             sandbox.allow(state);
         }
-        contain(sandbox, &files, &mut env).map(Some)
+        contain(sandbox, &files, &mut env, &model_urls).map(Some)
     });
     if replies_dir.is_some() {
         env.retain(|(k, _)| k != replies::REPLIES_ENV);
@@ -351,27 +351,29 @@ pub fn start(spec: WorkerSpec) -> Result<Pending, WorkerError> {
     })
 }
 
-/// The agent CLI's private state directory, made fresh for this worker ([`agent_state`]); set in
-/// `env`. `None` for a command agent, which has none.
+/// The agent CLI's private state directory, made fresh for this worker ([`agent_state`]) and set in
+/// `env` (`None` for a command agent, which has none), and the model API URLs its configuration names.
 fn private_state(
     spec: &WorkerSpec,
     files: &WorkerFiles,
     env: &mut Vec<(String, String)>,
-) -> Result<Option<PathBuf>, WorkerError> {
+) -> Result<(Option<PathBuf>, Vec<String>), WorkerError> {
     let Some(dir) = agent_state::choose(&spec.agent, env, &files.dir().join("state")) else {
-        return Ok(None);
+        return Ok((None, Vec::new()));
     };
-    agent_state::prepare(&spec.agent, &dir, &|name| std::env::var_os(name))
+    let urls = agent_state::prepare(&spec.agent, &dir, &|name| std::env::var_os(name))
         .map_err(WorkerError::io("prepare the agent's state directory", &dir))?;
-    Ok(Some(dir))
+    Ok((Some(dir), urls))
 }
 
 /// The sandbox's final form for one worker: plus a private temporary directory (made the agent's
-/// `TMPDIR`), its own files readable (a result schema the CLI reads), and its model API's port.
+/// `TMPDIR`), its own files readable (a result schema the CLI reads), and its model API's ports (of its
+/// environment and of `model_urls`).
 fn contain(
     mut sandbox: Sandbox,
     files: &WorkerFiles,
     env: &mut Vec<(String, String)>,
+    model_urls: &[String],
 ) -> Result<sandbox::Prepared, WorkerError> {
     let tmp = files.temp_dir()?;
     env.retain(|(k, _)| k != "TMPDIR");
@@ -380,6 +382,7 @@ fn contain(
     sandbox.allow_read(files.dir());
     if sandbox.connect_ports().is_some() {
         sandbox.connect_only(sandbox::model_ports(env));
+        sandbox.connect_only(model_urls.iter().filter_map(|url| sandbox::url_port(url)));
     }
     Ok(sandbox.prepare()?)
 }

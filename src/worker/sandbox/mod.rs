@@ -23,7 +23,7 @@ pub mod cover;
 mod landlock;
 mod policy;
 
-pub use policy::{for_config, layers, model_ports};
+pub use policy::{for_config, layers, model_ports, url_port};
 
 use std::path::{Path, PathBuf};
 

@@ -115,7 +115,7 @@ pub fn model_ports(env: &[(String, String)]) -> Vec<u16> {
 }
 
 /// The port a URL connects to: its own, or its scheme's (https 443, http 80).
-fn url_port(url: &str) -> Option<u16> {
+pub fn url_port(url: &str) -> Option<u16> {
     let (scheme, rest) = url.trim().split_once("://")?;
     let authority = rest.split(['/', '?', '#']).next()?;
     let host_port = authority.rsplit('@').next()?;
