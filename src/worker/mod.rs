@@ -29,6 +29,7 @@
 
 pub mod agent;
 mod agent_file;
+mod cgroup;
 mod from_config;
 mod kind;
 mod lines;
@@ -43,6 +44,7 @@ mod session_file;
 mod spawn;
 mod supervise;
 mod tail;
+mod tree;
 pub mod worklog;
 
 use std::path::{Path, PathBuf};
@@ -62,6 +64,7 @@ pub use prompt::{Exported, PromptContext, PromptError, Prompts, export_defaults}
 pub use result::{ParsedResult, ResultError};
 pub use sandbox::{Sandbox, SandboxError};
 pub use spawn::EnvSpec;
+pub use tree::StoppedProcess;
 
 use crate::config::Pricing;
 use crate::domain::{TaskGid, WorkerKind};
@@ -455,6 +458,10 @@ impl Pending {
                 break;
             }
             std::thread::sleep(Duration::from_millis(5));
+        }
+        // Its cgroup, once the gate has left it.
+        if let Some(dir) = self.watch.output_path.parent() {
+            tree::discard(dir);
         }
     }
 }
