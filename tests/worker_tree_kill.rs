@@ -150,6 +150,32 @@ async fn the_orphans_of_a_dead_agent_go_when_its_worker_is_collected() {
 }
 
 #[tokio::test]
+async fn a_runner_that_adopts_a_worker_and_stops_it_takes_the_detached_child_too() {
+    let sb = Sandbox::new();
+    let (spec, d) = detach_spec(&sb, false);
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (_stop, stop_rx) = watch::channel(false);
+    let supervisor = tokio::spawn(worker::run(spec, tx, stop_rx));
+    let child = child_pid(&d).await;
+    supervisor.abort();
+    let _ = supervisor.await;
+    let mut seen = Vec::new();
+    while let Ok(u) = rx.try_recv() {
+        seen.push(u);
+    }
+
+    // A restarted runner adopts the live agent, then stops it (the run was abandoned, say).
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let (stop, stop_rx) = watch::channel(false);
+    let adopted = tokio::spawn(worker::adopt(adopt_spec(&seen), tx, stop_rx));
+    stop.send(true).unwrap();
+    let o = adopted.await.unwrap().unwrap();
+    assert_eq!(o.reason, EndReason::Interrupted);
+    assert_child_stopped(&sb, &d, child).await;
+    assert_logged(&o, child);
+}
+
+#[tokio::test]
 async fn the_output_writer_does_not_carry_the_runners_command_line() {
     let sb = Sandbox::new();
     let (spec, d) = detach_spec(&sb, false);

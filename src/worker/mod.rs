@@ -64,7 +64,7 @@ pub use prompt::{Exported, PromptContext, PromptError, Prompts, export_defaults}
 pub use result::{ParsedResult, ResultError};
 pub use sandbox::{Sandbox, SandboxError};
 pub use spawn::EnvSpec;
-pub use tree::StoppedProcess;
+pub use tree::{StoppedProcess, describe as describe_stopped, stop_recorded};
 
 use crate::config::Pricing;
 use crate::domain::{TaskGid, WorkerKind};

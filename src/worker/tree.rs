@@ -146,6 +146,32 @@ pub fn describe(stopped: &[StoppedProcess]) -> String {
     format!("{} {noun}: {}", stopped.len(), names.join(", "))
 }
 
+/// Stops what is left of a recorded worker that nobody supervises (its runner was declared lost): the
+/// agent while it is still the recorded process (`pid`, `start_time`), with everything it started;
+/// once the agent is dead, its cgroup if it still holds processes. (Not the marker search then: this
+/// runs for every such worker ever recorded on the host, and reads every process's environment.)
+pub async fn stop_recorded(
+    pid: i32,
+    start_time: u64,
+    output_path: Option<&Path>,
+    grace: Duration,
+) -> Vec<StoppedProcess> {
+    let files_dir = output_path.and_then(Path::parent);
+    let tree = if process::is_same_process(pid, start_time) {
+        match files_dir {
+            Some(dir) => WorkerTree::of_worker(Some((pid, start_time)), dir),
+            None => WorkerTree::of_leader(pid),
+        }
+    } else {
+        let cgroup = files_dir.and_then(|dir| WorkerCgroup::find(&token(dir), None));
+        match cgroup {
+            Some(cgroup) => WorkerTree { leader: None, token: None, cgroup: Some(cgroup) },
+            None => return Vec::new(),
+        }
+    };
+    tree.stop(grace, || {}).await
+}
+
 /// Everything one worker started, as far as it can be found: see the module's documentation.
 pub struct WorkerTree {
     /// The agent (leader of its process group), with its start time; `None` when it is unknown.
