@@ -432,18 +432,19 @@ mod tests {
         unsafe { command.pre_exec(|| enter(None)) };
         let child = command.spawn().unwrap();
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        loop {
+        let found = loop {
             let found: Vec<i32> = std::fs::read_to_string(&pids)
                 .unwrap_or_default()
                 .lines()
                 .filter_map(|l| l.trim().parse().ok())
                 .collect();
             if found.len() == 2 && found.iter().all(|p| process::is_alive(*p)) {
-                return (child, found);
+                break found;
             }
             assert!(std::time::Instant::now() < deadline, "the detached children never started");
             std::thread::sleep(Duration::from_millis(20));
-        }
+        };
+        (child, found)
     }
 
     fn assert_all_gone(pids: &[i32]) {
