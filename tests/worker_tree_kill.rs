@@ -77,6 +77,53 @@ fn assert_logged(o: &WorkerOutcome, child: i32) {
     assert!(log.contains(&format!("sh ({child})")), "the work log does not name the child {child}:\n{log}");
 }
 
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn under_the_sandbox_a_child_that_hides_cannot_leave_its_cgroup_and_is_stopped() {
+    use executor::config::SandboxMode;
+    use executor::worker::Sandbox as Contained;
+    use executor::worker::sandbox::{self, Support};
+    if let Support::Missing(why) = sandbox::support() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let sb = Sandbox::new();
+    sb.git_init();
+    // In the worktree: the contained agent writes nowhere else.
+    let d = Detached { pid_file: sb.worktree.join("child.pid"), marker: sb.worktree.join("escaped") };
+    let env = [
+        ("FAKE_PID_FILE", d.pid_file.display().to_string()),
+        ("FAKE_MARKER", d.marker.display().to_string()),
+        ("FAKE_DELAY", CHILD_DELAY_SECS.to_string()),
+        ("FAKE_HIDE", "1".to_string()),
+    ];
+    let mut spec = sb.spec(command("detach.sh"), WorkerKind::Queued, &env);
+    spec.env.pass = vec!["PATH".into()];
+    spec.sandbox = Contained::for_mode(SandboxMode::Landlock, [sb.worktree.clone()]);
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let (stop, stop_rx) = watch::channel(false);
+    let worker = tokio::spawn(worker::run(spec, tx, stop_rx));
+    let child = child_pid(&d).await;
+    let cgroup = std::fs::read_to_string(format!("/proc/{child}/cgroup")).unwrap_or_default();
+    stop.send(true).unwrap();
+    let o = worker.await.unwrap().unwrap();
+    let tried = read(&sb.worktree.join("child.pid.cgroup"));
+    if !cgroup.contains("executor-worker-") {
+        // No cgroup here (not root, no delegated subtree): an orphan with a cleared environment is
+        // what the /proc search cannot find, as the module documentation says.
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child), nix::sys::signal::Signal::SIGKILL);
+        eprintln!("skipped: no worker cgroup on this machine");
+        return;
+    }
+    assert_eq!(tried.trim(), "stayed", "the contained child moved itself out of its cgroup");
+    assert_child_stopped(&sb, &d, child).await;
+    let log = read(&o.log_path);
+    assert!(
+        log.contains(&format!("hide.sh ({child})")),
+        "the work log does not name the child {child}:\n{log}"
+    );
+}
+
 #[tokio::test]
 async fn a_cancelled_worker_takes_its_detached_child_with_it() {
     let sb = Sandbox::new();
