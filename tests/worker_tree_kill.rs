@@ -108,13 +108,17 @@ async fn under_the_sandbox_a_child_that_hides_cannot_leave_its_cgroup_and_is_sto
     stop.send(true).unwrap();
     let o = worker.await.unwrap().unwrap();
     let tried = read(&sb.worktree.join("child.pid.cgroup"));
-    if !cgroup.contains("executor-worker-") {
-        // No cgroup here (not root, no delegated subtree): an orphan with a cleared environment is
-        // what the /proc search cannot find, as the module documentation says.
+    let in_worker_cgroup = cgroup.contains("executor-worker-");
+    if !in_worker_cgroup {
         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child), nix::sys::signal::Signal::SIGKILL);
-        eprintln!("skipped: no worker cgroup on this machine");
+    }
+    if !cgroup_creatable() {
+        // Not root, no delegated subtree: an orphan with a cleared environment is what the /proc
+        // search cannot find, as the documentation of `worker::tree` says.
+        eprintln!("skipped: no cgroup v2 can be created here");
         return;
     }
+    assert!(in_worker_cgroup, "the agent's child is not in a worker cgroup: {cgroup}");
     assert_eq!(tried.trim(), "stayed", "the contained child moved itself out of its cgroup");
     assert_child_stopped(&sb, &d, child).await;
     let log = read(&o.log_path);
@@ -280,4 +284,24 @@ fn adopt_spec(updates: &[WorkerUpdate]) -> AdoptSpec {
         usage_baseline: Default::default(),
         session_root: None,
     }
+}
+
+/// Whether this process may create a cgroup v2 beneath its own, as executor does for each worker.
+#[cfg(target_os = "linux")]
+fn cgroup_creatable() -> bool {
+    let own = read(Path::new("/proc/self/cgroup"));
+    let Some(own) = own.lines().find_map(|l| l.strip_prefix("0::")) else { return false };
+    let mounts = read(Path::new("/proc/self/mountinfo"));
+    let Some(mount) = mounts.lines().find_map(|l| {
+        let (before, after) = l.split_once(" - ")?;
+        (after.split_whitespace().next()? == "cgroup2")
+            .then(|| before.split_whitespace().nth(4).map(String::from))?
+    }) else {
+        return false;
+    };
+    let probe =
+        Path::new(&mount).join(own.trim_start_matches('/')).join(format!("probe-{}", std::process::id()));
+    let made = std::fs::create_dir(&probe).is_ok();
+    let _ = std::fs::remove_dir(&probe);
+    made
 }
