@@ -5,8 +5,6 @@
 //! unrelated process. A pid plus its start time (in clock ticks since boot) is, so every decision to adopt
 //! or kill a recorded pid goes through [`is_same_process`], and every signal through [`signal_identified`].
 
-use std::time::Duration;
-
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
@@ -198,17 +196,10 @@ fn pidfd_open(pid: i32) -> Option<std::os::fd::OwnedFd> {
     Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
-/// Stops the agent led by `leader` (also its process group) and everything it started that can be
-/// found from its pid alone: its group, its descendants, its worker cgroup (see [`super::tree`]).
-/// SIGTERM to the group, up to `grace` for it to end, then SIGKILL. `reap` is called on every poll so
-/// the caller can collect the leader's exit status through its own `wait`. The caller has checked that
-/// `leader` is the recorded process.
-pub async fn terminate_group(leader: i32, grace: Duration, reap: impl FnMut()) {
-    super::tree::WorkerTree::of_leader(leader).stop(grace, reap).await;
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]

@@ -146,7 +146,8 @@ pub fn describe(stopped: &[StoppedProcess]) -> String {
     format!("{} {noun}: {}", stopped.len(), names.join(", "))
 }
 
-/// Stops what is left of a recorded worker that nobody supervises (its runner was declared lost): the
+/// Stops what is left of a recorded worker that nobody supervises (its runner was declared lost, its
+/// analyzer died; `output_path` unknown for the latter): the
 /// agent while it is still the recorded process (`pid`, `start_time`), with everything it started;
 /// once the agent is dead, its cgroup if it still holds processes. (Not the marker search then: this
 /// runs for every such worker ever recorded on the host, and reads every process's environment.)
