@@ -9,9 +9,12 @@
 //! The writer is forked in the agent's child between fork and exec (twice, so it is not the agent's
 //! child: an agent that waits for all its children does not wait for it), runs only async-signal-safe
 //! calls, keeps no descriptor but the pipe and the file, and lives in the agent's process group, so it
-//! survives the runner as the agent does. It ignores SIGTERM (a stopped agent's last lines still reach
-//! the file: the writer ends when the pipe does) and SIGXFSZ: at the cap its write fails with `EFBIG`
-//! and it exits, closing the pipe.
+//! survives the runner as the agent does. It names itself `executor-output`, in `comm` and in its command
+//! line (which it would otherwise share with the runner it was forked from, so that `ps` or
+//! `pgrep -f 'executor.*runner'` counted one runner per agent, and a killed runner looked alive). It
+//! stays out of the worker's cgroup ([`super::tree`] ends it last). It ignores SIGTERM (a stopped
+//! agent's last lines still reach the file: the writer ends when the pipe does) and SIGXFSZ: at the cap
+//! its write fails with `EFBIG` and it exits, closing the pipe.
 //!
 //! What the agent sees at the cap: its stdout and stderr are a closed pipe, so its next write gets
 //! SIGPIPE (which ends most programs) or `EPIPE`. The supervisor then stops the group, and the worker

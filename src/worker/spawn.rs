@@ -155,8 +155,9 @@ pub struct Gated {
     pub gate: OwnedFd,
 }
 
-/// Spawns the agent behind its gate. The child is the leader of a new process group (so the whole tree
-/// can be stopped with one signal and is not hit by a Ctrl-C meant for executor), reads the prompt file
+/// Spawns the agent behind its gate. The child is the leader of a new process group (not hit by a
+/// Ctrl-C meant for executor), in the worker's cgroup where there is one, with the worker's marker in
+/// its environment (so everything it starts can be found and stopped: [`super::tree`]), reads the prompt file
 /// on stdin, and writes to the output file — no pipe to executor, so it keeps running if executor dies.
 ///
 /// Program and arguments reach the agent through `"$@"`: the shell never interprets them.
