@@ -15,7 +15,7 @@ use super::process;
 use super::replies;
 use super::result::{self, ParsedResult};
 use super::tail::Tail;
-use super::tree::{self, StoppedProcess, WorkerTree};
+use super::tree::{StoppedProcess, WorkerTree};
 use super::{PromptKind, Timeouts};
 use crate::domain::WorkerKind;
 
@@ -171,9 +171,8 @@ pub(super) async fn supervise(
             n => format!(", {n} of them outside its group"),
         };
         tail.log.note(&format!(
-            "the agent exited but left {} process(es){where_}; they were stopped: {}",
-            leftovers.len(),
-            tree::describe(&leftovers)
+            "the agent exited but left {} process(es){where_}; they were stopped (see the outcome)",
+            leftovers.len()
         ));
     }
     stopped.extend(leftovers);
