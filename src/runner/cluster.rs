@@ -47,13 +47,15 @@ impl Runner {
         for s in self.store.host_lost_sessions(&self.host).await? {
             let (Some(pid), Some(start)) = (s.pid, s.pid_start_time) else { continue };
             let Ok(start) = u64::try_from(start) else { continue };
-            if crate::worker::is_same_process(pid, start) {
+            let output = s.output_path.as_deref().map(std::path::Path::new);
+            let stopped = crate::worker::stop_recorded(pid, start, output, grace).await;
+            if !stopped.is_empty() {
                 tracing::warn!(
                     run = s.run_id,
                     pid,
-                    "stopping an agent left running by a runner declared lost"
+                    "stopped {} left running by a runner declared lost",
+                    crate::worker::describe_stopped(&stopped)
                 );
-                crate::worker::process::terminate_group(pid, grace, || {}).await;
             }
             self.settle_lost_spend(&s, pid).await?;
         }

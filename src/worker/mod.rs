@@ -30,6 +30,7 @@
 pub mod agent;
 mod agent_file;
 mod agent_state;
+mod cgroup;
 mod from_config;
 mod kind;
 mod lines;
@@ -44,6 +45,7 @@ mod session_file;
 mod spawn;
 mod supervise;
 mod tail;
+mod tree;
 pub mod worklog;
 
 use std::path::{Path, PathBuf};
@@ -63,6 +65,7 @@ pub use prompt::{Exported, PromptContext, PromptError, Prompts, export_defaults}
 pub use result::{ParsedResult, ResultError};
 pub use sandbox::{Sandbox, SandboxError};
 pub use spawn::EnvSpec;
+pub use tree::{StoppedProcess, describe as describe_stopped, stop_recorded};
 
 use crate::config::Pricing;
 use crate::domain::{TaskGid, WorkerKind};
@@ -480,6 +483,10 @@ impl Pending {
                 break;
             }
             std::thread::sleep(Duration::from_millis(5));
+        }
+        // Its cgroup, once the gate has left it.
+        if let Some(dir) = self.watch.output_path.parent() {
+            tree::discard(dir);
         }
     }
 }

@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::agent::Tokens;
 use super::replies::{Refusal, Reply};
 use super::result::{ParsedResult, ResultError};
+use super::tree::StoppedProcess;
 
 pub use crate::domain::EndReason;
 
@@ -78,6 +79,9 @@ pub struct WorkerOutcome {
     pub duration: Duration,
     pub log_path: PathBuf,
     pub output_path: PathBuf,
+    /// The processes executor stopped as the worker ended: the agent when it was stopped, and whatever
+    /// it left running (the work log names them).
+    pub stopped: Vec<StoppedProcess>,
 }
 
 impl WorkerOutcome {

@@ -9,9 +9,12 @@
 //! The writer is forked in the agent's child between fork and exec (twice, so it is not the agent's
 //! child: an agent that waits for all its children does not wait for it), runs only async-signal-safe
 //! calls, keeps no descriptor but the pipe and the file, and lives in the agent's process group, so it
-//! survives the runner as the agent does. It ignores SIGTERM (a stopped agent's last lines still reach
-//! the file: the writer ends when the pipe does) and SIGXFSZ: at the cap its write fails with `EFBIG`
-//! and it exits, closing the pipe.
+//! survives the runner as the agent does. It names itself `executor-output`, in `comm` and in its command
+//! line (which it would otherwise share with the runner it was forked from, so that `ps` or
+//! `pgrep -f 'executor.*runner'` counted one runner per agent, and a killed runner looked alive). It
+//! stays out of the worker's cgroup ([`super::tree`] ends it last). It ignores SIGTERM (a stopped
+//! agent's last lines still reach the file: the writer ends when the pipe does) and SIGXFSZ: at the cap
+//! its write fails with `EFBIG` and it exits, closing the pipe.
 //!
 //! What the agent sees at the cap: its stdout and stderr are a closed pipe, so its next write gets
 //! SIGPIPE (which ends most programs) or `EPIPE`. The supervisor then stops the group, and the worker
@@ -92,7 +95,10 @@ unsafe fn writer(read_end: libc::c_int, limit: u64) -> ! {
             libc::signal(signal, libc::SIG_IGN);
         }
         #[cfg(target_os = "linux")]
-        libc::prctl(libc::PR_SET_NAME, WRITER_NAME_C.as_ptr());
+        {
+            libc::prctl(libc::PR_SET_NAME, WRITER_NAME_C.as_ptr());
+            rename_cmdline();
+        }
         #[cfg(not(target_os = "linux"))]
         let _ = WRITER_NAME_C;
         // `rlim_t` is a u64 on Linux and macOS. A hard limit already lower than the cap is kept (it
@@ -134,6 +140,51 @@ unsafe fn writer(read_end: libc::c_int, limit: u64) -> ! {
     }
 }
 
+/// Overwrites this process's argument area (inherited from the runner, which forked it) with
+/// [`WRITER_NAME`], so `/proc/PID/cmdline` — what `ps` and `pgrep -f` read — names the writer instead of
+/// showing one more runner. `PR_SET_NAME` changes only `comm`; the area is found from fields 48 and 49 of
+/// `/proc/self/stat` (`arg_start`, `arg_end`). Best effort: where they cannot be read, nothing changes.
+#[cfg(target_os = "linux")]
+unsafe fn rename_cmdline() {
+    // SAFETY: open, read and close on a stack buffer; the writes stay within [arg_start, arg_end),
+    // this process's own argument strings, which nothing in this process reads any more.
+    unsafe {
+        let mut buf = [0u8; 2048];
+        let fd = libc::open(c"/proc/self/stat".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return;
+        }
+        let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+        libc::close(fd);
+        let Some(stat) = usize::try_from(n).ok().and_then(|n| buf.get(..n)) else { return };
+        let Some((start, end)) = arg_area(stat) else { return };
+        let Some(len) = end.checked_sub(start).filter(|len| *len > 0) else { return };
+        let area = start as *mut u8;
+        std::ptr::write_bytes(area, 0, len);
+        // The last byte stays NUL: otherwise the kernel reads on into the environment.
+        let name = WRITER_NAME.as_bytes();
+        std::ptr::copy_nonoverlapping(name.as_ptr(), area, name.len().min(len - 1));
+    }
+}
+
+/// `arg_start` and `arg_end` from the content of `/proc/self/stat`, without allocating. Fields are
+/// counted after the last ')', which closes the command name (field 2).
+fn arg_area(stat: &[u8]) -> Option<(usize, usize)> {
+    let close = stat.iter().rposition(|b| *b == b')')?;
+    let mut fields = stat.get(close + 1..)?.split(|b| *b == b' ' || *b == b'\n').filter(|f| !f.is_empty());
+    // The first field after ')' is field 3, so field N is the (N - 3)th.
+    let start = parse_usize(fields.nth(48 - 3)?)?;
+    let end = parse_usize(fields.next()?)?;
+    Some((start, end))
+}
+
+fn parse_usize(digits: &[u8]) -> Option<usize> {
+    digits.iter().try_fold(0usize, |n, d| {
+        d.is_ascii_digit().then_some(())?;
+        n.checked_mul(10)?.checked_add(usize::from(d - b'0'))
+    })
+}
+
 fn interrupted() -> bool {
     io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
 }
@@ -162,4 +213,19 @@ unsafe fn close_from(first: libc::c_int) {
 /// Whether `pid` is an output writer (Linux; elsewhere the name cannot be read and the answer is no).
 pub fn is_writer(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == WRITER_NAME)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_argument_area_in_stat() {
+        let own = std::fs::read("/proc/self/stat").unwrap();
+        let (start, end) = arg_area(&own).unwrap();
+        assert!(start > 0 && end > start);
+        let odd = b"7 (a) b) (c) S 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 100 120 140 160 0\n";
+        assert_eq!(arg_area(odd), Some((120, 140)));
+        assert_eq!(arg_area(b"7 (x) S 1"), None);
+    }
 }

@@ -1,11 +1,9 @@
-//! The operating-system side of a worker: identify a process across supervisor restarts, and stop a whole
-//! process group.
+//! The operating-system side of a worker: identify a process across supervisor restarts, and signal it
+//! only while it is still that process. Stopping everything a worker started is [`super::tree`]'s.
 //!
 //! A pid alone is not an identity: after the agent exits the kernel may hand the same number to an
 //! unrelated process. A pid plus its start time (in clock ticks since boot) is, so every decision to adopt
-//! or kill a recorded pid goes through [`is_same_process`].
-
-use std::time::Duration;
+//! or kill a recorded pid goes through [`is_same_process`], and every signal through [`signal_identified`].
 
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
@@ -15,6 +13,8 @@ use nix::unistd::Pid;
 pub struct ProcStat {
     /// Field 3: R, S, D, Z, T, ...
     pub state: char,
+    /// Field 4: the parent's pid.
+    pub ppid: i32,
     /// Field 5: the process group id.
     pub pgrp: i32,
     /// Field 22: start time in clock ticks after boot.
@@ -28,9 +28,10 @@ pub fn parse_stat(content: &str) -> Option<ProcStat> {
     let rest: Vec<&str> = content.get(close + 1..)?.split_whitespace().collect();
     // rest[0] is field 3, so field N is rest[N - 3].
     let state = rest.first()?.chars().next()?;
+    let ppid = rest.get(4 - 3)?.parse().ok()?;
     let pgrp = rest.get(5 - 3)?.parse().ok()?;
     let start_time = rest.get(22 - 3)?.parse().ok()?;
-    Some(ProcStat { state, pgrp, start_time })
+    Some(ProcStat { state, ppid, pgrp, start_time })
 }
 
 /// Reads `/proc/<pid>/stat`. `None` when the process does not exist (or on systems without procfs).
@@ -90,7 +91,7 @@ pub fn is_alive(pid: i32) -> bool {
     kill(Pid::from_raw(pid), None).is_ok()
 }
 
-fn procfs() -> bool {
+pub(super) fn procfs() -> bool {
     std::path::Path::new("/proc/self/stat").exists()
 }
 
@@ -156,38 +157,49 @@ pub fn signal_group(pgid: i32, signal: Signal) {
     }
 }
 
-/// Stops a process group: SIGTERM, wait up to `grace` for every member to exit, then SIGKILL, then wait a
-/// little for the kernel to finish. `reap` is called on every poll so the caller can collect the leader's exit status through
-/// its own `wait`, and the leader does not linger as a zombie while we look at the group.
-pub async fn terminate_group(pgid: i32, grace: Duration, mut reap: impl FnMut()) {
-    if group_members(pgid).is_empty() {
-        return;
-    }
-    signal_group(pgid, Signal::SIGTERM);
-    if wait_group_empty(pgid, grace, &mut reap).await {
-        return;
-    }
-    tracing::warn!(pgid, "worker group still alive after SIGTERM and grace; sending SIGKILL");
-    signal_group(pgid, Signal::SIGKILL);
-    wait_group_empty(pgid, Duration::from_secs(2), &mut reap).await;
-}
-
-async fn wait_group_empty(pgid: i32, limit: Duration, reap: &mut impl FnMut()) -> bool {
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        reap();
-        if group_members(pgid).is_empty() {
-            return true;
-        }
-        if tokio::time::Instant::now() >= deadline {
+/// Sends `signal` to `pid` only while it is the process that started at `start_time` (see
+/// [`is_same_process`]); true when the signal was sent. On Linux the process is held by a pidfd while
+/// it is checked, so the signal cannot reach another process that got the number in between.
+pub fn signal_identified(pid: i32, start_time: u64, signal: Signal) -> bool {
+    #[cfg(target_os = "linux")]
+    if let Some(fd) = pidfd_open(pid) {
+        use std::os::fd::AsRawFd;
+        if !is_same_process(pid, start_time) {
             return false;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        // SAFETY: a pidfd this function owns, a valid signal number, no siginfo, no flags.
+        let sent = unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                fd.as_raw_fd(),
+                signal as libc::c_int,
+                std::ptr::null::<libc::siginfo_t>(),
+                0,
+            )
+        };
+        return sent == 0;
     }
+    // No pidfd (macOS, Linux before 5.3): the check and the signal are as close as they can be.
+    is_same_process(pid, start_time) && kill(Pid::from_raw(pid), signal).is_ok()
+}
+
+#[cfg(target_os = "linux")]
+fn pidfd_open(pid: i32) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    if pid <= 0 {
+        return None;
+    }
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor (or -1).
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    let fd = libc::c_int::try_from(fd).ok().filter(|fd| *fd >= 0)?;
+    // SAFETY: a descriptor just returned by the kernel, owned by nobody else.
+    Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
@@ -196,6 +208,7 @@ mod tests {
             "1234 (my (weird) cmd) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
         let stat = parse_stat(line).unwrap();
         assert_eq!(stat.state, 'S');
+        assert_eq!(stat.ppid, 1);
         assert_eq!(stat.pgrp, 1234);
         assert_eq!(stat.start_time, 987654);
     }

@@ -155,8 +155,9 @@ pub struct Gated {
     pub gate: OwnedFd,
 }
 
-/// Spawns the agent behind its gate. The child is the leader of a new process group (so the whole tree
-/// can be stopped with one signal and is not hit by a Ctrl-C meant for executor), reads the prompt file
+/// Spawns the agent behind its gate. The child is the leader of a new process group (not hit by a
+/// Ctrl-C meant for executor), in the worker's cgroup where there is one, with the worker's marker in
+/// its environment (so everything it starts can be found and stopped: [`super::tree`]), reads the prompt file
 /// on stdin, and writes to the output file — no pipe to executor, so it keeps running if executor dies.
 ///
 /// Program and arguments reach the agent through `"$@"`: the shell never interprets them.
@@ -191,6 +192,9 @@ pub fn spawn(
     let script = format!(
         "read -r _ <&{GATE_FD} || {{ echo \"{GATE_MARKER}\"; exit {GATE_EXIT}; }}; exec {GATE_FD}<&-; exec \"$@\""
     );
+    // The worker's cgroup and marker: everything the agent starts can be found and stopped.
+    let containment = super::tree::Containment::prepare(&files.dir());
+    let (marker, token) = containment.marker();
     let mut command = tokio::process::Command::new("/bin/sh");
     command
         .arg("-c")
@@ -201,6 +205,7 @@ pub fn spawn(
         .current_dir(cwd)
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
+        .env(marker, token)
         .stdin(stdin)
         .stdout(out)
         .stderr(err)
@@ -208,14 +213,16 @@ pub fn spawn(
         // Dropping the handle (supervisor crash, future aborted) must not kill the agent.
         .kill_on_drop(false);
     let read_fd = read.as_raw_fd();
+    let procs_fd = containment.procs_fd();
     #[cfg(target_os = "linux")]
     let ruleset_fd = sandbox.map(Prepared::raw_fd);
     #[cfg(not(target_os = "linux"))]
     if sandbox.is_some() {
         unreachable!("a sandbox is only ever prepared on Linux");
     }
-    // SAFETY: between fork and exec only async-signal-safe calls (dup2, fcntl, prctl, landlock, and the
-    // output writer's fork and its calls) on descriptors that exist in the child, no allocation.
+    // SAFETY: between fork and exec only async-signal-safe calls (dup2, fcntl, prctl, landlock, the
+    // output writer's fork and its calls, a write to join the cgroup) on descriptors that exist in the
+    // child, no allocation.
     unsafe {
         command.pre_exec(move || {
             if read_fd == GATE_FD {
@@ -235,11 +242,15 @@ pub fn spawn(
             }
             // Stdout and stderr are the output file here; they become the bounded writer's pipe. A
             // failure fails the spawn: an agent never runs with its output unbounded.
-            super::output_cap::interpose(max_output_bytes)
+            super::output_cap::interpose(max_output_bytes)?;
+            // After the writer, which stays out of the cgroup and is not the agent's to reap.
+            super::tree::enter(procs_fd)
         });
     }
-    let child =
-        command.spawn().map_err(|source| WorkerError::Spawn { program: cmd.program.clone(), source })?;
+    let child = command.spawn().map_err(|source| {
+        containment.discard();
+        WorkerError::Spawn { program: cmd.program.clone(), source }
+    })?;
     drop(read);
     Ok(Gated { child, gate: write })
 }

@@ -1,6 +1,6 @@
 //! Runs one worker to its end: starts (or adopts) the agent process, tails its output, enforces the
-//! idle and hard timeouts, the cost cap and the caller's stop request, and makes sure no process of its
-//! group is left behind.
+//! idle and hard timeouts, the cost cap and the caller's stop request, and makes sure no process it
+//! started is left behind ([`super::tree`]), also when it ends on its own.
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
@@ -11,11 +11,11 @@ use tokio::sync::{mpsc::UnboundedSender, watch};
 
 use super::agent::AgentResult;
 use super::outcome::{EndReason, WorkerOutcome, WorkerUpdate};
-use super::output_cap;
 use super::process;
 use super::replies;
 use super::result::{self, ParsedResult};
 use super::tail::Tail;
+use super::tree::{StoppedProcess, WorkerTree};
 use super::{PromptKind, Timeouts};
 use crate::domain::WorkerKind;
 
@@ -87,7 +87,14 @@ pub(super) async fn supervise(
     updates: UnboundedSender<WorkerUpdate>,
     mut cancel: watch::Receiver<bool>,
 ) -> WorkerOutcome {
-    let pgid = proc.pid();
+    // Its start time now, while the pid is still the agent (our unreaped child, or checked on adoption).
+    let leader = match &proc {
+        Proc::Child(..) => (proc.pid(), process::pid_start_time(proc.pid())),
+        Proc::Adopted { pid, start_time } => (*pid, *start_time),
+    };
+    let files_dir = w.output_path.parent().unwrap_or(std::path::Path::new(""));
+    let tree = WorkerTree::of_worker(Some(leader), files_dir);
+    let mut stopped: Vec<StoppedProcess> = Vec::new();
     let now = Instant::now();
     let already = (Utc::now() - w.started_at).to_std().unwrap_or_default();
     let start = now.checked_sub(already).unwrap_or(now);
@@ -134,11 +141,12 @@ pub(super) async fn supervise(
             None
         };
         if let Some(reason) = stop {
-            tail.log.note(&format!("stopping the worker's process group: {}", reason.describe()));
-            process::terminate_group(pgid, w.timeouts.grace, || {
-                proc.poll();
-            })
-            .await;
+            tail.log.note(&format!("stopping the worker's processes: {}", reason.describe()));
+            stopped = tree
+                .stop(w.timeouts.grace, || {
+                    proc.poll();
+                })
+                .await;
             // The leader is gone (or unkillable, which SIGKILL rules out); collect its status if ours.
             break proc.poll().unwrap_or(ExitInfo { code: None, signal: None });
         }
@@ -152,18 +160,22 @@ pub(super) async fn supervise(
         }
     };
 
-    // The leader has exited; anything it left running in its group (a server, `sleep &`) goes too. The
-    // output writer ignores the SIGTERM and ends once the pipe does, so its last lines reach the file
-    // before the tail reads it.
-    let members = process::group_members(pgid);
-    let leftovers = members.iter().filter(|p| !output_cap::is_writer(**p)).count();
-    if leftovers > 0 {
-        tail.log
-            .note(&format!("the agent exited but left {leftovers} process(es) in its group; stopping them"));
+    // The leader has exited; anything it left running (a server, `sleep &`, a command in a session of
+    // its own) goes too: nothing of a worker outlives it. The output writer ends once its pipe does, so
+    // its last lines reach the file before the tail reads it.
+    let leftovers = tree.stop(w.timeouts.grace, || {}).await;
+    if !leftovers.is_empty() {
+        let outside = leftovers.iter().filter(|p| !p.in_group).count();
+        let where_ = match outside {
+            0 => " in its group".to_string(),
+            n => format!(", {n} of them outside its group"),
+        };
+        tail.log.note(&format!(
+            "the agent exited but left {} process(es){where_}; they were stopped (see the outcome)",
+            leftovers.len()
+        ));
     }
-    if !members.is_empty() {
-        process::terminate_group(pgid, w.timeouts.grace, || {}).await;
-    }
+    stopped.extend(leftovers);
     // The writer stops at the cap (the agent then dies writing to a closed pipe), also while nobody
     // watched: the cap is why it ended, whatever the exit looked like.
     if stop.is_none() && output_size(&w).await >= w.max_output_bytes {
@@ -174,7 +186,8 @@ pub(super) async fn supervise(
     if let Err(e) = tail.finish(exit.code).await {
         tracing::warn!(error = %e, "cannot read the end of the worker output");
     }
-    let outcome = outcome(stop, exit, &tail, &w);
+    let mut outcome = outcome(stop, exit, &tail, &w);
+    outcome.stopped = stopped;
     tail.log.footer(&outcome);
     tail.log.flush();
     let _ = updates.send(WorkerUpdate::Ended(Box::new(outcome.clone())));
@@ -286,6 +299,7 @@ fn outcome(stop: Option<EndReason>, exit: ExitInfo, tail: &Tail, w: &Watch) -> W
         duration: (Utc::now() - w.started_at).to_std().unwrap_or_default(),
         log_path: tail.log.path().to_path_buf(),
         output_path: w.output_path.clone(),
+        stopped: Vec::new(),
     }
 }
 

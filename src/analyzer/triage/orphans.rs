@@ -68,8 +68,8 @@ async fn stop_agent(s: &AnalysisSession, grace: std::time::Duration) -> EndReaso
     if !is_same_process(pid, start) {
         return EndReason::Crashed;
     }
-    // The agent leads its own process group (see `worker::start`): the group goes, grandchildren too.
-    process::terminate_group(pid, grace, || {}).await;
+    // The agent, its group and everything it started (see `worker::stop_recorded`).
+    crate::worker::stop_recorded(pid, start, None, grace).await;
     EndReason::Interrupted
 }
 

@@ -264,6 +264,9 @@ impl WorkLog {
             }
             (None, None) => {}
         }
+        if !o.stopped.is_empty() {
+            s.push_str(&format!("- **Stopped:** {}\n", super::tree::describe(&o.stopped)));
+        }
         s.push_str(&format!("\n{END_MARKER}\n"));
         self.block(&s);
     }
