@@ -415,6 +415,8 @@ pub(crate) fn build_spec(
     let ctx = prompt_context(w);
     let prompt = prompts.render(PromptKind::Worker(w.kind), &ctx)?;
     let run_id = w.run.map(|r| r.id);
+    // The worktree's git directories are derived from the configured repository, never from its `.git`.
+    let repo_path = w.repo.map(|(_, r)| crate::config::expand_home(&r.path));
     Ok(WorkerSpec {
         task_gid: w.task.task_gid.clone(),
         run_id: run_id.unwrap_or(0),
@@ -433,16 +435,16 @@ pub(crate) fn build_spec(
         max_output_bytes: config.worker.max_output_bytes,
         pricing: config.pricing.clone(),
         usage_baseline: worker::Tokens::default(),
-        writable_dirs: writable_dirs(&w.cwd),
-        sandbox: worker_sandbox(config, &w.cwd),
+        writable_dirs: writable_dirs(repo_path.as_deref(), &w.cwd),
+        sandbox: worker_sandbox(config, repo_path.as_deref(), &w.cwd),
     })
 }
 
 /// Where a worker's agent may write (`worker.sandbox`): its worktree, what a commit needs of the
 /// repository's `.git`, the SQLite database `executor comment` records its replies in, and
 /// `worker.sandbox_writable`.
-fn worker_sandbox(config: &Config, cwd: &Path) -> Option<worker::Sandbox> {
-    let git = workspace::git_write_dirs(cwd).unwrap_or_else(|e| {
+fn worker_sandbox(config: &Config, repo: Option<&Path>, cwd: &Path) -> Option<worker::Sandbox> {
+    let git = repo.map_or(Ok(Vec::new()), |repo| workspace::git_write_dirs(repo, cwd)).unwrap_or_else(|e| {
         tracing::debug!("no git directories to make writable for {}: {e}", cwd.display());
         Vec::new()
     });
@@ -462,8 +464,8 @@ fn sqlite_files(config: &Config) -> Vec<PathBuf> {
 
 /// The worktree's git directories, which a sandboxed agent must be able to write to commit. A
 /// directory that is not a git worktree (a worker run by hand anywhere) has none.
-fn writable_dirs(cwd: &Path) -> Vec<PathBuf> {
-    workspace::git_dirs(cwd).unwrap_or_else(|e| {
+fn writable_dirs(repo: Option<&Path>, cwd: &Path) -> Vec<PathBuf> {
+    repo.map_or(Ok(Vec::new()), |repo| workspace::git_dirs(repo, cwd)).unwrap_or_else(|e| {
         tracing::debug!("no git directories to make writable for {}: {e}", cwd.display());
         Vec::new()
     })

@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use super::git::{git, git_probe};
+use super::link::{Linked, linked};
 use super::{WorkspaceError, check_branch_name};
 use crate::domain::TaskGid;
 
@@ -21,7 +22,8 @@ pub enum Removal {
     Removed,
     /// The directory had already vanished; git's record of it was pruned.
     AlreadyGone,
-    /// Removing it would lose work; the reason is for the human.
+    /// Removing it would lose work, or its git link was tampered with (then nothing was run through
+    /// it); the reason is for the human.
     Kept {
         reason: String,
     },
@@ -52,6 +54,8 @@ pub fn ensure_worktree(
         .collect();
     if let Some(found) = of_branch.iter().find(|w| w.path.starts_with(&root)) {
         if found.path.is_dir() {
+            // An agent worked here: no other starts in it unless its link is as git made it.
+            linked(repo, &found.path)?;
             return Ok(Worktree { path: found.path.clone(), branch: branch.to_string(), reused: true });
         }
         prune(repo)?;
@@ -103,17 +107,13 @@ pub fn take_over_branch(
     let io = |source| WorkspaceError::Io { path: worktrees_root.to_path_buf(), source };
     let root = std::path::absolute(worktrees_root).map_err(io)?;
     for stale in list_worktrees(repo)?.into_iter().skip(1) {
-        if stale.branch.as_deref() == Some(branch_ref.as_str()) && stale.path.starts_with(&root) {
-            git(
-                repo,
-                [
-                    "worktree".as_ref(),
-                    "remove".as_ref(),
-                    "--force".as_ref(),
-                    "--".as_ref(),
-                    stale.path.as_os_str(),
-                ],
-            )?;
+        if stale.branch.as_deref() == Some(branch_ref.as_str())
+            && stale.path.starts_with(&root)
+            && std::fs::symlink_metadata(&stale.path).is_ok()
+        {
+            // A tampered one is an error, not deleted: git's record of its path is the agent's to write.
+            let wt = linked(repo, &stale.path)?;
+            remove_forced(repo, &wt)?;
         }
     }
     prune(repo)?;
@@ -161,21 +161,49 @@ pub fn prune(repo: &Path) -> Result<(), WorkspaceError> {
 /// on the worktree's branch, and — when the branch has an upstream — every commit pushed. Without an
 /// upstream the branch ref itself is the record (worktrees share the repository, and the branch is never
 /// deleted here). Otherwise the worktree is kept and the reason returned for the runner to report.
+///
+/// git runs on the worktree only with the git directories derived from `repo` ([`super::link`]), never
+/// through its `.git`; a worktree whose link was changed is kept, with the change as the reason, and
+/// nothing is run through it. `worktree.path` must already be known to lie under the worktree root
+/// ([`super::path_under`]) when it was read back from the database.
 pub fn remove_if_safe(repo: &Path, worktree: &Worktree) -> Result<Removal, WorkspaceError> {
-    if !worktree.path.is_dir() {
+    // A dangling symbolic link is still there (and tampered).
+    if std::fs::symlink_metadata(&worktree.path).is_err() {
         prune(repo)?;
         return Ok(Removal::AlreadyGone);
     }
-    let path = worktree.path.as_path();
-    if let Some(reason) = unsafe_to_remove(path, &worktree.branch)? {
+    let wt = match linked(repo, &worktree.path) {
+        Ok(wt) => wt,
+        Err(WorkspaceError::Tampered { what, .. }) => {
+            return Ok(Removal::Kept {
+                reason: format!("its git link was tampered with ({what}); git was not run through it"),
+            });
+        }
+        Err(e) => return Err(e),
+    };
+    if let Some(reason) = unsafe_to_remove(&wt, &worktree.branch)? {
         return Ok(Removal::Kept { reason });
     }
-    git(repo, ["worktree".as_ref(), "remove".as_ref(), "--".as_ref(), path.as_os_str()])?;
+    remove_forced(repo, &wt)?;
     Ok(Removal::Removed)
 }
 
-fn unsafe_to_remove(path: &Path, branch: &str) -> Result<Option<String>, WorkspaceError> {
-    let status = git(path, ["status", "--porcelain=v1", "-z", "--untracked-files=all"])?;
+/// `git worktree remove --force`, from the repository: after executor's own checks, so git's (a `git
+/// status` in the worktree that follows its `commondir`) does not run.
+fn remove_forced(repo: &Path, wt: &Linked) -> Result<(), WorkspaceError> {
+    let args = ["worktree", "remove", "--force", "--"].map(std::ffi::OsStr::new);
+    git(repo, args.into_iter().chain([wt.work_tree.as_os_str()])).map(drop)
+}
+
+fn unsafe_to_remove(wt: &Linked, branch: &str) -> Result<Option<String>, WorkspaceError> {
+    // executor does not look into submodules (their `.git` is the agent's): one in the index keeps it.
+    let staged = git(wt, ["ls-files", "--stage", "-z"])?;
+    if let Some(gitlink) = staged.split('\0').find(|e| e.starts_with("160000 ")) {
+        let path = gitlink.split_once('\t').map_or(gitlink, |(_, p)| p);
+        return Ok(Some(format!("it has a submodule at {path:?}, which executor does not look into")));
+    }
+    let status =
+        git(wt, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=all"])?;
     let changed: Vec<&str> = status.split('\0').filter(|s| !s.is_empty()).collect();
     if let Some(first) = changed.first() {
         return Ok(Some(format!(
@@ -184,7 +212,7 @@ fn unsafe_to_remove(path: &Path, branch: &str) -> Result<Option<String>, Workspa
             first.get(3..).unwrap_or(first)
         )));
     }
-    let head_ref = git_probe(path, ["symbolic-ref", "--quiet", "HEAD"])?;
+    let head_ref = git_probe(wt, ["symbolic-ref", "--quiet", "HEAD"])?;
     let expected = format!("refs/heads/{branch}");
     match head_ref.as_deref().map(str::trim) {
         Some(r) if r == expected => {}
@@ -193,11 +221,11 @@ fn unsafe_to_remove(path: &Path, branch: &str) -> Result<Option<String>, Workspa
             return Ok(Some("HEAD is detached; its commits may be on no branch".into()));
         }
     }
-    let upstream = git_probe(path, ["rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}"])?;
+    let upstream = git_probe(wt, ["rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}"])?;
     let Some(upstream) = upstream else {
         return Ok(None);
     };
-    let ahead = git(path, ["rev-list", "--count", "@{upstream}..HEAD", "--"])?;
+    let ahead = git(wt, ["rev-list", "--count", "@{upstream}..HEAD", "--"])?;
     match ahead.trim() {
         "0" => Ok(None),
         n => Ok(Some(format!("{n} commit(s) not pushed to {}", upstream.trim()))),
