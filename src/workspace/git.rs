@@ -310,4 +310,35 @@ mod tests {
         assert_eq!(git_dirs(&repo, &repo).unwrap(), vec![repo.join(".git")]);
         assert!(git_dirs(&repo, tmp.path()).is_err(), "not a worktree of the repository");
     }
+
+    #[test]
+    fn what_others_pushed_is_merged_into_an_intact_worktree_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (repo, remote, other) =
+            (tmp.path().join("repo"), tmp.path().join("remote.git"), tmp.path().join("other"));
+        std::fs::create_dir(&repo).unwrap();
+        let id = ["-c", "user.name=t", "-c", "user.email=t@t"];
+        sh_git(&repo, &["init", "-q", "-b", "main"]);
+        sh_git(&repo, &[&id[..], &["commit", "-q", "--allow-empty", "-m", "i"]].concat());
+        sh_git(tmp.path(), &["init", "-q", "--bare", remote.to_str().unwrap()]);
+        sh_git(&repo, &["remote", "add", "origin", remote.to_str().unwrap()]);
+        sh_git(&repo, &["worktree", "add", "-q", "-b", "feature", "../wt"]);
+        push_branch(&repo, "origin", "feature").unwrap();
+        sh_git(
+            tmp.path(),
+            &["clone", "-q", "-b", "feature", remote.to_str().unwrap(), other.to_str().unwrap()],
+        );
+        std::fs::write(other.join("theirs"), "x").unwrap();
+        sh_git(&other, &["add", "theirs"]);
+        sh_git(&other, &[&id[..], &["commit", "-q", "-m", "theirs"]].concat());
+        sh_git(&other, &["push", "-q", "origin", "feature"]);
+
+        let wt = tmp.path().join("wt");
+        merge_remote_branch(&repo, &wt, "origin", "feature").unwrap();
+        assert!(wt.join("theirs").is_file());
+        // A link the agent rewrote: nothing is fetched or merged through it.
+        std::fs::write(wt.join(".git"), format!("gitdir: {}\n", other.join(".git").display())).unwrap();
+        let refused = merge_remote_branch(&repo, &wt, "origin", "feature").unwrap_err();
+        assert!(matches!(refused, WorkspaceError::Tampered { .. }), "{refused}");
+    }
 }
