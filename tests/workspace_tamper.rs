@@ -260,9 +260,12 @@ fn paths_from_the_database_are_used_only_under_their_root() {
     assert_eq!(path_under(&lab.root, &lab.root.join("not-yet")).unwrap(), root.join("not-yet"));
     let outside = lab.tmp.path().join("outside");
     std::os::unix::fs::symlink(&outside, lab.root.join("link")).unwrap();
+    std::os::unix::fs::symlink(outside.join("not-yet"), lab.root.join("dangling")).unwrap();
     for bad in [
         lab.root.join("link"),
         lab.root.join("link").join("x"),
+        lab.root.join("dangling"),
+        lab.root.join("dangling").join("x"),
         lab.root.join("7-1").join("..").join(".."),
         lab.root.join("gone").join("..").join("..").join("outside"),
         lab.root.clone(),

@@ -113,8 +113,8 @@ pub(crate) fn checkout_in(common: &Path, worktree: &Path) -> Result<Checkout, Wo
 /// The one `<common>/worktrees/*` whose `gitdir` points back at `dot_git`.
 fn own_git_dir(common: &Path, work_tree: &Path, dot_git: &Path) -> Result<PathBuf, WorkspaceError> {
     let records = common.join("worktrees");
-    let entries =
-        std::fs::read_dir(&records).map_err(|source| WorkspaceError::Io { path: records.clone(), source })?;
+    // No such directory: the repository has no linked worktree, so none points back.
+    let entries = std::fs::read_dir(&records).into_iter().flatten();
     let mut found = Vec::new();
     for entry in entries.flatten() {
         let admin = entry.path();
@@ -170,7 +170,7 @@ fn read_link_file(work_tree: &Path, path: &Path) -> Result<String, WorkspaceErro
     match read_small(path) {
         Ok(Some(text)) => Ok(text.trim_end_matches(['\n', '\r']).to_string()),
         Ok(None) => Err(tampered(work_tree, format!("{} is not a small regular file", path.display()))),
-        Err(source) => Err(WorkspaceError::Io { path: path.to_path_buf(), source }),
+        Err(e) => Err(tampered(work_tree, format!("{} cannot be read: {e}", path.display()))),
     }
 }
 
@@ -202,19 +202,21 @@ fn tampered(path: &Path, what: String) -> WorkspaceError {
 }
 
 /// `path` resolved (symbolic links, `.`, `..`), when it lies strictly under `root` (resolved too); a
-/// path read back from the database is used only through this. A path that does not exist (yet) is
+/// path read back from the database is used only through this, and anything else is
+/// [`WorkspaceError::OutsideRoot`]. A path that does not exist (yet) is
 /// resolved as far as it exists, and the rest may not hold `..`.
 pub fn path_under(root: &Path, path: &Path) -> Result<PathBuf, WorkspaceError> {
     let outside = || WorkspaceError::OutsideRoot { path: path.to_path_buf(), root: root.to_path_buf() };
     let root = std::fs::canonicalize(root).map_err(|_| outside())?;
-    if !path.is_absolute() {
-        return Err(outside());
-    }
-    let mut existing = path.to_path_buf();
+    // A relative path (a relative `paths.data_dir`) is taken from the current directory, like the root.
+    let mut existing = std::path::absolute(path).map_err(|_| outside())?;
     let mut rest = Vec::new();
     let resolved = loop {
         match std::fs::canonicalize(&existing) {
             Ok(resolved) => break resolved,
+            // Something there that does not resolve: a dangling symbolic link, which could be made to
+            // point anywhere later.
+            Err(_) if std::fs::symlink_metadata(&existing).is_ok() => return Err(outside()),
             Err(_) => {
                 let (Some(name), Some(parent)) = (existing.file_name(), existing.parent()) else {
                     return Err(outside());
