@@ -181,7 +181,7 @@ git $id commit -q -m "add sub"
 git -C "$WT/sub" config core.fsmonitor "$WT/evil.sh"
 "#,
     );
-    lab.assert_kept_untouched(&wt, "submodule at \"sub\"");
+    lab.assert_kept_untouched(&wt, "submodule \"sub\" is checked out");
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Creating, reusing and removing a run's worktree with real git.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use super::git::{git, git_probe};
 use super::link::{Linked, linked};
@@ -196,11 +196,8 @@ fn remove_forced(repo: &Path, wt: &Linked) -> Result<(), WorkspaceError> {
 }
 
 fn unsafe_to_remove(wt: &Linked, branch: &str) -> Result<Option<String>, WorkspaceError> {
-    // executor does not look into submodules (their `.git` is the agent's): one in the index keeps it.
-    let staged = git(wt, ["ls-files", "--stage", "-z"])?;
-    if let Some(gitlink) = staged.split('\0').find(|e| e.starts_with("160000 ")) {
-        let path = gitlink.split_once('\t').map_or(gitlink, |(_, p)| p);
-        return Ok(Some(format!("it has a submodule at {path:?}, which executor does not look into")));
+    if let Some(reason) = checked_out_submodule(wt)? {
+        return Ok(Some(reason));
     }
     let status =
         git(wt, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=all"])?;
@@ -211,6 +208,12 @@ fn unsafe_to_remove(wt: &Linked, branch: &str) -> Result<Option<String>, Workspa
             changed.len(),
             first.get(3..).unwrap_or(first)
         )));
+    }
+    // The status above leaves submodules out; a staged change to one (index against HEAD: no work tree,
+    // nothing of the submodule read) still counts.
+    let staged = ["diff-index", "--cached", "--quiet", "--ignore-submodules=none", "HEAD", "--"];
+    if git_probe(wt, staged)?.is_none() {
+        return Ok(Some("a staged change to a submodule".into()));
     }
     let head_ref = git_probe(wt, ["symbolic-ref", "--quiet", "HEAD"])?;
     let expected = format!("refs/heads/{branch}");
@@ -230,6 +233,32 @@ fn unsafe_to_remove(wt: &Linked, branch: &str) -> Result<Option<String>, Workspa
         "0" => Ok(None),
         n => Ok(Some(format!("{n} commit(s) not pushed to {}", upstream.trim()))),
     }
+}
+
+/// A submodule checked out in the worktree (anything in its directory) may hold work that only git run
+/// inside it could see, and executor does not run git there: its `.git` is the agent's. One that is
+/// not checked out (git does not check submodules out in a new worktree) holds nothing.
+fn checked_out_submodule(wt: &Linked) -> Result<Option<String>, WorkspaceError> {
+    let staged = git(wt, ["ls-files", "--stage", "-z"])?;
+    for entry in staged.split('\0').filter(|e| e.starts_with("160000 ")) {
+        let path = entry.split_once('\t').map_or("", |(_, p)| p);
+        let rel = Path::new(path);
+        // The index is the agent's to write: a path that is not plainly inside counts as checked out.
+        let inside = !path.is_empty() && rel.components().all(|c| matches!(c, Component::Normal(_)));
+        let dir = wt.work_tree.join(rel);
+        let empty = inside
+            && match std::fs::symlink_metadata(&dir) {
+                Err(_) => true,
+                Ok(m) if m.is_dir() => std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_none()),
+                Ok(_) => false,
+            };
+        if !empty {
+            return Ok(Some(format!(
+                "submodule {path:?} is checked out, and executor does not look into it"
+            )));
+        }
+    }
+    Ok(None)
 }
 
 /// One entry of `git worktree list --porcelain -z`.
