@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use super::WorkspaceError;
-use super::link::{Checkout, Linked, checkout_of, linked};
+use super::link::{Checkout, Linked, checkout_in};
 
 /// What could start a program that git finds in configuration or in a work tree, switched off for every
 /// git command on a worktree (which an agent or a CI command wrote): the file-system monitor, hooks
@@ -90,6 +90,32 @@ impl<'a> From<&'a PathBuf> for At<'a> {
 impl<'a> From<&'a Linked> for At<'a> {
     fn from(linked: &'a Linked) -> Self {
         At::Worktree(linked)
+    }
+}
+
+/// The repository's common git directory (canonical), asked of the configured repository itself, whose
+/// configuration agents cannot write.
+pub(crate) fn common_dir(repo: &Path) -> Result<PathBuf, WorkspaceError> {
+    let out = git(repo, ["rev-parse", "--git-common-dir"])?;
+    // Older gits print it relative to the directory they ran in.
+    let path = repo.join(out.trim_end_matches(['\n', '\r']));
+    std::fs::canonicalize(&path).map_err(|source| WorkspaceError::Io { path, source })
+}
+
+/// What `worktree` is to `repo`: its main checkout, or one of its linked worktrees whose link is intact.
+pub(crate) fn checkout_of(repo: &Path, worktree: &Path) -> Result<Checkout, WorkspaceError> {
+    let common = common_dir(repo)?;
+    checkout_in(&common, worktree)
+}
+
+/// Like [`checkout_of`], for a linked worktree only: the repository's own checkout is never an agent's.
+pub(crate) fn linked(repo: &Path, worktree: &Path) -> Result<Linked, WorkspaceError> {
+    match checkout_of(repo, worktree)? {
+        Checkout::Linked(linked) => Ok(linked),
+        Checkout::Main(path) => Err(WorkspaceError::Tampered {
+            path,
+            what: "it is the repository's own checkout, not a worktree of it".into(),
+        }),
     }
 }
 

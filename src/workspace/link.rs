@@ -18,7 +18,6 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::WorkspaceError;
-use super::git::git;
 
 /// A linked worktree's directories, checked: its work tree, its own git directory and the common one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,31 +43,9 @@ const LINK_FILE_MAX: u64 = 4096;
 /// `extensions.worktreeConfig`) by every git command there, so anything else in it is the agent's.
 const WORKTREE_CONFIG_ALLOWED: [&str; 3] = ["core.sparsecheckout", "core.sparsecheckoutcone", "index.sparse"];
 
-/// The repository's common git directory (canonical), asked of the configured repository itself, whose
-/// configuration agents cannot write.
-pub(crate) fn common_dir(repo: &Path) -> Result<PathBuf, WorkspaceError> {
-    let out = git(repo, ["rev-parse", "--git-common-dir"])?;
-    // Older gits print it relative to the directory they ran in.
-    let path = repo.join(out.trim_end_matches(['\n', '\r']));
-    std::fs::canonicalize(&path).map_err(|source| WorkspaceError::Io { path, source })
-}
-
-/// What `worktree` is to `repo`: its main checkout, or one of its linked worktrees whose link is intact.
-pub(crate) fn checkout_of(repo: &Path, worktree: &Path) -> Result<Checkout, WorkspaceError> {
-    let common = common_dir(repo)?;
-    checkout_in(&common, worktree)
-}
-
-/// Like [`checkout_of`], for a linked worktree only: the repository's own checkout is never an agent's.
-pub(crate) fn linked(repo: &Path, worktree: &Path) -> Result<Linked, WorkspaceError> {
-    match checkout_of(repo, worktree)? {
-        Checkout::Linked(linked) => Ok(linked),
-        Checkout::Main(path) => {
-            Err(tampered(&path, "it is the repository's own checkout, not a worktree of it".into()))
-        }
-    }
-}
-
+/// What `worktree` is to the repository whose common git directory is `common` (derived from the
+/// configured repository, see `super::git::common_dir`): its own checkout, or one of its linked worktrees
+/// whose link is intact.
 pub(crate) fn checkout_in(common: &Path, worktree: &Path) -> Result<Checkout, WorkspaceError> {
     let meta = std::fs::symlink_metadata(worktree)
         .map_err(|source| WorkspaceError::Io { path: worktree.to_path_buf(), source })?;

@@ -3,8 +3,7 @@
 use std::path::Path;
 
 use super::WorkspaceError;
-use super::git::{git, git_holding, git_probe};
-use super::link::linked;
+use super::git::{git, git_holding, git_probe, linked};
 
 /// The commit a branch points at in `repo`, or `None` when the branch does not exist.
 pub fn branch_head(repo: &Path, branch: &str) -> Result<Option<String>, WorkspaceError> {

@@ -2,8 +2,8 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use super::git::{git, git_probe};
-use super::link::{Linked, linked};
+use super::git::{git, git_probe, linked};
+use super::link::Linked;
 use super::{WorkspaceError, check_branch_name};
 use crate::domain::TaskGid;
 
@@ -139,13 +139,15 @@ pub fn branch_has_commits(repo: &Path, branch: &str, base: &str) -> Result<bool,
     Ok(count > 0)
 }
 
-/// The full sha of the commit checked out at `path`.
+/// The full sha of the commit checked out at `path`. git follows `path`'s own `.git`: for a directory
+/// the user names, never for one an agent wrote (those go through [`super::link`]).
 pub fn head_sha(path: &Path) -> Result<String, WorkspaceError> {
     let out = git(path, ["rev-parse", "--verify", "HEAD^{commit}"])?;
     Ok(out.trim().to_string())
 }
 
-/// The branch checked out at `path`, or `None` on a detached HEAD.
+/// The branch checked out at `path`, or `None` on a detached HEAD. Like [`head_sha`], for a directory
+/// the user names (`executor worker run --dir`), never for one an agent wrote.
 pub fn current_branch(path: &Path) -> Result<Option<String>, WorkspaceError> {
     let out = git(path, ["rev-parse", "--abbrev-ref", "HEAD"])?;
     let name = out.trim();
