@@ -144,6 +144,9 @@ fn a_config_worktree_with_an_fsmonitor_is_refused_where_the_repository_reads_it(
     git(&lab.repo, &["config", "core.repositoryformatversion", "1"]);
     git(&lab.repo, &["config", "extensions.worktreeConfig", "true"]);
     let wt = lab.worktree();
+    // What `git sparse-checkout` writes there is no reason to distrust the worktree.
+    lab.attack(&wt.path, r#"git config -f "$ADMIN/config.worktree" core.sparseCheckout false"#);
+    assert!(git_write_dirs(&lab.repo, &wt.path).is_ok());
     lab.attack(&wt.path, r#"git config -f "$ADMIN/config.worktree" core.fsmonitor "$WT/evil.sh""#);
     lab.assert_kept_untouched(&wt, "config.worktree sets \"core.fsmonitor\"");
 }

@@ -120,8 +120,14 @@ fn check_worktree_config(work_tree: &Path, admin: &Path) -> Result<(), Workspace
     if !meta.is_file() || meta.len() > 64 * 1024 {
         return Err(tampered(work_tree, "config.worktree is not a small regular file".into()));
     }
-    // Read as data: `--file` without `--includes` follows no include and runs nothing.
+    // Read as data: `--file` without `--includes` follows no include and runs nothing; from `/`, where
+    // git finds no repository whose configuration it would read too.
     let out = std::process::Command::new("git")
+        .current_dir("/")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_COMMON_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env("GIT_CEILING_DIRECTORIES", "/")
         .args(["config", "--file"])
         .arg(&path)
         .args(["--no-includes", "--null", "--name-only", "--list"])
