@@ -91,7 +91,7 @@ async fn real_claude_contained() {
     spec.timeouts.idle = Duration::from_secs(180);
     spec.timeouts.hard = Duration::from_secs(600);
     let writable = std::iter::once(sb.worktree.clone())
-        .chain(executor::workspace::git_write_dirs(&sb.worktree).unwrap());
+        .chain(executor::workspace::git_write_dirs(&main, &sb.worktree).unwrap());
     spec.sandbox = Contained::for_mode(SandboxMode::Landlock, writable);
     let (o, _) = run(spec).await;
     let o = o.unwrap();

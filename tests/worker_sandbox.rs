@@ -86,7 +86,7 @@ impl Setup {
             ("FAKE_SCRATCH_HOME", "1".to_string()),
         ];
         let mut spec = self.sb.spec(command("escape.sh"), WorkerKind::Queued, &env);
-        let git_dirs = workspace::git_write_dirs(&self.sb.worktree).unwrap();
+        let git_dirs = workspace::git_write_dirs(&self.main, &self.sb.worktree).unwrap();
         spec.sandbox = contained.then(|| {
             Contained::for_mode(
                 SandboxMode::Landlock,

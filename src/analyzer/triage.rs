@@ -292,7 +292,8 @@ impl Triager {
             // The scratch checkout lies in the data directory, hidden from agents: its own `.git` link
             // leads into the repository's, which is read like any worktree's.
             sandbox: worker::sandbox::for_config(config, [scratch.to_path_buf()]).map(|mut s| {
-                for dir in workspace::git_dirs(scratch).unwrap_or_default() {
+                let repo = crate::config::expand_home(&place.repo.path);
+                for dir in workspace::git_dirs(&repo, scratch).unwrap_or_default() {
                     s.allow_read(dir);
                 }
                 s

@@ -109,7 +109,14 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
     }
     let dir = match (&args.dir, run.as_ref().and_then(|r| r.worktree_path.as_ref())) {
         (Some(d), _) => d.clone(),
-        (None, Some(wt)) => PathBuf::from(wt),
+        // Read back from the database, which is writable by more than executor: only under the root.
+        (None, Some(wt)) => crate::workspace::path_under(&config.worktrees_root(), std::path::Path::new(wt))
+            .with_context(|| {
+                format!(
+                    "run {} records worktree {wt}, which is refused; pass --dir",
+                    run.as_ref().map_or(0, |r| r.id)
+                )
+            })?,
         (None, None) => std::env::current_dir().context("reading the current directory")?,
     };
     let cwd = std::path::absolute(&dir)

@@ -286,8 +286,15 @@ impl LocalForge {
             if pr.repo.as_deref() != Some(self.repo_name.as_str()) {
                 continue;
             }
-            let looked_at = check.clone();
-            let state = match blocking(move || Ok(ci::state(&looked_at)?)).await {
+            let dir = match ci::check_dir(&check, &self.ci_root) {
+                Ok(dir) => dir,
+                Err(e) => {
+                    tracing::warn!(check = check.id, "refusing the check's recorded directory: {e}");
+                    continue;
+                }
+            };
+            let (looked_at, ci_root) = (check.clone(), self.ci_root.clone());
+            let state = match blocking(move || Ok(ci::state(&looked_at, &ci_root)?)).await {
                 Ok(state) => state,
                 // One unreadable check directory must not keep the others from finishing.
                 Err(e) => {
@@ -301,7 +308,7 @@ impl LocalForge {
                     if self.store.finish_local_check(check.id, status, &tail).await? {
                         finished += 1;
                     }
-                    let (repo, dir) = (self.repo_path(), PathBuf::from(check.work_dir.unwrap_or_default()));
+                    let repo = self.repo_path();
                     let _ = blocking(move || Ok(workspace::remove_scratch(&repo, &dir.join("work"))?)).await;
                 }
                 CiState::Abandoned(lock) => {

@@ -497,7 +497,8 @@ fn make_forge(
         })),
         "github" => {
             let client = shared_client(config, store, client)?;
-            Ok(Forge::GitHub(GitHubForge::new(client, store.clone(), name, repo, &config.github)?))
+            let forge = GitHubForge::new(client, store.clone(), name, repo, &config.github)?;
+            Ok(Forge::GitHub(forge.with_worktrees_root(config.worktrees_root())))
         }
         other => Err(RunnerError::Config(format!(
             "repos.{name}.forge = {other:?} is not a forge executor knows; use \"local\" or \"github\""

@@ -415,7 +415,9 @@ pub(crate) fn build_spec(
     let ctx = prompt_context(w);
     let prompt = prompts.render(PromptKind::Worker(w.kind), &ctx)?;
     let run_id = w.run.map(|r| r.id);
-    let git_dirs = writable_dirs(&w.cwd);
+    // The worktree's git directories are derived from the configured repository, never from its `.git`.
+    let repo_path = w.repo.map(|(_, r)| crate::config::expand_home(&r.path));
+    let (git_dirs, write_dirs) = git_dirs_of(repo_path.as_deref(), &w.cwd);
     Ok(WorkerSpec {
         task_gid: w.task.task_gid.clone(),
         run_id: run_id.unwrap_or(0),
@@ -434,32 +436,38 @@ pub(crate) fn build_spec(
         max_output_bytes: config.worker.max_output_bytes,
         pricing: config.pricing.clone(),
         usage_baseline: worker::Tokens::default(),
-        sandbox: worker_sandbox(config, &w.cwd, &git_dirs),
-        writable_dirs: git_dirs,
+        sandbox: worker_sandbox(config, &w.cwd, &write_dirs, &git_dirs),
+        writable_dirs: write_dirs,
     })
 }
 
 /// Where a worker's agent may write (`worker.sandbox`): its worktree, what a commit needs of the
-/// repository's `.git` (and the rest of `.git` read-only), and `worker.sandbox_writable`. No database:
-/// an agent says what it has to say in its result.
-fn worker_sandbox(config: &Config, cwd: &Path, git_dirs: &[PathBuf]) -> Option<worker::Sandbox> {
-    let git = workspace::git_write_dirs(cwd).unwrap_or_else(|e| {
-        tracing::debug!("no git directories to make writable for {}: {e}", cwd.display());
-        Vec::new()
-    });
-    let mut sandbox = worker::sandbox::for_config(config, std::iter::once(cwd.to_path_buf()).chain(git))?;
+/// repository's `.git` (`write_dirs`; the rest of `git_dirs` read-only), and `worker.sandbox_writable`.
+/// No database: an agent says what it has to say in its result.
+fn worker_sandbox(
+    config: &Config,
+    cwd: &Path,
+    write_dirs: &[PathBuf],
+    git_dirs: &[PathBuf],
+) -> Option<worker::Sandbox> {
+    let writable = std::iter::once(cwd.to_path_buf()).chain(write_dirs.iter().cloned());
+    let mut sandbox = worker::sandbox::for_config(config, writable)?;
     for dir in git_dirs {
         sandbox.allow_read(dir.clone());
     }
     Some(sandbox)
 }
 
-/// The worktree's git directories, which a sandboxed agent must be able to write to commit. A
-/// directory that is not a git worktree (a worker run by hand anywhere) has none.
-fn writable_dirs(cwd: &Path) -> Vec<PathBuf> {
-    workspace::git_dirs(cwd).unwrap_or_else(|e| {
-        tracing::debug!("no git directories to make writable for {}: {e}", cwd.display());
-        Vec::new()
+/// The worktree's git directories (its own and the common one), and of them what a commit writes. A
+/// directory that is not a worktree of the configured repository (a worker run by hand anywhere), or
+/// one whose link was tampered with, has none.
+fn git_dirs_of(repo: Option<&Path>, cwd: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let Some(repo) = repo else { return (Vec::new(), Vec::new()) };
+    let dirs =
+        workspace::git_dirs(repo, cwd).and_then(|all| Ok((all, workspace::git_write_dirs(repo, cwd)?)));
+    dirs.unwrap_or_else(|e| {
+        tracing::warn!("no git directories for the agent in {}: {e}", cwd.display());
+        (Vec::new(), Vec::new())
     })
 }
 

@@ -1,7 +1,7 @@
 //! After a crash: workers whose supervisor died are adopted when still running (checked by pid and
 //! process start time, so a reused pid is never touched) or recorded as ended from their output.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::launch::thread_baseline;
 use super::recording::{Recording, supervise_recorded};
@@ -10,16 +10,7 @@ use crate::domain::{EndReason, Run};
 use crate::store::{WorkerEnd, WorkerSession};
 use crate::worker::{self, AdoptSpec, PromptKind, is_same_process};
 use crate::worker::{agent_config, worker_timeouts};
-
-/// `path` when it lies beneath `root` once both are resolved (links, `..`), else an error naming it.
-fn trusted(path: PathBuf, what: &'static str, root: &Path) -> Result<PathBuf, RunnerError> {
-    let resolved = |p: &Path| crate::worker::sandbox::cover::resolved(p);
-    if resolved(&path).starts_with(resolved(root)) {
-        Ok(path)
-    } else {
-        Err(RunnerError::UntrustedPath { what, path, root: root.to_path_buf() })
-    }
-}
+use crate::workspace;
 
 impl Runner {
     /// Supervises (or records the end of) a worker whose runner died; the caller holds its run.
@@ -64,8 +55,8 @@ impl Runner {
         log_path: PathBuf,
     ) -> Result<AdoptSpec, RunnerError> {
         // Read back from the database: used (read, cut back, removed) only where executor keeps them.
-        let output_path = trusted(output_path, "worker output", &self.config.data_dir().join("workers"))?;
-        let log_path = trusted(log_path, "work log", &self.config.logs_dir())?;
+        let output_path = workspace::path_under(&self.config.data_dir().join("workers"), &output_path)?;
+        let log_path = workspace::path_under(&self.config.logs_dir(), &log_path)?;
         let sessions = self.store.worker_sessions(run.id).await?;
         let (agent, env) = (agent_config(&self.config), self.worker_env(run, s.kind));
         Ok(AdoptSpec {
@@ -87,27 +78,5 @@ impl Runner {
             pricing: self.config.pricing.clone(),
             usage_baseline: thread_baseline(&sessions, s.resumed_session.as_deref(), s.id),
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_recorded_path_outside_executor_s_directory_is_refused() {
-        let tmp = tempfile::tempdir().unwrap();
-        let root = tmp.path().join("data/workers");
-        std::fs::create_dir_all(root.join("1207/queued_x")).unwrap();
-        let inside = root.join("1207/queued_x/output.log");
-        assert_eq!(trusted(inside.clone(), "worker output", &root).unwrap(), inside);
-        for outside in [tmp.path().join("victim/output.log"), root.join("../../victim/output.log")] {
-            let err = trusted(outside, "worker output", &root).unwrap_err().to_string();
-            assert!(err.contains("refused the recorded worker output"), "{err}");
-        }
-        // A link inside that leads outside counts as outside.
-        std::fs::create_dir_all(tmp.path().join("victim")).unwrap();
-        std::os::unix::fs::symlink(tmp.path().join("victim"), root.join("link")).unwrap();
-        assert!(trusted(root.join("link/output.log"), "worker output", &root).is_err());
     }
 }

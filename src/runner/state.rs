@@ -4,7 +4,6 @@
 //! this file imports none of them, so their dependencies run one way: each part → `state`.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, watch};
@@ -29,9 +28,6 @@ pub enum RunnerError {
     Worker(#[from] crate::worker::WorkerError),
     #[error("{0}")]
     Config(String),
-    /// A path read back from the database lies outside where executor keeps such files: it is not used.
-    #[error("refused the recorded {what} {path:?}: it lies outside {root:?}, where executor keeps them")]
-    UntrustedPath { what: &'static str, path: PathBuf, root: PathBuf },
     #[error(transparent)]
     Repo(#[from] crate::config::RepoNotFound),
     /// A background task (git in a blocking thread) panicked or was cancelled.

@@ -343,7 +343,18 @@ impl Runner {
             return;
         };
         let repo_path = crate::config::expand_home(&repo.path);
-        let wt = workspace::Worktree { path: path.into(), branch: branch.clone(), reused: true };
+        // The database is writable by more than executor: a worktree path is used only under the root.
+        let resolved = match workspace::path_under(&self.config.worktrees_root(), std::path::Path::new(path))
+        {
+            Ok(resolved) => resolved,
+            Err(e) => {
+                tracing::warn!(run = run.id, "not removing the run's recorded worktree: {e}");
+                let note = format!("worktree {path} not removed: the recorded path is refused ({e})");
+                let _ = self.store.record_note(Actor::Runner, Some(&run.task_gid), Some(run.id), &note).await;
+                return;
+            }
+        };
+        let wt = workspace::Worktree { path: resolved, branch: branch.clone(), reused: true };
         let outcome = tokio::task::spawn_blocking(move || workspace::remove_if_safe(&repo_path, &wt)).await;
         let note = match outcome {
             Ok(Ok(workspace::Removal::Kept { reason })) => Some(format!("worktree {path} kept: {reason}")),

@@ -20,6 +20,14 @@ pub enum WorkspaceError {
     Unexpected { command: String, output: String },
     #[error("invalid branch name {name:?}: {reason}")]
     InvalidBranch { name: String, reason: &'static str },
+    /// The worktree's link to its git directories is not what git (and executor) made: an agent, which
+    /// may write the worktree and its git directory, changed it. Nothing is run through it.
+    #[error("worktree {path} was tampered with: {what}")]
+    Tampered { path: PathBuf, what: String },
+    /// A path read back from the database (or anywhere untrusted) does not lie under the directory
+    /// executor keeps such paths in, once symbolic links and `..` are resolved.
+    #[error("{path} is not under {root}")]
+    OutsideRoot { path: PathBuf, root: PathBuf },
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,

@@ -5,17 +5,44 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use super::WorkspaceError;
+use super::link::{Checkout, Linked, checkout_in};
+
+/// What could start a program that git finds in configuration or in a work tree, switched off for every
+/// git command on a worktree (which an agent or a CI command wrote): the file-system monitor, hooks
+/// (status, rev-parse, rev-list and worktree removal need none; a checkout's `post-checkout` would run
+/// on the agent's files), the untracked cache, and submodules (whose own `.git` an agent writes).
+const HARDENED: [&str; 10] = [
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.untrackedCache=false",
+    "-c",
+    "submodule.recurse=false",
+    "-c",
+    "diff.ignoreSubmodules=all",
+];
+
+/// Where a git command runs.
+#[derive(Clone, Copy)]
+pub(super) enum At<'a> {
+    /// The configured repository (its own checkout, which agents cannot write): git finds its `.git`.
+    Repo(&'a Path),
+    /// A linked worktree, with the git directories executor derived ([`super::link`]), never its `.git`.
+    Worktree(&'a Linked),
+}
 
 /// How much of git's stderr an error keeps: enough to see the cause, not a flood in the database.
 const STDERR_LIMIT: usize = 2000;
 
 /// Runs `git -C dir args…` and returns its stdout, or an error naming the command when it fails.
-pub(super) fn git<I, S>(dir: &Path, args: I) -> Result<String, WorkspaceError>
+pub(super) fn git<'a, I, S>(at: impl Into<At<'a>>, args: I) -> Result<String, WorkspaceError>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let (command, output) = run(dir, args)?;
+    let (command, output) = run(at.into(), args)?;
     if output.status.success() {
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     } else {
@@ -24,12 +51,12 @@ where
 }
 
 /// Like [`git`], but a non-zero exit is an answer ("no"), not an error: `Ok(None)`.
-pub(super) fn git_probe<I, S>(dir: &Path, args: I) -> Result<Option<String>, WorkspaceError>
+pub(super) fn git_probe<'a, I, S>(at: impl Into<At<'a>>, args: I) -> Result<Option<String>, WorkspaceError>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let (_, output) = run(dir, args)?;
+    let (_, output) = run(at.into(), args)?;
     Ok(output.status.success().then(|| String::from_utf8_lossy(&output.stdout).into_owned()))
 }
 
@@ -40,7 +67,7 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let (command, output) = run_with(dir, args, Stdio::from(hold))?;
+    let (command, output) = run_with(At::Repo(dir), args, Stdio::from(hold))?;
     if output.status.success() {
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     } else {
@@ -48,40 +75,73 @@ where
     }
 }
 
+impl<'a> From<&'a Path> for At<'a> {
+    fn from(dir: &'a Path) -> Self {
+        At::Repo(dir)
+    }
+}
+
+impl<'a> From<&'a PathBuf> for At<'a> {
+    fn from(dir: &'a PathBuf) -> Self {
+        At::Repo(dir)
+    }
+}
+
+impl<'a> From<&'a Linked> for At<'a> {
+    fn from(linked: &'a Linked) -> Self {
+        At::Worktree(linked)
+    }
+}
+
+/// The repository's common git directory (canonical), asked of the configured repository itself, whose
+/// configuration agents cannot write.
+pub(crate) fn common_dir(repo: &Path) -> Result<PathBuf, WorkspaceError> {
+    let out = git(repo, ["rev-parse", "--git-common-dir"])?;
+    // Older gits print it relative to the directory they ran in.
+    let path = repo.join(out.trim_end_matches(['\n', '\r']));
+    std::fs::canonicalize(&path).map_err(|source| WorkspaceError::Io { path, source })
+}
+
+/// What `worktree` is to `repo`: its main checkout, or one of its linked worktrees whose link is intact.
+pub(crate) fn checkout_of(repo: &Path, worktree: &Path) -> Result<Checkout, WorkspaceError> {
+    let common = common_dir(repo)?;
+    checkout_in(&common, worktree)
+}
+
+/// Like [`checkout_of`], for a linked worktree only: the repository's own checkout is never an agent's.
+pub(crate) fn linked(repo: &Path, worktree: &Path) -> Result<Linked, WorkspaceError> {
+    match checkout_of(repo, worktree)? {
+        Checkout::Linked(linked) => Ok(linked),
+        Checkout::Main(path) => Err(WorkspaceError::Tampered {
+            path,
+            what: "it is the repository's own checkout, not a worktree of it".into(),
+        }),
+    }
+}
+
 /// The git directories a commit in `worktree` writes to, absolute: its own git directory
-/// (`<repo>/.git/worktrees/<name>` for a linked worktree: index, HEAD) and the common one (`<repo>/.git`:
-/// objects, refs). One directory for a main checkout, where both are the same. A sandboxed agent
-/// needs write access to exactly these to commit.
-pub fn git_dirs(worktree: &Path) -> Result<Vec<PathBuf>, WorkspaceError> {
-    let out = git(worktree, ["rev-parse", "--git-dir", "--git-common-dir"])?;
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    for line in out.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        // Older gits print paths relative to the directory they ran in.
-        let path = worktree.join(line);
-        let path = std::fs::canonicalize(&path).map_err(|source| WorkspaceError::Io { path, source })?;
-        if !dirs.contains(&path) {
-            dirs.push(path);
-        }
-    }
-    if dirs.is_empty() {
-        return Err(WorkspaceError::Unexpected {
-            command: "git rev-parse --git-dir --git-common-dir".into(),
-            output: out,
-        });
-    }
-    Ok(dirs)
+/// (`<common>/worktrees/<name>` for a linked worktree: index, HEAD) and the common one (objects, refs).
+/// One directory for the repository's own checkout, where both are the same. A sandboxed agent needs
+/// write access to exactly these to commit. They are derived from `repo` (the configured repository),
+/// never from what the worktree's `.git` says: a worktree whose link was changed is an error
+/// ([`WorkspaceError::Tampered`]), so no writable set comes from an agent's say-so.
+pub fn git_dirs(repo: &Path, worktree: &Path) -> Result<Vec<PathBuf>, WorkspaceError> {
+    Ok(match checkout_of(repo, worktree)? {
+        Checkout::Main(work_tree) => vec![work_tree.join(".git")],
+        Checkout::Linked(Linked { admin, common, .. }) => vec![admin, common],
+    })
 }
 
 /// What a contained agent in `worktree` may write of its repository's git directories to commit: for a
-/// linked worktree, its own directory (`.git/worktrees/NAME`: index, HEAD) and of the common `.git`
-/// only `objects`, `refs` and `logs` — never `hooks/` or `config`, which would run or steer the user's
-/// own git later. A main checkout's `.git` lies inside the worktree, which is writable already.
-pub fn git_write_dirs(worktree: &Path) -> Result<Vec<PathBuf>, WorkspaceError> {
-    let dirs = git_dirs(worktree)?;
-    let [own, common] = dirs.as_slice() else {
+/// linked worktree, its own directory (`<common>/worktrees/NAME`: index, HEAD) and of the common
+/// directory only `objects`, `refs` and `logs` — never `hooks/` or `config`, which would run or steer
+/// the user's own git later. The repository's own checkout has its `.git` inside, writable already.
+/// Derived like [`git_dirs`], and an error for a tampered worktree.
+pub fn git_write_dirs(repo: &Path, worktree: &Path) -> Result<Vec<PathBuf>, WorkspaceError> {
+    let Checkout::Linked(Linked { admin, common, .. }) = checkout_of(repo, worktree)? else {
         return Ok(Vec::new());
     };
-    let mut out = vec![own.clone()];
+    let mut out = vec![admin];
     for sub in ["objects", "refs", "logs"] {
         let dir = common.join(sub);
         // A repository without reflogs yet has no `logs`; the agent could not create it.
@@ -97,7 +157,7 @@ pub fn git_write_dirs(worktree: &Path) -> Result<Vec<PathBuf>, WorkspaceError> {
 /// option.
 pub fn push_branch(repo: &Path, remote: &str, branch: &str) -> Result<(), WorkspaceError> {
     let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
-    let (command, output) = run(repo, ["push", "--porcelain", "--", remote, refspec.as_str()])?;
+    let (command, output) = run(At::Repo(repo), ["push", "--porcelain", "--", remote, refspec.as_str()])?;
     if output.status.success() {
         return Ok(());
     }
@@ -110,14 +170,21 @@ pub fn push_branch(repo: &Path, remote: &str, branch: &str) -> Result<(), Worksp
     Err(failure(command, &output))
 }
 
-/// Brings what others pushed to `branch` on `remote` into the worktree that has it checked out: fetched
-/// and merged (never rebased: their commits keep their ids), as `git pull` would. A merge that does not
-/// go through cleanly is undone and is an error: a human or a conflicts worker resolves it, not this.
-pub fn merge_remote_branch(worktree: &Path, remote: &str, branch: &str) -> Result<(), WorkspaceError> {
+/// Brings what others pushed to `branch` on `remote` into `worktree` (a worktree of `repo` that has it
+/// checked out, its link checked first): fetched and merged (never rebased: their commits keep their
+/// ids), as `git pull` would. A merge that does not go through cleanly is undone and is an error: a
+/// human or a conflicts worker resolves it, not this.
+pub fn merge_remote_branch(
+    repo: &Path,
+    worktree: &Path,
+    remote: &str,
+    branch: &str,
+) -> Result<(), WorkspaceError> {
+    let wt = linked(repo, worktree)?;
     let refspec = format!("refs/heads/{branch}");
-    git(worktree, ["fetch", "--quiet", "--", remote, refspec.as_str()])?;
+    git(&wt, ["fetch", "--quiet", "--", remote, refspec.as_str()])?;
     let merged = git(
-        worktree,
+        &wt,
         [
             "-c",
             "user.name=executor",
@@ -130,17 +197,17 @@ pub fn merge_remote_branch(worktree: &Path, remote: &str, branch: &str) -> Resul
         ],
     );
     if merged.is_err() {
-        let _ = git(worktree, ["merge", "--abort"]);
+        let _ = git(&wt, ["merge", "--abort"]);
     }
     merged.map(|_| ())
 }
 
-fn run<I, S>(dir: &Path, args: I) -> Result<(String, Output), WorkspaceError>
+fn run<I, S>(at: At<'_>, args: I) -> Result<(String, Output), WorkspaceError>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    run_with(dir, args, Stdio::null())
+    run_with(at, args, Stdio::null())
 }
 
 /// git's worktree commands are not safe against each other in one repository: an `add` reads every
@@ -158,23 +225,44 @@ fn lock_worktrees(dir: &Path) -> Option<nix::fcntl::Flock<std::fs::File>> {
     nix::fcntl::Flock::lock(handle, nix::fcntl::FlockArg::LockExclusive).ok()
 }
 
-fn run_with<I, S>(dir: &Path, args: I, stdin: Stdio) -> Result<(String, Output), WorkspaceError>
+fn run_with<I, S>(at: At<'_>, args: I, stdin: Stdio) -> Result<(String, Output), WorkspaceError>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
     let args: Vec<_> = args.into_iter().collect();
-    let _one_at_a_time = match args.first() {
-        Some(first) if first.as_ref() == OsStr::new("worktree") => lock_worktrees(dir),
+    let worktree_command = args.first().is_some_and(|first| first.as_ref() == OsStr::new("worktree"));
+    let _one_at_a_time = match at {
+        At::Repo(dir) if worktree_command => lock_worktrees(dir),
         _ => None,
     };
     let command = std::iter::once("git".to_string())
         .chain(args.iter().map(|a| a.as_ref().to_string_lossy().into_owned()))
         .collect::<Vec<_>>()
         .join(" ");
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(dir)
+    let mut git = Command::new("git");
+    // Git's own variables from executor's environment would override what is set here.
+    for var in ["GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"] {
+        git.env_remove(var);
+    }
+    match at {
+        At::Repo(dir) => {
+            git.arg("-C").arg(dir);
+            // Worktree commands check out, list and delete what agents and CI wrote.
+            if worktree_command {
+                git.args(HARDENED);
+            }
+        }
+        At::Worktree(wt) => {
+            git.arg("-C")
+                .arg(&wt.work_tree)
+                .args(HARDENED)
+                .env("GIT_DIR", &wt.admin)
+                .env("GIT_COMMON_DIR", &wt.common)
+                .env("GIT_WORK_TREE", &wt.work_tree);
+        }
+    }
+    let output = git
         .args(&args)
         // Parseable messages, and never wait for a password on a terminal nobody watches.
         .env("LC_ALL", "C")
@@ -227,7 +315,7 @@ mod tests {
         let wt = tmp.path().join("wt");
         let repo = std::fs::canonicalize(&repo).unwrap();
         assert_eq!(
-            git_dirs(&wt).unwrap(),
+            git_dirs(&repo, &wt).unwrap(),
             vec![repo.join(".git").join("worktrees").join("wt"), repo.join(".git")]
         );
         // Pushing a branch to a bare remote, and refusing to overwrite what someone else pushed.
@@ -245,7 +333,38 @@ mod tests {
         let refused = push_branch(&repo, "origin", "feature").unwrap_err().to_string();
         assert!(refused.contains("rejected") || refused.contains("non-fast-forward"), "{refused}");
         // The main checkout: one directory.
-        assert_eq!(git_dirs(&repo).unwrap(), vec![repo.join(".git")]);
-        assert!(git_dirs(tmp.path()).is_err(), "not a repository");
+        assert_eq!(git_dirs(&repo, &repo).unwrap(), vec![repo.join(".git")]);
+        assert!(git_dirs(&repo, tmp.path()).is_err(), "not a worktree of the repository");
+    }
+
+    #[test]
+    fn what_others_pushed_is_merged_into_an_intact_worktree_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (repo, remote, other) =
+            (tmp.path().join("repo"), tmp.path().join("remote.git"), tmp.path().join("other"));
+        std::fs::create_dir(&repo).unwrap();
+        let id = ["-c", "user.name=t", "-c", "user.email=t@t"];
+        sh_git(&repo, &["init", "-q", "-b", "main"]);
+        sh_git(&repo, &[&id[..], &["commit", "-q", "--allow-empty", "-m", "i"]].concat());
+        sh_git(tmp.path(), &["init", "-q", "--bare", remote.to_str().unwrap()]);
+        sh_git(&repo, &["remote", "add", "origin", remote.to_str().unwrap()]);
+        sh_git(&repo, &["worktree", "add", "-q", "-b", "feature", "../wt"]);
+        push_branch(&repo, "origin", "feature").unwrap();
+        sh_git(
+            tmp.path(),
+            &["clone", "-q", "-b", "feature", remote.to_str().unwrap(), other.to_str().unwrap()],
+        );
+        std::fs::write(other.join("theirs"), "x").unwrap();
+        sh_git(&other, &["add", "theirs"]);
+        sh_git(&other, &[&id[..], &["commit", "-q", "-m", "theirs"]].concat());
+        sh_git(&other, &["push", "-q", "origin", "feature"]);
+
+        let wt = tmp.path().join("wt");
+        merge_remote_branch(&repo, &wt, "origin", "feature").unwrap();
+        assert!(wt.join("theirs").is_file());
+        // A link the agent rewrote: nothing is fetched or merged through it.
+        std::fs::write(wt.join(".git"), format!("gitdir: {}\n", other.join(".git").display())).unwrap();
+        let refused = merge_remote_branch(&repo, &wt, "origin", "feature").unwrap_err();
+        assert!(matches!(refused, WorkspaceError::Tampered { .. }), "{refused}");
     }
 }

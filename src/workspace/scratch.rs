@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::WorkspaceError;
-use super::git::{git, git_holding, git_probe};
+use super::git::{git, git_holding, git_probe, linked};
 
 /// The commit a branch points at in `repo`, or `None` when the branch does not exist.
 pub fn branch_head(repo: &Path, branch: &str) -> Result<Option<String>, WorkspaceError> {
@@ -84,7 +84,7 @@ fn add(repo: &Path, path: &Path, sha: &str, hold: Option<std::fs::File>) -> Resu
             output: format!("not a commit sha: {sha:?}"),
         });
     }
-    if path.exists() {
+    if std::fs::symlink_metadata(path).is_ok() {
         remove_scratch(repo, path)?;
     }
     let args = ["worktree", "add", "--detach", "--force"]
@@ -98,15 +98,30 @@ fn add(repo: &Path, path: &Path, sha: &str, hold: Option<std::fs::File>) -> Resu
     Ok(())
 }
 
-/// Removes a scratch worktree whatever its contents (CI output is kept elsewhere).
+/// Removes a scratch worktree whatever its contents (CI output is kept elsewhere). A CI command or a
+/// triage agent wrote it, so its link is checked first; one that was tampered with is not run git
+/// through: its directory is deleted as files (never following a symbolic link) and git's record
+/// pruned. `path` must already be known to lie under its root ([`super::path_under`]).
 pub fn remove_scratch(repo: &Path, path: &Path) -> Result<(), WorkspaceError> {
-    let removed = git_probe(
-        repo,
-        [std::ffi::OsStr::new("worktree"), "remove".as_ref(), "--force".as_ref(), path.as_os_str()],
-    )?;
-    if removed.is_none() && path.exists() {
+    let removed = match linked(repo, path) {
+        Ok(wt) => {
+            let args = ["worktree", "remove", "--force", "--"].map(std::ffi::OsStr::new);
+            git_probe(repo, args.into_iter().chain([wt.work_tree.as_os_str()]))?
+        }
+        Err(WorkspaceError::Tampered { what, .. }) => {
+            tracing::warn!(
+                "scratch checkout {} was tampered with ({what}): deleting it without git",
+                path.display()
+            );
+            None
+        }
+        Err(_) => None,
+    };
+    if removed.is_none() && std::fs::symlink_metadata(path).is_ok() {
         std::fs::remove_dir_all(path)
             .map_err(|source| WorkspaceError::Io { path: path.to_path_buf(), source })?;
+    }
+    if removed.is_none() {
         git(repo, ["worktree", "prune"])?;
     }
     Ok(())

@@ -1,8 +1,9 @@
 //! Creating, reusing and removing a run's worktree with real git.
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
-use super::git::{git, git_probe};
+use super::git::{git, git_probe, linked};
+use super::link::Linked;
 use super::{WorkspaceError, check_branch_name};
 use crate::domain::TaskGid;
 
@@ -21,7 +22,8 @@ pub enum Removal {
     Removed,
     /// The directory had already vanished; git's record of it was pruned.
     AlreadyGone,
-    /// Removing it would lose work; the reason is for the human.
+    /// Removing it would lose work, or its git link was tampered with (then nothing was run through
+    /// it); the reason is for the human.
     Kept {
         reason: String,
     },
@@ -52,6 +54,8 @@ pub fn ensure_worktree(
         .collect();
     if let Some(found) = of_branch.iter().find(|w| w.path.starts_with(&root)) {
         if found.path.is_dir() {
+            // An agent worked here: no other starts in it unless its link is as git made it.
+            linked(repo, &found.path)?;
             return Ok(Worktree { path: found.path.clone(), branch: branch.to_string(), reused: true });
         }
         prune(repo)?;
@@ -103,17 +107,13 @@ pub fn take_over_branch(
     let io = |source| WorkspaceError::Io { path: worktrees_root.to_path_buf(), source };
     let root = std::path::absolute(worktrees_root).map_err(io)?;
     for stale in list_worktrees(repo)?.into_iter().skip(1) {
-        if stale.branch.as_deref() == Some(branch_ref.as_str()) && stale.path.starts_with(&root) {
-            git(
-                repo,
-                [
-                    "worktree".as_ref(),
-                    "remove".as_ref(),
-                    "--force".as_ref(),
-                    "--".as_ref(),
-                    stale.path.as_os_str(),
-                ],
-            )?;
+        if stale.branch.as_deref() == Some(branch_ref.as_str())
+            && stale.path.starts_with(&root)
+            && std::fs::symlink_metadata(&stale.path).is_ok()
+        {
+            // A tampered one is an error, not deleted: git's record of its path is the agent's to write.
+            let wt = linked(repo, &stale.path)?;
+            remove_forced(repo, &wt)?;
         }
     }
     prune(repo)?;
@@ -139,13 +139,15 @@ pub fn branch_has_commits(repo: &Path, branch: &str, base: &str) -> Result<bool,
     Ok(count > 0)
 }
 
-/// The full sha of the commit checked out at `path`.
+/// The full sha of the commit checked out at `path`. git follows `path`'s own `.git`: for a directory
+/// the user names, never for one an agent wrote (those go through [`super::link`]).
 pub fn head_sha(path: &Path) -> Result<String, WorkspaceError> {
     let out = git(path, ["rev-parse", "--verify", "HEAD^{commit}"])?;
     Ok(out.trim().to_string())
 }
 
-/// The branch checked out at `path`, or `None` on a detached HEAD.
+/// The branch checked out at `path`, or `None` on a detached HEAD. Like [`head_sha`], for a directory
+/// the user names (`executor worker run --dir`), never for one an agent wrote.
 pub fn current_branch(path: &Path) -> Result<Option<String>, WorkspaceError> {
     let out = git(path, ["rev-parse", "--abbrev-ref", "HEAD"])?;
     let name = out.trim();
@@ -161,21 +163,46 @@ pub fn prune(repo: &Path) -> Result<(), WorkspaceError> {
 /// on the worktree's branch, and — when the branch has an upstream — every commit pushed. Without an
 /// upstream the branch ref itself is the record (worktrees share the repository, and the branch is never
 /// deleted here). Otherwise the worktree is kept and the reason returned for the runner to report.
+///
+/// git runs on the worktree only with the git directories derived from `repo` ([`super::link`]), never
+/// through its `.git`; a worktree whose link was changed is kept, with the change as the reason, and
+/// nothing is run through it. `worktree.path` must already be known to lie under the worktree root
+/// ([`super::path_under`]) when it was read back from the database.
 pub fn remove_if_safe(repo: &Path, worktree: &Worktree) -> Result<Removal, WorkspaceError> {
-    if !worktree.path.is_dir() {
+    // A dangling symbolic link is still there (and tampered).
+    if std::fs::symlink_metadata(&worktree.path).is_err() {
         prune(repo)?;
         return Ok(Removal::AlreadyGone);
     }
-    let path = worktree.path.as_path();
-    if let Some(reason) = unsafe_to_remove(path, &worktree.branch)? {
+    let wt = match linked(repo, &worktree.path) {
+        Ok(wt) => wt,
+        Err(WorkspaceError::Tampered { what, .. }) => {
+            return Ok(Removal::Kept {
+                reason: format!("its git link was tampered with ({what}); git was not run through it"),
+            });
+        }
+        Err(e) => return Err(e),
+    };
+    if let Some(reason) = unsafe_to_remove(&wt, &worktree.branch)? {
         return Ok(Removal::Kept { reason });
     }
-    git(repo, ["worktree".as_ref(), "remove".as_ref(), "--".as_ref(), path.as_os_str()])?;
+    remove_forced(repo, &wt)?;
     Ok(Removal::Removed)
 }
 
-fn unsafe_to_remove(path: &Path, branch: &str) -> Result<Option<String>, WorkspaceError> {
-    let status = git(path, ["status", "--porcelain=v1", "-z", "--untracked-files=all"])?;
+/// `git worktree remove --force`, from the repository: after executor's own checks, so git's (a `git
+/// status` in the worktree that follows its `commondir`) does not run.
+fn remove_forced(repo: &Path, wt: &Linked) -> Result<(), WorkspaceError> {
+    let args = ["worktree", "remove", "--force", "--"].map(std::ffi::OsStr::new);
+    git(repo, args.into_iter().chain([wt.work_tree.as_os_str()])).map(drop)
+}
+
+fn unsafe_to_remove(wt: &Linked, branch: &str) -> Result<Option<String>, WorkspaceError> {
+    if let Some(reason) = checked_out_submodule(wt)? {
+        return Ok(Some(reason));
+    }
+    let status =
+        git(wt, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=all"])?;
     let changed: Vec<&str> = status.split('\0').filter(|s| !s.is_empty()).collect();
     if let Some(first) = changed.first() {
         return Ok(Some(format!(
@@ -184,7 +211,13 @@ fn unsafe_to_remove(path: &Path, branch: &str) -> Result<Option<String>, Workspa
             first.get(3..).unwrap_or(first)
         )));
     }
-    let head_ref = git_probe(path, ["symbolic-ref", "--quiet", "HEAD"])?;
+    // The status above leaves submodules out; a staged change to one (index against HEAD: no work tree,
+    // nothing of the submodule read) still counts.
+    let staged = ["diff-index", "--cached", "--quiet", "--ignore-submodules=none", "HEAD", "--"];
+    if git_probe(wt, staged)?.is_none() {
+        return Ok(Some("a staged change to a submodule".into()));
+    }
+    let head_ref = git_probe(wt, ["symbolic-ref", "--quiet", "HEAD"])?;
     let expected = format!("refs/heads/{branch}");
     match head_ref.as_deref().map(str::trim) {
         Some(r) if r == expected => {}
@@ -193,15 +226,41 @@ fn unsafe_to_remove(path: &Path, branch: &str) -> Result<Option<String>, Workspa
             return Ok(Some("HEAD is detached; its commits may be on no branch".into()));
         }
     }
-    let upstream = git_probe(path, ["rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}"])?;
+    let upstream = git_probe(wt, ["rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}"])?;
     let Some(upstream) = upstream else {
         return Ok(None);
     };
-    let ahead = git(path, ["rev-list", "--count", "@{upstream}..HEAD", "--"])?;
+    let ahead = git(wt, ["rev-list", "--count", "@{upstream}..HEAD", "--"])?;
     match ahead.trim() {
         "0" => Ok(None),
         n => Ok(Some(format!("{n} commit(s) not pushed to {}", upstream.trim()))),
     }
+}
+
+/// A submodule checked out in the worktree (anything in its directory) may hold work that only git run
+/// inside it could see, and executor does not run git there: its `.git` is the agent's. One that is
+/// not checked out (git does not check submodules out in a new worktree) holds nothing.
+fn checked_out_submodule(wt: &Linked) -> Result<Option<String>, WorkspaceError> {
+    let staged = git(wt, ["ls-files", "--stage", "-z"])?;
+    for entry in staged.split('\0').filter(|e| e.starts_with("160000 ")) {
+        let path = entry.split_once('\t').map_or("", |(_, p)| p);
+        let rel = Path::new(path);
+        // The index is the agent's to write: a path that is not plainly inside counts as checked out.
+        let inside = !path.is_empty() && rel.components().all(|c| matches!(c, Component::Normal(_)));
+        let dir = wt.work_tree.join(rel);
+        let empty = inside
+            && match std::fs::symlink_metadata(&dir) {
+                Err(_) => true,
+                Ok(m) if m.is_dir() => std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_none()),
+                Ok(_) => false,
+            };
+        if !empty {
+            return Ok(Some(format!(
+                "submodule {path:?} is checked out, and executor does not look into it"
+            )));
+        }
+    }
+    Ok(None)
 }
 
 /// One entry of `git worktree list --porcelain -z`.

@@ -58,6 +58,9 @@ pub struct GitHubForge {
     failing: Box<Mutex<HashMap<i64, Unobserved>>>,
     /// Whether what an earlier process kept (see `memory.rs`) was read.
     memory_loaded: Box<tokio::sync::OnceCell<()>>,
+    /// `workspace.root`: a run's worktree path read from the database is used only under it (none:
+    /// never used). See `writes.rs`.
+    worktrees_root: Box<Option<std::path::PathBuf>>,
 }
 
 /// A pull request as last observed, with what it takes to write to it.
@@ -128,6 +131,7 @@ impl GitHubForge {
             listed_page: Box::default(),
             failing: Box::new(Mutex::new(HashMap::new())),
             memory_loaded: Box::new(tokio::sync::OnceCell::new()),
+            worktrees_root: Box::default(),
         })
     }
 

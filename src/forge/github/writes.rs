@@ -23,6 +23,26 @@ const LOG_BYTES: usize = 256 * 1024;
 const TITLE_CHARS: usize = 120;
 
 impl GitHubForge {
+    /// The worktree root (`workspace.root`) under which a run's recorded worktree may be merged into.
+    pub fn with_worktrees_root(mut self, root: std::path::PathBuf) -> Self {
+        self.worktrees_root = Box::new(Some(root));
+        self
+    }
+
+    /// The run's worktree as recorded in the database, only when it lies under the worktree root (the
+    /// database is writable by more than executor); anything else is refused and reported.
+    fn recorded_worktree(&self, run: &Run) -> Option<std::path::PathBuf> {
+        let recorded = std::path::Path::new(run.worktree_path.as_deref()?);
+        let root = self.worktrees_root.as_deref()?;
+        match crate::workspace::path_under(root, recorded) {
+            Ok(path) => Some(path).filter(|p| p.is_dir()),
+            Err(e) => {
+                tracing::warn!(run = run.id, "not merging into the run's recorded worktree: {e}");
+                None
+            }
+        }
+    }
+
     /// Pushes the run's branch to `repos.NAME.remote` (never forced). When someone else pushed to it
     /// meanwhile (a human's fix on the pull request), their commits are merged into the run's worktree
     /// first and the push is tried once more; a merge that conflicts stays the push's error.
@@ -30,11 +50,11 @@ impl GitHubForge {
         use crate::workspace::{WorkspaceError, merge_remote_branch, push_branch};
         let branch = run.branch_name.clone().ok_or(ForgeError::NoBranch(run.id))?;
         let (path, remote) = (crate::config::expand_home(&self.repo.path), self.repo.remote.clone());
-        let worktree = run.worktree_path.clone().map(std::path::PathBuf::from).filter(|w| w.is_dir());
+        let worktree = self.recorded_worktree(run);
         tokio::task::spawn_blocking(move || match push_branch(&path, &remote, &branch) {
             Err(rejected @ WorkspaceError::PushRejected { .. }) => {
                 let Some(worktree) = worktree else { return Err(rejected) };
-                merge_remote_branch(&worktree, &remote, &branch)?;
+                merge_remote_branch(&path, &worktree, &remote, &branch)?;
                 tracing::info!("merged what others pushed to {branch} into its worktree before pushing it");
                 push_branch(&path, &remote, &branch)
             }

@@ -231,9 +231,17 @@ pub enum CiState {
     Abandoned(CiLock),
 }
 
-/// What a pending check's directory says about it. Blocking (file reads, a lock attempt).
-pub fn state(check: &LocalCheck) -> Result<CiState, CiError> {
-    let dir = PathBuf::from(check.work_dir.as_deref().unwrap_or_default());
+/// The check's directory as recorded, resolved, when it lies under `ci_root`: the database is writable
+/// by more than executor, and this directory is locked, written and its checkout deleted.
+pub fn check_dir(check: &LocalCheck, ci_root: &Path) -> Result<PathBuf, CiError> {
+    let recorded = Path::new(check.work_dir.as_deref().unwrap_or_default());
+    Ok(workspace::path_under(ci_root, recorded)?)
+}
+
+/// What a pending check's directory (under `ci_root`) says about it. Blocking (file reads, a lock
+/// attempt).
+pub fn state(check: &LocalCheck, ci_root: &Path) -> Result<CiState, CiError> {
+    let dir = check_dir(check, ci_root)?;
     if let Some(ended) = exit_status(&dir) {
         return Ok(ended);
     }

@@ -150,11 +150,13 @@ async fn a_branch_a_human_pushed_to_is_merged_before_the_push_and_a_conflict_is_
     let run = &runs[0];
     let mut alpha = host_runner(root, &store, "alpha", "github", 2);
     alpha.register().await.unwrap();
-    // The run's worktree is alpha's checkout of the branch, pushed when the pull request was opened.
-    git(alpha_clone, &["checkout", "-q", "-b", BRANCH]);
-    store.set_run_workspace(run.id, None, &alpha_clone.display().to_string(), BRANCH).await.unwrap();
-    worker_ran(&store, &alpha, run, alpha_clone, EndReason::Finished).await;
-    git(alpha_clone, &["push", "-q", "origin", BRANCH]);
+    // The run's worktree is alpha's worktree of the branch (under its worktree root: a path read back
+    // from the database is used nowhere else), pushed when the pull request was opened.
+    let wt = root.join("data-alpha/worktrees/p1-1");
+    git(alpha_clone, &["worktree", "add", "-q", "-b", BRANCH, wt.to_str().unwrap()]);
+    store.set_run_workspace(run.id, None, &wt.display().to_string(), BRANCH).await.unwrap();
+    worker_ran(&store, &alpha, run, &wt, EndReason::Finished).await;
+    git(&wt, &["push", "-q", "origin", BRANCH]);
     store.set_run_pr(run.id, None, "https://github.com/o/app/pull/1", 1).await.unwrap();
     store.set_pushed_at(run.id, None, chrono::Utc::now()).await.unwrap();
 
@@ -169,24 +171,24 @@ async fn a_branch_a_human_pushed_to_is_merged_before_the_push_and_a_conflict_is_
         git(human_clone, &["rev-parse", "HEAD"])
     };
     let theirs = human_commit("HUMAN.md", "a fix by hand\n");
-    worker_ran(&store, &alpha, run, alpha_clone, EndReason::Finished).await;
-    let ours = git(alpha_clone, &["rev-parse", "HEAD"]);
+    worker_ran(&store, &alpha, run, &wt, EndReason::Finished).await;
+    let ours = git(&wt, &["rev-parse", "HEAD"]);
     assert_eq!(settle(&alpha, run.id).await.unwrap(), Settled::Pushed);
     let pushed = remote_head(root);
     for commit in [&theirs, &ours] {
         git(alpha_clone, &["merge-base", "--is-ancestor", commit, &pushed]);
     }
-    assert!(alpha_clone.join("HUMAN.md").exists(), "the human's fix is in the worktree");
+    assert!(wt.join("HUMAN.md").exists(), "the human's fix is in the worktree");
     store.release_run(run.id, &alpha.owner).await.unwrap();
 
     // A human's change that conflicts with the worker's: the merge is undone, the push stays refused.
     let theirs = human_commit("feature.txt", "the human's version\n");
-    std::fs::write(alpha_clone.join("feature.txt"), "the agent's version\n").unwrap();
-    git(alpha_clone, &["add", "feature.txt"]);
-    worker_ran(&store, &alpha, run, alpha_clone, EndReason::Finished).await;
+    std::fs::write(wt.join("feature.txt"), "the agent's version\n").unwrap();
+    git(&wt, &["add", "feature.txt"]);
+    worker_ran(&store, &alpha, run, &wt, EndReason::Finished).await;
     let e = settle(&alpha, run.id).await.expect_err("a conflict is not merged by the runner");
     assert!(e.to_string().contains("merge"), "{e}");
     assert_eq!(remote_head(root), theirs, "nothing pushed over the human's commit");
-    assert!(!alpha_clone.join(".git/MERGE_HEAD").exists(), "the failed merge was undone");
-    assert_eq!(std::fs::read_to_string(alpha_clone.join("feature.txt")).unwrap(), "the agent's version\n");
+    assert!(!alpha_clone.join(".git/worktrees/p1-1/MERGE_HEAD").exists(), "the failed merge was undone");
+    assert_eq!(std::fs::read_to_string(wt.join("feature.txt")).unwrap(), "the agent's version\n");
 }

@@ -44,7 +44,7 @@ pub(crate) fn read_grants(hidden: &[PathBuf]) -> Vec<PathBuf> {
 
 /// `path` absolute with its symbolic links resolved as far as it exists: a hidden path is an inode the
 /// walk must not grant, whatever name leads to it. The part that does not exist yet is kept as named.
-pub fn resolved(path: &Path) -> PathBuf {
+pub(crate) fn resolved(path: &Path) -> PathBuf {
     let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let mut missing = Vec::new();
     let mut existing = absolute.as_path();

@@ -18,7 +18,7 @@
 //! own sandbox is switched off (Codex's cannot set itself up inside Landlock) — `executor doctor` says
 //! which layer holds what.
 
-pub mod cover;
+pub(crate) mod cover;
 #[cfg(target_os = "linux")]
 mod landlock;
 mod policy;

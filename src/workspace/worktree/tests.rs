@@ -153,6 +153,30 @@ fn keeps_a_worktree_with_unpushed_commits_until_they_are_pushed() {
     assert_eq!(remove_if_safe(&f.repo, &wt).unwrap(), Removal::Removed);
 }
 
+/// git does not check submodules out in a new worktree: an empty submodule directory holds nothing,
+/// and a staged change to the submodule's commit is work.
+#[test]
+fn a_worktree_with_a_submodule_not_checked_out_is_removed_unless_the_submodule_moved() {
+    let f = fixture();
+    let sub = f._tmp.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    sh_git(&sub, &["init", "-q", "-b", "main"]);
+    sh_git(&sub, &["commit", "-q", "--allow-empty", "-m", "one"]);
+    let one = sh_git(&sub, &["rev-parse", "HEAD"]);
+    sh_git(&f.repo, &["update-index", "--add", "--cacheinfo", &format!("160000,{one},lib")]);
+    sh_git(&f.repo, &["commit", "-q", "-m", "a submodule"]);
+    let wt = ensure(&f, 5).unwrap();
+    sh_git(&sub, &["commit", "-q", "--allow-empty", "-m", "two"]);
+    let two = sh_git(&sub, &["rev-parse", "HEAD"]);
+    sh_git(&wt.path, &["update-index", "--cacheinfo", &format!("160000,{two},lib")]);
+    let Removal::Kept { reason } = remove_if_safe(&f.repo, &wt).unwrap() else {
+        panic!("a staged submodule change must keep the worktree");
+    };
+    assert!(reason.contains("submodule"), "{reason}");
+    sh_git(&wt.path, &["update-index", "--cacheinfo", &format!("160000,{one},lib")]);
+    assert_eq!(remove_if_safe(&f.repo, &wt).unwrap(), Removal::Removed);
+}
+
 #[test]
 fn keeps_a_worktree_with_a_detached_head() {
     let f = fixture();
