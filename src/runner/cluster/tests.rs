@@ -68,7 +68,12 @@ async fn what_a_lost_agent_spent_after_its_session_ended_goes_on_its_run_once() 
     let tmp = tempfile::tempdir().unwrap();
     let (store, runs) = store_with_runs(tmp.path(), 1).await;
     let run = &runs[0];
-    let (out, log) = (tmp.path().join("agent.out"), tmp.path().join("agent.md"));
+    // Where the host's runner keeps a worker's files: it reads no recorded path outside them.
+    let data = tmp.path().join("data-alpha");
+    let (out, log) = (data.join("workers/w1/output.log"), data.join("logs/w1/in_progress.md"));
+    for dir in [out.parent().unwrap(), log.parent().unwrap()] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
     // What its supervisor had read when the runner was declared lost: $0.25 so far.
     let read = claude_lines(&[
         r#"{"type":"system","subtype":"init","session_id":"lost-1","model":"claude-fake-1","tools":[]}"#,
