@@ -173,17 +173,8 @@ async fn an_agent_that_ends_leaves_nothing_running() {
 async fn the_orphans_of_a_dead_agent_go_when_its_worker_is_collected() {
     let sb = Sandbox::new();
     let (spec, d) = detach_spec(&sb, false);
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let (_stop, stop_rx) = watch::channel(false);
-    let supervisor = tokio::spawn(worker::run(spec, tx, stop_rx));
-    let child = child_pid(&d).await;
     // The runner dies, then the agent (the OOM killer, say): its child is an orphan nobody watches.
-    supervisor.abort();
-    let _ = supervisor.await;
-    let mut seen = Vec::new();
-    while let Ok(u) = rx.try_recv() {
-        seen.push(u);
-    }
+    let (child, seen) = start_and_lose_the_supervisor(spec, &d).await;
     let spec = adopt_spec(&seen);
     process::signal_group(spec.pid, nix::sys::signal::Signal::SIGKILL);
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -204,16 +195,7 @@ async fn the_orphans_of_a_dead_agent_go_when_its_worker_is_collected() {
 async fn a_runner_that_adopts_a_worker_and_stops_it_takes_the_detached_child_too() {
     let sb = Sandbox::new();
     let (spec, d) = detach_spec(&sb, false);
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let (_stop, stop_rx) = watch::channel(false);
-    let supervisor = tokio::spawn(worker::run(spec, tx, stop_rx));
-    let child = child_pid(&d).await;
-    supervisor.abort();
-    let _ = supervisor.await;
-    let mut seen = Vec::new();
-    while let Ok(u) = rx.try_recv() {
-        seen.push(u);
-    }
+    let (child, seen) = start_and_lose_the_supervisor(spec, &d).await;
 
     // A restarted runner adopts the live agent, then stops it (the run was abandoned, say).
     let (tx, _rx) = mpsc::unbounded_channel();
@@ -304,4 +286,20 @@ fn cgroup_creatable() -> bool {
     let made = std::fs::create_dir(&probe).is_ok();
     let _ = std::fs::remove_dir(&probe);
     made
+}
+
+/// Starts the worker, waits for the agent's detached child, then drops its supervisor as a dying runner
+/// would (the agent runs on). Returns the child's pid and the updates the supervisor sent.
+async fn start_and_lose_the_supervisor(spec: WorkerSpec, d: &Detached) -> (i32, Vec<WorkerUpdate>) {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (_stop, stop_rx) = watch::channel(false);
+    let supervisor = tokio::spawn(worker::run(spec, tx, stop_rx));
+    let child = child_pid(d).await;
+    supervisor.abort();
+    let _ = supervisor.await;
+    let mut seen = Vec::new();
+    while let Ok(u) = rx.try_recv() {
+        seen.push(u);
+    }
+    (child, seen)
 }
