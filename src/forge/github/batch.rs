@@ -222,7 +222,7 @@ impl GitHubForge {
                 None => {
                     let mut snapshot = self.cached(number).map(|o| o.snapshot);
                     if let Some(snapshot) = &mut snapshot {
-                        super::wire::mark_executors(snapshot, &agent);
+                        super::recorded::mark_executors(snapshot, &agent);
                     }
                     out.prs.insert(run_id, snapshot);
                 }

@@ -515,29 +515,6 @@ impl WireReview {
     }
 }
 
-/// Marks executor's comments in a view of the pull request by what executor knows now, which may be more
-/// than when the view was taken: a comment recorded since (a reply or review found on the pull request
-/// after GitHub lost its answer) is an agent's, and so is one that carries executor's own marker (a
-/// notice or review that landed after a timeout, or twice), whatever id was recorded for it. A marked
-/// acknowledgement stays as its author's: it would silence the comment it answers, and a stranger can
-/// type a marker.
-pub fn mark_executors(snapshot: &mut crate::forge::PrSnapshot, agent: &AgentComments) {
-    for c in &mut snapshot.comments {
-        match agent.get(&c.id) {
-            Some(answered) => {
-                c.by_agent = true;
-                if c.thread_id.is_none() && c.in_reply_to.is_none() {
-                    c.in_reply_to.clone_from(answered);
-                }
-            }
-            None if crate::forge::carries_executor_marker(&c.body) && !c.is_acknowledgement() => {
-                c.by_agent = true;
-            }
-            None => {}
-        }
-    }
-}
-
 // ---- The mapping ------------------------------------------------------------------------------------
 
 impl WirePr {
