@@ -1,6 +1,6 @@
-//! Writes whose answer GitHub loses: a notice GitHub applies only after the client gave up on it
-//! (`request_timeout`), or applies and never answers, is posted once, and its copy is never taken for a
-//! human's comment (soak finding: the retry posted it again at once, the first copy landed 2 s later,
+//! Writes whose answer GitHub loses: a notice or review GitHub applies only after the client gave up on
+//! it (`request_timeout`), or applies and never answers, is posted once, and a notice's copy is never
+//! taken for a human's comment (soak finding: the retry posted it again at once, the first copy landed 2 s later,
 //! and the run went back to `pr` because "alex commented after completion").
 
 use std::time::{Duration, Instant};
@@ -73,4 +73,35 @@ async fn a_notice_github_applies_after_the_timeout_is_posted_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_notice_github_applies_and_never_answers_is_posted_once() {
     the_notice_is_posted_once_through(Fault::AppliedUnanswered, "3702").await;
+}
+
+/// A review GitHub carries out after the client gave up on it is posted once: the retry waits until it
+/// could have landed, finds it by its marker and records it as executor's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_github_applies_after_the_timeout_is_posted_once() {
+    let env = GhEnv::new(&[], TIMEOUT).await;
+    env.fake.fail_route("graphql:AddReview", Fault::AppliedLate(3000), 1);
+    env.queue_approved("3703").await;
+    let store = env.store().await;
+    let mut ci = CiPlayer::green();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let run = loop {
+        env.runner().await;
+        let run = run_of(&store, "3703").await;
+        if run.state == RunState::Complete {
+            break run;
+        }
+        assert_ne!(run.state, RunState::Abandoned, "{:?}", store.run_memory(run.id).await.unwrap());
+        if let (Some(number), Some(branch)) = (run.pr_number, run.branch_name.as_deref()) {
+            ci.play(&env, number, branch);
+        }
+        assert!(Instant::now() < deadline, "stuck: {:?}", store.run_memory(run.id).await.unwrap());
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    };
+    tokio::time::sleep(Duration::from_secs(2)).await; // anything still in flight has landed
+    let posted = env.fake.posted_comments();
+    let reviews: Vec<_> = posted.iter().filter(|p| p.kind == PostedKind::Review).collect();
+    assert_eq!(reviews.len(), 1, "the review was posted again: {posted:#?}");
+    let recorded = store.agent_comments(&[run.id]).await.unwrap();
+    assert!(recorded.contains_key(&reviews[0].id), "the review is executor's: {recorded:?}");
 }

@@ -167,8 +167,8 @@ impl GitHubForge {
         };
         let id = match posted {
             Ok(id) => id.ok_or_else(|| malformed("GitHub did not say the new comment's id"))?,
-            Err(ForgeError::GitHub(lost @ (GitHubError::Timeout | GitHubError::Transport(_)))) => {
-                self.landed_after_all(run, c, thread.as_deref()).await?.ok_or(ForgeError::GitHub(lost))?
+            Err(ForgeError::GitHub(e)) if answer_lost(&e) => {
+                self.landed_after_all(run, c, thread.as_deref()).await?.ok_or(ForgeError::GitHub(e))?
             }
             Err(e) => return Err(e),
         };
@@ -262,7 +262,12 @@ impl GitHubForge {
         let vars = json!({ "pr": node, "commit": pr.head_sha, "body": body, "threads": threads });
         let data = match self.client.graphql(ADD_REVIEW, vars).await {
             Ok(data) => data,
-            Err(e) if !threads.is_empty() && !e.is_rate_limit() => {
+            Err(e) if !e.is_rate_limit() && (!threads.is_empty() || answer_lost(&e)) => {
+                if answer_lost(&e) {
+                    // GitHub may still be carrying it out: looked for once it could have landed, or
+                    // the retry would post it a second time.
+                    tokio::time::sleep(self.landing_time).await;
+                }
                 let applied = self.marked_comments(run, marker).await?;
                 if !applied.is_empty() {
                     tracing::info!(run = run.id, "the review was posted despite the error ({e})");
@@ -272,6 +277,9 @@ impl GitHubForge {
                     // Observed just now, before the ids were recorded: not to be reused.
                     self.forget_observation(pr.number);
                     return Ok(());
+                }
+                if threads.is_empty() {
+                    return Err(e.into());
                 }
                 tracing::info!(
                     run = run.id,
@@ -351,6 +359,12 @@ impl GitHubForge {
         }
         Ok(())
     }
+}
+
+/// Whether a write failed without GitHub's answer (a timeout, a connection gone), so that it may have
+/// been carried out, or may still be.
+fn answer_lost(e: &GitHubError) -> bool {
+    matches!(e, GitHubError::Timeout | GitHubError::Transport(_))
 }
 
 /// A mutation's `data` in its wire type; any other shape is a malformed answer.
