@@ -1,7 +1,8 @@
 //! What goes wrong, on a schedule drawn from the seed, until the drain begins:
 //! - GitHub: ~5% of requests get a fault, every kind the fake has (502, a secondary limit and a 429 with
 //!   `retry-after`, GraphQL partial errors, a reset connection, an answer slower than the client's
-//!   `request_timeout`, a 502 after the write went through), and now and then the GraphQL window
+//!   `request_timeout`, a 502 after the write went through, a write carried out after the client's
+//!   timeout or never answered), and now and then the GraphQL window
 //!   empties until a reset;
 //! - Asana: ~5% of requests get a 429 with `Retry-After`, a 500 or 503, or a body that is not JSON;
 //! - hosts: a runner killed (SIGKILL; its agents live on), the analyzer killed, a whole host killed
@@ -30,7 +31,7 @@ const FAULT_RATE: f64 = 0.05;
 /// and a real hour's points would last a compressed few minutes.
 const WINDOW_REFILL: Duration = Duration::from_secs(600);
 
-const GITHUB_FAULTS: [Fault; 7] = [
+const GITHUB_FAULTS: [Fault; 9] = [
     Fault::Status(502),
     Fault::SecondaryLimit,
     Fault::TooMany,
@@ -38,6 +39,10 @@ const GITHUB_FAULTS: [Fault; 7] = [
     Fault::Reset,
     Fault::Hang,
     Fault::AppliedThen(502),
+    // Carried out 2 s after the client's `request_timeout` (3 s) gave up, then answered; and carried out
+    // but never answered (soak finding: a notice posted twice, its late copy taken for alex's comment).
+    Fault::AppliedLate(5_000),
+    Fault::AppliedUnanswered,
 ];
 
 /// What the chaos did, by kind: `asana …` faults (GitHub's are counted by the fake as it serves them)

@@ -8,7 +8,7 @@ mod reviews;
 mod snapshot;
 
 pub use local::{ForgeError, LocalForge};
-pub use replies::{AGENT_AUTHOR, deliver_reply};
+pub use replies::{AGENT_AUTHOR, carries_executor_marker, deliver_reply};
 pub use reviews::{ReviewDelivery, deliver_review, latest_review, marked, review_marker};
 pub use snapshot::{
     ACK_PREFIX, Check, CheckStatus, CiRollup, Comment, DiffStat, Mergeable, PrRef, PrSnapshot, PrState,

@@ -11,6 +11,16 @@ use crate::store::{AgentReply, Store};
 /// The author of agents' replies on the local forge (GitHub: whoever the token belongs to).
 pub const AGENT_AUTHOR: &str = "agent";
 
+/// The hidden markers executor ends its own comments with: a notice's (`runner::notify`) and a review's
+/// ([`super::review_marker`]).
+const EXECUTOR_MARKERS: [&str; 2] = ["<!-- executor notice ", "<!-- executor review "];
+
+/// Whether `body` carries one of executor's own markers: such a comment is executor's, whatever id was
+/// recorded for it (one GitHub applied after its answer was lost has none).
+pub fn carries_executor_marker(body: &str) -> bool {
+    EXECUTOR_MARKERS.iter().any(|m| body.contains(m))
+}
+
 /// Posts the reply unless the pull request (`pr`, observed since the reply was recorded) shows it
 /// already, and marks it posted. Returns the reply's forge id.
 pub async fn deliver_reply(
@@ -38,6 +48,8 @@ pub async fn deliver_reply(
             // Posted by an attempt that died before recording it: record it as an agent's now, or on
             // GitHub (where executor posts as the human) it would read as the human's own comment.
             store.record_agent_comment(run.id, &c.id, Some(&reply.comment_id)).await?;
+            // The view that showed it was taken before it was recorded: not to be reused.
+            forge.forget_observation(pr.number);
             c.id.clone()
         }
         None => {

@@ -54,6 +54,13 @@ pub enum Fault {
     /// The request is carried out (a write is applied), then answered with that HTTP status, as when
     /// GitHub's gateway gives up on an answer its backend went on to produce.
     AppliedThen(u16),
+    /// The request is carried out this many milliseconds after it arrived, then answered: with more than
+    /// the client's `request_timeout`, a write the client gave up on lands later (as when GitHub's
+    /// backend is slow), whether or not the client still waits.
+    AppliedLate(u64),
+    /// The request is carried out at once, and never answered: the client times out on a write that went
+    /// through.
+    AppliedUnanswered,
     /// The connection is cut in the middle of the answer: the status line and headers arrive, the body
     /// never ends (as a reset connection looks to a client).
     Reset,

@@ -107,15 +107,45 @@ pub(super) async fn dispatch(
         }
         fault
     };
+    let request = Request { method, uri, headers, body, graphql_request };
     match fault {
         Some(Fault::Hang) => std::future::pending::<()>().await,
         Some(Fault::Reset) => return cut_off(),
+        Some(Fault::AppliedLate(millis)) => {
+            // Carried out later, whether or not the client still waits: a task of its own, which the
+            // client's hanging up (dropping this handler) does not cancel.
+            let late = tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(millis)).await;
+                apply(&shared, request, None).await
+            });
+            return late.await.unwrap_or_else(|_| cut_off());
+        }
+        Some(Fault::AppliedUnanswered) => {
+            let _ = apply(&shared, request, None).await;
+            return std::future::pending::<Response>().await;
+        }
         Some(Fault::PartialErrors | Fault::AppliedThen(_)) | None => {}
         Some(other) => return respond(fault_answer(&lock(&shared), other)),
     }
+    apply(&shared, request, fault).await
+}
 
-    refresh_heads(&shared).await;
-    let mut state = lock(&shared);
+/// A request as the route handlers take it.
+struct Request {
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+    graphql_request: Option<Result<graphql::Request, Answer>>,
+}
+
+/// Carries out the request (a write is applied) and answers it, spoiled by `fault` where it says so.
+async fn apply(shared: &Shared, request: Request, fault: Option<Fault>) -> Response {
+    let Request { method, uri, headers, body, graphql_request } = request;
+    let path = uri.path();
+    let is_graphql = graphql_request.is_some();
+    refresh_heads(shared).await;
+    let mut state = lock(shared);
     let mut free = false;
     let answer = match graphql_request {
         Some(Ok(request)) => {
@@ -127,7 +157,7 @@ pub(super) async fn dispatch(
         }
         Some(Err(answer)) => answer,
         None => {
-            let route = rest::route(&method, &path, uri.query().unwrap_or(""));
+            let route = rest::route(&method, path, uri.query().unwrap_or(""));
             free = matches!(route, rest::Route::RateLimit);
             rest::handle(&mut state, route, &body, &headers)
         }
@@ -206,7 +236,12 @@ fn fault_answer(state: &State, fault: Fault) -> Answer {
             body: AnswerBody::Text("<html><body>502 Bad Gateway</body></html>".into()),
             etag_salt: String::new(),
         },
-        Fault::PartialErrors | Fault::Hang | Fault::AppliedThen(_) | Fault::Reset => {
+        Fault::PartialErrors
+        | Fault::Hang
+        | Fault::AppliedThen(_)
+        | Fault::AppliedLate(_)
+        | Fault::AppliedUnanswered
+        | Fault::Reset => {
             unreachable!("handled by dispatch")
         }
     }

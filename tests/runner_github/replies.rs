@@ -26,9 +26,15 @@ struct Asked {
 /// Runs the runner, with the shut-off agent, until task `gid`'s run completes; every runner must exit 0.
 /// Alex comments once its pull request is green. Returns the run and what alex asked.
 async fn answered_by_a_shut_off_agent(env: &GhEnv, gid: &str) -> (Run, Asked) {
+    answered_by(env, gid, "tests/fake_agents/sandboxed_replies.sh", false).await
+}
+
+/// [`answered_by_a_shut_off_agent`] with the agent at `agent` (from the crate's root); with `faults`, a
+/// runner may exit non-zero (a fault is its error).
+async fn answered_by(env: &GhEnv, gid: &str, agent: &str, faults: bool) -> (Run, Asked) {
     let config = env.path().join("executor.toml");
     let pipeline = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agents/pipeline.sh");
-    let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_agents/sandboxed_replies.sh");
+    let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join(agent);
     let mut toml = std::fs::read_to_string(&config).unwrap();
     toml = toml.replace(&pipeline.display().to_string(), &agent.display().to_string());
     if let Support::Landlock { .. } = sandbox::support() {
@@ -42,12 +48,24 @@ async fn answered_by_a_shut_off_agent(env: &GhEnv, gid: &str) -> (Run, Asked) {
     let deadline = Instant::now() + Duration::from_secs(120);
     let run = loop {
         let out = env.runner().await;
-        assert!(out.status.success(), "{}", text(&out));
+        assert!(faults || out.status.success(), "{}", text(&out));
+        if !out.status.success() {
+            // Past the second of what the fault applied: the next view of the pull request is kept as
+            // current, as a runner started later by cron would find it.
+            tokio::time::sleep(Duration::from_millis(1100)).await;
+        }
         let run = run_of(&store, gid).await;
         if run.state == RunState::Complete {
             break run;
         }
-        assert_ne!(run.state, RunState::Abandoned, "{:?}", store.run_memory(run.id).await.unwrap());
+        assert_ne!(
+            run.state,
+            RunState::Abandoned,
+            "{:?}\n{:#?}\n{:#?}",
+            store.run_memory(run.id).await.unwrap(),
+            store.worker_sessions(run.id).await.unwrap(),
+            env.fake.posted_comments()
+        );
         if let (Some(number), Some(branch)) = (run.pr_number, run.branch_name.clone())
             && ci.play(env, number, &branch)
             && asked.is_none()
@@ -120,4 +138,27 @@ async fn a_reply_that_meets_the_rate_limit_waits_and_is_posted_once_after() {
     let reply = replies.iter().find(|r| r.comment_id == asked.in_thread).expect("offered");
     assert_eq!(reply.posted_comment_id.as_deref(), Some(in_thread[0].id.as_str()), "{reply:?}");
     assert_eq!(reply.attempts, 1, "the wait was counted as an attempt: {reply:?}");
+}
+
+/// A reply GitHub applies and then answers 502 (its gateway gave up) is found by the retry, recorded as
+/// the agent's and never posted again; and alex's comment it answers is answered: no second
+/// `fix_comments` worker (soak finding: the retry recorded the reply, but the pull request's view kept
+/// from before showed it as nobody's, so alex's comment still counted as unanswered).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_applied_then_answered_502_is_posted_once_and_answers_alex() {
+    let env = GhEnv::new(&[("FAKE_SECRET", SECRET)], "").await;
+    // executor posts as a bot account: a reply of its that is not known as the agent's answers nothing.
+    env.fake.set_login("executor-bot");
+    env.fake.fail_route("graphql:ReplyToThread", Fault::AppliedThen(502), 1);
+    // Alex asks a question; the agent answers it and changes nothing (no push: CI stays green).
+    let (run, asked) = answered_by(&env, "90", "tests/runner_github/answering_agent.sh", true).await;
+    let store = env.store().await;
+    let sessions = store.worker_sessions(run.id).await.unwrap();
+    let fixes = sessions.iter().filter(|s| s.kind == WorkerKind::FixComments).count();
+    assert_eq!(fixes, 1, "alex's comment was answered again: {sessions:#?}");
+    let in_thread: Vec<_> =
+        env.fake.posted_comments().into_iter().filter(|p| p.kind == PostedKind::ThreadReply).collect();
+    assert_eq!(in_thread.len(), 1, "{in_thread:#?}");
+    let recorded = store.agent_comments(&[run.id]).await.unwrap();
+    assert_eq!(recorded.get(&in_thread[0].id), Some(&Some(asked.in_thread.clone())), "{recorded:?}");
 }

@@ -208,6 +208,11 @@ impl GitHubForge {
         self.keep_observed(&observed.kept).await?;
         let failed = self.note_failures(&observed).await?;
         marked.honoured(&self.store, &self.repo_name, &observed).await?;
+        // A view answered from what was kept predates what was recorded since (a reply found after a
+        // 502): executor's comments are marked by what the database says now (soak finding: a reply
+        // recorded after the view was kept still read as nobody's, and alex's comment was answered twice).
+        let run_ids: Vec<i64> = with_pr.iter().map(|(run_id, _)| *run_id).collect();
+        let agent = self.store.agent_comments(&run_ids).await?;
         for (run_id, number) in with_pr {
             match failed.get(&number) {
                 Some(u) => {
@@ -215,7 +220,11 @@ impl GitHubForge {
                     out.unobserved.insert(run_id, u.clone());
                 }
                 None => {
-                    out.prs.insert(run_id, self.cached(number).map(|o| o.snapshot));
+                    let mut snapshot = self.cached(number).map(|o| o.snapshot);
+                    if let Some(snapshot) = &mut snapshot {
+                        super::recorded::mark_executors(snapshot, &agent);
+                    }
+                    out.prs.insert(run_id, snapshot);
                 }
             }
         }

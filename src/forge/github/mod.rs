@@ -12,6 +12,7 @@
 
 mod batch;
 mod memory;
+mod recorded;
 mod usage;
 pub mod wire;
 mod writes;
@@ -41,6 +42,9 @@ pub struct GitHubForge {
     name: String,
     batch_size: usize,
     check_grace: std::time::Duration,
+    /// How long a write whose answer was lost (`request_timeout`) may still be carried out by GitHub: it
+    /// is looked for after that, before the write is tried again. `request_timeout` itself.
+    landing_time: std::time::Duration,
     /// What the last observations returned, by pull request number: answers again for pull requests
     /// GitHub says did not change.
     cache: Mutex<HashMap<i64, Observed>>,
@@ -125,6 +129,7 @@ impl GitHubForge {
             name: name.to_string(),
             batch_size: usize::try_from(config.batch_size).unwrap_or(25).clamp(1, 100),
             check_grace: config.check_grace.std(),
+            landing_time: config.request_timeout.std(),
             cache: Mutex::new(HashMap::new()),
             ignored: Mutex::new(HashMap::new()),
             listed_up_to: Mutex::new(None),

@@ -7,7 +7,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use super::wire::{WireAddReview, WireMarkReady, WireReplyToThread};
-use super::{GitHubForge, segment};
+use super::{GitHubError, GitHubForge, segment};
 use crate::domain::{Run, Task};
 use crate::forge::{CommentPost, ForgeError, PrRef, PrSnapshot, review_summary};
 use crate::worker::result::ReviewResult;
@@ -170,23 +170,65 @@ impl GitHubForge {
             Some(parent) => self.thread_of(run, number, parent).await?,
             None => None,
         };
-        let id = match thread {
-            Some(thread) => {
-                let data =
-                    self.client.graphql(REPLY_TO_THREAD, json!({ "thread": thread, "body": c.body })).await?;
-                answer::<WireReplyToThread>(data, "the thread reply")?.comment_id()
-            }
+        let posted = match &thread {
+            Some(thread) => self
+                .client
+                .graphql(REPLY_TO_THREAD, json!({ "thread": thread, "body": c.body }))
+                .await
+                .map_err(ForgeError::from)
+                .and_then(|data| Ok(answer::<WireReplyToThread>(data, "the thread reply")?.comment_id())),
             None => {
                 let path = format!("/repos/{}/{}/issues/{number}/comments", self.owner, self.name);
-                let posted = self.client.rest(Method::POST, &path, Some(&json!({ "body": c.body }))).await?;
-                posted.get("node_id").and_then(Value::as_str).map(str::to_string)
+                let posted = self.client.rest(Method::POST, &path, Some(&json!({ "body": c.body }))).await;
+                posted
+                    .map(|p| p.get("node_id").and_then(Value::as_str).map(str::to_string))
+                    .map_err(Into::into)
             }
         };
-        let id = id.ok_or_else(|| malformed("GitHub did not say the new comment's id"))?;
+        let id = match posted {
+            Ok(id) => id.ok_or_else(|| malformed("GitHub did not say the new comment's id"))?,
+            Err(ForgeError::GitHub(e)) if answer_lost(&e) => {
+                self.landed_after_all(run, c, thread.as_deref()).await?.ok_or(ForgeError::GitHub(e))?
+            }
+            Err(e) => return Err(e),
+        };
         if c.by_agent {
             self.store.record_agent_comment(run.id, &id, c.reply_to).await?;
         }
         Ok(id)
+    }
+
+    /// The comment `c` as GitHub carried it out after all, for a post whose answer was lost (a timeout,
+    /// a connection gone): GitHub may still be carrying it out, so it is looked for only once it could
+    /// have landed (`request_timeout` later), and only then may the caller post again (soak finding: a
+    /// notice retried at once was posted twice, its first copy landing 2 s after the retry). Found, it is
+    /// recorded as the agent's or executor's when `c` is one; not found, the post did not go through.
+    async fn landed_after_all(
+        &self,
+        run: &Run,
+        c: &CommentPost<'_>,
+        thread: Option<&str>,
+    ) -> Result<Option<String>, ForgeError> {
+        tracing::info!(
+            run = run.id,
+            "GitHub's answer to a comment was lost; looking for it in {:?}, before posting it again",
+            self.landing_time
+        );
+        tokio::time::sleep(self.landing_time).await;
+        let Some(pr) = self.snapshot_asked_again(run).await? else { return Ok(None) };
+        let taken = self.store.agent_comments(&[run.id]).await?;
+        let landed = pr.comments.iter().find(|seen| {
+            seen.body == c.body && !taken.contains_key(&seen.id) && seen.thread_id.as_deref() == thread
+        });
+        let Some(landed) = landed else { return Ok(None) };
+        if c.by_agent {
+            self.store.record_agent_comment(run.id, &landed.id, c.reply_to).await?;
+        }
+        // Observed before it was recorded: not to be reused.
+        if let Some(number) = run.pr_number {
+            self.forget_observation(number);
+        }
+        Ok(Some(landed.id.clone()))
     }
 
     /// The review thread comment `parent` is in, `None` for a conversation comment; an error when it is
@@ -240,7 +282,12 @@ impl GitHubForge {
         let vars = json!({ "pr": node, "commit": pr.head_sha, "body": body, "threads": threads });
         let data = match self.client.graphql(ADD_REVIEW, vars).await {
             Ok(data) => data,
-            Err(e) if !threads.is_empty() && !e.is_rate_limit() => {
+            Err(e) if !e.is_rate_limit() && (!threads.is_empty() || answer_lost(&e)) => {
+                if answer_lost(&e) {
+                    // GitHub may still be carrying it out: looked for once it could have landed, or
+                    // the retry would post it a second time.
+                    tokio::time::sleep(self.landing_time).await;
+                }
                 let applied = self.marked_comments(run, marker).await?;
                 if !applied.is_empty() {
                     tracing::info!(run = run.id, "the review was posted despite the error ({e})");
@@ -250,6 +297,9 @@ impl GitHubForge {
                     // Observed just now, before the ids were recorded: not to be reused.
                     self.forget_observation(pr.number);
                     return Ok(());
+                }
+                if threads.is_empty() {
+                    return Err(e.into());
                 }
                 tracing::info!(
                     run = run.id,
@@ -329,6 +379,12 @@ impl GitHubForge {
         }
         Ok(())
     }
+}
+
+/// Whether a write failed without GitHub's answer (a timeout, a connection gone), so that it may have
+/// been carried out, or may still be.
+fn answer_lost(e: &GitHubError) -> bool {
+    matches!(e, GitHubError::Timeout | GitHubError::Transport(_))
 }
 
 /// A mutation's `data` in its wire type; any other shape is a malformed answer.
