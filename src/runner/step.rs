@@ -7,7 +7,7 @@ use super::decide;
 use super::decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
 use super::state::{Runner, RunnerError};
 use crate::domain::{Actor, EndClass, EndReason, ReviewVerdict, Run, RunState, WorkerKind};
-use crate::forge::{Forge, PrSnapshot, ReviewDelivery, deliver_review};
+use crate::forge::{Forge, PrSnapshot, deliver_review};
 use crate::store::{RunMemory, WorkerSession};
 use crate::workspace;
 
@@ -90,8 +90,11 @@ impl Runner {
         }
         if let Some(pr) = &snapshot {
             if self.post_pending_review(run, forge, pr, &sessions).await? {
-                // This tick's view shows the review an earlier attempt posted as someone else's comments:
-                // deciding on it would send a worker to executor's own findings as a human's.
+                // A review just ended: this tick's view lacks the findings just posted (or shows those an
+                // earlier attempt posted as someone else's comments), and `run` may have been read
+                // before the review's verdict was recorded. Deciding on either judged the head as never
+                // reviewed (soak: a run abandoned 3 ms after its review posted a finding). As after
+                // replies, the decision waits for the next tick's observation.
                 return Ok(true);
             }
             if !worker_alive && self.post_pending_replies(run, forge, pr).await? {
@@ -255,7 +258,7 @@ impl Runner {
     /// Posts the findings of a `pr_review` worker that ended with a verdict and whose review is not on
     /// the pull request yet, once: a review an attempt posted without recording it (a crash, or an
     /// error answered for a review GitHub applied) is found by its marker and recorded instead.
-    /// Returns whether such an earlier review was found (this tick's view then misreads it).
+    /// Returns whether there was such a review to deliver (this tick's view then lacks or misreads it).
     async fn post_pending_review(
         &self,
         run: &Run,
@@ -274,18 +277,16 @@ impl Runner {
             .result_json
             .as_deref()
             .and_then(|j| serde_json::from_str::<crate::worker::result::ReviewResult>(j).ok());
-        let mut found_earlier = false;
         if let Some(mut review) = review {
             // The agent's words go to the forge: a secret it came across must not.
             review.summary = self.redactor.redact(&review.summary);
             for f in &mut review.findings {
                 f.body = self.redactor.redact(&f.body);
             }
-            let delivered = deliver_review(forge, &self.store, run, pr, session.id, &review).await?;
-            found_earlier = delivered == ReviewDelivery::FoundEarlier;
+            deliver_review(forge, &self.store, run, pr, session.id, &review).await?;
         }
         self.store.set_review_posted(session.id).await?;
-        Ok(found_earlier)
+        Ok(true)
     }
 
     /// A worker killed by the watchdog is told to the human once, with how many attempts remain.
@@ -409,5 +410,7 @@ fn outcome_of(s: &WorkerSession) -> WorkerOutcome {
     }
 }
 
+#[cfg(test)]
+mod review_wait_tests;
 #[cfg(test)]
 mod tests;
