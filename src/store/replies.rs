@@ -49,6 +49,20 @@ pub enum Answer {
     NotOffered,
 }
 
+/// What one worker was given to answer and what it answered: whether a `fix_comments` worker did its
+/// job is read from these counts, never from what it said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OfferTally {
+    pub session_id: i64,
+    /// Comments its prompt offered it.
+    pub offered: i64,
+    /// Of those, the ones no earlier worker of the run was offered: a new round of comments.
+    pub new: i64,
+    /// Of those offered, the ones whose reply is on the pull request. A reply recorded but never
+    /// posted answered nobody.
+    pub answered: i64,
+}
+
 fn reply_from_row(r: &impl Cols) -> Result<AgentReply> {
     Ok(AgentReply {
         id: r.req_int("id")?,
@@ -130,6 +144,38 @@ impl Store {
             .fetch_all(p)
             .await?
         }))
+    }
+
+    /// Per worker of the run that was offered comments, oldest first: how many it was offered, how
+    /// many of those no earlier worker of the run had been offered, and how many it answered on the
+    /// pull request.
+    pub async fn offer_tallies(&self, run_id: i64) -> Result<Vec<OfferTally>> {
+        let rows: Vec<(i64, String, Option<String>)> = on_pool!(self, |p| {
+            sqlx::query_as(
+                // By session, whose index this reads (the one by run is for unposted replies only).
+                "SELECT session_id, comment_id, posted_comment_id FROM executor_agent_replies \
+                 WHERE session_id IN (SELECT id FROM executor_worker_sessions WHERE run_id = $1) \
+                 ORDER BY session_id, id",
+            )
+            .bind(run_id)
+            .fetch_all(p)
+            .await?
+        });
+        let mut tallies: Vec<OfferTally> = Vec::new();
+        let mut earlier = std::collections::HashSet::new();
+        let mut this_session = Vec::new();
+        for (session_id, comment_id, posted) in rows {
+            if tallies.last().is_none_or(|t| t.session_id != session_id) {
+                earlier.extend(this_session.drain(..));
+                tallies.push(OfferTally { session_id, offered: 0, new: 0, answered: 0 });
+            }
+            let Some(t) = tallies.last_mut() else { continue };
+            t.offered += 1;
+            t.new += i64::from(!earlier.contains(&comment_id));
+            t.answered += i64::from(posted.is_some());
+            this_session.push(comment_id);
+        }
+        Ok(tallies)
     }
 
     /// The offer of `comment_id` to the run's live worker, if its prompt offered it: where that worker's
