@@ -118,7 +118,7 @@ async fn a_completion_records_the_comments_it_saw(db: TestDb) {
 }
 
 /// Issue 37, item 4: what the runner judges a `fix_comments` worker by, per worker of the run: the
-/// comments it was offered, those no earlier worker was offered (a new round), and those whose reply is
+/// comments it was offered, those no earlier worker had answered (a new round), and those whose reply is
 /// on the pull request (recorded and never posted answered nobody). Other runs' offers are not counted.
 async fn each_fix_comments_worker_is_judged_by_what_it_was_given_and_answered(db: TestDb) {
     let store = db.open().await;
@@ -165,13 +165,19 @@ async fn each_fix_comments_worker_is_judged_by_what_it_was_given_and_answered(db
     posted(second, "IC_2").await;
     store.answer_comment(second, "IC_1", "[ACKNOWLEDGED: again]").await.unwrap();
     end(second).await;
+    // Given IC_4, it fails to answer; the next one, given it again, answers it: new to that one too.
+    let failed = worker(run.id, WorkerKind::FixComments, &["IC_4"]).await;
+    store.end_worker_session(failed, None, &WorkerEnd::new(EndReason::Failed)).await.unwrap();
+    let retried = worker(run.id, WorkerKind::FixComments, &["IC_4"]).await;
+    posted(retried, "IC_4").await;
+    end(retried).await;
     let elsewhere = worker(other.id, WorkerKind::FixComments, &["IC_1", "IC_3"]).await;
     end(elsewhere).await;
 
     let tally = |session_id, offered, new, answered| OfferTally { session_id, offered, new, answered };
     assert_eq!(
         store.offer_tallies(run.id).await.unwrap(),
-        vec![tally(first, 1, 1, 1), tally(second, 2, 1, 1)]
+        vec![tally(first, 1, 1, 1), tally(second, 2, 1, 1), tally(failed, 1, 1, 0), tally(retried, 1, 1, 1)]
     );
     assert_eq!(store.offer_tallies(other.id).await.unwrap(), vec![tally(elsewhere, 2, 2, 0)]);
     store.close().await;

@@ -41,7 +41,7 @@ pub struct Observation {
     #[serde(default)]
     pub comments_at_completion: Option<Vec<String>>,
     /// Rounds of trusted comments answered so far: `fix_comments` workers that were given comments no
-    /// earlier worker had been given and did their job. A reviewer who keeps commenting is why such a
+    /// earlier worker had answered, and answered them. A reviewer who keeps commenting is why such a
     /// run keeps going, and the decision says so.
     #[serde(default)]
     pub comment_rounds: u32,

@@ -56,7 +56,8 @@ pub struct OfferTally {
     pub session_id: i64,
     /// Comments its prompt offered it.
     pub offered: i64,
-    /// Of those, the ones no earlier worker of the run was offered: a new round of comments.
+    /// Of those, the ones no earlier worker of the run had answered: a new round of comments (or one an
+    /// earlier worker left unanswered), not one answered before and given again.
     pub new: i64,
     /// Of those offered, the ones whose reply is on the pull request. A reply recorded but never
     /// posted answered nobody.
@@ -147,8 +148,8 @@ impl Store {
     }
 
     /// Per worker of the run that was offered comments, oldest first: how many it was offered, how
-    /// many of those no earlier worker of the run had been offered, and how many it answered on the
-    /// pull request.
+    /// many of those no earlier worker of the run had answered, and how many it answered on the pull
+    /// request.
     pub async fn offer_tallies(&self, run_id: i64) -> Result<Vec<OfferTally>> {
         let rows: Vec<(i64, String, Option<String>)> = on_pool!(self, |p| {
             sqlx::query_as(
@@ -162,18 +163,21 @@ impl Store {
             .await?
         });
         let mut tallies: Vec<OfferTally> = Vec::new();
-        let mut earlier = std::collections::HashSet::new();
-        let mut this_session = Vec::new();
+        // Comments answered by the workers before the one being counted.
+        let mut answered_before = std::collections::HashSet::new();
+        let mut answered_here = Vec::new();
         for (session_id, comment_id, posted) in rows {
             if tallies.last().is_none_or(|t| t.session_id != session_id) {
-                earlier.extend(this_session.drain(..));
+                answered_before.extend(answered_here.drain(..));
                 tallies.push(OfferTally { session_id, offered: 0, new: 0, answered: 0 });
             }
             let Some(t) = tallies.last_mut() else { continue };
             t.offered += 1;
-            t.new += i64::from(!earlier.contains(&comment_id));
-            t.answered += i64::from(posted.is_some());
-            this_session.push(comment_id);
+            t.new += i64::from(!answered_before.contains(&comment_id));
+            if posted.is_some() {
+                t.answered += 1;
+                answered_here.push(comment_id);
+            }
         }
         Ok(tallies)
     }

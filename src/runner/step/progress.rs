@@ -49,8 +49,9 @@ fn judge<'a>(
                 WorkerOutcome::Ok if changed_nothing(s.kind, moved, tally) => WorkerOutcome::NoProgress,
                 other => other,
             };
-            // Comments no earlier worker was given, each answered on the pull request (or a commit
-            // for them): a reviewer's new round, dealt with. The same comments again are a retry.
+            // Comments no earlier worker had answered, each answered on the pull request (or a commit
+            // for them): a reviewer's new round, dealt with. Answered comments given again are a retry
+            // (their answers never showed), bounded by the streak.
             let done = s.kind == WorkerKind::FixComments
                 && outcome == WorkerOutcome::Ok
                 && tally.is_some_and(|t| t.new > 0 && (t.answered == t.offered || moved == Some(true)));

@@ -65,7 +65,7 @@ fn rounds_of_comments_answered_are_progress_and_only_workers_that_fail_them_make
     let last = last.unwrap();
     assert_eq!((last.outcome, last.streak, done), (WorkerOutcome::Ok, 0, 3));
 
-    // The same comment given again and again (its answers never showed): retries, however they ended.
+    // The same answered comment given again and again (its answers never showed): retries.
     let again = [tally(1, 1, 1, 1), tally(2, 1, 0, 1), tally(3, 1, 0, 1)];
     let (last, done) = progress(&rounds, Some("h4"), &again);
     assert_eq!((last.unwrap().streak, done), (2, 1));
