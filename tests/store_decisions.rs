@@ -7,10 +7,14 @@ mod common;
 
 use chrono::Duration;
 use common::TestDb;
-use executor::domain::{Actor, QueueStatus, RunState, SkippedBy, TaskGid};
-use executor::store::{NewTask, Store, Triage};
+use executor::domain::{Actor, EndReason, QueueStatus, RunState, SkippedBy, TaskGid, WorkerKind};
+use executor::store::{NewTask, OfferTally, SessionStart, Store, Triage, WorkerEnd};
 
-on_both_databases!(every_skip_records_who_made_it, a_completion_records_the_comments_it_saw);
+on_both_databases!(
+    every_skip_records_who_made_it,
+    a_completion_records_the_comments_it_saw,
+    each_fix_comments_worker_is_judged_by_what_it_was_given_and_answered
+);
 
 fn gid(s: &str) -> TaskGid {
     TaskGid::parse(s).unwrap()
@@ -110,6 +114,72 @@ async fn a_completion_records_the_comments_it_saw(db: TestDb) {
     assert!(store.claim_run(run.id, "host-a", std::time::Duration::from_secs(300)).await.unwrap());
     let err = store.complete_run_if(run.id, RunState::Pr, Some("host-b"), Actor::Runner, "g", &[]).await;
     assert!(err.is_err(), "{err:?}");
+    store.close().await;
+}
+
+/// Issue 37, item 4: what the runner judges a `fix_comments` worker by, per worker of the run: the
+/// comments it was offered, those no earlier worker had answered (a new round), and those whose reply is
+/// on the pull request (recorded and never posted answered nobody). Other runs' offers are not counted.
+async fn each_fix_comments_worker_is_judged_by_what_it_was_given_and_answered(db: TestDb) {
+    let store = db.open().await;
+    let mut runs = Vec::new();
+    for g in ["r", "other"] {
+        let g = added(&store, g).await;
+        store.set_task_status(&g, QueueStatus::AwaitingGo, Actor::Cli, None).await.unwrap();
+        store.set_task_status(&g, QueueStatus::Approved, Actor::Cli, None).await.unwrap();
+        runs.push(store.create_run_for_task(&g, Actor::Runner).await.unwrap().unwrap());
+    }
+    let (run, other) = (&runs[0], &runs[1]);
+    let worker = |run_id: i64, kind: WorkerKind, offered: &'static [&'static str]| {
+        let store = store.clone();
+        async move {
+            let start = SessionStart::default();
+            let s = store.begin_worker_session(run_id, kind, "command", "h", &start).await.unwrap().unwrap();
+            let ids: Vec<String> = offered.iter().map(|c| c.to_string()).collect();
+            store.offer_comments(run_id, s.id, &ids).await.unwrap();
+            s.id
+        }
+    };
+    let end = |id: i64| {
+        let store = store.clone();
+        async move { store.end_worker_session(id, None, &WorkerEnd::new(EndReason::Finished)).await.unwrap() }
+    };
+    let posted = |session: i64, comment: &'static str| {
+        let store = store.clone();
+        async move {
+            store.answer_comment(session, comment, "[ACKNOWLEDGED: done]").await.unwrap();
+            let reply = store.replies_to_post(run.id, 5).await.unwrap();
+            let reply = reply.iter().find(|r| r.session_id == session && r.comment_id == comment).unwrap();
+            assert!(store.mark_reply_posted(reply.id, &format!("re-{comment}")).await.unwrap());
+        }
+    };
+    assert_eq!(store.offer_tallies(run.id).await.unwrap(), vec![]);
+
+    let first = worker(run.id, WorkerKind::FixComments, &["IC_1"]).await;
+    posted(first, "IC_1").await;
+    end(first).await;
+    let review = worker(run.id, WorkerKind::PrReview, &[]).await;
+    end(review).await;
+    // Given IC_1 again and IC_2 anew: it answers IC_2 and records an answer to IC_1 that is never posted.
+    let second = worker(run.id, WorkerKind::FixComments, &["IC_1", "IC_2"]).await;
+    posted(second, "IC_2").await;
+    store.answer_comment(second, "IC_1", "[ACKNOWLEDGED: again]").await.unwrap();
+    end(second).await;
+    // Given IC_4, it fails to answer; the next one, given it again, answers it: new to that one too.
+    let failed = worker(run.id, WorkerKind::FixComments, &["IC_4"]).await;
+    store.end_worker_session(failed, None, &WorkerEnd::new(EndReason::Failed)).await.unwrap();
+    let retried = worker(run.id, WorkerKind::FixComments, &["IC_4"]).await;
+    posted(retried, "IC_4").await;
+    end(retried).await;
+    let elsewhere = worker(other.id, WorkerKind::FixComments, &["IC_1", "IC_3"]).await;
+    end(elsewhere).await;
+
+    let tally = |session_id, offered, new, answered| OfferTally { session_id, offered, new, answered };
+    assert_eq!(
+        store.offer_tallies(run.id).await.unwrap(),
+        vec![tally(first, 1, 1, 1), tally(second, 2, 1, 1), tally(failed, 1, 1, 0), tally(retried, 1, 1, 1)]
+    );
+    assert_eq!(store.offer_tallies(other.id).await.unwrap(), vec![tally(elsewhere, 2, 2, 0)]);
     store.close().await;
 }
 

@@ -30,7 +30,9 @@
 //!       `pr`; otherwise wait.
 //!
 //! Every worker start goes through the same gate, in order: retry limits (→ `abandoned`, human told),
-//! then back-off after an unsuccessful worker (→ wait), then a free slot (→ wait).
+//! then back-off after an unsuccessful worker (→ wait), then a free slot (→ wait). A worker that did its
+//! job is progress, not an attempt: a reviewer who keeps commenting, each round answered, never runs
+//! into the limit of back-to-back `fix_comments` workers (see [`LastWorker::streak`]).
 
 use chrono::{DateTime, SubsecRound, TimeDelta, Utc};
 
@@ -165,12 +167,18 @@ fn pr_open(run: &Run, pr: &PrSnapshot, obs: &Observation, policy: &Policy, now: 
         let mut authors: Vec<&str> = unresolved.iter().map(|c| c.author.as_str()).collect();
         authors.sort_unstable();
         authors.dedup();
-        let reason = format!(
-            "{} unresolved comment(s) by {} on PR #{} at {head}.",
-            unresolved.len(),
-            authors.join(", "),
-            pr.number
-        );
+        let authors = authors.join(", ");
+        let mut reason =
+            format!("{} unresolved comment(s) by {authors} on PR #{} at {head}", unresolved.len(), pr.number);
+        if obs.comment_rounds > 0 {
+            // A reviewer's stream of comments, each round answered: why the run goes on, in its words.
+            reason.push_str(&format!(
+                ": the {} round of comments by {authors} (the {} before were answered)",
+                ordinal(obs.comment_rounds.saturating_add(1)),
+                obs.comment_rounds
+            ));
+        }
+        reason.push('.');
         return start_worker(Start::new(WorkerKind::FixComments, reason), run, obs, policy, now);
     }
     let not_green = pr.required_checks_not_green(&policy.required_checks);
@@ -482,11 +490,13 @@ fn start_worker(start: Start, run: &Run, obs: &Observation, policy: &Policy, now
 }
 
 /// When the next worker may start after `last`, or `None` if it may start now. A worker that failed, got
-/// stuck, or is about to be retried for the same job did not reach its end state: wait the base delay,
-/// doubled per further attempt. An interrupted worker was our shutdown, not a failure.
+/// stuck, changed nothing, or is about to be retried for the same job did not reach its end state: wait
+/// the base delay, doubled per further attempt. An interrupted worker was our shutdown, not a failure;
+/// one that got its job done (a streak of 0: a round of comments answered) leaves new work, not a retry.
 fn backoff_until(last: &LastWorker, next: WorkerKind, stuck: u32, policy: &Policy) -> Option<DateTime<Utc>> {
-    let failed = matches!(last.outcome, WorkerOutcome::Failed | WorkerOutcome::Stuck);
-    let retry = same_job(last.kind, next);
+    let failed =
+        matches!(last.outcome, WorkerOutcome::Failed | WorkerOutcome::Stuck | WorkerOutcome::NoProgress);
+    let retry = same_job(last.kind, next) && last.streak > 0;
     if last.outcome == WorkerOutcome::Interrupted || !(failed || retry) {
         return None;
     }
@@ -522,10 +532,23 @@ fn notice(kind: NoticeKind, key: &str, text: &str) -> Notice {
 fn outcome_word(outcome: WorkerOutcome) -> &'static str {
     match outcome {
         WorkerOutcome::Ok => "without reaching its goal",
+        WorkerOutcome::NoProgress => "without changing anything",
         WorkerOutcome::Failed => "failed",
         WorkerOutcome::Stuck => "stuck",
         WorkerOutcome::Interrupted => "interrupted",
     }
+}
+
+/// 1st, 2nd, 3rd, 4th, … 11th, 12th, 13th, … 21st.
+fn ordinal(n: u32) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 fn article(kind: WorkerKind) -> &'static str {

@@ -40,6 +40,11 @@ pub struct Observation {
     /// before they were recorded: its comments are judged by time, to the whole second.
     #[serde(default)]
     pub comments_at_completion: Option<Vec<String>>,
+    /// Rounds of trusted comments answered so far: `fix_comments` workers that were given comments no
+    /// earlier worker had answered, and answered them. A reviewer who keeps commenting is why such a
+    /// run keeps going, and the decision says so.
+    #[serde(default)]
+    pub comment_rounds: u32,
 }
 
 /// The last worker of a run that has ended.
@@ -48,8 +53,11 @@ pub struct LastWorker {
     pub kind: WorkerKind,
     pub ended_at: DateTime<Utc>,
     pub outcome: WorkerOutcome,
-    /// How many workers of this job ran back to back, ending with this one (`queued` and `in_progress`
-    /// are one job; interrupted workers are not counted). 1 when the previous worker did something else.
+    /// How many workers of this job ran back to back without getting it done, ending with this one
+    /// (`queued` and `in_progress` are one job; interrupted workers are not counted). A `fix_comments`
+    /// worker that answered a new round of comments got its job done: it ends the streak, so this is 0
+    /// when it was the last one. Other jobs are done when the world says so (a pull request, green CI,
+    /// a verdict acted on), so each of their workers counts.
     pub streak: u32,
 }
 
@@ -59,6 +67,9 @@ pub struct LastWorker {
 pub enum WorkerOutcome {
     /// Exited on its own and reported success. Whether it reached its end state is for the world to say.
     Ok,
+    /// Exited on its own and reported success, but changed nothing: the head is where it started (and a
+    /// `fix_comments` worker answered none of the comments it was given). Not stuck, but no progress.
+    NoProgress,
     /// Exited with an error, or reported one.
     Failed,
     /// Killed by the watchdog (no output for the idle timeout, or over the hard timeout).
@@ -71,7 +82,8 @@ pub enum WorkerOutcome {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Policy {
     /// Give up after this many stuck or failed workers, or this many back-to-back workers of one job
-    /// that did not reach their end state (`fix_ci` excepted: `max_ci_attempts` bounds it).
+    /// that did not get it done ([`LastWorker::streak`]; `fix_ci` and `fix_conflicts` excepted: their
+    /// own attempt limits bound them).
     pub max_stuck: u32,
     /// Give up when CI still fails after this many `fix_ci` workers.
     pub max_ci_attempts: u32,

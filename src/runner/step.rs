@@ -4,12 +4,13 @@ use chrono::Utc;
 
 use super::branch_hold::Settled;
 use super::decide;
-use super::decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
+use super::decision::{Action, Decision, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
 use super::state::{Runner, RunnerError};
 use crate::domain::{Actor, EndClass, EndReason, ReviewVerdict, Run, RunState, WorkerKind};
-use crate::forge::{Forge, PrSnapshot, ReviewDelivery, deliver_review};
+use crate::forge::{Forge, PrSnapshot, deliver_review};
 use crate::store::{RunMemory, WorkerSession};
 use crate::workspace;
+use progress::{outcome_of, progress};
 
 impl Runner {
     /// Returns whether something other than waiting happened.
@@ -90,8 +91,11 @@ impl Runner {
         }
         if let Some(pr) = &snapshot {
             if self.post_pending_review(run, forge, pr, &sessions).await? {
-                // This tick's view shows the review an earlier attempt posted as someone else's comments:
-                // deciding on it would send a worker to executor's own findings as a human's.
+                // A review just ended: this tick's view lacks the findings just posted (or shows those an
+                // earlier attempt posted as someone else's comments), and `run` may have been read
+                // before the review's verdict was recorded. Deciding on either judged the head as never
+                // reviewed (soak: a run abandoned 3 ms after its review posted a finding). As after
+                // replies, the decision waits for the next tick's observation.
                 return Ok(true);
             }
             if !worker_alive && self.post_pending_replies(run, forge, pr).await? {
@@ -102,12 +106,19 @@ impl Runner {
         }
         let notices_sent = self.store.notice_keys(run.id).await?;
         self.tell_of_stuck_worker(run, &sessions, &notices_sent).await?;
+        // What each fix_comments worker was given and answered: its evidence, as a commit is a fix's.
+        let offers = if sessions.iter().any(|s| s.kind == WorkerKind::FixComments) {
+            self.store.offer_tallies(run.id).await?
+        } else {
+            Vec::new()
+        };
+        let (last_worker, comment_rounds) = progress(&sessions, head_now.as_deref(), &offers);
         let obs = Observation {
             worker_alive,
             free_slot: self.free_slots > 0,
             pr: snapshot.clone(),
             branch_has_commits,
-            last_worker: last_worker(&sessions, head_now.as_deref()),
+            last_worker,
             ci_triggered_for: memory.ci_triggered_sha.clone(),
             notices_sent,
             failed_reviews: count(&sessions, |s| {
@@ -117,6 +128,7 @@ impl Runner {
                 s.kind == WorkerKind::FixConflicts && outcome_of(s) != WorkerOutcome::Interrupted
             }),
             comments_at_completion: memory.completion_comment_ids.clone(),
+            comment_rounds,
         };
         let policy = Policy {
             max_stuck: self.config.runner.max_stuck,
@@ -255,7 +267,7 @@ impl Runner {
     /// Posts the findings of a `pr_review` worker that ended with a verdict and whose review is not on
     /// the pull request yet, once: a review an attempt posted without recording it (a crash, or an
     /// error answered for a review GitHub applied) is found by its marker and recorded instead.
-    /// Returns whether such an earlier review was found (this tick's view then misreads it).
+    /// Returns whether there was such a review to deliver (this tick's view then lacks or misreads it).
     async fn post_pending_review(
         &self,
         run: &Run,
@@ -274,18 +286,16 @@ impl Runner {
             .result_json
             .as_deref()
             .and_then(|j| serde_json::from_str::<crate::worker::result::ReviewResult>(j).ok());
-        let mut found_earlier = false;
         if let Some(mut review) = review {
             // The agent's words go to the forge: a secret it came across must not.
             review.summary = self.redactor.redact(&review.summary);
             for f in &mut review.findings {
                 f.body = self.redactor.redact(&f.body);
             }
-            let delivered = deliver_review(forge, &self.store, run, pr, session.id, &review).await?;
-            found_earlier = delivered == ReviewDelivery::FoundEarlier;
+            deliver_review(forge, &self.store, run, pr, session.id, &review).await?;
         }
         self.store.set_review_posted(session.id).await?;
-        Ok(found_earlier)
+        Ok(true)
     }
 
     /// A worker killed by the watchdog is told to the human once, with how many attempts remain.
@@ -367,58 +377,13 @@ impl Runner {
     }
 }
 
-/// The last ended worker and how many of the same job ran back to back (interrupted ones skipped).
-/// `head_now` is the head the work is judged by (the pull request's, else the branch's): a worker that
-/// said it finished while the head is still where it started made no progress.
-fn last_worker(sessions: &[WorkerSession], head_now: Option<&str>) -> Option<LastWorker> {
-    let ended: Vec<&WorkerSession> = sessions.iter().filter(|s| s.ended_at.is_some()).collect();
-    let last = *ended.last()?;
-    let job = |k: WorkerKind| {
-        if k == WorkerKind::InProgress { WorkerKind::Queued } else { k }
-    };
-    let streak = ended
-        .iter()
-        .rev()
-        .filter(|s| outcome_of(s) != WorkerOutcome::Interrupted)
-        .take_while(|s| job(s.kind) == job(last.kind))
-        .count()
-        .max(1);
-    let outcome = match outcome_of(last) {
-        WorkerOutcome::Ok if made_no_progress(last, head_now) => WorkerOutcome::Failed,
-        other => other,
-    };
-    Some(LastWorker {
-        kind: last.kind,
-        ended_at: last.ended_at.unwrap_or(last.started_at),
-        outcome,
-        streak: u32::try_from(streak).unwrap_or(u32::MAX),
-    })
-}
-
-/// A worker whose job is to change the branch ended with the head where it started: whatever it said,
-/// the branch is the evidence (an agent whose commits were refused still reports success). A review
-/// changes no code, and `fix_comments` may rightly only answer: its evidence is its replies, which the
-/// forge shows (an unanswered comment brings the run back to it, within the streak limit).
-fn made_no_progress(s: &WorkerSession, head_now: Option<&str>) -> bool {
-    let changes_code = matches!(s.kind, WorkerKind::Queued | WorkerKind::InProgress | WorkerKind::FixCi);
-    changes_code && s.start_sha.is_some() && s.start_sha.as_deref() == head_now
-}
-
 fn count(sessions: &[WorkerSession], pred: impl Fn(&WorkerSession) -> bool) -> u32 {
     u32::try_from(sessions.iter().filter(|s| pred(s)).count()).unwrap_or(u32::MAX)
 }
 
-/// The one reading of an end reason for the decision: [`EndReason::class`].
-fn outcome_of(s: &WorkerSession) -> WorkerOutcome {
-    match s.end_reason.map(EndReason::class) {
-        Some(EndClass::Ok) => WorkerOutcome::Ok,
-        // Stopped by executor itself (shutdown, a budget cap that the next start checks anyway, a session
-        // that could not be resumed): not the worker's fault, so no back-off and no stuck count.
-        Some(EndClass::Interrupted) => WorkerOutcome::Interrupted,
-        Some(EndClass::Stuck) => WorkerOutcome::Stuck,
-        Some(EndClass::Failed) | None => WorkerOutcome::Failed,
-    }
-}
+mod progress;
 
+#[cfg(test)]
+mod review_wait_tests;
 #[cfg(test)]
 mod tests;

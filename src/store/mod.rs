@@ -63,7 +63,7 @@ pub use needs_you::{FailedSource, Listed, NeedNotice, NeedsYou, NeedsYouLimits, 
 pub use notices::Notice;
 pub use open::{pg_connect_options, redact_url, unreachable_postgres};
 pub use pending_detail::PendingDetail;
-pub use replies::{AgentReply, Answer};
+pub use replies::{AgentReply, Answer, OfferTally};
 pub use run_fields::RunMemory;
 pub use runners::{Heartbeat, HostRunner, LostRunner, RunnerRegistration, RunnerStatus};
 pub use runs::{RunFilter, StatusCounts};

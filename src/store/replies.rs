@@ -49,6 +49,21 @@ pub enum Answer {
     NotOffered,
 }
 
+/// What one worker was given to answer and what it answered: whether a `fix_comments` worker did its
+/// job is read from these counts, never from what it said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OfferTally {
+    pub session_id: i64,
+    /// Comments its prompt offered it.
+    pub offered: i64,
+    /// Of those, the ones no earlier worker of the run had answered: a new round of comments (or one an
+    /// earlier worker left unanswered), not one answered before and given again.
+    pub new: i64,
+    /// Of those offered, the ones whose reply is on the pull request. A reply recorded but never
+    /// posted answered nobody.
+    pub answered: i64,
+}
+
 fn reply_from_row(r: &impl Cols) -> Result<AgentReply> {
     Ok(AgentReply {
         id: r.req_int("id")?,
@@ -130,6 +145,41 @@ impl Store {
             .fetch_all(p)
             .await?
         }))
+    }
+
+    /// Per worker of the run that was offered comments, oldest first: how many it was offered, how
+    /// many of those no earlier worker of the run had answered, and how many it answered on the pull
+    /// request.
+    pub async fn offer_tallies(&self, run_id: i64) -> Result<Vec<OfferTally>> {
+        let rows: Vec<(i64, String, Option<String>)> = on_pool!(self, |p| {
+            sqlx::query_as(
+                // By session, whose index this reads (the one by run is for unposted replies only).
+                "SELECT session_id, comment_id, posted_comment_id FROM executor_agent_replies \
+                 WHERE session_id IN (SELECT id FROM executor_worker_sessions WHERE run_id = $1) \
+                 ORDER BY session_id, id",
+            )
+            .bind(run_id)
+            .fetch_all(p)
+            .await?
+        });
+        let mut tallies: Vec<OfferTally> = Vec::new();
+        // Comments answered by the workers before the one being counted.
+        let mut answered_before = std::collections::HashSet::new();
+        let mut answered_here = Vec::new();
+        for (session_id, comment_id, posted) in rows {
+            if tallies.last().is_none_or(|t| t.session_id != session_id) {
+                answered_before.extend(answered_here.drain(..));
+                tallies.push(OfferTally { session_id, offered: 0, new: 0, answered: 0 });
+            }
+            let Some(t) = tallies.last_mut() else { continue };
+            t.offered += 1;
+            t.new += i64::from(!answered_before.contains(&comment_id));
+            if posted.is_some() {
+                t.answered += 1;
+                answered_here.push(comment_id);
+            }
+        }
+        Ok(tallies)
     }
 
     /// The offer of `comment_id` to the run's live worker, if its prompt offered it: where that worker's

@@ -80,6 +80,7 @@ fn obs() -> Observation {
         failed_reviews: 0,
         conflict_attempts: 0,
         comments_at_completion: None,
+        comment_rounds: 0,
     }
 }
 
@@ -668,7 +669,7 @@ fn rows() -> Vec<Row> {
             "pr, fix_comments left comments unresolved 3 times in a row → abandoned",
             run(Pr),
             Observation {
-                last_worker: last(K::FixComments, O::Ok, 1, 3),
+                last_worker: last(K::FixComments, O::NoProgress, 1, 3),
                 ..pr_obs(|p| p.comments = vec![comment("c1", "alex", 5)])
             },
             told(
@@ -678,6 +679,59 @@ fn rows() -> Vec<Row> {
                 "1 unresolved comment(s) by alex on PR #7 at abc1234. Giving up: 3 fix_comments worker(s) in a row did not get it done (limit 3).",
             ),
             "in a row",
+        ),
+        // pr: a reviewer's stream of comments (issue 37, item 4)
+        row(
+            "pr, a 4th round of comments after 3 rounds answered → fix_comments at once, saying why",
+            run(Pr),
+            Observation {
+                last_worker: last(K::FixComments, O::Ok, 30, 0),
+                comment_rounds: 3,
+                ..pr_obs(|p| p.comments = vec![comment("c4", "alex", 29)])
+            },
+            start(K::FixComments),
+            "1 unresolved comment(s) by alex on PR #7 at abc1234: the 4th round of comments by alex (the 3 \
+             before were answered). Starting a fix_comments worker.",
+        ),
+        row(
+            "pr, a 12th round of two comments → fix_comments, the ordinal right",
+            run(Pr),
+            Observation {
+                last_worker: last(K::FixComments, O::Ok, 30, 0),
+                comment_rounds: 11,
+                ..pr_obs(|p| p.comments = vec![comment("c12", "alex", 29), comment("c13", "alex", 29)])
+            },
+            start(K::FixComments),
+            "2 unresolved comment(s) by alex on PR #7 at abc1234: the 12th round of comments by alex (the 11 before",
+        ),
+        row(
+            "pr, rounds answered, then a worker that changed nothing → back off, not abandoned",
+            run(Pr),
+            Observation {
+                last_worker: last(K::FixComments, O::NoProgress, 30, 1),
+                comment_rounds: 3,
+                ..pr_obs(|p| p.comments = vec![comment("c4", "alex", 29)])
+            },
+            Action::Wait,
+            "Backing off: the last fix_comments worker ended without changing anything at 12:30:00",
+        ),
+        row(
+            "pr, rounds answered, then 3 workers in a row that did not get theirs done → abandoned",
+            run(Pr),
+            Observation {
+                last_worker: last(K::FixComments, O::Failed, 1, 3),
+                comment_rounds: 5,
+                ..pr_obs(|p| p.comments = vec![comment("c6", "alex", 0)])
+            },
+            told(
+                Abandoned,
+                NoticeKind::Abandoned,
+                "abandoned",
+                "1 unresolved comment(s) by alex on PR #7 at abc1234: the 6th round of comments by alex (the 5 \
+                 before were answered). Giving up: 3 fix_comments worker(s) in a row did not get it done \
+                 (limit 3).",
+            ),
+            "Giving up: 3 fix_comments worker(s) in a row",
         ),
         // pr: review and completion
         row(
