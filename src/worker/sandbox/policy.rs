@@ -51,15 +51,17 @@ pub fn layers(config: &Config) -> String {
         (false, _) => "the network is open".to_string(),
         (true, NetworkMode::Open) => "connections open (worker.network = \"open\")".to_string(),
         (true, NetworkMode::Allowlist) => {
-            let mut ports: Vec<String> = config
+            let allowed: Vec<String> = config
                 .worker
                 .network_allow
                 .iter()
                 .filter_map(|e| crate::config::allowed_port(e).ok())
                 .map(|p| p.to_string())
                 .collect();
-            ports.insert(0, "the model API's (443, or its base URL's)".into());
-            format!("TCP only to ports {}", ports.join(", "))
+            match allowed.as_slice() {
+                [] => "connections to the model API's port only (443, or its base URL's)".to_string(),
+                ports => format!("connections to the model API's port and to {}", ports.join(", ")),
+            }
         }
     };
     let own = match (config.worker.agent.as_str(), contained) {
