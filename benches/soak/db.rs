@@ -116,6 +116,11 @@ impl Db {
             .collect())
     }
 
+    /// (id, state, recorded worktree) of every run.
+    pub async fn run_worktrees(&self) -> Result<Vec<(i64, String, Option<String>)>> {
+        rows!(self, (i64, String, Option<String>), "SELECT id, state, worktree_path FROM executor_runs")
+    }
+
     /// Every task's queue status.
     pub async fn task_statuses(&self) -> Result<Vec<(String, String)>> {
         rows!(self, (String, String), "SELECT task_gid, status FROM executor_queue")

@@ -35,6 +35,7 @@ mod fake_asana;
 #[path = "../../tests/fake_github/mod.rs"]
 mod fake_github;
 mod host;
+mod leftovers;
 #[path = "../support/pg.rs"]
 mod pg;
 mod rng;

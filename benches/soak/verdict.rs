@@ -178,12 +178,14 @@ impl Snapshot {
 /// Whether the drain can end: nothing approved is still in flight or waiting to start.
 pub async fn settled(world: &World) -> bool {
     // A queued run that never started is work still to do, not a verdict yet.
-    match Snapshot::read(world, true).await {
+    let tasks_settled = match Snapshot::read(world, true).await {
         Ok(snapshot) => {
             !snapshot.outcomes().values().any(|o| matches!(o, Outcome::InFlight | Outcome::Backlog))
         }
         Err(_) => false,
-    }
+    };
+    // And each host has removed what its runs left (its next runner sweeps when cron starts it).
+    tasks_settled && crate::leftovers::worktrees(world).await.is_ok_and(|l| l.stray.is_empty())
 }
 
 pub struct Report {
@@ -238,6 +240,16 @@ pub async fn judge(
         watch.violations.add("task outcome", f.clone());
     }
     let duplicates = duplicates(world, snapshot.statuses.keys());
+    let leftovers = match crate::leftovers::worktrees(world).await {
+        Ok(l) => l,
+        Err(e) => {
+            watch.violations.add("worktrees", format!("cannot list the hosts' worktrees: {e}"));
+            Default::default()
+        }
+    };
+    for stray in &leftovers.stray {
+        watch.violations.add("stray worktree", stray.clone());
+    }
     let tracker_comments: usize = snapshot.statuses.keys().map(|gid| world.asana.comments(gid).len()).sum();
     for d in &duplicates {
         watch.violations.add("duplicate", d.clone());
@@ -356,6 +368,23 @@ pub async fn judge(
         "  most agents at once {} (per host {:?}); agents of a thawing host not counted: {} looks",
         watch.max_agents, watch.max_agents_per_host, watch.thaw_exemptions
     );
+    let _ = writeln!(
+        t,
+        "  two agents on one run after a thaw (looks every 10 ms while a host thaws): {} looks, longest {} ms",
+        watch.thaw_overlap_looks,
+        watch.thaw_overlap_longest.as_millis()
+    );
+    let _ = writeln!(
+        t,
+        "  worktrees left on the hosts: {} ({} of runs still going, {} kept with work in them, {} stray)",
+        leftovers.total,
+        leftovers.in_use,
+        leftovers.kept.len(),
+        leftovers.stray.len()
+    );
+    for kept in leftovers.kept.iter().take(5) {
+        let _ = writeln!(t, "    kept {kept}");
+    }
     if watch.violations.total() == 0 {
         let _ = writeln!(t, "  no violation");
     }
@@ -378,6 +407,8 @@ pub async fn judge(
         "github": {"rest": counts.rest, "graphql": counts.graphql, "points": counts.graphql_points, "not_modified": counts.not_modified},
         "faults": faults,
         "violations": watch.violations.counts,
+        "thaw_overlap": {"looks": watch.thaw_overlap_looks, "longest_ms": watch.thaw_overlap_longest.as_millis() as u64},
+        "worktrees_left": {"total": leftovers.total, "in_use": leftovers.in_use, "kept": leftovers.kept.len(), "stray": leftovers.stray.len()},
         "runners": watch.runners.iter().map(|((h, pid), looks)| json!({"host": h, "pid": pid, "looks": looks})).collect::<Vec<_>>(),
     });
     Report { text: t, json, passed }

@@ -1,4 +1,5 @@
-//! The soak's watch, in the background the whole time. Every ~200 ms it reads the agents from the
+//! The soak's watch, in the background the whole time. Every ~200 ms (every ~10 ms while a host thaws,
+//! to see how long its agents run beside the ones that took its runs over) it reads the agents from the
 //! process table (each host runs its own copy of the agent; `/proc/PID/environ` says which run and
 //! worker kind) and the live worker sessions from the database, and records every moment a limit did
 //! not hold: two agents on one run, more than a host's or the cluster's limit. Every second it looks for
@@ -15,8 +16,11 @@ use crate::verdict::Violations;
 use crate::world::{HOST_MAX, World};
 
 const SAMPLE_EVERY: Duration = Duration::from_millis(200);
+/// How often the process table is read while a host thaws.
+const THAW_SAMPLE_EVERY: Duration = Duration::from_millis(10);
 /// After a frozen host is thawed, its runner needs a tick to find it was declared lost and stop its
-/// agents; until then an agent of it may still run beside the one that took its run over.
+/// agents (its lease fence keeps them frozen meanwhile, where it has cgroups). Two agents on one run
+/// in this window are measured (`thaw_overlap`), not counted as a violation.
 pub const THAW_GRACE: Duration = Duration::from_secs(8);
 
 /// An agent's process group, as the process table shows it.
@@ -26,7 +30,8 @@ pub struct Agent {
     pub host: String,
     pub run_id: Option<i64>,
     pub kind: String,
-    /// Every process of the group is stopped (SIGSTOP): a frozen host's.
+    /// Every process of the group is stopped (SIGSTOP: a frozen host's) or in a frozen cgroup (a runner's
+    /// lease fence).
     pub stopped: bool,
 }
 
@@ -62,9 +67,26 @@ pub fn agents(hosts: &[Host]) -> Vec<Agent> {
             kind: var("EXECUTOR_WORKER_KIND").unwrap_or_default(),
             stopped: true,
         });
-        group.stopped &= state == 'T';
+        group.stopped &= state == 'T' || in_frozen_cgroup(pid);
     }
     groups.into_values().collect()
+}
+
+/// Whether `pid` is in a frozen cgroup v2 (its state letter says `S` then, not `T`).
+fn in_frozen_cgroup(pid: i32) -> bool {
+    static MOUNT: std::sync::LazyLock<Option<std::path::PathBuf>> = std::sync::LazyLock::new(|| {
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        mounts.lines().find_map(|l| {
+            let (before, after) = l.split_once(" - ")?;
+            (after.split_whitespace().next()? == "cgroup2")
+                .then(|| before.split_whitespace().nth(4).map(Into::into))?
+        })
+    });
+    let Some(mount) = MOUNT.as_ref() else { return false };
+    let Ok(cgroups) = std::fs::read_to_string(format!("/proc/{pid}/cgroup")) else { return false };
+    let Some(path) = cgroups.lines().find_map(|l| l.strip_prefix("0::")) else { return false };
+    let events = mount.join(path.trim_start_matches('/')).join("cgroup.events");
+    std::fs::read_to_string(events).is_ok_and(|e| e.lines().any(|l| l == "frozen 1"))
 }
 
 /// A process's state letter and process group, from `/proc/PID/stat` (the command may hold spaces and
@@ -95,6 +117,11 @@ pub struct WatchReport {
     pub max_agents: usize,
     pub max_agents_per_host: BTreeMap<String, usize>,
     pub thaw_exemptions: u64,
+    /// Two agents on one run, one of them a thawing host's: looks that saw it, and the longest time it
+    /// was seen for on end.
+    pub thaw_overlap_looks: u64,
+    pub thaw_overlap_longest: Duration,
+    thaw_overlap_since: BTreeMap<i64, std::time::Instant>,
     pub violations: Violations,
     /// Each runner process's looks, by (host, pid).
     pub runners: BTreeMap<(String, i32), Vec<Usage>>,
@@ -122,9 +149,21 @@ impl Watch {
         let (sink, stopping) = (report.clone(), stop.clone());
         let task = tokio::spawn(async move {
             let mut n: u64 = 0;
+            let mut last_full = std::time::Instant::now() - SAMPLE_EVERY;
             while !stopping.load(std::sync::atomic::Ordering::SeqCst) {
-                n += 1;
                 let agents = agents(&world.hosts);
+                if last_full.elapsed() < SAMPLE_EVERY {
+                    // A look at the process table only, while a host thaws.
+                    {
+                        let mut r = sink.lock().unwrap_or_else(|p| p.into_inner());
+                        r.samples += 1;
+                        r.check_agents(&world, &agents);
+                    }
+                    tokio::time::sleep(THAW_SAMPLE_EVERY).await;
+                    continue;
+                }
+                last_full = std::time::Instant::now();
+                n += 1;
                 let sessions = world.db.live_sessions().await;
                 let lost_writes =
                     if n.is_multiple_of(5) { Some(world.db.writes_after_loss().await) } else { None };
@@ -148,7 +187,8 @@ impl Watch {
                         r.runners.entry((host, pid)).or_default().push(u);
                     }
                 }
-                tokio::time::sleep(SAMPLE_EVERY).await;
+                let thawing = !world.thawing(THAW_GRACE).is_empty();
+                tokio::time::sleep(if thawing { THAW_SAMPLE_EVERY } else { SAMPLE_EVERY }).await;
             }
         });
         Watch { report, task, stop }
@@ -172,6 +212,7 @@ impl WatchReport {
                 counted.push(agent);
             }
         }
+        self.measure_thaw_overlap(agents, &thawing);
         self.max_agents = self.max_agents.max(counted.len());
         let now = std::time::Instant::now();
         self.last_minute.push_back((now, counted.len()));
@@ -204,6 +245,31 @@ impl WatchReport {
             if group.len() > 1 {
                 self.violations.add("two agents on a run", format!("run {run}: {group:?}"));
             }
+        }
+    }
+
+    /// Runs with an agent of a thawing host running beside another: how long that lasts.
+    fn measure_thaw_overlap(&mut self, agents: &[Agent], thawing: &[String]) {
+        let running: Vec<&Agent> = agents.iter().filter(|a| a.kind != "analyzer" && !a.stopped).collect();
+        let mut per_run: BTreeMap<i64, Vec<&Agent>> = BTreeMap::new();
+        for agent in &running {
+            if let Some(run) = agent.run_id {
+                per_run.entry(run).or_default().push(agent);
+            }
+        }
+        let now = std::time::Instant::now();
+        let overlapping: Vec<i64> = per_run
+            .iter()
+            .filter(|(_, group)| group.len() > 1 && group.iter().any(|a| thawing.contains(&a.host)))
+            .map(|(run, _)| *run)
+            .collect();
+        self.thaw_overlap_since.retain(|run, _| overlapping.contains(run));
+        for run in overlapping {
+            self.thaw_overlap_looks += 1;
+            let since = *self.thaw_overlap_since.entry(run).or_insert(now);
+            // Seen once, it lasted at least one look's interval.
+            let lasted = now.duration_since(since).max(THAW_SAMPLE_EVERY);
+            self.thaw_overlap_longest = self.thaw_overlap_longest.max(lasted);
         }
     }
 

@@ -10,6 +10,7 @@ use tokio::sync::watch;
 
 use super::state::{Met, Runner, RunnerError};
 use crate::store::{Heartbeat, RunnerRegistration, Spent, Store, WorkerSession, WorkerSlot};
+use crate::worker::{LeaseFence, boot_clock};
 
 impl Runner {
     /// Registers this runner in the database and starts its heartbeat: a task of its own, so that a
@@ -17,6 +18,7 @@ impl Runner {
     /// another runner has declared this one lost, `lost` turns true and the runner stops.
     pub(super) async fn register(&mut self) -> Result<(), RunnerError> {
         let ttl = self.config.runner.lease_ttl.std();
+        let registered_at = boot_clock();
         self.store
             .register_runner(&RunnerRegistration {
                 id: &self.owner,
@@ -31,8 +33,15 @@ impl Runner {
         let every = self.heartbeat_every();
         let (lost_tx, lost_rx) = watch::channel(false);
         self.lost = lost_rx;
-        self.heartbeat =
-            Some(tokio::spawn(beat(self.store.clone(), self.owner.clone(), ttl, every, lost_tx)));
+        // Registration stamped the runner alive: its agents may run from now until the lease could lapse.
+        if let Some(old) = self.fence.take() {
+            old.end();
+        }
+        let fence = LeaseFence::start(ttl);
+        fence.renewed(registered_at);
+        let heart = Heart { store: self.store.clone(), id: self.owner.clone(), ttl, fence: fence.clone() };
+        self.fence = Some(fence);
+        self.heartbeat = Some(tokio::spawn(beat(heart, every, lost_tx)));
         self.stop_orphans().await
     }
 
@@ -208,16 +217,27 @@ impl Runner {
     }
 }
 
+/// What the heartbeat needs: the runner's id and lease, and the fence its agents run behind.
+struct Heart {
+    store: Store,
+    id: String,
+    ttl: Duration,
+    fence: LeaseFence,
+}
+
 /// The heartbeat loop: stamps the runner alive and renews its leases every `every`, until it learns that
 /// it was declared lost. A failed beat is logged and tried again: if the database stays out of reach
-/// for the ttl, other hosts take the runs over, and the next beat that gets through says so.
-async fn beat(store: Store, id: String, ttl: Duration, every: Duration, lost: watch::Sender<bool>) {
+/// for the ttl, other hosts take the runs over, and the next beat that gets through says so. Each beat
+/// that renews the lease lets the agents run on (the fence freezes them when none did for a while).
+async fn beat(heart: Heart, every: Duration, lost: watch::Sender<bool>) {
+    let Heart { store, id, ttl, fence } = heart;
     let mut interval = tokio::time::interval(every);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         interval.tick().await;
+        let sent_at = boot_clock();
         match store.heartbeat(&id, ttl).await {
-            Ok(Heartbeat::Alive { .. }) => {}
+            Ok(Heartbeat::Alive { .. }) => fence.renewed(sent_at),
             Ok(Heartbeat::Lost) => {
                 tracing::error!(runner = id, "this runner was declared lost; stopping");
                 let _ = lost.send(true);

@@ -49,6 +49,7 @@ impl Runner {
             host_name_clashes: Default::default(),
             lost: watch::channel(false).1,
             heartbeat: None,
+            fence: None,
             free_slots: 0,
             pool: HashMap::new(),
             ended_tx,
@@ -59,6 +60,8 @@ impl Runner {
             forges,
             outbox,
             wake_seen: 0,
+            swept_at: None,
+            kept_worktrees: Default::default(),
         })
     }
 
@@ -214,6 +217,9 @@ impl Runner {
         if let Some(beat) = self.heartbeat.take() {
             beat.abort();
         }
+        if let Some(fence) = self.fence.take() {
+            fence.end();
+        }
         // Lets go of every run it holds, so another runner takes them at once, not after the ttl.
         if let Err(e) = self.store.runner_ended(&self.owner).await {
             tracing::warn!("recording the runner's end: {e}");
@@ -273,6 +279,7 @@ impl Runner {
     async fn tick_inner(&mut self) -> Result<TickReport, RunnerError> {
         let mut report = TickReport::default();
         self.reconcile().await?;
+        self.sweep_worktrees_when_due().await;
         for (name, forge) in &self.forges {
             if let Err(e) = forge.poll_ci().await {
                 tracing::warn!("polling CI of repo {name}: {e}");

@@ -172,6 +172,10 @@ impl Runner {
         if let Some(why) = &place.moved_note {
             self.store.record_note(Actor::Runner, Some(&run.task_gid), Some(run.id), why).await?;
         }
+        // Behind the lease fence before its gate opens: it never runs while the lease may have lapsed.
+        if let Some(fence) = &self.fence {
+            fence.guard(pending.pid());
+        }
         self.spawn_supervised(recording, move |tx, stop| async move { Ok(pending.release(tx, stop).await) });
         self.free_slots = self.free_slots.saturating_sub(1);
         tracing::info!(run = run.id, task = %run.task_gid, "started a {kind} worker in {wt_path}");

@@ -14,6 +14,7 @@ mod recording;
 mod replies;
 mod state;
 mod step;
+mod sweep;
 mod tell_tracker;
 #[cfg(test)]
 mod test_hosts;

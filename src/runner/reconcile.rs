@@ -36,6 +36,9 @@ impl Runner {
         };
         if is_same_process(pid, start_time) {
             tracing::info!(run = run.id, pid, "adopting a worker left running by a previous runner");
+            if let Some(fence) = &self.fence {
+                fence.guard(pid);
+            }
             self.spawn_supervised(recording, move |tx, stop| worker::adopt(spec, tx, stop));
         } else {
             tracing::info!(run = run.id, pid, "recording a worker that died with the previous runner");

@@ -151,6 +151,8 @@ pub struct Runner {
     /// Turns true when another runner declared this one lost (see `cluster`).
     pub(super) lost: watch::Receiver<bool>,
     pub(super) heartbeat: Option<JoinHandle<()>>,
+    /// Freezes this runner's agents while its lease may have lapsed (see `worker::LeaseFence`).
+    pub(super) fence: Option<crate::worker::LeaseFence>,
     /// Worker slots free on this host and in the cluster, counted at the start of the tick and taken
     /// down as this tick starts workers (`begin_runner_worker` has the last word).
     pub(super) free_slots: u32,
@@ -172,4 +174,8 @@ pub struct Runner {
     pub(super) outbox: crate::writeback::Outbox,
     /// The webhook wake count this runner had seen when its last tick began (see `wake.rs`).
     pub(super) wake_seen: i64,
+    /// When this runner last looked for worktrees of runs that ended or went on (see `sweep.rs`), and
+    /// the ones it found it must keep, said once each.
+    pub(super) swept_at: Option<tokio::time::Instant>,
+    pub(super) kept_worktrees: std::collections::HashSet<std::path::PathBuf>,
 }

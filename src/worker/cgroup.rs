@@ -57,6 +57,28 @@ impl WorkerCgroup {
             .find(|c| c.path.file_name().is_some_and(|n| *n == *name) && c.path.is_dir())
     }
 
+    /// Whether every process in the cgroup is frozen now (`cgroup.events`: `frozen 1`).
+    #[cfg(test)]
+    pub fn is_frozen(&self) -> bool {
+        std::fs::read_to_string(self.path.join("cgroup.events"))
+            .is_ok_and(|e| e.lines().any(|l| l == "frozen 1"))
+    }
+
+    /// Whether the cgroup still exists.
+    pub fn exists(&self) -> bool {
+        self.path.is_dir()
+    }
+
+    /// Freezes (or thaws) every process in the cgroup (`cgroup.freeze`, Linux 5.2+): a frozen process
+    /// does not run until thawed, whatever signals it gets, except a kill. False where that failed.
+    pub fn freeze(&self, frozen: bool) -> bool {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(self.path.join("cgroup.freeze"))
+            .and_then(|mut f| f.write_all(if frozen { b"1" } else { b"0" }))
+            .is_ok()
+    }
+
     /// The pids in the cgroup now (in its child cgroups too, should the agent have made any).
     pub fn procs(&self) -> Vec<i32> {
         let mut out = Vec::new();

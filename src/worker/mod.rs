@@ -31,6 +31,7 @@ pub mod agent;
 mod agent_file;
 mod agent_state;
 mod cgroup;
+mod fence;
 mod from_config;
 mod kind;
 mod lines;
@@ -57,6 +58,7 @@ use tokio::sync::{mpsc::UnboundedSender, watch};
 pub use agent::{
     Accounting, AgentConfig, AgentError, AgentEvent, ClaudeConfig, CodexConfig, CommandConfig, Launch, Tokens,
 };
+pub use fence::{LeaseFence, boot_clock};
 pub use from_config::{agent_config, worker_env, worker_timeouts};
 pub use kind::PromptKind;
 pub use outcome::{EndReason, WorkerOutcome, WorkerUpdate};

@@ -26,6 +26,6 @@ pub use scratch::{
     DiffCounts, add_detached, add_detached_holding, base_commit, branch_head, diff_stat, remove_scratch,
 };
 pub use worktree::{
-    Removal, Worktree, branch_has_commits, current_branch, ensure_worktree, head_sha, prune, remove_if_safe,
-    take_over_branch,
+    HostWorktree, Removal, Worktree, branch_has_commits, current_branch, ensure_worktree, head_sha,
+    host_worktrees, prune, remove_if_safe, remove_superseded, take_over_branch,
 };

@@ -126,6 +126,60 @@ pub fn take_over_branch(
     Ok(())
 }
 
+/// A worktree this host made for a run: `worktrees_root/<gid>-<run_id>`, as git lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostWorktree {
+    pub path: PathBuf,
+    /// The run it was made for, read from the directory's name.
+    pub run_id: i64,
+    /// `refs/heads/…` as git lists it; `None` on a detached HEAD.
+    pub branch: Option<String>,
+}
+
+/// The repository's worktrees under `worktrees_root` (this host's; a repository shared between hosts
+/// lists the others' too, and they are left out), each with the run it was made for. A directory whose
+/// name does not end in `-<run id>` is not executor's and is left out.
+pub fn host_worktrees(repo: &Path, worktrees_root: &Path) -> Result<Vec<HostWorktree>, WorkspaceError> {
+    let io = |source| WorkspaceError::Io { path: worktrees_root.to_path_buf(), source };
+    let root = std::path::absolute(worktrees_root).map_err(io)?;
+    let listed =
+        list_worktrees(repo)?.into_iter().skip(1).filter(|w| w.path.parent() == Some(root.as_path()));
+    Ok(listed
+        .filter_map(|w| {
+            let name = w.path.file_name()?.to_str()?;
+            let run_id = name.rsplit_once('-')?.1.parse().ok()?;
+            Some(HostWorktree { path: w.path, run_id, branch: w.branch })
+        })
+        .collect())
+}
+
+/// Removes this host's worktree of a run that went on elsewhere (another host took it over, from the
+/// branch as pushed): what is left in it is superseded, as [`take_over_branch`] treats it when the run
+/// comes back. A worktree whose git link was tampered with is kept, and nothing is run through it.
+pub fn remove_superseded(repo: &Path, path: &Path) -> Result<Removal, WorkspaceError> {
+    match link_for_removal(repo, path)? {
+        Ok(wt) => remove_forced(repo, &wt).map(|()| Removal::Removed),
+        Err(not_removed) => Ok(not_removed),
+    }
+}
+
+/// The link git is run through to remove the worktree at `path`, or what becomes of it instead: gone
+/// already (git's record pruned), or kept because its link was tampered with.
+fn link_for_removal(repo: &Path, path: &Path) -> Result<Result<Linked, Removal>, WorkspaceError> {
+    // A dangling symbolic link is still there (and tampered).
+    if std::fs::symlink_metadata(path).is_err() {
+        prune(repo)?;
+        return Ok(Err(Removal::AlreadyGone));
+    }
+    match linked(repo, path) {
+        Ok(wt) => Ok(Ok(wt)),
+        Err(WorkspaceError::Tampered { what, .. }) => Ok(Err(Removal::Kept {
+            reason: format!("its git link was tampered with ({what}); git was not run through it"),
+        })),
+        Err(e) => Err(e),
+    }
+}
+
 /// Does `branch` have commits that `base` does not?
 pub fn branch_has_commits(repo: &Path, branch: &str, base: &str) -> Result<bool, WorkspaceError> {
     let branch_ref = format!("refs/heads/{branch}");
@@ -169,19 +223,9 @@ pub fn prune(repo: &Path) -> Result<(), WorkspaceError> {
 /// nothing is run through it. `worktree.path` must already be known to lie under the worktree root
 /// ([`super::path_under`]) when it was read back from the database.
 pub fn remove_if_safe(repo: &Path, worktree: &Worktree) -> Result<Removal, WorkspaceError> {
-    // A dangling symbolic link is still there (and tampered).
-    if std::fs::symlink_metadata(&worktree.path).is_err() {
-        prune(repo)?;
-        return Ok(Removal::AlreadyGone);
-    }
-    let wt = match linked(repo, &worktree.path) {
+    let wt = match link_for_removal(repo, &worktree.path)? {
         Ok(wt) => wt,
-        Err(WorkspaceError::Tampered { what, .. }) => {
-            return Ok(Removal::Kept {
-                reason: format!("its git link was tampered with ({what}); git was not run through it"),
-            });
-        }
-        Err(e) => return Err(e),
+        Err(not_removed) => return Ok(not_removed),
     };
     if let Some(reason) = unsafe_to_remove(&wt, &worktree.branch)? {
         return Ok(Removal::Kept { reason });
