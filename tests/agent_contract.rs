@@ -35,7 +35,8 @@ async fn the_example_agent_triages_and_completes_a_run() {
     env.run(&["approve", "E-1"]);
     let (mut commented, deadline) = (false, Instant::now() + Duration::from_secs(120));
     loop {
-        env.run(&["runner"]);
+        // A pass at a time: `--once` stops at the first wait (CI running), where the human comments.
+        env.run(&["runner", "--once"]);
         let run =
             store.list_runs(&RunFilter { task_gid: Some(gid.clone()), ..Default::default() }).await.unwrap();
         let run = &run[0];

@@ -22,6 +22,35 @@ fn init_writes_a_commented_config_and_the_database_and_says_where() {
     assert!(text(&out.stdout).contains("data/executor.db"));
 }
 
+/// Issue 33 items 7 and 8: `init` says how later commands find its config and names the commands that
+/// start work; a command that finds no config says it runs on the defaults instead of doing so silently.
+#[test]
+fn init_says_how_its_config_is_found_and_a_command_without_one_says_so() {
+    let sb = Sandbox::fresh();
+    std::fs::remove_file(sb.path().join("executor.toml")).unwrap();
+    let out = sb.run(&["init", "--data-dir", "data"]);
+    let said = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    for next in ["executor runner", "executor cron install", "executor serve"] {
+        assert!(said.contains(next), "init's next steps do not name `{next}`:\n{said}");
+    }
+    let config = sb.path().join("executor.toml");
+    assert!(said.contains("Commands run in this directory find this config"), "{said}");
+    assert!(said.contains(&format!("EXECUTOR_CONFIG={}", config.display())), "{said}");
+
+    // From another directory, with no config there or in the user's config directory: said, once.
+    let elsewhere = sb.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let out = sb.command(&["status"]).current_dir(&elsewhere).output().unwrap();
+    let warned = text(&out.stderr);
+    assert_eq!(warned.matches("no config file found").count(), 1, "{warned}");
+    assert!(warned.contains("built-in defaults"), "{warned}");
+    // Found there through the variable: nothing to say.
+    let out =
+        sb.command(&["status"]).current_dir(&elsewhere).env("EXECUTOR_CONFIG", &config).output().unwrap();
+    assert!(!text(&out.stderr).contains("no config file found"), "{}", text(&out.stderr));
+}
+
 #[test]
 fn a_task_goes_from_queue_to_approved_with_its_history() {
     let sb = Sandbox::new();

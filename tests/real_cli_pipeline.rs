@@ -154,9 +154,9 @@ impl Pipeline {
         Pipeline { env, vars, model, _state: state }
     }
 
-    /// `executor runner`, as cron would start it: it works until idle and exits.
+    /// A runner pass: `--once` stops at the first wait (CI running), where the human comments.
     fn runner(&self) -> Output {
-        let mut cmd = self.env.command(&["runner"]);
+        let mut cmd = self.env.command(&["runner", "--once"]);
         cmd.envs(self.vars.iter().map(|(k, v)| (k, v))).stdin(Stdio::null());
         cmd.output().unwrap()
     }

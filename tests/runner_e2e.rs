@@ -40,8 +40,9 @@ async fn drive_the_pipeline(env: &Env, hook: &FakeWebhook) {
     let mut commented = false;
     let deadline = Instant::now() + Duration::from_secs(120);
     let run = loop {
-        // As cron would: start the runner; it works until idle and exits.
-        env.run(&["runner"]);
+        // A pass at a time (`--once` stops at the first wait, CI running): the human comments while the
+        // pull request is open. (`runner` alone waits for its CI: tests/runner_waits_for_ci.rs.)
+        env.run(&["runner", "--once"]);
         let run = store
             .list_runs(&RunFilter { task_gid: Some(gid.clone()), ..Default::default() })
             .await

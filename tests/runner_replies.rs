@@ -33,8 +33,9 @@ fn shut_off_env() -> Env {
     env
 }
 
+/// A runner pass: `--once` stops at the first wait (CI running), where alex comments.
 fn runner(env: &Env, kill_flag: Option<&Path>) -> Output {
-    let mut cmd = env.command(&["runner"]);
+    let mut cmd = env.command(&["runner", "--once"]);
     cmd.env("FAKE_SECRET", SECRET).stdin(Stdio::null());
     let Some(flag) = kill_flag else { return cmd.output().unwrap() };
     cmd.env("FAKE_KILL_RUNNER", flag).stdout(Stdio::null()).stderr(Stdio::null());

@@ -64,6 +64,16 @@ pub fn load_config(flag: Option<&Path>) -> anyhow::Result<Config> {
             }
             Config::load(&path).context("loading the config")
         }
-        ConfigSource::Defaults => Ok(Config::default()),
+        ConfigSource::Defaults => {
+            // Said on every command that runs so: a config left in another directory is otherwise
+            // silently not used, against the same default database.
+            let user =
+                crate::config::user_config_path().map(|p| format!(", {}", p.display())).unwrap_or_default();
+            eprintln!(
+                "note: no config file found (--config, $EXECUTOR_CONFIG, ./executor.toml{user}): \
+                 using the built-in defaults; `executor init` writes one"
+            );
+            Ok(Config::default())
+        }
     }
 }

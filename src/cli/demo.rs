@@ -149,15 +149,16 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     step("You approve DEMO-1 (the human's go: `executor approve DEMO-1`)");
     store.set_task_status(&gid, QueueStatus::Approved, Actor::Cli, Some("demo: approved")).await?;
 
-    step("Run the runner as cron would, until the run is complete");
+    step("Run the runner a pass at a time (`runner --once`), until the run is complete");
     let mut narrator = narrate::Narrator::default();
     let mut commented = false;
     let mut finished = None;
     for _ in 0..30 {
-        // One runner pass, as cron would start it, told as it happens.
+        // One runner pass — up to the first wait on the world (CI running), so that you can comment
+        // while the pull request is open — told as it happens.
         let mut runner = Runner::new(ctx.config.clone(), store.clone())?;
         let (_tx, shutdown) = tokio::sync::watch::channel(false);
-        let mut pass = tokio::spawn(async move { runner.run_until_idle(shutdown).await });
+        let mut pass = tokio::spawn(async move { runner.run_once(shutdown).await });
         let report = loop {
             tokio::select! {
                 done = &mut pass => break done??,

@@ -76,14 +76,28 @@ pub async fn run(config_flag: Option<&Path>, args: InitArgs, as_json: bool) -> a
         "  executor analyzer                               # triage it with the agent (or approve --skip-triage)"
     );
     println!("  executor approve 1                              # say go");
+    println!("  executor runner                                 # run the agent on what is approved");
     println!("  executor status                                 # see where things stand");
-    if config_flag.is_some() {
-        println!(
-            "(pass --config {} or set EXECUTOR_CONFIG to use this config from elsewhere)",
-            config_path.display()
-        );
-    }
+    println!("  executor serve                                  # the dashboard, on 127.0.0.1");
+    println!("  executor cron install                           # keep runner and analyzer going from cron");
+    println!();
+    println!("{}", how_it_is_found(&config_path, config_flag.is_some()));
     Ok(())
+}
+
+/// How later commands find the config just written: what `init` says last.
+fn how_it_is_found(config_path: &Path, named: bool) -> String {
+    let user = crate::config::user_config_path();
+    if user.as_deref() == Some(config_path) {
+        return "Every executor command finds this config from any directory (it is the user's config)."
+            .into();
+    }
+    let here = if named { "" } else { "Commands run in this directory find this config; " };
+    let user = user.map(|p| format!(", or move it to {}", p.display())).unwrap_or_default();
+    format!(
+        "{here}from elsewhere pass --config {path} or set EXECUTOR_CONFIG={path}{user}.",
+        path = config_path.display()
+    )
 }
 
 /// What `init` writes without `--data-dir`: the template and, commented out, the seed's rules.

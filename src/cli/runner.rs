@@ -17,7 +17,8 @@ use crate::worker::replies::{self, Reply};
 pub struct RunnerArgs {
     /// Carry every run as far as it goes without waiting on the world, then exit: tick, wait for the
     /// workers that tick started, tick again while ticks act; stop at the first tick that would only wait
-    /// (CI running, a back-off, a human). Without it the runner also waits, until nothing is left to do.
+    /// (CI running, a back-off, a human). Without it the runner also waits, until nothing is left to do:
+    /// its workers, and CI its host started (up to runner.check_timeout).
     #[arg(long)]
     once: bool,
 }

@@ -7,7 +7,7 @@ mod intake;
 mod trust;
 
 pub use duration::Duration;
-pub use find::{ConfigSource, locate};
+pub use find::{ConfigSource, locate, user_config_path};
 pub use intake::SourceConfig;
 pub use trust::Trust;
 
@@ -239,6 +239,18 @@ pub struct CodexAgent {
     pub program: String,
     pub sandbox: String,
     pub model: String,
+}
+
+impl Worker {
+    /// `~/` in an agent's program is the home directory, expanded once here, so that `doctor`, the
+    /// runner's pre-check and the spawn all look at the same file (a shell would have expanded it; an
+    /// `exec` does not).
+    fn expand_programs(&mut self) {
+        let expand = |p: &mut String| *p = expand_home(p).to_string_lossy().into_owned();
+        expand(&mut self.claude.program);
+        expand(&mut self.codex.program);
+        self.command.argv.first_mut().into_iter().for_each(expand);
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Default)]
@@ -697,6 +709,7 @@ impl Config {
     pub fn parse(text: &str) -> Result<Config, String> {
         let mut config: Config = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())?;
         intake::fill_source_defaults(&mut config.sources);
+        config.worker.expand_programs();
         config.validate()?;
         Ok(config)
     }

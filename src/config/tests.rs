@@ -238,3 +238,22 @@ fn a_linear_source_gets_its_own_defaults_and_its_keys_are_checked() {
         assert!(err.contains(key), "{key} not named in: {err}");
     }
 }
+
+/// Issue 33 item 4: `~/` in an agent's program passed `doctor` (which expanded it) and then failed every
+/// start (the spawn did not). It is expanded once, when the config is read.
+#[test]
+fn a_tilde_in_an_agent_program_is_the_home_directory_for_every_reader() {
+    let home = dirs::home_dir().expect("a home directory");
+    let c = Config::parse(
+        "[worker]\nagent = \"command\"\n[worker.command]\nargv = [\"~/bin/agent.sh\", \"~/not-the-program\"]\n\
+         [worker.claude]\nprogram = \"~/bin/claude\"\n[worker.codex]\nprogram = \"~/bin/codex\"\n",
+    )
+    .unwrap();
+    assert_eq!(c.worker.command.argv[0], home.join("bin/agent.sh").display().to_string());
+    assert_eq!(c.worker.command.argv[1], "~/not-the-program", "an argument is the agent's to read");
+    assert_eq!(c.worker.claude.program, home.join("bin/claude").display().to_string());
+    assert_eq!(c.worker.codex.program, home.join("bin/codex").display().to_string());
+    // A name on PATH and an absolute path are left as written.
+    let plain = Config::parse("[worker.claude]\nprogram = \"claude\"\n").unwrap();
+    assert_eq!(plain.worker.claude.program, "claude");
+}

@@ -92,6 +92,9 @@ impl Runner {
                 // look again rather than exit (`executor serve` counts on a live runner to see it).
                 let woken = super::wake::pending_since(&self.store, self.wake_seen).await;
                 if (!acted && !woken) || busy >= MAX_BUSY_TICKS {
+                    if !acted && self.waited_for_local_ci(&mut shutdown).await {
+                        continue;
+                    }
                     break;
                 }
                 if woken && !acted {

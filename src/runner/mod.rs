@@ -3,6 +3,7 @@
 
 mod branch_hold;
 mod budget;
+mod ci_wait;
 mod cluster;
 mod decide;
 mod decision;

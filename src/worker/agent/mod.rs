@@ -246,7 +246,8 @@ pub fn locate_program(program: &str) -> Option<std::path::PathBuf> {
     let executable =
         |p: &std::path::Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
     if program.contains('/') {
-        let p = crate::config::expand_home(program);
+        // `~/` was expanded when the config was read (`Worker::expand_programs`), as for the spawn.
+        let p = std::path::PathBuf::from(program);
         return executable(&p).then_some(p);
     }
     std::env::var_os("PATH")
