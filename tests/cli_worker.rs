@@ -160,6 +160,36 @@ async fn a_worker_run_by_hand_on_a_run_is_recorded_like_the_runners() {
     assert_eq!(store.worker_sessions(run_id).await.unwrap().len(), 3);
 }
 
+/// Issue 33 item 6: without a run and without `--dir`, the agent used to work — and commit — in whatever
+/// directory the command was run from (another clone's `main`). It gets a scratch worktree instead.
+#[tokio::test]
+async fn without_a_run_or_dir_the_agent_works_in_a_scratch_worktree_not_where_you_stand() {
+    let sb = Sandbox::with_pipeline();
+    sb.add_task("42");
+    let clone = sb.path().join("worktree");
+    let head = |dir: &Path| {
+        text(&Command::new("git").args(["rev-parse", "HEAD"]).current_dir(dir).output().unwrap().stdout)
+    };
+    let before = head(&clone);
+    let out = sb
+        .command(&["worker", "run", "--task", "42", "--kind", "queued"])
+        .current_dir(&clone)
+        .output()
+        .unwrap();
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{said}{}", text(&out.stdout));
+    assert_eq!(head(&clone), before, "the agent committed where the command was run");
+    assert!(!clone.join("feature.txt").exists(), "the agent worked where the command was run");
+    assert!(said.contains("scratch worktree"), "{said}");
+    let scratch: Vec<PathBuf> = std::fs::read_dir(sb.data().join("worktrees"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("scratch-42-")))
+        .collect();
+    assert_eq!(scratch.len(), 1, "{scratch:?}");
+    assert!(scratch[0].join("feature.txt").is_file(), "the agent did not work in the scratch worktree");
+}
+
 #[tokio::test]
 async fn without_a_run_nothing_is_recorded_but_the_log_is_written() {
     let sb = Sandbox::with_pipeline();

@@ -42,7 +42,9 @@ pub struct RunArgs {
     /// Use this agent instead of worker.agent from the config.
     #[arg(long, value_parser = ["claude", "codex", "command"])]
     agent: Option<String>,
-    /// Where the agent works. Default: the run's worktree, else the current directory.
+    /// Where the agent works (it may commit there). Default: the run's worktree; for a task without one,
+    /// a scratch worktree of the task's repository at its base branch (detached: no branch moves), under
+    /// the worktree root — never the directory you stand in.
     #[arg(long, value_name = "PATH")]
     dir: Option<PathBuf>,
 }
@@ -107,23 +109,6 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
             r.id
         );
     }
-    let dir = match (&args.dir, run.as_ref().and_then(|r| r.worktree_path.as_ref())) {
-        (Some(d), _) => d.clone(),
-        // Read back from the database, which is writable by more than executor: only under the root.
-        (None, Some(wt)) => crate::workspace::path_under(&config.worktrees_root(), std::path::Path::new(wt))
-            .with_context(|| {
-                format!(
-                    "run {} records worktree {wt}, which is refused; pass --dir",
-                    run.as_ref().map_or(0, |r| r.id)
-                )
-            })?,
-        (None, None) => std::env::current_dir().context("reading the current directory")?,
-    };
-    let cwd = std::path::absolute(&dir)
-        .ok()
-        .filter(|p| p.is_dir())
-        .with_context(|| format!("{} is not a directory", dir.display()))?;
-
     // The repository, forge and pull request fill the prompt; a worker by hand runs without them.
     let who = match &run {
         Some(r) => format!("run {}", r.id),
@@ -137,6 +122,23 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
             None
         }
     };
+    let dir = match (&args.dir, run.as_ref().and_then(|r| r.worktree_path.as_ref())) {
+        (Some(d), _) => d.clone(),
+        // Read back from the database, which is writable by more than executor: only under the root.
+        (None, Some(wt)) => crate::workspace::path_under(&config.worktrees_root(), std::path::Path::new(wt))
+            .with_context(|| {
+                format!(
+                    "run {} records worktree {wt}, which is refused; pass --dir",
+                    run.as_ref().map_or(0, |r| r.id)
+                )
+            })?,
+        (None, None) => scratch_worktree(&config, &gid, repo.map(|(_, r)| r))?,
+    };
+    let cwd = std::path::absolute(&dir)
+        .ok()
+        .filter(|p| p.is_dir())
+        .with_context(|| format!("{} is not a directory", dir.display()))?;
+
     let forge = repo.and_then(|(name, r)| forge_for(&config, store, name, r).ok());
     let pr = match (&forge, &run) {
         (Some(f), Some(r)) => f.snapshot(r).await?,
@@ -365,4 +367,37 @@ pub async fn logs(config: &Config, args: LogsArgs, as_json: bool) -> anyhow::Res
     out.write_all(&text)?;
     out.flush()?;
     Ok(())
+}
+
+/// A worktree of its own for a worker by hand on a task without a run: detached at the repository's
+/// base, under the worktree root, so that what the agent commits moves no branch of anyone's.
+fn scratch_worktree(
+    config: &Config,
+    gid: &crate::domain::TaskGid,
+    repo: Option<&crate::config::Repo>,
+) -> anyhow::Result<PathBuf> {
+    let Some(repo) = repo else {
+        bail!(
+            "task {gid} has no run and no repository to make a scratch worktree of: pass --dir DIR to choose where the agent works (it may commit there)"
+        );
+    };
+    let repo_path = crate::config::expand_home(&repo.path);
+    // Not ending in `-<number>`: the runner's sweep takes such a name for a run's worktree.
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
+    let path = config.worktrees_root().join(format!("scratch-{gid}-{stamp}"));
+    std::fs::create_dir_all(config.worktrees_root()).context("creating the worktree root")?;
+    let making = || format!("making a scratch worktree of {} at {}", repo_path.display(), repo.base);
+    let sha = workspace::base_commit(&repo_path, &repo.base)
+        .with_context(making)?
+        .with_context(|| format!("{}: the base branch names no commit", making()))?;
+    workspace::add_detached(&repo_path, &path, &sha).with_context(making)?;
+    eprintln!(
+        "note: task {gid} has no run: the agent works in a scratch worktree, {} (detached at {}); \
+         remove it with `git -C {} worktree remove --force {}`",
+        path.display(),
+        repo.base,
+        repo_path.display(),
+        path.display()
+    );
+    Ok(path)
 }
