@@ -97,10 +97,11 @@ impl LocalForge {
         let last_head = run.head_sha.clone();
         let (head, merged, diff) = blocking(move || {
             let head = workspace::branch_head(&repo, &branch)?;
-            // A branch deleted after its last known head reached the base branch was merged with git.
-            let merged = match (&head, &last_head) {
-                (None, Some(sha)) => is_merged(&repo, sha, &base)?,
-                _ => false,
+            // Merged with git: the branch's head (or, once it was deleted, its last known head) is on the
+            // base branch. The branch need not be deleted: `git merge` alone leaves it in place.
+            let merged = match head.as_ref().or(last_head.as_ref()) {
+                Some(sha) => is_merged(&repo, sha, &base)?,
+                None => false,
             };
             // Only for a page to show: a base git cannot diff against leaves it unknown.
             let diff = match &head {
@@ -121,7 +122,7 @@ impl LocalForge {
             // A branch deleted by hand closes the pull request, unless its work is on the base branch.
             state: match (pr.state.as_str(), &head) {
                 ("merged", _) => PrState::Merged,
-                (_, None) if merged => PrState::Merged,
+                _ if merged => PrState::Merged,
                 ("closed", _) | (_, None) => PrState::Closed,
                 _ => PrState::Open,
             },

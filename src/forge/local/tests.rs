@@ -252,6 +252,16 @@ async fn a_deleted_branch_is_merged_when_its_work_reached_the_base_and_closed_ot
     );
 }
 
+/// Issue 33 item 10: `git merge` alone leaves the branch in place; the pull request used to stay "open
+/// (draft)", and a later comment sent a worker to commit on the merged branch.
+#[tokio::test]
+async fn a_branch_merged_with_git_and_left_in_place_is_merged() {
+    let f = fixture("[]").await;
+    let repo = f.dir.path().join("repo");
+    git(&repo, &["merge", "-q", "--no-ff", "-m", "merge feature", "feature"]);
+    assert_eq!(f.forge.snapshot(&f.run).await.unwrap().unwrap().state, PrState::Merged);
+}
+
 /// An agent's reply goes out once: recorded before the post, and found on the pull request (not posted
 /// again) when the attempt that posted it died before marking it posted.
 #[tokio::test]
