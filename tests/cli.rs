@@ -408,3 +408,20 @@ async fn status_shows_each_host_with_its_runners_leases_and_errors() {
         (Some(false), Some("stopped"))
     );
 }
+
+/// Issue 33 item 11: a task added without text, and a dashboard on a busy port, are refused with the fix.
+#[test]
+fn a_task_without_text_and_a_busy_port_are_refused_with_the_fix() {
+    let sb = Sandbox::new();
+    let out = sb.run(&["queue", "add", "--gid", "X-1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("--description"), "{}", text(&out.stderr));
+    assert!(!sb.ok(&["queue", "list"]).contains("X-1"), "an empty task was added");
+
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port().to_string();
+    let out = sb.run(&["serve", "--port", &port]);
+    let said = text(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("in use") && said.contains("--port") && said.contains("web.port"), "{said}");
+}

@@ -56,8 +56,12 @@ pub async fn run(flag: Option<&Path>, args: ServeArgs, as_json: bool) -> anyhow:
     let addr = address(&config, &args)?;
     let ctx = Context::open(flag).await?;
     let token = if ctx.config.web.token.is_empty() { new_token()? } else { ctx.config.web.token.clone() };
-    let listener =
-        tokio::net::TcpListener::bind(addr).await.with_context(|| format!("listening on {addr}"))?;
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| match e.kind() {
+        std::io::ErrorKind::AddrInUse => anyhow::anyhow!(
+            "listening on {addr}: the port is in use (another `executor serve`?); choose another with --port or web.port"
+        ),
+        _ => anyhow::Error::new(e).context(format!("listening on {addr}")),
+    })?;
     let local = listener.local_addr()?;
     let uses_github = ctx.config.repos.values().any(|r| r.forge == "github")
         || ctx.config.sources.iter().any(|s| s.kind == "github_issues");

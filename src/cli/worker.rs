@@ -93,7 +93,7 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
     };
     let store = &ctx.store;
     let Some(task) = store.find_task(&gid).await? else {
-        bail!("no task {gid} in the queue (add it with `executor queue add --gid {gid}`)");
+        bail!("no task {gid} in the queue (add it with `executor queue add --gid {gid} --description TEXT`)");
     };
     let run: Option<Run> = store
         .list_runs(&RunFilter { task_gid: Some(gid.clone()), ..Default::default() })

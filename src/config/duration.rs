@@ -35,7 +35,18 @@ impl std::str::FromStr for Duration {
 
 impl<'de> serde::Deserialize<'de> for Duration {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
+        /// A bare number is a common slip (`loop_interval = 60`): answered with the way to write it.
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Text(String),
+            Number(f64),
+        }
+        match Written::deserialize(d)? {
+            Written::Text(s) => s.parse().map_err(serde::de::Error::custom),
+            Written::Number(n) => Err(serde::de::Error::custom(format!(
+                "a duration is text with its unit: write \"{n}s\" for {n} seconds (or \"{n}m\", \"{n}h\")"
+            ))),
+        }
     }
 }

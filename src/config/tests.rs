@@ -257,3 +257,10 @@ fn a_tilde_in_an_agent_program_is_the_home_directory_for_every_reader() {
     let plain = Config::parse("[worker.claude]\nprogram = \"claude\"\n").unwrap();
     assert_eq!(plain.worker.claude.program, "claude");
 }
+
+/// Issue 33 item 11: `loop_interval = 60` said "expected a string" without showing how to write it.
+#[test]
+fn a_bare_number_for_a_duration_is_answered_with_how_to_write_it() {
+    let err = Config::parse("[runner]\nloop_interval = 60\n").unwrap_err();
+    assert!(err.contains("\"60s\"") && err.contains("loop_interval"), "{err}");
+}

@@ -76,6 +76,11 @@ fn check_runnable(config: &Config, which: &str, gid: &TaskGid, t: &NewTask) -> a
 fn tasks_to_add(args: AddArgs) -> anyhow::Result<tokio::sync::mpsc::Receiver<Batch>> {
     let (input, origin): (Box<dyn Read + Send>, String) = match (args.gid, args.from_json) {
         (Some(gid), _) => {
+            if args.description.is_none() {
+                bail!(UsageError(format!(
+                    "task {gid}: give --description TEXT too; a task needs text for the agent"
+                )));
+            }
             let task = NewTask {
                 task_gid: Some(parse_gid(&gid)?),
                 source: args.source,
