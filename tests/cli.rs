@@ -425,3 +425,15 @@ fn a_task_without_text_and_a_busy_port_are_refused_with_the_fix() {
     assert_ne!(out.status.code(), Some(0), "{said}");
     assert!(said.contains("in use") && said.contains("--port") && said.contains("web.port"), "{said}");
 }
+
+/// Issue 33 item 11: an SQLite path that cannot be made said "File exists (os error 17)" and no more.
+#[test]
+fn a_database_path_that_cannot_be_made_names_the_directory_and_the_fix() {
+    let sb = Sandbox::fresh();
+    std::fs::write(sb.path().join("afile"), "").unwrap();
+    sb.write_config(&format!("[database]\nurl = \"sqlite://{}/afile/x.db\"\n", sb.path().display()));
+    let out = sb.run(&["migrate"]);
+    let said = text(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains(&format!("{}/afile", sb.path().display())) && said.contains("data_dir"), "{said}");
+}

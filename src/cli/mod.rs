@@ -93,6 +93,7 @@ pub enum Command {
     },
     /// Skip a task (it will not be worked on); `queue requeue` brings it back for re-analysis.
     Skip {
+        /// The task's gid (`executor queue list` shows them).
         #[arg(value_name = "GID")]
         gid: String,
         /// Why, for the history.
@@ -121,7 +122,8 @@ pub enum Command {
     /// Drive runs until idle, then exit (cron restarts it): create runs for approved tasks, keep up to
     /// runner.max_workers agents busy, and take each pull request through CI, comments and review.
     Runner(runner::RunnerArgs),
-    /// Comment on a run's pull request (local forge). Workers reply with --as-agent --reply-to ID.
+    /// Comment on a run's pull request (on the local forge or GitHub). Workers reply with --as-agent
+    /// --reply-to ID.
     Comment(runner::CommentArgs),
     /// Run one worker by hand, in the foreground, outside the runner (to try agents and prompts).
     #[command(subcommand)]
@@ -157,8 +159,8 @@ pub enum Command {
     /// Print the cron entries as a macOS LaunchAgent or a systemd user timer instead.
     #[command(subcommand)]
     Service(ServiceCommand),
-    /// What the trackers were told (write-back): each message owed to a task's Asana task or GitHub
-    /// issue — the pull request opened, the run complete or abandoned — and whether it got there.
+    /// What the trackers were told (write-back): each message owed to a task's Asana task, Linear issue
+    /// or GitHub issue — the pull request opened, the run complete or abandoned — and whether it got there.
     ///
     /// The runner records a message before the step it tells of and delivers it on its ticks: retried
     /// with a back-off when the tracker fails, looked for in the tracker before a retry (a write that

@@ -70,11 +70,13 @@ pub enum QueueCommand {
     },
     /// Every field of a task, its analysis, its run and its full history.
     Show {
+        /// The task's gid (`executor queue list` shows them).
         #[arg(value_name = "GID")]
         gid: String,
     },
     /// Give an approved task whose run was abandoned a new run (the runner creates it, on a new branch).
     Retry {
+        /// The task's gid.
         #[arg(value_name = "GID")]
         gid: String,
         /// Why, for the history.
@@ -84,6 +86,7 @@ pub enum QueueCommand {
     /// Send a skipped task back to pending, for the analyzer to look at again (after every new task);
     /// a pending task whose analysis failed is tried afresh. `executor reanalyze` does this in bulk.
     Requeue {
+        /// The task's gid.
         #[arg(value_name = "GID")]
         gid: String,
         /// Why, for the history.

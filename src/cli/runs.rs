@@ -22,12 +22,14 @@ pub enum RunsCommand {
     },
     /// Every field of a run and its history.
     Show {
+        /// The run's id (`executor runs` lists them).
         #[arg(value_name = "RUN_ID")]
         id: i64,
     },
     /// Give up a run (queued, in_progress or pr): a runner stops its worker; the local pull request is
     /// closed. The task stays approved with this run recorded.
     Abandon {
+        /// The run's id (`executor runs` lists them).
         #[arg(value_name = "RUN_ID")]
         id: i64,
         /// Why, for the history.
@@ -36,6 +38,7 @@ pub enum RunsCommand {
     },
     /// Let a run stopped by its budget cap go on: `budget.per_run_usd` applies afresh from now.
     Resume {
+        /// The run's id (`executor runs` lists them).
         #[arg(value_name = "RUN_ID")]
         id: i64,
     },

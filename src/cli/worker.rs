@@ -36,7 +36,7 @@ pub struct RunArgs {
     /// The task to work on (it must be in the queue).
     #[arg(long, value_name = "GID")]
     task: String,
-    /// The prompt to use: queued, in_progress, fix_ci, fix_comments or pr_review.
+    /// The prompt to use: queued, in_progress, fix_ci, fix_comments, fix_conflicts or pr_review.
     #[arg(long, value_parser = parse_worker_kind)]
     kind: WorkerKind,
     /// Use this agent instead of worker.agent from the config.
@@ -329,9 +329,11 @@ fn print_outcome(o: &WorkerOutcome) {
 
 #[derive(Debug, Args)]
 pub struct LogsArgs {
+    /// The task whose work log to print.
     #[arg(value_name = "GID")]
     gid: String,
-    /// Only logs of this kind: queued, in_progress, fix_ci, fix_comments, pr_review or analyzer.
+    /// Only logs of this kind: queued, in_progress, fix_ci, fix_comments, fix_conflicts, pr_review or
+    /// analyzer.
     #[arg(long, value_parser = parse_prompt_kind)]
     kind: Option<PromptKind>,
     /// Keep printing what is appended until the worker's log is closed (or Ctrl-C).

@@ -50,7 +50,18 @@ impl Store {
 
     async fn open_sqlite(path: &Path) -> Result<Store> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| StoreError::Db(sqlx::Error::Io(e)))?;
+            // The io error alone ("File exists (os error 17)") names neither the directory nor the fix.
+            std::fs::create_dir_all(dir).map_err(|e| {
+                let said = std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "cannot create the database's directory {}: {e}; a file may be in the way, or set \
+                         [paths] data_dir (or database.url) to a directory you can write",
+                        dir.display()
+                    ),
+                );
+                StoreError::Db(sqlx::Error::Io(said))
+            })?;
         }
         let options = SqliteConnectOptions::new()
             .filename(path)
