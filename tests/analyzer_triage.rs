@@ -125,7 +125,7 @@ fn failed(o: TriageOutcome) -> String {
 
 fn blocked(o: TriageOutcome) -> String {
     match o {
-        TriageOutcome::Blocked(e) => e,
+        TriageOutcome::Blocked(b) => b.why,
         other => panic!("expected a block, got {other:?}"),
     }
 }

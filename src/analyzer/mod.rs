@@ -58,7 +58,7 @@ pub struct Summary {
     pub failed: u64,
     pub overtaken: u64,
     /// Why the pass stopped before the queue was empty (the daily budget, a stop signal), if it did.
-    pub blocked: Option<String>,
+    pub blocked: Option<triage::Blocked>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -162,7 +162,8 @@ impl Analyzer {
             exhausted = false;
         }
         if summary.blocked.is_none() && *stop.borrow() {
-            summary.blocked = Some("stopped by a signal".into());
+            summary.blocked =
+                Some(triage::Blocked { by: triage::BlockedBy::Stop, why: "stopped by a signal".into() });
         }
         Ok(summary)
     }
@@ -242,5 +243,5 @@ enum Done {
     Triaged,
     Failed,
     Overtaken,
-    Blocked(String),
+    Blocked(triage::Blocked),
 }

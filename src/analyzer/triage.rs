@@ -63,7 +63,30 @@ pub enum TriageOutcome {
     /// human: the daily budget is spent (`budget.per_day_usd`), or the stop signal came. Also when the
     /// budget ran out or the stop came during a run (that run's session records it), and when the
     /// database failed (nothing about the task could be recorded anyway).
-    Blocked(String),
+    Blocked(Blocked),
+}
+
+/// Why the analyzer stopped before the queue was empty: what stopped it, and the words for the human.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Blocked {
+    pub by: BlockedBy,
+    pub why: String,
+}
+
+/// What stopped the analyzer. Only a broken database is an error for cron (`analyzer` exits 1): the
+/// day's budget is spent until tomorrow or a human raises it, and a stop was asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockedBy {
+    Budget,
+    Stop,
+    Database,
+}
+
+impl Blocked {
+    fn by(by: BlockedBy, why: impl Into<String>) -> Blocked {
+        Blocked { by, why: why.into() }
+    }
 }
 
 /// What one agent run came to.
@@ -72,7 +95,7 @@ enum RunResult {
     /// The agent ran to its end without a usable answer: worth one more run, shown this error.
     Unusable(String),
     Failed(String),
-    Blocked(String),
+    Blocked(Blocked),
 }
 
 impl Triager {
@@ -99,11 +122,14 @@ impl Triager {
         let mut previous_error: Option<String> = None;
         for _ in 0..MAX_RUNS {
             if *stop.borrow() {
-                return TriageOutcome::Blocked("stopped: the analyzer was asked to stop".into());
+                return TriageOutcome::Blocked(Blocked::by(
+                    BlockedBy::Stop,
+                    "stopped: the analyzer was asked to stop",
+                ));
             }
             let budget = match self.budget().await {
                 Ok(Ok(usd)) => usd,
-                Ok(Err(why)) => return TriageOutcome::Blocked(why),
+                Ok(Err(why)) => return TriageOutcome::Blocked(Blocked::by(BlockedBy::Budget, why)),
                 Err(e) => return TriageOutcome::Blocked(database(&e)),
             };
             let place = Place { task, notes, repo_name, repo, budget };
@@ -217,7 +243,9 @@ impl Triager {
                 let msg = format!("the analysis agent could not start: {e}");
                 self.end(session, EndReason::FailedToStart, &msg).await;
                 return match e {
-                    WorkerError::Agent(AgentError::NoBudgetLeft(_)) => RunResult::Blocked(msg),
+                    WorkerError::Agent(AgentError::NoBudgetLeft(_)) => {
+                        RunResult::Blocked(Blocked::by(BlockedBy::Budget, msg))
+                    }
                     _ => RunResult::Failed(msg),
                 };
             }
@@ -242,7 +270,8 @@ impl Triager {
             output_tokens: tokens(outcome.tokens.output.max(last.output_tokens)),
             result_error: match &result {
                 RunResult::Answer(_) => None,
-                RunResult::Unusable(e) | RunResult::Failed(e) | RunResult::Blocked(e) => Some(e.clone()),
+                RunResult::Unusable(e) | RunResult::Failed(e) => Some(e.clone()),
+                RunResult::Blocked(b) => Some(b.why.clone()),
             },
         };
         match self.store.end_analysis_session(session, &end).await {
@@ -412,11 +441,14 @@ fn judge(o: &WorkerOutcome, config: &Config, budget: f64) -> RunResult {
             "the analysis agent ran past {} (analyzer.hard_timeout) and was stopped",
             config.analyzer.hard_timeout
         )),
-        EndReason::Interrupted => RunResult::Blocked("stopped: the analysis was interrupted".into()),
+        EndReason::Interrupted => {
+            RunResult::Blocked(Blocked::by(BlockedBy::Stop, "stopped: the analysis was interrupted"))
+        }
         // Its cap was the day's remainder or, when that was larger, `budget.per_run_usd`: only the
         // first stops the analyzer; the second is this task's failure.
-        EndReason::BudgetExceeded if budget < config.budget.per_run_usd => RunResult::Blocked(format!(
-            "the analysis stopped at the ${budget:.4} left of today's budget (budget.per_day_usd)"
+        EndReason::BudgetExceeded if budget < config.budget.per_run_usd => RunResult::Blocked(Blocked::by(
+            BlockedBy::Budget,
+            format!("the analysis stopped at the ${budget:.4} left of today's budget (budget.per_day_usd)"),
         )),
         EndReason::BudgetExceeded => RunResult::Failed(format!(
             "the analysis stopped at its cap of ${budget:.4} (budget.per_run_usd) without an answer"
@@ -482,6 +514,6 @@ fn tokens(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-fn database(e: &StoreError) -> String {
-    format!("the database failed: {e}")
+fn database(e: &StoreError) -> Blocked {
+    Blocked::by(BlockedBy::Database, format!("the database failed: {e}"))
 }

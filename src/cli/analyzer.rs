@@ -4,6 +4,8 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 
 use anyhow::bail;
+
+use crate::analyzer::triage::BlockedBy;
 use clap::Args;
 
 use super::Context;
@@ -62,8 +64,15 @@ pub async fn analyzer(ctx: &Context, args: AnalyzerArgs, as_json: bool) -> anyho
     } else {
         println!("{}", summary_line(&summary));
     }
-    if let Some(why) = &summary.blocked {
-        bail!("the analyzer stopped before the queue was empty: {why}");
+    if let Some(blocked) = &summary.blocked {
+        let why = &blocked.why;
+        match blocked.by {
+            // Only time or a human ends it: no error for cron (`status` and each task say it).
+            BlockedBy::Budget => eprintln!("the analyzer waits: {why}"),
+            BlockedBy::Stop | BlockedBy::Database => {
+                bail!("the analyzer stopped before the queue was empty: {why}")
+            }
+        }
     }
     if summary.failed > 0 || !intake_failed.is_empty() {
         // Cron reads the exit status: failures are recorded on each task (`queue show`), and said here.
