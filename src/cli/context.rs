@@ -41,7 +41,7 @@ impl Context {
         // that cron jobs keep working across an upgrade.
         let migrated = store.migrate().await?;
         if !migrated.applied.is_empty() && migrated.from > 0 {
-            eprintln!(
+            say_err!(
                 "note: migrated the database {} from schema {} to {}",
                 redact_url(&url),
                 migrated.from,
@@ -66,4 +66,9 @@ pub fn load_config(flag: Option<&Path>) -> anyhow::Result<Config> {
         }
         ConfigSource::Defaults => Ok(Config::default()),
     }
+    .inspect(|config| {
+        // What this command prints, and the names it makes from outside text, are redacted with the
+        // config's secrets (`output::shown`, a branch's slug).
+        crate::redact::remember(&crate::redact::Redactor::from_config(config));
+    })
 }
