@@ -18,33 +18,34 @@ use regex::{Regex, RegexSet};
 use super::REDACTED;
 
 /// The AWS access key id prefixes (gitleaks' aws-access-token).
-const AWS_ID: &str = r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b";
+const AWS_ID: &str = r"(?-u:\b)(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}(?-u:\b)";
 
 fn rules() -> Vec<String> {
     let rules = [
         // A private key block, to its END line, or to the end of the text when the END is not in it.
-        r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?:[A-Za-z0-9+/=\s:,.\\-]*?-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s:,.\\]*)",
+        // Inside JSON text its newlines are `\n` escapes: those are part of it, never a lone `\`.
+        r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?:(?:[A-Za-z0-9+/=\s:,.-]|\\[nrt])*?-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|(?:[A-Za-z0-9+/=\s:,.]|\\[nrt])*)",
         r"gh[pousr]_[A-Za-z0-9]{20,}",
         r"github_pat_[A-Za-z0-9_]{22,}",
         r"glpat-[A-Za-z0-9_-]{20,}",
         // An access key id with the 40-character secret that follows it (within a few lines).
         &format!(
-            r"(?s)(?P<secret>{AWS_ID}).{{0,120}}?[^A-Za-z0-9/+](?P<secret2>[A-Za-z0-9/+]{{40}})(?:[^A-Za-z0-9/+=]|$)"
+            r"(?P<secret>{AWS_ID})[ -~\t\r\n]{{0,120}}?[^A-Za-z0-9/+](?P<secret2>[A-Za-z0-9/+]{{40}})(?:[^A-Za-z0-9/+=]|$)"
         ),
         AWS_ID,
         r#"(?i)aws_?secret_?(?:access_?)?key["']?\s*[:=]\s*["']?(?P<secret>[A-Za-z0-9/+]{40})"#,
         r"xox[abeoprs]-[0-9A-Za-z-]{10,}",
         r"hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9+/_-]{20,}",
-        r#"(?i)\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|bot|digest)\s+)?(?P<secret>[A-Za-z0-9._~+/=-]{8,})"#,
-        r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{20,})",
+        r#"(?i)(?-u:\b)(?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|bot|digest)\s+)?(?P<secret>[A-Za-z0-9._~+/=-]{8,})"#,
+        r"(?i)(?-u:\b)bearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{20,})",
         // A URL's password: `https://x-access-token:TOKEN@github.com`, `postgres://u:PASSWORD@db`.
-        r"(?i)\b[a-z][a-z0-9+.-]{1,20}://[^/\s:@]{1,100}:(?P<secret>[^/\s@]+)@",
+        r#"(?i)(?-u:\b)[a-z][a-z0-9+.-]{1,20}://[^/\s:@"'\\]{1,100}:(?P<secret>[^/\s@"'\\]+)@"#,
         r"sk-ant-[A-Za-z0-9_-]{20,}",
-        r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}",
-        r"\bsk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}",
+        r"(?-u:\b)sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}",
+        r"(?-u:\b)sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}",
         r"AIza[0-9A-Za-z_-]{35}",
-        r"\b[rs]k_live_[0-9A-Za-z]{20,}",
-        r"\bnpm_[A-Za-z0-9]{36}",
+        r"(?-u:\b)[rs]k_live_[0-9A-Za-z]{20,}",
+        r"(?-u:\b)npm_[A-Za-z0-9]{36}",
     ];
     rules.iter().map(|r| r.to_string()).collect()
 }
