@@ -41,18 +41,16 @@ fn base64_core(engine: &base64::engine::GeneralPurpose, value: &[u8], offset: us
     encoded.get(first..end).unwrap_or_default().to_string()
 }
 
-/// What the dashboard's auto-escaping makes of `text` (minijinja's HTML escaping).
+/// What the dashboard's auto-escaping (minijinja's HTML escaping) makes of each character it changes.
+const HTML_ESCAPES: [(char, &str); 6] =
+    [('&', "&amp;"), ('<', "&lt;"), ('>', "&gt;"), ('"', "&quot;"), ('\'', "&#x27;"), ('/', "&#x2f;")];
+
 fn html_escaped(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#x27;"),
-            '/' => out.push_str("&#x2f;"),
-            c => out.push(c),
+        match HTML_ESCAPES.iter().find(|(from, _)| *from == c) {
+            Some((_, to)) => out.push_str(to),
+            None => out.push(c),
         }
     }
     out
