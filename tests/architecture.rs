@@ -20,7 +20,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("linear", &[]),
     ("redact", &["config"]),
     ("store", &["domain"]),
-    ("workspace", &["domain"]),
+    ("workspace", &["domain", "redact"]),
     ("instance_lock", &[]),
     ("schedule", &[]),
     ("budget", &["config", "domain", "store"]),

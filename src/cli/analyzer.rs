@@ -27,7 +27,7 @@ pub async fn analyzer(ctx: &Context, args: AnalyzerArgs, as_json: bool) -> anyho
     let _lock = match InstanceLock::acquire(&ctx.config.data_dir(), "analyzer") {
         Ok(lock) => lock,
         Err(e @ LockError::Held { .. }) => {
-            println!("{e}");
+            say!("{e}");
             return Ok(());
         }
         Err(e) => return Err(e.into()),
@@ -62,13 +62,13 @@ pub async fn analyzer(ctx: &Context, args: AnalyzerArgs, as_json: bool) -> anyho
     if as_json {
         json(&serde_json::json!({ "intake": intake, "summary": &summary, "events": printer.events }))?;
     } else {
-        println!("{}", summary_line(&summary));
+        say!("{}", summary_line(&summary));
     }
     if let Some(blocked) = &summary.blocked {
         let why = &blocked.why;
         match blocked.by {
             // Only time or a human ends it: no error for cron (`status` and each task say it).
-            BlockedBy::Budget => eprintln!("the analyzer waits: {why}"),
+            BlockedBy::Budget => say_err!("the analyzer waits: {why}"),
             BlockedBy::Stop | BlockedBy::Database => {
                 bail!("the analyzer stopped before the queue was empty: {why}")
             }
@@ -105,7 +105,7 @@ impl Printer {
             Progress::Started { task_gid, title, pending } => {
                 // Only a terminal gets the "now analyzing" line; a log gets outcomes only.
                 if self.terminal {
-                    println!("… {task_gid} {title:?}: analyzing ({pending} pending)");
+                    say!("… {task_gid} {title:?}: analyzing ({pending} pending)");
                 }
                 return;
             }
@@ -132,7 +132,7 @@ impl Printer {
             }
         };
         self.done += 1;
-        println!("[{}] {line}", self.done);
+        say!("[{}] {line}", self.done);
     }
 }
 

@@ -41,7 +41,7 @@ impl Context {
         // that cron jobs keep working across an upgrade.
         let migrated = store.migrate().await?;
         if !migrated.applied.is_empty() && migrated.from > 0 {
-            eprintln!(
+            say_err!(
                 "note: migrated the database {} from schema {} to {}",
                 redact_url(&url),
                 migrated.from,
@@ -69,11 +69,16 @@ pub fn load_config(flag: Option<&Path>) -> anyhow::Result<Config> {
             // silently not used, against the same default database.
             let user =
                 crate::config::user_config_path().map(|p| format!(", {}", p.display())).unwrap_or_default();
-            eprintln!(
+            say_err!(
                 "note: no config file found (--config, $EXECUTOR_CONFIG, ./executor.toml{user}): \
                  using the built-in defaults; `executor init` writes one"
             );
             Ok(Config::default())
         }
     }
+    .inspect(|config| {
+        // What this command prints, and the names it makes from outside text, are redacted with the
+        // config's secrets (`output::shown`, a branch's slug).
+        crate::redact::remember(&crate::redact::Redactor::from_config(config));
+    })
 }

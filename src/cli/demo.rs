@@ -62,12 +62,12 @@ async fn triage(ctx: &Context) -> anyhow::Result<()> {
         use crate::analyzer::Progress;
         match event {
             Progress::Filtered { task_gid, rule, why } => {
-                println!("  {task_gid}: skipped by filter {rule} ({why})")
+                say!("  {task_gid}: skipped by filter {rule} ({why})")
             }
             Progress::Triaged { task_gid, status, priority, summary } => {
-                println!("  {task_gid}: triaged {status}, priority {priority}: {summary}")
+                say!("  {task_gid}: triaged {status}, priority {priority}: {summary}")
             }
-            Progress::Failed { task_gid, error, .. } => println!("  {task_gid}: analysis failed: {error}"),
+            Progress::Failed { task_gid, error, .. } => say!("  {task_gid}: analysis failed: {error}"),
             Progress::Started { .. } | Progress::Overtaken { .. } => {}
         }
     }
@@ -76,7 +76,7 @@ async fn triage(ctx: &Context) -> anyhow::Result<()> {
 }
 
 fn step(text: &str) {
-    println!("\n==> {text}");
+    say!("\n==> {text}");
 }
 
 pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
@@ -123,7 +123,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             reviewer = toml::Value::String(REVIEWER.into()),
         ),
     )?;
-    println!("config: {}", config_path.display());
+    say!("config: {}", config_path.display());
 
     let ctx = Context::open(Some(&config_path)).await?;
     let store = &ctx.store;
@@ -144,7 +144,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         bail!("the demo's triage left {gid} {} ({:?})", triaged.status, triaged.analysis_error);
     }
     for c in &triaged.acceptance_criteria {
-        println!("  acceptance criterion for the review: {c}");
+        say!("  acceptance criterion for the review: {c}");
     }
     step("You approve DEMO-1 (the human's go: `executor approve DEMO-1`)");
     store.set_task_status(&gid, QueueStatus::Approved, Actor::Cli, Some("demo: approved")).await?;
@@ -167,7 +167,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         };
         narrator.catch_up(store, &gid).await?;
         if report.errors > 0 {
-            println!("  the runner met errors: {}", report.failures.join("; "));
+            say!("  the runner met errors: {}", report.failures.join("; "));
         }
         let run_id = store.task(&gid).await?.executor_run_id.context("the runner created no run")?;
         let run = store.run(run_id).await?;
@@ -178,7 +178,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         if run.state == RunState::Pr && !commented {
             let pr = store.local_pr_for_run(run.id).await?.context("a run in pr has a pull request")?;
             let body = "Please note in the repository what you changed.";
-            println!("  (you review {} and comment)", crate::forge::local::pr_url("demo", pr.id));
+            say!("  (you review {} and comment)", crate::forge::local::pr_url("demo", pr.id));
             store
                 .add_local_comment(pr.id, &NewComment { author: REVIEWER, body, ..Default::default() })
                 .await?;
@@ -191,9 +191,9 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     step("Summary");
     let sessions = store.worker_sessions(run.id).await?;
     let pr = store.local_pr_for_run(run.id).await?;
-    println!("  {:<8} {:<10} WHAT BECAME OF IT", "TASK", "STATUS");
-    println!("  {:<8} {:<10} skipped by the filter figma_link, no model call", design.as_str(), "skip");
-    println!(
+    say!("  {:<8} {:<10} WHAT BECAME OF IT", "TASK", "STATUS");
+    say!("  {:<8} {:<10} skipped by the filter figma_link, no model call", design.as_str(), "skip");
+    say!(
         "  {:<8} {:<10} run #{} {} — {} workers ({}), pull request {}",
         gid.as_str(),
         store.task(&gid).await?.status.as_str(),
@@ -206,20 +206,20 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let config_arg = config_path.display().to_string();
     ctx.store.close().await;
     if keep {
-        println!(
+        say!(
             "
 Look further (the demo's directory is kept):"
         );
-        println!("  executor --config {config_arg} runs show {}     # the PR, CI, comments, notices", run.id);
-        println!("  executor --config {config_arg} events DEMO-1   # the audit trail");
-        println!("  executor --config {config_arg} logs DEMO-1     # the newest work log");
+        say!("  executor --config {config_arg} runs show {}     # the PR, CI, comments, notices", run.id);
+        say!("  executor --config {config_arg} events DEMO-1   # the audit trail");
+        say!("  executor --config {config_arg} logs DEMO-1     # the newest work log");
     } else {
         std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
-        println!(
+        say!(
             "
 The demo's directory was removed. To keep it and look further (`runs show`, `events`,"
         );
-        println!("`logs`), run `executor demo --dir ./executor-demo`.");
+        say!("`logs`), run `executor demo --dir ./executor-demo`.");
     }
     Ok(())
 }

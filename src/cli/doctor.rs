@@ -1,6 +1,7 @@
 //! `executor doctor`: checks a setup and says, for each problem, the one thing to do about it. Writes
 //! nothing: a missing database is reported, never created.
 
+mod redaction;
 mod webhooks;
 
 use std::path::Path;
@@ -94,6 +95,7 @@ pub async fn run(config_flag: Option<&Path>, as_json: bool) -> anyhow::Result<()
         checks.extend(agent_checks(config));
         checks.push(sandbox_check(config));
         checks.extend(token_checks(config));
+        checks.push(redaction::redaction_check(config));
         checks.extend(writeback_checks(config).await);
         checks.extend(webhooks::webhook_checks(config).await);
         checks.push(cron_check());
@@ -111,9 +113,9 @@ pub async fn run(config_flag: Option<&Path>, as_json: bool) -> anyhow::Result<()
                 Outcome::Warn => "!",
                 Outcome::Fail => "✗",
             };
-            println!("{mark} {:<14} {}", c.name, c.detail);
+            say!("{mark} {:<14} {}", c.name, c.detail);
             if let Some(fix) = &c.fix {
-                println!("  {:<14} → {fix}", "");
+                say!("  {:<14} → {fix}", "");
             }
         }
     }

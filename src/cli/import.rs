@@ -100,43 +100,43 @@ pub async fn run(ctx: &Context, args: ImportArgs, as_json: bool) -> anyhow::Resu
 
 fn print_report(r: &ImportReport, origin: &str) {
     if r.dry_run {
-        println!("Plan for importing {origin} (dry run: nothing written)");
+        say!("Plan for importing {origin} (dry run: nothing written)");
     } else {
-        println!("Imported {origin}");
+        say!("Imported {origin}");
     }
     let counts = |c: &TableCounts| {
         format!("{} added, {} updated, {} unchanged, {} refused", c.added, c.updated, c.unchanged, c.refused)
     };
-    println!("  executor_queue: {}", counts(&r.executor_queue));
-    println!("  executor_runs:  {}", counts(&r.executor_runs));
+    say!("  executor_queue: {}", counts(&r.executor_queue));
+    say!("  executor_runs:  {}", counts(&r.executor_runs));
     if !r.refused.is_empty() {
-        println!("Refused:");
+        say!("Refused:");
         for refusal in &r.refused {
-            println!("  {refusal}");
+            say!("  {refusal}");
         }
     }
     let mapping = |title: &str, m: &std::collections::BTreeMap<String, usize>| {
         if !m.is_empty() {
-            println!("{title}:");
+            say!("{title}:");
             for (pair, n) in m {
-                println!("  {pair}: {n}");
+                say!("  {pair}: {n}");
             }
         }
     };
     mapping("Status mapping (v1 → executor)", &r.status_mapping);
     mapping("State mapping (v1 → executor)", &r.state_mapping);
     if !r.kept_status.is_empty() {
-        println!("Kept (already triaged in executor):");
+        say!("Kept (already triaged in executor):");
         for line in &r.kept_status {
-            println!("  {line}");
+            say!("  {line}");
         }
     }
-    println!("Kept from v1:");
+    say!("Kept from v1:");
     for line in &r.kept_from_v1 {
-        println!("  {line}");
+        say!("  {line}");
     }
-    println!("Not imported:");
+    say!("Not imported:");
     for line in &r.not_imported {
-        println!("  {line}");
+        say!("  {line}");
     }
 }

@@ -29,7 +29,7 @@ pub async fn run(config_flag: Option<&Path>, args: InitArgs, as_json: bool) -> a
     }
     if existed && !args.force {
         // An existing config is kept: init still makes sure the database exists and is migrated.
-        eprintln!("note: {} exists and is kept (use --force to overwrite it)", path.display());
+        say_err!("note: {} exists and is kept (use --force to overwrite it)", path.display());
     } else {
         let text = match &args.data_dir {
             Some(dir) => {
@@ -62,26 +62,24 @@ pub async fn run(config_flag: Option<&Path>, args: InitArgs, as_json: bool) -> a
             "schema_version": report.to,
         }));
     }
-    println!("config:    {}{}", config_path.display(), if existed && !args.force { " (kept)" } else { "" });
-    println!("data dir:  {}", data_dir.display());
-    println!("database:  {} (schema version {})", redact_url(&url), report.to);
-    println!();
-    println!(
-        "Next: add a repository under [repos] in the config, check the setup with `executor doctor`, then"
-    );
-    println!(
+    say!("config:    {}{}", config_path.display(), if existed && !args.force { " (kept)" } else { "" });
+    say!("data dir:  {}", data_dir.display());
+    say!("database:  {} (schema version {})", redact_url(&url), report.to);
+    say!();
+    say!("Next: add a repository under [repos] in the config, check the setup with `executor doctor`, then");
+    say!(
         "  executor queue add --gid 1 --description \"…\"   # queue a task (or add [[sources]]: executor intake)"
     );
-    println!(
+    say!(
         "  executor analyzer                               # triage it with the agent (or approve --skip-triage)"
     );
-    println!("  executor approve 1                              # say go");
-    println!("  executor runner                                 # run the agent on what is approved");
-    println!("  executor status                                 # see where things stand");
-    println!("  executor serve                                  # the dashboard, on 127.0.0.1");
-    println!("  executor cron install                           # keep runner and analyzer going from cron");
-    println!();
-    println!("{}", how_it_is_found(&config_path, config_flag.is_some()));
+    say!("  executor approve 1                              # say go");
+    say!("  executor runner                                 # run the agent on what is approved");
+    say!("  executor status                                 # see where things stand");
+    say!("  executor serve                                  # the dashboard, on 127.0.0.1");
+    say!("  executor cron install                           # keep runner and analyzer going from cron");
+    say!();
+    say!("{}", how_it_is_found(&config_path, config_flag.is_some()));
     Ok(())
 }
 

@@ -31,7 +31,7 @@ pub async fn run(ctx: &Context, args: IntakeArgs, as_json: bool) -> anyhow::Resu
     let config = &ctx.config;
     if config.sources.is_empty() && args.source.is_none() && !as_json {
         let file = config.source.as_ref().map_or("executor.toml".into(), |p| p.display().to_string());
-        println!(
+        say!(
             "no task sources are configured: add a [[sources]] table to {file} (kind = \"asana\", \
              \"github_issues\", \"linear\" or \"file\"; the config's comments show each), then run `executor intake` \
              again. Until then, `executor queue add` takes tasks in by hand."
@@ -80,7 +80,7 @@ pub(super) async fn fetch(ctx: &Context, only: Option<&str>, full: bool) -> anyh
 
 /// One line per source, and what needs a human.
 pub(super) fn print(report: &IntakeReport) -> std::io::Result<()> {
-    let mut out = std::io::BufWriter::new(std::io::stdout());
+    let mut out = super::output::Shown::new(std::io::BufWriter::new(std::io::stdout()));
     for source in &report.sources {
         write_source(&mut out, source)?;
     }

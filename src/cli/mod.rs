@@ -1,6 +1,8 @@
 //! The command-line surface. Architecture invariant: only `cli` (and later `web`) print; the library
 //! below returns values and errors.
 
+#[macro_use]
+mod output;
 mod analyzer;
 mod context;
 mod demo;
@@ -8,7 +10,6 @@ mod doctor;
 mod import;
 mod init;
 mod intake;
-mod output;
 mod parse;
 mod prompts;
 mod queue;
@@ -189,14 +190,14 @@ pub fn main() -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            say_err!("error: cannot start the async runtime: {e}");
             return ExitCode::from(1);
         }
     };
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            say_err!("error: {e:#}");
             if e.downcast_ref::<UsageError>().is_some() { ExitCode::from(2) } else { ExitCode::from(1) }
         }
     }

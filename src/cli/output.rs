@@ -1,4 +1,9 @@
 //! Human output: aligned tables, relative times. Machine output: JSON.
+//!
+//! Everything printed passes [`shown`] (human output) or [`redacted`] (JSON): the secrets this process
+//! knows and secrets of well-known shapes are replaced as the dashboard replaces them, and human output
+//! shows terminal and bidirectional controls from outside text as codes (`[U+001B]`). JSON stays exact
+//! but for redaction: its strings escape controls already.
 
 use std::io::Write;
 
@@ -6,10 +11,79 @@ use chrono::{DateTime, Utc};
 
 use crate::store::Event;
 
+/// Prints one line of human output through [`shown`].
+macro_rules! say {
+    () => {
+        println!()
+    };
+    ($($arg:tt)*) => {
+        println!("{}", $crate::cli::output::shown(&format!($($arg)*)))
+    };
+}
+
+/// [`say`] to standard error.
+macro_rules! say_err {
+    ($($arg:tt)*) => {
+        eprintln!("{}", $crate::cli::output::shown(&format!($($arg)*)))
+    };
+}
+
+/// `text` with secrets replaced (see [`crate::redact::process`]).
+pub fn redacted(text: &str) -> String {
+    crate::redact::process().redact(text)
+}
+
+/// `text` as human output may show it: secrets replaced, terminal and bidirectional controls written
+/// out, newlines and tabs kept.
+pub fn shown(text: &str) -> String {
+    crate::redact::visible(&redacted(text)).into_owned()
+}
+
+/// A writer that passes each whole line through [`shown`] on its way to `out` (a line is redacted
+/// whole: a secret is never split between two writes). What is left of a last line without a newline
+/// is written when the writer is dropped.
+pub struct Shown<W: Write> {
+    out: W,
+    line: Vec<u8>,
+}
+
+impl<W: Write> Shown<W> {
+    pub fn new(out: W) -> Self {
+        Shown { out, line: Vec::new() }
+    }
+}
+
+impl<W: Write> Write for Shown<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.line.extend_from_slice(buf);
+        if let Some(last) = self.line.iter().rposition(|&b| b == b'\n') {
+            let rest = self.line.split_off(last + 1);
+            let whole = std::mem::replace(&mut self.line, rest);
+            self.out.write_all(shown(&String::from_utf8_lossy(&whole)).as_bytes())?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+impl<W: Write> Drop for Shown<W> {
+    fn drop(&mut self) {
+        if !self.line.is_empty() {
+            let _ = self.out.write_all(shown(&String::from_utf8_lossy(&self.line)).as_bytes());
+        }
+        let _ = self.out.flush();
+    }
+}
+
 /// Prints rows as a table whose columns line up, headers first.
 pub fn table(headers: &[&str], rows: &[Vec<String>]) {
+    // Cells are made visible before they are measured, so a code's width counts.
+    let rows: Vec<Vec<String>> = rows.iter().map(|row| row.iter().map(|c| shown(c)).collect()).collect();
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
+    for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
@@ -27,7 +101,7 @@ pub fn table(headers: &[&str], rows: &[Vec<String>]) {
         println!("{}", out.trim_end());
     };
     line(headers.to_vec());
-    for row in rows {
+    for row in &rows {
         line(row.iter().map(String::as_str).collect());
     }
 }
@@ -89,7 +163,7 @@ pub fn money_long(usd: f64, estimated: bool) -> String {
 }
 
 pub fn json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    println!("{}", redacted(&serde_json::to_string_pretty(value)?));
     Ok(())
 }
 
@@ -105,7 +179,7 @@ impl<W: Write> JsonArray<W> {
     }
 
     pub fn push(&mut self, value: &impl serde::Serialize) -> anyhow::Result<()> {
-        let text = serde_json::to_string_pretty(value)?;
+        let text = redacted(&serde_json::to_string_pretty(value)?);
         self.out.write_all(if self.empty { b"[\n" } else { b",\n" })?;
         self.empty = false;
         // A JSON string never holds a raw newline: indenting every line indents the element.

@@ -48,9 +48,9 @@ fn export(dir: &std::path::Path, force: bool, as_json: bool) -> anyhow::Result<(
             Exported::Unchanged => "kept (already the default)",
             Exported::Kept => "kept (edited; --force replaces it)",
         };
-        println!("{what:<36}{}", path.display());
+        say!("{what:<36}{}", path.display());
     }
-    println!(
+    say!(
         "\nTo use them, name the directory in executor.toml:\n\n  [worker]\n  prompts_dir = {:?}\n\n\
          A template missing from the directory falls back to the embedded default; \
          `executor prompts check` renders them all.",

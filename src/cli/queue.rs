@@ -152,7 +152,7 @@ pub async fn run(ctx: &Context, command: QueueCommand, as_json: bool) -> anyhow:
             if as_json {
                 return json(&task);
             }
-            println!("{gid}: the runner will start a new run on its next tick");
+            say!("{gid}: the runner will start a new run on its next tick");
             Ok(())
         }
         QueueCommand::Requeue { gid, reason } => {
@@ -165,12 +165,9 @@ pub async fn run(ctx: &Context, command: QueueCommand, as_json: bool) -> anyhow:
                 return json(&task);
             }
             if from == QueueStatus::Skip {
-                println!("{gid}: skip → pending (analysis round {})", task.analysis_round);
+                say!("{gid}: skip → pending (analysis round {})", task.analysis_round);
             } else {
-                println!(
-                    "{gid}: its given-up analysis starts afresh (analysis round {})",
-                    task.analysis_round
-                );
+                say!("{gid}: its given-up analysis starts afresh (analysis round {})", task.analysis_round);
             }
             Ok(())
         }
@@ -213,7 +210,7 @@ async fn list(ctx: &Context, mut filter: TaskFilter, as_json: bool) -> anyhow::R
         })
         .await?;
     if rows.is_empty() && filter.offset.unwrap_or(0) == 0 {
-        println!(
+        say!(
             "no tasks{}",
             if filter.narrows() { " match" } else { " yet: add one with `executor queue add`" }
         );
@@ -224,7 +221,7 @@ async fn list(ctx: &Context, mut filter: TaskFilter, as_json: bool) -> anyhow::R
         let listed = filter.offset.unwrap_or(0) + rows.len() as i64;
         let more = ctx.store.count_tasks(&filter).await? - listed;
         if more > 0 {
-            println!("… {more} more; use --limit N and --offset {listed} to see them");
+            say!("… {more} more; use --limit N and --offset {listed} to see them");
         }
     }
     Ok(())
@@ -239,16 +236,16 @@ pub async fn approve(ctx: &Context, gids: &[String], skip_triage: bool, as_json:
             Ok(done) => {
                 if !as_json {
                     if done.revision_approved {
-                        println!("approved the revision of {gid}: it is now the text agents are told");
+                        say!("approved the revision of {gid}: it is now the text agents are told");
                     } else {
-                        println!("approved {gid}");
+                        say!("approved {gid}");
                     }
                 }
                 results.push(done.result_json());
             }
             Err(e) => {
                 failed += 1;
-                eprintln!("error: {gid}: {e:#}");
+                say_err!("error: {gid}: {e:#}");
                 results.push(serde_json::json!({ "gid": gid, "ok": false, "error": e.to_string() }));
             }
         }
@@ -272,6 +269,6 @@ pub async fn skip(ctx: &Context, gid: &str, reason: &str, as_json: bool) -> anyh
     if as_json {
         return json(&task);
     }
-    println!("skipped {gid}: {reason}");
+    say!("skipped {gid}: {reason}");
     Ok(())
 }

@@ -73,29 +73,29 @@ pub async fn run(ctx: &Context, args: ReanalyzeArgs, as_json: bool) -> anyhow::R
 
 fn print_report(r: &Report) {
     if r.human_skips_kept > 0 {
-        println!(
+        say!(
             "{} skipped by a human left as they are (--rule human looks at them)\n",
             tasks(r.human_skips_kept)
         );
     }
     if r.examined == 0 {
         let what = if r.looked_at == "failed" { "pending tasks given up on" } else { "skipped tasks" };
-        println!("no {what} match");
+        say!("no {what} match");
         return;
     }
     let what = if r.looked_at == "failed" { "given-up pending" } else { "skipped" };
     let noun = if r.examined == 1 { "task" } else { "tasks" };
-    println!("{} {what} {noun} looked at\n", r.examined);
+    say!("{} {what} {noun} looked at\n", r.examined);
     print_counts("SOURCE", &r.by_source);
-    println!();
+    say!();
     print_counts("SKIPPED BEFORE BY", &r.by_rule);
-    println!();
+    say!();
     if r.dry_run {
-        println!("dry run: {} would be sent back to pending", tasks(r.totals.would_pass));
+        say!("dry run: {} would be sent back to pending", tasks(r.totals.would_pass));
     } else {
-        println!("{} sent back to pending", tasks(r.sent_back));
+        say!("{} sent back to pending", tasks(r.sent_back));
         if r.sent_back < r.totals.would_pass {
-            println!(
+            say!(
                 "({} passed but had changed meanwhile and were left as they are)",
                 r.totals.would_pass - r.sent_back
             );

@@ -28,13 +28,13 @@ pub async fn runner(ctx: Context, args: RunnerArgs, as_json: bool) -> anyhow::Re
     let _lock = match InstanceLock::acquire(&ctx.config.data_dir(), "runner") {
         Ok(lock) => lock,
         Err(e @ LockError::Held { .. }) => {
-            println!("{e}");
+            say!("{e}");
             return Ok(());
         }
         Err(e) => return Err(e.into()),
     };
     if ctx.config.repos.is_empty() {
-        eprintln!("note: no [repos.NAME] in the config: runs cannot get a worktree until one is added");
+        say_err!("note: no [repos.NAME] in the config: runs cannot get a worktree until one is added");
     }
     let shutdown = shutdown_on_signals();
     let mut runner = Runner::new(ctx.config.clone(), ctx.store.clone())?;
@@ -43,15 +43,18 @@ pub async fn runner(ctx: Context, args: RunnerArgs, as_json: bool) -> anyhow::Re
     if as_json {
         json(&report)?;
     } else {
-        println!(
+        say!(
             "runner idle: {} runs created, {} steps taken, {} errors over {} active runs",
-            report.runs_created, report.actions, report.errors, report.runs_seen
+            report.runs_created,
+            report.actions,
+            report.errors,
+            report.runs_seen
         );
     }
     if !report.throttled.is_empty() {
         // Not an error: cron's next start after the limit resets goes on, and a cron that mails on a
         // failing exit must not mail every time GitHub says "later".
-        eprintln!("waited on GitHub's rate limit (not an error):\n  {}", report.throttled.join("\n  "));
+        say_err!("waited on GitHub's rate limit (not an error):\n  {}", report.throttled.join("\n  "));
     }
     if report.errors > 0 {
         // Cron reads the exit status: a runner that met errors says so, and what they were.
@@ -133,8 +136,8 @@ pub async fn comment(ctx: &Context, args: CommentArgs, as_json: bool) -> anyhow:
     }
     let ack = if args.text.starts_with(ACK_PREFIX) { " (acknowledges it)" } else { "" };
     match &args.reply_to {
-        Some(p) => println!("comment {id} on run {}'s pull request, replying to {p}{ack}", run.id),
-        None => println!("comment {id} on run {}'s pull request", run.id),
+        Some(p) => say!("comment {id} on run {}'s pull request, replying to {p}{ack}", run.id),
+        None => say!("comment {id} on run {}'s pull request", run.id),
     }
     Ok(())
 }
@@ -162,7 +165,7 @@ async fn reply_through_outbox(
                 "id": id, "run_id": run.id, "forge": forge.name(), "author": AGENT_AUTHOR, "reply_to": parent,
             }))
         } else {
-            println!("{what}");
+            say!("{what}");
             Ok(())
         }
     };
@@ -189,7 +192,7 @@ async fn reply_through_outbox(
             } else {
                 ctx.store.mark_reply_failed(offer.id, &why).await?;
             }
-            eprintln!("note: not posted yet ({why})");
+            say_err!("note: not posted yet ({why})");
             say(None, format!("the reply to {parent} is recorded; the runner posts it"))
         }
     }

@@ -57,7 +57,7 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
                 return json(&listed.iter().map(|(run, _)| run).collect::<Vec<_>>());
             }
             if listed.is_empty() {
-                println!(
+                say!(
                     "no runs{}",
                     if state.is_some() {
                         " match"
@@ -96,7 +96,7 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
             if as_json {
                 return json(&run);
             }
-            println!("run {id} abandoned; a running runner stops its worker at its next tick");
+            say!("run {id} abandoned; a running runner stops its worker at its next tick");
             Ok(())
         }
         RunsCommand::Resume { id } => {
@@ -104,7 +104,7 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
             if as_json {
                 return json(&memory);
             }
-            println!(
+            say!(
                 "run {id} may spend another {} (budget.per_run_usd) from {}; the runner picks it up on its next start",
                 money(ctx.config.budget.per_run_usd, false),
                 money(memory.budget_base_usd, false)
@@ -123,7 +123,7 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
             let workers = ctx.store.worker_sessions(id).await?;
             let notices = ctx.store.notices(Some(id)).await?;
             let now = now();
-            let field = |name: &str, value: String| println!("{:<20}{value}", format!("{name}:"));
+            let field = |name: &str, value: String| say!("{:<20}{value}", format!("{name}:"));
             field("run", run.id.to_string());
             field("task", run.task_gid.to_string());
             field("state", run.state.to_string());
@@ -164,16 +164,16 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
             if let Some(pr) = &pr {
                 print_pr(pr, now);
             }
-            println!("\nworkers:");
+            say!("\nworkers:");
             if workers.is_empty() {
-                println!("  none yet");
+                say!("  none yet");
             }
             for w in &workers {
                 let end = match (&w.ended_at, &w.end_reason) {
                     (Some(t), Some(r)) => format!("{r} {}", ago(*t, now)),
                     _ => format!("running (pid {})", opt(&w.pid)),
                 };
-                println!(
+                say!(
                     "  #{} {:<12} {:<8} started {:<9} {end}; {}; log {}",
                     w.id,
                     w.kind.as_str(),
@@ -183,16 +183,16 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
                     opt(&w.log_path)
                 );
                 if let Some(e) = &w.result_error {
-                    println!("      result: {e}");
+                    say!("      result: {e}");
                 }
             }
             if !notices.is_empty() {
-                println!("\nnotices:");
+                say!("\nnotices:");
                 for n in &notices {
-                    println!("  {} {}: {} [{}]", ago(n.created_at, now), n.kind, n.message, opt(&n.delivery));
+                    say!("  {} {}: {} [{}]", ago(n.created_at, now), n.kind, n.message, opt(&n.delivery));
                 }
             }
-            println!("\nhistory:");
+            say!("\nhistory:");
             super::output::print_events(&events, now);
             Ok(())
         }
@@ -207,7 +207,7 @@ fn print_pr(pr: &PrSnapshot, now: chrono::DateTime<chrono::Utc>) {
         PrState::Merged => "merged",
         PrState::Closed => "closed",
     };
-    println!(
+    say!(
         "\npull request #{} {} — {state}, head {}, seen {}",
         pr.number,
         pr.url,
@@ -215,18 +215,18 @@ fn print_pr(pr: &PrSnapshot, now: chrono::DateTime<chrono::Utc>) {
         ago(pr.observed_at, now)
     );
     if !pr.labels.is_empty() {
-        println!("  labels: {}", pr.labels.join(", "));
+        say!("  labels: {}", pr.labels.join(", "));
     }
     let checks = pr.checks_at_head();
     if checks.is_empty() {
-        println!("  CI: no checks at the head");
+        say!("  CI: no checks at the head");
     }
     for c in checks {
-        println!("  CI {}: {:?}", c.name, c.status);
+        say!("  CI {}: {:?}", c.name, c.status);
     }
     for c in &pr.comments {
         let reply = c.in_reply_to.as_ref().map(|r| format!(" ↳ {r}")).unwrap_or_default();
-        println!(
+        say!(
             "  comment {}{reply} by {} {}: {}",
             c.id,
             c.author,

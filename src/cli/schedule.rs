@@ -36,7 +36,7 @@ fn invocation(flag: Option<&std::path::Path>) -> anyhow::Result<Invocation> {
     let config = load_config(flag)?;
     let exe = std::env::current_exe().context("finding the executor binary")?;
     if let Some(why) = crate::schedule::unstable_binary(&exe) {
-        eprintln!("warning: {why}");
+        say_err!("warning: {why}");
     }
     let config_path = match locate(flag) {
         ConfigSource::File { path, .. } => {
@@ -63,21 +63,21 @@ pub fn cron(flag: Option<&std::path::Path>, command: CronCommand) -> anyhow::Res
             let current = read_crontab()?;
             let updated = with_block(&current, &block);
             if updated == current {
-                println!("crontab already up to date");
+                say!("crontab already up to date");
             } else {
                 write_crontab(&updated)?;
-                println!("installed into your crontab:\n{block}");
+                say!("installed into your crontab:\n{block}");
             }
-            println!("logs: {}", inv.log_dir.display());
+            say!("logs: {}", inv.log_dir.display());
         }
         CronCommand::Uninstall => {
             let current = read_crontab()?;
             let updated = without_block(&current);
             if updated == current {
-                println!("no executor entries in your crontab");
+                say!("no executor entries in your crontab");
             } else {
                 write_crontab(&updated)?;
-                println!("removed executor's entries from your crontab");
+                say!("removed executor's entries from your crontab");
             }
         }
     }
@@ -113,15 +113,13 @@ pub fn service(flag: Option<&std::path::Path>, args: ServiceArgs) -> anyhow::Res
     let files = if args.launchd { launchd_agents(&inv) } else { systemd_units(&inv) };
     let dir = unit_dir(args.launchd);
     for (name, text) in &files {
-        println!("# {}", dir.join(name).display());
-        println!("{text}");
+        say!("# {}", dir.join(name).display());
+        say!("{text}");
     }
     if args.launchd {
-        println!("# then: launchctl load {}", dir.join(&files[0].0).display());
+        say!("# then: launchctl load {}", dir.join(&files[0].0).display());
     } else {
-        println!(
-            "# then: systemctl --user daemon-reload && systemctl --user enable --now executor-runner.timer"
-        );
+        say!("# then: systemctl --user daemon-reload && systemctl --user enable --now executor-runner.timer");
     }
     Ok(())
 }

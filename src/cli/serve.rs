@@ -79,11 +79,21 @@ pub async fn run(flag: Option<&Path>, args: ServeArgs, as_json: bool) -> anyhow:
              localhost, 127.0.0.0/8 or [::1] are answered"
         );
     }
+    let missing = crate::redact::unknown_secrets(&ctx.config);
+    if !missing.is_empty() {
+        tracing::warn!(
+            "{} not set in this environment: text that quotes their values is stored and served as it is \
+             (start serve with the runner's environment)",
+            missing.join(", ")
+        );
+    }
     let url = format!("http://{local}/?token={token}");
     let state = AppState::new(ctx.store.clone(), Arc::new(ctx.config), token, github);
-    // The token goes to standard output once, never to the log.
+    // The token goes to standard output once, never to the log, and not redacted: this line is where
+    // the user learns it.
     if as_json {
-        super::output::json(&serde_json::json!({ "url": url, "address": local.to_string() }))?;
+        let answer = serde_json::json!({ "url": url, "address": local.to_string() });
+        println!("{}", serde_json::to_string_pretty(&answer)?);
     } else {
         println!("dashboard: {url}");
     }

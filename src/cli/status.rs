@@ -52,13 +52,13 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
             pairs.iter().map(|(k, v)| format!("{v} {k}")).collect::<Vec<_>>().join(", ")
         }
     };
-    println!("executor_queue: {}", line(&counts.queue));
+    say!("executor_queue: {}", line(&counts.queue));
     if let Some(detail) = pending_line(&pending) {
-        println!("  pending:      {detail}");
+        say!("  pending:      {detail}");
     }
-    println!("executor_runs:  {}", line(&counts.runs));
-    println!("workers alive:  {workers} (runner.max_workers = {})", ctx.config.runner.max_workers);
-    println!(
+    say!("executor_runs:  {}", line(&counts.runs));
+    say!("workers alive:  {workers} (runner.max_workers = {})", ctx.config.runner.max_workers);
+    say!(
         "spent today:    {} of {} (UTC day)",
         super::output::money(spent_today, false),
         super::output::money(budget, false)
@@ -66,16 +66,16 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
     let at = now();
     print_hosts(&runners, at);
     for c in &sources {
-        println!("{}", source_line(c, at));
+        say!("{}", source_line(c, at));
     }
     if !writebacks.is_empty() {
         // What the trackers were told: anything but delivered is worth a look (`executor writeback`).
-        println!("write-back:     {} (executor writeback)", line(&writebacks));
+        say!("write-back:     {} (executor writeback)", line(&writebacks));
     }
     if !budget_stopped.is_empty() {
-        println!("stopped by a budget cap: {}", budget_stopped.len());
+        say!("stopped by a budget cap: {}", budget_stopped.len());
         for r in &budget_stopped {
-            println!(
+            say!(
                 "  run {} (task {}): {}",
                 r.run.id,
                 r.run.task_gid,
@@ -84,10 +84,10 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
         }
     }
     if !undelivered.is_empty() {
-        println!("notices not delivered: {}", undelivered.len());
+        say!("notices not delivered: {}", undelivered.len());
         for n in &undelivered {
             let run = n.run_id.map(|r| format!("run {r} ")).unwrap_or_default();
-            println!(
+            say!(
                 "  {run}{} ({} attempts): {}",
                 n.kind,
                 n.attempts,
@@ -133,15 +133,15 @@ fn source_line(c: &SourceCursor, now: DateTime<Utc>) -> String {
 /// live one and the last that ended), so a host whose runner died or keeps failing under cron is seen.
 fn print_hosts(runners: &[RunnerStatus], now: DateTime<Utc>) {
     if runners.is_empty() {
-        println!("hosts:          no runner has started yet");
+        say!("hosts:          no runner has started yet");
         return;
     }
-    println!("hosts:");
+    say!("hosts:");
     // The store lists runners ordered by host.
     for group in runners.chunk_by(|a, b| a.host == b.host) {
-        println!("  {}", host_line(group, now));
+        say!("  {}", host_line(group, now));
         for r in group {
-            println!("    {}", runner_line(r, now));
+            say!("    {}", runner_line(r, now));
         }
     }
 }
@@ -251,9 +251,9 @@ pub fn migrate(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
         return json(report);
     }
     if report.applied.is_empty() {
-        println!("database is up to date (schema version {})", report.to);
+        say!("database is up to date (schema version {})", report.to);
     } else {
-        println!("migrated the database from schema version {} to {}", report.from, report.to);
+        say!("migrated the database from schema version {} to {}", report.from, report.to);
     }
     Ok(())
 }

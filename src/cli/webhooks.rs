@@ -57,9 +57,7 @@ pub fn run(config: &Config, command: WebhooksCommand, json: bool) -> anyhow::Res
         }));
     }
     if repos.is_empty() {
-        println!(
-            "No repository under [repos] has forge = \"github\": there is nothing for GitHub to deliver."
-        );
+        say!("No repository under [repos] has forge = \"github\": there is nothing for GitHub to deliver.");
         return Ok(());
     }
     let lines = [
@@ -87,16 +85,16 @@ pub fn run(config: &Config, command: WebhooksCommand, json: bool) -> anyhow::Res
             .to_string(),
     ];
     for line in lines {
-        println!("{line}");
+        say!("{line}");
     }
     for (name, full) in &repos {
-        println!("  # repos.{name}");
-        println!("  {}", forward(full));
+        say!("  # repos.{name}");
+        say!("  {}", forward(full));
     }
-    println!();
-    println!("Behind a reverse proxy, pass only POST /webhooks/github to {local}");
-    println!("and nothing else: the dashboard stays on loopback. Deliveries only make the runner look");
-    println!("sooner; a lost one is caught by polling (runner.loop_interval, cron).");
+    say!();
+    say!("Behind a reverse proxy, pass only POST /webhooks/github to {local}");
+    say!("and nothing else: the dashboard stays on loopback. Deliveries only make the runner look");
+    say!("sooner; a lost one is caught by polling (runner.loop_interval, cron).");
     Ok(())
 }
 

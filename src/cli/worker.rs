@@ -118,7 +118,7 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
     let repo = match config.repo_for(repo_name.as_deref(), &who) {
         Ok(repo) => Some(repo),
         Err(e) => {
-            eprintln!("note: {e}; the prompt has no repository");
+            say_err!("note: {e}; the prompt has no repository");
             None
         }
     };
@@ -186,9 +186,9 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
 
     let say = |line: String| {
         if as_json {
-            eprintln!("{line}");
+            say_err!("{line}");
         } else {
-            println!("{line}");
+            say!("{line}");
         }
     };
     say(format!("task {gid}: {} worker, agent {agent_name}, in {}", args.kind, cwd.display()));
@@ -276,8 +276,8 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
     } else {
         print_outcome(&outcome);
         match (&run, session_id) {
-            (Some(r), Some(s)) => println!("recorded on run {} (worker session {s})", r.id),
-            _ => println!("nothing was recorded on a run"),
+            (Some(r), Some(s)) => say!("recorded on run {} (worker session {s})", r.id),
+            _ => say!("nothing was recorded on a run"),
         }
     }
     if outcome.reason != EndReason::Finished {
@@ -302,9 +302,9 @@ async fn show_progress(
         };
         if let Some(line) = line {
             if as_json {
-                eprintln!("{line}");
+                say_err!("{line}");
             } else {
-                println!("{line}");
+                say!("{line}");
             }
         }
         if let Some(sink) = &sink {
@@ -315,16 +315,16 @@ async fn show_progress(
 
 fn print_outcome(o: &WorkerOutcome) {
     let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
-    println!("ended:      {} ({})", o.reason, o.reason.describe());
-    println!("duration:   {:.1}s", o.duration.as_secs_f64());
-    println!("turns:      {}", opt(o.num_turns.map(|n| n.to_string())));
-    println!("cost:       {}", opt(o.cost_usd.map(|c| format!("${c:.4}"))));
-    println!("tokens:     {} in / {} out", o.input_tokens(), o.output_tokens());
-    println!("session:    {}", opt(o.session_id.clone()));
+    say!("ended:      {} ({})", o.reason, o.reason.describe());
+    say!("duration:   {:.1}s", o.duration.as_secs_f64());
+    say!("turns:      {}", opt(o.num_turns.map(|n| n.to_string())));
+    say!("cost:       {}", opt(o.cost_usd.map(|c| format!("${c:.4}"))));
+    say!("tokens:     {} in / {} out", o.input_tokens(), o.output_tokens());
+    say!("session:    {}", opt(o.session_id.clone()));
     if let Some(e) = &o.result_error {
-        println!("result:     {e}");
+        say!("result:     {e}");
     }
-    println!("work log:   {}", o.log_path.display());
+    say!("work log:   {}", o.log_path.display());
 }
 
 #[derive(Debug, Args)]
@@ -350,8 +350,8 @@ pub async fn logs(config: &Config, args: LogsArgs, as_json: bool) -> anyhow::Res
         bail!("no work log{of_kind} for task {gid} in {}", root.join(gid.as_str()).display());
     };
     if args.follow {
-        eprintln!("following {} (Ctrl-C to stop)", path.display());
-        let mut out = std::io::stdout();
+        say_err!("following {} (Ctrl-C to stop)", path.display());
+        let mut out = super::output::Shown::new(std::io::stdout());
         follow(&path, &mut out, shutdown_on_signals())
             .await
             .with_context(|| format!("reading {}", path.display()))?;
@@ -364,9 +364,9 @@ pub async fn logs(config: &Config, args: LogsArgs, as_json: bool) -> anyhow::Res
             "text": String::from_utf8_lossy(&text),
         }));
     }
-    eprintln!("{}", path.display());
+    say_err!("{}", path.display());
     let mut out = std::io::stdout().lock();
-    out.write_all(&text)?;
+    out.write_all(super::output::shown(&String::from_utf8_lossy(&text)).as_bytes())?;
     out.flush()?;
     Ok(())
 }
@@ -393,7 +393,7 @@ fn scratch_worktree(
         .with_context(making)?
         .with_context(|| format!("{}: the base branch names no commit", making()))?;
     workspace::add_detached(&repo_path, &path, &sha).with_context(making)?;
-    eprintln!(
+    say_err!(
         "note: task {gid} has no run: the agent works in a scratch worktree, {} (detached at {}); \
          remove it with `git -C {} worktree remove --force {}`",
         path.display(),

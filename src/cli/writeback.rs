@@ -12,7 +12,7 @@ pub async fn list(ctx: &Context, gid: Option<&str>, as_json: bool) -> anyhow::Re
         return json(&rows);
     }
     if rows.is_empty() {
-        println!("no write-back recorded{}", gid.map(|g| format!(" for task {g}")).unwrap_or_default());
+        say!("no write-back recorded{}", gid.map(|g| format!(" for task {g}")).unwrap_or_default());
         return Ok(());
     }
     let now = now();

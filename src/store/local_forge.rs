@@ -195,7 +195,7 @@ impl Store {
             )
             .bind(pr_id)
             .bind(c.author)
-            .bind(c.body)
+            .bind(self.scrub.apply(c.body))
             .bind(c.path)
             .bind(c.line)
             .bind(c.in_reply_to)
@@ -258,15 +258,16 @@ impl Store {
         Ok(())
     }
 
-    /// Records a finished check (success or failure) with the tail of its output. Only a pending check
-    /// finishes; returns whether this call finished it.
+    /// Records a finished check (success or failure) with the tail of its output, scrubbed (CI output
+    /// prints whatever the build printed, tokens included). Only a pending check finishes; returns
+    /// whether this call finished it.
     pub async fn finish_local_check(&self, check_id: i64, status: &str, output_tail: &str) -> Result<bool> {
         let n = on_pool!(self, |p| {
             sqlx::query(
                 "UPDATE executor_local_ci SET status = $1, output_tail = $2, finished_at = $3 WHERE id = $4 AND status = 'pending'",
             )
             .bind(status)
-            .bind(output_tail)
+            .bind(self.scrub.apply(output_tail))
             .bind(now())
             .bind(check_id)
             .execute(p)

@@ -60,7 +60,7 @@ impl Store {
             .bind(task_gid)
             .bind(kind)
             .bind(key)
-            .bind(message)
+            .bind(self.scrub.apply(message))
             .bind(now())
             .fetch_optional(p)
             .await?
@@ -103,7 +103,7 @@ impl Store {
                 "UPDATE executor_notifications SET attempts = attempts + 1, last_error = $1, delivery = $2 \
                  WHERE id = $3 AND delivered_at IS NULL",
             )
-            .bind(error)
+            .bind(self.scrub.apply(error))
             .bind(progress)
             .bind(id)
             .execute(p)
@@ -120,7 +120,7 @@ impl Store {
                 "UPDATE executor_notifications SET last_error = $1, delivery = $2 \
                  WHERE id = $3 AND delivered_at IS NULL",
             )
-            .bind(why)
+            .bind(self.scrub.apply(why))
             .bind(progress)
             .bind(id)
             .execute(p)

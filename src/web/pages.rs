@@ -91,7 +91,7 @@ impl FlashQuery {
 /// Characters that reorder the text around them (bidirectional embeddings, overrides and isolates, and
 /// the marks): "evil\u{202e}exe.txt" would read as "eviltxt.exe". Pages show them as a visible code.
 fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}')
+    crate::redact::is_bidi_control(c)
 }
 
 /// `text` with every bidirectional control written out as `[U+202E]`.

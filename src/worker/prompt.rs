@@ -265,19 +265,29 @@ pub fn export_defaults(dir: &Path, overwrite: bool) -> Result<Vec<(PathBuf, Expo
     Ok(report)
 }
 
-/// The last `max_lines` lines of a log, and at most `max_bytes` of them, for [`FailedCheck::log_tail`].
+/// The last `max_lines` lines of a log, and at most `max_bytes` of them, for [`FailedCheck::log_tail`]
+/// and the local forge's CI output. A cut by bytes drops the line it lands in: redaction matches whole
+/// values, and the end of a token cut in half (its whole random part) would pass it. A single line
+/// longer than `max_bytes` keeps its end, less the partial word the cut made.
 pub fn tail(log: &str, max_lines: usize, max_bytes: usize) -> String {
     let body = log.strip_suffix('\n').unwrap_or(log);
     let start = body.rmatch_indices('\n').nth(max_lines.saturating_sub(1)).map(|(i, _)| i + 1).unwrap_or(0);
-    let mut tail = &log[start..];
-    if tail.len() > max_bytes {
-        let mut cut = tail.len() - max_bytes;
-        while !tail.is_char_boundary(cut) {
-            cut += 1;
-        }
-        tail = &tail[cut..];
+    let tail = &log[start..];
+    if tail.len() <= max_bytes {
+        return tail.to_string();
     }
-    tail.to_string()
+    let mut cut = tail.len() - max_bytes;
+    while !tail.is_char_boundary(cut) {
+        cut += 1;
+    }
+    let rest = &tail[cut..];
+    if tail[..cut].ends_with('\n') {
+        return rest.to_string();
+    }
+    match rest.find('\n') {
+        Some(end) if end + 1 < rest.len() => rest[end + 1..].to_string(),
+        _ => rest.trim_start_matches(|c: char| !c.is_whitespace()).trim_start().to_string(),
+    }
 }
 
 const FENCE_STEM: &str = "untrusted-data-";
@@ -442,5 +452,27 @@ mod tests {
         assert!(tail(&log, 1000, 50).len() <= 50);
         assert_eq!(tail("short", 10, 100), "short");
         assert!(tail(&"é".repeat(100), 10, 11).len() <= 11);
+    }
+
+    /// Whether any 12 consecutive characters of `secret` are in `text`.
+    fn any_part_of(secret: &str, text: &str) -> bool {
+        (0..=secret.len() - 12).any(|i| text.contains(&secret[i..i + 12]))
+    }
+
+    #[test]
+    fn a_cut_never_keeps_the_end_of_a_token() {
+        let token = "ghp_Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8";
+        for at in 0..token.len() {
+            // The byte limit lands `at` characters into the token, in a line and in one long line.
+            let lines = format!("first line\nexport GH_TOKEN={token} # set\nerror: tests failed\n");
+            let keep = lines.len() - lines.find(token).unwrap_or(0) - at;
+            let t = tail(&lines, 200, keep);
+            assert!(!any_part_of(token, &t), "cut {at}: {t:?}");
+            assert!(t.ends_with("error: tests failed\n"), "{t:?}");
+            let one = format!("x={token} and then the failure");
+            let t = tail(&one, 200, one.len() - 2 - at);
+            assert!(!any_part_of(token, &t), "cut {at}: {t:?}");
+            assert!(t.ends_with("the failure"), "{t:?}");
+        }
     }
 }

@@ -8,9 +8,11 @@ use crate::domain::TaskGid;
 pub const SLUG_MAX: usize = 40;
 
 /// The branch for a task: `prefix` (from the config, e.g. `executor/`), the gid, and a slug of the
-/// description when it has one. Fails only when the prefix or the gid make an invalid ref name.
+/// description when it has one. Fails only when the prefix or the gid make an invalid ref name. The
+/// description is redacted first (the secrets this process knows, and well-known shapes): a branch
+/// name is pushed and shown everywhere.
 pub fn branch_name(prefix: &str, gid: &TaskGid, description: &str) -> Result<String, WorkspaceError> {
-    let slug = slug(description);
+    let slug = slug(&crate::redact::process().redact(description));
     let name = if slug.is_empty() { format!("{prefix}{gid}") } else { format!("{prefix}{gid}-{slug}") };
     check_branch_name(&name)?;
     Ok(name)
@@ -109,6 +111,14 @@ mod tests {
         for good in ["1207", "a.b", "JIRA-12", "y.locked", "a_b"] {
             assert!(check_gid_branch("executor/", &gid(good)).is_ok(), "{good}");
         }
+    }
+
+    #[test]
+    fn a_secret_in_the_description_never_reaches_the_name() {
+        crate::redact::remember(&crate::redact::Redactor::new(["hunter2-redact-env-value".to_string()]));
+        let text = "Rotate hunter2-redact-env-value and token ghp_q1w2e3r4t5y6u7i8o9p0a1s2d3f4g5h6j7k8";
+        let name = branch_name("executor/", &gid("R7"), text).unwrap();
+        assert_eq!(name, "executor/R7-rotate-redacted-and-token-redacted");
     }
 
     #[test]

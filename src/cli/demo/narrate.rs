@@ -73,10 +73,10 @@ impl Narrator {
         let waiting = store.run(run_id).await?.state == RunState::Pr && decision.starts_with("CI is running");
         told.sort_by_key(|(at, _)| *at);
         for (_, line) in told {
-            println!("  {line}");
+            say!("  {line}");
         }
         if waiting && self.waiting.as_ref() != Some(&decision) {
-            println!("  … {decision}");
+            say!("  … {decision}");
             self.waiting = Some(decision);
         }
         Ok(())

@@ -258,8 +258,8 @@ pub(super) async fn add(ctx: &Context, args: AddArgs, as_json: bool) -> anyhow::
     if let Some(intake) = intake {
         intake.commit().await?;
     }
-    let mut out = std::io::BufWriter::new(std::io::stdout());
     if as_json {
+        let mut out = std::io::BufWriter::new(std::io::stdout());
         // Each task as it is now, read back a page at a time.
         let mut array = JsonArray::new(&mut out);
         for page in results.chunks(500) {
@@ -270,6 +270,7 @@ pub(super) async fn add(ctx: &Context, args: AddArgs, as_json: bool) -> anyhow::
         }
         return array.finish();
     }
+    let mut out = crate::cli::output::Shown::new(std::io::BufWriter::new(std::io::stdout()));
     for done in &results {
         let gid = &done.task_gid;
         match done.result {

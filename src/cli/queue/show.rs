@@ -18,7 +18,7 @@ pub(super) async fn show(ctx: &Context, gid: &TaskGid, as_json: bool) -> anyhow:
         }));
     }
     let now = now();
-    let field = |name: &str, value: String| println!("{:<18}{value}", format!("{name}:"));
+    let field = |name: &str, value: String| say!("{:<18}{value}", format!("{name}:"));
     field("gid", task.task_gid.to_string());
     field("status", task.status.to_string());
     if let Some(skipped) = skipped_by(&task) {
@@ -31,29 +31,29 @@ pub(super) async fn show(ctx: &Context, gid: &TaskGid, as_json: bool) -> anyhow:
     field("priority", opt(&task.priority));
     field("complexity", opt(&task.complexity));
     field("feasibility", opt(&task.feasibility));
-    println!("\ndescription:\n{}", indent(task.description.as_deref().unwrap_or("-")));
-    println!("\nnotes:\n{}", indent(task.notes.as_deref().unwrap_or("-")));
+    say!("\ndescription:\n{}", indent(task.description.as_deref().unwrap_or("-")));
+    say!("\nnotes:\n{}", indent(task.notes.as_deref().unwrap_or("-")));
     if let Some(at) = task.revision_at {
-        println!(
+        say!(
             "\nrevision received {} ({}), NOT approved — agents are told the text above; \
              `executor approve {gid}` makes this the text:",
             at.to_rfc3339(),
             ago(at, now)
         );
         let unchanged = "- (unchanged)";
-        println!(
+        say!(
             "  description:\n{}",
             indent(&indent(task.revision_description.as_deref().unwrap_or(unchanged)))
         );
-        println!("  notes:\n{}", indent(&indent(task.revision_notes.as_deref().unwrap_or(unchanged))));
+        say!("  notes:\n{}", indent(&indent(task.revision_notes.as_deref().unwrap_or(unchanged))));
     }
     print_analysis(&task, &sessions, ctx.config.analyzer.max_attempts, now);
-    println!("\nruns:");
+    say!("\nruns:");
     if runs.is_empty() {
-        println!("  none");
+        say!("  none");
     }
     for r in &runs {
-        println!(
+        say!(
             "  #{} {} branch {} pr {} cost {} started {}",
             r.id,
             r.state,
@@ -63,7 +63,7 @@ pub(super) async fn show(ctx: &Context, gid: &TaskGid, as_json: bool) -> anyhow:
             ago(r.started_at, now)
         );
     }
-    println!("\nhistory:");
+    say!("\nhistory:");
     print_events(&events, now);
     Ok(())
 }
@@ -89,20 +89,20 @@ fn skipped_by(task: &Task) -> Option<String> {
 /// The triage's answer, the last failed analysis (`max_attempts`: `analyzer.max_attempts`, after which
 /// it is given up on), and every analysis session.
 fn print_analysis(task: &Task, sessions: &[AnalysisSession], max_attempts: u32, now: DateTime<Utc>) {
-    println!("\nanalysis:");
+    say!("\nanalysis:");
     match task.analyzed_at {
         Some(at) => {
-            println!("  analyzed {} ({}), round {}", at.to_rfc3339(), ago(at, now), task.analysis_round)
+            say!("  analyzed {} ({}), round {}", at.to_rfc3339(), ago(at, now), task.analysis_round)
         }
-        None => println!("  not analyzed yet (round {})", task.analysis_round),
+        None => say!("  not analyzed yet (round {})", task.analysis_round),
     }
     if let Some(summary) = &task.analysis_summary {
-        println!("{}", indent(summary));
+        say!("{}", indent(summary));
     }
     if !task.acceptance_criteria.is_empty() {
-        println!("  acceptance criteria:");
+        say!("  acceptance criteria:");
         for c in &task.acceptance_criteria {
-            println!("    - {}", short(c, 200));
+            say!("    - {}", short(c, 200));
         }
     }
     if let Some(error) = &task.analysis_error {
@@ -115,13 +115,13 @@ fn print_analysis(task: &Task, sessions: &[AnalysisSession], max_attempts: u32, 
             Some(at) if at > now => format!("next try {} ({})", at.to_rfc3339(), ago(at, now)),
             Some(_) | None => "may be tried now".to_string(),
         };
-        println!("  last analysis failed ({} failed attempts; {retry}):", task.analysis_attempts);
-        println!("{}", indent(&indent(error)));
+        say!("  last analysis failed ({} failed attempts; {retry}):", task.analysis_attempts);
+        say!("{}", indent(&indent(error)));
     }
     if sessions.is_empty() {
         return;
     }
-    println!("  sessions:");
+    say!("  sessions:");
     let rows: Vec<Vec<String>> = sessions
         .iter()
         .map(|s| {

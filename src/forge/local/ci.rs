@@ -277,8 +277,11 @@ fn killed(dir: &Path) -> CiState {
     CiState::Ended("failure", format!("CI ended without an exit status (killed?)\n{}", read_tail(dir)))
 }
 
+/// The end of the CI's output, cut at a line (see [`crate::worker::prompt::tail`]: a token cut in half
+/// would pass redaction).
 fn read_tail(dir: &Path) -> String {
     let bytes = std::fs::read(dir.join("output.log")).unwrap_or_default();
-    let start = bytes.len().saturating_sub(OUTPUT_TAIL);
-    String::from_utf8_lossy(&bytes[start..]).into_owned()
+    // A byte more than is kept, so the tail knows whether its cut lands at the start of a line.
+    let start = bytes.len().saturating_sub(OUTPUT_TAIL + 1);
+    crate::worker::prompt::tail(&String::from_utf8_lossy(&bytes[start..]), usize::MAX, OUTPUT_TAIL)
 }

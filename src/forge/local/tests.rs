@@ -326,3 +326,23 @@ async fn a_reply_is_posted_once_even_when_an_attempt_died_after_posting_it() {
     assert_eq!(rows[0].posted_comment_id.as_deref(), Some(earlier.as_str()));
     assert!(rows.iter().all(|r| r.posted_at.is_some()));
 }
+
+/// Issue 32, item 1: the 8,000-byte tail of the CI output is cut at a line, so a token the cut lands in
+/// is dropped whole instead of keeping its last 18 characters (past any redaction by value).
+#[tokio::test]
+async fn a_ci_tail_never_keeps_the_end_of_a_cut_token() {
+    let token = "ghp_Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8";
+    // After the token line: 7,980 filler bytes and a newline, so the last 8,000 bytes start 18
+    // characters before the token's end.
+    let f = fixture(&format!(
+        r#"["sh", "-c", 'printf "x=%s\n" {token}; head -c 7980 /dev/zero | tr "\0" y; echo; exit 1']"#
+    ))
+    .await;
+    f.forge.trigger_ci(&f.run, &f.sha).await.unwrap();
+    let checks = f.finished_checks().await;
+    let output = checks[0].output_tail.as_deref().unwrap_or_default();
+    assert!(output.starts_with("exit status 1\n") && output.contains("yyyy"), "{}", &output[..40]);
+    for i in 0..=token.len() - 12 {
+        assert!(!output.contains(&token[i..i + 12]), "{}", &output[..60]);
+    }
+}
