@@ -168,12 +168,7 @@ async fn admit(state: &AppState, mut req: Request) -> Result<Admitted, Refusal> 
         let next = form_field(&bytes, "next").unwrap_or_default();
         return log_in(state, now, &local_path(&next)).map(Admitted::Answer);
     }
-    let auth = if bearer(headers).is_some_and(|b| same(b, &state.token)) {
-        Some(Auth::Bearer)
-    } else {
-        cookie(headers, session::COOKIE).and_then(|c| state.keys.session(c, now)).map(Auth::Session)
-    };
-    let Some(auth) = auth else {
+    let Some(auth) = authenticated(state, headers, now) else {
         return Err(Refusal::login(
             "this dashboard needs you to log in: open the URL `executor serve` printed, or send \
              Authorization: Bearer TOKEN",
@@ -215,6 +210,14 @@ async fn admit(state: &AppState, mut req: Request) -> Result<Admitted, Refusal> 
     }
     parts.extensions.insert(auth);
     Ok(Admitted::Pass(Request::from_parts(parts, Body::from(bytes))))
+}
+
+/// Who `headers` say the request is from: the token as a bearer, or a session this server signed.
+pub fn authenticated(state: &AppState, headers: &HeaderMap, now: i64) -> Option<Auth> {
+    if bearer(headers).is_some_and(|b| same(b, &state.token)) {
+        return Some(Auth::Bearer);
+    }
+    cookie(headers, session::COOKIE).and_then(|c| state.keys.session(c, now)).map(Auth::Session)
 }
 
 /// A new session: its cookie, and a redirect to `location` (a path of this server).
