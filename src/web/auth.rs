@@ -24,6 +24,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::AppState;
+use super::refusal_log::{Burst, shown};
 use super::session::{self, Auth, same};
 
 /// The header a page's script sends the CSRF value in, with the cookie.
@@ -37,6 +38,9 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'
 
 /// The largest form body read to find its `csrf` field (the routes' own limit, see `web::BODY_LIMIT`).
 const FORM_LIMIT: usize = super::BODY_LIMIT;
+
+/// The dashboard's refusals in the log, a burst at a time.
+static REFUSALS: Burst = Burst::new("dashboard");
 
 /// Wraps every route with the security layer.
 pub fn protect(routes: Router<AppState>, state: AppState) -> Router<AppState> {
@@ -74,12 +78,16 @@ async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Respo
         Ok(Admitted::Pass(req)) => next.run(req).await,
         Ok(Admitted::Answer(response)) => response,
         Err(refusal) => {
-            // The path only: a query string may hold a token.
-            tracing::warn!(
-                "dashboard refused {method} {path} from {peer} (Host {host:?}): {} {}",
-                refusal.status.as_u16(),
-                refusal.why
-            );
+            // The path only: a query string may hold a token. Both cut: a stranger chose them.
+            REFUSALS.warn(|| {
+                format!(
+                    "dashboard refused {method} {} from {peer} (Host {:?}): {} {}",
+                    shown(&path),
+                    shown(&host),
+                    refusal.status.as_u16(),
+                    refusal.why
+                )
+            });
             refusal.into_response(Kind::of(&path), &host, &path)
         }
     };
@@ -129,13 +137,21 @@ fn host_of(req: &Request) -> Option<String> {
 }
 
 async fn admit(state: &AppState, mut req: Request) -> Result<Admitted, Refusal> {
+    // Two names for one request: RFC 9112 (3.2) says 400, and neither is to be believed.
+    if req.headers().get_all(header::HOST).iter().nth(1).is_some() {
+        return Err(Refusal::new(
+            StatusCode::BAD_REQUEST,
+            "a request names its host once (two Host headers)",
+        ));
+    }
     let host = host_of(&req).unwrap_or_default();
     if !super::host::allowed(&host, &state.config.web.allowed_hosts) {
         return Err(Refusal::new(
             StatusCode::FORBIDDEN,
             format!(
-                "this dashboard does not answer to the host name {host:?}: open it as localhost or \
-                 127.0.0.1, or list the name in web.allowed_hosts"
+                "this dashboard does not answer to the host name {:?}: open it as localhost or \
+                 127.0.0.1, or list the name in web.allowed_hosts",
+                shown(&host)
             ),
         ));
     }

@@ -25,6 +25,7 @@ pub mod live_log;
 pub mod metrics;
 pub mod pages;
 mod redaction;
+mod refusal_log;
 pub mod server;
 pub mod session;
 mod state;

@@ -39,6 +39,9 @@ pub const GITHUB_BODY_LIMIT: usize = 25 * 1024 * 1024;
 /// long; past it the answer is 503 and GitHub may redeliver (nothing was recorded, or all of it was).
 const RECORD_TIMEOUT: Duration = Duration::from_secs(8);
 
+/// The receiver's refusals in the log, a burst at a time.
+static REFUSALS: super::refusal_log::Burst = super::refusal_log::Burst::new("webhook receiver");
+
 /// The webhook routes. They are merged beside the dashboard's, not inside its security layer.
 pub fn routes() -> Router<AppState> {
     let budget = body::Budget::new(body::SHARED_BUDGET);
@@ -68,7 +71,7 @@ impl Received {
         let header = |name: &str| {
             let value = req.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or("");
             // Shown quoted and bounded: a forger chooses it.
-            value.chars().take(100).collect::<String>()
+            value.chars().take(super::refusal_log::SHOWN_CHARS).collect::<String>()
         };
         Received {
             peer: req
@@ -90,13 +93,15 @@ impl Received {
     }
 
     fn refuse(&self, status: StatusCode, why: &str) -> Response {
-        tracing::warn!(
-            "webhook refused from {}: {} {why} (event {:?}, delivery {:?})",
-            self.peer,
-            status.as_u16(),
-            self.event,
-            self.delivery
-        );
+        REFUSALS.warn(|| {
+            format!(
+                "webhook refused from {}: {} {why} (event {:?}, delivery {:?})",
+                self.peer,
+                status.as_u16(),
+                self.event,
+                self.delivery
+            )
+        });
         answer(status, json!({ "error": why }))
     }
 }
