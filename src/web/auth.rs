@@ -8,6 +8,7 @@
 //!   browser in: an HttpOnly, SameSite=Strict session cookie, and a redirect without the token;
 //! - every other request, reads too, needs that session cookie or `Authorization: Bearer TOKEN`; a page
 //!   without either is the login page (401), the API answers `{"error": …}`; only `/static/` is open;
+//! - `POST /logout` ends the browser's session (see `session` for ending all of them);
 //! - a change (any method but GET and HEAD) from a session needs the session's CSRF value too (form
 //!   field `csrf` or header `X-Executor-CSRF`, an HMAC of the session: see `session`), and a request
 //!   with an `Origin` must come from this server's own (`http://{Host}`), whatever it carries.
@@ -197,6 +198,11 @@ async fn admit(state: &AppState, mut req: Request) -> Result<Admitted, Refusal> 
     if !same_origin(headers) {
         return Err(Refusal::new(StatusCode::FORBIDDEN, "request from another origin refused"));
     }
+    // No CSRF value asked: every page has the button, and a forged logout from a page on another
+    // site carries no cookie (SameSite=Strict) or another Origin.
+    if req.method() == Method::POST && req.uri().path() == "/logout" {
+        return log_out(state, &auth).map(Admitted::Answer);
+    }
     if auth == Auth::Bearer
         || headers
             .get(CSRF_HEADER)
@@ -254,6 +260,25 @@ fn log_in(state: &AppState, now: i64, location: &str) -> Result<Response, Refusa
     if let (Ok(location), Ok(cookie)) = (HeaderValue::from_str(location), HeaderValue::from_str(&cookie)) {
         headers.insert(header::LOCATION, location);
         headers.insert(header::SET_COOKIE, cookie);
+    }
+    Ok(response)
+}
+
+/// Ends the session (kept ended across restarts), clears its cookie and sends the browser to the
+/// login page.
+fn log_out(state: &AppState, auth: &Auth) -> Result<Response, Refusal> {
+    if let Auth::Session(id) = auth {
+        state.keys.end_session(id).map_err(|e| {
+            tracing::warn!("dashboard: recording a logout failed: {e}");
+            Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, "the logout could not be recorded; try again")
+        })?;
+    }
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::LOCATION, HeaderValue::from_static("/"));
+    let cleared = format!("{}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0", session::COOKIE);
+    if let Ok(cleared) = HeaderValue::from_str(&cleared) {
+        headers.insert(header::SET_COOKIE, cleared);
     }
     Ok(response)
 }
