@@ -3,7 +3,7 @@
 //! memory passed 150 MB.
 //!
 //! Starts the real `executor serve` (default limits: 256 connections, 10 s deadlines) and holds open
-//! against it, reconnecting whatever the server closes: 300 sockets that send a `POST /login` head
+//! against it, reconnecting a second after the server closes one: 300 sockets that send a `POST /login` head
 //! declaring a 1,000-byte body and never send it, 300 that send a request head a byte a second, and 20
 //! unsigned-in-truth webhook deliveries (a made-up signature) declaring 24 MB and sending 23 of it.
 //! Then times 30 `GET /` with the token, one every 300 ms, and reads the server's RSS from /proc.
@@ -67,7 +67,9 @@ async fn hold(addr: String, head: Vec<u8>, body: usize, trickle: bool, stop: Arc
                 Err(_) => {}
             }
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        // A second before trying again: holding sockets, not a connection flood (which the kernel's
+        // accept queue meets before the server does).
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }
 
@@ -139,7 +141,9 @@ async fn main() {
     }
     tokio::time::sleep(Duration::from_secs(3)).await;
 
-    let http = reqwest::Client::new();
+    // A new connection per probe: a kept-alive one may have been closed as the idle one to make room
+    // (a browser retries such a request by itself; reqwest reports it).
+    let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().expect("a client");
     let mut took = Vec::new();
     let mut failed = 0;
     let mut peak_rss = 0;
@@ -152,7 +156,10 @@ async fn main() {
         .await;
         match answer {
             Ok(Ok(r)) if r.status().is_success() => took.push(started.elapsed()),
-            _ => failed += 1,
+            other => {
+                failed += 1;
+                println!("a probe failed after {:.3}s: {other:?}", started.elapsed().as_secs_f64());
+            }
         }
         peak_rss = peak_rss.max(rss_kb(pid, "VmRSS:"));
         tokio::time::sleep(Duration::from_millis(300)).await;
