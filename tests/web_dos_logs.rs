@@ -3,6 +3,7 @@
 //! logged line by line); a request with two `Host` headers is 400 (RFC 9112), whatever they name.
 
 mod common;
+mod web_dos_support;
 mod web_support;
 
 use std::io::{Read as _, Write as _};
@@ -11,7 +12,6 @@ use std::time::Duration;
 
 use executor::config::Config;
 use executor::web::AppState;
-use tokio::io::AsyncBufReadExt;
 
 /// Sends `request` and returns the answer's status code (the body read to the end or 5 s).
 fn status_of(addr: &str, request: &[u8]) -> u16 {
@@ -31,20 +31,9 @@ async fn a_hundred_requests_with_a_200_kb_host_log_a_few_kilobytes() {
     let data = dir.path().join("data").display().to_string();
     std::fs::write(&config, format!("[paths]\ndata_dir = {data:?}\n\n[web]\nport = 0\n")).unwrap();
     let log = dir.path().join("serve.log");
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_executor"))
-        .arg("--config")
-        .arg(&config)
-        .arg("serve")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let line =
-        tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await.unwrap().unwrap().unwrap();
-    let url = line.strip_prefix("dashboard: ").unwrap_or_else(|| panic!("{line}"));
-    let addr = url.trim_start_matches("http://").split('/').next().unwrap().to_string();
+    let (mut child, base) =
+        web_dos_support::serve(&config, &[], std::fs::File::create(&log).unwrap().into()).await;
+    let addr = base.trim_start_matches("http://").to_string();
     let before = std::fs::metadata(&log).unwrap().len();
 
     let host = "h".repeat(200 * 1024);

@@ -3,13 +3,13 @@
 //! issued before it started, across the restart.
 
 mod common;
+mod web_dos_support;
 mod web_support;
 
 use std::time::Duration;
 
 use executor::config::Config;
 use reqwest::StatusCode;
-use tokio::io::AsyncBufReadExt;
 use web_support::Dashboard;
 
 const TOKEN: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
@@ -38,23 +38,8 @@ async fn logging_out_ends_the_session_for_good() {
     assert_eq!(dash.get_response("/").await.status(), StatusCode::UNAUTHORIZED);
 }
 
-/// `executor serve [extra]` with `config`; the child and the base URL it printed.
 async fn serve(config: &std::path::Path, extra: &[&str]) -> (tokio::process::Child, String) {
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_executor"))
-        .arg("--config")
-        .arg(config)
-        .arg("serve")
-        .args(extra)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let line =
-        tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await.unwrap().unwrap().unwrap();
-    let url = line.strip_prefix("dashboard: ").unwrap_or_else(|| panic!("{line}"));
-    (child, url.split("/?token=").next().unwrap().to_string())
+    web_dos_support::serve(config, extra, std::process::Stdio::null()).await
 }
 
 #[tokio::test]
