@@ -6,8 +6,6 @@ mod common;
 mod web_dos_support;
 mod web_support;
 
-use std::time::Duration;
-
 use executor::config::Config;
 use reqwest::StatusCode;
 use web_support::Dashboard;
