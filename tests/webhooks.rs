@@ -201,6 +201,7 @@ async fn forged_unsigned_and_replayed_deliveries_change_nothing_and_are_logged(d
     tampered.extend_from_slice(b" ");
     let response = reqwest::Client::new()
         .post(format!("{base}/webhooks/github"))
+        .header("Content-Type", "application/json")
         .header("X-GitHub-Event", "check_run")
         .header("X-GitHub-Delivery", &altered)
         .header("X-Hub-Signature-256", sign_github(SECRET.as_bytes(), &body))

@@ -28,6 +28,10 @@ pub struct ServeArgs {
     /// does, as cron would, only sooner; the instance lock keeps it to one).
     #[arg(long)]
     no_runner: bool,
+    /// End every dashboard session issued so far (every browser logs in again), kept across restarts;
+    /// the token stays the same.
+    #[arg(long)]
+    revoke_sessions: bool,
 }
 
 /// Where to listen, checked against the config before anything is opened: a non-loopback address
@@ -89,6 +93,11 @@ pub async fn run(flag: Option<&Path>, args: ServeArgs, as_json: bool) -> anyhow:
     }
     let url = format!("http://{local}/?token={token}");
     let state = AppState::new(ctx.store.clone(), Arc::new(ctx.config), token, github);
+    let sessions = state.config.data_dir().join("dashboard-sessions.json");
+    state
+        .keys
+        .keep_in(&sessions, args.revoke_sessions, chrono::Utc::now().timestamp())
+        .with_context(|| format!("reading the ended dashboard sessions in {}", sessions.display()))?;
     // The token goes to standard output once, never to the log, and not redacted: this line is where
     // the user learns it.
     if as_json {
@@ -130,7 +139,7 @@ mod tests {
     use super::*;
 
     fn args(bind: Option<&str>) -> ServeArgs {
-        ServeArgs { port: Some(0), bind: bind.map(Into::into), no_runner: true }
+        ServeArgs { port: Some(0), bind: bind.map(Into::into), no_runner: true, revoke_sessions: false }
     }
 
     #[test]

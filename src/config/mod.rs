@@ -464,6 +464,29 @@ impl Web {
     /// The shortest token accepted from the config: 32 characters of the safe alphabet.
     pub const MIN_TOKEN_LEN: usize = 32;
 
+    /// The least a hand-set token must carry by [`Web::token_bits`]: 32 random hex digits carry about
+    /// 110 by that measure; `aaaa…` none, `abab…` 32.
+    pub const MIN_TOKEN_BITS: f64 = 96.0;
+
+    /// An estimate of the randomness in `token`: its length times the Shannon entropy of its
+    /// characters' frequencies. It cannot see patterns (`abcdefgh…` passes), only repeats and small
+    /// alphabets, which is what a token typed by hand shows most.
+    pub fn token_bits(token: &str) -> f64 {
+        let mut counts = std::collections::HashMap::new();
+        for c in token.chars() {
+            *counts.entry(c).or_insert(0usize) += 1;
+        }
+        let len = token.chars().count() as f64;
+        let per_char: f64 = counts
+            .values()
+            .map(|&n| {
+                let p = n as f64 / len;
+                -p * p.log2()
+            })
+            .sum();
+        per_char * len
+    }
+
     /// Whether `token` is long enough and safe in a URL, a cookie and a header as it is.
     pub fn token_is_safe(token: &str) -> bool {
         token.len() >= Self::MIN_TOKEN_LEN
@@ -788,6 +811,18 @@ impl Config {
                 "web.token",
                 "must be at least 32 characters of letters, digits, '-', '_', '.' and '~' (or empty: a new \
                  random one at each start)",
+            );
+        }
+        if !self.web.token.is_empty() && Web::token_bits(&self.web.token) < Web::MIN_TOKEN_BITS {
+            return fail(
+                "web.token",
+                &format!(
+                    "is not random enough ({:.0} bits by its characters' counts, at least {:.0} needed: \
+                     a repeated or typed value is guessed by trying); use `openssl rand -hex 32` (or leave \
+                     it empty: a new random one at each start)",
+                    Web::token_bits(&self.web.token),
+                    Web::MIN_TOKEN_BITS
+                ),
             );
         }
         if let Some(bad) = self.web.allowed_hosts.iter().find(|h| !Web::host_is_plain(h)) {

@@ -196,6 +196,25 @@ fn a_web_token_set_by_hand_must_be_long_and_plain() {
 }
 
 #[test]
+fn a_web_token_that_is_plainly_not_random_is_refused() {
+    for weak in ["a".repeat(40), "ab".repeat(20), "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab".into()] {
+        let err = Config::parse(&format!("[web]\ntoken = {weak:?}\n")).unwrap_err();
+        assert!(
+            err.starts_with("key `web.token`: is not random enough") && err.contains("openssl rand -hex 32"),
+            "{weak}: {err}"
+        );
+    }
+    // What `openssl rand -hex 16` and `-hex 32` print, and `-base64 24`.
+    for random in [
+        "7d9b5a1c3e0f48a2b6d1c9e4f7a05b38",
+        "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "q1w2E3r4T5y6U7i8O9p0-aSdFgHjKlZx",
+    ] {
+        assert_eq!(Config::parse(&format!("[web]\ntoken = {random:?}\n")).unwrap().web.token, random);
+    }
+}
+
+#[test]
 fn web_hosts_and_connection_limits_are_checked() {
     let c = Config::parse("[web]\nallowed_hosts = [\"box.lan\", \"192.168.1.2\", \"[fe80::1]\"]\n").unwrap();
     assert_eq!(c.web.allowed_hosts.len(), 3);

@@ -8,6 +8,7 @@
 //!   browser in: an HttpOnly, SameSite=Strict session cookie, and a redirect without the token;
 //! - every other request, reads too, needs that session cookie or `Authorization: Bearer TOKEN`; a page
 //!   without either is the login page (401), the API answers `{"error": …}`; only `/static/` is open;
+//! - `POST /logout` ends the browser's session (see `session` for ending all of them);
 //! - a change (any method but GET and HEAD) from a session needs the session's CSRF value too (form
 //!   field `csrf` or header `X-Executor-CSRF`, an HMAC of the session: see `session`), and a request
 //!   with an `Origin` must come from this server's own (`http://{Host}`), whatever it carries.
@@ -24,6 +25,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::AppState;
+use super::refusal_log::{Burst, shown};
 use super::session::{self, Auth, same};
 
 /// The header a page's script sends the CSRF value in, with the cookie.
@@ -37,6 +39,9 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'
 
 /// The largest form body read to find its `csrf` field (the routes' own limit, see `web::BODY_LIMIT`).
 const FORM_LIMIT: usize = super::BODY_LIMIT;
+
+/// The dashboard's refusals in the log, a burst at a time.
+static REFUSALS: Burst = Burst::new("dashboard");
 
 /// Wraps every route with the security layer.
 pub fn protect(routes: Router<AppState>, state: AppState) -> Router<AppState> {
@@ -74,12 +79,16 @@ async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Respo
         Ok(Admitted::Pass(req)) => next.run(req).await,
         Ok(Admitted::Answer(response)) => response,
         Err(refusal) => {
-            // The path only: a query string may hold a token.
-            tracing::warn!(
-                "dashboard refused {method} {path} from {peer} (Host {host:?}): {} {}",
-                refusal.status.as_u16(),
-                refusal.why
-            );
+            // The path only: a query string may hold a token. Both cut: a stranger chose them.
+            REFUSALS.warn(|| {
+                format!(
+                    "dashboard refused {method} {} from {peer} (Host {:?}): {} {}",
+                    shown(&path),
+                    shown(&host),
+                    refusal.status.as_u16(),
+                    refusal.why
+                )
+            });
             refusal.into_response(Kind::of(&path), &host, &path)
         }
     };
@@ -129,13 +138,21 @@ fn host_of(req: &Request) -> Option<String> {
 }
 
 async fn admit(state: &AppState, mut req: Request) -> Result<Admitted, Refusal> {
+    // Two names for one request: RFC 9112 (3.2) says 400, and neither is to be believed.
+    if req.headers().get_all(header::HOST).iter().nth(1).is_some() {
+        return Err(Refusal::new(
+            StatusCode::BAD_REQUEST,
+            "a request names its host once (two Host headers)",
+        ));
+    }
     let host = host_of(&req).unwrap_or_default();
     if !super::host::allowed(&host, &state.config.web.allowed_hosts) {
         return Err(Refusal::new(
             StatusCode::FORBIDDEN,
             format!(
-                "this dashboard does not answer to the host name {host:?}: open it as localhost or \
-                 127.0.0.1, or list the name in web.allowed_hosts"
+                "this dashboard does not answer to the host name {:?}: open it as localhost or \
+                 127.0.0.1, or list the name in web.allowed_hosts",
+                shown(&host)
             ),
         ));
     }
@@ -168,12 +185,7 @@ async fn admit(state: &AppState, mut req: Request) -> Result<Admitted, Refusal> 
         let next = form_field(&bytes, "next").unwrap_or_default();
         return log_in(state, now, &local_path(&next)).map(Admitted::Answer);
     }
-    let auth = if bearer(headers).is_some_and(|b| same(b, &state.token)) {
-        Some(Auth::Bearer)
-    } else {
-        cookie(headers, session::COOKIE).and_then(|c| state.keys.session(c, now)).map(Auth::Session)
-    };
-    let Some(auth) = auth else {
+    let Some(auth) = authenticated(state, headers, now) else {
         return Err(Refusal::login(
             "this dashboard needs you to log in: open the URL `executor serve` printed, or send \
              Authorization: Bearer TOKEN",
@@ -185,6 +197,11 @@ async fn admit(state: &AppState, mut req: Request) -> Result<Admitted, Refusal> 
     }
     if !same_origin(headers) {
         return Err(Refusal::new(StatusCode::FORBIDDEN, "request from another origin refused"));
+    }
+    // No CSRF value asked: every page has the button, and a forged logout from a page on another
+    // site carries no cookie (SameSite=Strict) or another Origin.
+    if req.method() == Method::POST && req.uri().path() == "/logout" {
+        return log_out(state, &auth).map(Admitted::Answer);
     }
     if auth == Auth::Bearer
         || headers
@@ -217,6 +234,14 @@ async fn admit(state: &AppState, mut req: Request) -> Result<Admitted, Refusal> 
     Ok(Admitted::Pass(Request::from_parts(parts, Body::from(bytes))))
 }
 
+/// Who `headers` say the request is from: the token as a bearer, or a session this server signed.
+pub fn authenticated(state: &AppState, headers: &HeaderMap, now: i64) -> Option<Auth> {
+    if bearer(headers).is_some_and(|b| same(b, &state.token)) {
+        return Some(Auth::Bearer);
+    }
+    cookie(headers, session::COOKIE).and_then(|c| state.keys.session(c, now)).map(Auth::Session)
+}
+
 /// A new session: its cookie, and a redirect to `location` (a path of this server).
 fn log_in(state: &AppState, now: i64, location: &str) -> Result<Response, Refusal> {
     let value = state
@@ -235,6 +260,25 @@ fn log_in(state: &AppState, now: i64, location: &str) -> Result<Response, Refusa
     if let (Ok(location), Ok(cookie)) = (HeaderValue::from_str(location), HeaderValue::from_str(&cookie)) {
         headers.insert(header::LOCATION, location);
         headers.insert(header::SET_COOKIE, cookie);
+    }
+    Ok(response)
+}
+
+/// Ends the session (kept ended across restarts), clears its cookie and sends the browser to the
+/// login page.
+fn log_out(state: &AppState, auth: &Auth) -> Result<Response, Refusal> {
+    if let Auth::Session(id) = auth {
+        state.keys.end_session(id).map_err(|e| {
+            tracing::warn!("dashboard: recording a logout failed: {e}");
+            Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, "the logout could not be recorded; try again")
+        })?;
+    }
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::LOCATION, HeaderValue::from_static("/"));
+    let cleared = format!("{}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0", session::COOKIE);
+    if let Ok(cleared) = HeaderValue::from_str(&cleared) {
+        headers.insert(header::SET_COOKIE, cleared);
     }
     Ok(response)
 }

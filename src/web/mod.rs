@@ -25,6 +25,7 @@ pub mod live_log;
 pub mod metrics;
 pub mod pages;
 mod redaction;
+mod refusal_log;
 pub mod server;
 pub mod session;
 mod state;
@@ -61,5 +62,9 @@ pub async fn serve(
     shutdown: tokio::sync::watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     let limits = server::Limits::of(&state.config.web);
-    server::serve(listener, router(state), limits, shutdown).await
+    let known = state.clone();
+    let trust: server::Trust = std::sync::Arc::new(move |headers: &axum::http::HeaderMap| {
+        auth::authenticated(&known, headers, chrono::Utc::now().timestamp()).is_some()
+    });
+    server::serve(listener, router(state), limits, trust, shutdown).await
 }

@@ -3,12 +3,20 @@
 //!
 //! Past the cap, a new connection closes the one that has waited longest with no request in progress
 //! (a socket that never sends anything is such a one): a client that actually asks something is served
-//! within moments, whatever number of idle sockets is open. A connection with a request in progress (a
-//! live log's event stream, say) is never closed for another. When accepting fails for want of file
+//! within moments, whatever number of idle sockets is open. When accepting fails for want of file
 //! descriptors anyway (a cap above `ulimit -n`), the longest-idle connection is closed too.
-
+//!
+//! A request in progress is never closed for another, so requests must not hold slots forever:
+//! - an unauthenticated one (no session cookie, no bearer token: a login, a webhook delivery, a
+//!   stranger) must be read and answered within `request_deadline` of its headers, or its connection
+//!   is closed: a half-sent body holds a slot for that long at most;
+//! - unauthenticated requests in progress may take all slots but `reserve` of them: a request with a
+//!   session or the token always finds one (an idle connection to close), whatever strangers send; past
+//!   that, an unauthenticated request is answered 503 at once, its body unread;
+//! - one peer address holds at most `per_peer` connections (its own longest-idle is closed first), so a
+//!   remote peer cannot push out everyone else's.
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,6 +24,8 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -23,12 +33,17 @@ use hyper_util::service::TowerToHyperService;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
+/// Slots kept for requests with a session or the token, at most (a quarter of small caps).
+const RESERVE: usize = 16;
+
 /// How the server treats connections (from `[web]`).
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub max_connections: usize,
     pub header_read_timeout: Duration,
     pub idle_timeout: Duration,
+    /// How long an unauthenticated request may take, from its headers to the end of its answer.
+    pub request_deadline: Duration,
 }
 
 impl Limits {
@@ -37,16 +52,37 @@ impl Limits {
             max_connections: web.max_connections,
             header_read_timeout: web.header_read_timeout.std(),
             idle_timeout: web.idle_timeout.std(),
+            // The same bound as the headers': a client that may take that long to send them gets as
+            // long again for its body and our answer.
+            request_deadline: web.header_read_timeout.std(),
         }
+    }
+
+    /// Slots unauthenticated requests may never take.
+    fn reserve(&self) -> usize {
+        RESERVE.min(self.max_connections / 4).max(1)
+    }
+
+    /// Connections one peer address may hold.
+    fn per_peer(&self) -> usize {
+        (self.max_connections / 2).max(8).min(self.max_connections)
     }
 }
 
+/// Whether a request's headers carry a valid session or the token (`auth::authenticated`).
+pub type Trust = Arc<dyn Fn(&HeaderMap) -> bool + Send + Sync>;
+
 /// One open connection, as the loop sees it.
 struct Conn {
+    peer: IpAddr,
     /// Requests in progress (until their answer's body is sent or dropped).
     busy: AtomicUsize,
     /// When it last had no request in progress.
     idle_since: Mutex<Instant>,
+    /// When its unauthenticated request in progress began, if it has one.
+    stranger_since: Mutex<Option<Instant>>,
+    /// Told when an unauthenticated request begins, so its connection watches the deadline.
+    began: Notify,
     /// Closes it at once.
     close: Notify,
 }
@@ -58,24 +94,36 @@ impl Conn {
         }
         Some(self.idle_since.lock().map(|t| t.elapsed()).unwrap_or_default())
     }
+
+    fn stranger_since(&self) -> Option<Instant> {
+        self.stranger_since.lock().ok().and_then(|t| *t)
+    }
 }
 
-/// Marks its connection busy while it lives.
-struct Busy(Arc<Conn>);
+/// Marks its connection busy while it lives (and as serving a stranger, when `stranger`).
+struct Busy {
+    conn: Arc<Conn>,
+    stranger: bool,
+}
 
 impl Busy {
-    fn new(conn: Arc<Conn>) -> Busy {
+    fn new(conn: Arc<Conn>, stranger: bool) -> Busy {
         conn.busy.fetch_add(1, Ordering::SeqCst);
-        Busy(conn)
+        Busy { conn, stranger }
     }
 }
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        if let Ok(mut t) = self.0.idle_since.lock() {
+        if self.stranger
+            && let Ok(mut t) = self.conn.stranger_since.lock()
+        {
+            *t = None;
+        }
+        if let Ok(mut t) = self.conn.idle_since.lock() {
             *t = Instant::now();
         }
-        self.0.busy.fetch_sub(1, Ordering::SeqCst);
+        self.conn.busy.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -91,11 +139,18 @@ impl Conns {
         self.open.lock().map(|m| m.len()).unwrap_or(0)
     }
 
-    fn add(&self) -> (u64, Arc<Conn>) {
+    fn of_peer(&self, peer: IpAddr) -> usize {
+        self.open.lock().map(|m| m.values().filter(|c| c.peer == peer).count()).unwrap_or(0)
+    }
+
+    fn add(&self, peer: IpAddr) -> (u64, Arc<Conn>) {
         let id = self.next.fetch_add(1, Ordering::SeqCst);
         let conn = Arc::new(Conn {
+            peer,
             busy: AtomicUsize::new(0),
             idle_since: Mutex::new(Instant::now()),
+            stranger_since: Mutex::new(None),
+            began: Notify::new(),
             close: Notify::new(),
         });
         if let Ok(mut m) = self.open.lock() {
@@ -110,11 +165,13 @@ impl Conns {
         }
     }
 
-    /// Closes the connection idle longest; false when every one has a request in progress.
-    fn evict_idle(&self) -> bool {
+    /// Closes the connection idle longest (of `peer`, when given); false when every one has a request
+    /// in progress.
+    fn evict_idle(&self, peer: Option<IpAddr>) -> bool {
         let Ok(mut m) = self.open.lock() else { return false };
         let oldest = m
             .iter()
+            .filter(|(_, c)| peer.is_none_or(|p| c.peer == p))
             .filter_map(|(id, c)| c.idle_for().map(|idle| (*id, idle)))
             .max_by_key(|(_, idle)| *idle)
             .map(|(id, _)| id);
@@ -127,6 +184,23 @@ impl Conns {
         }
     }
 
+    /// Starts an unauthenticated request on `conn` if strangers, all of them and its peer's, stay
+    /// clear of the reserved slots; counted and marked under one lock so that none slips past.
+    fn begin_stranger(&self, conn: &Arc<Conn>, limits: &Limits) -> Option<Busy> {
+        let m = self.open.lock().ok()?;
+        let strangers = m.values().filter(|c| c.stranger_since().is_some());
+        let (all, of_peer) =
+            strangers.fold((0, 0), |(all, own), c| (all + 1, own + usize::from(c.peer == conn.peer)));
+        let reserve = limits.reserve();
+        if all + reserve >= limits.max_connections || of_peer + reserve >= limits.per_peer() {
+            return None;
+        }
+        *conn.stranger_since.lock().ok()? = Some(Instant::now());
+        drop(m);
+        conn.began.notify_one();
+        Some(Busy::new(conn.clone(), true))
+    }
+
     fn close_all(&self) {
         if let Ok(m) = self.open.lock() {
             for conn in m.values() {
@@ -137,11 +211,13 @@ impl Conns {
 }
 
 /// Serves `router` on `listener` until `shutdown` becomes true; then lets requests in progress finish
-/// (for a few seconds at most: a live log's stream never does).
+/// (for a few seconds at most: a live log's stream never does). `trust` tells a request with a session
+/// or the token from a stranger's.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
     limits: Limits,
+    trust: Trust,
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     let conns = Arc::new(Conns::default());
@@ -164,7 +240,7 @@ pub async fn serve(
             Ok(accepted) => accepted,
             Err(e) => {
                 // Out of file descriptors (EMFILE/ENFILE) or memory: make room, or wait a moment.
-                let evicted = conns.evict_idle();
+                let evicted = conns.evict_idle(None);
                 tracing::warn!("dashboard: accepting a connection failed: {e}");
                 if !evicted {
                     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -172,25 +248,29 @@ pub async fn serve(
                 continue;
             }
         };
-        if conns.len() >= limits.max_connections && !conns.evict_idle() {
+        let room = (conns.of_peer(peer.ip()) < limits.per_peer() || conns.evict_idle(Some(peer.ip())))
+            && (conns.len() < limits.max_connections || conns.evict_idle(None));
+        if !room {
             turned_away += 1;
             if turned_away.is_power_of_two() {
                 tracing::warn!(
                     "dashboard: {turned_away} connection(s) refused so far, the last from {peer}: all \
-                     {} (web.max_connections) have a request in progress",
-                    limits.max_connections
+                     {} (web.max_connections; {} for one address) have a request in progress",
+                    limits.max_connections,
+                    limits.per_peer()
                 );
             }
             drop(stream);
             continue;
         }
-        let (id, conn) = conns.add();
-        let conns = conns.clone();
+        let (id, conn) = conns.add(peer.ip());
+        let served = Served { conns: conns.clone(), conn, trust: trust.clone(), limits };
         let router = router.clone().layer(axum::Extension(ConnectInfo(peer)));
         let http = http.clone();
         let shutdown = shutdown.clone();
+        let conns = conns.clone();
         tasks.spawn(async move {
-            connection(http, stream, peer, router, conn, limits, shutdown).await;
+            connection(http, stream, peer, router, served, shutdown).await;
             conns.remove(id);
         });
         // Reap the finished ones so the set does not grow.
@@ -211,22 +291,60 @@ pub async fn serve(
     Ok(())
 }
 
-/// Serves one connection until it ends, is closed for another, or has been idle `idle_timeout`.
+/// What a connection's requests are counted against.
+#[derive(Clone)]
+struct Served {
+    conns: Arc<Conns>,
+    conn: Arc<Conn>,
+    trust: Trust,
+    limits: Limits,
+}
+
+impl Served {
+    /// Marks the connection busy for `headers`' request; `None`: a stranger past the slots strangers
+    /// may take.
+    fn begin(&self, headers: &HeaderMap) -> Option<Busy> {
+        if (self.trust)(headers) {
+            Some(Busy::new(self.conn.clone(), false))
+        } else {
+            self.conns.begin_stranger(&self.conn, &self.limits)
+        }
+    }
+}
+
+/// 503 at once, the body unread, and the connection closed after it.
+fn no_room() -> Response {
+    let mut response = (
+        StatusCode::SERVICE_UNAVAILABLE,
+        "too many unauthenticated requests in progress; try again in a few seconds\n",
+    )
+        .into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+    headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    super::auth::secure_headers(headers);
+    response
+}
+
+/// Serves one connection until it ends, is closed for another, has been idle `idle_timeout`, or its
+/// unauthenticated request has run past `request_deadline`.
 async fn connection(
     http: hyper::server::conn::http1::Builder,
     stream: tokio::net::TcpStream,
     peer: SocketAddr,
     router: Router,
-    conn: Arc<Conn>,
-    limits: Limits,
+    served: Served,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let inner = TowerToHyperService::new(router);
-    let tracked = conn.clone();
+    let (conn, limits) = (served.conn.clone(), served.limits);
     let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
-        let busy = Busy::new(tracked.clone());
-        let answer = hyper::service::Service::call(&inner, req);
+        let busy = served.begin(req.headers());
+        let answer = busy.is_some().then(|| hyper::service::Service::call(&inner, req));
         async move {
+            let (Some(busy), Some(answer)) = (busy, answer) else {
+                return Ok(no_room());
+            };
             let response = answer.await?;
             // The connection stays busy until the answer's body is sent (or dropped).
             Ok::<_, std::convert::Infallible>(response.map(move |body| {
@@ -245,6 +363,10 @@ async fn connection(
             Some(idle) => limits.idle_timeout.saturating_sub(idle),
             None => limits.idle_timeout,
         });
+        let stranger = conn.stranger_since();
+        let deadline = tokio::time::sleep_until(
+            stranger.map_or_else(|| Instant::now() + limits.idle_timeout, |t| t + limits.request_deadline),
+        );
         tokio::select! {
             result = served.as_mut() => {
                 if let Err(e) = result {
@@ -253,6 +375,13 @@ async fn connection(
                 return;
             }
             () = conn.close.notified() => return,
+            () = conn.began.notified() => {}
+            () = deadline, if stranger.is_some() => {
+                if conn.stranger_since() == stranger {
+                    tracing::debug!("dashboard connection from {peer}: an unauthenticated request ran past its deadline");
+                    return;
+                }
+            }
             () = idle_check => {
                 if conn.idle_for().is_some_and(|idle| idle >= limits.idle_timeout) {
                     return;

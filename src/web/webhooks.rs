@@ -5,18 +5,25 @@
 //! never believed, so a lost, late, forged or repeated delivery changes nothing but how soon the runner
 //! looks.
 //!
+//! What cannot be GitHub's is refused before its body is read (no signature, no event or delivery id,
+//! not JSON, declared larger than GitHub sends); the rest is read with its signature checked as it
+//! arrives, within a bound on what unverified bodies hold in memory (`body`). `GET` is 405, with the
+//! security headers every answer carries.
+//!
 //! Every refusal is logged with the peer, the event and the delivery id as sent (quoted), never the
 //! secret or the body.
 
+pub mod body;
 pub mod github;
 pub mod signature;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::extract::{ConnectInfo, Extension, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
@@ -32,9 +39,24 @@ pub const GITHUB_BODY_LIMIT: usize = 25 * 1024 * 1024;
 /// long; past it the answer is 503 and GitHub may redeliver (nothing was recorded, or all of it was).
 const RECORD_TIMEOUT: Duration = Duration::from_secs(8);
 
+/// The receiver's refusals in the log, a burst at a time.
+static REFUSALS: super::refusal_log::Burst = super::refusal_log::Burst::new("webhook receiver");
+
 /// The webhook routes. They are merged beside the dashboard's, not inside its security layer.
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/webhooks/github", axum::routing::post(github_delivery))
+    let budget = body::Budget::new(body::SHARED_BUDGET);
+    Router::new()
+        .route("/webhooks/github", axum::routing::post(github_delivery).fallback(not_allowed))
+        .layer(axum::Extension(budget))
+}
+
+async fn not_allowed() -> Response {
+    let mut response = answer(
+        StatusCode::METHOD_NOT_ALLOWED,
+        json!({ "error": "GitHub delivers with POST; there is nothing to read here" }),
+    );
+    response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+    response
 }
 
 /// A delivery's headers, as sent (untrusted until the signature is checked).
@@ -49,7 +71,7 @@ impl Received {
         let header = |name: &str| {
             let value = req.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or("");
             // Shown quoted and bounded: a forger chooses it.
-            value.chars().take(100).collect::<String>()
+            value.chars().take(super::refusal_log::SHOWN_CHARS).collect::<String>()
         };
         Received {
             peer: req
@@ -62,52 +84,66 @@ impl Received {
         }
     }
 
+    /// A refusal that closes the connection: the body may be unread, and is not to be read as the next
+    /// request.
+    fn refuse_unread(&self, status: StatusCode, why: &str) -> Response {
+        let mut response = self.refuse(status, why);
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+        response
+    }
+
     fn refuse(&self, status: StatusCode, why: &str) -> Response {
-        tracing::warn!(
-            "webhook refused from {}: {} {why} (event {:?}, delivery {:?})",
-            self.peer,
-            status.as_u16(),
-            self.event,
-            self.delivery
-        );
+        REFUSALS.warn(|| {
+            format!(
+                "webhook refused from {}: {} {why} (event {:?}, delivery {:?})",
+                self.peer,
+                status.as_u16(),
+                self.event,
+                self.delivery
+            )
+        });
         answer(status, json!({ "error": why }))
     }
 }
 
-async fn github_delivery(State(state): State<AppState>, req: Request) -> Response {
+async fn github_delivery(
+    State(state): State<AppState>,
+    Extension(budget): Extension<Arc<body::Budget>>,
+    req: Request,
+) -> Response {
     let received = Received::of(&req);
     let Some(secret) = state.webhook_secret.clone() else {
         let secret_env = &state.config.github.webhook_secret_env;
-        return received.refuse(
+        return received.refuse_unread(
             StatusCode::SERVICE_UNAVAILABLE,
             &format!(
                 "webhooks are not set up: the variable {secret_env} (github.webhook_secret_env) is not set"
             ),
         );
     };
-    if declared_length(req.headers()).is_some_and(|n| n > GITHUB_BODY_LIMIT) {
-        return received
-            .refuse(StatusCode::PAYLOAD_TOO_LARGE, "the body is larger than GitHub's 25 MB limit");
+    if let Err((status, why)) = looks_like_github(req.headers()) {
+        return received.refuse_unread(status, why);
     }
-    let signature =
-        req.headers().get("x-hub-signature-256").and_then(|v| v.to_str().ok()).map(str::to_string);
-    // A body sent without a length (chunked) is cut off at the limit as it streams in.
-    let body = match axum::body::to_bytes(req.into_body(), GITHUB_BODY_LIMIT).await {
-        Ok(body) => body,
-        Err(_) => {
-            return received.refuse(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "the body is larger than GitHub's 25 MB limit, or broke off",
-            );
+    let signature = req.headers().get("x-hub-signature-256").and_then(|v| v.to_str().ok());
+    let verifier = match signature::Verifier::github(secret.as_bytes(), signature) {
+        Ok(verifier) => verifier,
+        Err(e) => {
+            return received.refuse_unread(StatusCode::UNAUTHORIZED, &format!("X-Hub-Signature-256: {e}"));
         }
     };
-    if let Err(e) = signature::verify_github(secret.as_bytes(), &body, signature.as_deref()) {
-        return received.refuse(StatusCode::UNAUTHORIZED, &format!("X-Hub-Signature-256: {e}"));
-    }
+    // A body sent without a length (chunked) is cut off at the limit as it streams in.
+    let body = match body::read_signed(req.into_body(), verifier, GITHUB_BODY_LIMIT, &budget).await {
+        Ok(body) => body,
+        Err(e) => {
+            let status = match e {
+                body::BodyError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+                body::BodyError::NoBudget => StatusCode::SERVICE_UNAVAILABLE,
+                body::BodyError::Signature(_) => StatusCode::UNAUTHORIZED,
+            };
+            return received.refuse_unread(status, &e.to_string());
+        }
+    };
     // Signed by GitHub from here on.
-    if received.delivery.is_empty() || received.event.is_empty() {
-        return received.refuse(StatusCode::BAD_REQUEST, "X-GitHub-Event and X-GitHub-Delivery are required");
-    }
     let payload: serde_json::Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(_) => {
@@ -205,6 +241,29 @@ fn concerns(owner: &PrOwner, targets: &github::Targets) -> bool {
     targets.numbers.contains(&owner.pr_number)
         || owner.head_sha.as_ref().is_some_and(|sha| targets.shas.contains(sha))
         || owner.branch.as_ref().is_some_and(|b| targets.branches.contains(b))
+}
+
+/// What any GitHub delivery has, checked before its body is read: the event and delivery id, a JSON
+/// body, a declared length within GitHub's limit.
+fn looks_like_github(headers: &HeaderMap) -> Result<(), (StatusCode, &'static str)> {
+    if declared_length(headers).is_some_and(|n| n > GITHUB_BODY_LIMIT) {
+        return Err((StatusCode::PAYLOAD_TOO_LARGE, "the body is larger than GitHub's 25 MB limit"));
+    }
+    let present =
+        |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).is_some_and(|v| !v.trim().is_empty());
+    if !present("x-github-event") || !present("x-github-delivery") {
+        return Err((StatusCode::BAD_REQUEST, "X-GitHub-Event and X-GitHub-Delivery are required"));
+    }
+    let json = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
+        v.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+    });
+    if !json {
+        return Err((
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "the body is not JSON (set the webhook's content type to application/json)",
+        ));
+    }
+    Ok(())
 }
 
 fn declared_length(headers: &HeaderMap) -> Option<usize> {

@@ -1,6 +1,6 @@
 //! Verifying that a delivery was signed with the shared secret: GitHub's `X-Hub-Signature-256:
 //! sha256=HEX` and Asana's `X-Hook-Signature: HEX`, both an HMAC-SHA256 of the raw body. `ring`
-//! compares in constant time, so a forger learns nothing from how long a refusal takes.
+//! compares in constant time (as `Verifier` does), so a forger learns nothing from how long a refusal takes.
 
 use ring::hmac;
 
@@ -17,9 +17,40 @@ pub enum SignatureError {
 
 /// Checks GitHub's `X-Hub-Signature-256` value (`sha256=` and 64 lowercase or uppercase hex digits).
 pub fn verify_github(secret: &[u8], body: &[u8], header: Option<&str>) -> Result<(), SignatureError> {
-    let header = header.ok_or(SignatureError::Missing)?;
-    let hex = header.trim().strip_prefix("sha256=").ok_or(SignatureError::Malformed)?;
-    verify_hex(secret, body, hex)
+    let mut verifier = Verifier::github(secret, header)?;
+    verifier.update(body);
+    verifier.finish()
+}
+
+/// Checks a GitHub signature over a body as it arrives, so that a body is never held to be checked:
+/// the header is read first (a delivery without one is refused before its body), then each piece.
+pub struct Verifier {
+    context: hmac::Context,
+    expected: Vec<u8>,
+}
+
+impl Verifier {
+    pub fn github(secret: &[u8], header: Option<&str>) -> Result<Verifier, SignatureError> {
+        let header = header.ok_or(SignatureError::Missing)?;
+        let hex = header.trim().strip_prefix("sha256=").ok_or(SignatureError::Malformed)?;
+        let expected = decode_hex(hex.trim()).ok_or(SignatureError::Malformed)?;
+        if expected.len() != 32 {
+            return Err(SignatureError::Malformed);
+        }
+        let key = hmac::Key::new(hmac::HMAC_SHA256, secret);
+        Ok(Verifier { context: hmac::Context::with_key(&key), expected })
+    }
+
+    pub fn update(&mut self, piece: &[u8]) {
+        self.context.update(piece);
+    }
+
+    /// Whether the pieces so far are what was signed; compared in constant time.
+    pub fn finish(self) -> Result<(), SignatureError> {
+        let tag = self.context.sign();
+        let differ = tag.as_ref().iter().zip(&self.expected).fold(0u8, |acc, (a, b)| acc | (a ^ b));
+        if differ == 0 { Ok(()) } else { Err(SignatureError::Mismatch) }
+    }
 }
 
 /// Checks a bare hex HMAC-SHA256 (Asana's `X-Hook-Signature`).
