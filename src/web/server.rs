@@ -1,9 +1,11 @@
 //! The dashboard's accept loop: HTTP/1.1 with a header-read timeout, an idle timeout and a cap on the
 //! connections held at once, so that idle sockets cannot take the server's file descriptors.
 //!
-//! Past the cap, a new connection closes the one that has waited longest with no request in progress
-//! (a socket that never sends anything is such a one): a client that actually asks something is served
-//! within moments, whatever number of idle sockets is open. When accepting fails for want of file
+//! Past the cap, a new connection closes one with no request in progress: first one that has sent part
+//! of a request head and stopped (a slow header; a kept-alive connection between requests), then one
+//! that never sent anything, each time the one idle longest (`heard`). A client that actually asks
+//! something is served within moments, whatever number of idle sockets is open, and a fresh connection
+//! is not pushed out by strangers reconnecting before its request, sent at once, has been read. When accepting fails for want of file
 //! descriptors anyway (a cap above `ulimit -n`), the longest-idle connection is closed too.
 //!
 //! A request in progress is never closed for another, so requests must not hold slots forever:
@@ -17,7 +19,7 @@
 //!   remote peer cannot push out everyone else's.
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -32,6 +34,8 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
+
+mod heard;
 
 /// Slots kept for requests with a session or the token, at most (a quarter of small caps).
 const RESERVE: usize = 16;
@@ -75,6 +79,8 @@ pub type Trust = Arc<dyn Fn(&HeaderMap) -> bool + Send + Sync>;
 /// One open connection, as the loop sees it.
 struct Conn {
     peer: IpAddr,
+    /// Whether the client has sent anything on it yet.
+    heard: Arc<AtomicBool>,
     /// Requests in progress (until their answer's body is sent or dropped).
     busy: AtomicUsize,
     /// When it last had no request in progress.
@@ -147,6 +153,7 @@ impl Conns {
         let id = self.next.fetch_add(1, Ordering::SeqCst);
         let conn = Arc::new(Conn {
             peer,
+            heard: Arc::new(AtomicBool::new(false)),
             busy: AtomicUsize::new(0),
             idle_since: Mutex::new(Instant::now()),
             stranger_since: Mutex::new(None),
@@ -165,15 +172,16 @@ impl Conns {
         }
     }
 
-    /// Closes the connection idle longest (of `peer`, when given); false when every one has a request
-    /// in progress.
+    /// Closes a connection with no request in progress (of `peer`, when given): one the client has sent
+    /// something on before one it has not, the one idle longest of those; false when every one has a
+    /// request in progress.
     fn evict_idle(&self, peer: Option<IpAddr>) -> bool {
         let Ok(mut m) = self.open.lock() else { return false };
         let oldest = m
             .iter()
             .filter(|(_, c)| peer.is_none_or(|p| c.peer == p))
-            .filter_map(|(id, c)| c.idle_for().map(|idle| (*id, idle)))
-            .max_by_key(|(_, idle)| *idle)
+            .filter_map(|(id, c)| c.idle_for().map(|idle| (*id, (c.heard.load(Ordering::SeqCst), idle))))
+            .max_by_key(|(_, rank)| *rank)
             .map(|(id, _)| id);
         match oldest.and_then(|id| m.remove(&id)) {
             Some(conn) => {
@@ -355,6 +363,7 @@ async fn connection(
             }))
         }
     });
+    let stream = heard::Heard { stream, heard: conn.heard.clone() };
     let served = http.serve_connection(TokioIo::new(stream), service);
     tokio::pin!(served);
     let mut shutting_down = false;
