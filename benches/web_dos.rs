@@ -3,7 +3,7 @@
 //! memory passed 150 MB.
 //!
 //! Starts the real `executor serve` (default limits: 256 connections, 10 s deadlines) and holds open
-//! against it, reconnecting a second after the server closes one: 300 sockets that send a `POST /login` head
+//! against it, reconnecting a second (`WEB_DOS_RECONNECT_MS`) after the server closes one: 300 sockets that send a `POST /login` head
 //! declaring a 1,000-byte body and never send it, 300 that send a request head a byte a second, and 20
 //! unsigned-in-truth webhook deliveries (a made-up signature) declaring 24 MB and sending 23 of it.
 //! Then times 30 `GET /` with the token, one every 300 ms, and reads the server's RSS from /proc.
@@ -40,7 +40,14 @@ fn raise_open_files() -> u64 {
 
 /// Connects, sends `head` (and `body`, then `trickle` a byte a second), and holds the socket until
 /// the server closes it; again, until `stop`.
-async fn hold(addr: String, head: Vec<u8>, body: usize, trickle: bool, stop: Arc<AtomicBool>) {
+async fn hold(
+    addr: String,
+    head: Vec<u8>,
+    body: usize,
+    trickle: bool,
+    stop: Arc<AtomicBool>,
+    pause: Duration,
+) {
     let piece = vec![b' '; 64 * 1024];
     while !stop.load(Ordering::SeqCst) {
         let Ok(mut socket) = TcpStream::connect(&addr).await else {
@@ -67,9 +74,9 @@ async fn hold(addr: String, head: Vec<u8>, body: usize, trickle: bool, stop: Arc
                 Err(_) => {}
             }
         }
-        // A second before trying again: holding sockets, not a connection flood (which the kernel's
+        // A pause before trying again: holding sockets, not a connection flood (which the kernel's
         // accept queue meets before the server does).
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        tokio::time::sleep(pause).await;
     }
 }
 
@@ -86,6 +93,9 @@ fn rss_kb(pid: u32, field: &str) -> u64 {
 #[tokio::main]
 async fn main() {
     let open_files = raise_open_files();
+    let pause = Duration::from_millis(
+        std::env::var("WEB_DOS_RECONNECT_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(1000),
+    );
     let dir = tempfile::tempdir().expect("a temporary directory");
     let config = dir.path().join("executor.toml");
     let data = dir.path().join("data").display().to_string();
@@ -108,7 +118,11 @@ async fn main() {
     let base = url.split("/?token=").next().expect("the base").to_string();
     let addr = base.trim_start_matches("http://").to_string();
     let idle_rss = rss_kb(pid, "VmRSS:");
-    println!("open files allowed: {open_files}; server RSS before: {} MB", idle_rss / 1024);
+    println!(
+        "open files allowed: {open_files}; server RSS before: {} MB; attackers reconnect after {} ms",
+        idle_rss / 1024,
+        pause.as_millis()
+    );
 
     let stop = Arc::new(AtomicBool::new(false));
     let mut attackers = tokio::task::JoinSet::new();
@@ -125,10 +139,10 @@ async fn main() {
         24 * 1024 * 1024
     );
     for _ in 0..SLOW_BODIES {
-        attackers.spawn(hold(addr.clone(), login.clone().into_bytes(), 0, false, stop.clone()));
+        attackers.spawn(hold(addr.clone(), login.clone().into_bytes(), 0, false, stop.clone(), pause));
     }
     for _ in 0..SLOW_HEADERS {
-        attackers.spawn(hold(addr.clone(), slow_head.clone().into_bytes(), 0, true, stop.clone()));
+        attackers.spawn(hold(addr.clone(), slow_head.clone().into_bytes(), 0, true, stop.clone(), pause));
     }
     for _ in 0..BIG_DELIVERIES {
         attackers.spawn(hold(
@@ -137,6 +151,7 @@ async fn main() {
             23 * 1024 * 1024,
             false,
             stop.clone(),
+            pause,
         ));
     }
     tokio::time::sleep(Duration::from_secs(3)).await;

@@ -3,7 +3,7 @@
 //!
 //! Past the cap, a new connection closes one with no request in progress: first one that has sent part
 //! of a request head and stopped (a slow header; a kept-alive connection between requests), then one
-//! that never sent anything, each time the one idle longest (`heard`). A client that actually asks
+//! that has sent nothing for a second (`Conn::eviction_rank`). A client that actually asks
 //! something is served within moments, whatever number of idle sockets is open, and a fresh connection
 //! is not pushed out by strangers reconnecting before its request, sent at once, has been read. When accepting fails for want of file
 //! descriptors anyway (a cap above `ulimit -n`), the longest-idle connection is closed too.
@@ -37,8 +37,8 @@ use tokio::time::Instant;
 
 mod heard;
 
-/// Slots kept for requests with a session or the token, at most (a quarter of small caps).
-const RESERVE: usize = 16;
+/// How long a connection that has sent nothing yet counts as one whose request is on its way.
+const FRESH: Duration = Duration::from_secs(1);
 
 /// How the server treats connections (from `[web]`).
 #[derive(Debug, Clone, Copy)]
@@ -62,9 +62,10 @@ impl Limits {
         }
     }
 
-    /// Slots unauthenticated requests may never take.
+    /// Slots unauthenticated requests may never take: a quarter, so that connections still reading
+    /// their headers (a client's among strangers' reconnects) have room to turn over in.
     fn reserve(&self) -> usize {
-        RESERVE.min(self.max_connections / 4).max(1)
+        (self.max_connections / 4).max(1)
     }
 
     /// Connections one peer address may hold.
@@ -81,6 +82,9 @@ struct Conn {
     peer: IpAddr,
     /// Whether the client has sent anything on it yet.
     heard: Arc<AtomicBool>,
+    /// Whether a request has been answered on it (its answer may still be on its way out for a while
+    /// after the connection stops counting it in progress).
+    answered: AtomicBool,
     /// Requests in progress (until their answer's body is sent or dropped).
     busy: AtomicUsize,
     /// When it last had no request in progress.
@@ -99,6 +103,25 @@ impl Conn {
             return None;
         }
         Some(self.idle_since.lock().map(|t| t.elapsed()).unwrap_or_default())
+    }
+
+    /// Which idle connection goes first to make room (the greatest): one the client has sent something
+    /// on and then stopped, the longest idle first; then one that has said nothing for `FRESH`, the
+    /// oldest first (a socket that never sends); last a fresh one, the newest first, so that a flood of
+    /// connections pushes out its own latest rather than a client's that connected a moment earlier and
+    /// whose request is on its way. A connection that has just answered a request counts as fresh:
+    /// the answer's last bytes may not have left yet, and closing it would cut them off. `None`: a
+    /// request is in progress.
+    fn eviction_rank(&self) -> Option<(u8, Duration)> {
+        let idle = self.idle_for()?;
+        let just_answered = idle < FRESH && self.answered.load(Ordering::SeqCst);
+        Some(if self.heard.load(Ordering::SeqCst) && !just_answered {
+            (2, idle)
+        } else if idle >= FRESH {
+            (1, idle)
+        } else {
+            (0, FRESH - idle)
+        })
     }
 
     fn stranger_since(&self) -> Option<Instant> {
@@ -129,6 +152,7 @@ impl Drop for Busy {
         if let Ok(mut t) = self.conn.idle_since.lock() {
             *t = Instant::now();
         }
+        self.conn.answered.store(true, Ordering::SeqCst);
         self.conn.busy.fetch_sub(1, Ordering::SeqCst);
     }
 }
@@ -154,6 +178,7 @@ impl Conns {
         let conn = Arc::new(Conn {
             peer,
             heard: Arc::new(AtomicBool::new(false)),
+            answered: AtomicBool::new(false),
             busy: AtomicUsize::new(0),
             idle_since: Mutex::new(Instant::now()),
             stranger_since: Mutex::new(None),
@@ -180,7 +205,7 @@ impl Conns {
         let oldest = m
             .iter()
             .filter(|(_, c)| peer.is_none_or(|p| c.peer == p))
-            .filter_map(|(id, c)| c.idle_for().map(|idle| (*id, (c.heard.load(Ordering::SeqCst), idle))))
+            .filter_map(|(id, c)| c.eviction_rank().map(|rank| (*id, rank)))
             .max_by_key(|(_, rank)| *rank)
             .map(|(id, _)| id);
         match oldest.and_then(|id| m.remove(&id)) {
@@ -228,6 +253,7 @@ pub async fn serve(
     trust: Trust,
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
+    deepen_backlog(&listener);
     let conns = Arc::new(Conns::default());
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(limits.header_read_timeout);
@@ -283,6 +309,10 @@ pub async fn serve(
         });
         // Reap the finished ones so the set does not grow.
         while tasks.try_join_next().is_some() {}
+        // Lets the new connection read what its client has sent before the next one is accepted (and
+        // may close one to make room): a burst of strangers' connections, accepted back to back, would
+        // otherwise push out a client's before its request, already sent, had been looked at.
+        tokio::task::yield_now().await;
     }
     drop(listener);
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -297,6 +327,20 @@ pub async fn serve(
         }
     }
     Ok(())
+}
+
+/// Connections the kernel may hold for the accept loop (capped by `net.core.somaxconn`).
+const BACKLOG: i32 = 1024;
+
+/// Raises the listening socket's backlog from the standard library's 128: a burst of strangers'
+/// connections past it makes the kernel drop a client's SYN, which it then resends only a second
+/// later. Calling `listen` again on a listening socket only changes its backlog (Linux).
+fn deepen_backlog(listener: &tokio::net::TcpListener) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `listen` on a socket this listener owns; it reads nothing from our memory.
+    if unsafe { libc::listen(listener.as_raw_fd(), BACKLOG) } != 0 {
+        tracing::debug!("dashboard: raising the listen backlog failed: {}", std::io::Error::last_os_error());
+    }
 }
 
 /// What a connection's requests are counted against.
