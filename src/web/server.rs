@@ -17,10 +17,8 @@
 //!   that, an unauthenticated request is answered 503 at once, its body unread;
 //! - one peer address holds at most `per_peer` connections (its own longest-idle is closed first), so a
 //!   remote peer cannot push out everyone else's.
-use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -32,13 +30,13 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
+mod conns;
 mod heard;
 
-/// How long a connection that has sent nothing yet counts as one whose request is on its way.
-const FRESH: Duration = Duration::from_secs(1);
+use conns::{Busy, Conn, Conns};
 
 /// How the server treats connections (from `[web]`).
 #[derive(Debug, Clone, Copy)]
@@ -76,172 +74,6 @@ impl Limits {
 
 /// Whether a request's headers carry a valid session or the token (`auth::authenticated`).
 pub type Trust = Arc<dyn Fn(&HeaderMap) -> bool + Send + Sync>;
-
-/// One open connection, as the loop sees it.
-struct Conn {
-    peer: IpAddr,
-    /// Whether the client has sent anything on it yet.
-    heard: Arc<AtomicBool>,
-    /// Whether a request has been answered on it (its answer may still be on its way out for a while
-    /// after the connection stops counting it in progress).
-    answered: AtomicBool,
-    /// Requests in progress (until their answer's body is sent or dropped).
-    busy: AtomicUsize,
-    /// When it last had no request in progress.
-    idle_since: Mutex<Instant>,
-    /// When its unauthenticated request in progress began, if it has one.
-    stranger_since: Mutex<Option<Instant>>,
-    /// Told when an unauthenticated request begins, so its connection watches the deadline.
-    began: Notify,
-    /// Closes it at once.
-    close: Notify,
-}
-
-impl Conn {
-    fn idle_for(&self) -> Option<Duration> {
-        if self.busy.load(Ordering::SeqCst) > 0 {
-            return None;
-        }
-        Some(self.idle_since.lock().map(|t| t.elapsed()).unwrap_or_default())
-    }
-
-    /// Which idle connection goes first to make room (the greatest): one the client has sent something
-    /// on and then stopped, the longest idle first; then one that has said nothing for `FRESH`, the
-    /// oldest first (a socket that never sends); last a fresh one, the newest first, so that a flood of
-    /// connections pushes out its own latest rather than a client's that connected a moment earlier and
-    /// whose request is on its way. A connection that has just answered a request counts as fresh:
-    /// the answer's last bytes may not have left yet, and closing it would cut them off. `None`: a
-    /// request is in progress.
-    fn eviction_rank(&self) -> Option<(u8, Duration)> {
-        let idle = self.idle_for()?;
-        let just_answered = idle < FRESH && self.answered.load(Ordering::SeqCst);
-        Some(if self.heard.load(Ordering::SeqCst) && !just_answered {
-            (2, idle)
-        } else if idle >= FRESH {
-            (1, idle)
-        } else {
-            (0, FRESH - idle)
-        })
-    }
-
-    fn stranger_since(&self) -> Option<Instant> {
-        self.stranger_since.lock().ok().and_then(|t| *t)
-    }
-}
-
-/// Marks its connection busy while it lives (and as serving a stranger, when `stranger`).
-struct Busy {
-    conn: Arc<Conn>,
-    stranger: bool,
-}
-
-impl Busy {
-    fn new(conn: Arc<Conn>, stranger: bool) -> Busy {
-        conn.busy.fetch_add(1, Ordering::SeqCst);
-        Busy { conn, stranger }
-    }
-}
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        if self.stranger
-            && let Ok(mut t) = self.conn.stranger_since.lock()
-        {
-            *t = None;
-        }
-        if let Ok(mut t) = self.conn.idle_since.lock() {
-            *t = Instant::now();
-        }
-        self.conn.answered.store(true, Ordering::SeqCst);
-        self.conn.busy.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// The open connections.
-#[derive(Default)]
-struct Conns {
-    next: AtomicU64,
-    open: Mutex<HashMap<u64, Arc<Conn>>>,
-}
-
-impl Conns {
-    fn len(&self) -> usize {
-        self.open.lock().map(|m| m.len()).unwrap_or(0)
-    }
-
-    fn of_peer(&self, peer: IpAddr) -> usize {
-        self.open.lock().map(|m| m.values().filter(|c| c.peer == peer).count()).unwrap_or(0)
-    }
-
-    fn add(&self, peer: IpAddr) -> (u64, Arc<Conn>) {
-        let id = self.next.fetch_add(1, Ordering::SeqCst);
-        let conn = Arc::new(Conn {
-            peer,
-            heard: Arc::new(AtomicBool::new(false)),
-            answered: AtomicBool::new(false),
-            busy: AtomicUsize::new(0),
-            idle_since: Mutex::new(Instant::now()),
-            stranger_since: Mutex::new(None),
-            began: Notify::new(),
-            close: Notify::new(),
-        });
-        if let Ok(mut m) = self.open.lock() {
-            m.insert(id, conn.clone());
-        }
-        (id, conn)
-    }
-
-    fn remove(&self, id: u64) {
-        if let Ok(mut m) = self.open.lock() {
-            m.remove(&id);
-        }
-    }
-
-    /// Closes a connection with no request in progress (of `peer`, when given): one the client has sent
-    /// something on before one it has not, the one idle longest of those; false when every one has a
-    /// request in progress.
-    fn evict_idle(&self, peer: Option<IpAddr>) -> bool {
-        let Ok(mut m) = self.open.lock() else { return false };
-        let oldest = m
-            .iter()
-            .filter(|(_, c)| peer.is_none_or(|p| c.peer == p))
-            .filter_map(|(id, c)| c.eviction_rank().map(|rank| (*id, rank)))
-            .max_by_key(|(_, rank)| *rank)
-            .map(|(id, _)| id);
-        match oldest.and_then(|id| m.remove(&id)) {
-            Some(conn) => {
-                conn.close.notify_one();
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Starts an unauthenticated request on `conn` if strangers, all of them and its peer's, stay
-    /// clear of the reserved slots; counted and marked under one lock so that none slips past.
-    fn begin_stranger(&self, conn: &Arc<Conn>, limits: &Limits) -> Option<Busy> {
-        let m = self.open.lock().ok()?;
-        let strangers = m.values().filter(|c| c.stranger_since().is_some());
-        let (all, of_peer) =
-            strangers.fold((0, 0), |(all, own), c| (all + 1, own + usize::from(c.peer == conn.peer)));
-        let reserve = limits.reserve();
-        if all + reserve >= limits.max_connections || of_peer + reserve >= limits.per_peer() {
-            return None;
-        }
-        *conn.stranger_since.lock().ok()? = Some(Instant::now());
-        drop(m);
-        conn.began.notify_one();
-        Some(Busy::new(conn.clone(), true))
-    }
-
-    fn close_all(&self) {
-        if let Ok(m) = self.open.lock() {
-            for conn in m.values() {
-                conn.close.notify_one();
-            }
-        }
-    }
-}
 
 /// Serves `router` on `listener` until `shutdown` becomes true; then lets requests in progress finish
 /// (for a few seconds at most: a live log's stream never does). `trust` tells a request with a session
