@@ -2,6 +2,7 @@
 //! below returns values and errors.
 
 mod analyzer;
+mod config;
 mod context;
 mod demo;
 mod doctor;
@@ -157,6 +158,10 @@ pub enum Command {
     /// Print the cron entries as a macOS LaunchAgent or a systemd user timer instead.
     #[command(subcommand)]
     Service(ServiceCommand),
+    /// The config: every key with its type, default and meaning (`reference`), or the effective config
+    /// and where each value came from (`show`).
+    #[command(subcommand)]
+    Config(config::ConfigCommand),
     /// What the trackers were told (write-back): each message owed to a task's Asana task or GitHub
     /// issue — the pull request opened, the run complete or abandoned — and whether it got there.
     ///
@@ -249,6 +254,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Logs(args) => worker::logs(&context::load_config(cli.config.as_deref())?, args, json).await,
         Command::Serve(args) => serve::run(cli.config.as_deref(), args, json).await,
         Command::Webhooks(c) => webhooks::run(&context::load_config(cli.config.as_deref())?, c, json),
+        Command::Config(c) => config::run(cli.config.as_deref(), c, json),
         Command::Prompts(c) => prompts::run(&context::load_config(cli.config.as_deref())?, c, json),
         command => {
             let ctx = if only_reads(&command) {
@@ -283,6 +289,7 @@ async fn dispatch(ctx: &Context, command: Command, json: bool) -> anyhow::Result
         | Command::Logs(_)
         | Command::Serve(_)
         | Command::Webhooks(_)
+        | Command::Config(_)
         | Command::Prompts(_) => {
             unreachable!("handled before the store is opened")
         }
