@@ -4,6 +4,7 @@
 #[macro_use]
 mod output;
 mod analyzer;
+mod config;
 mod context;
 mod demo;
 mod doctor;
@@ -132,7 +133,7 @@ pub enum Command {
     /// Print the newest work log of a task, or follow it as the worker writes it.
     Logs(worker::LogsArgs),
     /// The prompt templates: export the defaults to edit, check the configured ones. What an agent gets
-    /// (prompt on stdin, EXECUTOR_* variables) and must answer (a final JSON line): see the README's
+    /// (prompt on stdin, EXECUTOR_* variables) and must answer (a final JSON line): see docs/agents.md,
     /// "Your own agent", and examples/command-agent.sh.
     #[command(subcommand)]
     Prompts(prompts::PromptsCommand),
@@ -160,6 +161,10 @@ pub enum Command {
     /// Print the cron entries as a macOS LaunchAgent or a systemd user timer instead.
     #[command(subcommand)]
     Service(ServiceCommand),
+    /// The config: every key with its type, default and meaning (`reference`), or the effective config
+    /// and where each value came from (`show`).
+    #[command(subcommand)]
+    Config(config::ConfigCommand),
     /// What the trackers were told (write-back): each message owed to a task's Asana task, Linear issue
     /// or GitHub issue — the pull request opened, the run complete or abandoned — and whether it got there.
     ///
@@ -252,6 +257,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Logs(args) => worker::logs(&context::load_config(cli.config.as_deref())?, args, json).await,
         Command::Serve(args) => serve::run(cli.config.as_deref(), args, json).await,
         Command::Webhooks(c) => webhooks::run(&context::load_config(cli.config.as_deref())?, c, json),
+        Command::Config(c) => config::run(cli.config.as_deref(), c, json),
         Command::Prompts(c) => prompts::run(&context::load_config(cli.config.as_deref())?, c, json),
         command => {
             let ctx = if only_reads(&command) {
@@ -286,6 +292,7 @@ async fn dispatch(ctx: &Context, command: Command, json: bool) -> anyhow::Result
         | Command::Logs(_)
         | Command::Serve(_)
         | Command::Webhooks(_)
+        | Command::Config(_)
         | Command::Prompts(_) => {
             unreachable!("handled before the store is opened")
         }

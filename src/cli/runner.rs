@@ -6,7 +6,7 @@ use clap::Args;
 use super::Context;
 use super::output::json;
 use crate::forge::ACK_PREFIX;
-use crate::forge::{AGENT_AUTHOR, CommentPost, Forge, ForgeError, deliver_reply};
+use crate::forge::{AGENT_AUTHOR, CommentPost, Delivery, Forge, ForgeError, deliver_reply};
 use crate::instance_lock::{InstanceLock, LockError};
 use crate::runner::forge_for;
 use crate::runner::{Runner, shutdown_on_signals};
@@ -181,9 +181,15 @@ async fn reply_through_outbox(
         None => Err(ForgeError::NoPr(run.id)),
     };
     match posted {
-        Ok(id) => {
+        Ok(Delivery::Posted(id)) => {
             say(Some(&id), format!("comment {id} on run {}'s pull request, replying to {parent}", run.id))
         }
+        Ok(Delivery::MayStillLand) => say(
+            None,
+            format!(
+                "the reply to {parent} may still be landing from an earlier attempt; the runner looks for it"
+            ),
+        ),
         Err(e) => {
             // GitHub's rate limit is a wait: it uses up none of the attempts the runner makes after.
             let why = e.to_string();

@@ -4,6 +4,7 @@
 mod duration;
 mod find;
 mod intake;
+pub mod reference;
 mod trust;
 
 pub use duration::Duration;

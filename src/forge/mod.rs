@@ -8,7 +8,7 @@ mod reviews;
 mod snapshot;
 
 pub use local::{ForgeError, LocalForge};
-pub use replies::{AGENT_AUTHOR, carries_executor_marker, deliver_reply};
+pub use replies::{AGENT_AUTHOR, Delivery, carries_executor_marker, deliver_reply};
 pub use reviews::{ReviewDelivery, deliver_review, latest_review, marked, review_marker};
 pub use snapshot::{
     ACK_PREFIX, Check, CheckStatus, CiRollup, Comment, DiffStat, Mergeable, PrRef, PrSnapshot, PrState,
@@ -183,6 +183,15 @@ impl Forge {
         match self {
             Forge::Local(_) => Ok(()), // keeps nothing: observed from the database every time
             Forge::GitHub(f) => f.keep_only(&runs.iter().filter_map(|r| r.pr_number).collect()).await,
+        }
+    }
+
+    /// How long after a write was sent the forge may still carry it out, its answer lost (GitHub:
+    /// `request_timeout`); the local forge writes in the database at once.
+    pub fn landing_time(&self) -> std::time::Duration {
+        match self {
+            Forge::Local(_) => std::time::Duration::ZERO,
+            Forge::GitHub(f) => f.landing_time(),
         }
     }
 

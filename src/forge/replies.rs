@@ -2,7 +2,10 @@
 //! request: in the thread of the comment it answers, recorded as an agent's, exactly once. The outbox
 //! row is written before the post and marked with the forge's id after; an attempt that died between
 //! the two left the reply on the forge unrecorded, so the pull request is read first and a reply that
-//! is already there is recorded instead of posted again.
+//! is already there is recorded instead of posted again — once it could be there: the time each attempt
+//! began is written before its post, and a post GitHub may still be carrying out (its poster killed
+//! mid-request) is waited for, not repeated (soak finding: a reply posted twice, its first copy landing
+//! after the next runner's).
 
 use super::{Comment, CommentPost, Forge, ForgeError, PrSnapshot};
 use crate::domain::Run;
@@ -29,12 +32,20 @@ pub async fn deliver_reply(
     run: &Run,
     pr: &PrSnapshot,
     reply: &AgentReply,
-) -> Result<String, ForgeError> {
+) -> Result<Delivery, ForgeError> {
     let Some(body) = reply.body.as_deref() else {
         return Err(ForgeError::Config(format!("reply {} has no text to post", reply.id)));
     };
     if let Some(id) = &reply.posted_comment_id {
-        return Ok(id.clone());
+        return Ok(Delivery::Posted(id.clone()));
+    }
+    if may_still_land(reply.post_started_at, pr.observed_at, forge.landing_time()) {
+        // A view kept from before (the pull request unchanged since) would never show it: once it
+        // could have landed, the next view asks again.
+        if !may_still_land(reply.post_started_at, chrono::Utc::now(), forge.landing_time()) {
+            forge.forget_observation(pr.number);
+        }
+        return Ok(Delivery::MayStillLand);
     }
     // Replies already posted for this run: a comment that is one of them is not this reply.
     let taken: Vec<String> =
@@ -53,6 +64,7 @@ pub async fn deliver_reply(
             c.id.clone()
         }
         None => {
+            store.mark_reply_posting(reply.id).await?;
             let post = CommentPost {
                 author: AGENT_AUTHOR,
                 body,
@@ -64,7 +76,27 @@ pub async fn deliver_reply(
         }
     };
     store.mark_reply_posted(reply.id, &id).await?;
-    Ok(id)
+    Ok(Delivery::Posted(id))
+}
+
+/// Whether a post begun at `began` may still land after a view taken at `observed_at`: only a view taken
+/// once it could have landed shows whether it did.
+fn may_still_land(
+    began: Option<chrono::DateTime<chrono::Utc>>,
+    observed_at: chrono::DateTime<chrono::Utc>,
+    landing_time: std::time::Duration,
+) -> bool {
+    let landing = chrono::Duration::from_std(landing_time).unwrap_or(chrono::Duration::MAX);
+    began.is_some_and(|began| observed_at < began + landing)
+}
+
+/// What became of a reply to post.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delivery {
+    /// On the pull request, with this id (posted now, or found there).
+    Posted(String),
+    /// An earlier attempt's post may still land; looked for again on a later view.
+    MayStillLand,
 }
 
 /// Whether `c` is where a reply to `parent` lands: answering it directly, later in its review thread,
@@ -76,4 +108,24 @@ fn answers(c: &Comment, parent: &Comment) -> bool {
     c.in_reply_to.as_deref() == Some(parent.id.as_str())
         || (parent.thread_id.is_some() && c.thread_id == parent.thread_id)
         || (parent.thread_id.is_none() && c.thread_id.is_none() && c.in_reply_to.is_none())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_still_land;
+    use chrono::{Duration, Utc};
+
+    /// Soak finding: a runner killed while GitHub carried out its reply's post left it unrecorded; the
+    /// next runner, looking at once, did not find it and posted it again, and then the first landed.
+    #[test]
+    fn a_reply_whose_post_may_still_land_is_looked_for_only_on_a_later_view() {
+        let began = Utc::now();
+        let landing = std::time::Duration::from_secs(10);
+        assert!(may_still_land(Some(began), began + Duration::seconds(3), landing));
+        assert!(may_still_land(Some(began), began - Duration::seconds(1), landing), "a view from before");
+        assert!(!may_still_land(Some(began), began + Duration::seconds(10), landing));
+        assert!(!may_still_land(None, began, landing), "never begun: post");
+        // The local forge writes at once.
+        assert!(!may_still_land(Some(began), began, std::time::Duration::ZERO));
+    }
 }

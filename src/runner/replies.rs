@@ -5,7 +5,7 @@
 
 use super::state::{Runner, RunnerError};
 use crate::domain::Run;
-use crate::forge::{Forge, PrSnapshot, deliver_reply};
+use crate::forge::{Delivery, Forge, PrSnapshot, deliver_reply};
 
 /// A reply that failed to post this many times is left in the outbox, visible with its error, instead
 /// of being tried on every tick forever (its comment, unanswered, brings a worker back).
@@ -30,10 +30,18 @@ impl Runner {
         let (mut failed, mut waited) = (None, None);
         for reply in &pending {
             let e = match deliver_reply(forge, &self.store, run, pr, reply).await {
-                Ok(id) => {
+                Ok(Delivery::Posted(id)) => {
                     tracing::info!(
                         run = run.id,
                         "posted the agent's reply to comment {} as {id}",
+                        reply.comment_id
+                    );
+                    continue;
+                }
+                Ok(Delivery::MayStillLand) => {
+                    tracing::info!(
+                        run = run.id,
+                        "the reply to comment {} may still be landing from an earlier attempt: looked for on the next view",
                         reply.comment_id
                     );
                     continue;

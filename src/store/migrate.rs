@@ -84,6 +84,11 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0015_ended_runners.sql"),
         postgres: include_str!("../../migrations/postgres/0015_ended_runners.sql"),
     },
+    Migration {
+        version: 16,
+        sqlite: include_str!("../../migrations/sqlite/0016_reply_in_flight.sql"),
+        postgres: include_str!("../../migrations/postgres/0016_reply_in_flight.sql"),
+    },
 ];
 
 /// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and

@@ -11,7 +11,7 @@ use super::{Result, Store, now, on_pool};
 
 macro_rules! reply_columns {
     () => {
-        "id, run_id, session_id, comment_id, offered_at, body, answered_at, posted_comment_id, posted_at, attempts, last_error"
+        "id, run_id, session_id, comment_id, offered_at, body, answered_at, posted_comment_id, posted_at, attempts, last_error, post_started_at"
     };
 }
 
@@ -32,6 +32,9 @@ pub struct AgentReply {
     pub posted_at: Option<DateTime<Utc>>,
     pub attempts: i64,
     pub last_error: Option<String>,
+    /// When the last attempt to post it began (written before the post): GitHub may still carry out a
+    /// post whose poster died.
+    pub post_started_at: Option<DateTime<Utc>>,
 }
 
 /// What recording an answer did.
@@ -77,6 +80,7 @@ fn reply_from_row(r: &impl Cols) -> Result<AgentReply> {
         posted_at: r.time("posted_at")?,
         attempts: r.int("attempts")?.unwrap_or(0),
         last_error: r.text("last_error")?,
+        post_started_at: r.time("post_started_at")?,
     })
 }
 
@@ -254,6 +258,19 @@ impl Store {
             .rows_affected()
         });
         Ok(changed > 0)
+    }
+
+    /// An attempt to post the reply begins now: said before the post, so that whoever comes after a
+    /// crash knows a copy may still land.
+    pub async fn mark_reply_posting(&self, id: i64) -> Result<()> {
+        on_pool!(self, |p| {
+            sqlx::query("UPDATE executor_agent_replies SET post_started_at = $1 WHERE id = $2")
+                .bind(now())
+                .bind(id)
+                .execute(p)
+                .await?;
+        });
+        Ok(())
     }
 
     /// An attempt to post the reply failed; it stays in the outbox.

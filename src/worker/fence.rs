@@ -11,7 +11,7 @@
 //! Time is measured on `CLOCK_BOOTTIME` (it runs through a suspend) from when the renewing heartbeat was
 //! sent, which is no later than the database's own stamp, so no clock needs to agree with another.
 //! Where there is no worker cgroup (no cgroup v2 write access, macOS), nothing is frozen and the window
-//! the README states remains.
+//! docs/several-hosts.md states remains.
 
 use std::sync::{Arc, Condvar, LazyLock, Mutex};
 use std::time::Duration;

@@ -95,8 +95,8 @@ pub enum ParsedResult {
 pub enum ResultError {
     #[error(
         "the agent returned no structured result: its last output line that is a JSON object is read as \
-         the result (a review: {{\"verdict\": \"pass\"|\"fail\", \"summary\": …}}; see the README's \
-         \"Your own agent\" for every kind)"
+         the result (a review: {{\"verdict\": \"pass\"|\"fail\", \"summary\": …}}; see docs/agents.md, \
+         \"Your own agent\", for every kind)"
     )]
     Missing,
     #[error("the agent's structured result does not match the {kind} schema: {reason}")]

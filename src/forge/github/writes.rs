@@ -346,6 +346,11 @@ impl GitHubForge {
     }
 
     /// Drops the last observation of pull request `number`: the next one asks GitHub again.
+    /// How long after a write was sent GitHub may still carry it out (its answer lost meanwhile).
+    pub fn landing_time(&self) -> std::time::Duration {
+        self.landing_time
+    }
+
     pub fn forget_observation(&self, number: i64) {
         if let Ok(mut cache) = self.cache.lock() {
             cache.remove(&number);

@@ -346,3 +346,34 @@ async fn a_ci_tail_never_keeps_the_end_of_a_cut_token() {
         assert!(!output.contains(&token[i..i + 12]), "{}", &output[..60]);
     }
 }
+
+/// Each attempt to post a reply is written down before its post (`post_started_at`), so a runner that
+/// comes after a crash knows a copy may still land.
+#[tokio::test]
+async fn an_attempt_to_post_a_reply_is_written_before_the_post() {
+    use crate::forge::{Delivery, Forge, deliver_reply};
+    let f = fixture("[]").await;
+    let store = f.forge.store.clone();
+    let pr_id = store.local_pr_for_run(f.run.id).await.unwrap().unwrap().id;
+    let asked = NewComment { author: "alex", body: "Why?", ..Default::default() };
+    let asked = store.add_local_comment(pr_id, &asked).await.unwrap().to_string();
+    let kind = crate::domain::WorkerKind::FixComments;
+    let session = store
+        .begin_worker_session(f.run.id, kind, "command", "here", &Default::default())
+        .await
+        .unwrap()
+        .unwrap();
+    store.offer_comments(f.run.id, session.id, std::slice::from_ref(&asked)).await.unwrap();
+    store.answer_comment(session.id, &asked, "[ACKNOWLEDGED: because]").await.unwrap();
+    let before = chrono::Utc::now();
+    let forge = Forge::Local(f.forge);
+    let pr = forge.snapshot(&f.run).await.unwrap().unwrap();
+    let reply = store.replies_to_post(f.run.id, 5).await.unwrap().remove(0);
+    assert_eq!(reply.post_started_at, None);
+    let Delivery::Posted(id) = deliver_reply(&forge, &store, &f.run, &pr, &reply).await.unwrap() else {
+        panic!("the local forge posts at once");
+    };
+    let after = store.agent_replies(f.run.id).await.unwrap().remove(0);
+    assert_eq!(after.posted_comment_id.as_deref(), Some(id.as_str()));
+    assert!(after.post_started_at.is_some_and(|t| t >= before), "{after:?}");
+}
