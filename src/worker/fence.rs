@@ -97,13 +97,12 @@ impl LeaseFence {
     }
 
     /// The worker whose agent is `pid` (started behind its gate, or adopted) runs behind the fence: frozen
-    /// with the others, and at once if they are frozen now. A worker without a cgroup is not fenced.
+    /// with the others, and at once if they are frozen now — and thawed if not (an adopted worker whose
+    /// runner was killed while its fence held it). A worker without a cgroup is not fenced.
     pub fn guard(&self, pid: i32) {
         let Some(cgroup) = cgroup::of_process(pid) else { return };
         let mut s = lock(&self.shared.0);
-        if s.frozen {
-            cgroup.freeze(true);
-        }
+        cgroup.freeze(s.frozen);
         if !s.cgroups.contains(&cgroup) {
             s.cgroups.push(cgroup);
         }

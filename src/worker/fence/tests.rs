@@ -57,6 +57,13 @@ fn agents_freeze_when_no_heartbeat_renewed_the_lease_and_thaw_when_one_does() {
     assert!(settles(&first_cg, false) && settles(&second_cg, false), "not thawed by a renewal");
 
     fence.end();
+    // A runner killed while its fence held the agents: the next runner adopts them, thawed.
+    assert!(first_cg.freeze(true) && settles(&first_cg, true));
+    let next = LeaseFence::start(Duration::from_secs(60));
+    next.renewed(boot_clock());
+    next.guard(i32::try_from(first.id()).unwrap());
+    assert!(settles(&first_cg, false), "an adopted agent stays frozen");
+    next.end();
     for (child, cg) in [(&mut first, &first_cg), (&mut second, &second_cg)] {
         // A kill reaches a frozen process too.
         cg.kill();
