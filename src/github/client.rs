@@ -495,10 +495,19 @@ fn same_origin(a: &Url, b: &Url) -> bool {
 
 /// The last `max_bytes` bytes as text, starting at a character boundary.
 fn last_bytes_as_text(bytes: &[u8], max_bytes: usize) -> String {
-    let mut start = bytes.len().saturating_sub(max_bytes);
-    while start < bytes.len() && (bytes[start] & 0b1100_0000) == 0b1000_0000 {
-        start += 1;
+    let cut = bytes.len().saturating_sub(max_bytes);
+    if cut == 0 {
+        return String::from_utf8_lossy(bytes).into_owned();
     }
+    // The line the cut lands in is dropped whole: a token cut in half is known by neither its value nor
+    // its shape, and its random part would pass redaction (issue 32, item 1). A tail with no line end
+    // at all keeps what follows its first space.
+    let rest = &bytes[cut..];
+    let start = rest
+        .iter()
+        .position(|b| *b == b'\n')
+        .or_else(|| rest.iter().position(|b| b.is_ascii_whitespace()))
+        .map_or(bytes.len(), |at| cut + at + 1);
     String::from_utf8_lossy(&bytes[start..]).into_owned()
 }
 

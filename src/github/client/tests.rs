@@ -410,11 +410,26 @@ async fn an_expired_log_is_not_found() {
 }
 
 #[test]
-fn the_tail_starts_at_a_character_boundary() {
+fn the_tail_starts_at_a_whole_line() {
     assert_eq!(last_bytes_as_text("abc".as_bytes(), 10), "abc");
+    assert_eq!(last_bytes_as_text("one\ntwo é\nthree".as_bytes(), 9), "three");
     assert_eq!(last_bytes_as_text("aé".as_bytes(), 1), "");
-    assert_eq!(last_bytes_as_text("aéb".as_bytes(), 2), "b");
-    assert_eq!(last_bytes_as_text("aéb".as_bytes(), 3), "éb");
+    assert_eq!(last_bytes_as_text("x é b".as_bytes(), 4), "b");
+}
+
+/// Issue 32 item 1, on GitHub: a CI log cut inside a token kept its random part, which reached the
+/// fix_ci prompt; the line the cut lands in is dropped.
+#[test]
+fn a_log_tail_cut_inside_a_token_keeps_no_part_of_it() {
+    let token = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+    let log = format!("step 1\nexport GH_TOKEN={token}\nerror: tests failed\n");
+    for max in 20..log.len() - 25 {
+        let tail = last_bytes_as_text(log.as_bytes(), max);
+        for piece in token.as_bytes().windows(12) {
+            let piece = std::str::from_utf8(piece).unwrap();
+            assert!(!tail.contains(piece), "cut at {max} kept {piece:?}: {tail:?}");
+        }
+    }
 }
 
 #[test]
