@@ -224,8 +224,9 @@ impl GitHubClient {
         {
             tail.extend_from_slice(&chunk);
             // Memory stays bounded by the tail wanted, not by the log's size.
+            // One byte more than wanted is kept, so that the cut is seen (and its line dropped).
             if tail.len() > max_bytes.saturating_mul(2).max(64 * 1024) {
-                tail.drain(..tail.len() - max_bytes);
+                tail.drain(..tail.len() - max_bytes - 1);
             }
         }
         Ok(last_bytes_as_text(&tail, max_bytes))

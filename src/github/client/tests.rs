@@ -368,8 +368,8 @@ async fn a_refused_token_says_where_it_came_from_and_never_shows_it() {
 
 #[tokio::test]
 async fn a_job_log_is_downloaded_from_another_host_without_the_token_keeping_the_tail() {
-    // The log is "é" (two bytes) repeated, so a cut at an odd byte count falls inside a character.
-    let log = "é".repeat(40_000);
+    // Lines of "é" (two bytes), so a cut at an odd byte count falls inside a character and a line.
+    let log = "ééééééééé\n".repeat(4_000);
     let storage = Fake::start(vec![Reply { status: 200, body: log.clone(), ..Reply::default() }]).await;
     // Another host: "localhost" is not "127.0.0.1", whatever the port.
     let location = format!("http://localhost:{}/logs/123?sig=secret", storage.port);
@@ -379,7 +379,8 @@ async fn a_job_log_is_downloaded_from_another_host_without_the_token_keeping_the
 
     let text = gh.download_text("/repos/o/r/actions/jobs/123/logs", 1001).await.unwrap();
 
-    assert_eq!(text, "é".repeat(500), "the last 1001 bytes, starting at a character");
+    // The last 1001 bytes hold 52 whole lines of 19 bytes; the line the cut lands in is dropped.
+    assert_eq!(text, "ééééééééé\n".repeat(52), "the last 1001 bytes, from a whole line");
     let (to_api, to_storage) = (&api.seen()[0], &storage.seen()[0]);
     assert_eq!(to_api.path, "/repos/o/r/actions/jobs/123/logs");
     assert_eq!(to_api.header("authorization"), Some(format!("Bearer {TOKEN}").as_str()));
