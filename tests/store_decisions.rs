@@ -224,6 +224,7 @@ async fn schema_v8_fills_in_who_made_the_skips_before_it() {
          DROP TABLE executor_github_usage; \
          DROP INDEX executor_runs_leased; DROP INDEX executor_runners_ended; \
          DROP INDEX executor_worker_sessions_host_lost; \
+         ALTER TABLE executor_agent_replies DROP COLUMN post_started_at; \
          CREATE INDEX executor_runs_lease ON executor_runs (lease_owner) \
            WHERE state IN ('queued','in_progress','pr','complete'); \
          DELETE FROM executor_schema WHERE version >= 8;",
