@@ -60,12 +60,9 @@ impl Runner {
         for (name, repo) in &config.repos {
             let repo_path = crate::config::expand_home(&repo.path);
             let (rp, r) = (repo_path.clone(), root.clone());
-            let listed = match tokio::task::spawn_blocking(move || workspace::host_worktrees(&rp, &r)).await {
-                Ok(Ok(listed)) => listed,
-                Ok(Err(e)) => {
-                    tracing::warn!("listing the worktrees of repo {name}: {e}");
-                    continue;
-                }
+            let listed = tokio::task::spawn_blocking(move || workspace::host_worktrees(&rp, &r)).await;
+            let listed = match listed.map_err(|e| e.to_string()).and_then(|l| l.map_err(|e| e.to_string())) {
+                Ok(listed) => listed,
                 Err(e) => {
                     tracing::warn!("listing the worktrees of repo {name}: {e}");
                     continue;
