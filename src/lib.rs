@@ -6,6 +6,7 @@ pub mod budget;
 pub mod cli;
 pub mod config;
 pub mod domain;
+pub mod env_file;
 pub mod filter;
 pub mod forge;
 pub mod github;

@@ -12,6 +12,8 @@ pub const END: &str = "# END executor";
 pub struct Invocation {
     pub exe: PathBuf,
     pub config: Option<PathBuf>,
+    /// The environment file the job loads (`paths.env_file`): the keys cron does not pass.
+    pub env_file: PathBuf,
     /// The PATH to give the job, so that agents (`claude`, `codex`, `git`) are found under cron's bare PATH.
     pub path_env: String,
     pub log_dir: PathBuf,
@@ -31,6 +33,8 @@ fn args(inv: &Invocation, job: &str) -> Vec<String> {
         v.push("--config".into());
         v.push(c.display().to_string());
     }
+    v.push("--env-file".into());
+    v.push(inv.env_file.display().to_string());
     v.push(job.into());
     v
 }
@@ -184,6 +188,7 @@ mod tests {
         Invocation {
             exe: "/opt/bin/executor".into(),
             config: Some("/home/a/it's/executor.toml".into()),
+            env_file: "/data/scheduled.env".into(),
             path_env: "/usr/bin:/bin".into(),
             log_dir: "/data/logs".into(),
         }
@@ -195,7 +200,7 @@ mod tests {
         let line = block.lines().nth(1).unwrap();
         assert_eq!(
             line,
-            "*/5 * * * * env PATH='/usr/bin:/bin' '/opt/bin/executor' '--config' '/home/a/it'\\''s/executor.toml' 'runner' >> '/data/logs/runner.log' 2>&1"
+            "*/5 * * * * env PATH='/usr/bin:/bin' '/opt/bin/executor' '--config' '/home/a/it'\\''s/executor.toml' '--env-file' '/data/scheduled.env' 'runner' >> '/data/logs/runner.log' 2>&1"
         );
     }
 

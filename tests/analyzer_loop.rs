@@ -113,6 +113,35 @@ async fn a_spent_daily_budget_stops_the_pass_and_says_so() {
     assert_eq!((c1.status, c1.analysis_attempts, c1.claim_owner), (QueueStatus::Pending, 0, None));
 }
 
+/// Issue 33 item 11: an agent that cannot start is the setup's fault, not the task's: the pass stops at
+/// once, naming it, and no task pays an attempt or a back-off for it (it used to cost each task an
+/// attempt and an hour, and `requeue` then called the task given up).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_cannot_start_costs_no_task_an_attempt() {
+    let env = Env::new(&[]);
+    add(&env, "E-1", "Fix the crash");
+    add(&env, "E-2", "Fix the other crash");
+    // Every agent's private files go under <data>/workers: with a file in its place, no agent can start.
+    std::fs::write(env.path().join("data/workers"), "in the way\n").unwrap();
+    let out = env.command(&["analyzer"]).stdin(Stdio::null()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "a setup that cannot work is an error cron sees: {stderr}");
+    assert!(stderr.contains("could not start"), "{stderr}");
+    let store = env.store().await;
+    for g in ["E-1", "E-2"] {
+        let t = store.task(&gid(g)).await.unwrap();
+        assert_eq!((t.status, t.analysis_attempts, t.claim_owner), (QueueStatus::Pending, 0, None), "{g}");
+        assert_eq!(t.analysis_error, None, "{g}");
+    }
+    let tried: usize = [
+        store.analysis_sessions(&gid("E-1")).await.unwrap().len(),
+        store.analysis_sessions(&gid("E-2")).await.unwrap().len(),
+    ]
+    .iter()
+    .sum();
+    assert_eq!(tried, 1, "the pass stops at the first task that shows the agent cannot start");
+}
+
 /// Filters cost nothing: a spent budget stops the model, never them. The task a filter names is skipped
 /// even though an older one, waiting for the model, stands before it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

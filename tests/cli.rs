@@ -3,10 +3,10 @@
 mod cli_support;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use cli_support::{Sandbox, text};
+use cli_support::{Sandbox, fake_crontab, text};
 
 #[test]
 fn init_writes_a_commented_config_and_the_database_and_says_where() {
@@ -258,19 +258,39 @@ fn help_teaches_the_commands() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-/// A stand-in for `crontab` that keeps the table in a file, like the real one keeps it per user.
-fn fake_crontab(dir: &Path) -> PathBuf {
-    let bin = dir.join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let table = dir.join("crontab.txt");
-    let script = format!(
-        "#!/bin/sh\ncase \"$1\" in\n  -l) [ -f '{t}' ] || {{ echo 'no crontab for tester' >&2; exit 1; }}; cat '{t}' ;;\n  -) cat > '{t}' ;;\n  *) exit 2 ;;\nesac\n",
-        t = table.display()
-    );
-    let path = bin.join("crontab");
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    bin
+/// Issue 33 item 11: `--json` on a command that prints no JSON is refused, never silently ignored.
+#[test]
+fn json_is_refused_where_a_command_prints_none() {
+    let sb = Sandbox::new();
+    let out = sb.run(&["cron", "print", "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("`executor cron` prints no JSON"), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).is_empty());
+    let listed = sb.run(&["queue", "list", "--json"]);
+    assert_eq!(listed.status.code(), Some(0), "where JSON is printed, --json stays");
+}
+
+/// Issue 33 item 5: what the environment file of scheduled runs sets is loaded, redacted like a
+/// configured secret, and refused when other users could read it.
+#[test]
+fn the_environment_file_is_loaded_private_and_its_values_are_redacted() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let sb = Sandbox::new();
+    let file = sb.path().join("scheduled.env");
+    std::fs::write(&file, "# for cron\nexport MY_SERVICE_TOKEN='zq8Hw2kLp5Xv9RtY'\n").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let env_file = file.display().to_string();
+    let add =
+        ["--env-file", &env_file, "queue", "add", "--gid", "7", "--description", "use zq8Hw2kLp5Xv9RtY"];
+    let out = sb.run(&add);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let shown = sb.ok(&["--env-file", &env_file, "queue", "show", "7"]);
+    assert!(!shown.contains("zq8Hw2kLp5Xv9RtY") && shown.contains("[REDACTED]"), "{shown}");
+
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = sb.run(&["--env-file", &env_file, "status"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains(&format!("chmod 600 {env_file}")), "{}", text(&out.stderr));
 }
 
 /// `executor --version` names the commit the binary was built from.

@@ -56,13 +56,14 @@ pub struct Triager {
 pub enum TriageOutcome {
     /// A usable answer, as the store takes it.
     Decided(Triage),
-    /// No usable answer (both runs failed, the agent could not start, the checkout failed, timeout):
+    /// No usable answer (both runs failed, the checkout failed, timeout):
     /// the error to record on the task, naming what was expected when the result is missing.
     Failed(String),
     /// Nothing was tried and nothing should be recorded on the task; the loop must stop and tell the
     /// human: the daily budget is spent (`budget.per_day_usd`), or the stop signal came. Also when the
-    /// budget ran out or the stop came during a run (that run's session records it), and when the
-    /// database failed (nothing about the task could be recorded anyway).
+    /// budget ran out or the stop came during a run (that run's session records it), when the
+    /// database failed (nothing about the task could be recorded anyway), and when the agent could not
+    /// start (a missing program is the setup's fault, not the task's: it costs no attempt).
     Blocked(Blocked),
 }
 
@@ -73,14 +74,17 @@ pub struct Blocked {
     pub why: String,
 }
 
-/// What stopped the analyzer. Only a broken database is an error for cron (`analyzer` exits 1): the
-/// day's budget is spent until tomorrow or a human raises it, and a stop was asked for.
+/// What stopped the analyzer. The day's budget is no error for cron: it is spent until tomorrow or a
+/// human raises it. A broken database, an agent that cannot start and a stop are (`analyzer` exits 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BlockedBy {
     Budget,
     Stop,
     Database,
+    /// The agent could not be started (its program is missing, the sandbox refused): every task would
+    /// fail the same way until the setup is fixed.
+    Agent,
 }
 
 impl Blocked {
@@ -246,7 +250,7 @@ impl Triager {
                     WorkerError::Agent(AgentError::NoBudgetLeft(_)) => {
                         RunResult::Blocked(Blocked::by(BlockedBy::Budget, msg))
                     }
-                    _ => RunResult::Failed(msg),
+                    _ => RunResult::Blocked(Blocked::by(BlockedBy::Agent, msg)),
                 };
             }
         };

@@ -69,7 +69,7 @@ pub async fn analyzer(ctx: &Context, args: AnalyzerArgs, as_json: bool) -> anyho
         match blocked.by {
             // Only time or a human ends it: no error for cron (`status` and each task say it).
             BlockedBy::Budget => say_err!("the analyzer waits: {why}"),
-            BlockedBy::Stop | BlockedBy::Database => {
+            BlockedBy::Stop | BlockedBy::Database | BlockedBy::Agent => {
                 bail!("the analyzer stopped before the queue was empty: {why}")
             }
         }

@@ -2,6 +2,7 @@
 //! nothing: a missing database is reported, never created.
 
 mod redaction;
+mod scheduled;
 mod webhooks;
 
 use std::path::Path;
@@ -98,7 +99,9 @@ pub async fn run(config_flag: Option<&Path>, as_json: bool) -> anyhow::Result<()
         checks.push(redaction::redaction_check(config));
         checks.extend(writeback_checks(config).await);
         checks.extend(webhooks::webhook_checks(config).await);
-        checks.push(cron_check());
+        let crontab = read_crontab();
+        checks.push(cron_check(crontab.as_deref()));
+        checks.push(scheduled::scheduled_env_check(config, crontab.as_deref()));
         checks.extend(lock_checks(config));
         checks.push(disk_check(&config.worktrees_root()));
     }
@@ -353,9 +356,15 @@ fn token_checks(config: &Config) -> Vec<Check> {
     out
 }
 
-fn cron_check() -> Check {
-    match Command::new("crontab").arg("-l").output() {
-        Ok(out) if String::from_utf8_lossy(&out.stdout).contains(crate::schedule::BEGIN) => {
+/// The user's crontab, when `crontab -l` prints one.
+fn read_crontab() -> Option<String> {
+    let out = Command::new("crontab").arg("-l").output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn cron_check(crontab: Option<&str>) -> Check {
+    match crontab {
+        Some(text) if text.contains(crate::schedule::BEGIN) => {
             pass("cron", "the executor entries are installed")
         }
         _ => problem(

@@ -45,6 +45,12 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
+    /// Load NAME=value lines from FILE into the environment first: how cron, systemd and launchd start
+    /// executor with the keys agents and trackers need (`executor cron install` writes the file,
+    /// `paths.env_file`; it must be this user's and mode 0600). Its values win over inherited ones.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub env_file: Option<PathBuf>,
+
     /// Print machine-readable JSON instead of tables.
     #[arg(long, global = true)]
     pub json: bool,
@@ -187,6 +193,13 @@ pub enum ServiceCommand {
 /// Runs the command line and maps the outcome to an exit code: 0 success, 1 error, 2 usage.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(path) = &cli.env_file {
+        // SAFETY: nothing else runs yet: the runtime and the logging are started below.
+        if let Err(e) = unsafe { crate::env_file::load(path) } {
+            say_err!("error: {e}");
+            return ExitCode::from(1);
+        }
+    }
     if !starts_agents(&cli.command) {
         quiet_on_closed_output();
     }
@@ -241,8 +254,23 @@ fn quiet_on_closed_output() {
 #[error("{0}")]
 pub struct UsageError(pub String);
 
+/// The commands that print no JSON, by the name `--json` is refused with: a script must not take their
+/// text for a document.
+fn prints_no_json(command: &Command) -> Option<&'static str> {
+    match command {
+        Command::Demo(_) => Some("demo"),
+        Command::Completions { .. } => Some("completions"),
+        Command::Cron(_) => Some("cron"),
+        Command::Service(_) => Some("service print"),
+        _ => None,
+    }
+}
+
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let json = cli.json;
+    if let Some(name) = prints_no_json(&cli.command).filter(|_| json) {
+        anyhow::bail!(UsageError(format!("`executor {name}` prints no JSON: run it without --json")));
+    }
     match cli.command {
         Command::Init(args) => init::run(cli.config.as_deref(), args, json).await,
         Command::Demo(args) => demo::run(args).await,

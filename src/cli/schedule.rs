@@ -1,21 +1,27 @@
 //! `executor cron …` and `executor service print …`.
 
 use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use anyhow::{Context as _, bail};
 use clap::{Args, Subcommand};
 
 use super::context::load_config;
-use crate::config::{ConfigSource, locate};
+use crate::config::{Config, ConfigSource, locate};
+use crate::env_file;
 use crate::schedule::{
     Invocation, cron_block, launchd_agents, systemd_units, unit_dir, with_block, without_block,
 };
 
 #[derive(Debug, Subcommand)]
 pub enum CronCommand {
-    /// Add (or refresh) the */5 entries in your crontab. Running it twice changes nothing.
+    /// Add (or refresh) the */5 entries in your crontab, and write the keys scheduled runs need
+    /// (agents', trackers', GitHub's) from this shell into the environment file they load
+    /// (`paths.env_file`, mode 0600). Running it twice changes nothing.
     Install,
+    /// Only write those keys into the environment file (for `service print`'s systemd or launchd jobs).
+    Env,
     /// Remove executor's entries from your crontab, leaving the rest.
     Uninstall,
     /// Print the entries without touching the crontab.
@@ -32,7 +38,7 @@ pub struct ServiceArgs {
     systemd: bool,
 }
 
-fn invocation(flag: Option<&std::path::Path>) -> anyhow::Result<Invocation> {
+fn invocation(flag: Option<&Path>) -> anyhow::Result<(Config, Invocation)> {
     let config = load_config(flag)?;
     let exe = std::env::current_exe().context("finding the executor binary")?;
     if let Some(why) = crate::schedule::unstable_binary(&exe) {
@@ -44,20 +50,49 @@ fn invocation(flag: Option<&std::path::Path>) -> anyhow::Result<Invocation> {
         }
         ConfigSource::Defaults => None,
     };
-    Ok(Invocation {
+    let env_file = std::path::absolute(config.env_file()).context("resolving paths.env_file")?;
+    let inv = Invocation {
         exe,
         config: config_path,
+        env_file,
         path_env: std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into()),
         log_dir: config.logs_dir(),
-    })
+    };
+    Ok((config, inv))
 }
 
-pub fn cron(flag: Option<&std::path::Path>, command: CronCommand) -> anyhow::Result<()> {
-    let inv = invocation(flag)?;
+/// Writes into the environment file the variables scheduled runs need that this shell has and the file
+/// lacks (creating it, mode 0600), and says which by name.
+fn capture_environment(config: &Config, path: &Path) -> anyhow::Result<()> {
+    let existing = env_file::read(path)?.unwrap_or_default();
+    let missing = env_file::missing_from(config, &existing, env_file::from_process);
+    let (fits, unfit): (Vec<_>, Vec<_>) =
+        missing.into_iter().partition(|(name, value)| env_file::line(name, value).is_some());
+    env_file::append(path, &fits)?;
+    let names =
+        |vars: &[(String, String)]| vars.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ");
+    if fits.is_empty() {
+        say!("environment: {} (mode 0600) already has every key this shell has", path.display());
+    } else {
+        say!("environment: wrote {} from this shell into {} (mode 0600)", names(&fits), path.display());
+    }
+    if !unfit.is_empty() {
+        say_err!(
+            "warning: {} hold a line break or both kinds of quote and cannot be written: scheduled runs lack them",
+            names(&unfit)
+        );
+    }
+    Ok(())
+}
+
+pub fn cron(flag: Option<&Path>, command: CronCommand) -> anyhow::Result<()> {
+    let (config, inv) = invocation(flag)?;
     let block = cron_block(&inv);
     match command {
         CronCommand::Print => print!("{block}"),
+        CronCommand::Env => capture_environment(&config, &inv.env_file)?,
         CronCommand::Install => {
+            capture_environment(&config, &inv.env_file)?;
             std::fs::create_dir_all(&inv.log_dir)
                 .with_context(|| format!("creating {}", inv.log_dir.display()))?;
             let current = read_crontab()?;
@@ -108,14 +143,15 @@ fn write_crontab(text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn service(flag: Option<&std::path::Path>, args: ServiceArgs) -> anyhow::Result<()> {
-    let inv = invocation(flag)?;
+pub fn service(flag: Option<&Path>, args: ServiceArgs) -> anyhow::Result<()> {
+    let (_, inv) = invocation(flag)?;
     let files = if args.launchd { launchd_agents(&inv) } else { systemd_units(&inv) };
     let dir = unit_dir(args.launchd);
     for (name, text) in &files {
         say!("# {}", dir.join(name).display());
         say!("{text}");
     }
+    say!("# the jobs load {}: write it first with `executor cron env`", inv.env_file.display());
     if args.launchd {
         say!("# then: launchctl load {}", dir.join(&files[0].0).display());
     } else {

@@ -85,6 +85,10 @@ pub struct Database {
 pub struct Paths {
     /// Empty: the user's data directory (`~/.local/share/executor`, `~/Library/Application Support/executor`).
     pub data_dir: String,
+    /// The environment of scheduled runs (cron, systemd, launchd): `NAME=value` lines, mode 0600, which
+    /// `executor cron install` writes and its entries load with `--env-file`. Empty:
+    /// `<data_dir>/scheduled.env`.
+    pub env_file: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -919,6 +923,14 @@ impl Config {
     /// The skip filters, compiled (a config that loaded always compiles).
     pub fn compiled_filters(&self) -> Result<Filters, crate::filter::FilterError> {
         Filters::compile(&self.intake, &self.filters)
+    }
+
+    /// The environment file of scheduled runs (`paths.env_file`).
+    pub fn env_file(&self) -> PathBuf {
+        if !self.paths.env_file.is_empty() {
+            return expand_home(&self.paths.env_file);
+        }
+        self.data_dir().join("scheduled.env")
     }
 
     pub fn logs_dir(&self) -> PathBuf {

@@ -76,6 +76,7 @@ fn paths_derive_from_the_data_dir() {
     assert_eq!(c.database_url(), "sqlite:///var/lib/ex/executor.db");
     assert_eq!(c.logs_dir(), PathBuf::from("/var/lib/ex/logs"));
     assert_eq!(c.worktrees_root(), PathBuf::from("/var/lib/ex/worktrees"));
+    assert_eq!(c.env_file(), PathBuf::from("/var/lib/ex/scheduled.env"));
 }
 
 #[test]

@@ -134,7 +134,8 @@ impl Redactor {
     }
 }
 
-/// Every secret value `config` names, from the environment as it is now.
+/// Every secret value `config` names, and every value the environment file set, from the environment
+/// as it is now.
 pub fn config_secrets(config: &Config) -> Vec<String> {
     let w = &config.worker;
     // An Asana source's token and a Linear source's key too: write-back errors and messages pass
@@ -143,7 +144,9 @@ pub fn config_secrets(config: &Config) -> Vec<String> {
         config.sources.iter().filter(|s| matches!(s.kind.as_str(), "asana" | "linear")).map(|s| &s.token_env);
     let names = config.github.token_env.iter().chain(&w.pass_env).chain(&w.redact_env).chain(trackers);
     let names = names.chain(std::iter::once(&config.github.webhook_secret_env));
-    let mut out: Vec<String> = names.filter_map(|name| std::env::var(name).ok()).collect();
+    // And every value the scheduled runs' environment file set (`--env-file`).
+    let from_file = crate::env_file::loaded_secret_names();
+    let mut out: Vec<String> = names.chain(&from_file).filter_map(|name| std::env::var(name).ok()).collect();
     out.push(config.notify.webhook_url.clone());
     out.push(config.web.token.clone());
     out.retain(|v| !v.trim().is_empty());

@@ -92,3 +92,18 @@ impl Sandbox {
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
+
+/// A stand-in for `crontab` that keeps the table in a file, like the real one keeps it per user.
+pub fn fake_crontab(dir: &Path) -> std::path::PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let table = dir.join("crontab.txt");
+    let script = format!(
+        "#!/bin/sh\ncase \"$1\" in\n  -l) [ -f '{t}' ] || {{ echo 'no crontab for tester' >&2; exit 1; }}; cat '{t}' ;;\n  -) cat > '{t}' ;;\n  *) exit 2 ;;\nesac\n",
+        t = table.display()
+    );
+    let path = bin.join("crontab");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    bin
+}

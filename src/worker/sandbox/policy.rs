@@ -26,10 +26,10 @@ pub fn for_config(config: &Config, writable: impl IntoIterator<Item = PathBuf>) 
 }
 
 /// What no contained process may read: executor's config file, data directory (database, work logs,
-/// other workers' files), database file, worktrees (other runs'), the agent CLIs' real state (each
+/// other workers' files), database file, the scheduled runs' environment file, worktrees (other runs'), the agent CLIs' real state (each
 /// agent gets a private one) and `worker.sandbox_hidden`.
 fn hidden(config: &Config) -> Vec<PathBuf> {
-    let mut out = vec![config.data_dir(), config.worktrees_root(), config.logs_dir()];
+    let mut out = vec![config.data_dir(), config.worktrees_root(), config.logs_dir(), config.env_file()];
     out.extend(config.source.clone());
     if let Some(db) = config.database_url().strip_prefix("sqlite://") {
         let db = db.split('?').next().unwrap_or(db);
@@ -159,10 +159,17 @@ mod tests {
         let mut config = Config::default();
         config.paths.data_dir = "/srv/executor-data".into();
         config.source = Some(PathBuf::from("/etc/executor.toml"));
+        config.paths.env_file = "/etc/executor/cron.env".into();
         config.worker.sandbox = crate::config::SandboxMode::Off;
         assert!(for_config(&config, []).is_none(), "off contains nothing");
         let hidden = hidden(&config);
-        for path in ["/srv/executor-data", "/srv/executor-data/executor.db", "/etc/executor.toml"] {
+        let own = [
+            "/srv/executor-data",
+            "/srv/executor-data/executor.db",
+            "/etc/executor.toml",
+            "/etc/executor/cron.env",
+        ];
+        for path in own {
             assert!(hidden.contains(&PathBuf::from(path)), "{path}: {hidden:?}");
         }
         assert!(hidden.contains(&expand_home("~/.ssh")) && hidden.contains(&expand_home("~/.codex")));
