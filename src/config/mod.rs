@@ -4,6 +4,7 @@
 mod duration;
 mod find;
 mod intake;
+mod prices;
 pub mod reference;
 mod trust;
 
@@ -332,15 +333,20 @@ impl Default for Pricing {
 }
 
 impl Pricing {
-    /// The price of `model`: the longest key its name starts with, else `default` (built in when the
-    /// table has none).
+    /// The price of `model`: the longest key of this table its name starts with, else the published
+    /// price of its model (`prices.rs`), else `default` (built in when the table has none). A table's
+    /// `default` comes after the published prices: `init` writes one into every config.
     pub fn price_for(&self, model: &str) -> Price {
-        self.0
+        let listed = self
+            .0
             .iter()
             .filter(|(k, _)| k.as_str() != DEFAULT_PRICE && model.starts_with(k.as_str()))
             .max_by_key(|(k, _)| k.len())
-            .or_else(|| self.0.get_key_value(DEFAULT_PRICE))
-            .map_or(BUILT_IN_DEFAULT_PRICE, |(_, p)| *p)
+            .map(|(_, p)| *p);
+        listed
+            .or_else(|| prices::built_in(model))
+            .or_else(|| self.0.get(DEFAULT_PRICE).copied())
+            .unwrap_or(BUILT_IN_DEFAULT_PRICE)
     }
 }
 

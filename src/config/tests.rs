@@ -284,3 +284,25 @@ fn a_bare_number_for_a_duration_is_answered_with_how_to_write_it() {
     let err = Config::parse("[runner]\nloop_interval = 60\n").unwrap_err();
     assert!(err.contains("\"60s\"") && err.contains("loop_interval"), "{err}");
 }
+
+/// Issue 34 item 5: a worker's cost is estimated at its own model's published price, even under the
+/// `[pricing.default]` every `init`ed config has (Sonnet's $3/$15: an Opus worker came out at 60%).
+#[test]
+fn published_prices_come_before_a_tables_default_and_after_its_own_keys() {
+    let init = Config::parse(super::TEMPLATE).unwrap();
+    let p = |model: &str| {
+        let price = init.pricing.price_for(model);
+        (price.input, price.output)
+    };
+    assert_eq!(p("claude-opus-4-5-20251101"), (5.0, 25.0));
+    assert_eq!(p("claude-opus-4-20250514"), (15.0, 75.0), "Opus 4 kept the old tier");
+    assert_eq!(p("claude-opus-4-1-20250805"), (15.0, 75.0));
+    assert_eq!(p("claude-opus-5-5"), (4.0, 20.0));
+    assert_eq!(p("claude-sonnet-5"), (2.0, 10.0));
+    assert_eq!(p("gpt-6-astra"), (10.0, 50.0));
+    assert_eq!(p("gpt-6.1-sol-2026-09-29"), (2.0, 10.0));
+    assert_eq!(p("some-local-model"), (3.0, 15.0), "unknown: the table's default");
+
+    let own = Config::parse("[pricing.\"claude-opus\"]\ninput = 1.0\noutput = 2.0\n").unwrap();
+    assert_eq!(own.pricing.price_for("claude-opus-5").input, 1.0, "the user's own key wins");
+}

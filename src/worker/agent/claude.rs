@@ -465,6 +465,21 @@ mod tests {
         assert_eq!(usage(p.parse_line(&block("two"))), None, "the same message's second block");
     }
 
+    /// Issue 34 item 5: a worker stopped before its `result` (no cost of its own) is estimated at the
+    /// price of the model its messages name, under the table `init` writes (only `default`).
+    #[test]
+    fn a_stopped_worker_is_priced_at_its_own_models_rate() {
+        let init = crate::config::Config::parse(crate::config::TEMPLATE).unwrap();
+        let mut p = ClaudeParser::new(init.pricing, None);
+        let line = r#"{"type":"assistant","session_id":"s","message":{"id":"msg_1","model":"claude-opus-5","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":1000000,"output_tokens":100000}}}"#;
+        let cost = p.parse_line(line).into_iter().find_map(|e| match e {
+            AgentEvent::Usage { cost_usd, .. } => cost_usd,
+            _ => None,
+        });
+        // 1M × $5 + 100k × $25 per million: Opus 5's rate, not the default's $3/$15 ($4.50).
+        assert!((cost.unwrap() - 7.5).abs() < 1e-9, "{cost:?}");
+    }
+
     #[test]
     fn a_message_counts_its_final_output_from_message_delta() {
         let mut p = ClaudeParser::default();

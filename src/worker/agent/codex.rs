@@ -83,7 +83,8 @@ pub struct CodexParser {
     /// `baseline` comes from the session file, so it is exact.
     baseline_exact: bool,
     started_at: Option<DateTime<Utc>>,
-    /// Codex reports no cost: it is estimated at the price of `model` (`""`: the table's default).
+    /// Codex reports no cost: it is estimated at the price of `model`: the one its session file names,
+    /// else the configured one (`""`: the table's default).
     pricing: Pricing,
     model: String,
     resume_failed: bool,
@@ -245,6 +246,17 @@ impl OutputParser for CodexParser {
     }
 
     fn parse_session_line(&mut self, line: &str) -> Vec<AgentEvent> {
+        // Each turn's context names the model that ran it (`codex exec --json` never does): the tokens
+        // after it are priced at that model's rate, not at the configured or default one.
+        if line.contains("\"turn_context\"") {
+            let model = json_object(line)
+                .filter(|map| map.get("type").and_then(Value::as_str) == Some("turn_context"))
+                .and_then(|map| map.get("payload")?.get("model")?.as_str().map(str::to_string));
+            if let Some(model) = model.filter(|m| !m.is_empty()) {
+                self.model = model;
+            }
+            return Vec::new();
+        }
         // Most lines of a session file are the conversation itself, often long: only token counts matter.
         if !line.contains("\"token_count\"") {
             return Vec::new();
@@ -447,6 +459,24 @@ mod tests {
         assert_eq!(r.tokens.unwrap().input, 4_039, "this worker's, not the thread's 6,039");
         assert_eq!(r.tokens.unwrap().output, 80);
         assert!(r.cost_usd.unwrap() > 0.0);
+    }
+
+    /// Issue 34 item 5: Codex never says its model on stdout; its session file's turn context does, and
+    /// the tokens are priced at that model's published rate.
+    #[test]
+    fn the_session_files_model_prices_the_tokens() {
+        let init = crate::config::Config::parse(crate::config::TEMPLATE).unwrap();
+        let accounting = Accounting { pricing: init.pricing, ..Default::default() };
+        let mut p = CodexParser::new(&accounting, None);
+        let context = r#"{"timestamp":"2026-12-04T10:00:00.000Z","type":"turn_context","payload":{"cwd":"/w","model":"gpt-6-astra","effort":"high"}}"#;
+        assert!(p.parse_session_line(context).is_empty());
+        let count = r#"{"timestamp":"2026-12-04T10:00:01.000Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":1000000,"cached_input_tokens":0,"output_tokens":100000,"reasoning_output_tokens":0,"total_tokens":0},"last_token_usage":{"input_tokens":1000000,"cached_input_tokens":0,"output_tokens":100000,"reasoning_output_tokens":0,"total_tokens":0},"model_context_window":272000}}}"#;
+        let cost = match p.parse_session_line(count).as_slice() {
+            [AgentEvent::UsageSoFar { cost_usd, .. }] => cost_usd.unwrap(),
+            other => panic!("{other:?}"),
+        };
+        // 1M × $10 + 100k × $50 per million (the default's $3/$15 would say $4.50).
+        assert!((cost - 15.0).abs() < 1e-9, "{cost}");
     }
 
     #[test]
