@@ -172,7 +172,7 @@ async fn a_tasks_earlier_v1_runs_go_in_as_history_before_its_current_one(db: Tes
     // All or nothing, and only once: the task has its run now, so nothing more goes in.
     assert!(
         store
-            .create_imported_runs(&g, &[first.clone()], &current, Actor::Cli, "again")
+            .create_imported_runs(&g, std::slice::from_ref(&first), &current, Actor::Cli, "again")
             .await
             .unwrap()
             .is_none()
