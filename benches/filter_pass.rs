@@ -2,8 +2,10 @@
 //! `cargo bench --bench filter_pass [-- N]` (default 100000). Prints figures; asserts nothing.
 //!
 //! Per backend (SQLite in a temporary directory; PostgreSQL too, in a fresh schema, when
-//! `EXECUTOR_TEST_DATABASE_URL` is set): N pending tasks are taken in (not timed), a third of them
-//! naming a Figma design, a few completed, three in five not about macOS; then the analyzer's filter pass
+//! `EXECUTOR_TEST_DATABASE_URL` is set): N pending tasks are taken in by `executor intake` from a JSON
+//! Lines file source (timed apart: a fresh table, with whatever statistics the intake itself leaves, as
+//! in use — the benchmark runs no ANALYZE of its own), a third of them naming a Figma design, a few
+//! completed, three in five not about macOS; then the analyzer's filter pass
 //! (`analyzer::sweep::filter_pending`, the seed's rules without the source gate) runs over all of them:
 //! wall time, tasks/s, and this process's peak RSS (VmHWM, reset before the pass). Then 100 claims of
 //! the tasks left for the model, timed one by one.
@@ -11,10 +13,14 @@
 #[path = "support/pg.rs"]
 mod pg;
 use pg::pg_schema;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use executor::analyzer::sweep::filter_pending;
-use executor::domain::{Actor, TaskGid};
+use executor::config::Config;
+use executor::domain::TaskGid;
 use executor::filter::{Filters, RulesConfig, SEED_RULES};
 use executor::store::{NewTask, Store};
 
@@ -62,16 +68,37 @@ fn reset_hwm() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
-async fn backend(name: &str, url: &str, n: usize, filters: &Filters) {
+/// The tasks as a JSON Lines file source delivers them (its title and notes become the description).
+fn write_jsonl(path: &Path, n: usize) {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).expect("jsonl file"));
+    for i in 0..n {
+        let t = task(i);
+        let line = serde_json::json!({
+            "gid": gid(i).as_str(), "name": t.description, "notes": t.notes, "completed": t.completed,
+        });
+        serde_json::to_writer(&mut out, &line).expect("write");
+        out.write_all(b"\n").expect("write");
+    }
+    out.flush().expect("flush");
+}
+
+async fn backend(name: &str, url: &str, n: usize, filters: &Filters, jsonl: &Path) {
     let store = Store::open(url).await.expect("open");
     store.migrate().await.expect("migrate");
-    let mut intake = store.begin_intake(Actor::Cli).await.expect("begin");
-    for start in (0..n).step_by(1000) {
-        let chunk: Vec<(TaskGid, NewTask)> =
-            (start..n.min(start + 1000)).map(|i| (gid(i), task(i))).collect();
-        intake.add(&chunk).await.expect("add");
-    }
-    intake.commit().await.expect("commit");
+    let config = Config::parse(&format!(
+        "[[sources]]\nname = \"my_tasks_inbox\"\nkind = \"file\"\npath = {:?}\n",
+        jsonl.display()
+    ))
+    .expect("config");
+    let env: executor::intake::source::EnvLookup = Arc::new(|_| None);
+    let started = Instant::now();
+    let report = executor::intake::run::intake(&config, &store, None, true, env, None).await.expect("intake");
+    assert_eq!(report.sources[0].error, None);
+    println!(
+        "{name:<8} intake      {:>7} added:   {:>6.2} s",
+        report.sources[0].added,
+        started.elapsed().as_secs_f64()
+    );
 
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let counter = tokio::spawn(async move {
@@ -121,10 +148,12 @@ async fn main() {
     ungated.qualifying_sources.clear();
     let filters = Filters::compile(&ungated, &config.filters).expect("seed rules compile");
     let dir = tempfile::tempdir().expect("tempdir");
-    backend("sqlite", &format!("sqlite://{}", dir.path().join("f.db").display()), n, &filters).await;
+    let jsonl = dir.path().join("tasks.jsonl");
+    write_jsonl(&jsonl, n);
+    backend("sqlite", &format!("sqlite://{}", dir.path().join("f.db").display()), n, &filters, &jsonl).await;
     match std::env::var(PG_ENV) {
         Ok(base) if !base.is_empty() => {
-            backend("postgres", &pg_schema(&base, "filter_pass").await, n, &filters).await
+            backend("postgres", &pg_schema(&base, "filter_pass").await, n, &filters, &jsonl).await
         }
         _ => println!("postgres: skipped (set {PG_ENV})"),
     }

@@ -23,12 +23,13 @@ fn statuses(sb: &Sandbox) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// gid → the run as `runs list --json` shows it.
+/// gid → the task's newest run as `runs list --json` shows it (its current one).
 fn runs(sb: &Sandbox) -> BTreeMap<String, Value> {
     let runs = sb.json(&["runs", "list"]);
     runs.as_array()
         .unwrap()
         .iter()
+        .rev()
         .map(|r| (r["task_gid"].as_str().unwrap().to_string(), r.clone()))
         .collect()
 }
@@ -44,10 +45,12 @@ fn a_dry_run_prints_the_plan_and_writes_nothing() {
     let out = sb.ok(&["import", &sample("v1_export.json"), "--dry-run"]);
     assert!(out.contains("dry run: nothing written"), "{out}");
     assert!(out.contains("executor_queue: 12 added, 0 updated, 0 unchanged, 1 refused"), "{out}");
-    assert!(out.contains("executor_runs:  6 added, 0 updated, 0 unchanged, 4 refused"), "{out}");
+    assert!(out.contains("executor_runs:  7 added, 0 updated, 0 unchanged, 3 refused"), "{out}");
     // One line per refused row, naming it and why.
     assert!(out.contains("executor_queue row 13: no task_gid"), "{out}");
-    assert!(out.contains("executor_runs row 7 (task 1008): task 1008 has another run (row 5)"), "{out}");
+    // Task 1008's earlier run (row 7) goes in as its history, not refused.
+    assert!(out.contains("abandoned → abandoned (an earlier run of its task: history): 1"), "{out}");
+    assert!(!out.contains("another run"), "{out}");
     assert!(out.contains("executor_runs row 8 (task 1004): unknown state \"exploded\""), "{out}");
     assert!(out.contains("executor_runs row 9 (task 1003): its task is awaiting_go"), "{out}");
     assert!(
@@ -72,8 +75,8 @@ fn an_import_writes_the_export_and_a_second_changes_nothing() {
     let first = sb.json(&["import", &sample("v1_export.json")]);
     assert_eq!(first["dry_run"], false);
     assert_eq!(counts(&first, "executor_queue"), [12, 0, 0, 1]);
-    assert_eq!(counts(&first, "executor_runs"), [6, 0, 0, 4]);
-    assert_eq!(first["refused"].as_array().unwrap().len(), 5);
+    assert_eq!(counts(&first, "executor_runs"), [7, 0, 0, 3]);
+    assert_eq!(first["refused"].as_array().unwrap().len(), 4);
 
     let expected: BTreeMap<String, String> = [
         ("1001", "pending"),
@@ -151,7 +154,7 @@ fn an_import_writes_the_export_and_a_second_changes_nothing() {
     let events_before = sb.json(&["events"]).as_array().unwrap().len();
     let second = sb.json(&["import", &sample("v1_export.json")]);
     assert_eq!(counts(&second, "executor_queue"), [0, 0, 12, 1]);
-    assert_eq!(counts(&second, "executor_runs"), [0, 0, 6, 4]);
+    assert_eq!(counts(&second, "executor_runs"), [0, 0, 7, 3]);
     assert_eq!(
         sb.json(&["events"]).as_array().unwrap().len(),
         events_before,
@@ -314,4 +317,94 @@ fn csv_with_crlf_line_ends_names_the_refused_rows_by_their_own_lines() {
     assert!(plan.contains("executor_queue line 6: no task_gid"), "{plan}");
     assert!(plan.contains("executor_runs line 5 (task 2001): unknown state \"lost\""), "{plan}");
     assert!(plan.contains("executor_runs line 4 (task 2003): its task is skip"), "{plan}");
+}
+
+/// `runs list --task GID --json`, newest first.
+fn runs_of(sb: &Sandbox, gid: &str) -> Vec<Value> {
+    sb.json(&["runs", "list", "--task", gid]).as_array().unwrap().clone()
+}
+
+#[test]
+fn a_task_v1_ran_more_than_once_keeps_every_run_and_unknown_columns_are_named() {
+    let sb = Sandbox::new();
+    let export = serde_json::json!({
+        "executor_queue": [
+            {"id": 1, "task_gid": "5001", "description": "Done twice", "status": "done", "executor_run_id": 21,
+             "asana_url": "https://app.asana.com/0/1/5001", "section": "Shipped"},
+            {"id": 2, "task_gid": "5002", "description": "Retried", "status": "approved", "executor_run_id": 31,
+             "section": "Doing"},
+        ],
+        "executor_runs": [
+            {"id": 20, "task_gid": "5001", "state": "complete", "branch_name": "executor/5001", "pr_number": 50,
+             "started_at": "2026-01-01T10:00:00Z", "updated_at": "2026-01-02T10:00:00Z",
+             "completed_at": "2026-01-02T11:00:00Z", "host": "mac-1"},
+            {"id": 21, "task_gid": "5001", "state": "complete", "branch_name": "executor/5001-2", "pr_number": 51,
+             "started_at": "2026-01-03T10:00:00Z", "completed_at": "2026-01-04T11:00:00Z"},
+            {"id": 31, "task_gid": "5002", "state": "ci_running", "branch_name": "executor/5002-2", "pr_number": 61,
+             "started_at": "2026-01-06T10:00:00Z"},
+            {"id": 30, "task_gid": "5002", "state": "abandoned", "branch_name": "executor/5002", "pr_number": 60,
+             "started_at": "2026-01-05T10:00:00Z", "completed_at": "2026-01-05T12:00:00Z"},
+        ]
+    });
+    let file = sb.path().join("twice.json");
+    std::fs::write(&file, export.to_string()).unwrap();
+    let file = file.to_str().unwrap();
+
+    let plan = sb.ok(&["import", file, "--dry-run"]);
+    assert!(plan.contains("executor_runs:  4 added, 0 updated, 0 unchanged, 0 refused"), "{plan}");
+    assert!(plan.contains("complete → abandoned (an earlier run of its task: history): 1"), "{plan}");
+    for column in ["executor_queue.asana_url", "executor_queue.section", "executor_runs.host"] {
+        let line = format!("  {column}: a column executor does not know");
+        assert_eq!(plan.matches(&line).count(), 1, "{column} named once in:\n{plan}");
+    }
+
+    let report = sb.json(&["import", file]);
+    assert_eq!(counts(&report, "executor_runs"), [4, 0, 0, 0]);
+    assert_eq!(
+        report["unknown_columns"],
+        serde_json::json!([
+            {"table": "executor_queue", "column": "asana_url"},
+            {"table": "executor_queue", "column": "section"},
+            {"table": "executor_runs", "column": "host"},
+        ])
+    );
+
+    // Both runs of each task, the current one (the queue row's) newest, the earlier one ended with v1's times.
+    let done = runs_of(&sb, "5001");
+    let seen: Vec<(&str, &str)> =
+        done.iter().map(|r| (r["branch_name"].as_str().unwrap(), r["state"].as_str().unwrap())).collect();
+    assert_eq!(seen, [("executor/5001-2", "complete"), ("executor/5001", "abandoned")]);
+    assert_eq!(done[1]["started_at"], "2026-01-01T10:00:00Z");
+    assert_eq!(done[1]["updated_at"], "2026-01-02T10:00:00Z");
+    assert_eq!(done[1]["completed_at"], "2026-01-02T11:00:00Z");
+    assert_eq!(done[1]["pr_number"], 50);
+    let retried = runs_of(&sb, "5002");
+    let seen: Vec<(&str, &str)> =
+        retried.iter().map(|r| (r["branch_name"].as_str().unwrap(), r["state"].as_str().unwrap())).collect();
+    assert_eq!(seen, [("executor/5002-2", "pr"), ("executor/5002", "abandoned")]);
+    assert_eq!(retried[1]["completed_at"], "2026-01-05T12:00:00Z");
+    let task = sb.json(&["queue", "show", "5001"]);
+    let task = if task["task"].is_object() { &task["task"] } else { &task };
+    assert_eq!(task["status"], "done");
+    assert_eq!(task["executor_run_id"], done[0]["id"], "the task names its current run");
+    // v1's states on the way are recorded: the earlier run was complete before it was superseded.
+    let events = sb.json(&["events", "5001"]);
+    let moves: Vec<String> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["run_id"] == done[1]["id"])
+        .filter_map(|e| Some(format!("{}→{}", e["from_state"].as_str()?, e["to_state"].as_str()?)))
+        .collect();
+    assert_eq!(moves, ["queued→in_progress", "in_progress→pr", "pr→complete", "complete→abandoned"]);
+
+    let events_before = sb.json(&["events"]).as_array().unwrap().len();
+    let again = sb.json(&["import", file]);
+    assert_eq!(counts(&again, "executor_runs"), [0, 0, 4, 0]);
+    assert_eq!(
+        sb.json(&["events"]).as_array().unwrap().len(),
+        events_before,
+        "the second import wrote nothing"
+    );
+    assert_eq!(sb.json(&["runs", "list"]).as_array().unwrap().len(), 4);
 }

@@ -11,7 +11,7 @@ use tokio::sync::{mpsc::UnboundedSender, watch};
 
 use super::{Progress, fields};
 use crate::filter::Filters;
-use crate::store::{FilterSkip, PendingPage, Store, StoreError};
+use crate::store::{FilterSkip, PendingPage, STATISTICS_AFTER_ROWS, Store, StoreError};
 
 /// Tasks read and judged at a time: a page of text in memory, and one write of its skips.
 pub const PAGE: usize = 1000;
@@ -56,6 +56,10 @@ pub async fn filter_pending(
             }
         }
         if !full {
+            if skipped >= STATISTICS_AFTER_ROWS {
+                // Many tasks left `pending`: the claims and counts that follow plan by what is left.
+                store.refresh_statistics().await?;
+            }
             return Ok(skipped);
         }
         from = next;

@@ -41,6 +41,12 @@ Mapping:
                each run's branch, worktree, pull request, CI attempts and worker fields (worker_pid,
                worker_session_id, worker_last_update, worker_stuck_count) as v1's record: a v1
                process is not adopted, the runner starts its own worker when a run needs one
+  history      a task v1 ran more than once keeps every run: the one the queue row's
+               executor_run_id names (else the last) is its current run, the others go in
+               before it as ended runs (abandoned, with v1's fields, times and states on the
+               way), as executor keeps a run superseded by `queue retry` (`runs list --task GID`)
+  not imported a column executor does not know (asana_url, section, …) is named in the output,
+               by table and column, with its values left behind
 
 Each bad row (no task_gid, an unknown state, a run whose task is not approved, …) is refused
 alone, named in the output, and the rest is imported: one odd row in a live v1 database should not
@@ -48,8 +54,8 @@ hold back the others. A database error stops the import; running it again import
 
 Running it twice changes nothing the second time: tasks are matched by gid, v1's status and
 analysis (priority included) apply only to a task executor has not triaged (new or pending), and
-a run is created only for a task that has none (executor keeps one run per task: the one the queue
-row's executor_run_id names, else the last).
+a task's runs (its current one and its history) are created together, only for a task that has
+no run yet.
 
 Examples:
   executor import v1.json --dry-run     # the plan: added / updated / unchanged / refused, and why
@@ -138,5 +144,10 @@ fn print_report(r: &ImportReport, origin: &str) {
     say!("Not imported:");
     for line in &r.not_imported {
         say!("  {line}");
+    }
+    for c in &r.unknown_columns {
+        // The export's own text: no control character of it reaches a terminal.
+        let column: String = c.column.chars().filter(|ch| !ch.is_control()).take(80).collect();
+        say!("  {}.{column}: a column executor does not know; its values are left behind", c.table);
     }
 }

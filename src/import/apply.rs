@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use super::plan::{Plan, PlannedTask, Refusal};
 use super::read::RUNS_TABLE;
 use crate::domain::{Actor, QueueStatus, Task, TaskGid};
-use crate::store::{NewTask, Result, Store, Upserted};
+use crate::store::{ImportedRun, NewTask, Result, Store, Upserted};
 
 /// Rows of one v1 table by what the import does (or would do) with them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -38,6 +38,16 @@ pub struct ImportReport {
     pub kept_from_v1: Vec<String>,
     /// v1 columns this import does not carry over, and why.
     pub not_imported: Vec<String>,
+    /// The export's columns executor does not know (`asana_url`, `section`, …): their values are left
+    /// behind. Each once, by table and name.
+    pub unknown_columns: Vec<UnknownColumn>,
+}
+
+/// A column of the export that the import does not know, so does not carry over.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct UnknownColumn {
+    pub table: &'static str,
+    pub column: String,
 }
 
 const REASON: &str = "imported from v1";
@@ -53,6 +63,11 @@ pub async fn import(store: &Store, plan: &Plan, dry_run: bool) -> Result<ImportR
         state_mapping: plan.state_mapping.clone(),
         kept_from_v1: kept_from_v1(plan),
         not_imported: not_imported(),
+        unknown_columns: plan
+            .unknown_columns
+            .iter()
+            .map(|(table, column)| UnknownColumn { table, column: column.clone() })
+            .collect(),
         ..ImportReport::default()
     };
     for r in &plan.refused {
@@ -109,9 +124,11 @@ pub async fn import(store: &Store, plan: &Plan, dry_run: bool) -> Result<ImportR
 
     for run in &plan.runs {
         let old = before[&run.gid].as_ref();
+        // The task's runs, its earlier ones (history) with the current one: all go in together or none.
+        let rows = 1 + run.earlier.len();
         let has_run = old.is_some_and(|o| o.executor_run_id.is_some());
         if has_run {
-            report.executor_runs.unchanged += 1;
+            report.executor_runs.unchanged += rows;
             continue;
         }
         // The task's status when the run is created: v1's (held at approved for a done one), or executor's.
@@ -121,23 +138,26 @@ pub async fn import(store: &Store, plan: &Plan, dry_run: bool) -> Result<ImportR
             old.map_or(QueueStatus::Approved, |o| o.status)
         };
         if status != QueueStatus::Approved {
-            report.executor_runs.refused += 1;
-            report.refused.push(Refusal {
-                table: RUNS_TABLE,
-                row: format!("{} {}", plan.position_word, run.position),
-                task_gid: Some(run.gid.to_string()),
-                reason: format!(
-                    "executor has task {} {} without a run; a run is created only for an approved task",
-                    run.gid, status
-                ),
-                position: run.position,
-            });
+            report.executor_runs.refused += rows;
+            for position in run.earlier.iter().map(|e| e.position).chain([run.position]) {
+                report.refused.push(Refusal {
+                    table: RUNS_TABLE,
+                    row: format!("{} {}", plan.position_word, position),
+                    task_gid: Some(run.gid.to_string()),
+                    reason: format!(
+                        "executor has task {} {} without a run; a run is created only for an approved task",
+                        run.gid, status
+                    ),
+                    position,
+                });
+            }
             continue;
         }
-        report.executor_runs.added += 1;
+        report.executor_runs.added += rows;
         if !dry_run {
+            let earlier: Vec<ImportedRun> = run.earlier.iter().map(|e| e.run.clone()).collect();
             // `None`: someone created one meanwhile (a runner tick), and theirs stands.
-            store.create_imported_run(&run.gid, &run.run, Actor::Cli, REASON).await?;
+            store.create_imported_runs(&run.gid, &earlier, &run.run, Actor::Cli, REASON).await?;
         }
     }
     if !dry_run {
@@ -163,6 +183,14 @@ fn kept_from_v1(plan: &Plan) -> Vec<String> {
         "worktree_path, branch_name, pr_url, pr_number, thread_id, ci_attempts: on the run as v1 had them"
             .to_string(),
     ];
+    let earlier: usize = plan.runs.iter().map(|r| r.earlier.len()).sum();
+    if earlier > 0 {
+        out.push(format!(
+            "{earlier} earlier run(s) of tasks v1 ran more than once: each an ended (abandoned) run of its task \
+             with v1's fields, times and path of states, as executor keeps a run superseded by `queue retry`; \
+             the run the queue row names is the task's current one"
+        ));
+    }
     if plan.runs_with_v1_process > 0 {
         out.push(format!(
             "worker_pid, worker_session_id, worker_last_update, worker_stuck_count of {} run(s): on the run as \
@@ -176,7 +204,8 @@ fn kept_from_v1(plan: &Plan) -> Vec<String> {
 
 fn not_imported() -> Vec<String> {
     vec![
-        "id, executor_run_id: executor numbers its own rows (the run a queue row names is the one kept)"
+        "id, executor_run_id: executor numbers its own rows (the run a queue row names is the task's \
+         current one, its other runs are history)"
             .into(),
     ]
 }

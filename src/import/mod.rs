@@ -8,8 +8,8 @@ pub mod apply;
 pub mod plan;
 pub mod read;
 
-pub use apply::{ImportReport, TableCounts, import};
-pub use plan::{Plan, Refusal, map_state, map_status, plan};
+pub use apply::{ImportReport, TableCounts, UnknownColumn, import};
+pub use plan::{EarlierRun, Plan, Refusal, map_state, map_status, plan};
 pub use read::{V1Export, V1Row, parse_json, read_export};
 
 use crate::store::StoreError;

@@ -30,11 +30,22 @@ pub struct PlannedTask {
     pub updated_at: Option<DateTime<Utc>>,
 }
 
-/// A v1 run as executor will hold it: its state, branch, pull request, worker fields and times.
+/// A v1 run as executor will hold it: its state, branch, pull request, worker fields and times; with
+/// the task's earlier v1 runs, which go in with it as history.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlannedRun {
     pub position: usize,
     pub gid: TaskGid,
+    pub run: ImportedRun,
+    /// The task's other v1 runs, oldest first (by v1 id, then export order): each kept as an ended run
+    /// of the task, as a run superseded by `queue retry` is, before this one.
+    pub earlier: Vec<EarlierRun>,
+}
+
+/// An earlier v1 run of a task, as history: its row's position and the run as v1 had it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EarlierRun {
+    pub position: usize,
     pub run: ImportedRun,
 }
 
@@ -76,6 +87,8 @@ pub struct Plan {
     pub runs_with_v1_process: usize,
     /// "row" (JSON) or "line" (CSV): how refusals name a row.
     pub position_word: &'static str,
+    /// The export's columns this import does not know, so does not carry over: (table, column), each once.
+    pub unknown_columns: Vec<(&'static str, String)>,
 }
 
 /// Maps a v1 queue status. v1 had no `pending`: a row the analyzer had not reached has NULL, and an
@@ -123,12 +136,12 @@ fn started(state: RunState) -> bool {
 }
 
 /// Builds the plan. Queue rows: one per gid (a repeated gid is refused, naming the first). Runs: only for
-/// a task imported as approved or done, or one v1 left before approval whose run v1 had started; and
-/// one per task (executor keeps one run per task): the run the queue row's `executor_run_id` names,
-/// otherwise the last one in the export; the others are refused.
+/// a task imported as approved or done, or one v1 left before approval whose run v1 had started. A task's
+/// current run is the one the queue row's `executor_run_id` names, otherwise the last one in the export;
+/// its other runs are its history (ended runs, as executor keeps a run superseded by `queue retry`).
 pub fn plan(export: &V1Export) -> Plan {
     let word = export.position_word;
-    let mut p = Plan { position_word: word, ..Plan::default() };
+    let mut p = Plan { position_word: word, unknown_columns: columns::unknown(export), ..Plan::default() };
     let mut run_ids: HashMap<TaskGid, i64> = HashMap::new();
     let mut seen: HashMap<TaskGid, usize> = HashMap::new();
     let mut v1_statuses: Vec<String> = Vec::new();
@@ -196,18 +209,19 @@ pub fn plan(export: &V1Export) -> Plan {
             kept.insert(run.gid.clone(), index);
         }
     }
-    let positions: Vec<usize> = candidates.iter().map(|c| c.1.position).collect();
+    // The others are the task's history, oldest first (v1 ids grow with time).
+    let mut earlier: HashMap<TaskGid, Vec<(Option<i64>, EarlierRun)>> = HashMap::new();
     // What the kept run says of its task: v1 started it (approved), or it is complete (done).
     let mut task_note: HashMap<TaskGid, (QueueStatus, &'static str)> = HashMap::new();
-    for (index, (run, row, v1_state, _, has_process)) in candidates.into_iter().enumerate() {
+    for (index, (run, _, v1_state, v1_id, has_process)) in candidates.into_iter().enumerate() {
         let k = kept[&run.gid];
+        if has_process {
+            p.runs_with_v1_process += 1;
+        }
         if k == index {
             let state = run.run.state;
             let key = format!("{v1_state} → {state}{}", state_note(&v1_state));
             *p.state_mapping.entry(key).or_default() += 1;
-            if has_process {
-                p.runs_with_v1_process += 1;
-            }
             let before = status_of[&run.gid];
             if state == RunState::Complete {
                 task_note.insert(run.gid.clone(), (QueueStatus::Done, " (its run is complete)"));
@@ -216,12 +230,14 @@ pub fn plan(export: &V1Export) -> Plan {
             }
             p.runs.push(run);
         } else {
-            let reason = format!(
-                "task {} has another run ({word} {}), which is imported; executor keeps one run per task",
-                run.gid, positions[k]
-            );
-            refused_runs.push(refusal(RUNS_TABLE, word, row, Some(run.gid.to_string()), reason));
+            let key = format!("{v1_state} → {} (an earlier run of its task: history)", RunState::Abandoned);
+            *p.state_mapping.entry(key).or_default() += 1;
+            let old = EarlierRun { position: run.position, run: run.run };
+            earlier.entry(run.gid).or_default().push((v1_id, old));
         }
+    }
+    for planned in &mut p.runs {
+        planned.earlier = earlier_of(&mut earlier, &planned.gid);
     }
     for (task, v1_status) in p.tasks.iter_mut().zip(&v1_statuses) {
         let mut note =
@@ -235,6 +251,16 @@ pub fn plan(export: &V1Export) -> Plan {
     refused_runs.sort_by_key(|r| r.position);
     p.refused.extend(refused_runs);
     p
+}
+
+/// The earlier runs of `gid` gathered so far, in v1's order: by v1 id (export order where v1 has none).
+fn earlier_of(
+    earlier: &mut HashMap<TaskGid, Vec<(Option<i64>, EarlierRun)>>,
+    gid: &TaskGid,
+) -> Vec<EarlierRun> {
+    let mut runs = earlier.remove(gid).unwrap_or_default();
+    runs.sort_by_key(|(id, r)| (id.unwrap_or(i64::MIN), r.position));
+    runs.into_iter().map(|(_, r)| r).collect()
 }
 
 fn refusal(table: &'static str, word: &str, row: &V1Row, gid: Option<String>, reason: String) -> Refusal {
@@ -342,7 +368,7 @@ fn plan_run(row: &V1Row) -> Result<(PlannedRun, String, Option<i64>, bool), RowE
             text.chars().take(40).collect::<String>()
         )));
     }
-    Ok((PlannedRun { position: row.position, gid, run }, v1_state, v1_id, has_process))
+    Ok((PlannedRun { position: row.position, gid, run, earlier: Vec::new() }, v1_state, v1_id, has_process))
 }
 
 #[cfg(test)]

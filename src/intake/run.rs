@@ -26,7 +26,7 @@ use super::source::{EnvLookup, FILE_PAGE, Fetched, PAGES_IN_FLIGHT, Page, PageSe
 use crate::config::{Config, SourceConfig, expand_home};
 use crate::domain::{Actor, GidError, TaskGid};
 use crate::github::GitHubClient;
-use crate::store::{NewTask, Store, StoreError, Upserted};
+use crate::store::{NewTask, STATISTICS_AFTER_ROWS, Store, StoreError, Upserted};
 
 /// The actor recorded on the events of tasks an intake adds or changes: intake is the analyzer's first
 /// step, and `executor analyzer` runs it too.
@@ -134,6 +134,12 @@ pub async fn intake(
     let mut report = IntakeReport::default();
     for source in sources {
         report.sources.push(take_in(config, store, source, full, &env, github.as_ref()).await?);
+    }
+    let written: usize = report.sources.iter().map(|s| s.added + s.updated + s.revised).sum();
+    if written as u64 >= STATISTICS_AFTER_ROWS {
+        // A bulk intake leaves the queue without statistics the planner can trust: the filter pass
+        // that follows would read it by a guess (see `Store::refresh_statistics`).
+        store.refresh_statistics().await?;
     }
     Ok(report)
 }

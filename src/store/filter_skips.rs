@@ -125,13 +125,16 @@ impl Store {
 /// id the page starts after, its length.
 pub(super) fn page_sql(pool: &Pool) -> String {
     // The partial index on pending tasks serves this order; SQLite's planner prefers the status index
-    // without statistics and then sorts every pending task, so it is named.
+    // without statistics and then sorts every pending task, so it is named. The page starts after a row
+    // value, which both databases take as where to start reading that index: written as `round > $2 OR
+    // (round = $2 AND id > $3)`, PostgreSQL read it from the start and filtered, each page reading all
+    // the pages before it again (250 ms a page in the middle of 100,000; 4 ms as a row value).
     let index = if matches!(pool, Pool::Sqlite(_)) { " INDEXED BY executor_queue_pending" } else { "" };
     format!(
         concat!(
             "SELECT ",
             task_columns!(),
-            " FROM executor_queue{} WHERE {} AND (analysis_round > $2 OR (analysis_round = $2 AND id > $3)) \
+            " FROM executor_queue{} WHERE {} AND (analysis_round, id) > ($2, $3) \
              ORDER BY analysis_round, id LIMIT $4"
         ),
         index,

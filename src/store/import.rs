@@ -45,6 +45,37 @@ fn micros(t: DateTime<Utc>) -> DateTime<Utc> {
     t.trunc_subsecs(6)
 }
 
+impl ImportedRun {
+    fn started(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        self.started_at.map(micros).unwrap_or(now)
+    }
+
+    fn updated(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        self.updated_at.map(micros).unwrap_or(self.started(now))
+    }
+
+    /// Only a finished run has a completion time (the runner clears it when a run goes back to pr);
+    /// `ended`: it is imported as ended whatever its v1 state (an earlier run, superseded).
+    fn completed(&self, now: DateTime<Utc>, ended: bool) -> Option<DateTime<Utc>> {
+        (ended || matches!(self.state, RunState::Complete | RunState::Abandoned))
+            .then(|| self.completed_at.map(micros).unwrap_or(self.updated(now)))
+    }
+}
+
+/// A v1 run into `executor_runs`, only for an approved task with no run (`$1` its gid, then the run's
+/// columns in order), followed by `conflict`.
+fn insert_sql(conflict: &str) -> String {
+    format!(
+        "INSERT INTO executor_runs (task_gid, repo, started_at, updated_at, completed_at, state, \
+           worktree_path, branch_name, pr_url, pr_number, thread_id, ci_attempts, worker_session_id, \
+           worker_pid, worker_last_update, worker_stuck_count) \
+         SELECT task_gid, repo, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15 \
+         FROM executor_queue \
+         WHERE task_gid = $1 AND status = 'approved' AND executor_run_id IS NULL{conflict} \
+         RETURNING id"
+    )
+}
+
 impl Store {
     /// Creates the run of an approved task directly in `run.state`, with v1's fields and times, in one
     /// transaction: the run, the task's `executor_run_id`, an event per legal step from `queued` (the
@@ -58,37 +89,98 @@ impl Store {
         actor: Actor,
         reason: &str,
     ) -> Result<Option<Run>> {
-        let mut from = RunState::Queued;
-        for &to in path_to(run.state) {
-            from.check(to)?;
-            from = to;
+        self.create_imported_runs(gid, &[], run, actor, reason).await
+    }
+
+    /// As [`Store::create_imported_run`], with the task's `earlier` v1 runs first, in the order given, as
+    /// history: each an ended run of the task, as a run superseded by `queue retry` is kept — abandoned,
+    /// after the legal path to its v1 state (so a v1 `complete` run records `complete`, then
+    /// `abandoned`), with v1's fields and times — and none named by the task. All or nothing: the
+    /// earlier runs are written only with the current one, so an import run again finds the task with
+    /// its run and adds none of them twice.
+    pub async fn create_imported_runs(
+        &self,
+        gid: &TaskGid,
+        earlier: &[ImportedRun],
+        run: &ImportedRun,
+        actor: Actor,
+        reason: &str,
+    ) -> Result<Option<Run>> {
+        for r in earlier.iter().chain([run]) {
+            let mut from = RunState::Queued;
+            for &to in path_to(r.state) {
+                from.check(to)?;
+                from = to;
+            }
+            if r.ci_attempts < 0 || r.worker_stuck_count < 0 {
+                return Err(StoreError::Refused(format!("run of task {gid}: a negative count")));
+            }
         }
         let at = now();
-        let started = run.started_at.map(micros).unwrap_or(at);
-        let updated = run.updated_at.map(micros).unwrap_or(started);
-        // Only a finished run has a completion time (the runner clears it when a run goes back to pr).
-        let completed = matches!(run.state, RunState::Complete | RunState::Abandoned)
-            .then(|| run.completed_at.map(micros).unwrap_or(updated));
-        let last_update = run.worker_last_update.map(micros);
-        if run.ci_attempts < 0 || run.worker_stuck_count < 0 {
-            return Err(StoreError::Refused(format!("run of task {gid}: a negative count")));
-        }
+        let superseded = format!("{reason}: an earlier run of the task, superseded by its later run");
         let id: Option<i64> = on_pool!(self, |p| {
             let mut tx = p.begin_write().await?;
-            let id: Option<i64> = sqlx::query_scalar(
-                "INSERT INTO executor_runs (task_gid, repo, started_at, updated_at, completed_at, state, \
-                   worktree_path, branch_name, pr_url, pr_number, thread_id, ci_attempts, worker_session_id, \
-                   worker_pid, worker_last_update, worker_stuck_count) \
-                 SELECT task_gid, repo, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15 \
-                 FROM executor_queue \
-                 WHERE task_gid = $1 AND status = 'approved' AND executor_run_id IS NULL \
-                 ON CONFLICT (task_gid) WHERE state IN ('queued','in_progress','pr','complete') DO NOTHING \
-                 RETURNING id",
-            )
+            for old in earlier {
+                let old_id: Option<i64> = sqlx::query_scalar(&insert_sql(""))
+                    .bind(gid.as_str())
+                    .bind(old.started(at))
+                    .bind(old.updated(at))
+                    .bind(old.completed(at, true))
+                    .bind(RunState::Abandoned.as_str())
+                    .bind(&old.worktree_path)
+                    .bind(&old.branch_name)
+                    .bind(&old.pr_url)
+                    .bind(old.pr_number)
+                    .bind(&old.thread_id)
+                    .bind(old.ci_attempts)
+                    .bind(&old.worker_session_id)
+                    .bind(old.worker_pid)
+                    .bind(old.worker_last_update.map(micros))
+                    .bind(old.worker_stuck_count)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                // None: the task is not approved or has a run; nothing of this transaction is kept.
+                let Some(old_id) = old_id else { break };
+                let created = NewEvent {
+                    actor,
+                    actor_id: None,
+                    task_gid: Some(gid.as_str()),
+                    run_id: Some(old_id),
+                    kind: kind::RUN_CREATED,
+                    from_state: None,
+                    to_state: Some(RunState::Queued.as_str()),
+                    reason: Some(reason),
+                };
+                insert_event!(self, &mut *tx, created)?;
+                let mut from = RunState::Queued;
+                for &to in path_to(old.state) {
+                    let ev = NewEvent {
+                        kind: kind::RUN_STATE,
+                        from_state: Some(from.as_str()),
+                        to_state: Some(to.as_str()),
+                        ..created
+                    };
+                    insert_event!(self, &mut *tx, ev)?;
+                    from = to;
+                }
+                if from != RunState::Abandoned {
+                    let ev = NewEvent {
+                        kind: kind::RUN_STATE,
+                        from_state: Some(from.as_str()),
+                        to_state: Some(RunState::Abandoned.as_str()),
+                        reason: Some(&superseded),
+                        ..created
+                    };
+                    insert_event!(self, &mut *tx, ev)?;
+                }
+            }
+            let id: Option<i64> = sqlx::query_scalar(&insert_sql(
+                " ON CONFLICT (task_gid) WHERE state IN ('queued','in_progress','pr','complete') DO NOTHING",
+            ))
             .bind(gid.as_str())
-            .bind(started)
-            .bind(updated)
-            .bind(completed)
+            .bind(run.started(at))
+            .bind(run.updated(at))
+            .bind(run.completed(at, false))
             .bind(run.state.as_str())
             .bind(&run.worktree_path)
             .bind(&run.branch_name)
@@ -98,7 +190,7 @@ impl Store {
             .bind(run.ci_attempts)
             .bind(&run.worker_session_id)
             .bind(run.worker_pid)
-            .bind(last_update)
+            .bind(run.worker_last_update.map(micros))
             .bind(run.worker_stuck_count)
             .fetch_optional(&mut *tx)
             .await?;

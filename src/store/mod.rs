@@ -37,6 +37,7 @@ mod run_view;
 mod runners;
 mod runs;
 mod source_cursors;
+mod statistics;
 mod tasks;
 mod webhooks;
 mod worker_stats;
@@ -68,6 +69,7 @@ pub use run_fields::RunMemory;
 pub use runners::{Heartbeat, HostRunner, LostRunner, RunnerRegistration, RunnerStatus};
 pub use runs::{RunFilter, StatusCounts};
 pub use source_cursors::SourceCursor;
+pub use statistics::STATISTICS_AFTER_ROWS;
 pub use tasks::{
     Intake, IntakeResult, MAX_SEARCH_WORDS, NewTask, TaskFilter, TaskSort, Upserted, age_cutoff, search_words,
 };

@@ -1,8 +1,70 @@
 //! Reading one column of a loose v1 row: JSON gives typed values, CSV gives text for everything, so each
 //! reader takes both. A value that cannot be read is an error naming the column (the row is refused).
 
+use std::collections::BTreeSet;
+
 use chrono::{DateTime, NaiveDateTime, SubsecRound, Utc};
 use serde_json::{Map, Value};
+
+use super::super::read::{QUEUE_TABLE, RUNS_TABLE, V1Export, V1Row};
+
+/// The v1 `executor_queue` columns the planner reads (`id` only to name rows, `executor_run_id` to pick
+/// the task's current run).
+pub(super) const QUEUE_COLUMNS: &[&str] = &[
+    "id",
+    "task_gid",
+    "source",
+    "description",
+    "notes",
+    "user_context",
+    "status",
+    "priority",
+    "complexity",
+    "feasibility",
+    "analysis_summary",
+    "executor_run_id",
+    "repo",
+    "added_at",
+    "updated_at",
+];
+
+/// The v1 `executor_runs` columns the planner reads (`id` only to order a task's runs).
+pub(super) const RUNS_COLUMNS: &[&str] = &[
+    "id",
+    "task_gid",
+    "state",
+    "worktree_path",
+    "branch_name",
+    "pr_url",
+    "pr_number",
+    "thread_id",
+    "ci_attempts",
+    "worker_session_id",
+    "worker_pid",
+    "worker_last_update",
+    "worker_stuck_count",
+    "started_at",
+    "updated_at",
+    "completed_at",
+];
+
+/// Every column some row of the export has that the planner does not read (`asana_url`, `section`, …),
+/// by table and then name, each once: its values are not imported, and the report says so.
+pub(super) fn unknown(export: &V1Export) -> Vec<(&'static str, String)> {
+    let mut out = unknown_in(QUEUE_TABLE, &export.queue, QUEUE_COLUMNS);
+    out.extend(unknown_in(RUNS_TABLE, &export.runs, RUNS_COLUMNS));
+    out
+}
+
+fn unknown_in(table: &'static str, rows: &[V1Row], known: &[&str]) -> Vec<(&'static str, String)> {
+    let names: BTreeSet<&String> = rows
+        .iter()
+        .filter_map(|r| r.columns.as_ref())
+        .flat_map(|cols| cols.keys())
+        .filter(|name| !known.contains(&name.as_str()))
+        .collect();
+    names.into_iter().map(|name| (table, name.clone())).collect()
+}
 
 /// A text column: NULL, missing and "" are `None`; a number is taken as its text.
 pub(super) fn text(cols: &Map<String, Value>, name: &str) -> Result<Option<String>, String> {

@@ -7,6 +7,10 @@ fn plan_of(v: serde_json::Value) -> Plan {
     plan(&parse_json(&v.to_string()).unwrap())
 }
 
+fn t(s: &str) -> DateTime<Utc> {
+    s.parse().unwrap()
+}
+
 #[test]
 fn statuses_map_and_null_or_unknown_become_pending() {
     assert_eq!(map_status(Some("for_review")), QueueStatus::ForReview);
@@ -158,7 +162,7 @@ fn bad_queue_rows_are_refused_by_name_and_the_rest_kept() {
 }
 
 #[test]
-fn runs_need_an_approved_or_done_task_a_known_state_and_keep_one_per_task() {
+fn runs_need_an_approved_or_done_task_a_known_state_and_a_tasks_other_runs_are_its_history() {
     let p = plan_of(json!({
         "executor_queue": [
             {"task_gid": "1", "status": "approved", "executor_run_id": 10},
@@ -169,33 +173,60 @@ fn runs_need_an_approved_or_done_task_a_known_state_and_keep_one_per_task() {
             {"id": 10, "task_gid": "1", "state": "ci_running", "worker_pid": 12},
             {"id": 11, "task_gid": "1", "state": "abandoned"},
             {"id": 12, "task_gid": "2", "state": "queued"},
-            {"id": 13, "task_gid": "3", "state": "abandoned"},
-            {"id": 14, "task_gid": "3", "state": "complete"},
-            {"id": 15, "task_gid": "4", "state": "pr"},
-            {"id": 16, "task_gid": "3", "state": "lost"},
-            {"id": 17, "state": "pr"},
+            {"id": 14, "task_gid": "3", "state": "abandoned"},
+            {"id": 13, "task_gid": "3", "state": "complete", "completed_at": "2026-01-02T10:00:00Z"},
+            {"id": 15, "task_gid": "3", "state": "complete"},
+            {"id": 16, "task_gid": "4", "state": "pr"},
+            {"id": 17, "task_gid": "3", "state": "lost"},
+            {"id": 18, "state": "pr"},
         ]
     }));
     let kept: Vec<(&str, RunState)> = p.runs.iter().map(|r| (r.gid.as_str(), r.run.state)).collect();
     assert_eq!(kept, [("1", RunState::Pr), ("3", RunState::Complete)], "the named run, else the last");
+    assert_eq!(p.runs[1].position, 6, "task 3's last run in the export is its current one");
+    // The others go in as history, oldest (lowest v1 id) first, with v1's state and times.
+    let earlier = |i: usize| -> Vec<(usize, RunState)> {
+        p.runs[i].earlier.iter().map(|e| (e.position, e.run.state)).collect()
+    };
+    assert_eq!(earlier(0), [(2, RunState::Abandoned)], "run 11, superseded by the named run 10");
+    assert_eq!(earlier(1), [(5, RunState::Complete), (4, RunState::Abandoned)], "ids 13, 14");
+    assert_eq!(p.runs[1].earlier[0].run.completed_at, Some(t("2026-01-02T10:00:00Z")));
     assert_eq!(p.runs_with_v1_process, 1);
     assert_eq!(p.state_mapping.get("ci_running → pr (CI pending)"), Some(&1));
+    assert_eq!(p.state_mapping.get("complete → abandoned (an earlier run of its task: history)"), Some(&1));
+    assert_eq!(p.state_mapping.get("abandoned → abandoned (an earlier run of its task: history)"), Some(&2));
     let lines: Vec<String> = p.refused.iter().map(|r| r.to_string()).collect();
-    assert_eq!(lines.len(), 6, "{lines:#?}");
-    assert!(
-        lines[0].starts_with("executor_runs row 2 (task 1): task 1 has another run (row 1)"),
-        "{}",
-        lines[0]
+    assert_eq!(lines.len(), 4, "{lines:#?}");
+    assert!(lines[0].contains("its task is for_review"), "{}", lines[0]);
+    assert!(lines[1].contains("no executor_queue row imports task 4"), "{}", lines[1]);
+    assert!(lines[2].contains("unknown state \"lost\""), "{}", lines[2]);
+    assert_eq!(lines[3], "executor_runs row 9: no task_gid");
+    assert!(lines.iter().all(|l| !l.contains("another run")), "{lines:#?}");
+}
+
+#[test]
+fn every_column_the_import_does_not_know_is_listed_once_by_table() {
+    let p = plan_of(json!({
+        "executor_queue": [
+            {"task_gid": "1", "status": "approved", "asana_url": "https://app.asana.com/0/1/1", "section": "Inbox"},
+            {"task_gid": "2", "section": "Later", "notes": "n", "user_context": "c", "repo": "browser"},
+            7,
+        ],
+        "executor_runs": [
+            {"id": 1, "task_gid": "1", "state": "queued", "host": "mac-1", "asana_url": "x"},
+        ]
+    }));
+    assert_eq!(
+        p.unknown_columns,
+        [
+            ("executor_queue", "asana_url".to_string()),
+            ("executor_queue", "section".to_string()),
+            ("executor_runs", "asana_url".to_string()),
+            ("executor_runs", "host".to_string()),
+        ]
     );
-    assert!(lines[1].contains("its task is for_review"), "{}", lines[1]);
-    assert!(
-        lines[2].starts_with("executor_runs row 4 (task 3): task 3 has another run (row 5)"),
-        "{}",
-        lines[2]
-    );
-    assert!(lines[3].contains("no executor_queue row imports task 4"), "{}", lines[3]);
-    assert!(lines[4].contains("unknown state \"lost\""), "{}", lines[4]);
-    assert_eq!(lines[5], "executor_runs row 8: no task_gid");
+    let known = plan_of(json!({"executor_queue": [{"task_gid": "1", "added_at": "2026-01-01T00:00:00Z"}]}));
+    assert!(known.unknown_columns.is_empty(), "{:?}", known.unknown_columns);
 }
 
 #[test]
