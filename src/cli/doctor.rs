@@ -288,6 +288,19 @@ fn agent_checks(config: &Config) -> Vec<Check> {
             ),
         });
     }
+    // A fallback agent that cannot start costs its run an attempt each time the run turns to it.
+    for name in w.agents().iter().skip(1) {
+        let label = format!("fallback {name}");
+        out.push(match crate::worker::agent_named(config, name).check_program() {
+            Ok(path) => pass(&label, path.display().to_string()),
+            Err(why) => problem(
+                Outcome::Warn,
+                &label,
+                why,
+                format!("install {name}, or remove it from worker.fallback"),
+            ),
+        });
+    }
     // SAFETY: geteuid has no preconditions and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     if w.agent == "claude" && w.claude.permission_mode == "bypassPermissions" && root {

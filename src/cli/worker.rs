@@ -152,7 +152,9 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
         Some(r) => store.worker_sessions(r.id).await?,
         None => Vec::new(),
     };
-    let resume = if args.kind == WorkerKind::InProgress { session_to_resume(&sessions) } else { None };
+    let agent = agent_config(&config);
+    let resume =
+        if args.kind == WorkerKind::InProgress { session_to_resume(&sessions, agent.name()) } else { None };
     let inputs = WorkerInputs {
         resume_session: resume.clone(),
         task: &task,
@@ -178,7 +180,6 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
             ))
         );
     }
-    let agent = agent_config(&config);
     let agent_name = agent.name();
     let self_exe = std::env::current_exe().ok();
     let prompts = load_prompts(&config)?;

@@ -119,6 +119,9 @@ pub struct Runner {
 pub struct Worker {
     /// `claude`, `codex` or `command`.
     pub agent: String,
+    /// The agents a run turns to, in order, when a worker of the one before ends stuck, failed or
+    /// without progress (`worker.agent` first); after the last it starts over. Empty: `worker.agent` only.
+    pub fallback: Vec<String>,
     pub idle_timeout: Duration,
     pub hard_timeout: Duration,
     pub kill_grace: Duration,
@@ -329,6 +332,20 @@ pub struct Pricing(pub BTreeMap<String, Price>);
 impl Default for Pricing {
     fn default() -> Self {
         Pricing(BTreeMap::from([(DEFAULT_PRICE.to_string(), BUILT_IN_DEFAULT_PRICE)]))
+    }
+}
+
+impl Worker {
+    /// The agents a run may use, in the order it turns to them: `worker.agent`, then `worker.fallback`
+    /// (each once).
+    pub fn agents(&self) -> Vec<String> {
+        let mut out = vec![self.agent.clone()];
+        for a in &self.fallback {
+            if !out.contains(a) {
+                out.push(a.clone());
+            }
+        }
+        out
     }
 }
 
@@ -641,6 +658,7 @@ impl Default for Worker {
     fn default() -> Self {
         Worker {
             agent: "claude".into(),
+            fallback: Vec::new(),
             idle_timeout: Duration::secs(30 * 60),
             hard_timeout: Duration::secs(3 * 3600),
             kill_grace: Duration::secs(10),
@@ -756,8 +774,16 @@ impl Config {
         if !matches!(self.worker.agent.as_str(), "claude" | "codex" | "command") {
             return fail("worker.agent", "must be one of: claude, codex, command");
         }
-        if self.worker.agent == "command" && self.worker.command.argv.is_empty() {
-            return fail("worker.command.argv", "must name a program when worker.agent = \"command\"");
+        if let Some(other) =
+            self.worker.fallback.iter().find(|a| !matches!(a.as_str(), "claude" | "codex" | "command"))
+        {
+            return fail(
+                "worker.fallback",
+                &format!("{other:?} is not an agent: name claude, codex or command"),
+            );
+        }
+        if self.worker.agents().iter().any(|a| a == "command") && self.worker.command.argv.is_empty() {
+            return fail("worker.command.argv", "must name a program when the command agent is used");
         }
         let url = &self.database.url;
         let postgres = url.starts_with("postgres://") || url.starts_with("postgresql://");

@@ -51,6 +51,10 @@ pub struct Observation {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LastWorker {
     pub kind: WorkerKind,
+    /// The agent it ran (`claude`, `codex`, `command`): the next worker turns to the next one of
+    /// `worker.fallback` when this one did not get its job done.
+    #[serde(default)]
+    pub agent: String,
     pub ended_at: DateTime<Utc>,
     pub outcome: WorkerOutcome,
     /// How many workers of this job ran back to back without getting it done, ending with this one

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::agent_choice::NextAgent;
 use super::recording::Recording;
 use super::state::{Runner, RunnerError};
 use crate::config::Trust;
@@ -14,7 +15,7 @@ use crate::worker::prompt::{FailedCheck, PrContext, ReviewComment, RunContext, T
 use crate::worker::result::ReviewResult;
 use crate::worker::{
     self, AgentConfig, EndReason, EnvSpec, PromptContext, PromptError, PromptKind, Prompts, WorkerSpec,
-    agent_config, worker_env, worker_timeouts,
+    agent_named, worker_env, worker_timeouts,
 };
 use crate::workspace;
 
@@ -50,13 +51,17 @@ impl Runner {
         &mut self,
         run: &Run,
         kind: WorkerKind,
+        next: &NextAgent,
         forge: &Forge,
         pr: Option<&PrSnapshot>,
     ) -> Result<bool, RunnerError> {
         let sessions = self.store.worker_sessions(run.id).await?;
-        let resume =
-            if kind == WorkerKind::InProgress { self.resumable_here(run, &sessions).await? } else { None };
-        let agent = agent_config(&self.config);
+        let agent = agent_named(&self.config, &next.name);
+        let resume = if kind == WorkerKind::InProgress {
+            self.resumable_here(run, &sessions, agent.name()).await?
+        } else {
+            None
+        };
         let place = match self.place(run, forge, pr).await {
             Ok(place) => place,
             Err(e @ RunnerError::Store(_)) => return Err(e),
@@ -169,7 +174,7 @@ impl Runner {
         }
         // Said only of a worker that really runs here: a host that made a worktree and then had no slot
         // (or could not start the agent) continued nothing.
-        if let Some(why) = &place.moved_note {
+        for why in place.moved_note.iter().chain(&next.turned) {
             self.store.record_note(Actor::Runner, Some(&run.task_gid), Some(run.id), why).await?;
         }
         // Behind the lease fence before its gate opens: it never runs while the lease may have lapsed.
@@ -298,8 +303,9 @@ impl Runner {
         &self,
         run: &Run,
         sessions: &[WorkerSession],
+        agent: &str,
     ) -> Result<Option<String>, RunnerError> {
-        let Some(id) = session_to_resume(sessions) else { return Ok(None) };
+        let Some(id) = session_to_resume(sessions, agent) else { return Ok(None) };
         let ran_on =
             sessions.iter().rev().find(|s| s.session_id.as_deref() == Some(id.as_str())).map(|s| &s.host);
         match ran_on {
@@ -386,16 +392,18 @@ pub(crate) fn thread_baseline(
     worker::Tokens { input: sum(|s| s.input_tokens), output: sum(|s| s.output_tokens), ..Default::default() }
 }
 
-/// The agent session a new `in_progress` worker should continue: the newest one of the task's own work
-/// (`queued`, `in_progress`), never a review's or a fix's thread. After a worker failed to resume, the
-/// next starts afresh: a session id that could not be resumed is never passed again.
-pub(crate) fn session_to_resume(sessions: &[WorkerSession]) -> Option<String> {
+/// The agent session a new `in_progress` worker of `agent` should continue: the newest one of the
+/// task's own work (`queued`, `in_progress`) by that agent, never a review's or a fix's thread, nor
+/// another agent's. After a worker failed to resume, the next starts afresh: a session id that could not
+/// be resumed is never passed again.
+pub(crate) fn session_to_resume(sessions: &[WorkerSession], agent: &str) -> Option<String> {
     let unresumable: Vec<&str> = sessions
         .iter()
         .filter(|s| s.end_reason == Some(EndReason::ResumeFailed))
         .filter_map(|s| s.resumed_session.as_deref())
         .collect();
-    for s in sessions.iter().rev().filter(|s| matches!(s.kind, WorkerKind::Queued | WorkerKind::InProgress)) {
+    let own_work = |s: &&WorkerSession| matches!(s.kind, WorkerKind::Queued | WorkerKind::InProgress);
+    for s in sessions.iter().rev().filter(own_work).filter(|s| s.agent == agent) {
         if s.end_reason == Some(EndReason::ResumeFailed) {
             return None;
         }

@@ -1,6 +1,7 @@
 //! The runner: every tick it observes each active run, asks the pure [`decide`] function what to do, and
 //! performs the answer, keeping up to `runner.max_workers` agent processes busy.
 
+mod agent_choice;
 mod branch_hold;
 mod budget;
 mod ci_wait;

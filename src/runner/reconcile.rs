@@ -9,7 +9,7 @@ use super::state::{Runner, RunnerError};
 use crate::domain::{EndReason, Run};
 use crate::store::{WorkerEnd, WorkerSession};
 use crate::worker::{self, AdoptSpec, PromptKind, is_same_process};
-use crate::worker::{agent_config, worker_timeouts};
+use crate::worker::{agent_named, worker_timeouts};
 use crate::workspace;
 
 impl Runner {
@@ -61,7 +61,7 @@ impl Runner {
         let output_path = workspace::path_under(&self.config.data_dir().join("workers"), &output_path)?;
         let log_path = workspace::path_under(&self.config.logs_dir(), &log_path)?;
         let sessions = self.store.worker_sessions(run.id).await?;
-        let (agent, env) = (agent_config(&self.config), self.worker_env(run, s.kind));
+        let (agent, env) = (agent_named(&self.config, &s.agent), self.worker_env(run, s.kind));
         Ok(AdoptSpec {
             task_gid: run.task_gid.clone(),
             run_id: run.id,

@@ -2,6 +2,7 @@
 
 use chrono::Utc;
 
+use super::agent_choice::{NextAgent, next_agent};
 use super::branch_hold::Settled;
 use super::decide;
 use super::decision::{Action, Decision, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
@@ -151,6 +152,10 @@ impl Runner {
         {
             decision = Decision::wait(why);
         }
+        let agent = next_agent(&self.config.worker.agents(), obs.last_worker.as_ref());
+        if let (Action::StartWorker { .. }, Some(turned)) = (&decision.action, &agent.turned) {
+            decision.why = format!("{} ({turned})", decision.why.trim_end_matches('.'));
+        }
         // Waiting only for a slot, which this host has none of: the run is let go for a runner with one,
         // on any host, to take (the decision asked again as if a slot were free).
         let wants_slot = !obs.free_slot
@@ -164,7 +169,7 @@ impl Runner {
             self.store.record_decision(run.id, Some(&self.owner), &decision.why).await?;
         }
         let acted = !decision.is_wait();
-        self.perform(run, forge, decision.action, snapshot.as_ref()).await?;
+        self.perform(run, forge, decision.action, snapshot.as_ref(), &agent).await?;
         if wants_slot {
             self.store.release_run_for_slot(run.id, &self.owner).await?;
         }
@@ -177,6 +182,7 @@ impl Runner {
         forge: &Forge,
         action: Action,
         pr: Option<&PrSnapshot>,
+        agent: &NextAgent,
     ) -> Result<(), RunnerError> {
         if action != Action::Wait {
             // What follows may act on the forge, which no lease fences: a runner paused since the tick
@@ -188,7 +194,7 @@ impl Runner {
             Action::StartWorker { kind, move_to, ci_attempt } => {
                 // The state moves (and a CI attempt counts) only once a worker really started; a launch
                 // that fails is recorded as a failed attempt by `launch` and returned as an error.
-                if !self.launch(run, kind, forge, pr).await? {
+                if !self.launch(run, kind, agent, forge, pr).await? {
                     return Ok(());
                 }
                 if let Some(n) = ci_attempt {

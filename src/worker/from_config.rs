@@ -58,9 +58,15 @@ pub fn worker_env(
 
 /// The agent `worker.agent` names, with its `[worker.claude]`, `[worker.codex]` or `[worker.command]` options.
 pub fn agent_config(config: &Config) -> AgentConfig {
+    agent_named(config, &config.worker.agent)
+}
+
+/// The agent `name` (`claude`, `codex` or `command`; anything else is Claude Code, as the config
+/// refuses other names), with its options: a run's fallback agent, or the one a session recorded.
+pub fn agent_named(config: &Config, name: &str) -> AgentConfig {
     let w = &config.worker;
     let opt = |s: &str| (!s.is_empty()).then(|| s.to_string());
-    match w.agent.as_str() {
+    match name {
         "codex" => AgentConfig::Codex(CodexConfig {
             program: w.codex.program.clone(),
             sandbox: w.codex.sandbox.clone(),

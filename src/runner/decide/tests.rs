@@ -151,7 +151,7 @@ fn pr_obs(f: impl FnOnce(&mut PrSnapshot)) -> Observation {
 }
 
 fn last(kind: WorkerKind, outcome: WorkerOutcome, minute: u32, streak: u32) -> Option<LastWorker> {
-    Some(LastWorker { kind, ended_at: at(minute), outcome, streak })
+    Some(LastWorker { kind, agent: "claude".into(), ended_at: at(minute), outcome, streak })
 }
 
 fn reviewed(mut r: Run, verdict: &str, sha: &str) -> Run {

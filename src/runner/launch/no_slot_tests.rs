@@ -34,7 +34,8 @@ async fn a_host_with_no_slot_leaves_no_note_and_no_worktree_and_one_with_a_slot_
 
     let run_now = store.run(run.id).await.unwrap();
     let forge = beta.forge_of(&run_now).unwrap();
-    assert!(!beta.launch(&run_now, WorkerKind::InProgress, &forge, None).await.unwrap(), "no slot");
+    let command = crate::runner::agent_choice::NextAgent { name: "command".into(), turned: None };
+    assert!(!beta.launch(&run_now, WorkerKind::InProgress, &command, &forge, None).await.unwrap(), "no slot");
     let notes = || async {
         let f = EventFilter { run_id: Some(run.id), ..Default::default() };
         let events = store.events(&f).await.unwrap();
@@ -50,7 +51,7 @@ async fn a_host_with_no_slot_leaves_no_note_and_no_worktree_and_one_with_a_slot_
     store.end_worker_session(busy.id, None, &WorkerEnd::new(EndReason::Finished)).await.unwrap();
     assert!(store.claim_run(run.id, &beta.owner, ttl).await.unwrap());
     let run_now = store.run(run.id).await.unwrap();
-    assert!(beta.launch(&run_now, WorkerKind::InProgress, &forge, None).await.unwrap(), "started");
+    assert!(beta.launch(&run_now, WorkerKind::InProgress, &command, &forge, None).await.unwrap(), "started");
     assert_eq!(notes().await, 1);
     let path = store.run(run.id).await.unwrap().worktree_path.unwrap_or_default();
     assert!(path.starts_with(&root.join("data-beta").display().to_string()), "{path}");

@@ -34,10 +34,10 @@ fn an_in_progress_worker_continues_the_tasks_own_work_never_a_review_or_a_fix() 
         session(2, FixComments, Some(Finished), Some("fix-2"), None),
         session(3, PrReview, Some(Finished), Some("review-3"), None),
     ];
-    assert_eq!(session_to_resume(&sessions).as_deref(), Some("work-1"));
+    assert_eq!(session_to_resume(&sessions, "claude").as_deref(), Some("work-1"));
     let later =
         [sessions[0].clone(), session(4, InProgress, Some(Interrupted), Some("work-4"), Some("work-1"))];
-    assert_eq!(session_to_resume(&later).as_deref(), Some("work-4"), "the newest work session");
+    assert_eq!(session_to_resume(&later, "claude").as_deref(), Some("work-4"), "the newest work session");
 }
 
 #[test]
@@ -46,17 +46,32 @@ fn after_a_failed_resume_the_next_worker_starts_afresh_and_never_passes_that_id_
         session(1, Queued, Some(Interrupted), Some("work-1"), None),
         session(2, InProgress, Some(ResumeFailed), None, Some("work-1")),
     ];
-    assert_eq!(session_to_resume(&failed), None);
+    assert_eq!(session_to_resume(&failed, "claude"), None);
     // The fresh session crashed before the agent named its session: still nothing to resume.
     let mut again = failed.to_vec();
     again.push(session(3, InProgress, Some(EndReason::Crashed), None, None));
-    assert_eq!(session_to_resume(&again), None);
+    assert_eq!(session_to_resume(&again, "claude"), None);
     // Once a fresh session has an id, that one is continued; the one that failed never is.
     again.push(session(4, InProgress, Some(Interrupted), Some("work-4"), None));
-    assert_eq!(session_to_resume(&again).as_deref(), Some("work-4"));
+    assert_eq!(session_to_resume(&again, "claude").as_deref(), Some("work-4"));
     let mut stale = failed.to_vec();
     stale.push(session(5, InProgress, Some(Interrupted), Some("work-1"), None));
-    assert_eq!(session_to_resume(&stale), None, "an id that could not be resumed is not passed again");
+    assert_eq!(
+        session_to_resume(&stale, "claude"),
+        None,
+        "an id that could not be resumed is not passed again"
+    );
+}
+
+/// Issue 34 item 4: a run that turned to another agent never hands it the first agent's session.
+#[test]
+fn a_session_is_continued_only_by_its_own_agent() {
+    let mut codex = session(2, InProgress, Some(EndReason::Failed), Some("thread-2"), None);
+    codex.agent = "codex".into();
+    let sessions = [session(1, Queued, Some(Interrupted), Some("work-1"), None), codex];
+    assert_eq!(session_to_resume(&sessions, "claude").as_deref(), Some("work-1"));
+    assert_eq!(session_to_resume(&sessions, "codex").as_deref(), Some("thread-2"));
+    assert_eq!(session_to_resume(&sessions, "command"), None);
 }
 
 #[tokio::test]

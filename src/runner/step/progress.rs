@@ -75,6 +75,7 @@ fn last_worker(judged: &[Judged<'_>]) -> Option<LastWorker> {
         .count();
     Some(LastWorker {
         kind: last.session.kind,
+        agent: last.session.agent.clone(),
         ended_at: last.session.ended_at.unwrap_or(last.session.started_at),
         outcome: last.outcome,
         streak: u32::try_from(streak).unwrap_or(u32::MAX),

@@ -1,0 +1,65 @@
+//! Issue 34 item 4: another agent when one fails. A run whose first agent fails turns to the next one of
+//! `worker.fallback` and lands, through the real binary on the local forge; the run's sessions say
+//! which agent did what, and its decision says why it turned.
+
+use std::time::{Duration, Instant};
+
+use executor::domain::{EndReason, RunState, TaskGid, WorkerKind};
+use executor::store::{EventFilter, RunFilter};
+
+mod common;
+mod runner_support;
+use runner_support::Env;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_agent_fails_turns_to_the_fallback_and_completes() {
+    let env = Env::new(&[]);
+    // Codex "installed" as a program that fails at once; the command agent (the pipeline fake) next.
+    env.edit_config("agent = \"command\"", "agent = \"codex\"\nfallback = [\"command\"]");
+    env.edit_config("sleep 2; test -f ci-fixed", "true");
+    env.append_config("\n[worker.codex]\nprogram = \"/bin/false\"\n");
+    env.queue_approved("77");
+    let store = env.store().await;
+    let gid = TaskGid::parse("77").unwrap();
+    let mut decisions = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let run = loop {
+        env.run(&["runner", "--once"]);
+        let run = store
+            .list_runs(&RunFilter { task_gid: Some(gid.clone()), ..Default::default() })
+            .await
+            .unwrap()
+            .remove(0);
+        decisions.extend(store.run_memory(run.id).await.unwrap().last_decision);
+        if run.state == RunState::Complete || Instant::now() > deadline {
+            break run;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let sessions = store.worker_sessions(run.id).await.unwrap();
+    let who: Vec<(WorkerKind, &str, Option<EndReason>)> =
+        sessions.iter().map(|s| (s.kind, s.agent.as_str(), s.end_reason)).collect();
+    assert_eq!(run.state, RunState::Complete, "{who:?}\n{decisions:#?}");
+    // It exits 1 without a result: a crash, which counts against the run like any failure.
+    assert_eq!(who[0], (WorkerKind::Queued, "codex", Some(EndReason::Crashed)), "{who:?}");
+    assert_eq!(
+        (who[1].0, who[1].1),
+        (WorkerKind::InProgress, "command"),
+        "the next attempt, the next agent: {who:?}"
+    );
+    assert!(who[1..].iter().all(|(_, agent, _)| *agent == "command"), "a working agent is kept: {who:?}");
+    let notes: Vec<String> = store
+        .events(&EventFilter { run_id: Some(run.id), ..Default::default() })
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.kind == "note")
+        .filter_map(|e| e.reason)
+        .collect();
+    let turned = "with command: the last queued worker (codex) failed";
+    assert_eq!(
+        notes.iter().filter(|n| n.contains(turned)).count(),
+        1,
+        "said once, in the history: {notes:#?}"
+    );
+}
