@@ -5,7 +5,8 @@
 //! "2 required missing" (nothing changed on GitHub: the late check still missing), "3 late check green"
 //! (the late check reported green at every head, which does not change a pull request's `updated_at`)
 //! and "4 after" (one tick later). Prints the points per pull request per tick and how many runs
-//! completed: every one should complete on tick 3, for no more points than a tick with CI pending.
+//! completed: every one should complete on tick 3, and waiting for the late check should cost what
+//! waiting for pending CI costs (`-- --pending 200`).
 
 use std::time::{Duration, Instant};
 
@@ -86,6 +87,10 @@ pub async fn ticks(fake: FakeGitHub, n: usize) {
             spent.not_modified,
             format!("{} ms", wall.as_millis()),
         );
+        // A completion's notice asks its pull request again before posting (one GraphQL point and one
+        // listing each, see `post_on_forge`): the requests by route tell that apart from observing.
+        let routes: Vec<String> = spent.by_route.iter().map(|(r, c)| format!("{r} {c}")).collect();
+        println!("{:>5}  {:<18} by route: {}", "", "", routes.join(", "));
     }
     println!();
 }

@@ -11,7 +11,8 @@ pub use local::{ForgeError, LocalForge};
 pub use replies::{AGENT_AUTHOR, Delivery, carries_executor_marker, deliver_reply};
 pub use reviews::{ReviewDelivery, deliver_review, latest_review, marked, review_marker};
 pub use snapshot::{
-    ACK_PREFIX, Check, CheckStatus, CiRollup, Comment, DiffStat, Mergeable, PrRef, PrSnapshot, PrState,
+    ACK_PREFIX, Check, CheckStatus, ChecksAwaited, CiRollup, Comment, DiffStat, Mergeable, PrRef, PrSnapshot,
+    PrState,
 };
 
 use std::collections::HashMap;
