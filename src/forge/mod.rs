@@ -17,7 +17,7 @@ pub use snapshot::{
 
 use std::collections::HashMap;
 
-use crate::domain::{Run, Task};
+use crate::domain::{CiTrigger, Run, Task};
 /// A `pr_review` worker's result, as pages show it.
 pub use crate::worker::result::{Finding, ReviewResult, Verdict};
 
@@ -232,9 +232,9 @@ impl Forge {
         }
     }
 
-    pub async fn trigger_ci(&self, run: &Run, sha: &str) -> Result<(), ForgeError> {
+    pub async fn trigger_ci(&self, run: &Run, sha: &str) -> Result<CiTrigger, ForgeError> {
         match self {
-            Forge::Local(f) => f.trigger_ci(run, sha).await.map(|_| ()),
+            Forge::Local(f) => f.trigger_ci(run, sha).await.map(|_| CiTrigger::LocalCi),
             Forge::GitHub(f) => f.trigger_ci(run, sha).await,
         }
     }
