@@ -15,9 +15,13 @@
 //! `updated_at`).
 //! Then the same at 200 pull requests whose CI is pending (`-- --pending N` for other sizes), which are
 //! asked again every tick. Points are the fake's, by GitHub's published cost formula.
+//! `-- --late N` runs only issue 34's scenario (see `late_required`): N runs waiting on a required
+//! check that registers after the others went green.
 
 #[path = "../tests/fake_github/mod.rs"]
 mod fake_github;
+#[path = "github_tick/late_required.rs"]
+mod late_required;
 
 use std::process::Command;
 use std::sync::Arc;
@@ -51,6 +55,11 @@ fn main() {
     if let Some(i) = args.iter().position(|a| a == "--one") {
         let n = args.get(i + 1).and_then(|a| a.parse().ok()).expect("--one N");
         one(n, args.iter().any(|a| a == "--ci-pending"));
+        return;
+    }
+    if let Some(i) = args.iter().position(|a| a == "--late") {
+        let n = args.get(i + 1).and_then(|a| a.parse().ok()).expect("--late N");
+        late(n);
         return;
     }
     let pending_at: Option<usize> =
@@ -112,6 +121,25 @@ fn one(n: usize, pending: bool) {
     let runtime =
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     runtime.block_on(ticks(fake, n, pending, rss_start));
+}
+
+/// Issue 34's scenario at `n` pull requests, in this process.
+fn late(n: usize) {
+    // SAFETY: as in `one`: before any other thread of this process exists.
+    unsafe { std::env::set_var(TOKEN_VAR, "bench-token") };
+    let fake = FakeGitHub::start_in_background();
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    println!(
+        "github_tick --late: N draft PRs, `ci` green, runs in pr reviewed green, a required check registering \
+         late; {} ms per request",
+        LATENCY.as_millis()
+    );
+    println!(
+        "{:>5}  {:<18} {:>5} {:>8} {:>8} {:>7}  {:>10} {:>10}  {:>9}",
+        "N", "tick", "REST", "GraphQL", "points", "pts/PR", "snapshots", "304s", "wall"
+    );
+    runtime.block_on(late_required::ticks(fake, n));
 }
 
 async fn ticks(fake: FakeGitHub, n: usize, pending: bool, rss_start: u64) {

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use executor::config::{Config, Repo};
-use executor::domain::{Actor, QueueStatus, RunState, TaskGid};
+use executor::domain::{Actor, CiTrigger, QueueStatus, RunState, TaskGid};
 use executor::runner::Runner;
 use executor::store::{NewTask, Store};
 
@@ -95,7 +95,7 @@ async fn main() {
         let pr = store.open_local_pr(run.id, Some("app"), &branch, "main").await.expect("pr");
         // A pending check with no process directory: CI "running", so each tick decides to wait.
         store.start_local_check(pr.id, &sha, "ci", "", "bench").await.expect("check");
-        store.set_ci_triggered(run.id, None, &sha).await.expect("triggered");
+        store.set_ci_triggered(run.id, None, &sha, CiTrigger::LocalCi).await.expect("triggered");
     }
     println!("setup: {runs} runs in pr on the local forge in {:.1?}", setup.elapsed());
 

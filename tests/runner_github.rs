@@ -17,6 +17,8 @@ mod github_support;
 mod ci_trigger;
 #[path = "runner_github/faults.rs"]
 mod faults;
+#[path = "runner_github/late_check.rs"]
+mod late_check;
 #[path = "runner_github/lost_answers.rs"]
 mod lost_answers;
 #[path = "runner_github/memory.rs"]

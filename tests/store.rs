@@ -5,7 +5,7 @@ mod common;
 use chrono::Duration;
 use common::TestDb;
 use executor::domain::{Actor, QueueStatus, RunState, TaskGid};
-use executor::domain::{EndReason, ReviewVerdict, WorkerKind};
+use executor::domain::{CiTrigger, EndReason, ReviewVerdict, WorkerKind};
 use executor::store::{
     Answer, EventFilter, KNOWN_VERSION, NewComment, NewTask, SessionStart, Store, StoreError, TaskFilter,
     Upserted, WorkerEnd,
@@ -369,12 +369,13 @@ async fn notices_are_recorded_once_per_key_and_the_runner_memory_round_trips(db:
     assert_eq!(notices[0].delivery.as_deref(), Some("local pull request comment 1"));
 
     store.record_decision(run.id, None, "CI is running").await.unwrap();
-    store.set_ci_triggered(run.id, None, "abc").await.unwrap();
+    store.set_ci_triggered(run.id, None, "abc", CiTrigger::NothingToRerun).await.unwrap();
     store.set_last_snapshot(run.id, None, "{}").await.unwrap();
     store.set_budget_stopped(run.id, None, true).await.unwrap();
     let memory = store.run_memory(run.id).await.unwrap();
     assert_eq!(memory.last_decision.as_deref(), Some("CI is running"));
     assert_eq!(memory.ci_triggered_sha.as_deref(), Some("abc"));
+    assert_eq!(memory.ci_trigger, Some(CiTrigger::NothingToRerun), "what the trigger did, as recorded");
     assert!(memory.budget_stopped && memory.last_decision_at.is_some());
     store.set_run_review(run.id, None, "pass", "abc").await.unwrap();
     store.set_ci_attempts(run.id, None, 2).await.unwrap();

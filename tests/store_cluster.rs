@@ -313,7 +313,7 @@ async fn a_lost_runners_workers_end_as_host_lost_and_its_runs_are_freed(db: Test
     // Its local CI, which only its host could see.
     let pr = store.open_local_pr(run, Some("app"), "b1", "main").await.unwrap();
     store.start_local_check(pr.id, "abc", "ci", "/gone/ci/1", "gone").await.unwrap();
-    store.set_ci_triggered(run, Some("gone/1"), "abc").await.unwrap();
+    store.set_ci_triggered(run, Some("gone/1"), "abc", executor::domain::CiTrigger::LocalCi).await.unwrap();
     // A slot of the lost runner's is not counted as a live worker once its heartbeat lapsed.
     lapse(&store, "gone/1").await;
     assert_eq!(store.free_worker_slots(&slot("here/1", "here", 2, Some(1))).await.unwrap(), 1);

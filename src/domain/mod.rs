@@ -3,6 +3,7 @@
 //! Architecture invariant: nothing in `domain` does I/O. Every other module depends on this one and it
 //! depends on no other module of the crate.
 
+mod ci_trigger;
 mod gid;
 mod notice;
 mod queue;
@@ -13,6 +14,7 @@ mod worker_end;
 mod worker_kind;
 mod writeback;
 
+pub use ci_trigger::CiTrigger;
 pub use gid::{GidError, TaskGid};
 pub use notice::{ABANDONED_NOTICE_KIND, CHECKS_TIMEOUT_KEY, checks_timeout_key};
 pub use queue::{QueueStatus, SkippedBy, Task};

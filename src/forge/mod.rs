@@ -11,12 +11,13 @@ pub use local::{ForgeError, LocalForge};
 pub use replies::{AGENT_AUTHOR, Delivery, carries_executor_marker, deliver_reply};
 pub use reviews::{ReviewDelivery, deliver_review, latest_review, marked, review_marker};
 pub use snapshot::{
-    ACK_PREFIX, Check, CheckStatus, CiRollup, Comment, DiffStat, Mergeable, PrRef, PrSnapshot, PrState,
+    ACK_PREFIX, Check, CheckStatus, ChecksAwaited, CiRollup, Comment, DiffStat, Mergeable, PrRef, PrSnapshot,
+    PrState,
 };
 
 use std::collections::HashMap;
 
-use crate::domain::{Run, Task};
+use crate::domain::{CiTrigger, Run, Task};
 /// A `pr_review` worker's result, as pages show it.
 pub use crate::worker::result::{Finding, ReviewResult, Verdict};
 
@@ -231,9 +232,9 @@ impl Forge {
         }
     }
 
-    pub async fn trigger_ci(&self, run: &Run, sha: &str) -> Result<(), ForgeError> {
+    pub async fn trigger_ci(&self, run: &Run, sha: &str) -> Result<CiTrigger, ForgeError> {
         match self {
-            Forge::Local(f) => f.trigger_ci(run, sha).await.map(|_| ()),
+            Forge::Local(f) => f.trigger_ci(run, sha).await.map(|_| CiTrigger::LocalCi),
             Forge::GitHub(f) => f.trigger_ci(run, sha).await,
         }
     }

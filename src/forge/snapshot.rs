@@ -112,6 +112,23 @@ pub struct Check {
     pub job_id: Option<i64>,
 }
 
+/// What the checks at the head still wait for, the required ones counted ([`PrSnapshot::checks_awaited`]).
+/// A check registering or finishing does not change a pull request on GitHub, so an observation that
+/// awaits anything is asked again every tick, whatever the listing of pull requests says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChecksAwaited {
+    /// Every check at the head finished, and every required one registered: only a change to the pull
+    /// request (a push, a comment) can change what is decided.
+    Nothing,
+    /// No check has registered at the head yet.
+    AnyCheck,
+    /// A check at the head is queued or running.
+    Running,
+    /// The checks at the head are green but a required one has not registered yet: a `needs:`-gated job,
+    /// a second workflow, an external status that reports after the others.
+    UnregisteredRequired,
+}
+
 /// The CI verdict for the PR's head, derived from its checks by [`PrSnapshot::ci`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -272,6 +289,23 @@ impl PrSnapshot {
             .filter(|name| !at_head.iter().any(|c| &c.name == *name && c.status == CheckStatus::Success))
             .cloned()
             .collect()
+    }
+
+    /// What the checks at the head still wait for. A required check missing while others failed or
+    /// could not run awaits nothing: the run acts on the failure, and its fix is a push.
+    pub fn checks_awaited(&self, required: &[String]) -> ChecksAwaited {
+        match self.ci() {
+            CiRollup::None => ChecksAwaited::AnyCheck,
+            CiRollup::Pending => ChecksAwaited::Running,
+            CiRollup::Error | CiRollup::Failure => ChecksAwaited::Nothing,
+            CiRollup::Success => {
+                let at_head = self.checks_at_head();
+                match required.iter().all(|name| at_head.iter().any(|c| &c.name == name)) {
+                    true => ChecksAwaited::Nothing,
+                    false => ChecksAwaited::UnregisteredRequired,
+                }
+            }
+        }
     }
 
     /// Required labels the PR does not carry (compared ignoring case, as GitHub does).

@@ -24,7 +24,9 @@
 //!       `max_review_rounds` failed reviews, then tell the human once and wait (see
 //!       [`after_failed_review`]); otherwise → `pr_review`.
 //!       Every wait for checks (none reported after the trigger, one pending, a required one missing)
-//!       tells the human once per head when the head has waited `check_timeout`, and goes on waiting.
+//!       tells the human once per head when the head has waited `check_timeout`, and goes on waiting;
+//!       the wait and that notice say what the trigger did, and name it as the likely cause when it
+//!       triggered nothing (see [`trigger_words`]).
 //!     - `complete`: an open draft PR with an unresolved trusted comment that the observation which
 //!       completed the run did not show (by id, never by time: see [`new_since_completion`]) → back to
 //!       `pr`; otherwise wait.
@@ -136,7 +138,7 @@ fn pr_open(run: &Run, pr: &PrSnapshot, obs: &Observation, policy: &Policy, now: 
     }
     match pr.ci() {
         CiRollup::None if obs.ci_triggered_for.as_deref() == Some(pr.head_sha.as_str()) => {
-            let waiting = format!("CI was triggered at {head} but no check has reported yet.");
+            let waiting = trigger_words::no_check_after_trigger(obs.ci_trigger, head);
             return wait_for_checks(run, pr, obs, policy, now, waiting);
         }
         CiRollup::None if in_check_grace(run, pr, policy, now) => {
@@ -270,13 +272,22 @@ fn wait_for_checks(
         ));
     }
     let waited = std::time::Duration::from_secs(u64::try_from(waited.num_seconds()).unwrap_or(0));
+    // With no check at all after a trigger that triggered nothing, the trigger is the likely cause.
+    let triggered_here = obs.ci_triggered_for.as_deref() == Some(pr.head_sha.as_str());
+    let cause = match pr.ci() {
+        CiRollup::None if triggered_here => {
+            trigger_words::likely_cause(obs.ci_trigger, run.repo.as_deref().unwrap_or("NAME"))
+        }
+        _ => None,
+    };
     let text = format!(
-        "PR #{} has waited {} at {} for checks that have not finished: {}. No agent is started for this and \
-         executor keeps waiting; look at the CI (or raise runner.check_timeout, now {}).",
+        "PR #{} has waited {} at {} for checks that have not finished: {}.{} No agent is started for this \
+         and executor keeps waiting; look at the CI (or raise runner.check_timeout, now {}).",
         pr.number,
         humantime::format_duration(waited),
         short(&pr.head_sha),
         overdue_checks(pr, &policy.required_checks),
+        cause.map_or(String::new(), |c| format!(" {c}")),
         humantime::format_duration(policy.check_timeout),
     );
     Decision { action: Action::Notify { notice: notice(NoticeKind::NeedsHuman, &key, &text) }, why: text }
@@ -563,6 +574,8 @@ fn branch(run: &Run) -> &str {
 fn short(sha: &str) -> &str {
     sha.get(..7).unwrap_or(sha)
 }
+
+mod trigger_words;
 
 #[cfg(test)]
 mod tests;

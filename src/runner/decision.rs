@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Trust;
-use crate::domain::{RunState, WorkerKind};
+use crate::domain::{CiTrigger, RunState, WorkerKind};
 use crate::forge::{PrRef, PrSnapshot};
 
 /// What the runner observed about one run this tick. The runner gathers it from the pool, the forge, the
@@ -27,6 +27,10 @@ pub struct Observation {
     pub last_worker: Option<LastWorker>,
     /// The head sha for which the runner last triggered CI, so CI is triggered once per head.
     pub ci_triggered_for: Option<String>,
+    /// What triggering CI at `ci_triggered_for` did (maybe nothing: no `ci_trigger`, nothing to re-run);
+    /// `None` when not recorded (a trigger from before schema v17).
+    #[serde(default)]
+    pub ci_trigger: Option<CiTrigger>,
     /// Keys ([`Notice::key`]) of the notices already sent for this run, so a notice goes out once.
     pub notices_sent: Vec<String>,
     /// Reviews of this run that failed: each is a round of `fix_comments` on its findings, up to
@@ -137,7 +141,7 @@ pub enum Action {
     OpenPr,
     /// Add these labels to the pull request.
     AddLabels { labels: Vec<String> },
-    /// Trigger CI at this head, then record `ci_triggered_for = sha`.
+    /// Trigger CI at this head, then record `ci_triggered_for = sha` and what the trigger did.
     TriggerCi { sha: String },
     /// Tell the human something without changing state (sent once per `key`).
     Notify { notice: Notice },

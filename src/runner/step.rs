@@ -121,6 +121,7 @@ impl Runner {
             branch_has_commits,
             last_worker,
             ci_triggered_for: memory.ci_triggered_sha.clone(),
+            ci_trigger: memory.ci_trigger,
             notices_sent,
             failed_reviews: count(&sessions, |s| {
                 s.kind == WorkerKind::PrReview && s.verdict == Some(ReviewVerdict::Fail)
@@ -262,8 +263,8 @@ impl Runner {
             }
             Action::AddLabels { labels } => forge.add_labels(run, &labels).await?,
             Action::TriggerCi { sha } => {
-                forge.trigger_ci(run, &sha).await?;
-                self.store.set_ci_triggered(run.id, Some(&self.owner), &sha).await?;
+                let outcome = forge.trigger_ci(run, &sha).await?;
+                self.store.set_ci_triggered(run.id, Some(&self.owner), &sha, outcome).await?;
             }
             Action::Notify { notice } => self.notify(run, &notice).await?,
         }

@@ -89,6 +89,11 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0016_reply_in_flight.sql"),
         postgres: include_str!("../../migrations/postgres/0016_reply_in_flight.sql"),
     },
+    Migration {
+        version: 17,
+        sqlite: include_str!("../../migrations/sqlite/0017_ci_trigger_outcome.sql"),
+        postgres: include_str!("../../migrations/postgres/0017_ci_trigger_outcome.sql"),
+    },
 ];
 
 /// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and

@@ -13,6 +13,8 @@ pub struct RunMemory {
     pub last_decision_at: Option<DateTime<Utc>>,
     /// The head sha CI was last triggered for, so it is triggered once per head.
     pub ci_triggered_sha: Option<String>,
+    /// What that trigger did; `None` for one recorded before schema v17.
+    pub ci_trigger: Option<crate::domain::CiTrigger>,
     /// A budget cap stopped this run; no worker starts until the cap is raised.
     pub budget_stopped: bool,
     /// What the run had spent when a human last resumed it; `budget.per_run_usd` caps spending since.
@@ -130,8 +132,22 @@ impl Store {
         )
     }
 
-    pub async fn set_ci_triggered(&self, run_id: i64, holder: Option<&str>, sha: &str) -> Result<()> {
-        update_run!(self, run_id, holder, "ci_triggered_sha = $1", sha)
+    /// Records that CI was triggered at `sha`, and what that did.
+    pub async fn set_ci_triggered(
+        &self,
+        run_id: i64,
+        holder: Option<&str>,
+        sha: &str,
+        outcome: crate::domain::CiTrigger,
+    ) -> Result<()> {
+        update_run!(
+            self,
+            run_id,
+            holder,
+            "ci_triggered_sha = $1, ci_trigger_outcome = $2",
+            sha,
+            outcome.as_str()
+        )
     }
 
     pub async fn set_run_thread(&self, run_id: i64, holder: Option<&str>, thread_id: &str) -> Result<()> {
@@ -154,7 +170,7 @@ impl Store {
     pub async fn run_memory(&self, run_id: i64) -> Result<RunMemory> {
         on_pool!(self, |p| {
             let row = sqlx::query(
-                "SELECT last_decision, last_decision_at, ci_triggered_sha, budget_stopped, budget_base_usd, last_snapshot, pushed_at, completion_comment_ids FROM executor_runs WHERE id = $1",
+                "SELECT last_decision, last_decision_at, ci_triggered_sha, ci_trigger_outcome, budget_stopped, budget_base_usd, last_snapshot, pushed_at, completion_comment_ids FROM executor_runs WHERE id = $1",
             )
             .bind(run_id)
             .fetch_optional(p)
@@ -164,6 +180,11 @@ impl Store {
                 last_decision: row.text("last_decision")?,
                 last_decision_at: row.time("last_decision_at")?,
                 ci_triggered_sha: row.text("ci_triggered_sha")?,
+                ci_trigger: row
+                    .text("ci_trigger_outcome")?
+                    .map(|v| v.parse())
+                    .transpose()
+                    .map_err(|e| StoreError::Corrupt(format!("column ci_trigger_outcome: {e}")))?,
                 budget_stopped: row.int("budget_stopped")?.unwrap_or(0) != 0,
                 budget_base_usd: row.real("budget_base_usd")?.unwrap_or(0.0),
                 last_snapshot: row.text("last_snapshot")?,

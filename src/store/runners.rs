@@ -334,7 +334,7 @@ impl Store {
             let live: i64 = sqlx::query_scalar(&live_here).bind(host).fetch_one(&mut *tx).await?;
             if live == 0 {
                 sqlx::query(
-                    "UPDATE executor_runs SET ci_triggered_sha = NULL WHERE id IN (SELECT p.run_id FROM executor_local_ci c \
+                    "UPDATE executor_runs SET ci_triggered_sha = NULL, ci_trigger_outcome = NULL WHERE id IN (SELECT p.run_id FROM executor_local_ci c \
                      JOIN executor_local_prs p ON p.id = c.pr_id WHERE c.status = 'pending' AND c.host = $1)",
                 )
                 .bind(host)

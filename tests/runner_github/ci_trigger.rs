@@ -1,5 +1,6 @@
 //! `ci_trigger = "rerun"` on a head GitHub never ran a workflow for: no error every tick, a fallback
-//! (a dispatch when a workflow is named, else a wait) and the human told after `runner.check_timeout`.
+//! (a dispatch when a workflow is named, else a wait) and the human told after `runner.check_timeout`,
+//! with the trigger that triggered nothing named as the likely cause.
 
 use crate::fake_github::PostedKind;
 use crate::faults::{past_check_grace, run_in_pr};
@@ -19,6 +20,13 @@ async fn rerun_with_no_workflow_run_waits_and_tells_the_human_after_check_timeou
         assert!(out.status.success(), "the runner failed:\n{}", text(&out));
     }
     assert!(env.fake.reruns().is_empty() && env.fake.dispatches().is_empty());
+    // The wait says nothing was triggered (it once said "CI was triggered at …").
+    let store = env.store().await;
+    let waiting = store.run_memory(run.id).await.unwrap().last_decision.unwrap_or_default();
+    assert!(
+        waiting.contains("executor triggered no CI: ci_trigger = \"rerun\" found no workflow run"),
+        "{waiting}"
+    );
     let told = |env: &GhEnv| {
         env.fake
             .posted_comments()
@@ -34,6 +42,11 @@ async fn rerun_with_no_workflow_run_waits_and_tells_the_human_after_check_timeou
         assert!(out.status.success(), "the runner failed:\n{}", text(&out));
     }
     assert_eq!(told(&env), 1, "{:?}", env.fake.posted_comments());
+    // The notice names the trigger that triggered nothing as the likely cause.
+    let notice =
+        env.fake.posted_comments().into_iter().find(|c| c.body.contains("for checks that have not finished"));
+    let notice = notice.map(|c| c.body).unwrap_or_default();
+    assert!(notice.contains("The likely cause: executor triggered no CI at this head"), "{notice}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

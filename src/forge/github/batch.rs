@@ -3,8 +3,8 @@
 //!
 //! A conditional request guards the batch: `GET /repos/{o}/{r}/pulls?state=all&sort=updated` with the
 //! ETag of its last answer. A 304 (free of rate limit) says no pull request changed, so only those whose
-//! CI is still pending (a check finishing does not change a pull request) or whose mergeability GitHub
-//! was still computing are asked again; the rest are answered from the last observation. A 200 lists the
+//! CI is still pending or missing a required check (a check registering or finishing does not change a
+//! pull request) or whose mergeability GitHub was still computing are asked again; the rest are answered from the last observation. A 200 lists the
 //! 100 most recently updated pull requests (merged and closed ones too: closing updates them): those
 //! whose `updated_at` moved are asked again, and so is every other one when the page cannot hold all
 //! the changes since the last listing.
@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use super::wire::{WireCheckContext, WireContextsPage, WirePr, WireThread, WireThreadsPage};
 use super::{AgentComments, GitHubError, GitHubForge, Observed};
 use crate::domain::Run;
-use crate::forge::{CiRollup, Comment, ForgeError, Mergeable, PrState, Snapshots, Unobserved};
+use crate::forge::{ChecksAwaited, Comment, ForgeError, Mergeable, PrState, Snapshots, Unobserved};
 use crate::github::client::GraphQlAnswer;
 
 const BATCH: &str = include_str!("graphql/batch.graphql");
@@ -366,9 +366,11 @@ impl GitHubForge {
         if open && !last.after_its_second() {
             return true;
         }
-        // What changes without changing the pull request: checks reporting, mergeability computed.
+        // What changes without changing the pull request: checks registering and reporting (a required
+        // one registering late included), mergeability computed.
         if open
-            && (matches!(pr.ci(), CiRollup::Pending | CiRollup::None) || pr.mergeable == Mergeable::Unknown)
+            && (pr.checks_awaited(&self.repo.required_checks) != ChecksAwaited::Nothing
+                || pr.mergeable == Mergeable::Unknown)
         {
             return true;
         }

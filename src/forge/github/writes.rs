@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::wire::{WireAddReview, WireMarkReady, WireReplyToThread};
 use super::{GitHubError, GitHubForge, segment};
-use crate::domain::{Run, Task};
+use crate::domain::{CiTrigger, Run, Task};
 use crate::forge::{CommentPost, ForgeError, PrRef, PrSnapshot, review_summary};
 use crate::worker::result::ReviewResult;
 
@@ -117,9 +117,10 @@ impl GitHubForge {
     /// Starts CI at the head as `repos.NAME.ci_trigger` says: nothing (CI starts on push), a
     /// `workflow_dispatch` of a workflow file at the branch, or a re-run of the failed jobs of the
     /// head's last workflow run. A head with no workflow run to re-run (CI never started on it) is not an
-    /// error that fails every tick: `rerun:FILE` dispatches FILE instead, and plain `rerun` waits — the
-    /// runner records the trigger, so `runner.check_timeout` tells the human that no check came.
-    pub async fn trigger_ci(&self, run: &Run, sha: &str) -> Result<(), ForgeError> {
+    /// error that fails every tick: `rerun:FILE` dispatches FILE instead, and plain `rerun` waits. What
+    /// was (not) done is returned for the runner to record with the head: the wait says so, and the
+    /// notice at `runner.check_timeout` names it as the likely cause when nothing was triggered.
+    pub async fn trigger_ci(&self, run: &Run, sha: &str) -> Result<CiTrigger, ForgeError> {
         let trigger = self.repo.ci_trigger.as_str();
         if trigger.is_empty() {
             tracing::info!(
@@ -127,10 +128,11 @@ impl GitHubForge {
                 "no check at {sha} yet; repos.{}.ci_trigger is empty (CI starts on push), so executor waits",
                 self.repo_name
             );
-            return Ok(());
+            return Ok(CiTrigger::NotConfigured);
         }
         if let Some(workflow) = trigger.strip_prefix("workflow:") {
-            return self.dispatch(run, workflow).await;
+            self.dispatch(run, workflow).await?;
+            return Ok(CiTrigger::Dispatched);
         }
         let path =
             format!("/repos/{}/{}/actions/runs?head_sha={}&per_page=1", self.owner, self.name, segment(sha));
@@ -138,7 +140,8 @@ impl GitHubForge {
         let Some(id) = runs.pointer("/workflow_runs/0/id").and_then(Value::as_i64) else {
             if let Some(workflow) = trigger.strip_prefix("rerun:") {
                 tracing::info!(run = run.id, "no workflow run at {sha} to re-run: dispatching {workflow}");
-                return self.dispatch(run, workflow).await;
+                self.dispatch(run, workflow).await?;
+                return Ok(CiTrigger::Dispatched);
             }
             tracing::warn!(
                 run = run.id,
@@ -146,11 +149,11 @@ impl GitHubForge {
                  checks (the human is told after runner.check_timeout; \"rerun:FILE\" would dispatch FILE)",
                 self.repo_name
             );
-            return Ok(());
+            return Ok(CiTrigger::NothingToRerun);
         };
         let path = format!("/repos/{}/{}/actions/runs/{id}/rerun-failed-jobs", self.owner, self.name);
         self.client.rest(Method::POST, &path, None).await?;
-        Ok(())
+        Ok(CiTrigger::Rerun)
     }
 
     /// `workflow_dispatch` of `workflow` (a file under `.github/workflows`) at the run's branch.

@@ -104,6 +104,27 @@ fn ci_rollup_is_derived_from_the_checks_at_head_only() {
 }
 
 #[test]
+fn a_required_check_not_registered_while_the_others_are_green_is_awaited() {
+    use CheckStatus::*;
+    let required = vec!["build".to_string(), "macOS UI Tests".into()];
+    let awaited = |checks: Vec<Check>| pr(checks, vec![]).checks_awaited(&required);
+    assert_eq!(awaited(vec![]), ChecksAwaited::AnyCheck);
+    assert_eq!(awaited(vec![check("build", Pending, "head")]), ChecksAwaited::Running);
+    let green = check("build", Success, "head");
+    assert_eq!(awaited(vec![green.clone()]), ChecksAwaited::UnregisteredRequired);
+    // Registered at an older head only: still to come at this one.
+    let old = check("macOS UI Tests", Success, "old");
+    assert_eq!(awaited(vec![green.clone(), old]), ChecksAwaited::UnregisteredRequired);
+    let late = check("macOS UI Tests", Success, "head");
+    assert_eq!(awaited(vec![green.clone(), late]), ChecksAwaited::Nothing);
+    // Registered and finished, though not green: nothing more will come without a push.
+    let skipped = check("macOS UI Tests", Skipped, "head");
+    assert_eq!(awaited(vec![green.clone(), skipped]), ChecksAwaited::Nothing);
+    // A failure is acted on (fix_ci pushes), whatever has not registered yet.
+    assert_eq!(awaited(vec![check("build", Failure, "head")]), ChecksAwaited::Nothing);
+}
+
+#[test]
 fn a_missing_required_check_is_not_green() {
     use CheckStatus::*;
     let snap = pr(

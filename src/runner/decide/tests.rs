@@ -6,7 +6,7 @@ use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 
 use super::decide;
 use crate::config::Trust;
-use crate::domain::{Run, RunState, TaskGid, WorkerKind};
+use crate::domain::{CiTrigger, Run, RunState, TaskGid, WorkerKind};
 use crate::forge::{Check, CheckStatus, Comment, Mergeable, PrRef, PrSnapshot, PrState};
 use crate::runner::{Action, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
 
@@ -76,6 +76,7 @@ fn obs() -> Observation {
         branch_has_commits: false,
         last_worker: None,
         ci_triggered_for: None,
+        ci_trigger: None,
         notices_sent: vec![],
         failed_reviews: 0,
         conflict_attempts: 0,
@@ -225,8 +226,11 @@ fn rows() -> Vec<Row> {
         ),
         ..check("ci", Error)
     };
-    let triggered_no_check =
-        || Observation { ci_triggered_for: Some(HEAD.into()), ..pr_obs(|p| p.checks = vec![]) };
+    let triggered_no_check = || Observation {
+        ci_triggered_for: Some(HEAD.into()),
+        ci_trigger: Some(CiTrigger::Dispatched),
+        ..pr_obs(|p| p.checks = vec![])
+    };
 
     vec![
         // queued
@@ -466,7 +470,7 @@ fn rows() -> Vec<Row> {
         row(
             "pr, no CI yet but already triggered for this head → wait, not again",
             run(Pr),
-            Observation { ci_triggered_for: Some(HEAD.into()), ..pr_obs(|p| p.checks = vec![]) },
+            triggered_no_check(),
             Action::Wait,
             "CI was triggered at abc1234 but no check has reported yet.",
         ),
@@ -966,4 +970,71 @@ fn decisions_serialise_for_the_store() {
     assert_eq!(json["action"]["move_to"], "in_progress");
     let back: crate::runner::Decision = serde_json::from_value(json).unwrap();
     assert_eq!(back, d);
+}
+
+/// Issue 34: the wait and the checks-overdue notice say what triggering CI did, and name the trigger as
+/// the likely cause when it triggered nothing.
+#[test]
+fn a_wait_after_a_trigger_says_what_the_trigger_did() {
+    let triggered = |trigger: Option<CiTrigger>| Observation {
+        ci_triggered_for: Some(HEAD.into()),
+        ci_trigger: trigger,
+        ..pr_obs(|p| p.checks = vec![])
+    };
+    let waiting = |trigger| decide(&run(RunState::Pr), &triggered(trigger), &policy(), now());
+    let cases = [
+        (Some(CiTrigger::Dispatched), "CI was triggered at abc1234 but no check has reported yet."),
+        (
+            Some(CiTrigger::Rerun),
+            "CI was triggered at abc1234 (the failed jobs of its last workflow run re-run) but no check has \
+             reported yet.",
+        ),
+        (Some(CiTrigger::LocalCi), "CI was triggered at abc1234 but no check has reported yet."),
+        (
+            Some(CiTrigger::NotConfigured),
+            "No check has reported at abc1234, and executor triggered no CI: ci_trigger is empty, so only a \
+             push starts CI.",
+        ),
+        (
+            Some(CiTrigger::NothingToRerun),
+            "No check has reported at abc1234, and executor triggered no CI: ci_trigger = \"rerun\" found no \
+             workflow run at this head to re-run.",
+        ),
+        // Recorded before schema v17: what the trigger did is not known, so it is not claimed.
+        (None, "CI was asked for at abc1234 but no check has reported yet."),
+    ];
+    for (trigger, want) in cases {
+        let got = waiting(trigger);
+        assert_eq!((got.action, got.why.as_str()), (Action::Wait, want), "{trigger:?}");
+    }
+
+    // At check_timeout, the notice names a trigger that triggered nothing as the likely cause.
+    let mut overdue = at_head_for(run(RunState::Pr), HEAD, 3);
+    overdue.repo = Some("app".into());
+    let notice = |trigger| match decide(&overdue, &triggered(trigger), &policy(), now()).action {
+        Action::Notify { notice } => notice.text,
+        other => panic!("{trigger:?}: not a notice: {other:?}"),
+    };
+    let head = "PR #7 has waited 3h at abc1234 for checks that have not finished: build (never reported).";
+    let tail = "No agent is started for this and executor keeps waiting; look at the CI (or raise \
+                runner.check_timeout, now 2h).";
+    assert_eq!(
+        notice(Some(CiTrigger::NotConfigured)),
+        format!(
+            "{head} The likely cause: executor triggered no CI at this head (repos.app.ci_trigger is empty) \
+             and none started on push; set repos.app.ci_trigger = \"workflow:FILE\" to have FILE dispatched, \
+             or push a commit. {tail}"
+        )
+    );
+    assert_eq!(
+        notice(Some(CiTrigger::NothingToRerun)),
+        format!(
+            "{head} The likely cause: executor triggered no CI at this head (repos.app.ci_trigger = \"rerun\" \
+             found no workflow run at it to re-run); \"rerun:FILE\" would dispatch FILE instead, or push a \
+             commit. {tail}"
+        )
+    );
+    for trigger in [Some(CiTrigger::Dispatched), Some(CiTrigger::Rerun), None] {
+        assert_eq!(notice(trigger), format!("{head} {tail}"), "{trigger:?}: no cause claimed");
+    }
 }
