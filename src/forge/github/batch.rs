@@ -4,10 +4,10 @@
 //! A conditional request guards the batch: `GET /repos/{o}/{r}/pulls?state=all&sort=updated` with the
 //! ETag of its last answer. A 304 (free of rate limit) says no pull request changed, so only those whose
 //! CI is still pending or missing a required check (a check registering or finishing does not change a
-//! pull request) or whose mergeability GitHub was still computing are asked again; the rest are answered from the last observation. A 200 lists the
-//! 100 most recently updated pull requests (merged and closed ones too: closing updates them): those
-//! whose `updated_at` moved are asked again, and so is every other one when the page cannot hold all
-//! the changes since the last listing.
+//! pull request) or whose mergeability GitHub was still computing are asked again; the rest are
+//! answered from the last observation. A 200 lists the 100 most recently updated pull requests (merged
+//! and closed ones too: closing updates them): those whose `updated_at` moved are asked again, and so is
+//! every other one when the page cannot hold all the changes since the last listing.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
