@@ -62,4 +62,26 @@ async fn a_run_whose_agent_fails_turns_to_the_fallback_and_completes() {
         1,
         "said once, in the history: {notes:#?}"
     );
+
+    // Issue 34 item 5: the human merges; the runner's next look records when, and insights credit the
+    // merged pull request to the agent whose code it holds, with the failed attempt's cost counted.
+    let branch = run.branch_name.clone().expect("the run's branch");
+    let merge = ["-c", "user.name=t", "-c", "user.email=t@t", "merge", "-q", "--no-ff", "-m", "merge"];
+    runner_support::git(&env.repo(), &[&merge[..], &[branch.as_str()]].concat());
+    env.run(&["runner", "--once"]);
+    let out = env.run(&["insights", "--json"]);
+    let insights: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let landed = insights["landed"].as_array().expect("landed rows");
+    let all = &landed[0];
+    assert_eq!((all["merged"].as_u64(), all["abandoned"].as_u64()), (Some(1), Some(0)), "{landed:#?}");
+    assert_eq!(all["merge_rate"].as_f64(), Some(1.0));
+    assert!(all["p50_hours_to_merge"].as_f64().is_some_and(|h| h >= 0.0), "{all}");
+    let by_agent: Vec<(&str, &str)> = landed[1..]
+        .iter()
+        .map(|l| (l["repo"].as_str().unwrap_or(""), l["agent"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(by_agent, [("(default)", "command")], "the agent whose code landed: {landed:#?}");
+    let table = String::from_utf8_lossy(&env.run(&["insights"]).stdout).to_string();
+    assert!(table.contains("(all)") && table.contains("100%"), "{table}");
 }

@@ -17,6 +17,7 @@ on_both_databases!(
     lead_times_run_from_the_tasks_approval,
     worker_ends_are_counted_by_kind_and_reason,
     github_usage_keeps_the_fewest_points_left_per_hour,
+    runs_that_ended_are_their_merge_or_their_abandonment,
 );
 
 fn at(s: &str) -> DateTime<Utc> {
@@ -209,6 +210,29 @@ async fn lead_times_run_from_the_tasks_approval(db: TestDb) {
     );
     let later = store.run_leads(at("2026-11-12T00:00:00Z")).await.unwrap();
     assert!(later.is_empty(), "no run reached pr or complete on the 12th: {later:?}");
+    store.close().await;
+}
+
+/// Issue 34 item 5: a run counts as landed by when its merge was first seen (kept, however often it is
+/// recorded again), and an abandoned one by its abandonment; with the approval it is measured from.
+async fn runs_that_ended_are_their_merge_or_their_abandonment(db: TestDb) {
+    let store = db.open().await;
+    let (a, c) = history(&db, &store).await;
+    store.set_merged_at(a, None, at("2026-11-11T15:00:00Z")).await.unwrap();
+    store.set_merged_at(a, None, at("2026-11-12T15:00:00Z")).await.unwrap();
+    let ended = store.run_outcomes(at("2026-11-10T00:00:00Z")).await.unwrap();
+    let seen: Vec<_> = ended.iter().map(|r| (r.run_id, r.merged_at, r.approved_at)).collect();
+    assert_eq!(
+        seen,
+        [
+            (a, Some(at("2026-11-11T15:00:00Z")), Some(at("2026-11-10T09:00:00Z"))),
+            (c, None, Some(at("2026-11-11T08:00:00Z"))),
+        ],
+        "the first merge time is kept"
+    );
+    assert_eq!((ended[0].reviews, ended[0].ci_attempts, ended[0].agent.clone()), (0, 0, None));
+    let later = store.run_outcomes(at("2026-11-12T12:00:00Z")).await.unwrap();
+    assert!(later.is_empty(), "merged on the 11th, abandoned at 10:00 on the 12th: {later:?}");
     store.close().await;
 }
 

@@ -95,6 +95,10 @@ async fn every_figure_has_its_title_caption_and_table_with_the_stores_numbers() 
         )
     );
     assert!(page.contains("Busiest hour: 1200 of 5000 points (24%)"), "{page}");
+    // Issue 34 item 5: the runs that landed, as a table of its own (nothing merged in this history).
+    let landed = &page[page.find(r#"<section class="insight" id="landed""#).expect("the landed table")..];
+    assert!(landed.contains(r#"<th scope="col">merge rate</th>"#), "{landed}");
+    assert!(landed.contains(r#"<th scope="row">(all)</th><td>(all)</td><td class="num">0</td>"#), "{landed}");
     // The database's text is escaped in the drawing and in the table, never markup.
     assert!(!page.contains(HOSTILE_KIND), "{page}");
     assert!(page.contains("&lt;script&gt;alert(&#39;kind&#39;)&lt;/script&gt;"), "the SVG's label");

@@ -10,6 +10,7 @@ mod demo;
 mod doctor;
 mod import;
 mod init;
+mod insights;
 mod intake;
 mod parse;
 mod prompts;
@@ -120,6 +121,10 @@ pub enum Command {
     Status,
     /// The audit trail of every status and state change (oldest first).
     Events(status::EventsArgs),
+    /// Whether the runs pay: of the runs that ended in the window (pull request merged, or given up),
+    /// the merge rate, time from approval to merge, cost per merged pull request (the runs given up
+    /// included), CI fixes and reviews per merged one — for all runs and by repository and agent.
+    Insights(insights::InsightsArgs),
     /// Apply database migrations (every command also checks the schema version).
     Migrate,
     /// Import v1's executor_queue and executor_runs rows (JSON, or a CSV pair); --dry-run prints the plan.
@@ -233,6 +238,7 @@ fn only_reads(command: &Command) -> bool {
         command,
         Command::Status
             | Command::Events(_)
+            | Command::Insights(_)
             | Command::Writeback { .. }
             | Command::Queue(queue::QueueCommand::List { .. } | queue::QueueCommand::Show { .. })
             | Command::Runs(runs::RunsCommand::List { .. } | runs::RunsCommand::Show { .. })
@@ -332,6 +338,7 @@ async fn dispatch(ctx: &Context, command: Command, json: bool) -> anyhow::Result
         Command::Runs(c) => runs::run(ctx, c, json).await,
         Command::Status => status::status(ctx, json).await,
         Command::Events(args) => status::events(ctx, args, json).await,
+        Command::Insights(args) => insights::run(ctx, args, json).await,
         Command::Writeback { gid } => writeback::list(ctx, gid.as_deref(), json).await,
         Command::Migrate => status::migrate(ctx, json),
         Command::Import(args) => import::run(ctx, args, json).await,

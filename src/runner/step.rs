@@ -45,7 +45,9 @@ impl Runner {
             && pr.state == crate::forge::PrState::Merged
             && previous.as_ref().is_none_or(|p| p.state != crate::forge::PrState::Merged)
         {
-            // Before the observation is recorded: the merge is told once, whatever happens next.
+            // Before the observation is recorded: the merge is told once, whatever happens next, and
+            // its time kept (the fact insights count merged pull requests by).
+            self.store.set_merged_at(run.id, Some(&self.owner), pr.observed_at).await?;
             self.record_merged(run, &pr.url).await?;
         }
         if let Some(pr) = &snapshot {

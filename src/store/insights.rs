@@ -51,6 +51,24 @@ pub struct RunLead {
     pub completed_at: Option<DateTime<Utc>>,
 }
 
+/// A run that landed (its pull request merged) or was given up in the window: what it cost and took.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RunOutcome {
+    pub run_id: i64,
+    pub repo: Option<String>,
+    /// The agent of its last `queued`/`in_progress` worker: the one whose code the pull request holds.
+    pub agent: Option<String>,
+    /// When its pull request was first seen merged (`None`: abandoned in the window).
+    pub merged_at: Option<DateTime<Utc>>,
+    /// The task's last approval at or before the run was created (`None` for an imported run).
+    pub approved_at: Option<DateTime<Utc>>,
+    pub cost_usd: f64,
+    /// `fix_ci` attempts.
+    pub ci_attempts: i64,
+    /// `pr_review` workers.
+    pub reviews: i64,
+}
+
 /// How many worker sessions of one kind, started in the window, ended one way.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct WorkerEnds {
@@ -168,6 +186,28 @@ impl Store {
                 });
             }
             Ok(leads)
+        })
+    }
+
+    /// The runs whose pull request was first seen merged, or that were abandoned, since `since`, by id.
+    pub async fn run_outcomes(&self, since: DateTime<Utc>) -> Result<Vec<RunOutcome>> {
+        let sql = "SELECT r.id AS run_id, r.repo AS repo, r.merged_at AS merged_at, r.cost_usd AS cost_usd,                r.ci_attempts AS ci_attempts,                (SELECT max(a.at) FROM executor_events a WHERE a.task_gid = r.task_gid                   AND a.kind = 'queue_status' AND a.to_state = 'approved' AND a.at <= r.started_at) AS approved_at,                (SELECT s.agent FROM executor_worker_sessions s WHERE s.run_id = r.id                   AND s.kind IN ('queued', 'in_progress') ORDER BY s.id DESC LIMIT 1) AS agent,                (SELECT count(*) FROM executor_worker_sessions s WHERE s.run_id = r.id                   AND s.kind = 'pr_review') AS reviews              FROM executor_runs r              WHERE r.merged_at >= $1                 OR (r.state = 'abandoned' AND r.id IN (SELECT run_id FROM executor_events                       WHERE at >= $1 AND kind = 'run_state' AND to_state = 'abandoned'))              ORDER BY r.id";
+        on_pool!(self, |p| {
+            let rows = sqlx::query(sql).bind(since).fetch_all(p).await?;
+            rows.iter()
+                .map(|r| {
+                    Ok(RunOutcome {
+                        run_id: r.req_int("run_id")?,
+                        repo: r.text("repo")?,
+                        agent: r.text("agent")?,
+                        merged_at: r.time("merged_at")?,
+                        approved_at: r.time("approved_at")?,
+                        cost_usd: r.real("cost_usd")?.unwrap_or(0.0),
+                        ci_attempts: r.int("ci_attempts")?.unwrap_or(0),
+                        reviews: r.req_int("reviews")?,
+                    })
+                })
+                .collect()
         })
     }
 

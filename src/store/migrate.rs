@@ -94,6 +94,11 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0017_ci_trigger_outcome.sql"),
         postgres: include_str!("../../migrations/postgres/0017_ci_trigger_outcome.sql"),
     },
+    Migration {
+        version: 18,
+        sqlite: include_str!("../../migrations/sqlite/0018_merged_at.sql"),
+        postgres: include_str!("../../migrations/postgres/0018_merged_at.sql"),
+    },
 ];
 
 /// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and

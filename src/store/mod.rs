@@ -56,7 +56,7 @@ pub use forge_records::AgentComments;
 pub use github_usage::{GITHUB_GRAPHQL, GitHubHour};
 pub use human_actions::{REQUEUE_REASON, RETRY_REASON, Requeued, human_abandon_reason};
 pub use import::ImportedRun;
-pub use insights::{DayCost, DayFlow, RunLead, WorkerEnds};
+pub use insights::{DayCost, DayFlow, RunLead, RunOutcome, WorkerEnds};
 pub use local_forge::{LocalCheck, LocalComment, LocalPr, NewComment};
 pub use lost_spend::Spent;
 pub use migrate::{KNOWN_VERSION, MigrateReport};

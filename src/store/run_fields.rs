@@ -132,6 +132,11 @@ impl Store {
         )
     }
 
+    /// Records when the run's pull request was first seen merged (`at`); a later call keeps the first.
+    pub async fn set_merged_at(&self, run_id: i64, holder: Option<&str>, at: DateTime<Utc>) -> Result<()> {
+        update_run!(self, run_id, holder, "merged_at = COALESCE(merged_at, $1)", at)
+    }
+
     /// Records that CI was triggered at `sha`, and what that did.
     pub async fn set_ci_triggered(
         &self,

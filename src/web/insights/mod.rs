@@ -1,10 +1,12 @@
 //! Insights: the figures that answer "is this worth it?" over a window of 7, 30 or 90 days — tasks in
 //! and out, cost per day and per completed pull request, time from approval to a pull request and to
-//! completion, how each worker kind ends, GitHub points used per hour. Read with five aggregate
+//! completion, how each worker kind ends, how many pull requests landed and at what cost (by repository
+//! and agent), GitHub points used per hour. Read with five aggregate
 //! statements (`store/insights.rs`, `store/github_usage.rs`), assembled by pure functions (`figures`),
 //! drawn as SVG with a table of the same numbers (`views`), and served as JSON for scripts.
 
 pub mod figures;
+pub mod landed;
 #[cfg(test)]
 mod tests;
 pub mod views;
@@ -43,6 +45,9 @@ pub struct Insights {
     pub cost_total: CostTotal,
     pub lead_times: LeadTimes,
     pub workers: Vec<KindOutcomes>,
+    /// The runs that ended in the window — merged or given up — for all runs, then by repository and
+    /// agent ([`landed::landed`]).
+    pub landed: Vec<landed::Landed>,
     pub github: GitHubPoints,
 }
 
@@ -72,6 +77,7 @@ pub async fn gather(store: &Store, days: u32, github_configured: bool, reserve: 
     let (cost, cost_total) = figures::cost_days(&day_list, &store.day_costs(since).await?, &flows);
     let lead_times = figures::lead_times(&store.run_leads(since).await?, since);
     let workers = figures::outcomes(&store.worker_ends(since).await?);
+    let landed = landed::landed(&store.run_outcomes(since).await?);
     // A window ends at its reset: the windows ending in the last 48 hours, this hour's included.
     let hours = store.github_usage(GITHUB_GRAPHQL, now - Duration::hours(GITHUB_HOURS)).await?;
     let github = GitHubPoints {
@@ -79,5 +85,5 @@ pub async fn gather(store: &Store, days: u32, github_configured: bool, reserve: 
         hours: figures::points_hours(&hours),
         reserve: i64::from(reserve),
     };
-    Ok(Insights { days, since, flow: flows, cost, cost_total, lead_times, workers, github })
+    Ok(Insights { days, since, flow: flows, cost, cost_total, lead_times, workers, landed, github })
 }

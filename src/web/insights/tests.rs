@@ -148,6 +148,7 @@ fn each_view_has_a_drawing_a_caption_and_a_table_of_the_same_numbers() {
         cost_total,
         lead_times: lead_times(&[], at("2026-11-01T00:00:00Z")),
         workers: vec![],
+        landed: vec![],
         github: GitHubPoints { configured: false, hours: vec![], reserve: 1000 },
     };
     let views = chart_views(&i);

@@ -34,5 +34,8 @@ pub(super) async fn page(
             }
         })
         .collect();
-    render("insights.html", minijinja::context! { nav => "insights", days, windows, charts })
+    let landed = minijinja::context! {
+        columns => insights::landed::COLUMNS, rows => insights::landed::table_rows(&figures.landed),
+    };
+    render("insights.html", minijinja::context! { nav => "insights", days, windows, charts, landed })
 }
