@@ -8,7 +8,7 @@ mod reviews;
 mod snapshot;
 
 pub use local::{ForgeError, LocalForge};
-pub use replies::{AGENT_AUTHOR, Delivery, carries_executor_marker, deliver_reply};
+pub use replies::{AGENT_AUTHOR, Delivery, carries_executor_marker, deliver_reply, may_still_land};
 pub use reviews::{ReviewDelivery, deliver_review, latest_review, marked, review_marker};
 pub use snapshot::{
     ACK_PREFIX, Check, CheckStatus, ChecksAwaited, CiRollup, Comment, DiffStat, Mergeable, PrRef, PrSnapshot,

@@ -80,8 +80,8 @@ pub async fn deliver_reply(
 }
 
 /// Whether a post begun at `began` may still land after a view taken at `observed_at`: only a view taken
-/// once it could have landed shows whether it did.
-fn may_still_land(
+/// once it could have landed shows whether it did. Replies and notices alike.
+pub fn may_still_land(
     began: Option<chrono::DateTime<chrono::Utc>>,
     observed_at: chrono::DateTime<chrono::Utc>,
     landing_time: std::time::Duration,

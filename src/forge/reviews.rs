@@ -17,6 +17,8 @@ pub enum ReviewDelivery {
     /// An earlier attempt had posted it: its comments are now recorded as executor's. The snapshot the
     /// caller holds still shows them as someone else's.
     FoundEarlier,
+    /// An earlier attempt's post may still land: nothing was posted; looked for again on a later view.
+    MayStillLand,
 }
 
 /// Ends the review's body and each of its line comments (hidden on GitHub): which worker session's
@@ -43,6 +45,16 @@ pub async fn deliver_review(
     let marker = review_marker(session_id);
     let earlier: Vec<&Comment> = marked(pr, &marker).collect();
     if earlier.is_empty() {
+        // An earlier attempt's post (its runner killed mid-request) may still land: only a view taken
+        // once it could have shows whether it did.
+        let started = store.review_post_started(session_id).await?;
+        if super::may_still_land(started, pr.observed_at, forge.landing_time()) {
+            if !super::may_still_land(started, chrono::Utc::now(), forge.landing_time()) {
+                forge.forget_observation(pr.number);
+            }
+            return Ok(ReviewDelivery::MayStillLand);
+        }
+        store.mark_review_posting(session_id).await?;
         forge.post_review(run, pr, review, &marker).await?;
         return Ok(ReviewDelivery::Posted);
     }

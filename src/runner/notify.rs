@@ -43,6 +43,16 @@ impl Undelivered {
     }
 }
 
+/// What became of a notice's comment on the run's pull request.
+enum OnForge {
+    /// Posted now, or found there (an earlier attempt's): what `runs show` says of it.
+    Posted(String),
+    /// The run has no pull request: nowhere to post.
+    NoPullRequest,
+    /// An earlier attempt's post may still land: looked for again once it could have.
+    MayStillLand,
+}
+
 /// A notice that failed this many times is left undelivered, visible in `runs show` and `status`,
 /// instead of being tried on every tick forever.
 pub const MAX_NOTICE_ATTEMPTS: i64 = 5;
@@ -121,6 +131,17 @@ impl Runner {
             Ok(f) => self.post_on_forge(id, run, &f, text).await,
             Err(e) => Err(Undelivered::failed(format!("no forge for the run: {e}"))),
         };
+        if matches!(posted, Ok(OnForge::MayStillLand)) {
+            // An earlier attempt's post (its runner killed mid-request) may still land: posting now
+            // would post it twice. No attempt is counted; a later tick looks again once it could have.
+            let why = "an earlier attempt's post may still land on the pull request; looked for again once it could have";
+            self.store.mark_notice_waiting(id, &format!("not delivered yet: {why}"), why).await?;
+            return Ok(());
+        }
+        let posted = posted.map(|p| match p {
+            OnForge::Posted(what) => what,
+            OnForge::NoPullRequest | OnForge::MayStillLand => String::new(),
+        });
         if matches!(&posted, Ok(p) if p.is_empty()) && self.config.notify.webhook_url.trim().is_empty() {
             // No pull request and no webhook: nobody has been told. The notice stays undelivered, so
             // `executor status` lists it, and later ticks post it once the run has a pull request —
@@ -175,13 +196,13 @@ impl Runner {
         run: &Run,
         forge: &Forge,
         text: &str,
-    ) -> Result<String, Undelivered> {
+    ) -> Result<OnForge, Undelivered> {
         // Asked again, not taken from what was kept: an earlier attempt may have posted in the same
         // second as the observation kept, or another process may have kept one older than that post
         // (soak finding: a completion notice posted twice).
         let pr = match forge.snapshot_asked_again(run).await {
             Ok(Some(pr)) => Some(pr),
-            Ok(None) => return Ok(String::new()),
+            Ok(None) => return Ok(OnForge::NoPullRequest),
             // The notice may be about this very pull request, which GitHub will not show: it is posted
             // without looking for a copy an earlier attempt left.
             Err(crate::forge::ForgeError::Unobserved { .. }) if run.pr_number.is_some() => None,
@@ -199,6 +220,12 @@ impl Runner {
                 c.id.clone()
             }
             None => {
+                let started = self.store.notice_post_started(id).await.map_err(Undelivered::store)?;
+                let seen_at = pr.as_ref().map_or_else(chrono::Utc::now, |pr| pr.observed_at);
+                if crate::forge::may_still_land(started, seen_at, forge.landing_time()) {
+                    return Ok(OnForge::MayStillLand);
+                }
+                self.store.mark_notice_posting(id).await.map_err(Undelivered::store)?;
                 let body = format!("{text}\n\n{marker}");
                 let comment = CommentPost {
                     author: EXECUTOR_AUTHOR,
@@ -220,7 +247,7 @@ impl Runner {
                 .await
                 .map_err(Undelivered::store)?;
         }
-        Ok(format!("{} pull request comment {comment_id}", forge.name()))
+        Ok(OnForge::Posted(format!("{} pull request comment {comment_id}", forge.name())))
     }
 
     /// Sends the notice to the configured webhook, if any.

@@ -8,7 +8,7 @@ use super::decide;
 use super::decision::{Action, Decision, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
 use super::state::{Runner, RunnerError};
 use crate::domain::{Actor, EndClass, EndReason, ReviewVerdict, Run, RunState, WorkerKind};
-use crate::forge::{Forge, PrSnapshot, deliver_review};
+use crate::forge::{Forge, PrSnapshot, ReviewDelivery, deliver_review};
 use crate::store::{RunMemory, WorkerSession};
 use crate::workspace;
 use progress::{outcome_of, progress};
@@ -301,7 +301,10 @@ impl Runner {
             for f in &mut review.findings {
                 f.body = self.redactor.redact(&f.body);
             }
-            deliver_review(forge, &self.store, run, pr, session.id, &review).await?;
+            let delivered = deliver_review(forge, &self.store, run, pr, session.id, &review).await?;
+            if delivered == ReviewDelivery::MayStillLand {
+                return Ok(true); // not posted, not to be recorded as posted: the next view decides
+            }
         }
         self.store.set_review_posted(session.id).await?;
         Ok(true)

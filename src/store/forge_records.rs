@@ -59,6 +59,33 @@ impl Store {
     }
 
     /// A `pr_review` session's findings were posted on the pull request.
+    /// Records that an attempt to post the session's review begins now (before the post; see
+    /// [`Store::mark_notice_posting`]).
+    pub async fn mark_review_posting(&self, session_id: i64) -> Result<()> {
+        on_pool!(self, |p| {
+            sqlx::query("UPDATE executor_worker_sessions SET review_post_started_at = $1 WHERE id = $2")
+                .bind(now())
+                .bind(session_id)
+                .execute(p)
+                .await?;
+        });
+        Ok(())
+    }
+
+    /// When the last attempt to post the session's review began (`None`: never).
+    pub async fn review_post_started(
+        &self,
+        session_id: i64,
+    ) -> Result<Option<chrono::DateTime<chrono::Utc>>> {
+        let started: Option<Option<chrono::DateTime<chrono::Utc>>> = on_pool!(self, |p| {
+            sqlx::query_scalar("SELECT review_post_started_at FROM executor_worker_sessions WHERE id = $1")
+                .bind(session_id)
+                .fetch_optional(p)
+                .await?
+        });
+        Ok(started.flatten())
+    }
+
     pub async fn set_review_posted(&self, session_id: i64) -> Result<()> {
         on_pool!(self, |p| {
             sqlx::query("UPDATE executor_worker_sessions SET review_posted_at = $1 WHERE id = $2")

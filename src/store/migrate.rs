@@ -99,6 +99,11 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0018_merged_at.sql"),
         postgres: include_str!("../../migrations/postgres/0018_merged_at.sql"),
     },
+    Migration {
+        version: 19,
+        sqlite: include_str!("../../migrations/sqlite/0019_notice_in_flight.sql"),
+        postgres: include_str!("../../migrations/postgres/0019_notice_in_flight.sql"),
+    },
 ];
 
 /// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and

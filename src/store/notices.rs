@@ -129,6 +129,31 @@ impl Store {
         Ok(())
     }
 
+    /// Records that an attempt to post the notice on its pull request begins now: written before the
+    /// post, so that the next runner, should this one die while the forge still carries the post out,
+    /// looks for it once it could have landed instead of posting it again.
+    pub async fn mark_notice_posting(&self, id: i64) -> Result<()> {
+        on_pool!(self, |p| {
+            sqlx::query("UPDATE executor_notifications SET post_started_at = $1 WHERE id = $2")
+                .bind(now())
+                .bind(id)
+                .execute(p)
+                .await?;
+        });
+        Ok(())
+    }
+
+    /// When the last attempt to post the notice began (`None`: never).
+    pub async fn notice_post_started(&self, id: i64) -> Result<Option<DateTime<Utc>>> {
+        let started: Option<Option<DateTime<Utc>>> = on_pool!(self, |p| {
+            sqlx::query_scalar("SELECT post_started_at FROM executor_notifications WHERE id = $1")
+                .bind(id)
+                .fetch_optional(p)
+                .await?
+        });
+        Ok(started.flatten())
+    }
+
     /// Notices recorded but not delivered, that have been tried fewer than `max_attempts` times, oldest
     /// first.
     pub async fn unsent_notices(&self, max_attempts: i64) -> Result<Vec<Notice>> {
