@@ -191,7 +191,7 @@ pub fn needed(config: &Config) -> Vec<(String, &'static str)> {
     let uses_github = config.repos.values().any(|r| r.forge == "github")
         || config.sources.iter().any(|s| s.kind == "github_issues");
     if uses_github {
-        config.github.token_env.iter().for_each(|n| add(n, "github.token_env"));
+        config.github.token_env.iter().for_each(|n| add(n, GITHUB_TOKEN));
     }
     config.worker.redact_env.iter().for_each(|n| add(n, "worker.redact_env"));
     out
@@ -204,12 +204,21 @@ pub fn missing_from(
     file: &[(String, String)],
     shell: impl Fn(&str) -> Option<String>,
 ) -> Vec<(String, String)> {
+    let in_file = |name: &str| file.iter().any(|(n, v)| n == name && !v.is_empty());
+    // Any one of GitHub's token variables will do: the file holding one lacks none of them.
+    let github_token_in_file = config.github.token_env.iter().any(|n| in_file(n));
     needed(config)
         .into_iter()
-        .filter(|(name, _)| !file.iter().any(|(n, _)| n == name))
+        .filter(|(name, why)| {
+            let covered = if *why == GITHUB_TOKEN { github_token_in_file } else { in_file(name) };
+            !covered
+        })
         .filter_map(|(name, _)| shell(&name).filter(|v| !v.is_empty()).map(|v| (name, v)))
         .collect()
 }
+
+/// Why [`needed`] lists GitHub's token variables.
+const GITHUB_TOKEN: &str = "github.token_env";
 
 /// This process's value of `name`, for [`missing_from`].
 pub fn from_process(name: &str) -> Option<String> {

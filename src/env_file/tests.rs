@@ -83,3 +83,27 @@ fn a_scheduled_run_lacks_what_the_shell_has_and_the_file_does_not() {
     let missing: Vec<String> = missing_from(&config, &file, shell).into_iter().map(|(n, _)| n).collect();
     assert_eq!(missing, ["IS_SANDBOX", "ASANA_TOKEN"], "an empty shell value is not missed");
 }
+
+#[test]
+fn any_one_of_githubs_token_variables_will_do() {
+    let config: Config = toml::from_str(
+        r#"
+        [worker]
+        pass_env = []
+        [repos.app]
+        path = "/src/app"
+        forge = "github"
+        github = "o/app"
+        "#,
+    )
+    .unwrap();
+    let shell = |n: &str| matches!(n, "GH_TOKEN" | "GITHUB_TOKEN").then(|| "ghp_x".to_string());
+    let names = |file: &[(String, String)]| -> Vec<String> {
+        missing_from(&config, file, shell).into_iter().map(|(n, _)| n).collect()
+    };
+    assert_eq!(names(&[]), config.github.token_env, "none in the file: each the shell has is offered");
+    let one = [("GITHUB_TOKEN".to_string(), "ghp_x".to_string())];
+    assert!(names(&one).is_empty(), "one token in the file is enough");
+    let empty = [("GITHUB_TOKEN".to_string(), String::new())];
+    assert_eq!(names(&empty).len(), 2, "an empty value is no token");
+}
