@@ -64,6 +64,29 @@ impl ImportedRun {
 
 /// A v1 run into `executor_runs`, only for an approved task with no run (`$1` its gid, then the run's
 /// columns in order), followed by `conflict`.
+/// Binds an imported run's values to [`insert_sql`]'s placeholders, in their order: as `state`, and
+/// `ended` when the run is kept as one that ended (an earlier run, abandoned).
+macro_rules! bind_run {
+    ($query:expr, $gid:expr, $run:expr, $at:expr, $state:expr, $ended:expr) => {
+        $query
+            .bind($gid.as_str())
+            .bind($run.started($at))
+            .bind($run.updated($at))
+            .bind($run.completed($at, $ended))
+            .bind($state.as_str())
+            .bind(&$run.worktree_path)
+            .bind(&$run.branch_name)
+            .bind(&$run.pr_url)
+            .bind($run.pr_number)
+            .bind(&$run.thread_id)
+            .bind($run.ci_attempts)
+            .bind(&$run.worker_session_id)
+            .bind($run.worker_pid)
+            .bind($run.worker_last_update.map(micros))
+            .bind($run.worker_stuck_count)
+    };
+}
+
 fn insert_sql(conflict: &str) -> String {
     format!(
         "INSERT INTO executor_runs (task_gid, repo, started_at, updated_at, completed_at, state, \
@@ -121,24 +144,10 @@ impl Store {
         let id: Option<i64> = on_pool!(self, |p| {
             let mut tx = p.begin_write().await?;
             for old in earlier {
-                let old_id: Option<i64> = sqlx::query_scalar(&insert_sql(""))
-                    .bind(gid.as_str())
-                    .bind(old.started(at))
-                    .bind(old.updated(at))
-                    .bind(old.completed(at, true))
-                    .bind(RunState::Abandoned.as_str())
-                    .bind(&old.worktree_path)
-                    .bind(&old.branch_name)
-                    .bind(&old.pr_url)
-                    .bind(old.pr_number)
-                    .bind(&old.thread_id)
-                    .bind(old.ci_attempts)
-                    .bind(&old.worker_session_id)
-                    .bind(old.worker_pid)
-                    .bind(old.worker_last_update.map(micros))
-                    .bind(old.worker_stuck_count)
-                    .fetch_optional(&mut *tx)
-                    .await?;
+                let old_id: Option<i64> =
+                    bind_run!(sqlx::query_scalar(&insert_sql("")), gid, old, at, RunState::Abandoned, true)
+                        .fetch_optional(&mut *tx)
+                        .await?;
                 // None: the task is not approved or has a run; nothing of this transaction is kept.
                 let Some(old_id) = old_id else { break };
                 let created = NewEvent {
@@ -174,26 +183,12 @@ impl Store {
                     insert_event!(self, &mut *tx, ev)?;
                 }
             }
-            let id: Option<i64> = sqlx::query_scalar(&insert_sql(
+            let current = insert_sql(
                 " ON CONFLICT (task_gid) WHERE state IN ('queued','in_progress','pr','complete') DO NOTHING",
-            ))
-            .bind(gid.as_str())
-            .bind(run.started(at))
-            .bind(run.updated(at))
-            .bind(run.completed(at, false))
-            .bind(run.state.as_str())
-            .bind(&run.worktree_path)
-            .bind(&run.branch_name)
-            .bind(&run.pr_url)
-            .bind(run.pr_number)
-            .bind(&run.thread_id)
-            .bind(run.ci_attempts)
-            .bind(&run.worker_session_id)
-            .bind(run.worker_pid)
-            .bind(run.worker_last_update.map(micros))
-            .bind(run.worker_stuck_count)
-            .fetch_optional(&mut *tx)
-            .await?;
+            );
+            let id: Option<i64> = bind_run!(sqlx::query_scalar(&current), gid, run, at, run.state, false)
+                .fetch_optional(&mut *tx)
+                .await?;
             if let Some(id) = id {
                 let created = super::runs::link_new_run!(self, tx, gid, id, at, actor, reason);
                 let mut from = RunState::Queued;

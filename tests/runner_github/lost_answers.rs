@@ -10,6 +10,12 @@ use executor::domain::{RunState, WorkerKind};
 use crate::fake_github::{Fault, PostedKind};
 use crate::github_support::{CiPlayer, GhEnv, run_of};
 
+/// executor's notices as posted on the fake GitHub's pull requests.
+fn executor_notices(env: &GhEnv) -> Vec<crate::fake_github::PostedComment> {
+    let posted = env.fake.posted_comments().into_iter();
+    posted.filter(|p| p.kind == PostedKind::IssueComment && p.body.contains("<!-- executor notice")).collect()
+}
+
 /// The client's `request_timeout` in these tests.
 const TIMEOUT: &str = "request_timeout = \"2s\"";
 
@@ -46,12 +52,7 @@ async fn the_notice_is_posted_once_through(fault: Fault, gid: &str) {
         tokio::time::sleep(Duration::from_millis(1100)).await;
     }
 
-    let notices: Vec<_> = env
-        .fake
-        .posted_comments()
-        .into_iter()
-        .filter(|p| p.kind == PostedKind::IssueComment && p.body.contains("<!-- executor notice"))
-        .collect();
+    let notices = executor_notices(&env);
     assert_eq!(notices.len(), 1, "the completion notice, once: {notices:#?}");
     let run = run_of(&store, gid).await;
     assert_eq!(run.state, RunState::Complete, "{:?}", store.run_memory(run.id).await.unwrap());
@@ -158,12 +159,7 @@ async fn a_notice_whose_poster_was_killed_mid_post_is_posted_once() {
     let env = GhEnv::new(&[], TIMEOUT).await;
     kill_the_poster_mid_post(&env, "issue_comment_create", "3704").await;
     let store = env.store().await;
-    let notices: Vec<_> = env
-        .fake
-        .posted_comments()
-        .into_iter()
-        .filter(|p| p.kind == PostedKind::IssueComment && p.body.contains("<!-- executor notice"))
-        .collect();
+    let notices = executor_notices(&env);
     assert_eq!(notices.len(), 1, "the completion notice, once: {notices:#?}");
     let run = run_of(&store, "3704").await;
     assert_eq!(run.state, RunState::Complete, "{:?}", store.run_memory(run.id).await.unwrap());
