@@ -128,7 +128,7 @@ async fn seed_waits(store: &Store, n: usize) {
         store.set_task_status(&gid(i), QueueStatus::AwaitingGo, Actor::Cli, None).await.expect("triage");
     }
     for id in 1..=(WAITING_RUNS as i64).min(runs as i64) {
-        store.set_budget_stopped(id, None, true).await.expect("budget stop");
+        store.set_budget_stop(id, None, Some(executor::domain::BudgetCap::Run)).await.expect("budget stop");
     }
     for id in (WAITING_RUNS as i64 + 1)..=(2 * WAITING_RUNS as i64).min(runs as i64) {
         let from = executor::domain::RunState::Queued;

@@ -457,3 +457,38 @@ fn a_database_path_that_cannot_be_made_names_the_directory_and_the_fix() {
     assert_ne!(out.status.code(), Some(0), "{said}");
     assert!(said.contains(&format!("{}/afile", sb.path().display())) && said.contains("data_dir"), "{said}");
 }
+
+/// `executor status` names the runs that wait on a person's word: a plan awaiting approval, a question
+/// nobody answered (the dashboard's "Needs you" lists the same).
+#[tokio::test]
+async fn status_names_the_plans_and_questions_that_wait() {
+    use executor::domain::{Actor, EndReason, TaskGid, WorkerKind};
+    use executor::store::{Store, WorkerEnd};
+
+    let sb = Sandbox::new();
+    assert!(!sb.ok(&["status"]).contains("awaiting approval"));
+    let store =
+        Store::open(&format!("sqlite://{}", sb.path().join("data/executor.db").display())).await.unwrap();
+    let mut runs = Vec::new();
+    for gid in ["PQ-1", "PQ-2"] {
+        sb.ok(&["queue", "add", "--gid", gid, "--description", "waits"]);
+        sb.ok(&["approve", "--skip-triage", gid]);
+        let run = store.create_run_for_task(&TaskGid::parse(gid).unwrap(), Actor::Runner).await.unwrap();
+        let run = run.unwrap().id;
+        let s = store.begin_worker_session(run, WorkerKind::Plan, "claude", "h", &Default::default()).await;
+        let s = s.unwrap().unwrap().id;
+        store.end_worker_session(s, None, &WorkerEnd::new(EndReason::Finished)).await.unwrap();
+        runs.push((run, s));
+    }
+    store.record_plan(runs[0].0, runs[0].1, "# Plan").await.unwrap();
+    store.ask_question(runs[1].0, runs[1].1, WorkerKind::Plan, "Which\nlocale?").await.unwrap();
+
+    let out = sb.ok(&["status"]);
+    assert!(out.contains("plans awaiting approval: 1 (executor plan show RUN_ID)"), "{out}");
+    assert!(out.contains(&format!("  run {} (task PQ-1): revision 1", runs[0].0)), "{out}");
+    assert!(out.contains("questions waiting for an answer: 1"), "{out}");
+    assert!(out.contains(&format!("  run {} (task PQ-2): Which locale?", runs[1].0)), "{out}");
+    let json = sb.json(&["status"]);
+    assert_eq!(json["plans_awaiting_approval"][0]["run"], runs[0].0, "{json}");
+    assert_eq!(json["open_questions"][0]["task_gid"], "PQ-2", "{json}");
+}

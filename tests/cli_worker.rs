@@ -287,6 +287,7 @@ fn prompts_export_keeps_edits_and_check_names_a_broken_override() {
         "fix_comments.md",
         "pr_review.md",
         "fix_conflicts.md",
+        "plan.md",
         "analyzer.md",
     ];
     for name in names {

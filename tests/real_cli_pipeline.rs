@@ -1,5 +1,6 @@
 //! The real Claude Code and Codex CLIs, installed from npm at pinned versions (`.ci/run`), drive a task
-//! through executor's own runner — queued → pr → a human's comment answered once → complete — under the
+//! through executor's own runner — a read-only plan approved → queued → pr → a human's comment answered
+//! once → complete — under the
 //! default sandbox (`worker.sandbox = "auto"`: Landlock where the kernel has it), against fake model APIs
 //! on loopback (`tests/fake_models`) that script the model's part: write a file, commit with a shell
 //! command, answer with the JSON the worker kind asks for. No network, no money.
@@ -12,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use executor::domain::{Run, RunState, TaskGid, WorkerKind};
+use executor::domain::{PlanStatus, Run, RunState, TaskGid, WorkerKind};
 use executor::store::{RunFilter, Store};
 use executor::worker::sandbox::{self, Support};
 use serde_json::json;
@@ -38,6 +39,15 @@ const REVIEW_COMMAND: &str = "git log --oneline -5 && test -f feature.txt && \
 /// The model's part, keyed on words of each prompt's first line (prompts/*.md).
 fn script() -> Script {
     Script::new(vec![
+        // Read-only (Claude Code in plan mode, Codex inside executor's sandbox): it only answers.
+        Role::new(
+            "plan",
+            "planning one task from a backlog",
+            vec![Step::answer(|_| {
+                json!({"approach": "Add feature.txt.", "files": ["feature.txt"], "risks": "none",
+                       "testing": "CI checks the file", "question": null})
+            })],
+        ),
         Role::new(
             "queued",
             "working alone, without a human to ask",
@@ -151,6 +161,8 @@ impl Pipeline {
             "ci_command = [\"sh\", \"-c\", \"sleep 2; test -f ci-fixed\"]",
             "ci_command = [\"sh\", \"-c\", \"test -f feature.txt\"]",
         );
+        // A plan first, as a team that asks for one runs it: the read-only worker's defaults must work.
+        env.edit_config("trusted_authors = [\"alex\"]", "trusted_authors = [\"alex\"]\nplan = \"required\"");
         Pipeline { env, vars, model, _state: state }
     }
 
@@ -205,6 +217,14 @@ async fn drive(p: &Pipeline) -> (Run, i64) {
         {
             return (run, id);
         }
+        if store
+            .latest_plan(run.id)
+            .await
+            .unwrap()
+            .is_some_and(|plan| plan.status == PlanStatus::AwaitingApproval)
+        {
+            p.env.run(&["plan", "approve", &run.id.to_string()]);
+        }
         if asked.is_none() && matches!(run.state, RunState::Pr | RunState::Complete) {
             p.env.run(&["comment", &run.id.to_string(), REQUEST, "--author", "alex"]);
             let pr = store.local_pr_for_run(run.id).await.unwrap().unwrap();
@@ -242,6 +262,9 @@ async fn assert_pipeline(p: &Pipeline, run: &Run, asked: i64, tool_call: &str, c
 
     let sessions = store.worker_sessions(run.id).await.unwrap();
     let kinds: Vec<WorkerKind> = sessions.iter().map(|s| s.kind).collect();
+    assert_eq!(kinds.first(), Some(&WorkerKind::Plan), "the plan came first: {kinds:?}\n{story}");
+    let plan = store.latest_plan(run.id).await.unwrap().expect("a plan");
+    assert!(plan.status == PlanStatus::Approved && plan.body.contains("Add feature.txt."), "{plan:?}");
     for kind in [WorkerKind::Queued, WorkerKind::FixComments, WorkerKind::PrReview] {
         assert!(kinds.contains(&kind), "a {kind} worker ran: {kinds:?}\n{story}");
     }
@@ -268,7 +291,7 @@ async fn assert_pipeline(p: &Pipeline, run: &Run, asked: i64, tool_call: &str, c
         seen.iter().all(|s| s.credential.as_deref() == Some(credential)),
         "the key from the environment\n{story}"
     );
-    for (role, steps) in [("queued", 3), ("fix_comments", 3), ("pr_review", 2)] {
+    for (role, steps) in [("plan", 1), ("queued", 3), ("fix_comments", 3), ("pr_review", 2)] {
         for step in 0..steps {
             assert!(
                 seen.iter().any(|s| s.role.as_deref() == Some(role) && s.step == step && s.stream),

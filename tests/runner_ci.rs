@@ -145,11 +145,11 @@ async fn checks_that_never_finish(env: &Env) {
     let limits = executor::store::NeedsYouLimits { per_list: 20, max_analysis_attempts: 3 };
     let needs = store.needs_you(limits).await.unwrap();
     let listed: Vec<_> =
-        needs.checks_overdue.iter().map(|n| (n.run.id, n.notice.as_ref().map(|x| x.id))).collect();
+        needs.checks_overdue.items.iter().map(|n| (n.run.id, n.notice.as_ref().map(|x| x.id))).collect();
     let told = notices_keyed(&store, &run, "checks_timeout:").await[0].id;
     assert_eq!(listed, [(run.id, Some(told))]);
     store.mark_notice_read(told, executor::domain::Actor::Web).await.unwrap();
-    assert!(store.needs_you(limits).await.unwrap().checks_overdue.is_empty());
+    assert!(store.needs_you(limits).await.unwrap().checks_overdue.items.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -74,7 +74,13 @@ async fn a_reviewer_who_keeps_commenting_gets_every_round_answered_and_the_run_c
         let live = store.live_worker_sessions().await.unwrap();
         if let Some(s) = live.iter().find(|s| s.kind == WorkerKind::FixComments && !released.contains(&s.id))
         {
+            // Its offer is recorded just after its session opens, before its agent may run.
             let offered = store.offered_comments(s.id).await.unwrap();
+            if offered.is_empty() {
+                assert!(Instant::now() < deadline, "fix_comments worker {} was offered nothing", s.id);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
             assert_eq!(offered, [asked.last().unwrap().clone()], "each round is given its new comment");
             if asked.len() < ROUNDS {
                 let text = format!("Round {}: one more thing.", asked.len() + 1);

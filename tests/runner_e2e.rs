@@ -283,7 +283,15 @@ fn the_demo_takes_a_task_to_complete_offline() {
         "DEMO-2: skipped by filter figma_link",
         "DEMO-1: triaged awaiting_go",
         "acceptance criterion for the review:",
+        // A plan first, read and approved by you; then the agent asks before it guesses, and you answer.
+        "▶ plan worker started",
+        "@ notice (plan) sent to the human",
+        "(you read plan revision 1 and approve it: `executor plan approve 1`)",
+        "| Write feature.txt with the feature.",
         "▶ queued worker started",
+        "@ notice (question) sent to the human",
+        "(the agent asks: \"Which greeting should the feature print?\"",
+        "▶ in_progress worker started",
         "run #1: in_progress → pr",
         "… CI is running at",
         "💬 you: \"Please note in the repository what you changed.\"",
@@ -296,7 +304,7 @@ fn the_demo_takes_a_task_to_complete_offline() {
         "💬 executor: \"@you PR #1 is ready",
         "run #1: pr → complete",
         "==> Summary",
-        "DEMO-1   done       run #1 complete — 4 workers (queued, fix_ci, fix_comments, pr_review)",
+        "DEMO-1   done       run #1 complete — 6 workers (plan, queued, in_progress, fix_ci, fix_comments, pr_review)",
         "runs show 1",
     ];
     let mut at = 0;

@@ -84,4 +84,29 @@ async fn a_run_whose_agent_fails_turns_to_the_fallback_and_completes() {
     assert_eq!(by_agent, [("(default)", "command")], "the agent whose code landed: {landed:#?}");
     let table = String::from_utf8_lossy(&env.run(&["insights"]).stdout).to_string();
     assert!(table.contains("(all)") && table.contains("100%"), "{table}");
+
+    // The human reverts the merge on the base branch: the runner's next start finds it there (the local
+    // forge's base is the repository's own branch), records it once, and insights count it reverted.
+    let revert = ["-c", "user.name=t", "-c", "user.email=t@t", "revert", "--no-edit", "-m", "1", "HEAD"];
+    runner_support::git(&env.repo(), &revert);
+    env.run(&["runner", "--once"]);
+    env.run(&["runner", "--once"]);
+    let said: Vec<_> = store
+        .events(&EventFilter { run_id: Some(run.id), ..Default::default() })
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| e.reason.filter(|r| r.contains("pull request was reverted on main")))
+        .collect();
+    assert_eq!(said.len(), 1, "found once: {said:#?}");
+    let out = env.run(&["insights", "--json"]);
+    let insights: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let all = &insights["landed"][0];
+    assert_eq!((all["reverted"].as_u64(), all["revert_rate"].as_f64()), (Some(1), Some(1.0)), "{all}");
+    let kinds = insights["slices"].as_array().unwrap().iter().find(|s| s["by"] == "worker_kind").unwrap();
+    assert!(kinds["rows"].as_array().unwrap().iter().any(|r| r["name"] == "queued"), "{kinds}");
+    assert_eq!(insights["expensive_failures"]["runs"].as_array().map(Vec::len), Some(0));
+    let text = String::from_utf8_lossy(&env.run(&["insights"]).stdout).to_string();
+    assert!(text.contains("By worker kind:") && text.contains("By label:"), "{text}");
+    assert!(text.contains("Runs given up after spending more than $5.00:\nnone"), "{text}");
 }

@@ -134,7 +134,7 @@ async fn a_launch_that_can_never_succeed_is_a_failed_attempt_told_to_the_human_a
     let needs = store.needs_you(limits).await.unwrap();
     let told = notices.iter().find(|n| n.kind == "abandoned").map(|n| n.id);
     let listed: Vec<_> =
-        needs.abandoned_unread.iter().map(|n| (n.run.id, n.notice.as_ref().map(|x| x.id))).collect();
+        needs.abandoned_unread.items.iter().map(|n| (n.run.id, n.notice.as_ref().map(|x| x.id))).collect();
     assert_eq!(listed, [(bad.id, told)]);
     // The last runner had nothing left to fail on.
     let out = env.command(&["runner"]).output().unwrap();
@@ -180,12 +180,15 @@ async fn a_run_over_its_budget_waits_for_a_human_and_resumes_when_told() {
     // resume takes it off (the same operation as the page's Resume).
     let limits = executor::store::NeedsYouLimits { per_list: 20, max_analysis_attempts: 3 };
     let needs = store.needs_you(limits).await.unwrap();
-    assert_eq!(needs.budget_stopped.iter().map(|n| n.run.id).collect::<Vec<_>>(), [run.id]);
+    assert_eq!(needs.budget_stopped.items.iter().map(|n| n.run.id).collect::<Vec<_>>(), [run.id]);
     assert!(
-        needs.budget_stopped[0].last_decision.as_deref().is_some_and(|d| d.contains("executor runs resume"))
+        needs.budget_stopped.items[0]
+            .last_decision
+            .as_deref()
+            .is_some_and(|d| d.contains("executor runs resume"))
     );
     env.run(&["runs", "resume", &run.id.to_string()]);
-    assert!(store.needs_you(limits).await.unwrap().budget_stopped.is_empty());
+    assert!(store.needs_you(limits).await.unwrap().budget_stopped.items.is_empty());
     env.run(&["runner"]);
     let sessions = store.worker_sessions(run.id).await.unwrap();
     assert_eq!(sessions.len(), 2, "a fresh allowance lets one more worker start");

@@ -13,6 +13,8 @@ mod fake_github;
 mod common;
 mod github_support;
 
+#[path = "runner_github/asks.rs"]
+mod asks;
 #[path = "runner_github/ci_trigger.rs"]
 mod ci_trigger;
 #[path = "runner_github/faults.rs"]

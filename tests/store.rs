@@ -371,7 +371,7 @@ async fn notices_are_recorded_once_per_key_and_the_runner_memory_round_trips(db:
     store.record_decision(run.id, None, "CI is running").await.unwrap();
     store.set_ci_triggered(run.id, None, "abc", CiTrigger::NothingToRerun).await.unwrap();
     store.set_last_snapshot(run.id, None, "{}").await.unwrap();
-    store.set_budget_stopped(run.id, None, true).await.unwrap();
+    store.set_budget_stop(run.id, None, Some(executor::domain::BudgetCap::Run)).await.unwrap();
     let memory = store.run_memory(run.id).await.unwrap();
     assert_eq!(memory.last_decision.as_deref(), Some("CI is running"));
     assert_eq!(memory.ci_triggered_sha.as_deref(), Some("abc"));
@@ -386,6 +386,16 @@ async fn notices_are_recorded_once_per_key_and_the_runner_memory_round_trips(db:
     );
     let resumed = store.resume_run_budget(run.id, Actor::Cli).await.unwrap();
     assert!(!resumed.budget_stopped);
+    // Issue 35, item 6: which cap is stored as such, and a stop by the day's cap is refused a resume
+    // (which would say it worked and change nothing).
+    store.set_budget_stop(run.id, None, Some(executor::domain::BudgetCap::Day)).await.unwrap();
+    let memory = store.run_memory(run.id).await.unwrap();
+    assert_eq!((memory.budget_stopped, memory.budget_cap), (true, Some(executor::domain::BudgetCap::Day)));
+    let refused = store.resume_run_budget(run.id, Actor::Cli).await.unwrap_err().to_string();
+    assert!(refused.contains("daily cap (budget.per_day_usd)"), "{refused}");
+    assert!(store.run_memory(run.id).await.unwrap().budget_stopped, "still stopped: {refused}");
+    store.set_budget_stop(run.id, None, None).await.unwrap();
+    assert_eq!(store.run_memory(run.id).await.unwrap().budget_cap, None);
 }
 
 async fn a_review_verdict_is_written_with_the_end_for_the_head_the_review_started_at(db: TestDb) {

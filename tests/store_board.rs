@@ -11,6 +11,7 @@ on_both_databases!(
     the_board_has_every_run_newest_first_with_its_live_worker,
     the_board_sums_each_runs_sessions_and_names_its_last_worker,
     the_board_filters_by_state_and_holds_many_runs_in_one_statement,
+    the_board_pages_leaves_ended_runs_out_and_searches_with_parameters,
     the_search_matches_words_of_description_or_notes,
     approve_task_refuses_a_pending_task_unless_triage_is_skipped,
 );
@@ -155,7 +156,8 @@ async fn the_board_filters_by_state_and_holds_many_runs_in_one_statement(db: Tes
         session(&store, *id, WorkerKind::Queued, 0.5, Some(EndReason::Crashed)).await;
         session(&store, *id, WorkerKind::InProgress, 0.5, Some(EndReason::Finished)).await;
     }
-    let all = store.runs_board_of(BoardQuery { state: None, limit: 1000 }).await.unwrap();
+    let all =
+        store.runs_board_of(BoardQuery { state: None, limit: 1000, ..Default::default() }).await.unwrap();
     assert_eq!(all.len(), 300);
     for row in &all {
         let i: usize = row.run.task_gid.as_str()["M-".len()..].parse().unwrap();
@@ -172,16 +174,25 @@ async fn the_board_filters_by_state_and_holds_many_runs_in_one_statement(db: Tes
             row.run.id
         );
     }
-    let working =
-        store.runs_board_of(BoardQuery { state: Some(RunState::InProgress), limit: 1000 }).await.unwrap();
+    let working = store
+        .runs_board_of(BoardQuery { state: Some(RunState::InProgress), limit: 1000, ..Default::default() })
+        .await
+        .unwrap();
     assert_eq!(working.len(), 100);
     assert!(working.iter().all(|r| r.run.state == RunState::InProgress && r.workers.sessions == 2));
     assert!(working.windows(2).all(|w| w[0].run.id > w[1].run.id), "newest first");
-    let newest = store.runs_board_of(BoardQuery { state: Some(RunState::Queued), limit: 5 }).await.unwrap();
+    let newest = store
+        .runs_board_of(BoardQuery { state: Some(RunState::Queued), limit: 5, ..Default::default() })
+        .await
+        .unwrap();
     assert_eq!(newest.len(), 5, "the limit holds within a state");
     assert!(newest.iter().all(|r| r.run.state == RunState::Queued));
     assert!(
-        store.runs_board_of(BoardQuery { state: Some(RunState::Pr), limit: 10 }).await.unwrap().is_empty()
+        store
+            .runs_board_of(BoardQuery { state: Some(RunState::Pr), limit: 10, ..Default::default() })
+            .await
+            .unwrap()
+            .is_empty()
     );
 }
 
@@ -232,4 +243,51 @@ async fn approve_task_refuses_a_pending_task_unless_triage_is_skipped(db: TestDb
     assert!(err.contains("still pending"), "{err}");
     let done = store.approve_task(&gid("P"), true, Actor::Web).await.unwrap();
     assert_eq!((done.task.status, done.revision_approved), (QueueStatus::Approved, false));
+}
+
+/// Issue 35, item 9: a page of the board (limit, offset, and the count of all it would show), the ended
+/// runs left out when folded, and a search over the task's gid and text, the branch and the pull
+/// request's URL, any case; the person's text is a value, never SQL (quotes, `%` and `_` find
+/// themselves).
+async fn the_board_pages_leaves_ended_runs_out_and_searches_with_parameters(db: TestDb) {
+    let store = db.open().await;
+    let mut ids = Vec::new();
+    for i in 0..25 {
+        let g = format!("P-{i}");
+        let text = if i == 5 { "Crash when the name is O'Brien".to_string() } else { format!("task {g}") };
+        store
+            .upsert_task(&gid(&g), &NewTask { description: Some(text), ..Default::default() }, Actor::Cli)
+            .await
+            .unwrap();
+        store.approve_task(&gid(&g), true, Actor::Cli).await.unwrap();
+        ids.push(store.create_run_for_task(&gid(&g), Actor::Runner).await.unwrap().expect("a run").id);
+    }
+    store.set_run_workspace(ids[3], None, "/w/3", "executor/fix-Login_100%").await.unwrap();
+    store.set_run_pr(ids[4], None, "https://github.com/o/r/pull/4242", 4242).await.unwrap();
+    store.abandon_run(ids[0], Actor::Cli, "no longer wanted").await.unwrap();
+
+    let page = |offset, unended| BoardQuery { limit: 10, offset, unended, ..Default::default() };
+    let first = store.runs_board_of(page(0, false)).await.unwrap();
+    let third = store.runs_board_of(page(20, false)).await.unwrap();
+    assert_eq!((first.len(), third.len()), (10, 5));
+    assert_eq!(first[0].run.id, ids[24], "newest first");
+    assert_eq!(third.last().unwrap().run.id, ids[0]);
+    assert_eq!(store.count_board(&page(20, false)).await.unwrap(), 25, "the count ignores the page");
+    let unended = store.runs_board_of(page(20, true)).await.unwrap();
+    assert!(unended.iter().all(|r| r.run.id != ids[0]), "the abandoned run is folded away");
+    assert_eq!(store.count_board(&page(0, true)).await.unwrap(), 24);
+
+    let find = |text: &str| BoardQuery { limit: 50, search: Some(text.into()), ..Default::default() };
+    let found = |rows: Vec<executor::store::BoardRow>| rows.iter().map(|r| r.run.id).collect::<Vec<_>>();
+    assert_eq!(found(store.runs_board_of(find("p-7")).await.unwrap()), [ids[7]], "a gid, any case");
+    assert_eq!(found(store.runs_board_of(find("login_100%")).await.unwrap()), [ids[3]], "a branch");
+    assert_eq!(found(store.runs_board_of(find("pull/4242")).await.unwrap()), [ids[4]], "a PR URL");
+    assert_eq!(found(store.runs_board_of(find("o'brien")).await.unwrap()), [ids[5]], "the task's text");
+    assert_eq!(store.count_board(&find("task p-1")).await.unwrap(), 11, "P-1 and P-10…P-19");
+    for nothing in ["%%", "_x", "'; DROP TABLE executor_runs; --", "zzz"] {
+        assert!(store.runs_board_of(find(nothing)).await.unwrap().is_empty(), "{nothing:?}");
+    }
+    let abandoned = BoardQuery { state: Some(RunState::Abandoned), ..find("task p-0") };
+    assert_eq!(found(store.runs_board_of(abandoned.clone()).await.unwrap()), [ids[0]]);
+    assert_eq!(store.count_board(&abandoned).await.unwrap(), 1);
 }

@@ -229,6 +229,9 @@ async fn schema_v8_fills_in_who_made_the_skips_before_it() {
          DROP INDEX executor_runs_merged_at; ALTER TABLE executor_runs DROP COLUMN merged_at; \
          ALTER TABLE executor_notifications DROP COLUMN post_started_at; \
          ALTER TABLE executor_worker_sessions DROP COLUMN review_post_started_at; \
+         DROP TABLE executor_run_plans; DROP TABLE executor_run_questions; \
+         ALTER TABLE executor_queue DROP COLUMN plan_mode; \
+         ALTER TABLE executor_runs DROP COLUMN reverted_at; ALTER TABLE executor_runs DROP COLUMN revert_sha; \
          CREATE INDEX executor_runs_lease ON executor_runs (lease_owner) \
            WHERE state IN ('queued','in_progress','pr','complete'); \
          DELETE FROM executor_schema WHERE version >= 8;",

@@ -6,7 +6,7 @@ mod common;
 
 use chrono::{DateTime, Utc};
 use common::TestDb;
-use executor::domain::{Actor, EndReason, QueueStatus, RunState, TaskGid, WorkerKind};
+use executor::domain::{Actor, EndReason, QueueStatus, ReviewVerdict, RunState, TaskGid, WorkerKind};
 use executor::store::{
     AnalysisEnd, DayCost, DayFlow, GITHUB_GRAPHQL, SessionStart, Store, WorkerEnd, WorkerEnds,
 };
@@ -16,8 +16,11 @@ on_both_databases!(
     cost_is_summed_per_day_of_each_sessions_start,
     lead_times_run_from_the_tasks_approval,
     worker_ends_are_counted_by_kind_and_reason,
+    finished_workers_that_changed_nothing_or_failed_a_review_say_so,
     github_usage_keeps_the_fewest_points_left_per_hour,
     runs_that_ended_are_their_merge_or_their_abandonment,
+    a_revert_is_recorded_once_and_read_with_the_runs_source_labels_and_worker_kinds,
+    expensive_failures_are_the_costly_runs_given_up_with_their_reason_as_stored,
 );
 
 fn at(s: &str) -> DateTime<Utc> {
@@ -258,14 +261,52 @@ async fn worker_ends_are_counted_by_kind_and_reason(db: TestDb) {
     session(c, WorkerKind::Queued, Some(EndReason::Finished)).await;
     session(c, WorkerKind::Queued, None).await; // live: not counted
     let ends = store.worker_ends(at("2026-11-10T00:00:00Z")).await.unwrap();
-    let e =
-        |kind: &str, reason: &str, count| WorkerEnds { kind: kind.into(), end_reason: reason.into(), count };
+    let e = |kind: &str, reason: &str, count| WorkerEnds {
+        kind: kind.into(),
+        end_reason: reason.into(),
+        count,
+        ..Default::default()
+    };
     assert_eq!(
         ends,
         [e("fix_ci", "finished", 1), e("fix_ci", "idle_timeout", 1), e("queued", "finished", 2)]
     );
     let future = store.worker_ends(Utc::now() + chrono::Duration::days(1)).await.unwrap();
     assert!(future.is_empty(), "sessions started before the window are not counted");
+    store.close().await;
+}
+
+/// Issue 35, item 8: what a finished worker came to, from the stored facts the runner judges by — where
+/// the next worker started (or the run's head after the last), and a review's verdict.
+async fn finished_workers_that_changed_nothing_or_failed_a_review_say_so(db: TestDb) {
+    let store = db.open().await;
+    let run = run_at_pr(&store, "NP").await;
+    let worker = |kind: WorkerKind, start: &str, verdict: Option<ReviewVerdict>| {
+        let store = store.clone();
+        let start = SessionStart { start_sha: Some(start.to_string()), ..Default::default() };
+        async move {
+            let s = store.begin_worker_session(run, kind, "claude", "h", &start).await.unwrap().unwrap();
+            let end = WorkerEnd { verdict, ..WorkerEnd::new(EndReason::Finished) };
+            store.end_worker_session(s.id, None, &end).await.unwrap();
+        }
+    };
+    worker(WorkerKind::Queued, "h1", None).await; // the next started at h2: it committed
+    worker(WorkerKind::FixCi, "h2", None).await; // the next started at h2 too: nothing
+    worker(WorkerKind::PrReview, "h2", Some(ReviewVerdict::Fail)).await;
+    worker(WorkerKind::FixCi, "h2", None).await; // the last, and the run's head is still h2
+    store.set_run_head(run, None, "h2").await.unwrap();
+    let ends = store.worker_ends(at("2026-11-10T00:00:00Z")).await.unwrap();
+    let e = |kind: &str, verdict: Option<&str>, no_progress, count| WorkerEnds {
+        kind: kind.into(),
+        end_reason: "finished".into(),
+        verdict: verdict.map(String::from),
+        no_progress,
+        count,
+    };
+    assert_eq!(
+        ends,
+        [e("fix_ci", None, true, 2), e("pr_review", Some("fail"), false, 1), e("queued", None, false, 1)]
+    );
     store.close().await;
 }
 
@@ -283,5 +324,90 @@ async fn github_usage_keeps_the_fewest_points_left_per_hour(db: TestDb) {
     assert_eq!(seen, [(eleven, 3900, Some(5000)), (noon, 4990, Some(5000))]);
     let recent = store.github_usage(GITHUB_GRAPHQL, eleven).await.unwrap();
     assert_eq!(recent.len(), 1, "a window that ended at `since` is over");
+    store.close().await;
+}
+
+/// A worker of `kind` on `run` that ended having spent `cost`.
+async fn worker(store: &Store, run: i64, kind: WorkerKind, cost: f64) {
+    let s = store
+        .begin_worker_session(run, kind, "claude", "h", &SessionStart::default())
+        .await
+        .unwrap()
+        .unwrap();
+    let end = WorkerEnd { cost_usd: cost, ..WorkerEnd::new(EndReason::Finished) };
+    store.end_worker_session(s.id, None, &end).await.unwrap();
+}
+
+/// Issue 34 item 5: a revert is recorded once and only on a merged run; the runs still to look at page
+/// by id; the insights read a run's revert with its task's source and labels and its worker kinds.
+async fn a_revert_is_recorded_once_and_read_with_the_runs_source_labels_and_worker_kinds(db: TestDb) {
+    let store = db.open().await;
+    let (a, c) = history(&db, &store).await;
+    let raw = serde_json::json!({"labels": [{"name": "small"}, {"name": "bug"}], "number": 4});
+    let task = executor::store::NewTask {
+        description: Some("task E".into()),
+        source: Some("issues".into()),
+        raw: Some(raw),
+        ..Default::default()
+    };
+    store.upsert_task(&gid("E"), &task, Actor::Cli).await.unwrap();
+    store.approve_task(&gid("E"), true, Actor::Cli).await.unwrap();
+    let e = store.create_run_for_task(&gid("E"), Actor::Runner).await.unwrap().unwrap().id;
+    worker(&store, e, WorkerKind::Queued, 1.0).await;
+    worker(&store, e, WorkerKind::FixCi, 0.5).await;
+    worker(&store, e, WorkerKind::FixCi, 0.5).await;
+    store.set_merged_at(a, None, at("2026-11-11T15:00:00Z")).await.unwrap();
+    store.set_merged_at(e, None, Utc::now()).await.unwrap();
+
+    let since = at("2026-11-10T00:00:00Z");
+    let ids = |runs: Vec<executor::store::MergedRun>| runs.iter().map(|r| r.run_id).collect::<Vec<_>>();
+    assert_eq!(ids(store.merged_runs_not_reverted(since, 0, 10).await.unwrap()), [a, e]);
+    assert_eq!(ids(store.merged_runs_not_reverted(since, 0, 1).await.unwrap()), [a], "a page");
+    assert_eq!(ids(store.merged_runs_not_reverted(since, a, 1).await.unwrap()), [e], "the next page");
+    assert!(!store.set_reverted(c, "abc1234").await.unwrap(), "an abandoned run was never merged");
+    assert!(store.set_reverted(e, "abc1234").await.unwrap());
+    assert!(!store.set_reverted(e, "def5678").await.unwrap(), "the first finding is kept");
+    assert_eq!(ids(store.merged_runs_not_reverted(since, 0, 10).await.unwrap()), [a]);
+
+    let outcomes = store.run_outcomes(since).await.unwrap();
+    let of = |run: i64| outcomes.iter().find(|o| o.run_id == run).unwrap();
+    let (oe, oa) = (of(e), of(a));
+    assert!(oe.reverted_at.is_some() && oa.reverted_at.is_none());
+    assert_eq!(oe.source.as_deref(), Some("issues"));
+    assert_eq!(oe.labels, ["bug", "small"]);
+    assert_eq!(oe.kinds, ["fix_ci", "queued"], "each kind once");
+    assert_eq!(oe.cost_usd, 2.0);
+    assert_eq!((oa.source.as_deref(), oa.labels.len(), oa.kinds.len()), (None, 0, 0));
+    store.close().await;
+}
+
+/// Issue 34 item 5: the runs given up in the window above the threshold, costliest first, with the
+/// abandonment's reason and the last decision exactly as recorded.
+async fn expensive_failures_are_the_costly_runs_given_up_with_their_reason_as_stored(db: TestDb) {
+    let store = db.open().await;
+    let (a, c) = history(&db, &store).await;
+    worker(&store, a, WorkerKind::Queued, 9.0).await; // complete, however costly: no failure
+    worker(&store, c, WorkerKind::Queued, 7.5).await;
+    store.record_decision(c, None, "CI failed: waiting for a human").await.unwrap();
+    let since = at("2026-11-10T00:00:00Z");
+    let failures = store.expensive_failures(since, 5.0, 10).await.unwrap();
+    let seen: Vec<_> = failures
+        .iter()
+        .map(|f| (f.run_id, f.cost_usd, f.reason.as_deref(), f.last_decision.as_deref(), f.abandoned_at))
+        .collect();
+    assert_eq!(
+        seen,
+        [(
+            c,
+            7.5,
+            Some("abandoned by a human: wrong approach"),
+            Some("CI failed: waiting for a human"),
+            Some(at("2026-11-12T10:00:00Z"))
+        )]
+    );
+    assert_eq!((failures[0].task_gid.as_str(), failures[0].task.as_deref()), ("C", Some("task C")));
+    assert!(store.expensive_failures(since, 7.5, 10).await.unwrap().is_empty(), "more than the threshold");
+    let later = store.expensive_failures(at("2026-11-13T00:00:00Z"), 5.0, 10).await.unwrap();
+    assert!(later.is_empty(), "abandoned before the window");
     store.close().await;
 }

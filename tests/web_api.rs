@@ -203,6 +203,43 @@ async fn the_task_list_filters_searches_and_pages() {
     assert_eq!(v["total"], 0);
 }
 
+/// Issue 35, item 11: the queue and the runs as CSV, the same rows as the JSON; cells quoted, and a
+/// task's text that a spreadsheet would run as a formula kept as text.
+#[tokio::test]
+async fn the_queue_and_the_runs_export_as_csv_that_no_spreadsheet_runs() {
+    let s = Server::start().await;
+    s.add("C1", "=HYPERLINK(\"http://evil.test\",\"click\")", QueueStatus::AwaitingGo).await;
+    s.add("C2", "Fix the export, then \"ship\"\nsecond line", QueueStatus::AwaitingGo).await;
+    let g = s.add("C3", "@SUM(1+1)", QueueStatus::Approved).await;
+    let run = s.store.create_run_for_task(&g, Actor::Runner).await.unwrap().unwrap();
+    s.store.set_run_workspace(run.id, None, "/w", "-branch,with comma").await.unwrap();
+
+    let r = s.get("/api/v1/tasks.csv?status=awaiting_go&sort=gid").await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.headers()["content-type"], "text/csv; charset=utf-8");
+    assert!(r.headers()["content-disposition"].to_str().unwrap().contains("executor-queue.csv"));
+    assert_secure(r.headers(), "tasks.csv");
+    let csv = r.text().await.unwrap();
+    let lines: Vec<&str> = csv.split("\r\n").collect();
+    assert!(lines[0].starts_with("task_gid,status,priority,"), "{csv}");
+    assert!(lines[1].starts_with("C1,awaiting_go,"), "{csv}");
+    assert!(lines[1].ends_with(r#","'=HYPERLINK(""http://evil.test"",""click"")""#), "{csv}");
+    assert!(csv.contains(",\"Fix the export, then \"\"ship\"\"\nsecond line\"\r\n"), "{csv}");
+    assert_eq!(lines.len(), 4, "a header, two tasks, the last line's end: {csv}");
+    assert!(!csv.contains("C3"), "the filter holds");
+    let all = s.get("/api/v1/tasks.csv?limit=10").await.text().await.unwrap();
+    assert!(all.contains(",'@SUM(1+1)\r\n"), "{all}");
+
+    let r = s.get("/api/v1/runs.csv").await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let csv = r.text().await.unwrap();
+    assert!(csv.starts_with("id,task_gid,state,repo,branch,"), "{csv}");
+    assert!(csv.contains(&format!("{},C3,queued,,\"'-branch,with comma\",", run.id)), "{csv}");
+    let r = s.get("/api/v1/runs.csv?state=bogus").await;
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(s.get_anonymous("/api/v1/runs.csv").await.status(), StatusCode::UNAUTHORIZED);
+}
+
 #[tokio::test]
 async fn approve_and_skip_need_the_token_and_change_the_store_as_web() {
     let s = Server::start().await;

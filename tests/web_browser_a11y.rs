@@ -85,6 +85,32 @@ async fn a_day_of_work(site: &Site) -> (tempfile::TempDir, TaskGid, i64, i64) {
     (logs, gid, run.id, session.id)
 }
 
+/// A queued run whose plan was sent back once and whose second revision waits, and whose worker asked
+/// a question nobody answered: the run page's Plan and Questions with their forms, and two more lists
+/// on "Needs you".
+async fn a_run_that_asks(store: &Store) -> i64 {
+    let gid =
+        task(store, "PQ-1", "Plan first, then ask", &[QueueStatus::AwaitingGo, QueueStatus::Approved]).await;
+    let run = store.create_run_for_task(&gid, Actor::Runner).await.unwrap().unwrap().id;
+    let ended = |kind| async move {
+        let s = store.begin_worker_session(run, kind, "command", "h", &SessionStart::default()).await;
+        let s = s.unwrap().unwrap();
+        store.end_worker_session(s.id, None, &WorkerEnd::new(EndReason::Finished)).await.unwrap();
+        s.id
+    };
+    let plan = "# Plan\n\n1. Read `src/save.rs`\n2. Add a test for the crash\n3. Fix it";
+    store.record_plan(run, ended(WorkerKind::Plan).await, plan).await.unwrap();
+    let back = executor::store::PlanVerdict::RequestChanges("Name the test file too.".into());
+    store.decide_plan(run, &back, Actor::Cli, Some("alice")).await.unwrap();
+    store
+        .record_plan(run, ended(WorkerKind::Plan).await, &format!("{plan}\n4. tests/save.rs"))
+        .await
+        .unwrap();
+    let question = "Should an empty file be saved, or refused with a message?";
+    store.ask_question(run, ended(WorkerKind::Plan).await, WorkerKind::Plan, question).await.unwrap();
+    run
+}
+
 /// Every page, at both widths, in the browser's scheme: the axe-core check, no sideways scroll on the
 /// phone, a screenshot. Returns what failed, page by page.
 async fn check_pages(b: &Browser, site: &Site, scheme: &str, pages: &[(&str, String)]) -> Vec<String> {
@@ -114,11 +140,13 @@ async fn check_pages(b: &Browser, site: &Site, scheme: &str, pages: &[(&str, Str
 async fn every_page_passes_axe_and_fits_a_phone_in_light_and_dark() {
     let site = Site::start(Config::default(), TOKEN).await;
     let (_logs, gid, run, session) = a_day_of_work(&site).await;
+    let asks = a_run_that_asks(&site.store).await;
     let pages = [
         ("needs-you", "/".to_string()),
         ("queue", "/queue".to_string()),
         ("runs", "/runs".to_string()),
         ("run", format!("/runs/{run}")),
+        ("run-asks", format!("/runs/{asks}")),
         ("task", format!("/tasks/{gid}")),
         ("status", "/status".to_string()),
         ("insights", "/insights".to_string()),
@@ -313,5 +341,48 @@ async fn a_live_refresh_keeps_the_selected_row_and_its_focus() {
     let expect = value(&b, after).await.as_str().unwrap().to_string();
     b.press(&['j']).await;
     assert_eq!(selected(&b).await, expect);
+    b.close().await;
+}
+
+/// Issue 35, item 7: a live update dropped the keyboard to the page's body and said nothing. The
+/// control that had the focus has it again after the swap (found by its id, or a link by where it goes),
+/// and a polite live region outside the swapped content says the page changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
+async fn a_live_update_keeps_the_focus_where_it_was_and_says_so() {
+    let site = Site::start(Config::default(), TOKEN).await;
+    let run_of = |gid: &'static str| {
+        let store = site.store.clone();
+        async move {
+            let g = task(&store, gid, "Work", &[QueueStatus::AwaitingGo, QueueStatus::Approved]).await;
+            store.create_run_for_task(&g, Actor::Runner).await.unwrap().unwrap().id
+        }
+    };
+    let first = run_of("LF-1").await;
+    let b = site.browser().await;
+    b.client.goto(&format!("{}/runs", site.base)).await.unwrap();
+    let region = "const r = document.getElementById('live-status'); \
+                  return r && !document.querySelector('main').contains(r) ? r.getAttribute('aria-live') + '|' + r.textContent : 'none'";
+    assert_eq!(value(&b, region).await.as_str(), Some("polite|"), "a polite live region, outside <main>");
+
+    // A control with an id: the state filter's link.
+    value(&b, "document.getElementById('state-queued').focus(); return null").await;
+    let active = "return document.activeElement.id || document.activeElement.tagName";
+    assert_eq!(value(&b, active).await.as_str(), Some("state-queued"));
+    let second = run_of("LF-2").await;
+    let card = |id: i64| format!("return document.querySelector('main [data-run=\"{id}\"]') !== null");
+    eventually("the new run appears without a reload", || async { value(&b, &card(second)).await == true })
+        .await;
+    assert_eq!(value(&b, active).await.as_str(), Some("state-queued"), "the focus stayed on the link");
+    let said = value(&b, region).await.as_str().unwrap_or_default().to_string();
+    assert!(said.starts_with("polite|Updated: Runs"), "the update was announced: {said}");
+
+    // A link without an id: a card's title, found again by where it goes.
+    let link = format!("main a[href='/runs/{first}']");
+    value(&b, &format!("document.querySelector(\"{link}\").focus(); return null")).await;
+    let third = run_of("LF-3").await;
+    eventually("the third run appears", || async { value(&b, &card(third)).await == true }).await;
+    let on_link = format!("return document.activeElement === document.querySelector(\"{link}\")");
+    assert_eq!(value(&b, &on_link).await, true, "the focus is on the same run's link: {}", focused(&b).await);
     b.close().await;
 }

@@ -156,7 +156,8 @@ async fn the_charts_draw_open_their_tables_and_fit_a_phone() {
     assert_eq!(number(&b, visible).await, 1.0, "opened");
     let rows = b.client.execute("return [...document.querySelectorAll('#workers tbody tr')].map(r => r.innerText.split('\\t').join(' '))", vec![]).await.unwrap();
     // Nine runs: each a queued worker that finished, and a fix_ci one by turns finished, failed, stuck.
-    assert_eq!(rows, serde_json::json!(["fix_ci 3 3 3 0 33%", "queued 9 0 0 0 100%"]));
+    // Columns: succeeded, no progress, review failed, failed, stuck, interrupted, success rate.
+    assert_eq!(rows, serde_json::json!(["fix_ci 3 0 0 3 3 0 33%", "queued 9 0 0 0 0 0 100%"]));
     b.screenshot("insights").await;
 
     b.client.set_window_size(400, 900).await.unwrap();

@@ -142,3 +142,78 @@ async fn the_same_figures_come_as_json_for_scripts() {
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(body.contains("days must be 7, 30 or 90"), "{body}");
 }
+
+/// Issue 34 item 5: on top of [`history`], run a's pull request merged and then reverted, and task b's run
+/// given up after $6 with a reason holding markup; its task is labelled.
+async fn landed_history(db: &common::TestDb, store: &Store) -> i64 {
+    history(db, store).await;
+    let a = store.list_runs(&Default::default()).await.unwrap()[0].id;
+    store.set_merged_at(a, None, executor::store::now()).await.unwrap();
+    assert!(store.set_reverted(a, "abc1234").await.unwrap());
+    let raw = serde_json::json!({"labels": [{"name": "bug"}]});
+    let t = NewTask { description: Some("task b".into()), raw: Some(raw), ..Default::default() };
+    store.upsert_task(&gid("b"), &t, Actor::Cli).await.unwrap();
+    let b = store.create_run_for_task(&gid("b"), Actor::Runner).await.unwrap().unwrap().id;
+    let s = store
+        .begin_worker_session(b, WorkerKind::Queued, "codex", "h", &SessionStart::default())
+        .await
+        .unwrap()
+        .unwrap();
+    let end = WorkerEnd { cost_usd: 6.0, ..WorkerEnd::new(EndReason::Finished) };
+    store.end_worker_session(s.id, None, &end).await.unwrap();
+    store.abandon_run(b, Actor::Cli, "<b>too big</b>").await.unwrap();
+    b
+}
+
+#[tokio::test]
+async fn reverts_slices_and_expensive_failures_are_on_the_page_and_in_the_json() {
+    let db = common::sqlite();
+    let store = db.open().await;
+    let b = landed_history(&db, &store).await;
+    let dash = Dashboard::start(store, Config::default(), TOKEN).await;
+
+    let (status, page) = dash.get("/insights").await;
+    assert_eq!(status, StatusCode::OK, "{page}");
+    let landed = &page[page.find(r#"<section class="insight" id="landed""#).unwrap()..];
+    // Merged 1, abandoned 1, merge rate 50%, reverted 1, revert rate 100%.
+    let all = r#"<th scope="row">(all)</th><td>(all)</td><td class="num">1</td><td class="num">1</td><td class="num">50%</td><td class="num">1</td><td class="num">100%</td>"#;
+    assert!(landed.contains(all), "{landed}");
+    assert!(landed.contains("within 14 days of the merge"));
+    let slices = &page[page.find(r#"<section class="insight" id="slices""#).expect("the slices")..];
+    for by in ["repo", "agent", "worker_kind", "source", "label"] {
+        assert!(slices.contains(&format!(r#"<table class="data" id="slice-{by}">"#)), "{by}");
+    }
+    let labels = &slices[slices.find(r#"id="slice-label""#).unwrap()..];
+    assert!(labels.contains(r#"<th scope="col">label</th>"#), "{labels}");
+    assert!(
+        labels.contains(r#"<th scope="row">bug</th><td class="num">0</td><td class="num">1</td>"#),
+        "{labels}"
+    );
+    let expensive = &page[page.find(r#"<section class="insight" id="expensive""#).expect("the failures")..];
+    assert!(expensive.contains("more than $5.00"), "{expensive}");
+    assert!(expensive.contains(&format!(r#"<a href="/runs/{b}">#{b}</a>"#)), "{expensive}");
+    assert!(
+        expensive.contains(r#"<a href="/tasks/b">task b</a>"#) && expensive.contains("$6.00"),
+        "{expensive}"
+    );
+    assert!(
+        expensive.contains("&lt;b&gt;too big&lt;&#x2f;b&gt;") && !expensive.contains("<b>too big"),
+        "{expensive}"
+    );
+
+    let (status, body) = dash.get("/api/v1/insights").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!((v["landed"][0]["reverted"].as_u64(), v["revert_window_days"].as_u64()), (Some(1), Some(14)));
+    let by_agent = v["slices"].as_array().unwrap().iter().find(|s| s["by"] == "agent").unwrap();
+    let agents: Vec<&str> =
+        by_agent["rows"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(agents, ["claude", "codex"]);
+    let failures = &v["expensive_failures"];
+    assert_eq!(failures["threshold_usd"], 5.0);
+    assert_eq!(failures["runs"][0]["run_id"], b);
+    assert_eq!(
+        failures["runs"][0]["reason"], "abandoned by a human: <b>too big</b>",
+        "JSON carries the text as data"
+    );
+}

@@ -24,6 +24,8 @@ on_both_databases!(
     the_api_has_every_action_with_the_clis_answers,
     the_change_mark_moves_with_every_change_a_page_shows_and_only_then,
     the_task_page_approves_a_pending_task_only_when_told_to_skip_triage,
+    every_list_is_counted_whole_and_every_item_reachable,
+    a_daily_cap_stop_is_offered_what_helps_not_resume,
 );
 
 const TOKEN: &str = "needs-token-0123456789abcdef0123456789";
@@ -90,7 +92,7 @@ async fn each_wait_is_listed_and_its_one_click_action_clears_it(db: TestDb) {
         assert!(store.record_analysis_failure(&failed, "analyzer-1", "agent crashed", past).await.unwrap());
     }
     let budget = run_in(&store, "BU-1", "Costly task", &[RunState::InProgress]).await;
-    store.set_budget_stopped(budget, None, true).await.unwrap();
+    store.set_budget_stop(budget, None, Some(executor::domain::BudgetCap::Run)).await.unwrap();
     store.record_decision(budget, None, "Run over budget.per_run_usd ($5)").await.unwrap();
     let checks = run_in(&store, "CK-1", "Waiting on CI", &[RunState::InProgress, RunState::Pr]).await;
     store.set_run_pr(checks, None, "https://github.com/o/r/pull/7", 7).await.unwrap();
@@ -188,7 +190,7 @@ async fn run_actions_are_the_clis_with_the_same_history(db: TestDb) {
     let web_run = run_in(&store, "WA-1", "Abandon me from the page", &[RunState::InProgress]).await;
     let cli_run =
         run_in(&store, "CA-1", "Abandon me from the CLI's operation", &[RunState::InProgress]).await;
-    store.set_budget_stopped(web_run, None, true).await.unwrap();
+    store.set_budget_stop(web_run, None, Some(executor::domain::BudgetCap::Run)).await.unwrap();
     let dash = Dashboard::start(store.clone(), Config::default(), TOKEN).await;
 
     // Abandoning needs a reason; without one nothing changes.
@@ -275,7 +277,7 @@ async fn a_queue_link_from_before_goes_to_the_queue() {
 async fn the_api_has_every_action_with_the_clis_answers(db: TestDb) {
     let store = db.open().await;
     let run = run_in(&store, "API-1", "Through the API", &[RunState::InProgress]).await;
-    store.set_budget_stopped(run, None, true).await.unwrap();
+    store.set_budget_stop(run, None, Some(executor::domain::BudgetCap::Run)).await.unwrap();
     let skipped = add(&store, "API-2", "Skipped once", &[QueueStatus::Skip]).await;
     add(&store, "API-3", "Bulk one", &[QueueStatus::AwaitingGo]).await;
     let gone = run_in(&store, "API-4", "Abandoned by the runner", &[RunState::Abandoned]).await;
@@ -302,9 +304,9 @@ async fn the_api_has_every_action_with_the_clis_answers(db: TestDb) {
     let (status, needs) = call(Method::GET, "/needs-you", None).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(needs["needs"]["awaiting_go"]["total"], 1, "{needs}");
-    assert_eq!(needs["needs"]["budget_stopped"][0]["run"]["id"], run, "{needs}");
-    assert_eq!(needs["needs"]["abandoned_unread"][0]["notice"]["id"], notice, "{needs}");
-    assert_eq!(needs["needs"]["failed_sources"][0]["source"], "inbox", "{needs}");
+    assert_eq!(needs["needs"]["budget_stopped"]["items"][0]["run"]["id"], run, "{needs}");
+    assert_eq!(needs["needs"]["abandoned_unread"]["items"][0]["notice"]["id"], notice, "{needs}");
+    assert_eq!(needs["needs"]["failed_sources"]["items"][0]["source"], "inbox", "{needs}");
     assert_eq!(needs["total"], 4, "{needs}");
 
     let (status, memory) = call(Method::POST, &format!("/runs/{run}/resume"), None).await;
@@ -406,4 +408,86 @@ async fn the_task_page_approves_a_pending_task_only_when_told_to_skip_triage(db:
             ("web", Some("approved"), Some("approved by a human"))
         ]
     );
+}
+
+/// Issue 35, item 4: lists were cut at 20 and counted as 20 (50 budget stops showed "20", the page's
+/// total differed from the API's), and items 21+ could not be reached. Each list is counted whole, the
+/// page's total is the API's, and its link shows all of it, a page at a time.
+async fn every_list_is_counted_whole_and_every_item_reachable(db: TestDb) {
+    let store = db.open().await;
+    let mut stopped = Vec::new();
+    for i in 0..23 {
+        let run = run_in(&store, &format!("BS-{i}"), "Costly", &[RunState::InProgress]).await;
+        store.set_budget_stop(run, None, Some(executor::domain::BudgetCap::Run)).await.unwrap();
+        stopped.push(run);
+    }
+    add(&store, "GO-1", "Ready to go", &[QueueStatus::AwaitingGo]).await;
+    let dash = Dashboard::start(store.clone(), Config::default(), TOKEN).await;
+
+    let (status, page) = dash.get("/").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("Needs you <small>24 waiting</small>"), "{page}");
+    assert!(page.contains("Stopped on budget <small>23</small>"), "{page}");
+    assert!(page.contains(r#"href="/?all=budget-stopped">all 23"#), "{page}");
+    assert!(!page.contains(&format!(r#"href="/runs/{}""#, stopped[22])), "20 at first");
+    // The API, 100 a list, says the same total.
+    let api = dash
+        .client
+        .get(format!("{}/api/v1/needs-you", dash.base))
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .send()
+        .await
+        .unwrap()
+        .json::<serde_json::Value>()
+        .await
+        .unwrap();
+    assert_eq!(
+        (api["total"].as_i64(), api["needs"]["budget_stopped"]["total"].as_i64()),
+        (Some(24), Some(23))
+    );
+
+    // All of the list, with its one-click actions; a page of it when longer than a page.
+    let (status, all) = dash.get("/?all=budget-stopped").await;
+    assert_eq!(status, StatusCode::OK);
+    for run in &stopped {
+        assert!(all.contains(&format!(r#"action="/runs/{run}/resume""#)), "run {run} missing from\n{all}");
+    }
+    assert!(all.contains("1–23 of 23") && !all.contains("Awaiting your go"), "only that list: {all}");
+    let (_, later) = dash.get("/?all=budget-stopped&start=20").await;
+    assert!(later.contains("21–23 of 23") && later.contains("previous"), "{later}");
+    assert!(later.contains(&format!(r#"href="/runs/{}""#, stopped[22])));
+    assert!(!later.contains(&format!(r#"href="/runs/{}""#, stopped[0])));
+}
+
+/// Issue 35, item 6: a run the daily cap stopped was offered Resume, which said it worked and changed
+/// nothing, and Needs you had no word of the daily cap. It is offered what helps, and told when.
+async fn a_daily_cap_stop_is_offered_what_helps_not_resume(db: TestDb) {
+    use executor::domain::BudgetCap;
+    let store = db.open().await;
+    let day = run_in(&store, "DC-1", "Stopped by the day", &[RunState::InProgress]).await;
+    store.set_budget_stop(day, None, Some(BudgetCap::Day)).await.unwrap();
+    let own = run_in(&store, "RC-1", "Stopped by its own cap", &[RunState::InProgress]).await;
+    store.set_budget_stop(own, None, Some(BudgetCap::Run)).await.unwrap();
+    let dash = Dashboard::start(store.clone(), Config::default(), TOKEN).await;
+
+    let (_, page) = dash.get("/").await;
+    let turns = executor::domain::next_budget_day(Utc::now()).format("%Y-%m-%d %H:%M UTC").to_string();
+    assert!(page.contains(r#"id="day-cap""#) && page.contains("The daily budget is spent"), "{page}");
+    assert!(page.contains(&format!("when the day turns at {turns}")), "{page}");
+    assert!(page.contains("budget.per_day_usd in executor.toml is raised"), "{page}");
+    assert!(!page.contains(&format!(r#"action="/runs/{day}/resume""#)), "no Resume for the day's cap");
+    assert!(page.contains(&format!(r#"action="/runs/{own}/resume""#)), "Resume for the run's own cap");
+    let (_, run_page) = dash.get(&format!("/runs/{day}")).await;
+    assert!(!run_page.contains(&format!(r#"action="/runs/{day}/resume""#)), "{run_page}");
+    assert!(run_page.contains("stopped by the daily cap (budget.per_day_usd)"), "{run_page}");
+    assert!(run_page.contains(&turns), "{run_page}");
+
+    // A resume sent anyway (an old page, the API) is refused, saying why, and changes nothing.
+    let csrf = web_support::csrf_of(&page).expect("csrf");
+    let r = dash
+        .post_form(&format!("/runs/{day}/resume"), web_support::form(&[("csrf", &csrf), ("back", "needs")]))
+        .await;
+    let location = r.headers()["location"].to_str().unwrap().to_string();
+    assert!(location.contains("error="), "{location}");
+    assert_eq!(store.run_memory(day).await.unwrap().budget_cap, Some(BudgetCap::Day));
 }

@@ -341,10 +341,13 @@ async fn the_runs_board_shows_a_thousand_runs_with_their_pull_requests_and_worke
     let (status, page) = dash.get("/runs").await;
     let took = started.elapsed();
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(page.matches(r#"<article class="card run-card""#).count(), 1000, "every run is on the board");
-    for id in [ids[0], ids[500], ids[999]] {
-        assert!(page.contains(&format!(r#"href="/runs/{id}""#)), "run {id}");
-    }
+    // A page of the newest 100 (issue 35, item 9); every run is on one of ten pages.
+    assert_eq!(page.matches(r#"<article class="card run-card""#).count(), 100, "a page of the board");
+    assert!(page.contains(&format!(r#"href="/runs/{}""#, ids[999])));
+    let (_, middle) = dash.get("/runs?page=5").await;
+    assert!(middle.contains(&format!(r#"href="/runs/{}""#, ids[500])));
+    let (_, page) = dash.get("/runs?page=10").await;
+    assert!(page.contains(&format!(r#"href="/runs/{}""#, ids[0])));
     assert!(links(&page).contains(r#"href="https://example.test/pr/5""#), "{page}");
     assert!(page.contains(">failing</span> at abc1234"), "CI at the head from the snapshot\n{page}");
     assert!(page.contains("1 unresolved trusted comment<"), "mallory is not trusted; alice is");
@@ -532,6 +535,59 @@ async fn the_status_page_and_the_assets() {
     assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/css"));
 }
 
+/// Issue 35, item 11: a runner that stopped itself is how every cron runner ends, not an error; one
+/// whose heartbeat lapsed is. The tab has an icon; ids in the history never break inside.
+#[tokio::test]
+async fn a_stopped_runner_is_not_an_error_and_the_small_things_are_there() {
+    let db = common::sqlite();
+    let store = db.open().await;
+    task(&store, "S-1", "a task", "inbox", QueueStatus::Approved).await;
+    let ttl = Duration::from_secs(600);
+    let registration = RunnerRegistration {
+        id: "host-b/88-1",
+        host: "host-b",
+        pid: 88,
+        version: "test",
+        machine: "m",
+        ttl,
+        max_workers: 2,
+    };
+    store.register_runner(&registration).await.unwrap();
+    store.runner_ended("host-b/88-1").await.unwrap();
+    let run = store.create_run_for_task(&gid("S-1"), Actor::Runner).await.unwrap().expect("a run");
+    let dash = Dashboard::start(store).await;
+
+    let (_, page) = dash.get("/status").await;
+    let at = page.find(">host-b&#x2f;88-1</td>").unwrap_or_else(|| panic!("{page}"));
+    let row = &page[at..at + page[at..].find("</tr>").unwrap()];
+    assert!(row.contains(r#"<td class="note">stopped "#), "stopped cleanly: not red\n{row}");
+    assert!(!row.contains(r#"class="error""#), "{row}");
+    // The history's run id and event kind are one word each.
+    assert!(page.contains(&format!(r#"<a class="ident" href="/runs/{0}">#{0}</a>"#, run.id)), "{page}");
+    assert!(page.contains(r#"<td><span class="ident">"#), "{page}");
+    let css = dash.client.get(format!("{}/static/app.css", dash.base)).send().await.unwrap().text().await;
+    assert!(css.unwrap().contains(".ident { white-space: nowrap; overflow-wrap: normal; }"));
+
+    // The queue offers its view as CSV.
+    let (_, queue) = dash.get("/queue?status=approved").await;
+    assert!(
+        links(&queue).contains(r#"<a href="/api/v1/tasks.csv?limit=1000&status=approved" download>CSV</a>"#),
+        "{queue}"
+    );
+    // Where the pages point (open, as the style sheet is: the login page shows it too), and where a
+    // browser looks by itself (with the session it sends).
+    assert!(page.contains(r#"<link rel="icon" href="/static/favicon.ico">"#));
+    for response in [
+        dash.client.get(format!("{}/static/favicon.ico", dash.base)).send().await.unwrap(),
+        dash.get_response("/favicon.ico").await,
+    ] {
+        assert_eq!(response.status(), StatusCode::OK, "{}", response.url());
+        assert_eq!(response.headers()["content-type"], "image/x-icon");
+        let icon = response.bytes().await.unwrap();
+        assert_eq!(icon[..4], [0, 0, 1, 0], "an ICO file");
+    }
+}
+
 /// The cells (inner HTML, tags of their own stripped) of the status page's row for runner `id`.
 fn runner_row(page: &str, id: &str) -> Vec<String> {
     let escaped = id.replace('/', "&#x2f;");
@@ -612,7 +668,7 @@ async fn a_run_abandoned_from_the_cli_no_longer_shows_an_open_pull_request() {
         .unwrap();
     let dash = Dashboard::start(store).await;
 
-    let (_, board) = dash.get("/runs").await;
+    let (_, board) = dash.get("/runs?state=abandoned").await;
     assert!(board.contains("#5</a> last seen open (run abandoned)"), "{board}");
     assert!(!board.contains("</a> open"), "{board}");
     assert!(board.contains("abandoned (the runner had last decided: CI green"), "{board}");

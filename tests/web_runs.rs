@@ -8,7 +8,8 @@ mod common;
 mod runs_support;
 mod web_support;
 
-use executor::store::Store;
+use executor::domain::{Actor, TaskGid};
+use executor::store::{NewTask, Store};
 use reqwest::StatusCode;
 use runs_support::{FINDING, FRESH_TITLE, PR_TITLE, PR_URL, SILENT_TITLE, Scene};
 use web_support::Dashboard;
@@ -44,6 +45,11 @@ fn escaped(text: &str) -> String {
         .replace('/', "&#x2f;")
         .replace('\'', "&#x27;")
         .replace('"', "&quot;")
+}
+
+/// A page's markup with the entities auto-escaping puts into attribute values (`/`, `&`) turned back.
+fn links(page: &str) -> String {
+    page.replace("&#x2f;", "/").replace("&amp;", "&")
 }
 
 /// The card of run `id` on a board page.
@@ -104,7 +110,7 @@ async fn the_board_filters_by_state_with_a_stable_url() {
     card(&page, site.scene.pr_run);
     assert!(!page.contains(SILENT_TITLE) && !page.contains(FRESH_TITLE));
     assert!(
-        page.contains(r#"<a href="/runs?state=pr" class="current" aria-current="page">pr <small>1</small>"#),
+        page.contains(r#"<a id="state-pr" href="/runs?state=pr" class="current" aria-current="page">pr <small>1</small>"#),
         "{page}"
     );
     assert!(page.contains(r#"href="/runs?state=in_progress">in_progress <small>1</small>"#), "{page}");
@@ -169,4 +175,91 @@ async fn the_api_run_has_its_cost_so_far_latest_review_and_diff() {
     let v = api_run(&site, s.fresh_run).await;
     assert!(v["latest_review"].is_null() && v["pull_request"].is_null(), "{v}");
     assert_eq!(v["cost_so_far_usd"], 0.0);
+}
+
+/// 1,000 runs, of which 100 are ended (complete or abandoned): the scale the board was read at.
+async fn thousand_runs() -> (Dashboard, Vec<i64>) {
+    let db = common::sqlite();
+    let store: Store = db.open().await;
+    let tasks: Vec<(TaskGid, NewTask)> = (0..1000)
+        .map(|i| {
+            let text = format!("Make the importer faster, part {i}\nSo that big files load.");
+            (
+                TaskGid::parse(&format!("K-{i}")).unwrap(),
+                NewTask { description: Some(text), ..Default::default() },
+            )
+        })
+        .collect();
+    store.upsert_tasks(&tasks, Actor::Cli).await.unwrap();
+    let mut ids = Vec::new();
+    for (g, _) in &tasks {
+        store.approve_task(g, true, Actor::Cli).await.unwrap();
+        ids.push(store.create_run_for_task(g, Actor::Runner).await.unwrap().expect("a run").id);
+    }
+    for id in ids.iter().step_by(10) {
+        store.abandon_run(*id, Actor::Cli, "not wanted").await.unwrap();
+    }
+    store.set_run_workspace(ids[501], None, "/w", "executor/k-501-csv-export").await.unwrap();
+    let dashboard = Dashboard::start(store, runs_support::config(), TOKEN).await.holding(db);
+    (dashboard, ids)
+}
+
+/// Issue 35, item 9: 1,000 runs were a 926 KiB page. The board shows a page of them, newest first, with
+/// links to the next and the previous; the ended runs fold into a count with a link.
+#[tokio::test]
+async fn a_thousand_runs_are_a_small_page_with_the_ended_ones_folded() {
+    let (site, ids) = thousand_runs().await;
+    let (status, page) = site.get("/runs").await;
+    assert_eq!(status, StatusCode::OK);
+    eprintln!("GET /runs with 1,000 runs: {} bytes", page.len());
+    assert!(page.len() < 128 * 1024, "the board of 1,000 runs is {} KiB", page.len() / 1024);
+    assert_eq!(page.matches(r#"<article class="card run-card""#).count(), 100, "one page of cards");
+    assert!(page.contains("1–100 of 900 not ended"), "{}", page);
+    card(&page, ids[999]);
+    assert!(links(&page).contains(r#"<a href="/runs?page=2" rel="next">"#), "a next page");
+    assert!(!page.contains(r#"rel="prev""#));
+    // The ended runs: folded, counted, one link away; none of their cards on the board.
+    assert!(!page.contains(&format!(r#"data-run="{}""#, ids[990])), "an abandoned run is folded");
+    assert!(page.contains(r#"aria-label="abandoned runs, folded""#), "{page}");
+    assert!(links(&page).contains(r#"<a href="/runs?state=abandoned">Show the 100 abandoned runs</a>"#));
+
+    let (_, last) = site.get("/runs?page=9").await;
+    assert!(
+        last.contains("801–900 of 900") && last.contains(r#"rel="prev""#) && !last.contains(r#"rel="next""#)
+    );
+    let (_, unfolded) = site.get("/runs?ended=show").await;
+    assert!(
+        unfolded.contains("1–100 of 1000") && links(&unfolded).contains(r#"href="/runs?ended=show&page=2""#)
+    );
+    card(&unfolded, ids[990]);
+    let (_, abandoned) = site.get("/runs?state=abandoned&page=1").await;
+    assert_eq!(abandoned.matches(r#"<article class="card run-card""#).count(), 100);
+    let (_, past) = site.get("/runs?page=12").await;
+    assert!(past.contains("Page 12 is past the end: there are 9 pages."), "{past}");
+    let (status, _) = site.get("/runs?page=0").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "a page that is no page is refused");
+}
+
+/// Issue 35, item 9: `?q=` was silently ignored. It finds runs by task gid, task text, branch and pull
+/// request URL, and says what it searched for.
+#[tokio::test]
+async fn the_board_searches_runs() {
+    let (site, ids) = thousand_runs().await;
+    let (_, page) = site.get("/runs?q=k-77").await;
+    assert!(page.contains("matching “k-77”"), "the search is said: {}", page);
+    assert!(page.contains(r#"<input type="search" name="q" value="k-77""#), "and kept in its box");
+    // K-77 and K-770…K-779 (K-770 abandoned: folded, counted).
+    assert_eq!(page.matches(r#"<article class="card run-card""#).count(), 10, "{page}");
+    card(&page, ids[77]);
+    assert!(page.contains("Show the 1 abandoned run</a>"), "{page}");
+    let (_, page) = site.get("/runs?q=CSV-export").await;
+    assert_eq!(page.matches(r#"<article class="card run-card""#).count(), 1);
+    card(&page, ids[501]);
+    // Words of the task's text (K-120 is abandoned).
+    let (_, page) = site.get("/runs?q=part+12%0A").await;
+    assert!(page.contains("<small>10 not ended matching “part 12”"), "task text: {page}");
+    let (_, page) = site.get("/runs?q=%27%3B+DROP+TABLE+executor_runs").await;
+    assert!(page.contains("0 not ended") && page.contains("No runs."), "{}", page);
+    let (status, _) = site.get(&format!("/runs?q={}", "x".repeat(201))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "a search too long is refused, visibly");
 }

@@ -37,6 +37,36 @@ fn defaults_render_with_an_empty_context_too() {
 }
 
 #[test]
+fn plans_and_answers_reach_the_prompts_fenced() {
+    let p = Prompts::embedded();
+    let ctx = prompt::sample_context();
+    let plan = p.render(WorkerKind::Plan.into(), &ctx).unwrap();
+    let f = fence_of(&plan);
+    assert!(plan.contains(&format!("<{f} source=\"the plan sent back\">")), "{plan}");
+    assert!(
+        plan.contains(&format!("<{f} source=\"feedback on the plan\">\nKeep the old default.")),
+        "{plan}"
+    );
+    assert!(plan.contains("\"question\": null"), "the answer's shape is stated: {plan}");
+    for kind in [WorkerKind::Queued, WorkerKind::InProgress] {
+        let text = p.render(kind.into(), &ctx).unwrap();
+        let f = fence_of(&text);
+        assert!(text.contains(&format!("<{f} source=\"the approved plan\">")), "{kind}: {text}");
+        assert!(text.contains("{\"question\": \"…\"}"), "{kind}: how to ask is said");
+    }
+    for kind in [WorkerKind::Queued, WorkerKind::FixCi, WorkerKind::FixConflicts, WorkerKind::FixComments] {
+        let text = p.render(kind.into(), &ctx).unwrap();
+        let f = fence_of(&text);
+        assert!(text.contains(&format!("<{f}>Which API version?</{f}>")), "{kind}: {text}");
+        assert!(text.contains(&format!("<{f} source=\"an answer\">\nv2, please.")), "{kind}: {text}");
+    }
+    // Without a plan or answers, neither heading appears.
+    let bare = PromptContext { forge: "local".into(), ..Default::default() };
+    let queued = p.render(WorkerKind::Queued.into(), &bare).unwrap();
+    assert!(!queued.contains("The approved plan") && !queued.contains("Questions asked"), "{queued}");
+}
+
+#[test]
 fn kind_specific_content() {
     let p = Prompts::embedded();
     let mut ctx = prompt::sample_context();

@@ -334,21 +334,9 @@ impl Triager {
         }
     }
 
-    /// The configured agent, made read-only for triage: Claude Code in `analyzer.permission_mode`
-    /// (`plan`), Codex in `analyzer.codex_sandbox` (`read-only`). A command agent runs as configured.
+    /// The configured agent, made read-only for triage (see [`worker::read_only`]).
     fn agent(&self) -> AgentConfig {
-        let a = &self.config.analyzer;
-        match agent_config(&self.config) {
-            AgentConfig::Claude(mut c) => {
-                c.permission_mode = (!a.permission_mode.is_empty()).then(|| a.permission_mode.clone());
-                AgentConfig::Claude(c)
-            }
-            AgentConfig::Codex(mut c) => {
-                c.sandbox = a.codex_sandbox.clone();
-                AgentConfig::Codex(c)
-            }
-            other => other,
-        }
+        worker::read_only(agent_config(&self.config), &self.config)
     }
 
     /// Ends a session that produced no outcome to record (the agent never ran), as `reason` with `error`.

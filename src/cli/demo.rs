@@ -75,6 +75,29 @@ async fn triage(ctx: &Context) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What you say when the run waits for you: you approve the plan its agent wrote, and answer the question
+/// it asked (`executor plan approve`, `executor answer`). Returns whether the run waited for you.
+async fn answer_for_the_agent(store: &crate::store::Store, run_id: i64) -> anyhow::Result<bool> {
+    use crate::domain::{AnswerVia, PlanStatus};
+    if let Some(plan) = store.latest_plan(run_id).await?.filter(|p| p.status == PlanStatus::AwaitingApproval)
+    {
+        say!("  (you read plan revision {} and approve it: `executor plan approve {run_id}`)", plan.revision);
+        for line in plan.body.lines() {
+            say!("    | {line}");
+        }
+        store.decide_plan(run_id, &crate::store::PlanVerdict::Approve, Actor::Cli, Some(REVIEWER)).await?;
+        return Ok(true);
+    }
+    let open = store.questions(run_id).await?.into_iter().find(|q| q.answered_at.is_none());
+    if let Some(q) = open {
+        let answer = "Say hello: GREETING=hello";
+        say!("  (the agent asks: \"{}\"; you answer: `executor answer {run_id} \"{answer}\"`)", q.question);
+        store.answer_question(run_id, answer, AnswerVia::Cli, Actor::Cli, Some(REVIEWER)).await?;
+        return Ok(true);
+    }
+    Ok(false)
+}
+
 fn step(text: &str) {
     say!("\n==> {text}");
 }
@@ -110,6 +133,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
              [paths]\ndata_dir = {data}\n\n[runner]\nloop_interval = \"1s\"\nretry_backoff = \"1s\"\n\n\
              [worker]\nagent = \"command\"\nidle_timeout = \"1m\"\n\n[worker.command]\nargv = [{agent}]\n\n\
              [notify]\nmention = \"@you\"\n\n[repos.demo]\npath = {repo}\n\
+             # A plan is written (reading only) and approved by you before any code.\n\
+             plan = \"required\"\n\
              # Only comments by these authors make a worker act; the demo's reviewer is \"you\".\n\
              trusted_authors = [{reviewer}]\n\
              # CI fails until the agent's fix_ci worker adds the file it checks for.\n\
@@ -134,8 +159,14 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         (&gid, "Add a feature file describing the feature"),
         (&design, "Redesign the settings page\n\nMockups: https://www.figma.com/design/demo/settings"),
     ] {
-        let task =
-            NewTask { source: Some("demo".into()), description: Some(text.into()), ..Default::default() };
+        // FAKE_ASK: the fake agent asks you a question before it writes code, as a real one may.
+        let notes = (*g == gid).then(|| "It greets whoever opens it. FAKE_ASK".to_string());
+        let task = NewTask {
+            source: Some("demo".into()),
+            description: Some(text.into()),
+            notes,
+            ..Default::default()
+        };
         store.upsert_task(g, &task, Actor::Cli).await?;
     }
     triage(&ctx).await?;
@@ -149,7 +180,9 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     step("You approve DEMO-1 (the human's go: `executor approve DEMO-1`)");
     store.set_task_status(&gid, QueueStatus::Approved, Actor::Cli, Some("demo: approved")).await?;
 
-    step("Run the runner a pass at a time (`runner --once`), until the run is complete");
+    step(
+        "Run the runner a pass at a time (`runner --once`), until the run is complete; you approve its plan and answer its question",
+    );
     let mut narrator = narrate::Narrator::default();
     let mut commented = false;
     let mut finished = None;
@@ -174,6 +207,9 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         if matches!(run.state, RunState::Complete | RunState::Abandoned) {
             finished = Some(run);
             break;
+        }
+        if answer_for_the_agent(store, run.id).await? {
+            continue;
         }
         if run.state == RunState::Pr && !commented {
             let pr = store.local_pr_for_run(run.id).await?.context("a run in pr has a pull request")?;

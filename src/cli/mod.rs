@@ -13,6 +13,7 @@ mod init;
 mod insights;
 mod intake;
 mod parse;
+mod plan;
 mod prompts;
 mod queue;
 mod reanalyze;
@@ -113,6 +114,13 @@ pub enum Command {
     /// pending, for the analyzer to triage after every new task; --dry-run reports, by source and by
     /// rule, what would change.
     Reanalyze(reanalyze::ReanalyzeArgs),
+    /// A plan written before any code, where a repository (`plan = "required"`) or a task asks for one:
+    /// show it, approve it, send it back with what to change; or set a task's own plan setting.
+    #[command(subcommand)]
+    Plan(plan::PlanCommand),
+    /// Answer the question a run's agent asked instead of guessing (the run waits until someone does;
+    /// a trusted comment on its pull request or the dashboard answers it too).
+    Answer(plan::AnswerArgs),
     /// Concrete runs: list, show, abandon, resume.
     #[command(subcommand)]
     Runs(runs::RunsCommand),
@@ -336,6 +344,8 @@ async fn dispatch(ctx: &Context, command: Command, json: bool) -> anyhow::Result
         Command::Approve { gids, skip_triage } => queue::approve(ctx, &gids, skip_triage, json).await,
         Command::Skip { gid, reason } => queue::skip(ctx, &gid, &reason, json).await,
         Command::Runs(c) => runs::run(ctx, c, json).await,
+        Command::Plan(c) => plan::plan(ctx, c, json).await,
+        Command::Answer(args) => plan::answer(ctx, args, json).await,
         Command::Status => status::status(ctx, json).await,
         Command::Events(args) => status::events(ctx, args, json).await,
         Command::Insights(args) => insights::run(ctx, args, json).await,

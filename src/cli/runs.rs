@@ -158,8 +158,17 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
             field("completed", run.completed_at.map(|t| ago(t, now)).unwrap_or_else(|| "-".into()));
             let decided = memory.last_decision_at.map(|t| format!(" ({})", ago(t, now))).unwrap_or_default();
             field("last decision", format!("{}{decided}", opt(&memory.last_decision)));
-            if memory.budget_stopped {
-                field("budget", "stopped: over a budget cap (see the last decision)".into());
+            // Which cap says what helps: a resume for the run's own, the day's turn or a raise for the day's.
+            match memory.budget_cap {
+                Some(crate::domain::BudgetCap::Day) => field(
+                    "budget",
+                    "stopped by the daily cap (budget.per_day_usd): it goes on when the day turns (00:00 UTC) or the cap is raised; see the last decision".into(),
+                ),
+                Some(crate::domain::BudgetCap::Run) => field(
+                    "budget",
+                    format!("stopped by its own cap (budget.per_run_usd): `executor runs resume {}` or raise the cap; see the last decision", run.id),
+                ),
+                None => {}
             }
             if let Some(pr) = &pr {
                 print_pr(pr, now);

@@ -23,6 +23,9 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
         .into_iter()
         .filter(|r| r.budget_stopped && r.run.state.is_active())
         .collect();
+    // Runs that wait on a person's word, as "Needs you" lists them.
+    let plans_awaiting = ctx.store.plans_awaiting(10_000).await?;
+    let open_questions = ctx.store.open_questions(10_000).await?;
     if as_json {
         let queue: serde_json::Map<_, _> =
             counts.queue.iter().map(|(k, v)| (k.clone(), (*v).into())).collect();
@@ -42,6 +45,16 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
                 "run": r.run.id,
                 "task_gid": r.run.task_gid,
                 "why": r.last_decision,
+            })).collect::<Vec<_>>(),
+            "plans_awaiting_approval": plans_awaiting.iter().map(|p| serde_json::json!({
+                "run": p.run.id,
+                "task_gid": p.run.task_gid,
+                "revision": p.revision,
+            })).collect::<Vec<_>>(),
+            "open_questions": open_questions.iter().map(|q| serde_json::json!({
+                "run": q.run.id,
+                "task_gid": q.run.task_gid,
+                "question": q.question_id,
             })).collect::<Vec<_>>(),
         }));
     }
@@ -81,6 +94,18 @@ pub async fn status(ctx: &Context, as_json: bool) -> anyhow::Result<()> {
                 r.run.task_gid,
                 r.last_decision.as_deref().unwrap_or("-")
             );
+        }
+    }
+    if !plans_awaiting.is_empty() {
+        say!("plans awaiting approval: {} (executor plan show RUN_ID)", plans_awaiting.len());
+        for p in &plans_awaiting {
+            say!("  run {} (task {}): revision {}", p.run.id, p.run.task_gid, p.revision);
+        }
+    }
+    if !open_questions.is_empty() {
+        say!("questions waiting for an answer: {} (executor answer RUN_ID \"…\")", open_questions.len());
+        for q in &open_questions {
+            say!("  run {} (task {}): {}", q.run.id, q.run.task_gid, super::output::short(&q.question, 100));
         }
     }
     if !undelivered.is_empty() {

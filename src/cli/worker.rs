@@ -167,6 +167,10 @@ async fn run_worker(ctx: &Context, args: RunArgs, as_json: bool) -> anyhow::Resu
         pr: pr.as_ref(),
         review_findings: Vec::new(),
         ci_logs: Default::default(),
+        asked: match &run {
+            Some(r) => crate::runner::asked_for(store, r.id, args.kind).await?,
+            None => Default::default(),
+        },
     };
     let budget = budget_left(&config, store, run.as_ref()).await?;
     let b = &config.budget;

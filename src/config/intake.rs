@@ -58,7 +58,8 @@ pub struct SourceConfig {
     #[serde(default)]
     pub path: String,
     /// Asana, GitHub Issues, Linear: the events the tracker is told of (`pr_opened`, `complete`, `abandoned`,
-    /// `skipped`, `approved`); unset: the first three; `[]`: none. A file source has no tracker.
+    /// `plan`, `question`, `skipped`, `approved`, `merged`); unset: the first five; `[]`: none. A file
+    /// source has no tracker.
     #[serde(default)]
     pub writeback: Option<Vec<crate::domain::WritebackEvent>>,
     /// How long one write-back request may take before it counts as failed (and is looked for in the
@@ -77,6 +78,10 @@ pub struct SourceConfig {
     /// Asana: mark the task complete when its pull request merges (with `merged` in `writeback`).
     #[serde(default)]
     pub writeback_complete_on_merge: bool,
+    /// Asana: the people (user gids) whose comment on a task answers the open question of its run, as
+    /// an answer on the dashboard would; none: a comment in Asana answers nothing.
+    #[serde(default)]
+    pub answerers: Vec<String>,
 }
 
 impl SourceConfig {
@@ -141,6 +146,9 @@ pub(super) fn validate_sources(config: &super::Config) -> Result<(), String> {
         {
             return Err(format!("{}: teams, states and writeback_states are a Linear source's", key("kind")));
         }
+        if s.kind != "asana" && !s.answerers.is_empty() {
+            return Err(format!("{}: answerers are an Asana source's (Asana user gids)", key("answerers")));
+        }
         match s.kind.as_str() {
             "asana" => {
                 if s.projects.is_empty() && s.sections.is_empty() && s.user_task_list.is_empty() {
@@ -163,6 +171,9 @@ pub(super) fn validate_sources(config: &super::Config) -> Result<(), String> {
                     ));
                 }
                 let gid = |g: &str| !g.is_empty() && g.bytes().all(|b| b.is_ascii_digit());
+                if let Some(who) = s.answerers.iter().find(|g| !gid(g)) {
+                    return Err(format!("{}: {who:?} is not an Asana user gid", key("answerers")));
+                }
                 if let Some((event, field)) = s
                     .writeback_custom_fields
                     .iter()

@@ -3,6 +3,7 @@
 
 mod duration;
 mod find;
+mod insights;
 mod intake;
 mod prices;
 pub mod reference;
@@ -10,6 +11,7 @@ mod trust;
 
 pub use duration::Duration;
 pub use find::{ConfigSource, locate, user_config_path};
+pub use insights::Insights;
 pub use intake::SourceConfig;
 pub use trust::Trust;
 
@@ -46,6 +48,8 @@ pub struct Config {
     pub github: GitHub,
     /// The dashboard (`executor serve`).
     pub web: Web,
+    /// What the insights count as a revert and as an expensive failure.
+    pub insights: Insights,
     /// Several hosts sharing one PostgreSQL: limits across all of them. Absent: no such limit.
     pub cluster: Option<Cluster>,
     /// Dollars per million tokens by model name (the longest key that starts the model's name wins;
@@ -112,6 +116,9 @@ pub struct Runner {
     pub max_review_rounds: u32,
     /// `fix_conflicts` attempts (a pull request conflicting with its base) before a run is abandoned.
     pub max_conflict_attempts: u32,
+    /// A worker's question unanswered this long is told to the human once more; then the run waits,
+    /// without reminding again.
+    pub question_reminder: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -213,6 +220,7 @@ pub struct MaxTurns {
     pub fix_comments: u32,
     pub pr_review: u32,
     pub fix_conflicts: u32,
+    pub plan: u32,
 }
 
 impl Default for MaxTurns {
@@ -224,6 +232,7 @@ impl Default for MaxTurns {
             fix_comments: 100,
             pr_review: 60,
             fix_conflicts: 100,
+            plan: 60,
         }
     }
 }
@@ -238,6 +247,7 @@ impl MaxTurns {
             FixComments => self.fix_comments,
             PrReview => self.pr_review,
             FixConflicts => self.fix_conflicts,
+            Plan => self.plan,
         }
     }
 }
@@ -426,6 +436,10 @@ pub struct Repo {
     /// Mark a completed run's draft pull request ready for review. Off by default: the human decides.
     #[serde(default)]
     pub mark_ready: bool,
+    /// `required`: a `plan` worker writes a plan (read-only) that a human approves before any code;
+    /// `off` (the default): work starts at once. A task's own setting (`executor plan set`) wins.
+    #[serde(default)]
+    pub plan: crate::domain::PlanMode,
 }
 
 impl Repo {
@@ -447,6 +461,7 @@ impl Repo {
             review_rules: Vec::new(),
             acceptance_criteria: Vec::new(),
             mark_ready: false,
+            plan: crate::domain::PlanMode::Off,
         }
     }
 
@@ -636,6 +651,7 @@ impl Default for Runner {
             check_timeout: Duration::secs(2 * 3600),
             max_review_rounds: 2,
             max_conflict_attempts: 3,
+            question_reminder: Duration::secs(24 * 3600),
         }
     }
 }
@@ -826,6 +842,9 @@ impl Config {
             if !(value >= 0.0 && value.is_finite()) {
                 return fail(key, "must be a non-negative number of dollars");
             }
+        }
+        if let Some((key, why)) = self.insights.invalid() {
+            return fail(key, why);
         }
         for entry in &self.worker.network_allow {
             if let Err(why) = allowed_port(entry) {

@@ -161,6 +161,8 @@ fn write_back_keys_are_checked_naming_the_key() {
         (format!("{asana}writeback_sections = {{ complete = \"abc\" }}\n"), "sources[0].writeback_sections"),
         (format!("{asana}writeback_custom_fields = {{ complete = {{ \"x\" = \"1\" }} }}\n"), "sources[0].writeback_custom_fields"),
         (format!("{asana}writeback_complete_on_merge = true\n"), "sources[0].writeback_complete_on_merge"),
+        (format!("{asana}answerers = [\"alex\"]\n"), "sources[0].answerers"),
+        ("[[sources]]\nname = \"a\"\nkind = \"github_issues\"\ngithub = \"o/n\"\nanswerers = [\"1\"]\n".into(), "sources[0].answerers"),
         (
             "[[sources]]\nname = \"a\"\nkind = \"github_issues\"\ngithub = \"o/n\"\nwriteback_sections = { complete = \"1\" }\n".into(),
             "sources[0].writeback_sections",

@@ -3,9 +3,11 @@
 //! Architecture invariant: nothing in `domain` does I/O. Every other module depends on this one and it
 //! depends on no other module of the crate.
 
+mod budget_cap;
 mod ci_trigger;
 mod gid;
 mod notice;
+mod plan;
 mod queue;
 mod run;
 mod text;
@@ -14,9 +16,11 @@ mod worker_end;
 mod worker_kind;
 mod writeback;
 
+pub use budget_cap::{BudgetCap, next_budget_day};
 pub use ci_trigger::CiTrigger;
 pub use gid::{GidError, TaskGid};
 pub use notice::{ABANDONED_NOTICE_KIND, CHECKS_TIMEOUT_KEY, checks_timeout_key};
+pub use plan::{AnswerVia, PlanMode, PlanStatus};
 pub use queue::{QueueStatus, SkippedBy, Task};
 pub use run::{Run, RunState};
 pub use text::{SHOWN_TEXT_BYTES, shown};

@@ -1,4 +1,4 @@
-/// The six kinds of worker, one per prompt (seed: "Worker Prompts"). The runner picks the kind from the
+/// The seven kinds of worker, one per prompt (seed: "Worker Prompts"). The runner picks the kind from the
 /// run's state and its pull request; the kind picks the prompt and the end state the worker aims for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WorkerKind {
@@ -14,6 +14,9 @@ pub enum WorkerKind {
     PrReview,
     /// The PR conflicts with its base branch: merge the base in, resolve, run the tests.
     FixConflicts,
+    /// Before any code, where the repository or task asks for a plan: read the code (read-only) and write
+    /// the approach, files, risks and tests for a human to approve.
+    Plan,
 }
 
 super::named_enum!(WorkerKind, "worker kind", {
@@ -23,4 +26,5 @@ super::named_enum!(WorkerKind, "worker kind", {
     FixComments => "fix_comments",
     PrReview => "pr_review",
     FixConflicts => "fix_conflicts",
+    Plan => "plan",
 });

@@ -15,6 +15,10 @@ pub enum WritebackEvent {
     Approved,
     /// The run's pull request was merged (only when the source asks for it).
     Merged,
+    /// A plan waits for a human's approval: the plan itself, and how to approve it.
+    Plan,
+    /// A worker asked a question and the run waits for the answer.
+    Question,
 }
 
 super::named_enum!(WritebackEvent, "write-back event", {
@@ -24,12 +28,19 @@ super::named_enum!(WritebackEvent, "write-back event", {
     Skipped => "skipped",
     Approved => "approved",
     Merged => "merged",
+    Plan => "plan",
+    Question => "question",
 });
 
 impl WritebackEvent {
     /// What a source writes back when its config does not say.
-    pub const DEFAULT: &'static [WritebackEvent] =
-        &[WritebackEvent::PrOpened, WritebackEvent::Complete, WritebackEvent::Abandoned];
+    pub const DEFAULT: &'static [WritebackEvent] = &[
+        WritebackEvent::PrOpened,
+        WritebackEvent::Complete,
+        WritebackEvent::Abandoned,
+        WritebackEvent::Plan,
+        WritebackEvent::Question,
+    ];
 }
 
 /// Where one message stands in the outbox.

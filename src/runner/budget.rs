@@ -1,55 +1,43 @@
 //! Dollar caps, summed from what the agents report: per run (`budget.per_run_usd`) and per UTC day
-//! (`budget.per_day_usd`). A run over a cap starts no worker until a human raises the cap.
+//! (`budget.per_day_usd`). A run over a cap starts no worker until a human raises the cap (or resumes
+//! the run, for its own cap; or the day turns, for the day's).
 
 use chrono::Utc;
 
 use super::decision::{Notice, NoticeKind};
 use super::state::{Runner, RunnerError};
-use crate::budget::{Exhausted, budget_left, exhausted};
-use crate::domain::Run;
+use crate::budget::{BudgetStop, budget_left, budget_stop};
+use crate::domain::{BudgetCap, Run};
 use crate::store::{RunMemory, start_of_day};
 
 impl Runner {
-    /// Why a worker must not start for this run now, if a cap says so (and tells the human, once).
+    /// The cap that keeps a worker from starting for this run now, if one does: recorded on the run
+    /// (which cap, so pages offer what helps) and told to the human once. Asked only when a worker would
+    /// otherwise start, slot or not, so a budget stop is never explained as a wait for a slot.
     pub(super) async fn budget_block(
         &self,
         run: &Run,
         memory: &RunMemory,
-    ) -> Result<Option<String>, RunnerError> {
+    ) -> Result<Option<BudgetStop>, RunnerError> {
         let b = &self.config.budget;
         let now = Utc::now();
         let spent_today = self.store.spent_since(start_of_day(now)).await?;
         let run_spent = run.cost_usd - memory.budget_base_usd;
         // A remainder too small to do anything with (`budget.min_launch_usd`) is no budget at all: the
         // human is told, rather than an agent started to spend it on one message and stop.
-        let stop = exhausted(b, b.per_run_usd - run_spent, b.per_day_usd - spent_today);
-        let (why, key) = if stop == Some(Exhausted::Run) {
-            (
-                format!(
-                    "Run {} has spent ${run_spent:.4} of its ${} budget; no worker starts until budget.per_run_usd is raised or `executor runs resume {}`.",
-                    run.id, b.per_run_usd, run.id
-                ),
-                format!("budget_run:{}:{}", b.per_run_usd, memory.budget_base_usd),
-            )
-        } else if stop == Some(Exhausted::Day) {
-            (
-                format!(
-                    "Workers have spent ${spent_today:.4} today of the ${} daily budget; no worker starts until tomorrow (UTC) or until budget.per_day_usd is raised.",
-                    b.per_day_usd
-                ),
-                format!("budget_day:{}:{}", now.date_naive(), b.per_day_usd),
-            )
-        } else {
-            if memory.budget_stopped {
-                self.store.set_budget_stopped(run.id, Some(&self.owner), false).await?;
-            }
-            return Ok(None);
-        };
-        if !memory.budget_stopped {
-            self.store.set_budget_stopped(run.id, Some(&self.owner), true).await?;
+        let stop = budget_stop(b, run_spent, spent_today);
+        let cap = stop.as_ref().map(|s| s.cap);
+        if memory.budget_cap != cap {
+            self.store.set_budget_stop(run.id, Some(&self.owner), cap).await?;
         }
-        self.notify(run, &Notice { kind: NoticeKind::NeedsHuman, key, text: why.clone() }).await?;
-        Ok(Some(why))
+        let Some(stop) = stop else { return Ok(None) };
+        let key = match stop.cap {
+            BudgetCap::Run => format!("budget_run:{}:{}", b.per_run_usd, memory.budget_base_usd),
+            BudgetCap::Day => format!("budget_day:{}:{}", now.date_naive(), b.per_day_usd),
+        };
+        let text = stop.describe(run.id, now);
+        self.notify(run, &Notice { kind: NoticeKind::NeedsHuman, key, text }).await?;
+        Ok(Some(stop))
     }
 
     /// Dollars a new worker of this run may spend: what is left of the run's and the day's caps.

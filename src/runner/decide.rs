@@ -8,8 +8,12 @@
 //!     `abandoned`, human told (rather than watched forever). The world has spoken, so this beats a live
 //!     worker (which is stopped: its work is moot).
 //!  3. A live worker for the run → wait. Never a second worker for one run, never act under a worker.
-//!  4. By state:
-//!     - `queued`: free slot → start `queued` worker, moving to `in_progress`; else wait.
+//!  4. A worker's question nobody has answered → tell the human once, remind once after
+//!     `question_reminder`, wait (see [`waiting_for_answer`]).
+//!  5. By state:
+//!     - `queued`: when the task needs a plan, a `plan` worker writes one (and rewrites it when sent
+//!       back), and the run waits for a person's approval (see [`plan_gate`]); then, with a free slot →
+//!       start `queued` worker, moving to `in_progress`; else wait.
 //!     - `in_progress`: a PR exists for the branch → `pr`, recording it; the branch has commits → open a
 //!       draft one (code, not the agent, opens pull requests on every forge); else resume with an
 //!       `in_progress` worker.
@@ -32,13 +36,17 @@
 //!       `pr`; otherwise wait.
 //!
 //! Every worker start goes through the same gate, in order: retry limits (→ `abandoned`, human told),
-//! then back-off after an unsuccessful worker (→ wait), then a free slot (→ wait). A worker that did its
+//! then back-off after an unsuccessful worker (→ wait), then a budget cap (→ wait, saying which cap and
+//! by how much), then a free slot (→ wait). A worker that did its
 //! job is progress, not an attempt: a reviewer who keeps commenting, each round answered, never runs
 //! into the limit of back-to-back `fix_comments` workers (see [`LastWorker::streak`]).
 
 use chrono::{DateTime, SubsecRound, TimeDelta, Utc};
 
-use super::decision::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
+use super::decision::{
+    Action, Decision, LastWorker, Notice, NoticeKind, Observation, OpenQuestion, PlanStage, Policy,
+    WorkerOutcome,
+};
 use crate::domain::{ReviewVerdict, Run, RunState, WorkerKind};
 use crate::forge::{Check, CheckStatus, CiRollup, Comment, Mergeable, PrSnapshot, PrState};
 
@@ -61,14 +69,19 @@ pub fn decide(run: &Run, obs: &Observation, policy: &Policy, now: DateTime<Utc>)
         let pid = run.worker_pid.map_or(String::new(), |pid| format!(" (pid {pid})"));
         return Decision::wait(format!("A worker is alive for this run{pid}; never a second one."));
     }
+    if let Some(question) = &obs.open_question {
+        return waiting_for_answer(run, question, obs, policy, now);
+    }
     match run.state {
-        RunState::Queued => start_worker(
-            Start::new(WorkerKind::Queued, "The run is queued.").moving_to(RunState::InProgress),
-            run,
-            obs,
-            policy,
-            now,
-        ),
+        RunState::Queued => plan_gate(run, obs, policy, now).unwrap_or_else(|| {
+            start_worker(
+                Start::new(WorkerKind::Queued, "The run is queued.").moving_to(RunState::InProgress),
+                run,
+                obs,
+                policy,
+                now,
+            )
+        }),
         RunState::InProgress => in_progress(run, obs, policy, now),
         RunState::Pr => match &obs.pr {
             Some(pr) => pr_open(run, pr, obs, policy, now),
@@ -79,6 +92,89 @@ pub fn decide(run: &Run, obs: &Observation, policy: &Policy, now: DateTime<Utc>)
         },
         RunState::Complete => complete(run, obs, policy),
         RunState::Abandoned => Decision::wait("The run is abandoned; nothing more to do."),
+    }
+}
+
+/// A worker asked a question: the human is told once (Needs you, the tracker, the pull request), reminded
+/// once after `question_reminder`, and the run waits, whatever else changes, until someone answers.
+fn waiting_for_answer(
+    run: &Run,
+    question: &OpenQuestion,
+    obs: &Observation,
+    policy: &Policy,
+    now: DateTime<Utc>,
+) -> Decision {
+    let how = format!(
+        "answer on the run page, with `executor answer {} \"…\"`, or in a comment on the pull request",
+        run.id
+    );
+    let key = format!("question:{}", question.id);
+    if !obs.notices_sent.contains(&key) {
+        let text = format!(
+            "A worker of run {} (task {}) asks:\n\n{}\n\nThe run waits for your answer: {how}.",
+            run.id, run.task_gid, question.text
+        );
+        return Decision {
+            action: Action::Notify { notice: notice(NoticeKind::Question, &key, &text) },
+            why: format!(
+                "A worker asked question {}; telling the human and waiting for the answer.",
+                question.id
+            ),
+        };
+    }
+    let reminder = format!("question_reminder:{}", question.id);
+    let due = TimeDelta::from_std(policy.question_reminder).unwrap_or(TimeDelta::MAX);
+    if now - question.asked_at >= due && !obs.notices_sent.contains(&reminder) {
+        let text = format!(
+            "Run {} (task {}) has waited {} for an answer to its worker's question:\n\n{}\n\nIt keeps \
+             waiting and will not remind you again: {how}.",
+            run.id,
+            run.task_gid,
+            humantime::format_duration(policy.question_reminder),
+            question.text
+        );
+        return Decision {
+            action: Action::Notify { notice: notice(NoticeKind::NeedsHuman, &reminder, &text) },
+            why: format!("Question {} is still unanswered; reminding the human once.", question.id),
+        };
+    }
+    Decision::wait(format!("Waiting for an answer to question {} ({how}).", question.id))
+}
+
+/// A run whose task needs an approved plan: a `plan` worker writes one (again, after changes were
+/// asked for), a person is told of each revision once, and code starts only once one is approved.
+/// `None` when no plan is needed or it is approved.
+fn plan_gate(run: &Run, obs: &Observation, policy: &Policy, now: DateTime<Utc>) -> Option<Decision> {
+    let write = |reason: String| start_worker(Start::new(WorkerKind::Plan, reason), run, obs, policy, now);
+    match obs.plan.as_ref()? {
+        PlanStage::Approved => None,
+        PlanStage::None => {
+            Some(write("The task needs a plan approved before code; none is written yet.".into()))
+        }
+        PlanStage::ChangesRequested { revision } => Some(write(format!(
+            "Plan revision {revision} was sent back with changes requested; revision {} is to be written.",
+            revision + 1
+        ))),
+        PlanStage::Awaiting { id, revision } => {
+            let key = format!("plan:{id}");
+            let how = format!(
+                "approve it on the run page or with `executor plan approve {0}`, or send it back with \
+                 `executor plan revise {0} --comment \"…\"`",
+                run.id
+            );
+            if obs.notices_sent.contains(&key) {
+                return Some(Decision::wait(format!("Plan revision {revision} waits for a person: {how}.")));
+            }
+            let text = format!(
+                "Plan revision {revision} for run {} (task {}) waits for your approval before any code is \
+                 written: {how}.",
+                run.id, run.task_gid
+            );
+            Some(Decision {
+                action: Action::Notify { notice: notice(NoticeKind::Plan, &key, &text) },
+                why: text,
+            })
+        }
     }
 }
 
@@ -458,7 +554,7 @@ impl Start {
     }
 }
 
-/// The gate every worker start passes: limits, then back-off, then a free slot.
+/// The gate every worker start passes: limits, then back-off, then the budget, then a free slot.
 fn start_worker(start: Start, run: &Run, obs: &Observation, policy: &Policy, now: DateTime<Utc>) -> Decision {
     let kind = start.kind;
     let reason = start.reason;
@@ -490,6 +586,9 @@ fn start_worker(start: Start, run: &Run, obs: &Observation, policy: &Policy, now
                 until.format("%H:%M:%S")
             ));
         }
+    }
+    if let Some(stop) = &obs.budget {
+        return Decision::wait(format!("{reason} {}", stop.describe(run.id, now)));
     }
     if !obs.free_slot {
         return Decision::wait(format!("{reason} No free worker slot."));

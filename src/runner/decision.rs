@@ -49,6 +49,45 @@ pub struct Observation {
     /// run keeps going, and the decision says so.
     #[serde(default)]
     pub comment_rounds: u32,
+    /// Where the run's plan stands, when its task needs one approved before code (gathered for a
+    /// `queued` run only: once code is being written the plan is settled). `None`: no plan needed.
+    #[serde(default)]
+    pub plan: Option<PlanStage>,
+    /// The question a worker of this run asked that nobody has answered yet.
+    #[serde(default)]
+    pub open_question: Option<OpenQuestion>,
+    /// A dollar cap that leaves too little for a worker (read only when one would start: the day's
+    /// spend is a query). It comes before the free slot: a run no slot would let go on is not waiting
+    /// for one.
+    #[serde(default)]
+    pub budget: Option<crate::budget::BudgetStop>,
+}
+
+/// Where a run that needs an approved plan stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "stage", rename_all = "snake_case")]
+pub enum PlanStage {
+    /// No plan written yet.
+    None,
+    /// This revision waits for a person (`id`: its row, the notice's key).
+    Awaiting {
+        id: i64,
+        revision: i64,
+    },
+    /// This revision was sent back with changes requested: the next one is to be written.
+    ChangesRequested {
+        revision: i64,
+    },
+    Approved,
+}
+
+/// A question a worker ended with, unanswered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpenQuestion {
+    pub id: i64,
+    pub asked_at: DateTime<Utc>,
+    /// The question, as the notice quotes it.
+    pub text: String,
 }
 
 /// The last worker of a run that has ended.
@@ -113,6 +152,9 @@ pub struct Policy {
     /// How long checks may take at one head (no check at all after CI was triggered, a required check
     /// missing, a check still pending) before the human is told, once per head. The wait goes on.
     pub check_timeout: Duration,
+    /// How long a question waits unanswered before the human is reminded, once.
+    #[serde(default)]
+    pub question_reminder: Duration,
 }
 
 /// What `decide` concluded, and why in one sentence naming the facts. The runner records both.
@@ -166,6 +208,10 @@ pub enum NoticeKind {
     Abandoned,
     /// The run cannot go on by itself and waits for a human.
     NeedsHuman,
+    /// A plan waits for a person's approval (the tracker hears the plan itself).
+    Plan,
+    /// A worker asked a question and the run waits for the answer (the tracker hears it too).
+    Question,
 }
 
 impl Decision {

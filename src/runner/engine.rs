@@ -61,6 +61,7 @@ impl Runner {
             outbox,
             wake_seen: 0,
             swept_at: None,
+            reverts_looked: None,
             kept_worktrees: Default::default(),
         })
     }
@@ -386,6 +387,7 @@ impl Runner {
         }
         // Last, so what this tick's steps recorded reaches the trackers before the runner goes idle.
         self.send_writebacks().await?;
+        self.check_reverts_when_due(&mut report).await;
         if let Ok(mut met) = self.met.lock() {
             for m in met.drain(..) {
                 match m {

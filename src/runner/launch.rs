@@ -56,6 +56,7 @@ impl Runner {
         pr: Option<&PrSnapshot>,
     ) -> Result<bool, RunnerError> {
         let sessions = self.store.worker_sessions(run.id).await?;
+        let asked = asked_for(&self.store, run.id, kind).await?;
         let agent = agent_named(&self.config, &next.name);
         let resume = if kind == WorkerKind::InProgress {
             self.resumable_here(run, &sessions, agent.name()).await?
@@ -119,6 +120,7 @@ impl Runner {
                 }
                 _ => Vec::new(),
             },
+            asked,
         };
         let budget = self.budget_left(run).await?;
         let mut spec =
@@ -346,6 +348,8 @@ pub(crate) struct WorkerInputs<'a> {
     pub review_findings: Vec<ReviewComment>,
     /// `fix_ci`: the end of each failed check's log, by check name, where the forge could fetch it.
     pub ci_logs: std::collections::HashMap<String, String>,
+    /// The plan and the answers a person gave (see `launch/asked.rs`).
+    pub asked: Asked,
 }
 
 /// The findings of the run's failed review at `head`, for the `fix_comments` worker that answers it:
@@ -429,7 +433,15 @@ pub(crate) fn build_spec(
     let run_id = w.run.map(|r| r.id);
     // The worktree's git directories are derived from the configured repository, never from its `.git`.
     let repo_path = w.repo.map(|(_, r)| crate::config::expand_home(&r.path));
-    let (git_dirs, write_dirs) = git_dirs_of(repo_path.as_deref(), &w.cwd);
+    let (git_dirs, mut write_dirs) = git_dirs_of(repo_path.as_deref(), &w.cwd);
+    let agent = if w.kind == WorkerKind::Plan {
+        // A plan is written reading only: the agent in its read-only mode, and nothing of the repository's
+        // `.git` writable, so no commit can come of it.
+        write_dirs.clear();
+        worker::read_only(agent, config)
+    } else {
+        agent
+    };
     Ok(WorkerSpec {
         task_gid: w.task.task_gid.clone(),
         run_id: run_id.unwrap_or(0),
@@ -526,6 +538,9 @@ pub(crate) fn prompt_context(w: &WorkerInputs<'_>) -> PromptContext {
             _ => Vec::new(),
         },
         review_findings: w.review_findings.clone(),
+        plan: w.asked.plan.clone(),
+        plan_feedback: w.asked.plan_feedback.clone(),
+        answers: w.asked.answers.clone(),
         previous_error: None,
     }
 }
@@ -592,6 +607,9 @@ fn unresolved(pr: &PrSnapshot, trust: &Trust) -> Vec<ReviewComment> {
         })
         .collect()
 }
+
+mod asked;
+pub(crate) use asked::{Asked, asked_for};
 
 #[cfg(test)]
 mod no_slot_tests;

@@ -11,11 +11,18 @@ use crate::forge::{CommentPost, Forge};
 /// The author name of executor's own comments on the local forge.
 pub const EXECUTOR_AUTHOR: &str = "executor";
 
+/// A notice that Needs you shows for as long as it waits (a plan to approve, a question to answer).
+fn shown_until_answered(kind: &str) -> bool {
+    kind == kind_name(NoticeKind::Plan) || kind == kind_name(NoticeKind::Question)
+}
+
 fn kind_name(kind: NoticeKind) -> &'static str {
     match kind {
         NoticeKind::Completed => "completed",
         NoticeKind::Abandoned => crate::domain::ABANDONED_NOTICE_KIND,
         NoticeKind::NeedsHuman => "needs_human",
+        NoticeKind::Plan => "plan",
+        NoticeKind::Question => "question",
     }
 }
 
@@ -81,7 +88,7 @@ impl Runner {
             return Ok(()); // already told (or in the outbox)
         };
         tracing::info!(run = run.id, task = %run.task_gid, "notice: {text}");
-        if let Err(e) = self.deliver(id, run, &text).await {
+        if let Err(e) = self.deliver(id, run, &text, kind_name(notice.kind)).await {
             tracing::warn!(run = run.id, "notice {id} not delivered yet: {e}");
             let what = format!("run {}: {e}", run.id);
             if let Ok(mut met) = self.met.lock() {
@@ -114,7 +121,7 @@ impl Runner {
             if !self.store.claim_run(run.id, &self.owner, lease).await? {
                 continue;
             }
-            match self.deliver(n.id, &run, &n.message).await {
+            match self.deliver(n.id, &run, &n.message, &n.kind).await {
                 Ok(()) => {}
                 Err(e) if e.is_rate_limit() => report.throttled(format!("run {}: {e}", run.id)),
                 Err(e) => report.failed(format!("run {}: {e}", run.id)),
@@ -126,7 +133,7 @@ impl Runner {
     /// One delivery attempt: the comment on the run's pull request (unless it is already there: at most
     /// once per notice as far as the forge can tell), then the webhook. Marks the notice delivered when
     /// both went through, or records the attempt and its error.
-    async fn deliver(&self, id: i64, run: &Run, text: &str) -> Result<(), RunnerError> {
+    async fn deliver(&self, id: i64, run: &Run, text: &str, kind: &str) -> Result<(), RunnerError> {
         let posted = match self.forge_of(run) {
             Ok(f) => self.post_on_forge(id, run, &f, text).await,
             Err(e) => Err(Undelivered::failed(format!("no forge for the run: {e}"))),
@@ -143,6 +150,13 @@ impl Runner {
             OnForge::NoPullRequest | OnForge::MayStillLand => String::new(),
         });
         if matches!(&posted, Ok(p) if p.is_empty()) && self.config.notify.webhook_url.trim().is_empty() {
+            if shown_until_answered(kind) {
+                // A plan or a question stays on Needs you until answered, and its tracker hears it: posted
+                // on a pull request opened later it would ask for what was given long before.
+                let delivery = "on Needs you until answered (the run has no pull request)";
+                self.store.mark_notice_delivered(id, delivery).await?;
+                return Ok(());
+            }
             // No pull request and no webhook: nobody has been told. The notice stays undelivered, so
             // `executor status` lists it, and later ticks post it once the run has a pull request —
             // however many ticks that takes: waiting for a place to send it is no failed attempt.

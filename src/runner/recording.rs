@@ -6,7 +6,7 @@ use std::future::Future;
 
 use tokio::sync::mpsc;
 
-use crate::domain::{Actor, ReviewVerdict, WorkerKind};
+use crate::domain::{Actor, BudgetCap, ReviewVerdict, WorkerKind};
 use crate::redact::Redactor;
 use crate::store::{Answer, Store, WorkerEnd};
 use crate::worker::replies::{self, Refusal, Reply};
@@ -99,10 +99,14 @@ async fn persist_updates(
 async fn finish(rec: &Recording, outcome: &Result<WorkerOutcome, worker::WorkerError>) {
     let (store, session, run_id) = (&rec.store, rec.session, rec.run_id);
     if let Ok(o) = outcome
-        && let Err(e) = record_replies(rec, o).await
+        && let Err(e) = async {
+            record_replies(rec, o).await?;
+            record_plan_or_question(rec, o).await
+        }
+        .await
     {
         // The end is not recorded either, so the next runner collects the worker and records them.
-        tracing::warn!(session, "recording a worker's replies: {e}");
+        tracing::warn!(session, "recording a worker's replies, plan or question: {e}");
         return;
     }
     let end = match outcome {
@@ -122,7 +126,9 @@ async fn finish(rec: &Recording, outcome: &Result<WorkerOutcome, worker::WorkerE
         let _ = tokio::fs::remove_dir_all(dir).await;
     }
     if o.reason == EndReason::BudgetExceeded {
-        let _ = store.set_budget_stopped(run_id, rec.holder.as_deref(), true).await;
+        // The worker was given what was left of both caps; which one it ran into is the runner's to
+        // record on its next look at both (`budget_block`), which corrects this first guess.
+        let _ = store.set_budget_stop(run_id, rec.holder.as_deref(), Some(BudgetCap::Run)).await;
     }
 }
 
@@ -153,6 +159,22 @@ async fn record_replies(rec: &Recording, o: &WorkerOutcome) -> Result<(), crate:
         let why: Vec<String> = refused.iter().map(ToString::to_string).collect();
         let note = format!("the {} worker's replies not posted: {}", rec.kind, why.join("; "));
         rec.store.record_note(Actor::Runner, Some(&run.task_gid), Some(rec.run_id), &note).await?;
+    }
+    Ok(())
+}
+
+/// Records the plan a `plan` worker wrote, or the question any worker ended with (before its end, like
+/// its replies): the run then waits for a person. Redacted: both are shown on the page, the tracker and
+/// the pull request.
+async fn record_plan_or_question(rec: &Recording, o: &WorkerOutcome) -> Result<(), crate::store::StoreError> {
+    let Some(parsed) = &o.parsed else { return Ok(()) };
+    if let Some(question) = parsed.question() {
+        let question = rec.redactor.redact(question);
+        return rec.store.ask_question(rec.run_id, rec.session, rec.kind, &question).await;
+    }
+    if let ParsedResult::Plan(plan) = parsed {
+        let body = rec.redactor.redact(&plan.to_markdown());
+        rec.store.record_plan(rec.run_id, rec.session, &body).await?;
     }
     Ok(())
 }

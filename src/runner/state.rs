@@ -177,5 +177,8 @@ pub struct Runner {
     /// When this runner last looked for worktrees of runs that ended or went on (see `sweep.rs`), and
     /// the ones it found it must keep, said once each.
     pub(super) swept_at: Option<tokio::time::Instant>,
+    /// When this runner last looked for reverted merges, and the run id its next look starts after
+    /// (see `reverts.rs`).
+    pub(super) reverts_looked: Option<(tokio::time::Instant, i64)>,
     pub(super) kept_worktrees: std::collections::HashSet<std::path::PathBuf>,
 }

@@ -5,7 +5,7 @@ use chrono::Utc;
 use super::agent_choice::{NextAgent, next_agent};
 use super::branch_hold::Settled;
 use super::decide;
-use super::decision::{Action, Decision, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
+use super::decision::{Action, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
 use super::state::{Runner, RunnerError};
 use crate::domain::{Actor, EndClass, EndReason, ReviewVerdict, Run, RunState, WorkerKind};
 use crate::forge::{Forge, PrSnapshot, ReviewDelivery, deliver_review};
@@ -35,7 +35,8 @@ impl Runner {
         }
         let sessions = self.store.worker_sessions(run.id).await?;
         let mut run = run.clone();
-        if run.state == RunState::Queued && sessions.iter().any(|s| s.pid.is_some()) {
+        let implementing = |s: &WorkerSession| matches!(s.kind, WorkerKind::Queued | WorkerKind::InProgress);
+        if run.state == RunState::Queued && sessions.iter().any(|s| implementing(s) && s.pid.is_some()) {
             // A worker really started and the runner died before moving the run on: move it now, so the
             // run is not started again as if nothing had been done.
             run = self.move_run(&run, RunState::InProgress, "a queued worker had started").await?;
@@ -115,8 +116,9 @@ impl Runner {
         } else {
             Vec::new()
         };
-        let (last_worker, comment_rounds) = progress(&sessions, head_now.as_deref(), &offers);
-        let obs = Observation {
+        let (plan, open_question, for_a_person) = self.asks(run, &repo, snapshot.as_ref()).await?;
+        let (last_worker, comment_rounds) = progress(&sessions, head_now.as_deref(), &offers, &for_a_person);
+        let mut obs = Observation {
             worker_alive,
             free_slot: self.free_slots > 0,
             pr: snapshot.clone(),
@@ -133,6 +135,9 @@ impl Runner {
             }),
             comments_at_completion: memory.completion_comment_ids.clone(),
             comment_rounds,
+            plan,
+            open_question,
+            budget: None,
         };
         let policy = Policy {
             max_stuck: self.config.runner.max_stuck,
@@ -147,26 +152,29 @@ impl Runner {
             check_grace: forge.check_grace(),
             max_review_rounds: self.config.runner.max_review_rounds,
             max_conflict_attempts: self.config.runner.max_conflict_attempts,
+            question_reminder: self.config.runner.question_reminder.std(),
         };
         let now = Utc::now();
-        let mut decision = decide(run, &obs, &policy, now);
-        if let Action::StartWorker { .. } = decision.action
-            && let Some(why) = self.budget_block(run, &memory).await?
-        {
-            decision = Decision::wait(why);
+        // Would a worker start, given a slot? Then, and only then, the caps are read, before the slot is
+        // looked at: a run its budget stops is told so, not that it waits for a slot (which, on this host
+        // or another, would not let it go on either).
+        let would_start = |obs: &Observation| {
+            matches!(
+                decide(run, &Observation { free_slot: true, ..obs.clone() }, &policy, now).action,
+                Action::StartWorker { .. }
+            )
+        };
+        if would_start(&obs) {
+            obs.budget = self.budget_block(run, &memory).await?;
         }
+        let mut decision = decide(run, &obs, &policy, now);
         let agent = next_agent(&self.config.worker.agents(), obs.last_worker.as_ref());
         if let (Action::StartWorker { .. }, Some(turned)) = (&decision.action, &agent.turned) {
             decision.why = format!("{} ({turned})", decision.why.trim_end_matches('.'));
         }
         // Waiting only for a slot, which this host has none of: the run is let go for a runner with one,
         // on any host, to take (the decision asked again as if a slot were free).
-        let wants_slot = !obs.free_slot
-            && !obs.worker_alive
-            && matches!(
-                decide(run, &Observation { free_slot: true, ..obs }, &policy, now).action,
-                Action::StartWorker { .. }
-            );
+        let wants_slot = !obs.free_slot && !obs.worker_alive && would_start(&obs);
         if memory.last_decision.as_deref() != Some(decision.why.as_str()) {
             tracing::info!(run = run.id, task = %run.task_gid, "{}", decision.why);
             self.store.record_decision(run.id, Some(&self.owner), &decision.why).await?;
@@ -268,7 +276,11 @@ impl Runner {
                 let outcome = forge.trigger_ci(run, &sha).await?;
                 self.store.set_ci_triggered(run.id, Some(&self.owner), &sha, outcome).await?;
             }
-            Action::Notify { notice } => self.notify(run, &notice).await?,
+            Action::Notify { notice } => {
+                // A plan or a question is the tracker's to hear too, recorded before the notice.
+                self.record_writebacks(run, None, Some(&notice)).await?;
+                self.notify(run, &notice).await?
+            }
         }
         Ok(())
     }
@@ -330,12 +342,15 @@ impl Runner {
         if sent.contains(&key) {
             return Ok(());
         }
+        // The count as stored now: `run` was read before this worker's end was counted (the end lands
+        // between the tick's read of the run and its read of the sessions), so its copy says one less.
+        let stuck = self.store.run(run.id).await?.worker_stuck_count;
         let text = format!(
             "The {} worker of run {} (task {}) was stopped: {what}. Stuck attempts: {} of {}; see `executor logs {} --kind {}`.",
             last.kind.as_str(),
             run.id,
             run.task_gid,
-            run.worker_stuck_count,
+            stuck,
             self.config.runner.max_stuck,
             run.task_gid,
             last.kind.as_str()
@@ -393,9 +408,14 @@ fn count(sessions: &[WorkerSession], pred: impl Fn(&WorkerSession) -> bool) -> u
     u32::try_from(sessions.iter().filter(|s| pred(s)).count()).unwrap_or(u32::MAX)
 }
 
+mod asks;
 mod progress;
 
 #[cfg(test)]
+mod budget_tests;
+#[cfg(test)]
 mod review_wait_tests;
+#[cfg(test)]
+mod stuck_tests;
 #[cfg(test)]
 mod tests;

@@ -11,9 +11,9 @@ use crate::forge::PrRef;
 use crate::writeback::message;
 
 impl Runner {
-    /// Records the messages a transition owes the tracker: `pr` recorded (the pull request opened), or
-    /// `notice` a completion or an abandonment. Before the transition, so a crash loses none; each once
-    /// per run and key.
+    /// Records the messages a step owes the tracker: `pr` recorded (the pull request opened), or
+    /// `notice` a completion, an abandonment, a plan to approve or a worker's question. Before the step
+    /// that makes it true, so a crash loses none; each once per run and key.
     pub(super) async fn record_writebacks(
         &self,
         run: &Run,
@@ -37,6 +37,13 @@ impl Runner {
             Some(n) if n.kind == NoticeKind::Abandoned => {
                 let text = message::abandoned(run.task_gid.as_str(), &n.text, run.branch_name.as_deref());
                 events.push((WritebackEvent::Abandoned, n.key.clone(), text));
+            }
+            Some(n) if n.kind == NoticeKind::Plan => {
+                let plan = self.store.latest_plan(run.id).await?.map(|p| p.body).unwrap_or_default();
+                events.push((WritebackEvent::Plan, n.key.clone(), message::plan(&plan, &n.text)));
+            }
+            Some(n) if n.kind == NoticeKind::Question => {
+                events.push((WritebackEvent::Question, n.key.clone(), n.text.clone()));
             }
             _ => {}
         }

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use super::columns::run_columns;
 use super::row::Cols;
 use super::runs::run_from_row;
-use super::{Result, Store, on_pool};
+use super::{Pool, Result, Store, on_pool};
 use crate::domain::{EndReason, Run, RunState, WorkerKind};
 
 /// One run on the board: its row, its task's text, what the runner last decided and saw, and its
@@ -68,12 +68,54 @@ pub struct WorkerTotals {
 pub const TASK_TEXT_CHARS: usize = 300;
 
 /// Which runs a board shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BoardQuery {
     /// Only runs in this state; `None` for every state.
     pub state: Option<RunState>,
     /// The newest this many.
     pub limit: i64,
+    /// After skipping this many newer ones (a page).
+    pub offset: i64,
+    /// Leave out the ended runs (complete, abandoned): a board folds them.
+    pub unended: bool,
+    /// Only runs whose task gid, task text, branch or pull request URL holds this text (any case).
+    pub search: Option<String>,
+}
+
+/// The ended states a board folds (`BoardQuery::unended`), as the statement names them.
+pub const ENDED_STATES: [RunState; 2] = [RunState::Complete, RunState::Abandoned];
+
+/// The `WHERE` clause for `query` (fixed text chosen here; the state and the search travel as bound
+/// values, numbered from `$first`) and the values of those placeholders.
+fn board_where(pool: &Pool, query: &BoardQuery, first: usize) -> (String, Vec<String>) {
+    let mut conditions: Vec<String> = Vec::new();
+    let mut values: Vec<String> = Vec::new();
+    if let Some(state) = query.state {
+        values.push(state.as_str().to_string());
+        conditions.push(format!("state = ${}", first + values.len() - 1));
+    }
+    if query.unended {
+        conditions.push("state NOT IN ('complete', 'abandoned')".to_string());
+    }
+    if let Some(text) = query.search.as_deref().filter(|t| !t.is_empty()) {
+        values.push(text.to_lowercase());
+        let n = first + values.len() - 1;
+        // Substring, not LIKE: a `%` or `_` the person typed is a character like any other.
+        let holds = |col: &str| match pool {
+            Pool::Sqlite(_) => format!("instr(lower({col}), ${n}) > 0"),
+            Pool::Postgres(_) => format!("strpos(lower({col}), ${n}) > 0"),
+        };
+        conditions.push(format!(
+            "({} OR {} OR {} OR task_gid IN (SELECT task_gid FROM executor_queue WHERE {}))",
+            holds("task_gid"),
+            holds("branch_name"),
+            holds("pr_url"),
+            holds("description"),
+        ));
+    }
+    let sql =
+        if conditions.is_empty() { String::new() } else { format!("WHERE {}", conditions.join(" AND ")) };
+    (sql, values)
 }
 
 fn board_row(r: &impl Cols) -> Result<BoardRow> {
@@ -145,7 +187,7 @@ macro_rules! board_select {
 impl Store {
     /// The newest `limit` runs of every state, newest first (see [`Store::runs_board_of`]).
     pub async fn runs_board(&self, limit: i64) -> Result<Vec<BoardRow>> {
-        self.runs_board_of(BoardQuery { state: None, limit }).await
+        self.runs_board_of(BoardQuery { limit, ..Default::default() }).await
     }
 
     /// How many runs are in each state (states with none left out), for the board's filter: one
@@ -158,37 +200,37 @@ impl Store {
         }))
     }
 
-    /// The newest `query.limit` runs (of `query.state`, if given), newest first, each with its task's
-    /// text, its memory, its sessions summed and its newest session. One statement whatever the number
-    /// of runs.
+    /// The newest `query.limit` runs after `query.offset` (of `query.state`, unended, matching
+    /// `query.search`, as asked), newest first, each with its task's text, its memory, its sessions
+    /// summed and its newest session. One statement whatever the number of runs.
     pub async fn runs_board_of(&self, query: BoardQuery) -> Result<Vec<BoardRow>> {
+        // $1 and $2 are the limit and the offset.
+        let (conditions, values) = board_where(&self.pool, &query, 3);
+        let sql = format!(
+            "WITH board AS (SELECT {} FROM executor_runs {conditions} ORDER BY id DESC LIMIT $1 OFFSET $2) {}",
+            run_columns!(),
+            board_select!()
+        );
         on_pool!(self, |p| {
-            let rows = match query.state {
-                None => {
-                    sqlx::query(concat!(
-                        "WITH board AS (SELECT ",
-                        run_columns!(),
-                        " FROM executor_runs ORDER BY id DESC LIMIT $1) ",
-                        board_select!()
-                    ))
-                    .bind(query.limit)
-                    .fetch_all(p)
-                    .await?
-                }
-                Some(state) => {
-                    sqlx::query(concat!(
-                        "WITH board AS (SELECT ",
-                        run_columns!(),
-                        " FROM executor_runs WHERE state = $2 ORDER BY id DESC LIMIT $1) ",
-                        board_select!()
-                    ))
-                    .bind(query.limit)
-                    .bind(state.as_str())
-                    .fetch_all(p)
-                    .await?
-                }
-            };
+            let mut q = sqlx::query(&sql).bind(query.limit).bind(query.offset);
+            for v in &values {
+                q = q.bind(v);
+            }
+            let rows = q.fetch_all(p).await?;
             rows.iter().map(board_row).collect()
         })
+    }
+
+    /// How many runs `query` finds, whatever its limit and offset: the board's pages.
+    pub async fn count_board(&self, query: &BoardQuery) -> Result<i64> {
+        let (conditions, values) = board_where(&self.pool, query, 1);
+        let sql = format!("SELECT count(*) FROM executor_runs {conditions}");
+        Ok(on_pool!(self, |p| {
+            let mut q = sqlx::query_as::<_, (i64,)>(&sql);
+            for v in &values {
+                q = q.bind(v);
+            }
+            q.fetch_one(p).await?.0
+        }))
     }
 }

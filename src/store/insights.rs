@@ -67,15 +67,44 @@ pub struct RunOutcome {
     pub ci_attempts: i64,
     /// `pr_review` workers.
     pub reviews: i64,
+    /// When its merged pull request was found reverted on the base branch (see `store/reverts.rs`).
+    pub reverted_at: Option<DateTime<Utc>>,
+    /// The task's source (`executor intake`'s name for it), `None` for a task added by hand.
+    pub source: Option<String>,
+    /// The task's labels as its tracker gave them ([`labels_of`]).
+    pub labels: Vec<String>,
+    /// The worker kinds the run used, each once, sorted.
+    pub kinds: Vec<String>,
+}
+
+/// The labels in a task's tracker object: GitHub's `labels` (objects with a `name`, or names), Linear's
+/// `labels.nodes`, Asana's `tags`; each once, sorted. Other shapes have none.
+pub fn labels_of(raw: &serde_json::Value) -> Vec<String> {
+    let lists = [&raw["labels"], &raw["labels"]["nodes"], &raw["tags"]];
+    let mut out: Vec<String> = lists
+        .into_iter()
+        .filter_map(serde_json::Value::as_array)
+        .flatten()
+        .filter_map(|l| l.as_str().or_else(|| l["name"].as_str()))
+        .map(str::to_string)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// How many worker sessions of one kind, started in the window, ended one way.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct WorkerEnds {
     /// The worker kind as stored (`queued`, `fix_ci`, …).
     pub kind: String,
     /// The stored `EndReason` name.
     pub end_reason: String,
+    /// A `pr_review` worker's verdict as stored (`pass`, `fail`), if it gave one.
+    pub verdict: Option<String>,
+    /// It finished, yet left its branch where it started (and, for `fix_comments`, answered nothing;
+    /// a plan or a question handed to a person is its job done): what the runner judges no progress.
+    pub no_progress: bool,
     pub count: i64,
 }
 
@@ -191,11 +220,34 @@ impl Store {
 
     /// The runs whose pull request was first seen merged, or that were abandoned, since `since`, by id.
     pub async fn run_outcomes(&self, since: DateTime<Utc>) -> Result<Vec<RunOutcome>> {
-        let sql = "SELECT r.id AS run_id, r.repo AS repo, r.merged_at AS merged_at, r.cost_usd AS cost_usd,                r.ci_attempts AS ci_attempts,                (SELECT max(a.at) FROM executor_events a WHERE a.task_gid = r.task_gid                   AND a.kind = 'queue_status' AND a.to_state = 'approved' AND a.at <= r.started_at) AS approved_at,                (SELECT s.agent FROM executor_worker_sessions s WHERE s.run_id = r.id                   AND s.kind IN ('queued', 'in_progress') ORDER BY s.id DESC LIMIT 1) AS agent,                (SELECT count(*) FROM executor_worker_sessions s WHERE s.run_id = r.id                   AND s.kind = 'pr_review') AS reviews              FROM executor_runs r              WHERE r.merged_at >= $1                 OR (r.state = 'abandoned' AND r.id IN (SELECT run_id FROM executor_events                       WHERE at >= $1 AND kind = 'run_state' AND to_state = 'abandoned'))              ORDER BY r.id";
-        on_pool!(self, |p| {
-            let rows = sqlx::query(sql).bind(since).fetch_all(p).await?;
-            rows.iter()
+        const ENDED: &str = "r.merged_at >= $1 \
+               OR (r.state = 'abandoned' AND r.id IN (SELECT run_id FROM executor_events \
+                     WHERE at >= $1 AND kind = 'run_state' AND to_state = 'abandoned'))";
+        let sql = format!(
+            "SELECT r.id AS run_id, r.repo AS repo, r.merged_at AS merged_at, r.cost_usd AS cost_usd, \
+               r.ci_attempts AS ci_attempts, r.reverted_at AS reverted_at, \
+               q.source AS source, q.raw_json AS raw_json, \
+               (SELECT max(a.at) FROM executor_events a WHERE a.task_gid = r.task_gid \
+                  AND a.kind = 'queue_status' AND a.to_state = 'approved' AND a.at <= r.started_at) AS approved_at, \
+               (SELECT s.agent FROM executor_worker_sessions s WHERE s.run_id = r.id \
+                  AND s.kind IN ('queued', 'in_progress') ORDER BY s.id DESC LIMIT 1) AS agent, \
+               (SELECT count(*) FROM executor_worker_sessions s WHERE s.run_id = r.id \
+                  AND s.kind = 'pr_review') AS reviews \
+             FROM executor_runs r LEFT JOIN executor_queue q ON q.task_gid = r.task_gid \
+             WHERE {ENDED} ORDER BY r.id"
+        );
+        // Each run's worker kinds, once each: one more statement over the same runs, not one per run.
+        let kinds_sql = format!(
+            "SELECT DISTINCT s.run_id AS run_id, s.kind AS kind FROM executor_worker_sessions s \
+             WHERE s.run_id IN (SELECT r.id FROM executor_runs r WHERE {ENDED}) ORDER BY s.run_id, s.kind"
+        );
+        let (mut outcomes, kinds): (Vec<RunOutcome>, Vec<(i64, String)>) = on_pool!(self, |p| {
+            let rows = sqlx::query(&sql).bind(since).fetch_all(p).await?;
+            let outcomes = rows
+                .iter()
                 .map(|r| {
+                    // A raw object that is not JSON has no labels; it is the tracker's, not ours.
+                    let raw = r.text("raw_json")?.and_then(|j| serde_json::from_str(&j).ok());
                     Ok(RunOutcome {
                         run_id: r.req_int("run_id")?,
                         repo: r.text("repo")?,
@@ -205,25 +257,62 @@ impl Store {
                         cost_usd: r.real("cost_usd")?.unwrap_or(0.0),
                         ci_attempts: r.int("ci_attempts")?.unwrap_or(0),
                         reviews: r.req_int("reviews")?,
+                        reverted_at: r.time("reverted_at")?,
+                        source: r.text("source")?,
+                        labels: raw.as_ref().map(labels_of).unwrap_or_default(),
+                        kinds: Vec::new(),
                     })
                 })
-                .collect()
-        })
+                .collect::<Result<Vec<_>>>()?;
+            let kinds = sqlx::query_as(&kinds_sql).bind(since).fetch_all(p).await?;
+            (outcomes, kinds)
+        });
+        for (run_id, kind) in kinds {
+            if let Ok(i) = outcomes.binary_search_by_key(&run_id, |o| o.run_id) {
+                outcomes[i].kinds.push(kind);
+            }
+        }
+        Ok(outcomes)
     }
 
     /// How the worker sessions started since `since` ended, by kind and end reason (live ones are not
     /// counted), sorted by kind then reason.
     pub async fn worker_ends(&self, since: DateTime<Utc>) -> Result<Vec<WorkerEnds>> {
-        let rows: Vec<(String, String, i64)> = on_pool!(self, |p| {
+        // The runner's reading of the evidence (`runner::step::progress`), from the same stored facts: the
+        // head a worker left is where the run's next worker started, or the run's head after the last.
+        // Unknown heads leave the agent's word standing.
+        let rows: Vec<(String, String, Option<String>, i64, i64)> = on_pool!(self, |p| {
             sqlx::query_as(
-                "SELECT kind, end_reason, count(*) FROM executor_worker_sessions \
-                 WHERE started_at >= $1 AND ended_at IS NOT NULL AND end_reason IS NOT NULL \
-                 GROUP BY kind, end_reason ORDER BY kind, end_reason",
+                "SELECT s.kind, s.end_reason, s.verdict, \
+                   CAST(CASE WHEN s.end_reason = 'finished' \
+                     AND s.kind IN ('queued', 'in_progress', 'fix_ci', 'fix_comments') \
+                     AND s.start_sha = coalesce((SELECT n.start_sha FROM executor_worker_sessions n \
+                         WHERE n.run_id = s.run_id AND n.id > s.id AND n.start_sha IS NOT NULL \
+                         ORDER BY n.id LIMIT 1), r.head_sha) \
+                     AND NOT EXISTS (SELECT 1 FROM executor_agent_replies a \
+                         WHERE a.session_id = s.id AND a.posted_comment_id IS NOT NULL) \
+                     AND NOT EXISTS (SELECT 1 FROM executor_run_plans pl WHERE pl.session_id = s.id) \
+                     AND NOT EXISTS (SELECT 1 FROM executor_run_questions qu WHERE qu.session_id = s.id) \
+                   THEN 1 ELSE 0 END AS BIGINT) AS no_progress, \
+                   count(*) \
+                 FROM executor_worker_sessions s JOIN executor_runs r ON r.id = s.run_id \
+                 WHERE s.started_at >= $1 AND s.ended_at IS NOT NULL AND s.end_reason IS NOT NULL \
+                 GROUP BY s.kind, s.end_reason, s.verdict, no_progress \
+                 ORDER BY s.kind, s.end_reason, s.verdict, no_progress",
             )
             .bind(since)
             .fetch_all(p)
             .await?
         });
-        Ok(rows.into_iter().map(|(kind, end_reason, count)| WorkerEnds { kind, end_reason, count }).collect())
+        Ok(rows
+            .into_iter()
+            .map(|(kind, end_reason, verdict, no_progress, count)| WorkerEnds {
+                kind,
+                end_reason,
+                verdict,
+                no_progress: no_progress != 0,
+                count,
+            })
+            .collect())
     }
 }

@@ -104,6 +104,11 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0019_notice_in_flight.sql"),
         postgres: include_str!("../../migrations/postgres/0019_notice_in_flight.sql"),
     },
+    Migration {
+        version: 20,
+        sqlite: include_str!("../../migrations/sqlite/0020_plans_questions.sql"),
+        postgres: include_str!("../../migrations/postgres/0020_plans_questions.sql"),
+    },
 ];
 
 /// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and

@@ -17,6 +17,8 @@ pub struct RunMemory {
     pub ci_trigger: Option<crate::domain::CiTrigger>,
     /// A budget cap stopped this run; no worker starts until the cap is raised.
     pub budget_stopped: bool,
+    /// Which cap (`Some` exactly when `budget_stopped`): what a human can do about it depends on it.
+    pub budget_cap: Option<crate::domain::BudgetCap>,
     /// What the run had spent when a human last resumed it; `budget.per_run_usd` caps spending since.
     pub budget_base_usd: f64,
     /// The pull request as last observed, as JSON (see `forge::PrSnapshot`).
@@ -159,8 +161,14 @@ impl Store {
         update_run!(self, run_id, holder, "thread_id = $1", thread_id)
     }
 
-    pub async fn set_budget_stopped(&self, run_id: i64, holder: Option<&str>, stopped: bool) -> Result<()> {
-        update_run!(self, run_id, holder, "budget_stopped = $1", i64::from(stopped))
+    /// Records which cap stops the run, or (`None`) that none does.
+    pub async fn set_budget_stop(
+        &self,
+        run_id: i64,
+        holder: Option<&str>,
+        cap: Option<crate::domain::BudgetCap>,
+    ) -> Result<()> {
+        update_run!(self, run_id, holder, "budget_stopped = $1", cap.map_or(0, |c| c.stored()))
     }
 
     /// Records what the runner decided for a run and why, for `runs show`.
@@ -191,6 +199,7 @@ impl Store {
                     .transpose()
                     .map_err(|e| StoreError::Corrupt(format!("column ci_trigger_outcome: {e}")))?,
                 budget_stopped: row.int("budget_stopped")?.unwrap_or(0) != 0,
+                budget_cap: crate::domain::BudgetCap::from_stored(row.int("budget_stopped")?.unwrap_or(0)),
                 budget_base_usd: row.real("budget_base_usd")?.unwrap_or(0.0),
                 last_snapshot: row.text("last_snapshot")?,
                 pushed_at: row.time("pushed_at")?,
@@ -217,7 +226,14 @@ impl Store {
 
 impl Store {
     /// A human lets a run stopped by its cap go on: the cap applies afresh from what it has spent so far.
+    /// Refused for a run the day's cap stopped: a fresh allowance of its own changes nothing there (the
+    /// next runner would stop it again), and saying it worked would be false.
     pub async fn resume_run_budget(&self, run_id: i64, actor: crate::domain::Actor) -> Result<RunMemory> {
+        if self.run_memory(run_id).await?.budget_cap == Some(crate::domain::BudgetCap::Day) {
+            return Err(StoreError::Refused(format!(
+                "run {run_id} was stopped by the daily cap (budget.per_day_usd), not its own: resuming it would change nothing; raise budget.per_day_usd or wait until the day turns (00:00 UTC)"
+            )));
+        }
         update_run!(
             self,
             run_id,

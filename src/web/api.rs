@@ -4,6 +4,8 @@
 //! run cannot make (with the store's reason), 422 for bad input.
 
 mod actions;
+mod asks;
+mod export;
 mod reads;
 mod writes;
 
@@ -11,7 +13,10 @@ use axum::Json;
 use axum::Router;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
+
+pub(crate) use asks::plan_mode;
+pub(crate) use reads::MAX_LIMIT as MAX_ROWS;
 
 use super::AppState;
 use crate::domain::TaskGid;
@@ -29,10 +34,18 @@ pub fn routes() -> Router<AppState> {
         .route("/tasks/{gid}/skip", post(writes::skip))
         .route("/tasks/{gid}/requeue", post(actions::requeue))
         .route("/tasks/{gid}/retry", post(actions::retry))
+        .route("/tasks/{gid}/plan", put(asks::set_plan_mode))
+        .route("/tasks.csv", get(export::tasks))
         .route("/runs", get(reads::runs))
+        .route("/runs.csv", get(export::runs))
         .route("/runs/{id}", get(reads::run))
         .route("/runs/{id}/resume", post(actions::resume))
         .route("/runs/{id}/abandon", post(actions::abandon))
+        .route("/runs/{id}/plans", get(asks::plans))
+        .route("/runs/{id}/plan/approve", post(asks::approve_plan))
+        .route("/runs/{id}/plan/revise", post(asks::revise_plan))
+        .route("/runs/{id}/questions", get(asks::questions))
+        .route("/runs/{id}/answer", post(asks::answer))
         .route("/notices/{id}/read", post(actions::notice_read))
         .route("/sources/{name}/dismiss", post(actions::source_dismiss))
         .route("/status", get(reads::status))

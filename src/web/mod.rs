@@ -18,6 +18,7 @@
 pub mod api;
 pub mod auth;
 pub mod charts;
+mod csv;
 mod errors;
 pub mod host;
 pub mod insights;

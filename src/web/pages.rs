@@ -8,6 +8,7 @@
 //! queries per page (never one per row); writes go through the store as `Actor::Web`.
 
 mod actions;
+mod asks;
 mod assets;
 mod detail;
 mod forms;
@@ -46,10 +47,14 @@ pub fn routes() -> Router<AppState> {
         .route("/tasks/{gid}/skip", post(forms::skip))
         .route("/tasks/{gid}/requeue", post(actions::requeue))
         .route("/tasks/{gid}/retry", post(actions::retry))
+        .route("/tasks/{gid}/plan", post(asks::task_plan))
         .route("/runs", get(runs::board))
         .route("/runs/{id}", get(run_page::page))
         .route("/runs/{id}/resume", post(actions::resume))
         .route("/runs/{id}/abandon", post(actions::abandon))
+        .route("/runs/{id}/plan/approve", post(asks::approve_plan))
+        .route("/runs/{id}/plan/revise", post(asks::revise_plan))
+        .route("/runs/{id}/answer", post(asks::answer))
         .route("/notices/{id}/read", post(actions::notice_read))
         .route("/sources/dismiss", post(actions::source_dismiss))
         .route("/sessions/{id}/log", get(log::page))
@@ -60,10 +65,16 @@ pub fn routes() -> Router<AppState> {
         .route("/static/app.js", get(assets::script))
         .route("/static/keys.js", get(assets::keys))
         .route("/static/app.css", get(assets::style))
+        .route("/static/favicon.ico", get(assets::favicon))
+        .route("/favicon.ico", get(assets::favicon))
 }
 
 /// The most characters of a reason (a skip's) the pages and the API take; a longer one is refused.
 pub const MAX_REASON: usize = 2000;
+
+/// The most characters of an answer to a worker's question, or of the changes asked of a plan, the pages
+/// and the API take; a longer one is refused.
+pub const MAX_ANSWER: usize = 20_000;
 
 /// The most characters of a history line's reason or a comment a page shows.
 const SHOWN_TEXT: usize = 2000;

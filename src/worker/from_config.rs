@@ -87,6 +87,24 @@ pub fn agent_named(config: &Config, name: &str) -> AgentConfig {
     }
 }
 
+/// An agent made read-only, for triage and for a `plan` worker: Claude Code in
+/// `analyzer.permission_mode` (`plan`), Codex in `analyzer.codex_sandbox` (`read-only`). A command agent
+/// runs as configured; the kernel sandbox, which leaves the repository's `.git` unwritable, still holds.
+pub fn read_only(agent: AgentConfig, config: &Config) -> AgentConfig {
+    let a = &config.analyzer;
+    match agent {
+        AgentConfig::Claude(mut c) => {
+            c.permission_mode = (!a.permission_mode.is_empty()).then(|| a.permission_mode.clone());
+            AgentConfig::Claude(c)
+        }
+        AgentConfig::Codex(mut c) => {
+            c.sandbox = a.codex_sandbox.clone();
+            AgentConfig::Codex(c)
+        }
+        other => other,
+    }
+}
+
 /// `worker.idle_timeout`, `hard_timeout` and `kill_grace`.
 pub fn worker_timeouts(config: &Config) -> Timeouts {
     Timeouts {

@@ -2,7 +2,7 @@ use std::fmt;
 
 use crate::domain::WorkerKind;
 
-/// What an agent process is run for: one of the six worker kinds, or the analyzer's triage. It picks the
+/// What an agent process is run for: one of the seven worker kinds, or the analyzer's triage. It picks the
 /// prompt template, the structured result and the work log's file name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PromptKind {
@@ -11,13 +11,14 @@ pub enum PromptKind {
 }
 
 impl PromptKind {
-    pub const ALL: [PromptKind; 7] = [
+    pub const ALL: [PromptKind; 8] = [
         PromptKind::Worker(WorkerKind::Queued),
         PromptKind::Worker(WorkerKind::InProgress),
         PromptKind::Worker(WorkerKind::FixCi),
         PromptKind::Worker(WorkerKind::FixComments),
         PromptKind::Worker(WorkerKind::PrReview),
         PromptKind::Worker(WorkerKind::FixConflicts),
+        PromptKind::Worker(WorkerKind::Plan),
         PromptKind::Analyzer,
     ];
 

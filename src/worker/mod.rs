@@ -59,7 +59,7 @@ pub use agent::{
     Accounting, AgentConfig, AgentError, AgentEvent, ClaudeConfig, CodexConfig, CommandConfig, Launch, Tokens,
 };
 pub use fence::{LeaseFence, boot_clock};
-pub use from_config::{agent_config, agent_named, worker_env, worker_timeouts};
+pub use from_config::{agent_config, agent_named, read_only, worker_env, worker_timeouts};
 pub use kind::PromptKind;
 pub use outcome::{EndReason, WorkerOutcome, WorkerUpdate};
 pub use process::{is_same_process, pid_start_time};

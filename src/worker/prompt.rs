@@ -23,13 +23,14 @@ use super::PromptKind;
 use crate::redact::Redactor;
 
 /// The embedded defaults, in [`PromptKind::ALL`] order.
-pub const DEFAULT_TEMPLATES: [(&str, &str); 7] = [
+pub const DEFAULT_TEMPLATES: [(&str, &str); 8] = [
     ("queued.md", include_str!("../../prompts/queued.md")),
     ("in_progress.md", include_str!("../../prompts/in_progress.md")),
     ("fix_ci.md", include_str!("../../prompts/fix_ci.md")),
     ("fix_comments.md", include_str!("../../prompts/fix_comments.md")),
     ("pr_review.md", include_str!("../../prompts/pr_review.md")),
     ("fix_conflicts.md", include_str!("../../prompts/fix_conflicts.md")),
+    ("plan.md", include_str!("../../prompts/plan.md")),
     ("analyzer.md", include_str!("../../prompts/analyzer.md")),
 ];
 
@@ -54,6 +55,13 @@ pub struct PromptContext {
     pub review_rules: Vec<ReviewRule>,
     /// For `fix_comments` after a failed review: the review's findings at this head.
     pub review_findings: Vec<ReviewComment>,
+    /// The plan a human approved, for the workers that implement it; for a `plan` worker writing a new
+    /// revision, the one sent back. Written by an agent from untrusted text: fenced as data.
+    pub plan: Option<String>,
+    /// For a `plan` worker: what the human asked to change in the plan sent back.
+    pub plan_feedback: Option<String>,
+    /// The questions this run's workers asked and the answers they got, oldest first.
+    pub answers: Vec<AnsweredQuestion>,
     /// For the analyzer's second try: why its first answer could not be used. It quotes the agent's own
     /// output, so templates fence it as data.
     pub previous_error: Option<String>,
@@ -96,6 +104,15 @@ pub struct FailedCheck {
     pub url: Option<String>,
     /// The last lines of the check's log, already bounded by the caller (see [`tail`]).
     pub log_tail: String,
+}
+
+/// A question a worker of this run asked, and a human's answer.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct AnsweredQuestion {
+    pub question: String,
+    pub answer: String,
+    /// Who answered (a forge login, an OS user, `web`).
+    pub by: String,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -422,6 +439,13 @@ pub fn sample_context() -> PromptContext {
             path: Some("src/lib.rs".into()),
             line: Some(12),
             body: "The error is swallowed here.".into(),
+        }],
+        plan: Some("### Approach\n\nAdd the flag behind a setting.\n".into()),
+        plan_feedback: Some("Keep the old default.".into()),
+        answers: vec![AnsweredQuestion {
+            question: "Which API version?".into(),
+            answer: "v2, please.".into(),
+            by: "alex".into(),
         }],
         previous_error: Some("the agent's structured result does not match the analyzer schema".into()),
     }

@@ -74,12 +74,50 @@ pub struct AnalysisResult {
 }
 
 /// A worker kind without a verdict may still say what it did; a `fix_comments` worker also answers the
-/// comments its prompt listed, here (see [`super::replies`]).
+/// comments its prompt listed, here (see [`super::replies`]). Any of them may instead ask a human a
+/// question it cannot answer itself (`{"question": "…"}`): the run then waits for the answer.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkSummary {
     pub summary: Option<String>,
     #[serde(default)]
     pub replies: Vec<Reply>,
+    #[serde(default)]
+    pub question: Option<String>,
+}
+
+/// A `plan` worker's plan, for a human to approve before any code is written; or its question.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanResult {
+    pub approach: String,
+    #[serde(default)]
+    pub files: Vec<String>,
+    #[serde(default)]
+    pub risks: String,
+    #[serde(default)]
+    pub testing: String,
+    /// Set instead of a plan when the agent cannot plan without a human's answer.
+    #[serde(default)]
+    pub question: Option<String>,
+}
+
+impl PlanResult {
+    /// The plan as people and the implementing agent read it: Markdown, one heading per part.
+    pub fn to_markdown(&self) -> String {
+        let mut md = format!("### Approach\n\n{}\n", self.approach.trim());
+        if !self.files.is_empty() {
+            md.push_str("\n### Files\n\n");
+            for f in &self.files {
+                md.push_str(&format!("- {}\n", f.trim()));
+            }
+        }
+        for (heading, text) in [("Risks", &self.risks), ("How it will be tested", &self.testing)] {
+            if !text.trim().is_empty() {
+                md.push_str(&format!("\n### {heading}\n\n{}\n", text.trim()));
+            }
+        }
+        md
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -87,7 +125,20 @@ pub struct WorkSummary {
 pub enum ParsedResult {
     Review(ReviewResult),
     Analysis(AnalysisResult),
+    Plan(PlanResult),
     Work(WorkSummary),
+}
+
+impl ParsedResult {
+    /// The question the worker asked instead of finishing, if it asked one (blank ones are none).
+    pub fn question(&self) -> Option<&str> {
+        let q = match self {
+            ParsedResult::Work(w) => w.question.as_deref(),
+            ParsedResult::Plan(p) => p.question.as_deref(),
+            ParsedResult::Review(_) | ParsedResult::Analysis(_) => None,
+        };
+        q.map(str::trim).filter(|q| !q.is_empty())
+    }
 }
 
 /// Why a run's structured result could not be used. Recorded on the outcome and in the work log.
@@ -173,6 +224,22 @@ pub fn schema(kind: PromptKind) -> Option<Value> {
             "required": ["summary", "replies"],
             "additionalProperties": false
         })),
+        // Strict like the others: the question is always present, null when the agent has a plan.
+        PromptKind::Worker(WorkerKind::Plan) => Some(json!({
+            "type": "object",
+            "properties": {
+                "approach": {"type": "string", "description": "how the task will be done, in a few paragraphs"},
+                "files": {"type": "array", "items": {"type": "string"},
+                          "description": "the files that will change or be added"},
+                "risks": {"type": "string", "description": "what could go wrong or break"},
+                "testing": {"type": "string", "description": "how the change will be tested"},
+                "question": {"type": ["string", "null"],
+                             "description": "null; or, only when no sound plan is possible without a human's \
+                                             answer, the one question to ask"}
+            },
+            "required": ["approach", "files", "risks", "testing", "question"],
+            "additionalProperties": false
+        })),
         PromptKind::Worker(_) => None,
     }
 }
@@ -180,7 +247,12 @@ pub fn schema(kind: PromptKind) -> Option<Value> {
 /// Whether a worker of this kind that returns no structured result failed at its job: a review and a
 /// triage did; a `fix_comments` worker may have answered through its replies file instead.
 pub fn requires_result(kind: PromptKind) -> bool {
-    matches!(kind, PromptKind::Analyzer | PromptKind::Worker(WorkerKind::PrReview))
+    matches!(
+        kind,
+        PromptKind::Analyzer
+            | PromptKind::Worker(WorkerKind::PrReview)
+            | PromptKind::Worker(WorkerKind::Plan)
+    )
 }
 
 /// Turns what the agent returned into the kind's result. `structured` is the agent's structured output
@@ -202,6 +274,18 @@ pub fn parse(
             let v = value.ok_or(ResultError::Missing)?;
             serde_json::from_value(v).map(ParsedResult::Analysis).map_err(|e| malformed("analyzer", e))
         }
+        PromptKind::Worker(WorkerKind::Plan) => {
+            let v = value.ok_or(ResultError::Missing)?;
+            let plan: PlanResult = serde_json::from_value(v).map_err(|e| malformed("plan", e))?;
+            if plan.question.as_deref().is_none_or(|q| q.trim().is_empty()) && plan.approach.trim().is_empty()
+            {
+                return Err(ResultError::Malformed {
+                    kind: "plan",
+                    reason: "the approach is empty and no question was asked".into(),
+                });
+            }
+            Ok(ParsedResult::Plan(plan))
+        }
         PromptKind::Worker(k) => {
             let replies = match value.as_ref().and_then(|v| v.get("replies")) {
                 Some(r) if k == WorkerKind::FixComments => serde_json::from_value::<Vec<Reply>>(r.clone())
@@ -214,7 +298,14 @@ pub fn parse(
                 .and_then(Value::as_str)
                 .map(str::to_string)
                 .or_else(|| text.map(|t| t.chars().take(2000).collect()));
-            Ok(ParsedResult::Work(WorkSummary { summary, replies }))
+            let question = value
+                .as_ref()
+                .and_then(|v| v.get("question"))
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|q| !q.is_empty())
+                .map(str::to_string);
+            Ok(ParsedResult::Work(WorkSummary { summary, replies, question }))
         }
     }
 }
@@ -305,6 +396,32 @@ mod tests {
     }
 
     #[test]
+    fn a_worker_may_ask_a_question_instead_of_guessing() {
+        let k = PromptKind::Worker(WorkerKind::Queued);
+        let Ok(asked) = parse(k, None, Some(r#"{"question": "  Which API version?  "}"#)) else { panic!() };
+        assert_eq!(asked.question(), Some("Which API version?"));
+        let Ok(blank) = parse(k, None, Some(r#"{"question": " ", "summary": "done"}"#)) else { panic!() };
+        assert_eq!(blank.question(), None, "a blank question is none");
+        let plan = PromptKind::Worker(WorkerKind::Plan);
+        let q = json!({"approach": "", "files": [], "risks": "", "testing": "", "question": "v1 or v2?"});
+        assert_eq!(parse(plan, Some(&q), None).unwrap().question(), Some("v1 or v2?"));
+    }
+
+    #[test]
+    fn a_plan_parses_renders_and_must_say_something() {
+        let plan = PromptKind::Worker(WorkerKind::Plan);
+        let v = json!({"approach": "Add a flag.", "files": ["src/a.rs"], "risks": "none", "testing": "a unit test",
+                       "question": null});
+        let Ok(ParsedResult::Plan(p)) = parse(plan, Some(&v), None) else { panic!() };
+        let md = p.to_markdown();
+        assert!(md.contains("### Approach\n\nAdd a flag.") && md.contains("- src/a.rs"), "{md}");
+        assert!(md.contains("### How it will be tested\n\na unit test"), "{md}");
+        let empty = json!({"approach": " ", "files": [], "risks": "", "testing": "", "question": null});
+        assert!(matches!(parse(plan, Some(&empty), None), Err(ResultError::Malformed { kind: "plan", .. })));
+        assert_eq!(parse(plan, None, Some("I would add a flag")), Err(ResultError::Missing));
+    }
+
+    #[test]
     fn schemas_exist_for_kinds_that_answer_in_json() {
         for k in PromptKind::ALL {
             let expect = matches!(
@@ -312,6 +429,7 @@ mod tests {
                 PromptKind::Analyzer
                     | PromptKind::Worker(WorkerKind::PrReview)
                     | PromptKind::Worker(WorkerKind::FixComments)
+                    | PromptKind::Worker(WorkerKind::Plan)
             );
             assert_eq!(schema(k).is_some(), expect, "{k}");
             assert_eq!(requires_result(k), expect && k != PromptKind::Worker(WorkerKind::FixComments), "{k}");

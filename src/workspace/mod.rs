@@ -13,6 +13,7 @@ mod branch;
 mod error;
 mod git;
 mod link;
+mod reverts;
 mod review_rules;
 mod scratch;
 mod worktree;
@@ -21,6 +22,7 @@ pub use branch::{SLUG_MAX, branch_name, check_branch_name, check_gid_branch, slu
 pub use error::WorkspaceError;
 pub use git::{git_dirs, git_write_dirs, merge_remote_branch, push_branch};
 pub use link::path_under;
+pub use reverts::{MergedPr, Revert, fetch_base, find_revert};
 pub use review_rules::{ReviewRule, review_rules};
 pub use scratch::{
     DiffCounts, add_detached, add_detached_holding, base_commit, branch_head, diff_stat, remove_scratch,

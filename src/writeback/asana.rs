@@ -2,6 +2,7 @@
 //! `{"data": {"text": …}}`, answered `201 {"data": {"gid": …}}`. A retry first reads the task's
 //! stories (`GET /tasks/{gid}/stories?opt_fields=text`, paged by `offset`) for the message's marker.
 
+use chrono::{DateTime, Utc};
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderValue};
 use serde_json::{Value, json};
@@ -14,6 +15,29 @@ use crate::store::Writeback;
 
 /// Pages of stories read at most when looking for an earlier attempt's (100 each).
 const MAX_STORY_PAGES: usize = 50;
+
+/// A person's comment on a task, taken as the answer to its run's question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrackerAnswer {
+    /// Who wrote it: their name as Asana gives it, else their gid.
+    pub by: String,
+    pub text: String,
+}
+
+/// `story` as an answer: a comment added at or after `since` by one of `answerers`, not executor's own.
+fn answer_in(story: &Value, since: DateTime<Utc>, answerers: &[String]) -> Option<TrackerAnswer> {
+    let text = story.get("text").and_then(Value::as_str)?;
+    let author = story.pointer("/created_by/gid").and_then(Value::as_str)?;
+    let at = story.get("created_at").and_then(Value::as_str)?;
+    let at = DateTime::parse_from_rfc3339(at).ok()?.with_timezone(&Utc);
+    let comment = story.get("resource_subtype").and_then(Value::as_str) == Some("comment_added");
+    let ours = super::message::is_executors(text);
+    (comment && !ours && at >= since && answerers.iter().any(|a| a == author) && !text.trim().is_empty())
+        .then(|| {
+            let name = story.pointer("/created_by/name").and_then(Value::as_str).filter(|n| !n.is_empty());
+            TrackerAnswer { by: name.unwrap_or(author).to_string(), text: text.to_string() }
+        })
+}
 
 /// Writes comments on the tasks of one Asana source.
 pub struct AsanaTracker {
@@ -188,11 +212,44 @@ impl AsanaTracker {
         marker: &str,
         token: &HeaderValue,
     ) -> Result<Option<String>, TrackerError> {
-        let path = format!("/tasks/{task}/stories");
         let needle = marker_text(marker);
+        self.first_story(task, "text", token, |story| {
+            let text = story.get("text").and_then(Value::as_str).unwrap_or_default();
+            let gid = story.get("gid").and_then(Value::as_str)?;
+            text.contains(&needle).then(|| gid.to_string())
+        })
+        .await
+    }
+
+    /// The first comment on `task` since `since` by one of `answerers` (user gids) that is not one of
+    /// executor's own messages: an answer to the run's open question. Reads at most [`MAX_STORY_PAGES`].
+    pub async fn answer_since(
+        &self,
+        task: &str,
+        since: DateTime<Utc>,
+        answerers: &[String],
+    ) -> Result<Option<TrackerAnswer>, TrackerError> {
+        if task.is_empty() || !task.bytes().all(|b| b.is_ascii_digit()) || answerers.is_empty() {
+            return Ok(None);
+        }
+        let token = self.token()?;
+        let fields = "text,created_at,resource_subtype,created_by.gid,created_by.name";
+        self.first_story(task, fields, &token, |story| answer_in(story, since, answerers)).await
+    }
+
+    /// The first of `task`'s stories (with `fields`) that `pick` takes, oldest first, reading at most
+    /// [`MAX_STORY_PAGES`] pages of 100 (`GET /tasks/{gid}/stories`, paged by `offset`).
+    async fn first_story<T>(
+        &self,
+        task: &str,
+        fields: &str,
+        token: &HeaderValue,
+        mut pick: impl FnMut(&Value) -> Option<T>,
+    ) -> Result<Option<T>, TrackerError> {
+        let path = format!("/tasks/{task}/stories");
         let mut offset: Option<String> = None;
         for _ in 0..MAX_STORY_PAGES {
-            let mut query = vec![("opt_fields", "text".to_string()), ("limit", "100".to_string())];
+            let mut query = vec![("opt_fields", fields.to_string()), ("limit", "100".to_string())];
             if let Some(o) = &offset {
                 query.push(("offset", o.clone()));
             }
@@ -207,13 +264,8 @@ impl AsanaTracker {
                 .map_err(|e| transport(&path, e))?;
             let body = self.answer(&path, answer).await?;
             let stories = body.get("data").and_then(Value::as_array).cloned().unwrap_or_default();
-            for story in &stories {
-                let text = story.get("text").and_then(Value::as_str).unwrap_or_default();
-                if text.contains(&needle)
-                    && let Some(gid) = story.get("gid").and_then(Value::as_str)
-                {
-                    return Ok(Some(gid.to_string()));
-                }
+            if let Some(found) = stories.iter().find_map(&mut pick) {
+                return Ok(Some(found));
             }
             offset = body.pointer("/next_page/offset").and_then(Value::as_str).map(str::to_string);
             if offset.is_none() {

@@ -18,6 +18,12 @@ pub fn marker_text(marker: &str) -> String {
     format!("[executor {marker}]")
 }
 
+/// Whether a tracker's comment is one of executor's own messages: it carries a marker
+/// (`[executor wb-…]`, see [`marker_text`] and [`new_marker`]).
+pub fn is_executors(text: &str) -> bool {
+    text.contains("[executor wb-")
+}
+
 /// The message for a pull request opened.
 pub fn pr_opened(url: &str, branch: &str) -> String {
     format!(
@@ -53,6 +59,13 @@ pub fn merged(url: &str) -> String {
     format!("The pull request was merged: {url}")
 }
 
+/// The message for a plan that waits for approval: the plan, then how to approve it.
+pub fn plan(plan: &str, how: &str) -> String {
+    format!(
+        "executor's agent wrote a plan for this task. No code is written until a person approves it.\n\n{plan}\n\n{how}"
+    )
+}
+
 /// The message for a task a human approved in executor.
 pub fn approved() -> String {
     "This task was approved in executor; an agent will start on it.".into()
@@ -61,6 +74,12 @@ pub fn approved() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn executors_own_messages_are_known_by_their_marker() {
+        assert!(is_executors(&format!("done\n\n{}", marker_text(&new_marker()))));
+        assert!(!is_executors("Use the v2 API, please."));
+    }
 
     #[test]
     fn markers_are_unique_and_plain() {

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-pub use asana::AsanaTracker;
+pub use asana::{AsanaTracker, TrackerAnswer};
 pub use github_issues::GitHubIssuesTracker;
 pub use linear::{LinearTracker, comment_id as linear_comment_id};
 pub use message::{marker_text, new_marker};
@@ -343,6 +343,25 @@ impl Outbox {
             Some(tracker) => tracker.post(w).await,
             None => Err(TrackerError::Passing("no tracker".into())),
         }
+    }
+
+    /// The answer to a run's open question asked at `since`, from a comment on `task` in its tracker by
+    /// one of its source's `answerers` (Asana). `None` when the source takes no answers or none came.
+    pub async fn tracker_answer(
+        &self,
+        task: &Task,
+        since: DateTime<Utc>,
+    ) -> Result<Option<TrackerAnswer>, TrackerError> {
+        let Some(source) =
+            self.config.sources.iter().find(|s| task.source.as_deref() == Some(s.name.as_str()))
+        else {
+            return Ok(None);
+        };
+        if source.kind != "asana" || source.answerers.is_empty() {
+            return Ok(None);
+        }
+        let tracker = AsanaTracker::new(source, (self.env)(&source.token_env))?;
+        tracker.answer_since(task.task_gid.as_str(), since, &source.answerers).await
     }
 
     /// The tracker a source writes to.

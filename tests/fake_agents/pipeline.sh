@@ -6,7 +6,11 @@
 #   FAKE_SLOW=N   sleep N seconds (printing a heartbeat each second) before working
 #   FAKE_REVIEW   the pr_review verdict (default pass); a failing review reports one finding on a line
 #   FAKE_ECHO     a failing review quotes this value (a secret an agent came across) in its findings
+#   FAKE_CI_ASK   fix_ci asks a question until its prompt has an answer
 #   FAKE_CONFLICT_FILE  fix_conflicts: the file whose conflict markers it resolves by taking both sides
+# The task's text steers the rest: FAKE_ASK makes the implementing worker ask a question until its prompt
+# has an answer (an answer's GREETING=word goes into feature.txt, as does "plan: followed" when the prompt
+# has an approved plan); FAKE_PLAN_ASK makes the plan worker ask.
 # As the analyzer (EXECUTOR_WORKER_KIND=analyzer, read-only) it answers a valid triage by default; the
 # task's text steers it with FAKE_ANALYZER=WORD (see tests/fake_agents/README.md).
 prompt=$(cat)
@@ -45,13 +49,40 @@ done
 commit() {
   git add -A >/dev/null && git -c user.name=fake -c user.email=fake@example.com commit -qm "$1"
 }
+answered=no
+if printf '%s\n' "$prompt" | grep -q '^## Questions asked and answered'; then answered=yes; fi
 case "$EXECUTOR_WORKER_KIND" in
+  plan)
+    # Read-only: a plan (revised when the prompt carries a reviewer's feedback), or FAKE_PLAN_ASK's question.
+    if printf '%s\n' "$prompt" | grep -q FAKE_PLAN_ASK && [ "$answered" = no ]; then
+      echo '{"approach": "", "files": [], "risks": "", "testing": "", "question": "Which file should hold it?"}'
+      exit 0
+    fi
+    approach="Write feature.txt with the feature."
+    if printf '%s\n' "$prompt" | grep -q "What the reviewer wants changed"; then
+      approach="Revised as asked: write feature.txt and mention it in the README."
+    fi
+    printf '{"approach": "%s", "files": ["feature.txt"], "risks": "none", "testing": "cat feature.txt", "question": null}\n' "$approach"
+    ;;
   queued|in_progress)
-    echo "the feature" > feature.txt
+    # FAKE_ASK: asks before working, until an answer is in its prompt (GREETING=word, written down).
+    if printf '%s\n' "$prompt" | grep -q FAKE_ASK && [ "$answered" = no ]; then
+      echo '{"question": "Which greeting should the feature print?"}'
+      exit 0
+    fi
+    {
+      echo "the feature"
+      if printf '%s\n' "$prompt" | grep -q '^## The approved plan'; then echo "plan: followed"; fi
+      printf '%s\n' "$prompt" | sed -n 's/.*GREETING=\([a-z]*\).*/answer: \1/p' | head -n 1
+    } > feature.txt
     commit "Implement the task"
     echo '{"summary": "implemented the feature"}'
     ;;
   fix_ci)
+    if [ -n "${FAKE_CI_ASK:-}" ] && [ "$answered" = no ]; then
+      echo '{"question": "Does this check fail on main too?"}'
+      exit 0
+    fi
     echo ok > ci-fixed
     commit "Fix CI"
     echo '{"summary": "made CI pass"}'

@@ -172,6 +172,23 @@ impl FakeAsana {
         self.lock().deleted.push(gid.to_string());
     }
 
+    /// A person's comment on a task (not through the API executor writes with), at this moment.
+    pub fn add_comment_by(&self, task: &str, user_gid: &str, name: &str, text: &str) {
+        let mut state = self.lock();
+        let count: usize = state.stories.values().map(Vec::len).sum();
+        let story = json!({
+            "gid": format!("8{:05}", count + 1),
+            "resource_type": "story",
+            "resource_subtype": "comment_added",
+            "type": "comment",
+            "text": text,
+            "created_at": Utc::now().to_rfc3339(),
+            "created_by": {"gid": user_gid, "resource_type": "user", "name": name},
+            "target": {"gid": task, "resource_type": "task"},
+        });
+        state.stories.entry(task.to_string()).or_default().push(story);
+    }
+
     /// The texts of the comment stories on a task, in order.
     pub fn comments(&self, gid: &str) -> Vec<String> {
         self.lock()

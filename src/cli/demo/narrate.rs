@@ -92,5 +92,6 @@ fn why(kind: WorkerKind) -> &'static str {
         WorkerKind::FixComments => "a trusted reviewer's comment is unresolved: answer it",
         WorkerKind::PrReview => "CI is green and nothing is unresolved: review the head",
         WorkerKind::FixConflicts => "the pull request conflicts with its base: merge it",
+        WorkerKind::Plan => "the task needs an approved plan: write one, reading only",
     }
 }

@@ -5,10 +5,12 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 
 use super::decide;
+use crate::budget::BudgetStop;
 use crate::config::Trust;
-use crate::domain::{CiTrigger, Run, RunState, TaskGid, WorkerKind};
+use crate::domain::{BudgetCap, CiTrigger, Run, RunState, TaskGid, WorkerKind};
 use crate::forge::{Check, CheckStatus, Comment, Mergeable, PrRef, PrSnapshot, PrState};
-use crate::runner::{Action, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
+use crate::runner::decision::{OpenQuestion, PlanStage};
+use crate::runner::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
 
 const HEAD: &str = "abc1234def5678";
 const OLD: &str = "0001112223334";
@@ -65,6 +67,7 @@ fn policy() -> Policy {
         max_review_rounds: 2,
         max_conflict_attempts: 3,
         check_grace: Duration::ZERO,
+        question_reminder: Duration::from_secs(24 * 3600),
     }
 }
 
@@ -82,7 +85,14 @@ fn obs() -> Observation {
         conflict_attempts: 0,
         comments_at_completion: None,
         comment_rounds: 0,
+        plan: None,
+        open_question: None,
+        budget: None,
     }
+}
+
+fn stop(cap: BudgetCap, limit: f64, spent: f64) -> BudgetStop {
+    BudgetStop { cap, limit, spent, min_launch: 0.05 }
 }
 
 fn check(name: &str, status: CheckStatus) -> Check {
@@ -324,6 +334,20 @@ fn rows() -> Vec<Row> {
             Observation { last_worker: last(K::InProgress, O::Stuck, 29, 2), ..obs() },
             Action::Wait,
             "retry after 12:31:00",
+        ),
+        row(
+            "queued, over the run's cap, no free slot → wait, the cap and the amounts said (issue 35, item 5)",
+            run(Queued),
+            Observation { free_slot: false, budget: Some(stop(BudgetCap::Run, 1.0, 0.96)), ..obs() },
+            Action::Wait,
+            "The run is queued. Run 1 has spent $0.96 of its $1.00 budget (budget.per_run_usd): $0.04 left is below the $0.05 minimum launch",
+        ),
+        row(
+            "in_progress, the day's cap spent, free slot → wait until the day turns",
+            run(InProgress),
+            Observation { budget: Some(stop(BudgetCap::Day, 50.0, 50.5)), ..obs() },
+            Action::Wait,
+            "today of the $50.00 daily budget (budget.per_day_usd): $0.50 over; no worker starts until the day turns at 2026-05-02 00:00 UTC",
         ),
         row(
             "in_progress, back-off elapsed but no free slot → wait",
@@ -1037,4 +1061,68 @@ fn a_wait_after_a_trigger_says_what_the_trigger_did() {
     for trigger in [Some(CiTrigger::Dispatched), Some(CiTrigger::Rerun), None] {
         assert_eq!(notice(trigger), format!("{head} {tail}"), "{trigger:?}: no cause claimed");
     }
+}
+
+#[test]
+fn a_task_that_needs_a_plan_gets_one_written_approved_then_code() {
+    let queued = run(RunState::Queued);
+    let start_kind = |d: &Decision| match d.action {
+        Action::StartWorker { kind, move_to, .. } => Some((kind, move_to)),
+        _ => None,
+    };
+    let with = |stage: PlanStage| Observation { plan: Some(stage), ..obs() };
+    // No plan yet: a plan worker, and the run stays queued.
+    let d = decide(&queued, &with(PlanStage::None), &policy(), now());
+    assert_eq!(start_kind(&d), Some((WorkerKind::Plan, None)), "{}", d.why);
+    // A plan waits: the human is told once, by a plan notice, then the run waits.
+    let awaiting = with(PlanStage::Awaiting { id: 9, revision: 1 });
+    let d = decide(&queued, &awaiting, &policy(), now());
+    let Action::Notify { notice } = &d.action else { panic!("{d:?}") };
+    assert_eq!((notice.kind, notice.key.as_str()), (NoticeKind::Plan, "plan:9"));
+    assert!(notice.text.contains("executor plan approve 1"), "{}", notice.text);
+    let told = Observation { notices_sent: vec!["plan:9".into()], ..awaiting };
+    let d = decide(&queued, &told, &policy(), now());
+    assert!(d.is_wait() && d.why.contains("Plan revision 1 waits for a person"), "{}", d.why);
+    // Sent back: the next revision is written.
+    let d = decide(&queued, &with(PlanStage::ChangesRequested { revision: 1 }), &policy(), now());
+    assert_eq!(start_kind(&d), Some((WorkerKind::Plan, None)));
+    assert!(d.why.contains("revision 2"), "{}", d.why);
+    // Approved, or no plan needed: the implementation starts, moving the run on.
+    for o in [with(PlanStage::Approved), obs()] {
+        let d = decide(&queued, &o, &policy(), now());
+        assert_eq!(start_kind(&d), Some((WorkerKind::Queued, Some(RunState::InProgress))), "{}", d.why);
+    }
+}
+
+#[test]
+fn an_open_question_is_told_once_reminded_once_and_waits() {
+    let asked_at = now() - TimeDelta::hours(1);
+    let q = OpenQuestion { id: 4, asked_at, text: "v1 or v2?".into() };
+    // Whatever the pull request says (here CI failed), the run waits for the answer.
+    let failing = pr_obs(|p| p.checks = vec![check("build", CheckStatus::Failure)]);
+    let o = Observation { open_question: Some(q.clone()), ..failing };
+    let d = decide(&run(RunState::Pr), &o, &policy(), now());
+    let Action::Notify { notice } = &d.action else { panic!("{d:?}") };
+    assert_eq!((notice.kind, notice.key.as_str()), (NoticeKind::Question, "question:4"));
+    assert!(
+        notice.text.contains("v1 or v2?") && notice.text.contains("executor answer 1"),
+        "{}",
+        notice.text
+    );
+    let told = Observation { notices_sent: vec!["question:4".into()], ..o };
+    let d = decide(&run(RunState::Pr), &told, &policy(), now());
+    assert!(d.is_wait() && d.why.contains("Waiting for an answer to question 4"), "{}", d.why);
+    // After question_reminder, one reminder; after it, only waiting.
+    let late = now() + TimeDelta::hours(24);
+    let d = decide(&run(RunState::Pr), &told, &policy(), late);
+    let Action::Notify { notice } = &d.action else { panic!("{d:?}") };
+    assert_eq!((notice.kind, notice.key.as_str()), (NoticeKind::NeedsHuman, "question_reminder:4"));
+    let reminded =
+        Observation { notices_sent: vec!["question:4".into(), "question_reminder:4".into()], ..told };
+    let d = decide(&run(RunState::Pr), &reminded, &policy(), late + TimeDelta::days(30));
+    assert!(d.is_wait(), "never loops: {}", d.why);
+    // A merged pull request still completes the run, question or not; a live worker is never doubled.
+    let merged = with_pr(reminded.clone(), |p| p.state = PrState::Merged);
+    let d = decide(&run(RunState::Pr), &merged, &policy(), now());
+    assert!(matches!(d.action, Action::Transition { to: RunState::Complete, .. }), "{}", d.why);
 }

@@ -94,6 +94,7 @@ async fn a_fresh_in_progress_prompt_says_the_earlier_session_could_not_be_resume
         resume_session: resume.map(String::from),
         review_findings: Vec::new(),
         ci_logs: Default::default(),
+        asked: Default::default(),
     };
     let prompts = Prompts::embedded();
     let fresh = prompts.render(PromptKind::Worker(InProgress), &prompt_context(&inputs(None))).unwrap();
@@ -156,6 +157,7 @@ async fn the_review_checks_the_repositorys_criteria_then_the_tasks_own_each_once
         resume_session: None,
         review_findings: Vec::new(),
         ci_logs: Default::default(),
+        asked: Default::default(),
     };
     let ctx = prompt_context(&inputs);
     assert_eq!(
@@ -171,4 +173,62 @@ async fn the_review_checks_the_repositorys_criteria_then_the_tasks_own_each_once
     let (other, _) = store.upsert_task(&TaskGid::parse("t3").unwrap(), &plain, Actor::Cli).await.unwrap();
     let ctx = prompt_context(&WorkerInputs { task: &other, ..inputs });
     assert_eq!(ctx.acceptance_criteria, repo.acceptance_criteria);
+}
+
+/// A plan is written reading only: the agent in its read-only mode and none of the repository's `.git`
+/// writable, while an implementing worker of the same run may commit.
+#[tokio::test]
+async fn a_plan_worker_reads_only_and_an_implementing_one_may_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git").args(args).current_dir(&repo).status().unwrap().success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "init"]);
+    let text = format!(
+        "[paths]\ndata_dir = {:?}\n[worker]\nagent = \"claude\"\n[repos.app]\npath = {:?}\nplan = \"required\"\n",
+        dir.path().join("data").display().to_string(),
+        repo.display().to_string()
+    );
+    let config = crate::config::Config::parse(&text).unwrap();
+    let gid = TaskGid::parse("t1").unwrap();
+    let wt =
+        crate::workspace::ensure_worktree(&repo, &config.worktrees_root(), &gid, 1, "executor/t1", "main")
+            .unwrap();
+    let store = Store::open(&format!("sqlite://{}", dir.path().join("e.db").display())).await.unwrap();
+    store.migrate().await.unwrap();
+    let new = NewTask { description: Some("Add the feature".into()), ..Default::default() };
+    let (task, _) = store.upsert_task(&gid, &new, Actor::Cli).await.unwrap();
+    let repo_config = &config.repos["app"];
+    let spec = |kind| {
+        let inputs = WorkerInputs {
+            task: &task,
+            run: None,
+            kind,
+            repo: Some(("app", repo_config)),
+            branch: "executor/t1".into(),
+            cwd: wt.path.clone(),
+            forge: None,
+            pr: None,
+            resume_session: None,
+            review_findings: Vec::new(),
+            ci_logs: Default::default(),
+            asked: Default::default(),
+        };
+        let agent = crate::worker::agent_config(&config);
+        super::build_spec(&config, &Prompts::embedded(), &inputs, agent, 1.0, None).unwrap()
+    };
+    let mode = |s: &crate::worker::WorkerSpec| match &s.agent {
+        crate::worker::AgentConfig::Claude(c) => c.permission_mode.clone(),
+        other => panic!("{other:?}"),
+    };
+    let plan = spec(WorkerKind::Plan);
+    assert!(plan.writable_dirs.is_empty(), "{:?}", plan.writable_dirs);
+    assert_eq!(mode(&plan).as_deref(), Some("plan"));
+    let queued = spec(WorkerKind::Queued);
+    assert!(!queued.writable_dirs.is_empty(), "a commit writes the repository's .git");
+    assert_eq!(mode(&queued).as_deref(), Some("bypassPermissions"));
 }

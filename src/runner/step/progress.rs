@@ -9,12 +9,14 @@ use crate::store::{OfferTally, WorkerSession};
 /// The run's ended workers as the decision sees them: the last one, and the rounds of comments answered.
 /// `head_now` is the head the work is judged by (the pull request's, else the branch's); `offers`, what
 /// each `fix_comments` worker was given to answer and answered ([`crate::store::Store::offer_tallies`]).
+/// `handed`: the sessions that handed a person a plan or a question (their job, done).
 pub(super) fn progress(
     sessions: &[WorkerSession],
     head_now: Option<&str>,
     offers: &[OfferTally],
+    handed: &[i64],
 ) -> (Option<LastWorker>, u32) {
-    let judged = judge(sessions, head_now, offers);
+    let judged = judge(sessions, head_now, offers, handed);
     let rounds = judged.iter().filter(|j| j.done).count();
     (last_worker(&judged), u32::try_from(rounds).unwrap_or(u32::MAX))
 }
@@ -33,6 +35,7 @@ fn judge<'a>(
     sessions: &'a [WorkerSession],
     head_now: Option<&str>,
     offers: &[OfferTally],
+    handed: &[i64],
 ) -> Vec<Judged<'a>> {
     sessions
         .iter()
@@ -45,6 +48,10 @@ fn judge<'a>(
                 _ => None,
             };
             let tally = offers.iter().find(|t| t.session_id == s.id);
+            // A plan written or a question asked is the job done, even with the branch untouched.
+            if handed.contains(&s.id) && outcome_of(s) == WorkerOutcome::Ok {
+                return Judged { session: s, outcome: WorkerOutcome::Ok, done: true };
+            }
             let outcome = match outcome_of(s) {
                 WorkerOutcome::Ok if changed_nothing(s.kind, moved, tally) => WorkerOutcome::NoProgress,
                 other => other,

@@ -20,7 +20,7 @@ fn ended(id: i64, kind: WorkerKind, reason: EndReason, start_sha: Option<&str>) 
 }
 
 fn last_worker(sessions: &[WorkerSession], head_now: Option<&str>, offers: &[OfferTally]) -> LastWorker {
-    progress(sessions, head_now, offers).0.unwrap()
+    progress(sessions, head_now, offers, &[]).0.unwrap()
 }
 
 fn tally(session_id: i64, offered: i64, new: i64, answered: i64) -> OfferTally {
@@ -58,20 +58,20 @@ fn rounds_of_comments_answered_are_progress_and_only_workers_that_fail_them_make
         .collect();
     // Each answered its one new comment (and committed for it).
     let answered = [tally(1, 1, 1, 1), tally(2, 1, 1, 1), tally(3, 1, 1, 1)];
-    let (last, done) = progress(&rounds, Some("h4"), &answered);
+    let (last, done) = progress(&rounds, Some("h4"), &answered, &[]);
     assert_eq!((last.unwrap().streak, done), (0, 3));
     // Only answered, no commit: the same.
-    let (last, done) = progress(&rounds, Some("h3"), &answered);
+    let (last, done) = progress(&rounds, Some("h3"), &answered, &[]);
     let last = last.unwrap();
     assert_eq!((last.outcome, last.streak, done), (WorkerOutcome::Ok, 0, 3));
 
     // The same answered comment given again and again (its answers never showed): retries.
     let again = [tally(1, 1, 1, 1), tally(2, 1, 0, 1), tally(3, 1, 0, 1)];
-    let (last, done) = progress(&rounds, Some("h4"), &again);
+    let (last, done) = progress(&rounds, Some("h4"), &again, &[]);
     assert_eq!((last.unwrap().streak, done), (2, 1));
     // A new comment left unanswered, at the head it started from: no progress.
     let unanswered = [tally(1, 1, 1, 1), tally(2, 1, 1, 1), tally(3, 2, 1, 0)];
-    let (last, done) = progress(&rounds, Some("h3"), &unanswered);
+    let (last, done) = progress(&rounds, Some("h3"), &unanswered, &[]);
     let last = last.unwrap();
     assert_eq!((last.outcome, last.streak, done), (WorkerOutcome::NoProgress, 1, 2));
     // Half a round answered and no commit: not done, though not nothing.

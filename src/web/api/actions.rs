@@ -44,7 +44,7 @@ fn run_id(raw: &str) -> ApiResult<i64> {
 }
 
 /// `GET /needs-you` → everything that waits on a human (`Store::needs_you`), each list at most 100
-/// items with its total where it can be longer.
+/// items with its total (all it holds: the page's total is the same).
 pub async fn needs_you(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     let limits = NeedsYouLimits {
         per_list: NEEDS_PER_LIST,

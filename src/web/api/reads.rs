@@ -27,15 +27,22 @@ pub struct TasksQuery {
     offset: Option<String>,
 }
 
+impl TasksQuery {
+    /// The store's filter for this view and page.
+    pub(super) fn filter(&self) -> ApiResult<TaskFilter> {
+        let view = self.view.view(now()).map_err(|e| ApiError::invalid(e.to_string()))?;
+        Ok(TaskFilter {
+            limit: Some(number("limit", self.limit.as_deref())?.unwrap_or(DEFAULT_LIMIT).min(MAX_LIMIT)),
+            offset: number("offset", self.offset.as_deref())?,
+            ..view.filter
+        })
+    }
+}
+
 /// `GET /tasks?status=&source=&repo=&prio_min=&prio_max=&added_within=&older_than=&q=&sort=&dir=&limit=&offset=`
 /// → `{"tasks": [...], "total": N}` (total ignores the page).
 pub async fn tasks(State(state): State<AppState>, Query(q): Query<TasksQuery>) -> ApiResult<Json<Value>> {
-    let view = q.view.view(now()).map_err(|e| ApiError::invalid(e.to_string()))?;
-    let filter = TaskFilter {
-        limit: Some(number("limit", q.limit.as_deref())?.unwrap_or(DEFAULT_LIMIT).min(MAX_LIMIT)),
-        offset: number("offset", q.offset.as_deref())?,
-        ..view.filter
-    };
+    let filter = q.filter()?;
     let tasks = state.store.list_tasks(&filter).await?;
     let total = state.store.count_tasks(&filter).await?;
     Ok(Json(json!({ "tasks": tasks, "total": total })))
@@ -63,12 +70,18 @@ pub struct RunsQuery {
 /// `GET /runs?state=&limit=` → what `executor runs list --json` prints, newest first (one query; the
 /// dashboard page for runs reads its richer board rows separately).
 pub async fn runs(State(state): State<AppState>, Query(q): Query<RunsQuery>) -> ApiResult<Json<Value>> {
-    let filter = RunFilter {
-        state: named::<RunState>(q.state.as_deref())?,
-        task_gid: None,
-        limit: Some(number("limit", q.limit.as_deref())?.unwrap_or(MAX_LIMIT).min(MAX_LIMIT)),
-    };
-    Ok(Json(json!(state.store.list_runs(&filter).await?)))
+    Ok(Json(json!(state.store.list_runs(&q.filter()?).await?)))
+}
+
+impl RunsQuery {
+    /// The store's filter for this query.
+    pub(super) fn filter(&self) -> ApiResult<RunFilter> {
+        Ok(RunFilter {
+            state: named::<RunState>(self.state.as_deref())?,
+            task_gid: None,
+            limit: Some(number("limit", self.limit.as_deref())?.unwrap_or(MAX_LIMIT).min(MAX_LIMIT)),
+        })
+    }
 }
 
 /// `GET /runs/{id}` → what `executor runs show ID --json` prints: the run, its workers, the pull request
@@ -138,6 +151,6 @@ pub async fn insights(
     Query(q): Query<InsightsQuery>,
 ) -> ApiResult<Json<crate::web::insights::Insights>> {
     let days = crate::web::insights::window(q.days.as_deref()).map_err(ApiError::invalid)?;
-    let reserve = state.config.github.reserve_points;
-    Ok(Json(crate::web::insights::gather(&state.store, days, state.github.is_some(), reserve).await?))
+    let gathered = crate::web::insights::gather(&state.store, &state.config, days, state.github.is_some());
+    Ok(Json(gathered.await?))
 }

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 
-use crate::domain::{EndClass, EndReason};
+use crate::domain::{EndClass, EndReason, ReviewVerdict, WorkerKind};
 use crate::store::{DayCost, DayFlow, GitHubHour, RunLead, WorkerEnds};
 
 /// One day's spend, with what it bought.
@@ -145,12 +145,17 @@ pub fn spread(mut values: Vec<f64>) -> Spread {
     Spread { count: values.len(), p50_hours: rank(0.5), p90_hours: rank(0.9) }
 }
 
-/// How the sessions of one worker kind ended.
+/// How the sessions of one worker kind ended, as a person reads it: a worker that exited cleanly
+/// without getting anything done did not succeed.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct KindOutcomes {
     pub kind: String,
-    /// Finished: did its job.
+    /// Finished and did its job: moved its branch, answered, planned or asked; a review that passed.
     pub succeeded: i64,
+    /// Finished, yet changed nothing (the runner judged it no progress); a review with no verdict.
+    pub no_progress: i64,
+    /// A review that finished with the verdict "fail": its job done, the pull request not good yet.
+    pub review_failed: i64,
     /// Its own failure: exited with an error, crashed, could not start.
     pub failed: i64,
     /// Killed by the watchdog: silent too long, ran too long, printed too much.
@@ -159,7 +164,14 @@ pub struct KindOutcomes {
     pub interrupted: i64,
 }
 
-/// The worker ends grouped by kind and by [`EndClass`], kinds in the order given.
+impl KindOutcomes {
+    pub fn total(&self) -> i64 {
+        self.succeeded + self.no_progress + self.review_failed + self.failed + self.stuck + self.interrupted
+    }
+}
+
+/// The worker ends grouped by kind and by what they came to, kinds in the order given: the class of
+/// the end reason, then, for those that finished, the stored evidence (no progress, a review's verdict).
 pub fn outcomes(ends: &[WorkerEnds]) -> Vec<KindOutcomes> {
     let mut out: Vec<KindOutcomes> = Vec::new();
     for e in ends {
@@ -171,9 +183,16 @@ pub fn outcomes(ends: &[WorkerEnds]) -> Vec<KindOutcomes> {
             }
         };
         let o = &mut out[i];
+        let review = e.kind == WorkerKind::PrReview.as_str();
         // A reason this build does not know (a newer build's) is neither a success nor provably the
         // worker's failure: it counts as interrupted.
         match e.end_reason.parse::<EndReason>().map(EndReason::class) {
+            Ok(EndClass::Ok) if e.no_progress => o.no_progress += e.count,
+            Ok(EndClass::Ok) if review => match e.verdict.as_deref().map(str::parse::<ReviewVerdict>) {
+                Some(Ok(ReviewVerdict::Pass)) => o.succeeded += e.count,
+                Some(Ok(ReviewVerdict::Fail)) => o.review_failed += e.count,
+                _ => o.no_progress += e.count,
+            },
             Ok(EndClass::Ok) => o.succeeded += e.count,
             Ok(EndClass::Failed) => o.failed += e.count,
             Ok(EndClass::Stuck) => o.stuck += e.count,

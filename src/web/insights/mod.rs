@@ -1,18 +1,23 @@
 //! Insights: the figures that answer "is this worth it?" over a window of 7, 30 or 90 days — tasks in
 //! and out, cost per day and per completed pull request, time from approval to a pull request and to
-//! completion, how each worker kind ends, how many pull requests landed and at what cost (by repository
-//! and agent), GitHub points used per hour. Read with five aggregate
-//! statements (`store/insights.rs`, `store/github_usage.rs`), assembled by pure functions (`figures`),
-//! drawn as SVG with a table of the same numbers (`views`), and served as JSON for scripts.
+//! completion, how each worker kind ends, how many pull requests landed, at what cost and how many were
+//! reverted (by repository and agent, and sliced by worker kind, source and label), the runs given up
+//! after spending much, GitHub points used per hour. Read with a few aggregate statements
+//! (`store/insights.rs`, `store/reverts.rs`, `store/github_usage.rs`), assembled by pure functions
+//! (`figures`, `landed`, `slices`, `failures`), drawn as SVG with a table of the same numbers
+//! (`views`), and served as JSON for scripts.
 
+pub mod failures;
 pub mod figures;
 pub mod landed;
+pub mod slices;
 #[cfg(test)]
 mod tests;
 pub mod views;
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 
+use crate::config::Config;
 use crate::store::{DayFlow, GITHUB_GRAPHQL, Result, Store, now, start_of_day};
 use figures::{CostDay, CostTotal, KindOutcomes, LeadTimes, PointsHour};
 
@@ -48,6 +53,13 @@ pub struct Insights {
     /// The runs that ended in the window — merged or given up — for all runs, then by repository and
     /// agent ([`landed::landed`]).
     pub landed: Vec<landed::Landed>,
+    /// The same runs sliced one way at a time: repository, agent, worker kind, source, label.
+    pub slices: Vec<slices::Slices>,
+    /// Days after a merge within which a revert counts (`insights.revert_window_days`): a pull request
+    /// merged more recently may still be reverted.
+    pub revert_window_days: u32,
+    /// Runs given up after spending more than `insights.expensive_failure_usd`.
+    pub expensive_failures: failures::Failures,
     pub github: GitHubPoints,
 }
 
@@ -67,8 +79,8 @@ pub fn window_days(days: u32, today: NaiveDate) -> Vec<NaiveDate> {
     (0..i64::from(days)).rev().map(|back| today - Duration::days(back)).collect()
 }
 
-/// Reads and assembles the insights for a `days`-day window ending now.
-pub async fn gather(store: &Store, days: u32, github_configured: bool, reserve: u32) -> Result<Insights> {
+/// Reads and assembles the insights for a `days`-day window ending now, with `config`'s thresholds.
+pub async fn gather(store: &Store, config: &Config, days: u32, github_configured: bool) -> Result<Insights> {
     let now = now();
     let today = start_of_day(now);
     let since = today - Duration::days(i64::from(days) - 1);
@@ -77,13 +89,31 @@ pub async fn gather(store: &Store, days: u32, github_configured: bool, reserve: 
     let (cost, cost_total) = figures::cost_days(&day_list, &store.day_costs(since).await?, &flows);
     let lead_times = figures::lead_times(&store.run_leads(since).await?, since);
     let workers = figures::outcomes(&store.worker_ends(since).await?);
-    let landed = landed::landed(&store.run_outcomes(since).await?);
+    let outcomes = store.run_outcomes(since).await?;
+    let (landed, slices) = (landed::landed(&outcomes), slices::slices(&outcomes));
+    let threshold_usd = config.insights.expensive_failure_usd;
+    let runs = store.expensive_failures(since, threshold_usd, failures::LIMIT).await?;
+    let expensive_failures = failures::Failures { threshold_usd, runs };
     // A window ends at its reset: the windows ending in the last 48 hours, this hour's included.
     let hours = store.github_usage(GITHUB_GRAPHQL, now - Duration::hours(GITHUB_HOURS)).await?;
     let github = GitHubPoints {
         configured: github_configured,
         hours: figures::points_hours(&hours),
-        reserve: i64::from(reserve),
+        reserve: i64::from(config.github.reserve_points),
     };
-    Ok(Insights { days, since, flow: flows, cost, cost_total, lead_times, workers, landed, github })
+    let revert_window_days = config.insights.revert_window_days;
+    Ok(Insights {
+        days,
+        since,
+        flow: flows,
+        cost,
+        cost_total,
+        lead_times,
+        workers,
+        landed,
+        slices,
+        revert_window_days,
+        expensive_failures,
+        github,
+    })
 }

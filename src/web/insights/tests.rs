@@ -94,8 +94,12 @@ fn lead_times_fall_in_buckets_with_nearest_rank_percentiles() {
 
 #[test]
 fn worker_ends_are_grouped_by_kind_and_class() {
-    let end =
-        |kind: &str, reason: &str, count| WorkerEnds { kind: kind.into(), end_reason: reason.into(), count };
+    let end = |kind: &str, reason: &str, count| WorkerEnds {
+        kind: kind.into(),
+        end_reason: reason.into(),
+        count,
+        ..Default::default()
+    };
     let o = outcomes(&[
         end("fix_ci", "failed", 2),
         end("fix_ci", "finished", 5),
@@ -106,13 +110,44 @@ fn worker_ends_are_grouped_by_kind_and_class() {
         end("queued", "host_lost", 1),
         end("queued", "a_reason_of_a_newer_build", 4),
     ]);
+    let kind = |k: &str, [succeeded, failed, stuck, interrupted]: [i64; 4]| KindOutcomes {
+        kind: k.into(),
+        succeeded,
+        failed,
+        stuck,
+        interrupted,
+        ..Default::default()
+    };
+    assert_eq!(o, [kind("fix_ci", [5, 2, 0, 0]), kind("queued", [3, 1, 3, 5])]);
+}
+
+/// Issue 35, item 8: 24 of 26 workers were "succeeded" while a run was abandoned for no progress. A
+/// worker that finished without changing anything made no progress; a review that failed is a failed
+/// review; a review is a success only when it passed.
+#[test]
+fn finished_workers_count_as_what_they_came_to() {
+    let end = |kind: &str, verdict: Option<&str>, no_progress, count| WorkerEnds {
+        kind: kind.into(),
+        end_reason: "finished".into(),
+        verdict: verdict.map(String::from),
+        no_progress,
+        count,
+    };
+    let o = outcomes(&[
+        end("pr_review", None, false, 1),
+        end("pr_review", Some("fail"), false, 4),
+        end("pr_review", Some("pass"), false, 2),
+        end("queued", None, false, 3),
+        end("queued", None, true, 6),
+    ]);
+    let review = &o[0];
     assert_eq!(
-        o,
-        [
-            KindOutcomes { kind: "fix_ci".into(), succeeded: 5, failed: 2, stuck: 0, interrupted: 0 },
-            KindOutcomes { kind: "queued".into(), succeeded: 3, failed: 1, stuck: 3, interrupted: 5 },
-        ]
+        (review.succeeded, review.review_failed, review.no_progress),
+        (2, 4, 1),
+        "a review passed, failed, or gave no verdict"
     );
+    let queued = &o[1];
+    assert_eq!((queued.succeeded, queued.no_progress, queued.total()), (3, 6, 9));
 }
 
 #[test]
@@ -149,6 +184,9 @@ fn each_view_has_a_drawing_a_caption_and_a_table_of_the_same_numbers() {
         lead_times: lead_times(&[], at("2026-11-01T00:00:00Z")),
         workers: vec![],
         landed: vec![],
+        slices: vec![],
+        revert_window_days: 14,
+        expensive_failures: failures::Failures { threshold_usd: 5.0, runs: vec![] },
         github: GitHubPoints { configured: false, hours: vec![], reserve: 1000 },
     };
     let views = chart_views(&i);

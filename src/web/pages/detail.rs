@@ -90,6 +90,13 @@ pub(super) async fn task(
     let events =
         state.store.events(&EventFilter { task_gid: Some(gid.clone()), ..Default::default() }).await?;
     let sessions = state.store.analysis_sessions(&gid).await?;
+    let plan_mode = state.store.task_plan_mode(&gid).await?;
+    // What "the repository's" means for this task: its repository's `plan`, when the config names it.
+    let repo_plan = state
+        .config
+        .repo_for(task.repo.as_deref(), &format!("task {gid}"))
+        .ok()
+        .map(|(_, repo)| repo.plan.as_str());
     let now = now();
     let runs_state: Vec<(i64, RunState)> = runs.iter().map(|r| (r.id, r.state)).collect();
     let runs: Vec<_> = runs
@@ -143,6 +150,8 @@ pub(super) async fn task(
             can_skip => task.status.next().contains(&QueueStatus::Skip),
             can_requeue,
             can_retry,
+            plan_mode => plan_mode.map(|m| m.as_str()),
+            repo_plan,
             task,
             runs,
             sessions,

@@ -1,4 +1,5 @@
-//! `GET /insights?days=7|30|90`: the pictures that answer "is this worth it?", each with its table.
+//! `GET /insights?days=7|30|90`: the pictures that answer "is this worth it?", each with its table; the
+//! pull requests that landed, sliced, and the expensive failures.
 
 use axum::extract::{Query, State};
 use axum::response::Html;
@@ -17,8 +18,7 @@ pub(super) async fn page(
     Query(q): Query<InsightsQuery>,
 ) -> Result<Html<String>, PageError> {
     let days = insights::window(q.days.as_deref()).map_err(PageError::BadRequest)?;
-    let reserve = state.config.github.reserve_points;
-    let figures = insights::gather(&state.store, days, state.github.is_some(), reserve).await?;
+    let figures = insights::gather(&state.store, &state.config, days, state.github.is_some()).await?;
     let mut windows = WINDOWS.to_vec();
     windows.sort_unstable();
     let windows: Vec<_> =
@@ -36,6 +36,21 @@ pub(super) async fn page(
         .collect();
     let landed = minijinja::context! {
         columns => insights::landed::COLUMNS, rows => insights::landed::table_rows(&figures.landed),
+        window => figures.revert_window_days,
     };
-    render("insights.html", minijinja::context! { nav => "insights", days, windows, charts, landed })
+    let slices: Vec<_> = figures
+        .slices
+        .iter()
+        .map(|s| {
+            let columns = insights::slices::columns(s.by);
+            minijinja::context! { by => s.by, name => columns[0].clone(), columns, rows => insights::slices::table_rows(s) }
+        })
+        .collect();
+    let failures = minijinja::context! {
+        threshold => format!("${:.2}", figures.expensive_failures.threshold_usd),
+        columns => insights::failures::COLUMNS,
+        rows => insights::failures::rows(&figures.expensive_failures),
+    };
+    let page = minijinja::context! { nav => "insights", days, windows, charts, landed, slices, failures };
+    render("insights.html", page)
 }

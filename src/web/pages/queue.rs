@@ -126,6 +126,9 @@ pub(super) async fn page(
     let to_page = |p: i64| view.link("/queue", &[("page", Some(p.to_string()))]);
     let mut kept = view.given.clone();
     kept.push(("page", page.to_string()));
+    // The export is of the view (its filters and order), not of the page shown: as many as the API gives.
+    let export =
+        |path| view.link(path, &[("page", None), ("limit", Some(crate::web::api::MAX_ROWS.to_string()))]);
     let narrowed = view.given.iter().any(|(name, _)| !matches!(*name, "sort" | "dir"));
     render(
         "queue.html",
@@ -150,6 +153,8 @@ pub(super) async fn page(
             kept,
             // The view without its page, for the jump-to-page form.
             unpaged => view.given.clone(),
+            csv_link => export("/api/v1/tasks.csv"),
+            json_link => export("/api/v1/tasks"),
             page,
             pages,
             total,

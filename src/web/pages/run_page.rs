@@ -1,6 +1,8 @@
 //! `GET /runs/{id}`: one run read at a glance — its task's title, its pull request as last observed
 //! (checks at the head, the unresolved trusted comments, the diff stat), the latest review's findings,
-//! every worker with its time, cost and log, and its history. A fixed number of statements.
+//! every worker with its time, cost and log, and its history; and what the run waits for from a person:
+//! its plan (approve it, or send it back with what should change) and its workers' questions (answer the
+//! open one). A fixed number of statements.
 
 use axum::Extension;
 use axum::extract::{Path, Query, State};
@@ -9,9 +11,9 @@ use axum::response::Html;
 use super::detail::event_lines;
 use super::pr_summary::{pr_summary, trust_for};
 use super::{FlashQuery, PageError, ago, first_line, money, render, short, span, web_link};
-use crate::domain::RunState;
+use crate::domain::{PlanStatus, RunState, SHOWN_TEXT_BYTES, shown};
 use crate::forge::{PrSnapshot, latest_review};
-use crate::store::{EventFilter, WorkerSession, now};
+use crate::store::{EventFilter, RunPlan, RunQuestion, WorkerSession, now};
 use crate::web::AppState;
 use crate::web::session::Auth;
 
@@ -108,6 +110,60 @@ fn review(sessions: &[WorkerSession]) -> Option<minijinja::Value> {
     })
 }
 
+/// Who made a person's decision and when: "web, 5m ago", "alice (cli), 2h ago".
+fn decided(
+    actor: Option<&str>,
+    by: Option<&str>,
+    at: Option<chrono::DateTime<chrono::Utc>>,
+) -> Option<String> {
+    let who = match (by, actor) {
+        (Some(by), Some(actor)) => format!("{by} ({actor})"),
+        (Some(who), None) | (None, Some(who)) => who.to_string(),
+        (None, None) => return at.map(|t| ago(t, now())),
+    };
+    Some(match at {
+        Some(t) => format!("{who}, {}", ago(t, now())),
+        None => who,
+    })
+}
+
+/// A plan revision as the page shows it: its whole body (bounded), as text — agent-written Markdown is
+/// never markup.
+fn plan_row(p: &RunPlan) -> minijinja::Value {
+    minijinja::context! {
+        revision => p.revision,
+        status => p.status.as_str(),
+        awaiting => p.status == PlanStatus::AwaitingApproval,
+        body => shown(&p.body, SHOWN_TEXT_BYTES).into_owned(),
+        written => ago(p.created_at, now()),
+        written_at => p.created_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+        decided => decided(p.decided_actor.as_deref(), p.decided_by.as_deref(), p.decided_at),
+        feedback => p.feedback.as_deref().map(|f| shown(f, SHOWN_TEXT_BYTES).into_owned()),
+    }
+}
+
+/// The questions, oldest first; only the newest open one (the one an answer answers) takes the form.
+fn question_rows(questions: &[RunQuestion]) -> Vec<minijinja::Value> {
+    let open = questions.iter().rev().find(|q| q.answered_at.is_none()).map(|q| q.id);
+    questions
+        .iter()
+        .map(|q| {
+            minijinja::context! {
+                id => q.id,
+                kind => q.worker_kind.as_str(),
+                question => shown(&q.question, SHOWN_TEXT_BYTES).into_owned(),
+                asked => ago(q.asked_at, now()),
+                asked_at => q.asked_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+                answer => q.answer.as_deref().map(|a| shown(a, SHOWN_TEXT_BYTES).into_owned()),
+                answered => q.answered_at.is_some().then(|| {
+                    decided(q.answered_via.map(|v| v.as_str()), q.answered_by.as_deref(), q.answered_at)
+                }).flatten(),
+                open => Some(q.id) == open,
+            }
+        })
+        .collect()
+}
+
 pub(super) async fn page(
     State(state): State<AppState>,
     Extension(auth): Extension<Auth>,
@@ -122,6 +178,8 @@ pub(super) async fn page(
     let memory = state.store.run_memory(id).await?;
     let sessions = state.store.worker_sessions(id).await?;
     let events = state.store.events(&EventFilter { run_id: Some(id), ..Default::default() }).await?;
+    let plans = state.store.plans(id).await?;
+    let questions = state.store.questions(id).await?;
     let snapshot: Option<PrSnapshot> =
         memory.last_snapshot.as_deref().and_then(|j| serde_json::from_str(j).ok());
     let trust = trust_for(&state, run.repo.as_deref());
@@ -139,7 +197,10 @@ pub(super) async fn page(
             error,
             title => task.as_ref().map(|t| first_line(t.description.as_deref().unwrap_or(""), 200)),
             // `executor runs resume` and `runs abandon`, and `queue retry` for an abandoned run.
-            can_resume => memory.budget_stopped && !matches!(run.state, RunState::Abandoned | RunState::Complete),
+            // Only for the run's own cap: a fresh allowance does nothing against the day's.
+            can_resume => memory.budget_cap == Some(crate::domain::BudgetCap::Run)
+                && !matches!(run.state, RunState::Abandoned | RunState::Complete),
+            day_turns => crate::domain::next_budget_day(now).format("%Y-%m-%d %H:%M UTC").to_string(),
             can_abandon => run.state.next().contains(&RunState::Abandoned),
             pr_url => web_link(run.pr_url.as_deref()),
             cost => money(spent.max(run.cost_usd), estimated),
@@ -157,6 +218,11 @@ pub(super) async fn page(
             checks => snapshot.as_ref().map(checks).unwrap_or_default(),
             unresolved => snapshot.as_ref().map(|pr| unresolved(pr, &trust)).unwrap_or_default(),
             review => review(&sessions),
+            // The newest revision is the one that counts; the earlier ones, newest first, folded.
+            plan => plans.last().map(plan_row),
+            earlier_plans => plans.iter().rev().skip(1).map(plan_row).collect::<Vec<_>>(),
+            question_open => questions.iter().any(|q| q.answered_at.is_none()),
+            questions => question_rows(&questions),
             run,
             sessions => worker_rows(&sessions),
             events => event_lines(&events),

@@ -1,6 +1,9 @@
-//! `GET /runs[?state=STATE]`: the board, one card per run — its task's title, its pull request and CI,
-//! its worker, its cost so far — in a column per run state, or only the runs of one state. The runs come
-//! from one statement (`Store::runs_board_of`); the counts per state from one more.
+//! `GET /runs[?state=STATE][&q=TEXT][&page=N][&ended=show]`: the board, one card per run — its task's
+//! title, its pull request and CI, its worker, its cost so far — in a column per run state, or only the
+//! runs of one state; a page of [`PAGE_SIZE`] runs at a time, newest first, the ended ones folded into a
+//! count unless asked for, and a search over task gid, task text, branch and pull request URL. A page's
+//! runs come from one statement (`Store::runs_board_of`); how many there are, and the counts per state,
+//! from a few more.
 
 use axum::extract::{Query, State};
 use axum::response::Html;
@@ -10,11 +13,14 @@ use super::pr_summary::{PrSummary, pr_summary, trust_for};
 use super::{PageError, ago, first_line, money, render, short, span, web_link};
 use crate::domain::{EndReason, RunState};
 use crate::forge::PrSnapshot;
-use crate::store::{BoardQuery, BoardRow, now};
+use crate::store::{BoardQuery, BoardRow, ENDED_STATES, now};
 use crate::web::AppState;
 
-/// The newest runs the board shows.
-pub(super) const BOARD_LIMIT: i64 = 2000;
+/// The runs one page of the board shows: 1,000 runs were a 926 KiB page, two seconds to lay out.
+pub(super) const PAGE_SIZE: i64 = 100;
+
+/// The longest search the board takes; a longer one is refused, not cut.
+const MAX_SEARCH_CHARS: usize = 200;
 
 /// The most characters of a task's title a card shows.
 const TITLE_CHARS: usize = 90;
@@ -23,6 +29,12 @@ const TITLE_CHARS: usize = 90;
 pub(super) struct BoardParams {
     /// Only runs in this state (a stable URL: `/runs?state=pr`).
     state: Option<String>,
+    /// Only runs whose task gid, task text, branch or pull request URL holds this.
+    q: Option<String>,
+    /// The page, from 1.
+    page: Option<String>,
+    /// `show`: the ended runs are on the board too, not folded.
+    ended: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -131,6 +143,25 @@ fn card(state: &AppState, row: &BoardRow) -> Card {
     }
 }
 
+/// An ended state's folded column: how many runs it has (that match the search) and where they are.
+#[derive(Serialize)]
+struct Folded {
+    state: &'static str,
+    count: i64,
+    link: String,
+}
+
+/// `/runs` with `pairs` (the empty ones left out) as its query string.
+fn board_link(pairs: &[(&str, Option<&str>)]) -> String {
+    let query: Vec<String> = pairs
+        .iter()
+        .filter_map(|(name, value)| {
+            value.filter(|v| !v.is_empty()).map(|v| format!("{name}={}", super::encode(v)))
+        })
+        .collect();
+    if query.is_empty() { "/runs".to_string() } else { format!("/runs?{}", query.join("&")) }
+}
+
 pub(super) async fn board(
     State(state): State<AppState>,
     Query(params): Query<BoardParams>,
@@ -139,28 +170,87 @@ pub(super) async fn board(
         None | Some("") => None,
         Some(s) => Some(s.parse().map_err(|e| PageError::BadRequest(format!("{e}")))?),
     };
+    let search = params.q.as_deref().map(str::trim).filter(|q| !q.is_empty()).map(str::to_string);
+    if search.as_ref().is_some_and(|q| q.chars().count() > MAX_SEARCH_CHARS) {
+        return Err(PageError::BadRequest(format!("a search is at most {MAX_SEARCH_CHARS} characters")));
+    }
+    let page: i64 = match params.page.as_deref() {
+        None | Some("") => 1,
+        Some(p) => p
+            .parse()
+            .ok()
+            .filter(|p| *p >= 1)
+            .ok_or_else(|| PageError::BadRequest(format!("page {p:?} is not a page number (1, 2, …)")))?,
+    };
+    let show_ended = params.ended.as_deref() == Some("show");
+    // Ended runs are folded away from the board of every state unless asked for; a board of one state
+    // shows what it was asked for.
+    let fold = only.is_none() && !show_ended;
+    let query = BoardQuery {
+        state: only,
+        limit: PAGE_SIZE,
+        offset: (page - 1).saturating_mul(PAGE_SIZE),
+        unended: fold,
+        search: search.clone(),
+    };
     let live = super::live::mark(&state).await?;
-    let rows = state.store.runs_board_of(BoardQuery { state: only, limit: BOARD_LIMIT }).await?;
+    let total = state.store.count_board(&query).await?;
+    let rows = state.store.runs_board_of(query).await?;
     let counts = state.store.run_state_counts().await?;
     let count = |s: RunState| counts.iter().find(|(name, _)| name == s.as_str()).map_or(0, |(_, n)| *n);
+    let q = search.as_deref();
     let links: Vec<StateLink> = RunState::ALL
         .iter()
         .map(|&s| StateLink { state: s.as_str(), count: count(s), current: only == Some(s) })
         .collect();
     let all: i64 = RunState::ALL.iter().map(|&s| count(s)).sum();
-    let shown = rows.len();
+    let mut folded = Vec::new();
+    if fold {
+        for s in ENDED_STATES {
+            let n = match q {
+                None => count(s),
+                Some(_) => {
+                    let of = BoardQuery { state: Some(s), search: search.clone(), ..Default::default() };
+                    state.store.count_board(&of).await?
+                }
+            };
+            folded.push(Folded {
+                state: s.as_str(),
+                count: n,
+                link: board_link(&[("state", Some(s.as_str())), ("q", q)]),
+            });
+        }
+    }
     let columns: Vec<Column> = RunState::ALL
         .iter()
-        .filter(|&&s| only.is_none_or(|o| o == s))
+        .filter(|&&s| only.is_none_or(|o| o == s) && !(fold && ENDED_STATES.contains(&s)))
         .map(|&s| Column {
             state: s.as_str(),
             cards: rows.iter().filter(|r| r.run.state == s).map(|r| card(&state, r)).collect(),
         })
         .collect();
+    let pages = (total + PAGE_SIZE - 1) / PAGE_SIZE;
+    let ended = if show_ended { Some("show") } else { None };
+    let to_page = |p: i64| {
+        let p = p.to_string();
+        board_link(&[
+            ("state", only.map(RunState::as_str)),
+            ("q", q),
+            ("ended", ended),
+            ("page", Some(p.as_str())),
+        ])
+    };
     render(
         "runs.html",
         minijinja::context! {
-            nav => "runs", live, columns, links, all, shown, limit => BOARD_LIMIT,
+            nav => "runs", live, columns, links, all, folded,
+            shown => rows.len(), total, page, pages,
+            first => (page - 1) * PAGE_SIZE + 1,
+            prev => (page > 1).then(|| to_page(page - 1)),
+            next => (page < pages).then(|| to_page(page + 1)),
+            q, show_ended,
+            unfold => board_link(&[("q", q), ("ended", Some("show"))]),
+            refold => board_link(&[("q", q)]),
             only => only.map(RunState::as_str),
         },
     )

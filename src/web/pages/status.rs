@@ -6,6 +6,7 @@ use axum::response::Html;
 
 use super::detail::event_lines;
 use super::{PageError, ago, money, render};
+use crate::domain::RunnerEnd;
 use crate::store::{EventFilter, now, start_of_day};
 use crate::web::AppState;
 
@@ -28,13 +29,17 @@ pub(super) async fn page(State(state): State<AppState>) -> Result<Html<String>, 
         .iter()
         .map(|r| {
             let state = r.state();
+            // A runner that stopped itself (idle, or asked to) is how cron runners end every time: only
+            // one that died or was lost (or whose heartbeat lapsed) is trouble.
+            let trouble = matches!(r.end_reason, Some(RunnerEnd::Died | RunnerEnd::Lost))
+                || (r.ended_at.is_none() && !r.alive);
             let when = match r.ended_at {
                 Some(t) => format!("{state} {}", ago(t, now)),
                 None => format!("{state}, started {}", ago(r.started_at, now)),
             };
             minijinja::context! {
                 host => r.host, id => r.id, pid => r.pid, version => r.version,
-                state => when, lapsed => state != "alive",
+                state => when, trouble, ended => r.ended_at.is_some(),
                 heartbeat => ago(r.heartbeat_at, now),
                 leases => r.leases, workers => r.workers, max_workers => r.max_workers,
                 ticks => r.ticks, errors => r.errors, last_error => r.last_error,

@@ -68,8 +68,8 @@ function labelCells(root) {
 // How often a live page asks whether anything changed (one small statement on the server).
 const LIVE_EVERY_MS = 3000;
 
-// Whether the person is in the middle of something a swap would lose: typing (a reason, a filter), or
-// a confirmation ("Abandon…", "Approve without triage…") open.
+// Whether the person is in the middle of something a swap would lose: typing (a reason, a filter, an
+// answer), a reason or an answer written and not sent, or a confirmation ("Abandon…") open.
 function busy(main) {
   const active = document.activeElement;
   if (active && main.contains(active) && active.matches("input[type=text], input:not([type]), input[type=search], textarea, select")) {
@@ -78,9 +78,55 @@ function busy(main) {
   if (main.querySelector("details[open]")) {
     return true;
   }
-  return Array.from(main.querySelectorAll("input[name=reason]")).some(function (i) {
+  return Array.from(main.querySelectorAll("input[name=reason], textarea")).some(function (i) {
     return i.value !== "";
   });
+}
+
+// What has the keyboard inside `main`, in words that find the same control in a fresh copy of the page:
+// its id; else, for a link, where it goes and what it says; else, for a button, its form's action and
+// its text. Null when the focus is elsewhere (or on <main> itself).
+function focusKey(main) {
+  const el = document.activeElement;
+  if (!el || el === main || !main.contains(el)) {
+    return null;
+  }
+  if (el.id) {
+    return { id: el.id };
+  }
+  if (el.matches("a[href]")) {
+    return { selector: "a[href]", attr: el.getAttribute("href"), text: el.textContent };
+  }
+  if (el.matches("button") && el.form) {
+    return { selector: "button", attr: el.form.getAttribute("action"), text: el.textContent };
+  }
+  return {};
+}
+
+// Puts the keyboard back on the control `key` names in the new content, without scrolling. A control
+// that is gone leaves the focus on <main> (where "Skip to content" puts it), never on the page's body,
+// which would send the next Tab back to the top of the page.
+function refocus(main, key) {
+  let el = null;
+  if (key.id) {
+    el = document.getElementById(key.id);
+  } else if (key.selector) {
+    el = Array.from(main.querySelectorAll(key.selector)).find(function (c) {
+      const attr = key.selector === "button" ? (c.form && c.form.getAttribute("action")) : c.getAttribute("href");
+      return attr === key.attr && c.textContent === key.text;
+    });
+  }
+  (el && main.contains(el) ? el : main).focus({ preventScroll: true });
+}
+
+// Says a live update out loud (the polite live region outside <main>, so it is never replaced): the
+// page's heading as it now reads, once per update, not on every look.
+function announce(main) {
+  const region = document.getElementById("live-status");
+  const heading = main.querySelector("h1");
+  if (region) {
+    region.textContent = "Updated: " + (heading ? heading.textContent.trim().replace(/\s+/g, " ") : document.title);
+  }
 }
 
 // A live page (<main data-live="MARK">): asks /changes every few seconds; when the mark moved, fetches
@@ -118,6 +164,7 @@ function followChanges(main) {
       const all = document.getElementById("select-all");
       const allChecked = all ? all.checked : false;
       const focused = main.contains(document.activeElement) && document.activeElement !== main;
+      const key = focusKey(main);
       main.replaceChildren(...Array.from(fresh.childNodes).map(function (n) {
         return document.adoptNode(n);
       }));
@@ -131,6 +178,10 @@ function followChanges(main) {
         selectAll(box);
       }
       labelCells(main);
+      if (key) {
+        refocus(main, key);
+      }
+      announce(main);
       // keys.js puts its selection (and the focus, if it was on the page) back on the same row.
       main.dispatchEvent(new CustomEvent("executor:replaced", { bubbles: true, detail: { focused: focused } }));
     } catch (e) {

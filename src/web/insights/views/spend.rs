@@ -4,7 +4,7 @@
 use super::super::{GITHUB_HOURS, Insights};
 use super::{BLUE, ChartView, GREEN, GREY, ORANGE, PURPLE, RED, Table, chart, count, money, series, view};
 use crate::web::charts::{Layout, Reference, Unit};
-use crate::web::insights::figures::DEFAULT_HOURLY_POINTS;
+use crate::web::insights::figures::{DEFAULT_HOURLY_POINTS, KindOutcomes};
 
 pub(super) fn cost(i: &Insights) -> ChartView {
     let t = &i.cost_total;
@@ -57,36 +57,47 @@ pub(super) fn cost(i: &Insights) -> ChartView {
 
 pub(super) fn workers(i: &Insights) -> ChartView {
     let w = &i.workers;
-    let total: i64 = w.iter().map(|k| k.succeeded + k.failed + k.stuck + k.interrupted).sum();
-    let succeeded: i64 = w.iter().map(|k| k.succeeded).sum();
-    let stuck: i64 = w.iter().map(|k| k.stuck).sum();
+    let total: i64 = w.iter().map(KindOutcomes::total).sum();
+    let sum = |f: fn(&KindOutcomes) -> i64| -> i64 { w.iter().map(f).sum() };
+    let succeeded = sum(|k| k.succeeded);
     let caption = if total == 0 {
         format!("No worker ended in the last {} days.", i.days)
     } else {
         format!(
-            "{} of {total} workers succeeded ({:.0}%); {stuck} got stuck.",
-            succeeded,
-            100.0 * succeeded as f64 / total as f64
+            "{succeeded} of {total} workers succeeded ({:.0}%); {} made no progress, {} reviews failed, {} got stuck.",
+            100.0 * succeeded as f64 / total as f64,
+            sum(|k| k.no_progress),
+            sum(|k| k.review_failed),
+            sum(|k| k.stuck),
         )
     };
+    let of = |f: fn(&KindOutcomes) -> i64| w.iter().map(|k| f(k) as f64).collect();
     let columns = vec![
-        w.iter().map(|k| k.succeeded as f64).collect(),
-        w.iter().map(|k| k.failed as f64).collect(),
-        w.iter().map(|k| k.stuck as f64).collect(),
-        w.iter().map(|k| k.interrupted as f64).collect(),
+        of(|k| k.succeeded),
+        of(|k| k.no_progress),
+        of(|k| k.review_failed),
+        of(|k| k.failed),
+        of(|k| k.stuck),
+        of(|k| k.interrupted),
     ];
-    let s = series(&["succeeded", "failed", "stuck", "interrupted"], &[GREEN, RED, ORANGE, GREY], columns);
+    let s = series(
+        &["succeeded", "no progress", "review failed", "failed", "stuck", "interrupted"],
+        &[GREEN, BLUE, PURPLE, RED, ORANGE, GREY],
+        columns,
+    );
     let kinds = w.iter().map(|k| k.kind.clone()).collect();
     let c = chart("workers", "How workers ended, by kind", kinds, s, Layout::Stacked, Unit::Count);
     let rows = w
         .iter()
         .map(|k| {
-            let n = k.succeeded + k.failed + k.stuck + k.interrupted;
+            let n = k.total();
             let rate =
                 if n > 0 { format!("{:.0}%", 100.0 * k.succeeded as f64 / n as f64) } else { "–".into() };
             vec![
                 k.kind.clone(),
                 k.succeeded.to_string(),
+                k.no_progress.to_string(),
+                k.review_failed.to_string(),
                 k.failed.to_string(),
                 k.stuck.to_string(),
                 k.interrupted.to_string(),
@@ -95,10 +106,19 @@ pub(super) fn workers(i: &Insights) -> ChartView {
         })
         .collect();
     let table = Table {
-        caption: "Ended worker sessions by kind and how they ended".into(),
-        columns: ["Kind", "Succeeded", "Failed", "Stuck", "Interrupted", "Success rate"]
-            .map(String::from)
-            .to_vec(),
+        caption: "Ended worker sessions by kind and what they came to".into(),
+        columns: [
+            "Kind",
+            "Succeeded",
+            "No progress",
+            "Review failed",
+            "Failed",
+            "Stuck",
+            "Interrupted",
+            "Success rate",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows,
     };
     view("workers", c, "Workers", caption, table)
