@@ -3,6 +3,7 @@ use std::path::Path;
 use anyhow::Context as _;
 
 use crate::config::{Config, ConfigSource, locate};
+use crate::domain::{Actor, By, PERSON_NAME_RULE, valid_person_name};
 use crate::store::{MigrateReport, Store, redact_url};
 
 /// What every command needs: the config and an open, migrated store.
@@ -11,6 +12,8 @@ pub struct Context {
     pub store: Store,
     /// What opening did to the schema (shown by `executor migrate`).
     pub migrated: MigrateReport,
+    /// Who is at the keyboard (`--actor`, else the OS user), named in the audit trail.
+    pub actor: Option<String>,
 }
 
 impl Context {
@@ -48,8 +51,28 @@ impl Context {
                 migrated.to
             );
         }
-        Ok(Context { config, store, migrated })
+        Ok(Context { config, store, migrated, actor: None })
     }
+
+    /// Who made a change from the command line, for the audit trail.
+    pub fn by(&self) -> By<'_> {
+        match &self.actor {
+            Some(name) => By::person(Actor::Cli, name),
+            None => Actor::Cli.into(),
+        }
+    }
+}
+
+/// The person at the keyboard: `--actor NAME` (refused unless it is a plain name), else the OS user
+/// when their name is one, else no one by name.
+pub fn actor(flag: Option<String>) -> anyhow::Result<Option<String>> {
+    if let Some(name) = flag {
+        if !valid_person_name(&name) {
+            anyhow::bail!(super::UsageError(format!("--actor {name:?}: a name is {PERSON_NAME_RULE}")));
+        }
+        return Ok(Some(name));
+    }
+    Ok(std::env::var("USER").ok().filter(|u| valid_person_name(u)))
 }
 
 pub fn load_config(flag: Option<&Path>) -> anyhow::Result<Config> {

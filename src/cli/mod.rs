@@ -57,6 +57,11 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
 
+    /// Who is acting, for the audit trail (approvals, skips, answers…): a person's name. Default: the
+    /// operating system's user ($USER).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub actor: Option<String>,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -302,11 +307,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Config(c) => config::run(cli.config.as_deref(), c, json),
         Command::Prompts(c) => prompts::run(&context::load_config(cli.config.as_deref())?, c, json),
         command => {
-            let ctx = if only_reads(&command) {
+            let actor = context::actor(cli.actor)?;
+            let mut ctx = if only_reads(&command) {
                 Context::open_existing(cli.config.as_deref()).await?
             } else {
                 Context::open(cli.config.as_deref()).await?
             };
+            ctx.actor = actor;
             if let Command::Runner(args) = command {
                 let store = ctx.store.clone();
                 let result = runner::runner(ctx, args, json).await;

@@ -53,14 +53,9 @@ pub struct AnswerArgs {
     text: String,
 }
 
-/// Who is at the keyboard, for the history.
-fn os_user() -> Option<String> {
-    std::env::var("USER").ok().filter(|u| !u.is_empty())
-}
-
 pub async fn plan(ctx: &Context, command: PlanCommand, as_json: bool) -> anyhow::Result<()> {
     let decide = |run: i64, verdict: PlanVerdict| async move {
-        let plan = ctx.store.decide_plan(run, &verdict, Actor::Cli, os_user().as_deref()).await?;
+        let plan = ctx.store.decide_plan(run, &verdict, Actor::Cli, ctx.actor.as_deref()).await?;
         if as_json {
             return json(&plan);
         }
@@ -109,7 +104,7 @@ pub async fn plan(ctx: &Context, command: PlanCommand, as_json: bool) -> anyhow:
                 "default" => None,
                 m => Some(m.parse::<PlanMode>().map_err(|e| super::UsageError(format!("{e}, default")))?),
             };
-            ctx.store.set_task_plan_mode(&gid, mode, Actor::Cli).await?;
+            ctx.store.set_task_plan_mode(&gid, mode, ctx.by()).await?;
             if as_json {
                 return json(&serde_json::json!({ "task_gid": gid.as_str(), "plan": mode }));
             }
@@ -123,9 +118,10 @@ pub async fn plan(ctx: &Context, command: PlanCommand, as_json: bool) -> anyhow:
 }
 
 pub async fn answer(ctx: &Context, args: AnswerArgs, as_json: bool) -> anyhow::Result<()> {
-    let by = os_user();
-    let q =
-        ctx.store.answer_question(args.run, &args.text, AnswerVia::Cli, Actor::Cli, by.as_deref()).await?;
+    let q = ctx
+        .store
+        .answer_question(args.run, &args.text, AnswerVia::Cli, Actor::Cli, ctx.actor.as_deref())
+        .await?;
     if as_json {
         return json(&q);
     }

@@ -10,7 +10,7 @@ use clap::Subcommand;
 use super::Context;
 use super::output::{JsonArray, ago, json, opt, short, table};
 use super::parse::parse_gid;
-use crate::domain::{Actor, QueueStatus, TaskGid};
+use crate::domain::{QueueStatus, TaskGid};
 use crate::store::{TaskFilter, TaskSort, now};
 
 mod add;
@@ -148,7 +148,7 @@ pub async fn run(ctx: &Context, command: QueueCommand, as_json: bool) -> anyhow:
         QueueCommand::Retry { gid, reason } => {
             let gid = parse_gid(&gid)?;
             let reason = reason.unwrap_or_else(|| crate::store::RETRY_REASON.into());
-            let task = ctx.store.retry_task(&gid, Actor::Cli, &reason).await?;
+            let task = ctx.store.retry_task(&gid, ctx.by(), &reason).await?;
             if as_json {
                 return json(&task);
             }
@@ -160,7 +160,7 @@ pub async fn run(ctx: &Context, command: QueueCommand, as_json: bool) -> anyhow:
             let reason = reason.unwrap_or_else(|| crate::store::REQUEUE_REASON.into());
             // The same move as `executor reanalyze`: one analysis round up, the skip rule cleared.
             let crate::store::Requeued { task, from } =
-                ctx.store.requeue_task(&gid, Actor::Cli, &reason).await?;
+                ctx.store.requeue_task(&gid, ctx.by(), &reason).await?;
             if as_json {
                 return json(&task);
             }
@@ -232,7 +232,7 @@ pub async fn approve(ctx: &Context, gids: &[String], skip_triage: bool, as_json:
     let mut failed = 0;
     let mut results = Vec::new();
     for gid in &gids {
-        match ctx.store.approve_task(gid, skip_triage, Actor::Cli).await {
+        match ctx.store.approve_task(gid, skip_triage, ctx.by()).await {
             Ok(done) => {
                 if !as_json {
                     if done.revision_approved {
@@ -265,7 +265,7 @@ pub async fn skip(ctx: &Context, gid: &str, reason: &str, as_json: bool) -> anyh
     let config = std::sync::Arc::new(ctx.config.clone());
     let outbox = crate::writeback::Outbox::new(config, ctx.store.clone(), None);
     outbox.record_human_skip(&ctx.store.task(&gid).await?, reason).await?;
-    let task = ctx.store.set_task_status(&gid, QueueStatus::Skip, Actor::Cli, Some(reason)).await?;
+    let task = ctx.store.set_task_status(&gid, QueueStatus::Skip, ctx.by(), Some(reason)).await?;
     if as_json {
         return json(&task);
     }

@@ -92,7 +92,7 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
         RunsCommand::Abandon { id, reason } => {
             // Recorded before the run moves: the tracker hears of it once, whatever happens next.
             super::writeback::record_abandoned(ctx, &ctx.store.run(id).await?, &reason).await?;
-            let run = ctx.store.abandon_run(id, crate::domain::Actor::Cli, &reason).await?;
+            let run = ctx.store.abandon_run(id, ctx.by(), &reason).await?;
             if as_json {
                 return json(&run);
             }
@@ -100,7 +100,7 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
             Ok(())
         }
         RunsCommand::Resume { id } => {
-            let memory = ctx.store.resume_run_budget(id, crate::domain::Actor::Cli).await?;
+            let memory = ctx.store.resume_run_budget(id, ctx.by()).await?;
             if as_json {
                 return json(&memory);
             }

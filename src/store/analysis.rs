@@ -13,7 +13,7 @@ use super::columns::task_columns;
 use super::events::{NewEvent, insert_event, kind, update_one_with_event};
 use super::tasks::task_from_row;
 use super::{BeginWrite, Pool, Result, Store, StoreError, now, on_pool};
-use crate::domain::{Actor, QueueStatus, Task, TaskGid};
+use crate::domain::{Actor, By, QueueStatus, Task, TaskGid};
 
 /// What a triage decided for one task.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,7 +189,13 @@ impl Store {
     /// one round later than before, with their filter and analysis errors cleared and an event each.
     /// Also takes pending tasks whose analysis was given up on, so they are tried afresh. Returns how
     /// many moved; a task that is neither (a human moved it meanwhile) is left as it is.
-    pub async fn send_back_for_analysis(&self, gids: &[TaskGid], actor: Actor, reason: &str) -> Result<u64> {
+    pub async fn send_back_for_analysis(
+        &self,
+        gids: &[TaskGid],
+        by: impl Into<By<'_>>,
+        reason: &str,
+    ) -> Result<u64> {
+        let by = by.into();
         let mut moved = 0;
         for chunk in gids.chunks(500) {
             moved += on_pool!(self, |p| {
@@ -215,8 +221,8 @@ impl Store {
                     .execute(&mut *tx)
                     .await?;
                     let ev = NewEvent {
-                        actor,
-                        actor_id: None,
+                        actor: by.actor,
+                        actor_id: by.name,
                         task_gid: Some(gid.as_str()),
                         run_id: None,
                         kind: if from == "skip" { kind::QUEUE_STATUS } else { kind::NOTE },

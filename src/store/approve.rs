@@ -2,7 +2,7 @@
 //! record exactly the same way.
 
 use super::{Result, Store, StoreError};
-use crate::domain::{Actor, QueueStatus, Task, TaskGid};
+use crate::domain::{By, QueueStatus, Task, TaskGid};
 
 /// What an approval did.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -26,10 +26,16 @@ impl Store {
     /// Approves a task (awaiting_go or for_review → approved), or accepts the pending revision of an
     /// approved one. A pending task is approved only with `skip_triage`, recorded as pending →
     /// awaiting_go → approved. Anything else is refused, saying why and what to do instead.
-    pub async fn approve_task(&self, gid: &TaskGid, skip_triage: bool, actor: Actor) -> Result<Approval> {
+    pub async fn approve_task(
+        &self,
+        gid: &TaskGid,
+        skip_triage: bool,
+        by: impl Into<By<'_>>,
+    ) -> Result<Approval> {
+        let by = by.into();
         let task = self.task(gid).await?;
         if task.status == QueueStatus::Approved && task.revision_at.is_some() {
-            let task = self.accept_task_revision(gid, actor).await?;
+            let task = self.accept_task_revision(gid, by).await?;
             return Ok(Approval { task, revision_approved: true });
         }
         match task.status {
@@ -47,13 +53,12 @@ impl Store {
                 ));
             }
             QueueStatus::Pending => {
-                self.set_task_status(gid, QueueStatus::AwaitingGo, actor, Some("triage skipped by a human"))
+                self.set_task_status(gid, QueueStatus::AwaitingGo, by, Some("triage skipped by a human"))
                     .await?;
             }
             _ => {}
         }
-        let task =
-            self.set_task_status(gid, QueueStatus::Approved, actor, Some("approved by a human")).await?;
+        let task = self.set_task_status(gid, QueueStatus::Approved, by, Some("approved by a human")).await?;
         Ok(Approval { task, revision_approved: false })
     }
 }

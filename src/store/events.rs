@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use super::columns::event_columns;
 use super::row::Cols;
 use super::{Result, Store, on_pool};
-use crate::domain::{Actor, TaskGid};
+use crate::domain::{Actor, By, TaskGid};
 
 /// What an event records. Stored as text in `executor_events.kind`.
 pub mod kind {
@@ -22,7 +22,8 @@ pub struct Event {
     pub id: i64,
     pub at: DateTime<Utc>,
     pub actor: String,
-    /// Which runner, when a runner made the change (its id in `executor_runners`).
+    /// Which runner, when a runner made the change (its id in `executor_runners`); which person, when
+    /// one did through the dashboard or the CLI.
     pub actor_id: Option<String>,
     pub task_gid: Option<String>,
     pub run_id: Option<i64>,
@@ -33,11 +34,13 @@ pub struct Event {
 }
 
 impl Event {
-    /// Who made the change, as people read it: the actor, and which runner when a runner did.
+    /// Who made the change, as people read it: the person and where ("alice (web)"), or the actor and
+    /// which runner when a runner did.
     pub fn who(&self) -> String {
-        match &self.actor_id {
-            Some(id) => format!("{} {id}", self.actor),
-            None => self.actor.clone(),
+        match (&self.actor_id, self.actor.as_str()) {
+            (Some(person), "web" | "cli") => format!("{person} ({})", self.actor),
+            (Some(id), actor) => format!("{actor} {id}"),
+            (None, actor) => actor.to_string(),
         }
     }
 }
@@ -151,14 +154,15 @@ impl Store {
     /// Records a free-form event (a decision, a notice) that is not a state change.
     pub async fn record_note(
         &self,
-        actor: Actor,
+        by: impl Into<By<'_>>,
         task_gid: Option<&TaskGid>,
         run_id: Option<i64>,
         reason: &str,
     ) -> Result<()> {
+        let by = by.into();
         let ev = NewEvent {
-            actor,
-            actor_id: None,
+            actor: by.actor,
+            actor_id: by.name,
             task_gid: task_gid.map(|g| g.as_str()),
             run_id,
             kind: kind::NOTE,

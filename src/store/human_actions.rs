@@ -3,7 +3,7 @@
 //! task back for analysis (`executor queue requeue`).
 
 use super::{Result, Store, StoreError};
-use crate::domain::{Actor, QueueStatus, Run, RunState, Task, TaskGid};
+use crate::domain::{By, QueueStatus, Run, RunState, Task, TaskGid};
 
 /// The history's reason for `retry_task` when the human gives none (CLI and dashboard alike).
 pub const RETRY_REASON: &str = "retried by a human after its run was abandoned";
@@ -24,10 +24,10 @@ impl Store {
     /// stops its worker at its next tick — and its local pull request, if open, is closed. The task
     /// stays approved with this run recorded (`retry_task` gives it a new one). The event's reason is
     /// "abandoned by a human: {reason}".
-    pub async fn abandon_run(&self, id: i64, actor: Actor, reason: &str) -> Result<Run> {
+    pub async fn abandon_run(&self, id: i64, by: impl Into<By<'_>>, reason: &str) -> Result<Run> {
         let run = self.run(id).await?;
         let why = human_abandon_reason(reason);
-        let run = self.set_run_state_if(id, run.state, RunState::Abandoned, None, actor, &why).await?;
+        let run = self.set_run_state_if(id, run.state, RunState::Abandoned, None, by, &why).await?;
         if let Some(pr) = self.local_pr_for_run(id).await?
             && pr.state == "open"
         {
@@ -39,9 +39,9 @@ impl Store {
     /// Sends a skipped task back to pending for the analyzer (one analysis round up, its skip cleared),
     /// or has a pending task whose analysis was given up on tried afresh — the move `executor reanalyze`
     /// makes in bulk. Refused, saying why, for any other task.
-    pub async fn requeue_task(&self, gid: &TaskGid, actor: Actor, reason: &str) -> Result<Requeued> {
+    pub async fn requeue_task(&self, gid: &TaskGid, by: impl Into<By<'_>>, reason: &str) -> Result<Requeued> {
         let before = self.task(gid).await?;
-        if self.send_back_for_analysis(std::slice::from_ref(gid), actor, reason).await? == 0 {
+        if self.send_back_for_analysis(std::slice::from_ref(gid), by, reason).await? == 0 {
             before.status.check(QueueStatus::Pending)?;
             return Err(StoreError::Refused(match before.status {
                 QueueStatus::Pending => {

@@ -109,6 +109,11 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0020_plans_questions.sql"),
         postgres: include_str!("../../migrations/postgres/0020_plans_questions.sql"),
     },
+    Migration {
+        version: 21,
+        sqlite: include_str!("../../migrations/sqlite/0021_users.sql"),
+        postgres: include_str!("../../migrations/postgres/0021_users.sql"),
+    },
 ];
 
 /// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and

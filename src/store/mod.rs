@@ -41,6 +41,7 @@ mod runs;
 mod source_cursors;
 mod statistics;
 mod tasks;
+mod users;
 mod webhooks;
 mod worker_stats;
 mod workers;
@@ -79,6 +80,7 @@ pub use statistics::STATISTICS_AFTER_ROWS;
 pub use tasks::{
     Intake, IntakeResult, MAX_SEARCH_WORDS, NewTask, TaskFilter, TaskSort, Upserted, age_cutoff, search_words,
 };
+pub use users::User;
 pub use webhooks::{Delivery, PrOwner, WakeState};
 pub use worker_stats::WorkerDurations;
 pub use workers::{SLOT_LOCK, SessionStart, WorkerBegin, WorkerEnd, WorkerSession, WorkerSlot};

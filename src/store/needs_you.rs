@@ -19,8 +19,7 @@ use super::runs::run_from_row;
 use super::tasks::task_from_row;
 use super::{BeginWrite, Pool, Result, Store, StoreError, now, on_pool};
 use crate::domain::{
-    ABANDONED_NOTICE_KIND, Actor, BudgetCap, CHECKS_TIMEOUT_KEY, PlanStatus, QueueStatus, Run, Task,
-    WorkerKind,
+    ABANDONED_NOTICE_KIND, BudgetCap, By, CHECKS_TIMEOUT_KEY, PlanStatus, QueueStatus, Run, Task, WorkerKind,
 };
 
 /// How many of each list's items come back (the totals count them all).
@@ -468,7 +467,8 @@ impl Store {
 
     /// A human read notice `id`: it leaves "Needs you". Recorded once (a second reading changes nothing
     /// and says so), with an event on the notice's run.
-    pub async fn mark_notice_read(&self, id: i64, actor: Actor) -> Result<()> {
+    pub async fn mark_notice_read(&self, id: i64, by: impl Into<By<'_>>) -> Result<()> {
+        let by = by.into();
         let found: Option<NoticeReadRow> = on_pool!(self, |p| {
             sqlx::query_as(
                 "SELECT run_id, task_gid, kind, CAST(read_at AS TEXT) FROM executor_notifications WHERE id = $1",
@@ -485,8 +485,8 @@ impl Store {
         }
         let reason = format!("notice {id} ({notice_kind}) marked read");
         let ev = NewEvent {
-            actor,
-            actor_id: None,
+            actor: by.actor,
+            actor_id: by.name,
             task_gid: task_gid.as_deref(),
             run_id,
             kind: kind::NOTE,
@@ -500,7 +500,7 @@ impl Store {
                 "UPDATE executor_notifications SET read_at = $1, read_by = $2 WHERE id = $3 AND read_at IS NULL",
             )
             .bind(now())
-            .bind(actor.as_str())
+            .bind(by.shown())
             .bind(id)
             .execute(&mut *tx)
             .await?
@@ -519,11 +519,12 @@ impl Store {
 
     /// A human saw source `source`'s failed fetch: it leaves "Needs you" until the source fails again.
     /// Recorded as an event. Refused when the source's last fetch did not fail.
-    pub async fn dismiss_source_error(&self, source: &str, actor: Actor) -> Result<()> {
+    pub async fn dismiss_source_error(&self, source: &str, by: impl Into<By<'_>>) -> Result<()> {
+        let by = by.into();
         let reason = format!("source {source}: its failed fetch was dismissed");
         let ev = NewEvent {
-            actor,
-            actor_id: None,
+            actor: by.actor,
+            actor_id: by.name,
             task_gid: None,
             run_id: None,
             kind: kind::NOTE,

@@ -191,7 +191,7 @@ impl Store {
         &self,
         gid: &TaskGid,
         mode: Option<PlanMode>,
-        actor: Actor,
+        by: impl Into<crate::domain::By<'_>>,
     ) -> Result<()> {
         self.task(gid).await?;
         on_pool!(self, |p| {
@@ -202,7 +202,7 @@ impl Store {
                 .await?;
         });
         let said = mode.map_or("follows its repository".to_string(), |m| format!("is {m}"));
-        self.record_note(actor, Some(gid), None, &format!("the task's plan setting {said}")).await
+        self.record_note(by, Some(gid), None, &format!("the task's plan setting {said}")).await
     }
 
     /// A task's own plan setting, if it has one.

@@ -228,7 +228,11 @@ impl Store {
     /// A human lets a run stopped by its cap go on: the cap applies afresh from what it has spent so far.
     /// Refused for a run the day's cap stopped: a fresh allowance of its own changes nothing there (the
     /// next runner would stop it again), and saying it worked would be false.
-    pub async fn resume_run_budget(&self, run_id: i64, actor: crate::domain::Actor) -> Result<RunMemory> {
+    pub async fn resume_run_budget(
+        &self,
+        run_id: i64,
+        by: impl Into<crate::domain::By<'_>>,
+    ) -> Result<RunMemory> {
         if self.run_memory(run_id).await?.budget_cap == Some(crate::domain::BudgetCap::Day) {
             return Err(StoreError::Refused(format!(
                 "run {run_id} was stopped by the daily cap (budget.per_day_usd), not its own: resuming it would change nothing; raise budget.per_day_usd or wait until the day turns (00:00 UTC)"
@@ -243,7 +247,7 @@ impl Store {
         )?;
         let run = self.run(run_id).await?;
         let why = format!("budget resumed by a human at ${:.2} spent", run.cost_usd);
-        self.record_note(actor, Some(&run.task_gid), Some(run_id), &why).await?;
+        self.record_note(by, Some(&run.task_gid), Some(run_id), &why).await?;
         self.run_memory(run_id).await
     }
 }

@@ -8,7 +8,7 @@ use super::columns::run_columns;
 use super::events::{NewEvent, insert_event, kind};
 use super::row::{Cols, narrow};
 use super::{BeginWrite, Pool, Result, Store, StoreError, now, on_pool};
-use crate::domain::{Actor, QueueStatus, Run, RunState, TaskGid};
+use crate::domain::{Actor, By, QueueStatus, Run, RunState, TaskGid};
 
 #[derive(Debug, Clone, Default)]
 pub struct RunFilter {
@@ -204,10 +204,10 @@ impl Store {
         from: RunState,
         to: RunState,
         holder: Option<&str>,
-        actor: Actor,
+        by: impl Into<By<'_>>,
         reason: &str,
     ) -> Result<Run> {
-        self.move_run_state(run_id, from, to, holder, actor, reason, None).await
+        self.move_run_state(run_id, from, to, holder, by.into(), reason, None).await
     }
 
     /// `set_run_state_if` to `complete`, recording in the same statement the ids of the comments on the
@@ -224,7 +224,7 @@ impl Store {
     ) -> Result<Run> {
         let seen = serde_json::to_string(seen_comment_ids)
             .map_err(|e| StoreError::Corrupt(format!("completion comment ids: {e}")))?;
-        self.move_run_state(run_id, from, RunState::Complete, holder, actor, reason, Some(&seen)).await
+        self.move_run_state(run_id, from, RunState::Complete, holder, actor.into(), reason, Some(&seen)).await
     }
 
     /// The one body of a run's state change. `seen`: the JSON list of comment ids to record with a
@@ -236,7 +236,7 @@ impl Store {
         from: RunState,
         to: RunState,
         holder: Option<&str>,
-        actor: Actor,
+        by: By<'_>,
         reason: &str,
         seen: Option<&str>,
     ) -> Result<Run> {
@@ -266,9 +266,10 @@ impl Store {
                 .fetch_optional(&mut *tx)
                 .await?;
             if let Some(gid) = &gid {
+                // The runner that holds the lease, or the person who made the change.
                 let ev = NewEvent {
-                    actor,
-                    actor_id: holder,
+                    actor: by.actor,
+                    actor_id: holder.or(by.name),
                     task_gid: Some(gid),
                     run_id: Some(run_id),
                     kind: kind::RUN_STATE,

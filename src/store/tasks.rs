@@ -14,7 +14,7 @@ use super::columns::task_columns;
 use super::events::{NewEvent, insert_event, kind, update_one_with_event};
 use super::row::{Cols, narrow};
 use super::{BeginWrite, Result, Store, StoreError, now, on_pool};
-use crate::domain::{Actor, QueueStatus, SkippedBy, Task, TaskGid};
+use crate::domain::{Actor, By, QueueStatus, SkippedBy, Task, TaskGid};
 
 /// A task as given by a tracker or by `executor queue add`.
 #[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
@@ -210,11 +210,12 @@ impl Store {
 
     /// Makes an approved task's pending revision its text (a human read it and approves it), records
     /// that, and clears the revision. Refused, naming why, when there is none.
-    pub async fn accept_task_revision(&self, gid: &TaskGid, actor: Actor) -> Result<Task> {
+    pub async fn accept_task_revision(&self, gid: &TaskGid, by: impl Into<By<'_>>) -> Result<Task> {
+        let by = by.into();
         let task = self.task(gid).await?;
         let ev = NewEvent {
-            actor,
-            actor_id: None,
+            actor: by.actor,
+            actor_id: by.name,
             task_gid: Some(gid.as_str()),
             run_id: task.executor_run_id,
             kind: kind::TASK_UPDATED,
@@ -266,10 +267,10 @@ impl Store {
         &self,
         gid: &TaskGid,
         to: QueueStatus,
-        actor: Actor,
+        by: impl Into<By<'_>>,
         reason: Option<&str>,
     ) -> Result<Task> {
-        self.move_task(gid, to, SkippedBy::Human, actor, reason).await
+        self.move_task(gid, to, SkippedBy::Human, by.into(), reason).await
     }
 
     /// Skips a task imported skipped from a v1 export: who made that decision is unknown, so it is
@@ -281,7 +282,7 @@ impl Store {
         actor: Actor,
         reason: Option<&str>,
     ) -> Result<Task> {
-        self.move_task(gid, QueueStatus::Skip, SkippedBy::Imported, actor, reason).await
+        self.move_task(gid, QueueStatus::Skip, SkippedBy::Imported, actor.into(), reason).await
     }
 
     /// `set_task_status`, recording `skipped_by` when the move is to `skip` (and clearing it otherwise),
@@ -291,15 +292,15 @@ impl Store {
         gid: &TaskGid,
         to: QueueStatus,
         skipped_by: SkippedBy,
-        actor: Actor,
+        by: By<'_>,
         reason: Option<&str>,
     ) -> Result<Task> {
         let skipped_by = (to == QueueStatus::Skip).then_some(skipped_by.as_str());
         let from = self.task(gid).await?.status;
         from.check(to)?;
         let ev = NewEvent {
-            actor,
-            actor_id: None,
+            actor: by.actor,
+            actor_id: by.name,
             task_gid: Some(gid.as_str()),
             run_id: None,
             kind: kind::QUEUE_STATUS,
@@ -358,11 +359,12 @@ impl Store {
     /// Lets a task whose run was abandoned get a new run: the runner creates one on its next tick (on a
     /// new branch). A done task (its completed pull request was closed unmerged) comes back to approved.
     /// Refused, naming why, for any other task.
-    pub async fn retry_task(&self, gid: &TaskGid, actor: Actor, reason: &str) -> Result<Task> {
+    pub async fn retry_task(&self, gid: &TaskGid, by: impl Into<By<'_>>, reason: &str) -> Result<Task> {
+        let by = by.into();
         let task = self.task(gid).await?;
         let ev = NewEvent {
-            actor,
-            actor_id: None,
+            actor: by.actor,
+            actor_id: by.name,
             task_gid: Some(gid.as_str()),
             run_id: task.executor_run_id,
             kind: kind::NOTE,

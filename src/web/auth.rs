@@ -4,10 +4,14 @@
 //! Who may do what:
 //! - a request whose `Host` is not a loopback name or listed in `web.allowed_hosts` is refused (403),
 //!   whatever it carries (see `host`);
-//! - `GET /?token=TOKEN` (the URL `executor serve` prints) or `POST /login` with the token logs a
-//!   browser in: an HttpOnly, SameSite=Strict session cookie, and a redirect without the token;
-//! - every other request, reads too, needs that session cookie or `Authorization: Bearer TOKEN`; a page
-//!   without either is the login page (401), the API answers `{"error": …}`; only `/static/` is open;
+//! - `GET /?token=TOKEN` (the URL `executor serve` prints, or a person's from `executor users add`) or
+//!   `POST /login` with the token logs a browser in: an HttpOnly, SameSite=Strict session cookie that
+//!   names the person (signed), and a redirect without the token;
+//! - every other request, reads too, needs that session cookie or `Authorization: Bearer TOKEN` (the
+//!   dashboard's or a person's); a page without either is the login page (401), the API answers
+//!   `{"error": …}`; only `/static/` is open;
+//! - a person revoked is refused at once, sessions too; each request needs its role
+//!   (`person::needed_role`): a viewer reads, an approver acts, an admin manages people (403 otherwise);
 //! - `POST /logout` ends the browser's session (see `session` for ending all of them);
 //! - a change (any method but GET and HEAD) from a session needs the session's CSRF value too (form
 //!   field `csrf` or header `X-Executor-CSRF`, an HMAC of the session: see `session`), and a request
@@ -25,8 +29,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::AppState;
+use super::person::{self, Person};
 use super::refusal_log::{Burst, shown};
 use super::session::{self, Auth, same};
+use crate::domain::Role;
 
 /// The header a page's script sends the CSRF value in, with the cookie.
 pub const CSRF_HEADER: &str = "x-executor-csrf";
@@ -163,11 +169,11 @@ async fn admit(state: &AppState, mut req: Request) -> Result<Admitted, Refusal> 
     }
     let now = chrono::Utc::now().timestamp();
     if reads && let Some(given) = query_token(req.uri().query()) {
-        if !same(&given, &state.token) {
-            return Err(Refusal::login("the token in the address is not this dashboard's"));
-        }
+        let Some(who) = whose_token(state, &given).await? else {
+            return Err(Refusal::login("the token in the address is not this dashboard's or anyone's"));
+        };
         let location = without_token(&req);
-        return log_in(state, now, &location).map(Admitted::Answer);
+        return log_in(state, now, &location, who.id).map(Admitted::Answer);
     }
     let headers = req.headers();
     if req.method() == Method::POST && req.uri().path() == "/login" {
@@ -179,20 +185,39 @@ async fn admit(state: &AppState, mut req: Request) -> Result<Admitted, Refusal> 
             .await
             .map_err(|_| Refusal::new(StatusCode::PAYLOAD_TOO_LARGE, "form too large"))?;
         let given = form_field(&bytes, "token").unwrap_or_default();
-        if !same(given.trim(), &state.token) {
-            return Err(Refusal::login("that is not this dashboard's token"));
-        }
+        let Some(who) = whose_token(state, given.trim()).await? else {
+            return Err(Refusal::login("that is not this dashboard's token or anyone's"));
+        };
         let next = form_field(&bytes, "next").unwrap_or_default();
-        return log_in(state, now, &local_path(&next)).map(Admitted::Answer);
+        return log_in(state, now, &local_path(&next), who.id).map(Admitted::Answer);
     }
-    let Some(auth) = authenticated(state, headers, now) else {
-        return Err(Refusal::login(
-            "this dashboard needs you to log in: open the URL `executor serve` printed, or send \
-             Authorization: Bearer TOKEN",
-        ));
+    let (auth, who) = match authenticated(state, headers, now) {
+        Some(auth) => {
+            let who = person_of(state, &auth).await?;
+            (auth, who)
+        }
+        None => match bearer(headers) {
+            Some(given) if given.starts_with(person::TOKEN_PREFIX) => {
+                match whose_token(state, given).await? {
+                    Some(who) => (Auth::Bearer, who),
+                    None => return Err(Refusal::login("that bearer token is no one's (revoked?)")),
+                }
+            }
+            _ => {
+                return Err(Refusal::login(
+                    "this dashboard needs you to log in: open the URL `executor serve` (or `executor users \
+                     add`) printed, or send Authorization: Bearer TOKEN",
+                ));
+            }
+        },
     };
+    let needed = person::needed_role(req.method(), req.uri().path());
+    if !who.role.allows(needed) {
+        return Err(Refusal::new(StatusCode::FORBIDDEN, not_allowed(&who, needed)));
+    }
     if reads {
         req.extensions_mut().insert(auth);
+        req.extensions_mut().insert(who);
         return Ok(Admitted::Pass(req));
     }
     if !same_origin(headers) {
@@ -210,6 +235,7 @@ async fn admit(state: &AppState, mut req: Request) -> Result<Admitted, Refusal> 
             .is_some_and(|v| state.keys.csrf_ok(&auth, v))
     {
         req.extensions_mut().insert(auth);
+        req.extensions_mut().insert(who);
         return Ok(Admitted::Pass(req));
     }
     // A browser form: the session's CSRF value must be in its `csrf` field. The body is read and put back.
@@ -231,7 +257,53 @@ async fn admit(state: &AppState, mut req: Request) -> Result<Admitted, Refusal> 
         ));
     }
     parts.extensions.insert(auth);
+    parts.extensions.insert(who);
     Ok(Admitted::Pass(Request::from_parts(parts, Body::from(bytes))))
+}
+
+/// Who a token belongs to: the dashboard's own (its holder), or an active person's personal token.
+async fn whose_token(state: &AppState, given: &str) -> Result<Option<Person>, Refusal> {
+    if same(given, &state.token) {
+        return Ok(Some(Person::token_holder()));
+    }
+    if !given.starts_with(person::TOKEN_PREFIX) {
+        return Ok(None);
+    }
+    let user = state.store.user_by_token(&person::token_sha256(given)).await.map_err(unavailable)?;
+    Ok(user.map(|u| Person { id: Some(u.id), name: Some(u.name), role: u.role }))
+}
+
+/// Who an authenticated request is from: the person its session names (refused once they are revoked),
+/// or the token's holder.
+async fn person_of(state: &AppState, auth: &Auth) -> Result<Person, Refusal> {
+    let Auth::Session(id) = auth else { return Ok(Person::token_holder()) };
+    let Some(user_id) = session::person_of(id) else { return Ok(Person::token_holder()) };
+    match state.store.user(user_id).await.map_err(unavailable)? {
+        Some(u) if u.active() => Ok(Person { id: Some(u.id), name: Some(u.name), role: u.role }),
+        _ => Err(Refusal::login("your access to this dashboard was revoked; ask an admin for a new login")),
+    }
+}
+
+fn unavailable(e: crate::store::StoreError) -> Refusal {
+    tracing::warn!("dashboard: looking up a person failed: {e}");
+    Refusal::new(StatusCode::SERVICE_UNAVAILABLE, "the database did not answer; try again")
+}
+
+/// Why `who` may not do this, and who can change that.
+fn not_allowed(who: &Person, needed: Role) -> String {
+    let what = match needed {
+        Role::Admin => "managing people",
+        _ => "changing tasks and runs",
+    };
+    match &who.name {
+        Some(name) => format!(
+            "{name} is {} {}: {what} needs the {needed} role (an admin can give it: `executor users role \
+             {name} {needed}`)",
+            if who.role == Role::Viewer { "a" } else { "an" },
+            who.role
+        ),
+        None => format!("{what} needs the {needed} role"),
+    }
 }
 
 /// Who `headers` say the request is from: the token as a bearer, or a session this server signed.
@@ -242,11 +314,12 @@ pub fn authenticated(state: &AppState, headers: &HeaderMap, now: i64) -> Option<
     cookie(headers, session::COOKIE).and_then(|c| state.keys.session(c, now)).map(Auth::Session)
 }
 
-/// A new session: its cookie, and a redirect to `location` (a path of this server).
-fn log_in(state: &AppState, now: i64, location: &str) -> Result<Response, Refusal> {
+/// A new session for `person` (`None`: the token's holder): its cookie, and a redirect to `location` (a
+/// path of this server).
+fn log_in(state: &AppState, now: i64, location: &str, person: Option<i64>) -> Result<Response, Refusal> {
     let value = state
         .keys
-        .new_session(now)
+        .new_session(now, person)
         .ok_or_else(|| Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, "no randomness for a session"))?;
     let cookie = format!(
         "{}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",

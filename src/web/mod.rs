@@ -25,6 +25,7 @@ pub mod insights;
 pub mod live_log;
 pub mod metrics;
 pub mod pages;
+pub mod person;
 mod redaction;
 mod refusal_log;
 pub mod server;

@@ -116,14 +116,15 @@ impl Keys {
         same(&self.sign(purpose, parts), mac)
     }
 
-    /// A new session's cookie value: `ISSUED.RANDOM.MAC`; `None` without randomness.
-    pub fn new_session(&self, now: i64) -> Option<String> {
+    /// A new session's cookie value for `person` (their `executor_users.id`; `None` for the dashboard
+    /// token's holder): `ISSUED.RANDOM.PERSON.MAC`; `None` without randomness.
+    pub fn new_session(&self, now: i64, person: Option<i64>) -> Option<String> {
         let mut bytes = [0u8; 16];
         SystemRandom::new().fill(&mut bytes).ok()?;
         // Sessions of the second of a revocation are revoked: one after it is issued a second later.
         let revoked_up_to = self.ended.lock().map(|e| e.before).unwrap_or_default();
         let issued = now.max(revoked_up_to + 1);
-        let id = format!("{issued}.{}", hex(&bytes));
+        let id = format!("{issued}.{}.{}", hex(&bytes), person.unwrap_or(0));
         let mac = self.sign("session", &[&id]);
         Some(format!("{id}.{mac}"))
     }
@@ -165,9 +166,15 @@ impl Keys {
     }
 }
 
-/// When the session `id` (`ISSUED.RANDOM`) was issued.
+/// When the session `id` (`ISSUED.RANDOM.PERSON`) was issued.
 fn issued(id: &str) -> Option<i64> {
     id.split_once('.')?.0.parse().ok()
+}
+
+/// Whose session `id` is: a person's `executor_users.id`, or `None` for the dashboard token's holder
+/// (`0`, and the sessions issued before people existed, which have no third part).
+pub fn person_of(id: &str) -> Option<i64> {
+    id.splitn(3, '.').nth(2)?.parse().ok().filter(|n: &i64| *n > 0)
 }
 
 fn subject(auth: &Auth) -> &str {
@@ -197,13 +204,22 @@ mod tests {
     #[test]
     fn sessions_are_signed_and_expire() {
         let keys = Keys::new("k".repeat(32).as_str());
-        let cookie = keys.new_session(1_000_000).unwrap();
+        let cookie = keys.new_session(1_000_000, None).unwrap();
         let id = keys.session(&cookie, 1_000_010).expect("valid");
         assert!(cookie.starts_with(&id));
         assert_eq!(keys.session(&cookie, 1_000_000 + MAX_AGE_SECS + 1), None, "expired");
         assert_eq!(Keys::new("other-token").session(&cookie, 1_000_010), None, "another key");
         let forged = format!("{id}.{}", "0".repeat(64));
         assert_eq!(keys.session(&forged, 1_000_010), None);
+        assert_eq!(person_of(&id), None, "the token holder's");
+        let bobs = keys.new_session(1_000_000, Some(7)).unwrap();
+        let bob = keys.session(&bobs, 1_000_010).unwrap();
+        assert_eq!(person_of(&bob), Some(7));
+        let (issued_random, _) = bob.rsplit_once('.').unwrap();
+        let mac = bobs.rsplit_once('.').unwrap().1;
+        let posing = format!("{issued_random}.8.{mac}");
+        assert_eq!(keys.session(&posing, 1_000_010), None, "the person is signed with the session");
+        assert_eq!(person_of("1000.abcd"), None, "a session from before people is the token holder's");
         assert_eq!(keys.session("garbage", 1_000_010), None);
     }
 
@@ -214,7 +230,8 @@ mod tests {
         let token = "k".repeat(32);
         let keys = Keys::new(&token);
         keys.keep_in(&file, false, 1_000_000).unwrap();
-        let (a, b) = (keys.new_session(1_000_000).unwrap(), keys.new_session(1_000_001).unwrap());
+        let (a, b) =
+            (keys.new_session(1_000_000, None).unwrap(), keys.new_session(1_000_001, Some(7)).unwrap());
         let a_id = keys.session(&a, 1_000_002).unwrap();
         keys.end_session(&a_id).unwrap();
         assert_eq!(keys.session(&a, 1_000_003), None, "logged out");
@@ -228,7 +245,7 @@ mod tests {
         let revoking = Keys::new(&token);
         revoking.keep_in(&file, true, 1_000_020).unwrap();
         assert_eq!(revoking.session(&b, 1_000_020), None, "every earlier session revoked");
-        let c = revoking.new_session(1_000_021).unwrap();
+        let c = revoking.new_session(1_000_021, None).unwrap();
         assert!(revoking.session(&c, 1_000_022).is_some(), "a new login works");
         let again = Keys::new(&token);
         again.keep_in(&file, false, 1_000_030).unwrap();

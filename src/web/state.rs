@@ -47,19 +47,23 @@ impl AppState {
         &self,
         gid: &crate::domain::TaskGid,
         reason: &str,
+        by: crate::domain::By<'_>,
     ) -> Result<crate::domain::Task, StoreError> {
         self.outbox().record_human_skip(&self.store.task(gid).await?, reason).await?;
-        self.store
-            .set_task_status(gid, crate::domain::QueueStatus::Skip, crate::domain::Actor::Web, Some(reason))
-            .await
+        self.store.set_task_status(gid, crate::domain::QueueStatus::Skip, by, Some(reason)).await
     }
 
     /// A human abandoning a run from the dashboard, as `executor runs abandon` does: the tracker's
     /// message recorded first, then the run abandoned.
-    pub async fn human_abandon(&self, id: i64, reason: &str) -> Result<crate::domain::Run, StoreError> {
+    pub async fn human_abandon(
+        &self,
+        id: i64,
+        reason: &str,
+        by: crate::domain::By<'_>,
+    ) -> Result<crate::domain::Run, StoreError> {
         let why = crate::store::human_abandon_reason(reason);
         self.outbox().record_human_abandon(&self.store.run(id).await?, &why).await?;
-        self.store.abandon_run(id, crate::domain::Actor::Web, reason).await
+        self.store.abandon_run(id, by, reason).await
     }
 
     fn outbox(&self) -> crate::writeback::Outbox {

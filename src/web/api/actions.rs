@@ -4,6 +4,8 @@
 //! (`runs resume`) → the run's memory; abandon (`runs abandon`) → the run; and "Needs you" itself, with
 //! its two acts of reading (a notice marked read, a source's failure dismissed).
 
+use crate::web::person::Person;
+use axum::Extension;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -13,7 +15,6 @@ use serde_json::{Value, json};
 
 use super::writes::body;
 use super::{ApiError, ApiResult, gid};
-use crate::domain::Actor;
 use crate::store::{NeedsYouLimits, REQUEUE_REASON, RETRY_REASON};
 use crate::web::AppState;
 use crate::web::pages::MAX_REASON;
@@ -57,6 +58,7 @@ pub async fn needs_you(State(state): State<AppState>) -> ApiResult<Json<Value>> 
 /// `POST /tasks/{gid}/requeue {"reason"?}` → the task, as `executor queue requeue --json`.
 pub async fn requeue(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     Path(raw): Path<String>,
     headers: HeaderMap,
     bytes: Bytes,
@@ -64,12 +66,13 @@ pub async fn requeue(
     let gid = gid(&raw)?;
     let ReasonBody { reason: given } = body(&headers, &bytes)?;
     let why = reason(given)?.unwrap_or_else(|| REQUEUE_REASON.to_string());
-    Ok(Json(json!(state.store.requeue_task(&gid, Actor::Web, &why).await?.task)))
+    Ok(Json(json!(state.store.requeue_task(&gid, person.by(), &why).await?.task)))
 }
 
 /// `POST /tasks/{gid}/retry {"reason"?}` → the task, as `executor queue retry --json`.
 pub async fn retry(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     Path(raw): Path<String>,
     headers: HeaderMap,
     bytes: Bytes,
@@ -77,7 +80,7 @@ pub async fn retry(
     let gid = gid(&raw)?;
     let ReasonBody { reason: given } = body(&headers, &bytes)?;
     let why = reason(given)?.unwrap_or_else(|| RETRY_REASON.to_string());
-    Ok(Json(json!(state.store.retry_task(&gid, Actor::Web, &why).await?)))
+    Ok(Json(json!(state.store.retry_task(&gid, person.by(), &why).await?)))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -91,6 +94,7 @@ struct BulkSkipBody {
 /// "ok": true, "task"}` or `{"gid", "ok": false, "error"}`. Each is skipped on its own.
 pub async fn bulk_skip(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     headers: HeaderMap,
     bytes: Bytes,
 ) -> ApiResult<Json<Value>> {
@@ -107,7 +111,7 @@ pub async fn bulk_skip(
     let mut results = Vec::with_capacity(gids.len());
     for raw in &gids {
         let result = match gid(raw) {
-            Ok(g) => state.human_skip(&g, &why).await.map_err(ApiError::from),
+            Ok(g) => state.human_skip(&g, &why, person.by()).await.map_err(ApiError::from),
             Err(e) => Err(e),
         };
         results.push(match result {
@@ -119,15 +123,20 @@ pub async fn bulk_skip(
 }
 
 /// `POST /runs/{id}/resume` → the run's memory, as `executor runs resume --json`.
-pub async fn resume(State(state): State<AppState>, Path(raw): Path<String>) -> ApiResult<Json<Value>> {
+pub async fn resume(
+    State(state): State<AppState>,
+    Extension(person): Extension<Person>,
+    Path(raw): Path<String>,
+) -> ApiResult<Json<Value>> {
     let id = run_id(&raw)?;
-    Ok(Json(json!(state.store.resume_run_budget(id, Actor::Web).await?)))
+    Ok(Json(json!(state.store.resume_run_budget(id, person.by()).await?)))
 }
 
 /// `POST /runs/{id}/abandon {"reason": "…"}` → the run, as `executor runs abandon --json`. The reason is
 /// required (422 without).
 pub async fn abandon(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     Path(raw): Path<String>,
     headers: HeaderMap,
     bytes: Bytes,
@@ -137,15 +146,19 @@ pub async fn abandon(
     let Some(why) = reason(given)? else {
         return Err(ApiError::invalid("abandoning needs a reason: {\"reason\": \"…\"}"));
     };
-    Ok(Json(json!(state.human_abandon(id, &why).await?)))
+    Ok(Json(json!(state.human_abandon(id, &why, person.by()).await?)))
 }
 
 /// `POST /notices/{id}/read` → `{"ok": true}`; 409 when it was read already.
-pub async fn notice_read(State(state): State<AppState>, Path(raw): Path<String>) -> ApiResult<Json<Value>> {
+pub async fn notice_read(
+    State(state): State<AppState>,
+    Extension(person): Extension<Person>,
+    Path(raw): Path<String>,
+) -> ApiResult<Json<Value>> {
     let id: i64 = raw
         .parse()
         .map_err(|_| ApiError::new(StatusCode::NOT_FOUND, format!("no notice with id {raw:?}")))?;
-    state.store.mark_notice_read(id, Actor::Web).await?;
+    state.store.mark_notice_read(id, person.by()).await?;
     Ok(Json(json!({ "ok": true })))
 }
 
@@ -153,8 +166,9 @@ pub async fn notice_read(State(state): State<AppState>, Path(raw): Path<String>)
 /// dismissed since.
 pub async fn source_dismiss(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     Path(source): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    state.store.dismiss_source_error(&source, Actor::Web).await?;
+    state.store.dismiss_source_error(&source, person.by()).await?;
     Ok(Json(json!({ "ok": true })))
 }

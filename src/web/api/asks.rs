@@ -3,6 +3,8 @@
 //! plan that waits (`plan approve`) or send it back with a comment (`plan revise`), a run's questions,
 //! answer the open one (`executor answer`), and a task's own plan setting (`plan set`).
 
+use crate::web::person::Person;
+use axum::Extension;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -44,9 +46,15 @@ pub async fn plans(State(state): State<AppState>, Path(raw): Path<String>) -> Ap
 
 /// `POST /runs/{id}/plan/approve` → the plan approved, as `executor plan approve --json`; 409 when no
 /// plan waits (none written yet, or someone decided first).
-pub async fn approve_plan(State(state): State<AppState>, Path(raw): Path<String>) -> ApiResult<Json<Value>> {
+pub async fn approve_plan(
+    State(state): State<AppState>,
+    Extension(person): Extension<Person>,
+    Path(raw): Path<String>,
+) -> ApiResult<Json<Value>> {
     let id = known_run(&state, &raw).await?;
-    Ok(Json(json!(state.store.decide_plan(id, &PlanVerdict::Approve, Actor::Web, None).await?)))
+    Ok(Json(json!(
+        state.store.decide_plan(id, &PlanVerdict::Approve, Actor::Web, person.name.as_deref()).await?
+    )))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -59,6 +67,7 @@ struct ReviseBody {
 /// --json`. The comment is required (422 without); 409 when no plan waits.
 pub async fn revise_plan(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     Path(raw): Path<String>,
     headers: HeaderMap,
     bytes: Bytes,
@@ -67,7 +76,7 @@ pub async fn revise_plan(
     let ReviseBody { comment } = body(&headers, &bytes)?;
     let comment = said(comment, "a comment", "{\"comment\": \"what should change\"}")?;
     let verdict = PlanVerdict::RequestChanges(comment);
-    Ok(Json(json!(state.store.decide_plan(id, &verdict, Actor::Web, None).await?)))
+    Ok(Json(json!(state.store.decide_plan(id, &verdict, Actor::Web, person.name.as_deref()).await?)))
 }
 
 /// `GET /runs/{id}/questions` → the questions the run's workers asked, oldest first, with their answers.
@@ -86,6 +95,7 @@ struct AnswerBody {
 /// is required (422 without); 409 when no question is open (none asked, or answered first elsewhere).
 pub async fn answer(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     Path(raw): Path<String>,
     headers: HeaderMap,
     bytes: Bytes,
@@ -93,7 +103,9 @@ pub async fn answer(
     let id = known_run(&state, &raw).await?;
     let AnswerBody { text } = body(&headers, &bytes)?;
     let text = said(text, "an answer", "{\"text\": \"what the agent should do\"}")?;
-    Ok(Json(json!(state.store.answer_question(id, &text, AnswerVia::Web, Actor::Web, None).await?)))
+    Ok(Json(json!(
+        state.store.answer_question(id, &text, AnswerVia::Web, Actor::Web, person.name.as_deref()).await?
+    )))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -122,6 +134,7 @@ pub(crate) fn plan_mode(given: Option<&str>) -> Result<Option<PlanMode>, String>
 /// says).
 pub async fn set_plan_mode(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     Path(raw): Path<String>,
     headers: HeaderMap,
     bytes: Bytes,
@@ -132,7 +145,7 @@ pub async fn set_plan_mode(
         return Err(ApiError::invalid("say the plan setting: {\"mode\": \"required\" | \"off\" | null}"));
     };
     let mode = plan_mode(given.as_deref()).map_err(ApiError::invalid)?;
-    state.store.set_task_plan_mode(&gid, mode, Actor::Web).await?;
+    state.store.set_task_plan_mode(&gid, mode, person.by()).await?;
     Ok(Json(json!({ "task_gid": gid.as_str(), "plan": mode })))
 }
 

@@ -1,6 +1,8 @@
 //! The API's writes: the same store operations as `executor approve` and `executor skip`, as
 //! `Actor::Web`.
 
+use crate::web::person::Person;
+use axum::Extension;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -10,7 +12,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::{ApiError, ApiResult, gid};
-use crate::domain::{Actor, TaskGid};
+use crate::domain::{By, TaskGid};
 use crate::web::{AppState, auth};
 
 /// The most gids one bulk approval takes.
@@ -61,21 +63,27 @@ struct ApproveBody {
 }
 
 /// One approval's result, as an element of `executor approve --json`.
-async fn approve_one(state: &AppState, gid: &TaskGid, skip_triage: bool) -> Result<Value, ApiError> {
-    Ok(state.store.approve_task(gid, skip_triage, Actor::Web).await?.result_json())
+async fn approve_one(
+    state: &AppState,
+    gid: &TaskGid,
+    skip_triage: bool,
+    by: By<'_>,
+) -> Result<Value, ApiError> {
+    Ok(state.store.approve_task(gid, skip_triage, by).await?.result_json())
 }
 
 /// `POST /tasks/{gid}/approve` (body optional: `{"skip_triage": true}`) → `{"gid", "ok": true,
 /// "revision_approved", "task"}`; 409 with the reason when the task cannot be approved.
 pub async fn approve(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     Path(raw): Path<String>,
     headers: HeaderMap,
     bytes: Bytes,
 ) -> ApiResult<Json<Value>> {
     let gid = gid(&raw)?;
     let ApproveBody { skip_triage } = body(&headers, &bytes)?;
-    Ok(Json(approve_one(&state, &gid, skip_triage).await?))
+    Ok(Json(approve_one(&state, &gid, skip_triage, person.by()).await?))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -91,6 +99,7 @@ struct BulkBody {
 /// Each is approved on its own: one refusal does not stop the others.
 pub async fn bulk_approve(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     headers: HeaderMap,
     bytes: Bytes,
 ) -> ApiResult<Json<Value>> {
@@ -104,7 +113,7 @@ pub async fn bulk_approve(
     let mut results = Vec::with_capacity(gids.len());
     for raw in &gids {
         let result = match gid(raw) {
-            Ok(g) => approve_one(&state, &g, skip_triage).await,
+            Ok(g) => approve_one(&state, &g, skip_triage, person.by()).await,
             Err(e) => Err(e),
         };
         results.push(result.unwrap_or_else(|e| json!({ "gid": raw, "ok": false, "error": e.message })));
@@ -122,6 +131,7 @@ struct SkipBody {
 /// is required (422 without).
 pub async fn skip(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     Path(raw): Path<String>,
     headers: HeaderMap,
     bytes: Bytes,
@@ -137,5 +147,5 @@ pub async fn skip(
             crate::web::pages::MAX_REASON
         )));
     }
-    Ok(Json(json!(state.human_skip(&gid, &reason).await?)))
+    Ok(Json(json!(state.human_skip(&gid, &reason, person.by()).await?)))
 }

@@ -5,13 +5,13 @@
 //! fetch (see `store/needs_you.rs` for what "unread" means). Each answers 303 back to its page with a
 //! signed message, as `forms.rs` does.
 
+use crate::web::person::Person;
 use axum::Extension;
 use axum::extract::{Path, State};
 use axum::response::Redirect;
 
 use super::PageError;
 use super::forms::{Back, Fields, parse_gid, reason_of, signed_form};
-use crate::domain::Actor;
 use crate::store::{REQUEUE_REASON, RETRY_REASON, Requeued};
 use crate::web::AppState;
 use crate::web::session::Auth;
@@ -30,6 +30,7 @@ fn run_id(raw: &str) -> Result<i64, PageError> {
 
 pub(super) async fn requeue(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     Extension(auth): Extension<Auth>,
     Path(gid): Path<String>,
     body: String,
@@ -41,7 +42,7 @@ pub(super) async fn requeue(
         Ok(reason) => reason,
         Err(why) => return Ok(back.to(Some(&gid), "error", &format!("{gid} {why}"))),
     };
-    Ok(match state.store.requeue_task(&gid, Actor::Web, reason).await {
+    Ok(match state.store.requeue_task(&gid, person.by(), reason).await {
         Ok(Requeued { task, from }) => back.to(
             Some(&gid),
             "flash",
@@ -61,6 +62,7 @@ pub(super) async fn requeue(
 
 pub(super) async fn retry(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     Extension(auth): Extension<Auth>,
     Path(gid): Path<String>,
     body: String,
@@ -72,7 +74,7 @@ pub(super) async fn retry(
         Ok(reason) => reason,
         Err(why) => return Ok(back.to(Some(&gid), "error", &format!("{gid} {why}"))),
     };
-    Ok(match state.store.retry_task(&gid, Actor::Web, reason).await {
+    Ok(match state.store.retry_task(&gid, person.by(), reason).await {
         Ok(_) => {
             back.to(Some(&gid), "flash", &format!("{gid}: the runner will start a new run on its next tick"))
         }
@@ -82,6 +84,7 @@ pub(super) async fn retry(
 
 pub(super) async fn resume(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     Extension(auth): Extension<Auth>,
     Path(id): Path<String>,
     body: String,
@@ -90,7 +93,7 @@ pub(super) async fn resume(
     let back = Back { state: &state, auth: &auth, fields: &fields };
     let id = run_id(&id)?;
     let per_run = state.config.budget.per_run_usd;
-    Ok(match state.store.resume_run_budget(id, Actor::Web).await {
+    Ok(match state.store.resume_run_budget(id, person.by()).await {
         Ok(memory) => back.to_page(
             None,
             Some(id),
@@ -106,6 +109,7 @@ pub(super) async fn resume(
 
 pub(super) async fn abandon(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     Extension(auth): Extension<Auth>,
     Path(id): Path<String>,
     body: String,
@@ -117,7 +121,7 @@ pub(super) async fn abandon(
         Ok(reason) => reason,
         Err(why) => return Ok(back.to_page(None, Some(id), "error", &format!("run {id} {why}"))),
     };
-    Ok(match state.human_abandon(id, reason).await {
+    Ok(match state.human_abandon(id, reason, person.by()).await {
         Ok(_) => back.to_page(
             None,
             Some(id),
@@ -130,6 +134,7 @@ pub(super) async fn abandon(
 
 pub(super) async fn notice_read(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     Extension(auth): Extension<Auth>,
     Path(id): Path<String>,
     body: String,
@@ -137,7 +142,7 @@ pub(super) async fn notice_read(
     let fields = signed_form(&state, &auth, &body)?;
     let back = Back { state: &state, auth: &auth, fields: &fields };
     let id: i64 = id.parse().map_err(|_| PageError::NotFound(format!("no notice with id {id:?}")))?;
-    Ok(match state.store.mark_notice_read(id, Actor::Web).await {
+    Ok(match state.store.mark_notice_read(id, person.by()).await {
         Ok(()) => back.to(None, "flash", &format!("notice {id} marked read")),
         Err(e) => back.to(None, "error", &format!("notice {id} was not marked read: {e}")),
     })
@@ -145,6 +150,7 @@ pub(super) async fn notice_read(
 
 pub(super) async fn source_dismiss(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     Extension(auth): Extension<Auth>,
     body: String,
 ) -> Result<Redirect, PageError> {
@@ -153,7 +159,7 @@ pub(super) async fn source_dismiss(
     let Some(source) = fields.get("source").map(str::trim).filter(|s| !s.is_empty()) else {
         return Ok(back.to(None, "error", "no source named"));
     };
-    Ok(match state.store.dismiss_source_error(source, Actor::Web).await {
+    Ok(match state.store.dismiss_source_error(source, person.by()).await {
         Ok(()) => back.to(
             None,
             "flash",

@@ -5,6 +5,7 @@
 //! a signed message, as `forms.rs` does: a refusal (someone decided first, nothing waits) is the
 //! message.
 
+use crate::web::person::Person;
 use axum::Extension;
 use axum::extract::{Path, State};
 use axum::response::Redirect;
@@ -35,6 +36,7 @@ fn text_of<'a>(fields: &'a Fields, field: &str, done: &str, hint: &str) -> Resul
 
 pub(super) async fn approve_plan(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     Extension(auth): Extension<Auth>,
     Path(id): Path<String>,
     body: String,
@@ -42,7 +44,7 @@ pub(super) async fn approve_plan(
     let fields = signed_form(&state, &auth, &body)?;
     let back = Back { state: &state, auth: &auth, fields: &fields };
     let id = run_id(&id)?;
-    Ok(match state.store.decide_plan(id, &PlanVerdict::Approve, Actor::Web, None).await {
+    Ok(match state.store.decide_plan(id, &PlanVerdict::Approve, Actor::Web, person.name.as_deref()).await {
         Ok(plan) => back.to_page(
             None,
             Some(id),
@@ -58,6 +60,7 @@ pub(super) async fn approve_plan(
 
 pub(super) async fn revise_plan(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     Extension(auth): Extension<Auth>,
     Path(id): Path<String>,
     body: String,
@@ -70,7 +73,7 @@ pub(super) async fn revise_plan(
         Err(why) => return Ok(back.to_page(None, Some(id), "error", &format!("the plan of run {id} {why}"))),
     };
     let verdict = PlanVerdict::RequestChanges(comment.to_string());
-    Ok(match state.store.decide_plan(id, &verdict, Actor::Web, None).await {
+    Ok(match state.store.decide_plan(id, &verdict, Actor::Web, person.name.as_deref()).await {
         Ok(plan) => back.to_page(
             None,
             Some(id),
@@ -89,6 +92,7 @@ pub(super) async fn revise_plan(
 
 pub(super) async fn answer(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     Extension(auth): Extension<Auth>,
     Path(id): Path<String>,
     body: String,
@@ -102,21 +106,28 @@ pub(super) async fn answer(
             return Ok(back.to_page(None, Some(id), "error", &format!("the question of run {id} {why}")));
         }
     };
-    Ok(match state.store.answer_question(id, text, AnswerVia::Web, Actor::Web, None).await {
-        Ok(q) => back.to_page(
-            None,
-            Some(id),
-            "flash",
-            &format!("question {} of run {id} answered; its next worker starts with the answer", q.id),
-        ),
-        Err(e) => {
-            back.to_page(None, Some(id), "error", &format!("the question of run {id} was not answered: {e}"))
-        }
-    })
+    Ok(
+        match state.store.answer_question(id, text, AnswerVia::Web, Actor::Web, person.name.as_deref()).await
+        {
+            Ok(q) => back.to_page(
+                None,
+                Some(id),
+                "flash",
+                &format!("question {} of run {id} answered; its next worker starts with the answer", q.id),
+            ),
+            Err(e) => back.to_page(
+                None,
+                Some(id),
+                "error",
+                &format!("the question of run {id} was not answered: {e}"),
+            ),
+        },
+    )
 }
 
 pub(super) async fn task_plan(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     Extension(auth): Extension<Auth>,
     Path(gid): Path<String>,
     body: String,
@@ -130,7 +141,7 @@ pub(super) async fn task_plan(
             return Ok(back.to(Some(&gid), "error", &format!("{gid}: plan setting not changed: {why}")));
         }
     };
-    Ok(match state.store.set_task_plan_mode(&gid, mode, Actor::Web).await {
+    Ok(match state.store.set_task_plan_mode(&gid, mode, person.by()).await {
         Ok(()) => back.to(
             Some(&gid),
             "flash",

@@ -5,13 +5,14 @@
 //! the CLI as `Actor::Web`; and answers 303 back to the page it came from with a message in the query
 //! string, signed for the session (a page shows only a message the server signed; see `FlashQuery`).
 
+use crate::web::person::Person;
 use axum::Extension;
 use axum::extract::{Path, State};
 use axum::response::Redirect;
 use percent_encoding::percent_decode_str;
 
 use super::{MAX_REASON, PageError, encode, short};
-use crate::domain::{Actor, TaskGid};
+use crate::domain::TaskGid;
 use crate::web::AppState;
 use crate::web::session::Auth;
 use crate::web::task_view::VIEW_PARAMS;
@@ -113,6 +114,7 @@ impl Back<'_> {
 
 pub(super) async fn approve(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     Extension(auth): Extension<Auth>,
     Path(gid): Path<String>,
     body: String,
@@ -123,7 +125,7 @@ pub(super) async fn approve(
     // A pending task is approved only from the form that says so (behind its "Approve without
     // triage…" confirmation), as `executor approve --skip-triage`.
     let skip_triage = matches!(fields.get("skip_triage"), Some("on" | "true" | "1"));
-    Ok(match state.store.approve_task(&gid, skip_triage, Actor::Web).await {
+    Ok(match state.store.approve_task(&gid, skip_triage, person.by()).await {
         Ok(done) if done.revision_approved => back.to(
             Some(&gid),
             "flash",
@@ -137,6 +139,7 @@ pub(super) async fn approve(
 
 pub(super) async fn skip(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     Extension(auth): Extension<Auth>,
     Path(gid): Path<String>,
     body: String,
@@ -149,7 +152,7 @@ pub(super) async fn skip(
         Err(why) => return Ok(back.to(Some(&gid), "error", &format!("{gid} {why}"))),
     };
     // The reason as given, as `executor skip` records it (the event's actor says it was the dashboard).
-    Ok(match state.human_skip(&gid, reason).await {
+    Ok(match state.human_skip(&gid, reason, person.by()).await {
         Ok(_) => back.to(Some(&gid), "flash", &format!("skipped {gid}: {reason}")),
         Err(e) => back.to(Some(&gid), "error", &format!("{gid} was not skipped: {e}")),
     })
@@ -169,6 +172,7 @@ pub(super) fn reason_of<'a>(fields: &'a Fields, done: &str) -> Result<&'a str, S
 
 pub(super) async fn bulk_approve(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     Extension(auth): Extension<Auth>,
     body: String,
 ) -> Result<Redirect, PageError> {
@@ -184,7 +188,7 @@ pub(super) async fn bulk_approve(
     let (mut approved, mut failed) = (0, Vec::new());
     for raw in gids {
         let outcome = match parse_gid(raw) {
-            Ok(gid) => state.store.approve_task(&gid, false, Actor::Web).await.map_err(|e| e.to_string()),
+            Ok(gid) => state.store.approve_task(&gid, false, person.by()).await.map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         };
         match outcome {
@@ -204,6 +208,7 @@ pub(super) async fn bulk_approve(
 /// one refusal does not stop the others.
 pub(super) async fn bulk_skip(
     State(state): State<AppState>,
+    Extension(person): Extension<Person>,
     Extension(auth): Extension<Auth>,
     body: String,
 ) -> Result<Redirect, PageError> {
@@ -223,7 +228,7 @@ pub(super) async fn bulk_skip(
     let (mut skipped, mut failed) = (0, Vec::new());
     for raw in gids {
         let outcome = match parse_gid(raw) {
-            Ok(gid) => state.human_skip(&gid, reason).await.map_err(|e| e.to_string()),
+            Ok(gid) => state.human_skip(&gid, reason, person.by()).await.map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         };
         match outcome {

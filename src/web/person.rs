@@ -1,0 +1,98 @@
+//! Who is at the page: a person added with `executor users add` (their name and role), or whoever
+//! holds the dashboard's own token (an admin with no name: the setup's owner). Put in every admitted
+//! request's extensions by the security layer; the handlers record changes in the person's name.
+
+use axum::http::Method;
+
+use crate::domain::{Actor, By, Role};
+
+/// The prefix of a personal token: tells it from the dashboard token at a glance and in a leak scanner.
+pub const TOKEN_PREFIX: &str = "exu_";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Person {
+    /// `executor_users.id`; `None` for the dashboard token's holder.
+    pub id: Option<i64>,
+    pub name: Option<String>,
+    pub role: Role,
+}
+
+impl Person {
+    /// Whoever holds the dashboard token: may do everything, and is recorded as `web`.
+    pub fn token_holder() -> Person {
+        Person { id: None, name: None, role: Role::Admin }
+    }
+
+    /// Who made a change through the dashboard, for the audit trail.
+    pub fn by(&self) -> By<'_> {
+        match &self.name {
+            Some(name) => By::person(Actor::Web, name),
+            None => Actor::Web.into(),
+        }
+    }
+
+    /// The name pages greet and sign with.
+    pub fn shown(&self) -> &str {
+        self.name.as_deref().unwrap_or("dashboard token")
+    }
+}
+
+/// The least role a request needs. People are managed by admins only (reads too: the list names
+/// everyone); logging out and marking Needs you as looked at are anyone's; every other change needs an
+/// approver; reading needs nothing more than being let in.
+pub fn needed_role(method: &Method, path: &str) -> Role {
+    let reads = matches!(*method, Method::GET | Method::HEAD);
+    if path == "/users" || path.starts_with("/users/") || path.starts_with("/api/v1/users") {
+        Role::Admin
+    } else if reads || path == "/logout" || path == "/looked" || path == "/api/v1/looked" {
+        Role::Viewer
+    } else {
+        Role::Approver
+    }
+}
+
+/// A new personal token: the prefix and 32 random bytes in hex; `None` without randomness.
+pub fn new_token() -> Option<String> {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 32];
+    ring::rand::SystemRandom::new().fill(&mut bytes).ok()?;
+    Some(format!("{TOKEN_PREFIX}{}", hex(&bytes)))
+}
+
+/// What the database keeps of a personal token: its SHA-256, in hex. A token has 256 random bits, so
+/// a fast hash is enough: nothing can be guessed from it.
+pub fn token_sha256(token: &str) -> String {
+    hex(ring::digest::digest(&ring::digest::SHA256, token.as_bytes()).as_ref())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_needed() {
+        assert_eq!(needed_role(&Method::GET, "/runs/3"), Role::Viewer);
+        assert_eq!(needed_role(&Method::POST, "/runs/3/abandon"), Role::Approver);
+        assert_eq!(needed_role(&Method::POST, "/api/v1/tasks/t1/approve"), Role::Approver);
+        assert_eq!(needed_role(&Method::GET, "/api/v1/users"), Role::Admin);
+        assert_eq!(needed_role(&Method::GET, "/users"), Role::Admin);
+        assert_eq!(needed_role(&Method::POST, "/users/alice/revoke"), Role::Admin);
+        assert_eq!(needed_role(&Method::POST, "/logout"), Role::Viewer);
+        assert_eq!(needed_role(&Method::POST, "/looked"), Role::Viewer);
+        assert_eq!(needed_role(&Method::GET, "/usersettings"), Role::Viewer);
+    }
+
+    #[test]
+    fn tokens_are_random_and_only_their_hash_is_kept() {
+        let (a, b) = (new_token().unwrap(), new_token().unwrap());
+        assert_ne!(a, b);
+        assert!(a.starts_with(TOKEN_PREFIX) && a.len() == TOKEN_PREFIX.len() + 64);
+        assert_eq!(token_sha256(&a), token_sha256(&a));
+        assert_ne!(token_sha256(&a), token_sha256(&b));
+        assert!(!token_sha256(&a).contains(&a[TOKEN_PREFIX.len()..]));
+    }
+}
