@@ -22,6 +22,7 @@ mod runs;
 mod schedule;
 mod serve;
 mod status;
+mod users;
 mod webhooks;
 mod worker;
 mod writeback;
@@ -172,6 +173,10 @@ pub enum Command {
     /// Also receives GitHub webhooks at POST /webhooks/github (signed with github.webhook_secret_env;
     /// see `executor webhooks print`) and starts `executor runner` when one finds no runner running.
     Serve(serve::ServeArgs),
+    /// The people who may use the dashboard: `add NAME --role viewer|approver|admin` prints their
+    /// personal login URL; `list`, `revoke`, `role`. Every change they make is recorded in their name.
+    #[command(subcommand)]
+    Users(users::UsersCommand),
     /// GitHub webhooks make the runner react in seconds instead of at its next tick or cron start:
     /// `executor webhooks print` gives the settings to enter on GitHub and how to forward deliveries.
     #[command(subcommand)]
@@ -353,6 +358,7 @@ async fn dispatch(ctx: &Context, command: Command, json: bool) -> anyhow::Result
         Command::Runs(c) => runs::run(ctx, c, json).await,
         Command::Plan(c) => plan::plan(ctx, c, json).await,
         Command::Answer(args) => plan::answer(ctx, args, json).await,
+        Command::Users(c) => users::run(ctx, c, json).await,
         Command::Status => status::status(ctx, json).await,
         Command::Events(args) => status::events(ctx, args, json).await,
         Command::Insights(args) => insights::run(ctx, args, json).await,

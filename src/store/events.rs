@@ -151,6 +151,16 @@ impl Store {
         Ok(events)
     }
 
+    /// How many events were recorded at or after `since` (what "since you last looked" counts).
+    pub async fn events_count_since(&self, since: DateTime<Utc>) -> Result<i64> {
+        Ok(on_pool!(self, |p| {
+            sqlx::query_scalar("SELECT COUNT(*) FROM executor_events WHERE at >= $1")
+                .bind(since)
+                .fetch_one(p)
+                .await?
+        }))
+    }
+
     /// Records a free-form event (a decision, a notice) that is not a state change.
     pub async fn record_note(
         &self,

@@ -1,11 +1,12 @@
 //! `/api/v1/`: the JSON API. Every answer has the shape of the matching CLI command's `--json` output
 //! (the same serde types), and every write goes through the same store operation as the CLI, as
-//! `Actor::Web`. Errors are `{"error": "…"}`: 404 for an unknown task or run, 409 for a move the task or
+//! `Actor::Web` in the caller's name. Errors are `{"error": "…"}`: 404 for an unknown task or run, 409 for a move the task or
 //! run cannot make (with the store's reason), 422 for bad input.
 
 mod actions;
 mod asks;
 mod export;
+mod people;
 mod reads;
 mod writes;
 
@@ -49,6 +50,11 @@ pub fn routes() -> Router<AppState> {
         .route("/notices/{id}/read", post(actions::notice_read))
         .route("/sources/{name}/dismiss", post(actions::source_dismiss))
         .route("/status", get(reads::status))
+        .route("/me", get(people::me))
+        .route("/looked", post(people::looked))
+        .route("/users", get(people::list).post(people::add))
+        .route("/users/{name}/revoke", post(people::revoke))
+        .route("/users/{name}/role", put(people::set_role))
         .route("/events", get(reads::events))
         .route("/insights", get(reads::insights))
         .fallback(|| async { ApiError::new(StatusCode::NOT_FOUND, "no such API route") })

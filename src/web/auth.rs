@@ -82,7 +82,10 @@ async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Respo
         .unwrap_or_else(|| "unknown".into());
     let host = host_of(&req).unwrap_or_default();
     let mut response = match admit(&state, req).await {
-        Ok(Admitted::Pass(req)) => next.run(req).await,
+        Ok(Admitted::Pass(req)) => match req.extensions().get::<Person>().cloned() {
+            Some(who) => person::answering(who, next.run(req)).await,
+            None => next.run(req).await,
+        },
         Ok(Admitted::Answer(response)) => response,
         Err(refusal) => {
             // The path only: a query string may hold a token. Both cut: a stranger chose them.

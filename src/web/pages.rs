@@ -15,6 +15,7 @@ mod forms;
 mod insights;
 mod live;
 mod log;
+mod looked;
 mod needs;
 mod pr_summary;
 mod queue;
@@ -57,6 +58,7 @@ pub fn routes() -> Router<AppState> {
         .route("/runs/{id}/answer", post(asks::answer))
         .route("/notices/{id}/read", post(actions::notice_read))
         .route("/sources/dismiss", post(actions::source_dismiss))
+        .route("/looked", post(looked::mark))
         .route("/sessions/{id}/log", get(log::page))
         .route("/sessions/{id}/log/stream", get(log::stream))
         .route("/status", get(status::page))
@@ -192,10 +194,16 @@ fn templates() -> &'static Environment<'static> {
     })
 }
 
-/// Renders a page, or the error page saying why it could not be rendered.
+/// Renders a page, or the error page saying why it could not be rendered. Every page's header names the
+/// person at it (`me`), and whether they may act (`me.acts`: an approver or an admin).
 fn render(name: &str, context: impl serde::Serialize) -> Result<Html<String>, PageError> {
     let template = templates().get_template(name)?;
-    Ok(Html(template.render(context)?))
+    let me = super::person::at_page().map(|p| {
+        minijinja::context! {
+            name => p.shown(), role => p.role.as_str(), acts => p.role.allows(crate::domain::Role::Approver),
+        }
+    });
+    Ok(Html(template.render(minijinja::context! { me, ..minijinja::Value::from_serialize(&context) })?))
 }
 
 /// Why a page could not be shown; rendered as a small HTML page with the matching status.

@@ -37,6 +37,22 @@ impl Person {
     }
 }
 
+tokio::task_local! {
+    /// The person a request being answered is from, for the pages' header (`pages::render`): set around
+    /// each admitted request by the security layer, so no handler has to pass it down.
+    static AT_PAGE: Person;
+}
+
+/// Runs `answer` (an admitted request's handler) with `person` as the one at the page.
+pub async fn answering<F: std::future::Future>(person: Person, answer: F) -> F::Output {
+    AT_PAGE.scope(person, answer).await
+}
+
+/// The person the request being answered is from, if any.
+pub fn at_page() -> Option<Person> {
+    AT_PAGE.try_with(Person::clone).ok()
+}
+
 /// The least role a request needs. People are managed by admins only (reads too: the list names
 /// everyone); logging out and marking Needs you as looked at are anyone's; every other change needs an
 /// approver; reading needs nothing more than being let in.
@@ -49,6 +65,17 @@ pub fn needed_role(method: &Method, path: &str) -> Role {
     } else {
         Role::Approver
     }
+}
+
+/// A person's login URL: where people open the dashboard (its bind address or, for one bound to every
+/// address, the first name in `web.allowed_hosts`, else localhost) with their token.
+pub fn login_url(web: &crate::config::Web, token: &str) -> String {
+    let host = match web.bind.as_str() {
+        "0.0.0.0" | "::" => web.allowed_hosts.first().cloned().unwrap_or_else(|| "localhost".into()),
+        h if h.contains(':') && !h.starts_with('[') => format!("[{h}]"),
+        h => h.to_string(),
+    };
+    format!("http://{host}:{}/?token={token}", web.port)
 }
 
 /// A new personal token: the prefix and 32 random bytes in hex; `None` without randomness.

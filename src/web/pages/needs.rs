@@ -156,6 +156,7 @@ fn question_item(need: &QuestionNeed) -> AskItem {
 pub(super) async fn page(
     State(state): State<AppState>,
     Extension(auth): Extension<Auth>,
+    Extension(person): Extension<crate::web::person::Person>,
     RawQuery(raw): RawQuery,
     axum::extract::Query(flash): axum::extract::Query<FlashQuery>,
     axum::extract::Query(all): axum::extract::Query<AllQuery>,
@@ -223,6 +224,7 @@ pub(super) async fn page(
         minijinja::context! {
             nav => "needs",
             live,
+            since_looked => super::looked::since_looked(&state, &person).await?,
             csrf => state.keys.csrf(&auth),
             total => needs.total(),
             only,
