@@ -492,3 +492,32 @@ async fn status_names_the_plans_and_questions_that_wait() {
     assert_eq!(json["plans_awaiting_approval"][0]["run"], runs[0].0, "{json}");
     assert_eq!(json["open_questions"][0]["task_gid"], "PQ-2", "{json}");
 }
+
+#[test]
+fn people_are_added_listed_and_revoked_and_a_cli_change_names_its_actor() {
+    let sb = Sandbox::new();
+    let added = sb.json(&["--actor", "root", "users", "add", "alice", "--role", "viewer"]);
+    let url = added["login_url"].as_str().expect("a login URL");
+    assert!(url.starts_with("http://127.0.0.1:8370/?token=exu_"), "{url}");
+    assert_eq!(added["user"]["created_by"], "root");
+    let out = sb.run(&["users", "add", "alice"]);
+    assert_eq!(out.status.code(), Some(1), "one active alice");
+    assert!(text(&out.stderr).contains("executor users revoke alice"), "{}", text(&out.stderr));
+    let out = sb.run(&["users", "add", "web"]);
+    assert_eq!(out.status.code(), Some(2), "an actor's name is no person's");
+    let out = sb.run(&["--actor", "two words", "status"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(sb.ok(&["users", "list"]).contains("alice"));
+    sb.ok(&["users", "role", "alice", "approver"]);
+    sb.ok(&["users", "revoke", "alice"]);
+    let listed = sb.json(&["users", "list"]);
+    assert!(listed[0]["revoked_at"].is_string(), "{listed}");
+    assert!(!listed.to_string().contains("exu_"), "no token is listed");
+
+    sb.ok(&["queue", "add", "--gid", "9", "--description", "Fix"]);
+    sb.ok(&["--actor", "dana", "skip", "9", "--reason", "not now"]);
+    let shown = sb.json(&["queue", "show", "9"]);
+    let last = shown["events"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!((last["actor"].as_str(), last["actor_id"].as_str()), (Some("cli"), Some("dana")), "{last}");
+    assert!(sb.ok(&["events"]).contains("dana (cli)"));
+}

@@ -118,6 +118,8 @@ async fn an_approver_approves_and_a_viewer_is_refused_each_named(db: TestDb) {
     let (status, page) = v.get("/tasks/t1").await;
     assert_eq!(status, StatusCode::OK);
     assert!(page.contains(r#"<span class="me">victor <span class="role">viewer</span>"#), "{page}");
+    assert!(page.contains(r#"id="viewer-note""#), "a viewer is told what they may do");
+    assert!(!a.get("/tasks/t1").await.1.contains(r#"id="viewer-note""#));
 
     // The viewer's approval is refused, saying why and who can change it; nothing moves.
     let (status, refused) = v.submit("/tasks/t1", "/tasks/t1/approve", &[]).await;
