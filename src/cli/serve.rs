@@ -105,6 +105,11 @@ pub async fn run(flag: Option<&Path>, args: ServeArgs, as_json: bool) -> anyhow:
         println!("{}", serde_json::to_string_pretty(&answer)?);
     } else {
         println!("dashboard: {url}");
+        if !state.store.users().await?.iter().any(|u| u.active()) {
+            println!(
+                "(the token above is the setup's own: `executor users add NAME` gives each person a login and a role)"
+            );
+        }
     }
     tracing::info!("dashboard listening on {local}");
     let store = state.store.clone();
