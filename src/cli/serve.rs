@@ -105,13 +105,14 @@ pub async fn run(flag: Option<&Path>, args: ServeArgs, as_json: bool) -> anyhow:
         println!("{}", serde_json::to_string_pretty(&answer)?);
     } else {
         println!("dashboard: {url}");
-        if !state.store.users().await?.iter().any(|u| u.active()) {
-            println!(
-                "(the token above is the setup's own: `executor users add NAME` gives each person a login and a role)"
-            );
-        }
     }
     tracing::info!("dashboard listening on {local}");
+    // In the log, not on standard output: a reader of the URL line may close the pipe after it.
+    if !state.store.users().await?.iter().any(|u| u.active()) {
+        tracing::info!(
+            "the printed token is the setup's own: `executor users add NAME` gives each person a login"
+        );
+    }
     let store = state.store.clone();
     let shutdown = shutdown_on_signals();
     // A serve without the secret accepts no delivery, so it has none to start a runner for.
