@@ -109,6 +109,12 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0020_plans_questions.sql"),
         postgres: include_str!("../../migrations/postgres/0020_plans_questions.sql"),
     },
+    // 21 is the dashboard's people (another branch); this one does not depend on it.
+    Migration {
+        version: 22,
+        sqlite: include_str!("../../migrations/sqlite/0022_person_comments.sql"),
+        postgres: include_str!("../../migrations/postgres/0022_person_comments.sql"),
+    },
 ];
 
 /// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and

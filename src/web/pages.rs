@@ -55,6 +55,7 @@ pub fn routes() -> Router<AppState> {
         .route("/runs/{id}/plan/approve", post(asks::approve_plan))
         .route("/runs/{id}/plan/revise", post(asks::revise_plan))
         .route("/runs/{id}/answer", post(asks::answer))
+        .route("/runs/{id}/comments", post(asks::comment))
         .route("/notices/{id}/read", post(actions::notice_read))
         .route("/sources/dismiss", post(actions::source_dismiss))
         .route("/sessions/{id}/log", get(log::page))

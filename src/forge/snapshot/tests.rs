@@ -22,6 +22,7 @@ fn comment(id: &str, author: &str, body: &str, minute: u32) -> Comment {
         thread_resolved: false,
         in_reply_to: None,
         by_agent: false,
+        from_dashboard: false,
         author_association: None,
     }
 }
