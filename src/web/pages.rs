@@ -63,6 +63,7 @@ pub fn routes() -> Router<AppState> {
         .route("/status", get(status::page))
         .route("/insights", get(insights::page))
         .route("/changes", get(live::changes))
+        .route("/needs-count", get(live::needs_count))
         .route("/static/app.js", get(assets::script))
         .route("/static/keys.js", get(assets::keys))
         .route("/static/app.css", get(assets::style))
