@@ -155,16 +155,6 @@ struct Observation {
 }
 
 impl GitHubForge {
-    /// The pull requests of these runs, by run id (see `Forge::snapshots`). The comments of untrusted
-    /// authors are logged as ignored, once each, for the human watching the runner.
-    pub async fn snapshots(&self, runs: &[Run]) -> Result<Snapshots, ForgeError> {
-        let out = self.snapshots_unlogged(runs).await?;
-        for pr in out.prs.values().flatten() {
-            self.note_ignored(pr);
-        }
-        Ok(out)
-    }
-
     /// [`GitHubForge::snapshots`] without the log of ignored comments: for `executor comment`, which an
     /// agent runs and whose output the agent reads, so a stranger's login never reaches it either.
     pub(crate) async fn snapshots_unlogged(&self, runs: &[Run]) -> Result<Snapshots, ForgeError> {
