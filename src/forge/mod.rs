@@ -130,17 +130,11 @@ impl Forge {
                 }
                 all
             }
-            Forge::GitHub(f) => f.snapshots_unlogged(runs).await?,
+            // Marks the dashboard's comments itself, before it logs the strangers' it ignores.
+            Forge::GitHub(f) => return f.snapshots(runs).await,
         };
         let observed = all.prs.iter_mut().filter_map(|(id, pr)| pr.as_mut().map(|pr| (*id, pr)));
         self.mark_dashboard_comments(observed).await?;
-        if let Forge::GitHub(f) = self {
-            // The comments of untrusted authors are logged as ignored, once each, for the human watching
-            // the runner.
-            for pr in all.prs.values().flatten() {
-                f.note_ignored(pr);
-            }
-        }
         Ok(all)
     }
 

@@ -91,7 +91,7 @@ async fn a_comment_from_the_dashboard_is_trusted_on_github_and_a_look_alike_is_n
         fix_comments_sessions(&store, run.id).await.into_iter().filter(|s| !before.contains(s)).collect();
     assert!(!new.is_empty(), "no fix_comments worker after the comment:\n{}", text(&out));
     let offered = store.offered_comments(new[0]).await.unwrap();
-    assert_eq!(offered, [id.clone()], "the stranger's comment {stranger} is not offered");
+    assert_eq!(offered, std::slice::from_ref(&id), "the stranger's comment {stranger} is not offered");
     // The log says the stranger's comment is ignored, and not the person's (posted by executor-bot).
     let said = text(&out);
     assert!(said.contains(&format!("ignoring comment {stranger} by mallory")), "{said}");

@@ -192,9 +192,7 @@ impl GitHubForge {
     }
 
     /// Logs once per comment that an untrusted author's comment is ignored: it never reaches a prompt.
-    /// Called once the comments people posted from the dashboard are marked (`Forge::snapshots`), so
-    /// that theirs, posted with executor's token, are not logged as a stranger's.
-    pub(crate) fn note_ignored(&self, pr: &PrSnapshot) {
+    fn note_ignored(&self, pr: &PrSnapshot) {
         let trust = self.repo.trust();
         let Ok(mut ignored) = self.ignored.lock() else { return };
         let ignored = ignored.entry(pr.number).or_default();
