@@ -133,7 +133,7 @@ pub(super) async fn comment(
             Some(id),
             "flash",
             &format!(
-                "comment {} posted on the pull request of run {id}; the runner starts a fix_comments worker on it",
+                "comment {} posted on the pull request of run {id}: a trusted comment, which its next fix_comments worker answers",
                 posted.id
             ),
         ),
