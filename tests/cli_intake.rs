@@ -271,3 +271,32 @@ fn the_listing_pages_with_limit_and_offset_and_streams_the_same_json() {
     let err = sb.run(&["queue", "list", "--limit", "-1"]);
     assert_eq!(err.status.code(), Some(2), "{}", text(&err.stderr));
 }
+
+/// A revision of a done task cannot be accepted (`approve` refuses a done task): what `queue add` and
+/// `queue show` say of it is what works instead, never `approve`.
+#[tokio::test]
+async fn a_new_text_for_a_done_task_says_what_works_rather_than_approve() {
+    use executor::domain::{Actor, QueueStatus, TaskGid};
+    let sb = Sandbox::new();
+    sb.ok(&["queue", "add", "--gid", "11", "--description", "the approved text"]);
+    sb.ok(&["approve", "--skip-triage", "11"]);
+    let url = format!("sqlite://{}", sb.path().join("data").join("executor.db").display());
+    let store = executor::store::Store::open(&url).await.unwrap();
+    let gid = TaskGid::parse("11").unwrap();
+    store
+        .set_task_status(&gid, QueueStatus::Done, Actor::Cli, Some("its pull request merged"))
+        .await
+        .unwrap();
+    store.close().await;
+
+    let out = sb.ok(&["queue", "add", "--gid", "11", "--description", "and one more thing"]);
+    assert!(out.contains("revision received for 11: it is done"), "{out}");
+    assert!(out.contains("add a new task in the tracker"), "{out}");
+    assert!(!out.contains("accept it with `executor approve"), "{out}");
+    let show = sb.ok(&["queue", "show", "11"]);
+    let (_, revision) = show.split_once("revision received").expect(&show);
+    assert!(revision.contains("it is done") && !revision.contains("accept it with"), "{show}");
+    // What the advice no longer says: it would be refused.
+    let approve = sb.run(&["approve", "11"]);
+    assert_eq!(approve.status.code(), Some(1), "{}", text(&approve.stdout));
+}

@@ -137,8 +137,8 @@ async fn sources_land_then_only_changes_come_back(database: Option<&str>) {
     assert_eq!(
         out,
         "backlog (asana): 3 fetched — 0 added, 1 updated, 1 revised, 1 unchanged\n  \
-         revision received for approved task 102: its approved text is kept; compare with \
-         `executor queue show 102`, accept it with `executor approve 102`\n"
+         revision received for task 102: its approved text is kept and agents are told only that; \
+         compare with `executor queue show 102`, accept it with `executor approve 102`\n"
     );
     let asked: Vec<_> = fake.requests()[before..].to_vec();
     assert_eq!(asked.len(), 1, "{asked:?}");

@@ -12,11 +12,14 @@ mod fake_github;
 
 mod common;
 mod github_support;
+mod web_support;
 
 #[path = "runner_github/asks.rs"]
 mod asks;
 #[path = "runner_github/ci_trigger.rs"]
 mod ci_trigger;
+#[path = "runner_github/dashboard_comments.rs"]
+mod dashboard_comments;
 #[path = "runner_github/faults.rs"]
 mod faults;
 #[path = "runner_github/late_check.rs"]

@@ -39,6 +39,7 @@ fn snapshot_quoting(secret: &str) -> String {
             thread_resolved: false,
             in_reply_to: None,
             by_agent: false,
+            from_dashboard: false,
             author_association: None,
         }],
         observed_at: at,

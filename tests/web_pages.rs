@@ -379,6 +379,7 @@ fn snapshot_json() -> String {
         thread_resolved: false,
         in_reply_to: None,
         by_agent: false,
+        from_dashboard: false,
         author_association: None,
     };
     let pr = PrSnapshot {

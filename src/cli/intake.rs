@@ -113,11 +113,11 @@ fn write_source(out: &mut impl Write, s: &SourceReport) -> std::io::Result<()> {
         }
     }
     for gid in &s.revisions_pending {
-        writeln!(
-            out,
-            "  revision received for approved task {gid}: its approved text is kept; compare with \
-             `executor queue show {gid}`, accept it with `executor approve {gid}`"
-        )?;
+        let status = match s.revisions_of_done.contains(gid) {
+            true => crate::domain::QueueStatus::Done,
+            false => crate::domain::QueueStatus::Approved,
+        };
+        writeln!(out, "  revision received for task {gid}: {}", super::output::revision_advice(gid, status))?;
     }
     Ok(())
 }

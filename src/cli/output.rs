@@ -120,6 +120,24 @@ pub fn ago(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
     if future { format!("in {span}") } else { format!("{span} ago") }
 }
 
+/// What a person can do with a task's pending revision (new text from its tracker), by the task's
+/// status: an approved task's is accepted by `executor approve`; a done task's cannot be (its work is
+/// finished), so `approve` is not offered there, where it would only be refused.
+pub fn revision_advice(gid: &crate::domain::TaskGid, status: crate::domain::QueueStatus) -> String {
+    match status {
+        crate::domain::QueueStatus::Done => format!(
+            "it is done, so its work is finished and the new text is not worked: compare with `executor \
+             queue show {gid}`; for more work, add a new task in the tracker (if its pull request was \
+             closed unmerged, `executor queue retry {gid}` works it again, and `executor approve {gid}` \
+             then makes the new text its text)"
+        ),
+        _ => format!(
+            "its approved text is kept and agents are told only that; compare with `executor queue show \
+             {gid}`, accept it with `executor approve {gid}`"
+        ),
+    }
+}
+
 pub fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
     v.as_ref().map(|v| v.to_string()).unwrap_or_else(|| "-".into())
 }

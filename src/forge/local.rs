@@ -371,6 +371,7 @@ fn comment_view(c: &crate::store::LocalComment) -> Comment {
         thread_resolved: c.resolved,
         in_reply_to: c.in_reply_to.map(|i| i.to_string()),
         by_agent: c.by_agent,
+        from_dashboard: false,
         author_association: None,
     }
 }

@@ -3,11 +3,13 @@
 
 pub mod github;
 pub mod local;
+mod open;
 mod replies;
 mod reviews;
 mod snapshot;
 
 pub use local::{ForgeError, LocalForge};
+pub use open::shared_client;
 pub use replies::{AGENT_AUTHOR, Delivery, carries_executor_marker, deliver_reply, may_still_land};
 pub use reviews::{ReviewDelivery, deliver_review, latest_review, marked, review_marker};
 pub use snapshot::{
@@ -95,20 +97,24 @@ impl Forge {
     /// [`Forge::snapshot`] asked of the forge now, never answered from what was kept: for deciding
     /// whether a write whose answer was lost (a 502 after the comment went through) needs doing again.
     pub async fn snapshot_asked_again(&self, run: &Run) -> Result<Option<PrSnapshot>, ForgeError> {
-        match self {
-            Forge::Local(f) => f.snapshot(run).await,
-            Forge::GitHub(f) => f.snapshot_asked_again(run).await,
-        }
+        let mut pr = match self {
+            Forge::Local(f) => f.snapshot(run).await?,
+            Forge::GitHub(f) => f.snapshot_asked_again(run).await?,
+        };
+        self.mark_dashboard_comments(pr.iter_mut().map(|p| (run.id, p))).await?;
+        Ok(pr)
     }
 
     /// [`Forge::snapshot`] for a command an agent runs (`executor comment`), whose output the agent
     /// reads: GitHub's log of the strangers' comments it ignores is left out, so that a stranger's login
     /// never reaches an agent.
     pub async fn snapshot_for_agent(&self, run: &Run) -> Result<Option<PrSnapshot>, ForgeError> {
-        match self {
-            Forge::Local(f) => f.snapshot(run).await,
-            Forge::GitHub(f) => f.snapshots_unlogged(std::slice::from_ref(run)).await?.take(run.id),
-        }
+        let mut pr = match self {
+            Forge::Local(f) => f.snapshot(run).await?,
+            Forge::GitHub(f) => f.snapshots_unlogged(std::slice::from_ref(run)).await?.take(run.id)?,
+        };
+        self.mark_dashboard_comments(pr.iter_mut().map(|p| (run.id, p))).await?;
+        Ok(pr)
     }
 
     /// The pull requests of these runs (all of one repository), by run id: observed together, so that
@@ -116,15 +122,45 @@ impl Forge {
     /// `None`. An error means nothing of the repository could be trusted this tick; a pull request
     /// answered with an error of its own is in [`Snapshots::unobserved`].
     pub async fn snapshots(&self, runs: &[Run]) -> Result<Snapshots, ForgeError> {
-        match self {
+        let mut all = match self {
             Forge::Local(f) => {
                 let mut all = Snapshots::default();
                 for run in runs {
                     all.prs.insert(run.id, f.snapshot(run).await?);
                 }
-                Ok(all)
+                all
             }
-            Forge::GitHub(f) => f.snapshots(runs).await,
+            // Marks the dashboard's comments itself, before it logs the strangers' it ignores.
+            Forge::GitHub(f) => return f.snapshots(runs).await,
+        };
+        let observed = all.prs.iter_mut().filter_map(|(id, pr)| pr.as_mut().map(|pr| (*id, pr)));
+        self.mark_dashboard_comments(observed).await?;
+        Ok(all)
+    }
+
+    /// Marks, in these views of the runs' pull requests, the comments people posted from the dashboard
+    /// as theirs and trusted, by what the database says now (a view kept from an earlier observation
+    /// may predate the record).
+    async fn mark_dashboard_comments<'a>(
+        &self,
+        observed: impl Iterator<Item = (i64, &'a mut PrSnapshot)>,
+    ) -> Result<(), ForgeError> {
+        let observed: Vec<(i64, &mut PrSnapshot)> = observed.collect();
+        let run_ids: Vec<i64> = observed.iter().map(|(id, _)| *id).collect();
+        let people = self.store().person_comments(&run_ids).await?;
+        if people.is_empty() {
+            return Ok(());
+        }
+        for (_, pr) in observed {
+            pr.mark_dashboard_comments(&people);
+        }
+        Ok(())
+    }
+
+    fn store(&self) -> &crate::store::Store {
+        match self {
+            Forge::Local(f) => &f.store,
+            Forge::GitHub(f) => f.store(),
         }
     }
 

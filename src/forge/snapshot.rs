@@ -166,6 +166,11 @@ pub struct Comment {
     /// Written by one of our agents, or by executor itself: known from the ids executor recorded when it
     /// posted them, never from the author or the text. Such comments never make a worker act.
     pub by_agent: bool,
+    /// Written by a person on executor's dashboard (`author` is then that person): known from the ids
+    /// executor recorded when it posted them, never from the author or the text. Trusted whatever
+    /// `repos.NAME.trusted_authors` says, since only someone let in to the dashboard can post one.
+    #[serde(default)]
+    pub from_dashboard: bool,
     /// GitHub: the author's association with the repository (`OWNER`, `MEMBER`, `COLLABORATOR`,
     /// `CONTRIBUTOR`, `NONE`, …), for `repos.NAME.trust_associations`.
     #[serde(default)]
@@ -177,11 +182,12 @@ impl Comment {
         self.body.trim_start().starts_with(ACK_PREFIX)
     }
 
-    /// Trusted means: not an agent, and the author is a configured login (compared ignoring case, as
+    /// Trusted means: not an agent, and written on executor's dashboard, or the author is a configured login (compared ignoring case, as
     /// forge logins are) or has a configured association with the repository. Nothing configured
     /// trusts nobody.
     pub fn is_by_trusted_human(&self, trust: &Trust) -> bool {
-        !self.by_agent && trust.trusts(&self.author, self.author_association.as_deref())
+        !self.by_agent
+            && (self.from_dashboard || trust.trusts(&self.author, self.author_association.as_deref()))
     }
 
     /// Does `reply` acknowledge this comment? It must start with [`ACK_PREFIX`], come from an agent or a
@@ -242,6 +248,18 @@ pub struct DiffStat {
 }
 
 impl PrSnapshot {
+    /// Marks the comments people posted from the dashboard (by the ids executor recorded) as theirs: the
+    /// person is the author, whatever login the forge shows (on GitHub, executor's token's).
+    pub fn mark_dashboard_comments(&mut self, people: &crate::store::PersonComments) {
+        for c in &mut self.comments {
+            if let Some(person) = people.get(&c.id) {
+                c.author.clone_from(person);
+                c.from_dashboard = true;
+                c.by_agent = false;
+            }
+        }
+    }
+
     pub fn pr_ref(&self) -> PrRef {
         PrRef { number: self.number, url: self.url.clone() }
     }

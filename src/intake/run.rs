@@ -61,6 +61,8 @@ pub struct SourceReport {
     pub revised: usize,
     /// The tasks whose new text now waits for a human (`executor approve GID` accepts it).
     pub revisions_pending: Vec<TaskGid>,
+    /// Of those, the done tasks: their work is finished, so `approve` cannot accept their revision.
+    pub revisions_of_done: Vec<TaskGid>,
     /// Items that could not be taken in; the others were.
     pub refused: Vec<Refusal>,
     /// Why the source's intake failed: the pages stored before the failure stay stored (counted
@@ -265,6 +267,9 @@ async fn store_batch(
             Upserted::Revised => report.revised += 1,
         }
         if done.revision_pending && done.result == Upserted::Revised {
+            if done.status == crate::domain::QueueStatus::Done {
+                report.revisions_of_done.push(done.task_gid.clone());
+            }
             report.revisions_pending.push(done.task_gid);
         }
     }

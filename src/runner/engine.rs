@@ -10,8 +10,7 @@ use super::recording::{Recording, supervise_recorded};
 use super::state::{LiveWorker, Met, Runner, RunnerError, TickReport};
 use crate::config::{Config, Repo};
 use crate::domain::{Actor, Run};
-use crate::forge::github::GitHubForge;
-use crate::forge::{Forge, LocalForge, PrSnapshot};
+use crate::forge::{Forge, PrSnapshot};
 use crate::github::GitHubClient;
 use crate::store::{RunMemory, Store};
 use crate::worker::{Prompts, WorkerError, WorkerOutcome, WorkerUpdate};
@@ -473,22 +472,13 @@ fn forges_for(
     Ok(forges)
 }
 
-/// The GitHub client of `[github]`, made once: every process on the token honours the blocks GitHub
-/// gave any of them.
+/// The GitHub client of `[github]`, made once (see [`crate::forge::shared_client`]).
 fn shared_client(
     config: &Config,
     store: &Store,
     client: &mut Option<Arc<GitHubClient>>,
 ) -> Result<Arc<GitHubClient>, RunnerError> {
-    if let Some(c) = client {
-        return Ok(c.clone());
-    }
-    let c = Arc::new(
-        GitHubClient::new(&config.github).map_err(|e| RunnerError::Config(format!("[github]: {e}")))?,
-    );
-    c.share_blocks(crate::forge::github::stored_blocks(store, &config.github));
-    *client = Some(c.clone());
-    Ok(c)
+    crate::forge::shared_client(config, store, client).map_err(RunnerError::Config)
 }
 
 fn make_forge(
@@ -498,24 +488,7 @@ fn make_forge(
     repo: &Repo,
     client: &mut Option<Arc<GitHubClient>>,
 ) -> Result<Forge, RunnerError> {
-    match repo.forge.as_str() {
-        "local" => Ok(Forge::Local(LocalForge {
-            store: store.clone(),
-            repo_name: name.to_string(),
-            repo: repo.clone(),
-            ci_root: config.data_dir().join("ci"),
-            host: config.host_name(),
-            ci_sandbox: crate::worker::sandbox::for_config(config, []),
-        })),
-        "github" => {
-            let client = shared_client(config, store, client)?;
-            let forge = GitHubForge::new(client, store.clone(), name, repo, &config.github)?;
-            Ok(Forge::GitHub(forge.with_worktrees_root(config.worktrees_root())))
-        }
-        other => Err(RunnerError::Config(format!(
-            "repos.{name}.forge = {other:?} is not a forge executor knows; use \"local\" or \"github\""
-        ))),
-    }
+    Forge::for_repo(config, store, name, repo, client).map_err(RunnerError::Config)
 }
 
 /// The prompt templates the config names: the embedded defaults, overridden from `worker.prompts_dir`,

@@ -114,6 +114,11 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0021_users.sql"),
         postgres: include_str!("../../migrations/postgres/0021_users.sql"),
     },
+    Migration {
+        version: 22,
+        sqlite: include_str!("../../migrations/sqlite/0022_person_comments.sql"),
+        postgres: include_str!("../../migrations/postgres/0022_person_comments.sql"),
+    },
 ];
 
 /// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and

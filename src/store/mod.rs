@@ -30,6 +30,7 @@ mod needs_you;
 mod notices;
 mod open;
 mod pending_detail;
+mod person_comments;
 mod plans;
 mod replies;
 mod reverts;
@@ -69,6 +70,7 @@ pub use needs_you::{
 pub use notices::Notice;
 pub use open::{pg_connect_options, redact_url, unreachable_postgres};
 pub use pending_detail::PendingDetail;
+pub use person_comments::PersonComments;
 pub use plans::{PlanVerdict, RunPlan, RunQuestion};
 pub use replies::{AgentReply, Answer, OfferTally};
 pub use reverts::{ExpensiveFailure, MergedRun};

@@ -1,7 +1,7 @@
 //! What waits on a human, for the dashboard's "Needs you": tasks awaiting go or for review, analyses
 //! given up on, runs stopped on budget, runs whose checks never reported, abandoned runs whose notice is
-//! unread, sources whose last fetch failed, plans that wait for approval and questions that wait for an
-//! answer. A fixed number of statements whatever the queue's size, each list bounded and counted
+//! unread, sources whose last fetch failed, plans that wait for approval, questions that wait for an
+//! answer, and tracker edits to approved or done tasks that wait to be accepted. A fixed number of statements whatever the queue's size, each list bounded and counted
 //! whole (a count, never the length of the part returned).
 //!
 //! "Unread" is a human's act, recorded: a notice stays unread until someone marks it read on the
@@ -112,6 +112,9 @@ pub struct NeedsYou {
     pub plans_awaiting: Listed<PlanNeed>,
     /// Runs, not abandoned, with a question nobody has answered (the runner starts no worker for them).
     pub open_questions: Listed<QuestionNeed>,
+    /// Approved or done tasks whose tracker sent new text that waits for a person (agents are told only
+    /// the approved text until it is accepted), oldest revision first.
+    pub revisions_pending: Listed<Task>,
 }
 
 impl NeedsYou {
@@ -127,6 +130,7 @@ impl NeedsYou {
             + self.failed_sources.total
             + self.plans_awaiting.total
             + self.open_questions.total
+            + self.revisions_pending.total
     }
 }
 
@@ -337,6 +341,7 @@ impl Store {
         );
         let plans_awaiting = self.plans_awaiting_from(per, offset).await?;
         let open_questions = self.open_questions_from(per, offset).await?;
+        let revisions_pending = self.revisions_pending_from(per, offset).await?;
         Ok(NeedsYou {
             awaiting_go,
             for_review,
@@ -348,7 +353,30 @@ impl Store {
             failed_sources,
             plans_awaiting,
             open_questions,
+            revisions_pending,
         })
+    }
+
+    /// Approved or done tasks with a pending revision, oldest revision first: both statements read the
+    /// partial index of tasks with a revision (schema v22), a few among 100,000.
+    async fn revisions_pending_from(&self, per: i64, offset: i64) -> Result<Listed<Task>> {
+        Ok(listed!(
+            self,
+            (
+                "SELECT count(*) FROM executor_queue \
+                 WHERE revision_at IS NOT NULL AND status IN ('approved', 'done')",
+                concat!(
+                    "SELECT ",
+                    task_columns!(),
+                    " FROM executor_queue WHERE revision_at IS NOT NULL AND status IN ('approved', 'done') \
+                     ORDER BY revision_at, id LIMIT $1 OFFSET $2"
+                )
+            ),
+            [],
+            per,
+            offset,
+            task_from_row
+        ))
     }
 
     /// Queued runs whose newest plan awaits approval, oldest run first, at most `per`: the runner's plan

@@ -47,6 +47,7 @@ pub fn routes() -> Router<AppState> {
         .route("/runs/{id}/plan/revise", post(asks::revise_plan))
         .route("/runs/{id}/questions", get(asks::questions))
         .route("/runs/{id}/answer", post(asks::answer))
+        .route("/runs/{id}/comments", post(asks::comment))
         .route("/notices/{id}/read", post(actions::notice_read))
         .route("/sources/{name}/dismiss", post(actions::source_dismiss))
         .route("/status", get(reads::status))

@@ -18,6 +18,7 @@
 pub mod api;
 pub mod auth;
 pub mod charts;
+pub mod comments;
 mod csv;
 mod errors;
 pub mod host;

@@ -64,6 +64,7 @@ fn comment(id: &str, author: &str, body: &str, thread: Option<&str>, resolved: b
         thread_resolved: resolved,
         in_reply_to: None,
         by_agent: false,
+        from_dashboard: false,
         author_association: None,
     }
 }

@@ -279,9 +279,8 @@ pub(super) async fn add(ctx: &Context, args: AddArgs, as_json: bool) -> anyhow::
             Upserted::Unchanged => writeln!(out, "unchanged {gid} (already queued with the same fields)")?,
             Upserted::Revised if done.revision_pending => writeln!(
                 out,
-                "revision received for {gid}: it is {}, so the approved text is kept and agents are told \
-                 only that; compare with `executor queue show {gid}`, accept it with `executor approve {gid}`",
-                done.status
+                "revision received for {gid}: {}",
+                super::super::output::revision_advice(gid, done.status)
             )?,
             Upserted::Revised => {
                 writeln!(out, "revision withdrawn for {gid}: the text sent is the approved one again")?

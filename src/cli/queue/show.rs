@@ -35,10 +35,11 @@ pub(super) async fn show(ctx: &Context, gid: &TaskGid, as_json: bool) -> anyhow:
     say!("\nnotes:\n{}", indent(task.notes.as_deref().unwrap_or("-")));
     if let Some(at) = task.revision_at {
         say!(
-            "\nrevision received {} ({}), NOT approved — agents are told the text above; \
-             `executor approve {gid}` makes this the text:",
+            "\nrevision received {} ({}), NOT approved — agents are told the text above; {}. The \
+             revision:",
             at.to_rfc3339(),
-            ago(at, now)
+            ago(at, now),
+            super::super::output::revision_advice(gid, task.status)
         );
         let unchanged = "- (unchanged)";
         say!(

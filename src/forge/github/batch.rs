@@ -155,11 +155,16 @@ struct Observation {
 }
 
 impl GitHubForge {
-    /// The pull requests of these runs, by run id (see `Forge::snapshots`). The comments of untrusted
-    /// authors are logged as ignored, once each, for the human watching the runner.
+    /// The pull requests of these runs, by run id (see `Forge::snapshots`), the comments people posted
+    /// from the dashboard marked as theirs (`PrSnapshot::mark_dashboard_comments`). The comments of
+    /// untrusted authors are then logged as ignored, once each, for the human watching the runner — not
+    /// the dashboard's, which are posted with executor's token.
     pub async fn snapshots(&self, runs: &[Run]) -> Result<Snapshots, ForgeError> {
-        let out = self.snapshots_unlogged(runs).await?;
-        for pr in out.prs.values().flatten() {
+        let mut out = self.snapshots_unlogged(runs).await?;
+        let observed: Vec<i64> = out.prs.iter().filter(|(_, pr)| pr.is_some()).map(|(id, _)| *id).collect();
+        let people = self.store.person_comments(&observed).await?;
+        for pr in out.prs.values_mut().flatten() {
+            pr.mark_dashboard_comments(&people);
             self.note_ignored(pr);
         }
         Ok(out)

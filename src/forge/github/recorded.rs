@@ -44,6 +44,7 @@ mod tests {
             thread_resolved: false,
             in_reply_to: None,
             by_agent: false,
+            from_dashboard: false,
             author_association: Some("OWNER".into()),
         }
     }

@@ -451,6 +451,7 @@ impl WireThread {
         let WireThread { id: thread_id, is_resolved, line: thread_line, comments, .. } = self;
         comments.into_items().map(move |c| Comment {
             by_agent: agent.contains_key(&c.id),
+            from_dashboard: false,
             id: c.id,
             author: login(c.author),
             body: c.body,
@@ -480,6 +481,7 @@ fn unthreaded_comment(
     let recorded = agent.get(&id);
     Comment {
         by_agent: recorded.is_some(),
+        from_dashboard: false,
         in_reply_to: recorded.cloned().flatten(),
         id,
         author: login(author),

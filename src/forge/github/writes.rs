@@ -349,6 +349,11 @@ impl GitHubForge {
     }
 
     /// Drops the last observation of pull request `number`: the next one asks GitHub again.
+    /// The database the forge keeps its records in.
+    pub(crate) fn store(&self) -> &crate::store::Store {
+        &self.store
+    }
+
     /// How long after a write was sent GitHub may still carry it out (its answer lost meanwhile).
     pub fn landing_time(&self) -> std::time::Duration {
         self.landing_time

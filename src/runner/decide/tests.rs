@@ -128,6 +128,7 @@ fn comment(id: &str, author: &str, minute: u32) -> Comment {
         thread_resolved: false,
         in_reply_to: None,
         by_agent: false,
+        from_dashboard: false,
         author_association: None,
     }
 }

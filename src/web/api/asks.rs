@@ -1,14 +1,13 @@
 //! The API's side of a run that waits on a person's word, each the store operation its CLI command
 //! calls, as `Actor::Web`, answering the CLI's `--json` shape: a run's plans (`plan show`), approve the
 //! plan that waits (`plan approve`) or send it back with a comment (`plan revise`), a run's questions,
-//! answer the open one (`executor answer`), and a task's own plan setting (`plan set`).
+//! answer the open one (`executor answer`), comment on its pull request (`executor comment`), and a
+//! task's own plan setting (`plan set`).
 
-use crate::web::person::Person;
-use axum::Extension;
-use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::{Extension, Json};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 
@@ -16,8 +15,9 @@ use super::writes::body;
 use super::{ApiError, ApiResult, gid};
 use crate::domain::{Actor, AnswerVia, PlanMode};
 use crate::store::PlanVerdict;
-use crate::web::AppState;
 use crate::web::pages::MAX_ANSWER;
+use crate::web::person::Person;
+use crate::web::{AppState, comments};
 
 /// A run id from the path, of a run that exists (404 otherwise, as for any unknown run).
 async fn known_run(state: &AppState, raw: &str) -> ApiResult<i64> {
@@ -106,6 +106,30 @@ pub async fn answer(
     Ok(Json(json!(
         state.store.answer_question(id, &text, AnswerVia::Web, Actor::Web, person.name.as_deref()).await?
     )))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CommentBody {
+    text: Option<String>,
+}
+
+/// `POST /runs/{id}/comments {"text": "…"}` → the comment posted on the run's pull request, as
+/// `executor comment RUN TEXT --json`: by the person at the dashboard, trusted (a `fix_comments` worker
+/// follows). 422 for an empty text, 409 for a run without a pull request, 502 when the forge refused.
+pub async fn comment(
+    State(state): State<AppState>,
+    Extension(person): Extension<Person>,
+    Path(raw): Path<String>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> ApiResult<Json<Value>> {
+    let id = known_run(&state, &raw).await?;
+    let CommentBody { text } = body(&headers, &bytes)?;
+    let posted = comments::post(&state, id, &person, text.as_deref().unwrap_or(""))
+        .await
+        .map_err(|e| ApiError::new(e.status, e.why))?;
+    Ok(Json(json!(posted)))
 }
 
 #[derive(Debug, Default, Deserialize)]

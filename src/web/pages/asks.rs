@@ -1,9 +1,9 @@
 //! The pages' forms for a run that waits on a person's word, each the store operation its CLI command
 //! calls, as `Actor::Web`: approve the plan that waits (`executor plan approve`), send it back with what
-//! should change (`plan revise`), answer a worker's open question (`executor answer`), and a task's own
-//! plan setting (`plan set`). Each needs the page's session token, and answers 303 back to its page with
-//! a signed message, as `forms.rs` does: a refusal (someone decided first, nothing waits) is the
-//! message.
+//! should change (`plan revise`), answer a worker's open question (`executor answer`), comment on its
+//! pull request (`executor comment`, as the person), and a task's own plan setting (`plan set`). Each
+//! needs the page's session token, and answers 303 back to its page with a signed message, as
+//! `forms.rs` does: a refusal (someone decided first, nothing waits, an empty comment) is the message.
 
 use crate::web::person::Person;
 use axum::Extension;
@@ -14,9 +14,9 @@ use super::forms::{Back, Fields, parse_gid, signed_form};
 use super::{MAX_ANSWER, PageError};
 use crate::domain::{Actor, AnswerVia};
 use crate::store::PlanVerdict;
-use crate::web::AppState;
 use crate::web::api::plan_mode;
 use crate::web::session::Auth;
+use crate::web::{AppState, comments};
 
 fn run_id(raw: &str) -> Result<i64, PageError> {
     raw.parse().map_err(|_| PageError::NotFound(format!("no run with id {raw:?}")))
@@ -123,6 +123,32 @@ pub(super) async fn answer(
             ),
         },
     )
+}
+
+/// A person's comment on the run's pull request (see `web::comments`): trusted, so the runner starts a
+/// `fix_comments` worker on it.
+pub(super) async fn comment(
+    State(state): State<AppState>,
+    Extension(person): Extension<Person>,
+    Extension(auth): Extension<Auth>,
+    Path(id): Path<String>,
+    body: String,
+) -> Result<Redirect, PageError> {
+    let fields = signed_form(&state, &auth, &body)?;
+    let back = Back { state: &state, auth: &auth, fields: &fields };
+    let id = run_id(&id)?;
+    Ok(match comments::post(&state, id, &person, fields.get("text").unwrap_or("")).await {
+        Ok(posted) => back.to_page(
+            None,
+            Some(id),
+            "flash",
+            &format!(
+                "comment {} posted on the pull request of run {id}: a trusted comment, which its next fix_comments worker answers",
+                posted.id
+            ),
+        ),
+        Err(e) => back.to_page(None, Some(id), "error", &format!("run {id}: {}", e.why)),
+    })
 }
 
 pub(super) async fn task_plan(

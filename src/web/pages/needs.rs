@@ -20,10 +20,11 @@ pub(super) const PER_LIST: i64 = 20;
 const ALL_PER_PAGE: i64 = 100;
 
 /// The lists, by the id of their section: `/?all=ID` shows that one, all of it.
-const LISTS: [&str; 9] = [
+const LISTS: [&str; 10] = [
     "awaiting-go",
     "for-review",
     "analysis-given-up",
+    "revisions",
     "plans-awaiting",
     "open-questions",
     "budget-stopped",
@@ -54,6 +55,8 @@ struct TaskItem {
     error: Option<String>,
     attempts: i64,
     revised: bool,
+    /// Done: its work is finished, so a revision of it cannot be accepted.
+    done: bool,
 }
 
 fn task_item(t: &Task) -> TaskItem {
@@ -66,6 +69,7 @@ fn task_item(t: &Task) -> TaskItem {
         error: t.analysis_error.as_deref().map(|e| short(e, 300)),
         attempts: t.analysis_attempts,
         revised: t.revision_at.is_some(),
+        done: t.status == crate::domain::QueueStatus::Done,
     }
 }
 
@@ -204,6 +208,7 @@ pub(super) async fn page(
             "awaiting-go" => needs.awaiting_go.total,
             "for-review" => needs.for_review.total,
             "analysis-given-up" => needs.analysis_given_up.total,
+            "revisions" => needs.revisions_pending.total,
             "plans-awaiting" => needs.plans_awaiting.total,
             "open-questions" => needs.open_questions.total,
             "budget-stopped" => needs.budget_stopped.total,
@@ -233,6 +238,7 @@ pub(super) async fn page(
             for_review => section(&needs.for_review, task_item),
             given_up => section(&needs.analysis_given_up, task_item),
             max_attempts => state.config.analyzer.max_attempts,
+            revisions => section(&needs.revisions_pending, task_item),
             budget_stopped => section(&needs.budget_stopped, run_item),
             day_cap,
             per_run_budget => money(state.config.budget.per_run_usd, false),

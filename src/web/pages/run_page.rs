@@ -2,7 +2,8 @@
 //! (checks at the head, the unresolved trusted comments, the diff stat), the latest review's findings,
 //! every worker with its time, cost and log, and its history; and what the run waits for from a person:
 //! its plan (approve it, or send it back with what should change) and its workers' questions (answer the
-//! open one). A fixed number of statements.
+//! open one), and a comment to its pull request, which its next worker acts on. A fixed number of
+//! statements.
 
 use axum::Extension;
 use axum::extract::{Path, Query, State};
@@ -202,6 +203,9 @@ pub(super) async fn page(
                 && !matches!(run.state, RunState::Abandoned | RunState::Complete),
             day_turns => crate::domain::next_budget_day(now).format("%Y-%m-%d %H:%M UTC").to_string(),
             can_abandon => run.state.next().contains(&RunState::Abandoned),
+            // The states whose pull request the runner watches for trusted comments.
+            can_comment => run.pr_number.is_some() && matches!(run.state, RunState::Pr | RunState::Complete),
+            max_comment => crate::web::comments::MAX_COMMENT,
             pr_url => web_link(run.pr_url.as_deref()),
             cost => money(spent.max(run.cost_usd), estimated),
             tokens => format!(

@@ -129,6 +129,100 @@ function announce(main) {
   }
 }
 
+// The tab's title carries how many items "Needs you" holds — "(3) Needs you · executor" — so a person
+// working in another tab sees when something waits. Asked when a page opens and when the change mark
+// moves (GET /needs-count counts; it reads no item).
+const TITLE_COUNT = /^\(\d+\) /;
+
+// Browser notifications, opt-in: off until the person turns them on (remembered in localStorage), and
+// one notification when the count grows past the one last seen — not on a refresh, and once for all
+// tabs (they share what was seen, and the notification's tag).
+const NOTIFY_KEY = "executor.notify";
+const SEEN_KEY = "executor.needsSeen";
+
+function stored(key) {
+  try {
+    return window.localStorage.getItem(key);
+  } catch (e) {
+    return null; // storage refused (a private window's settings): nothing remembered
+  }
+}
+
+function store(key, value) {
+  try {
+    window.localStorage.setItem(key, value);
+  } catch (e) {
+    // Not remembered: the next page starts from the default again.
+  }
+}
+
+function canNotify() {
+  return "Notification" in window;
+}
+
+function notifying() {
+  return canNotify() && stored(NOTIFY_KEY) === "on" && Notification.permission === "granted";
+}
+
+function notifyIfNew(total) {
+  const seen = parseInt(stored(SEEN_KEY) || "", 10);
+  store(SEEN_KEY, String(total));
+  if (!notifying() || Number.isNaN(seen) || total <= seen) {
+    return;
+  }
+  const added = total - seen;
+  try {
+    new Notification("executor: " + added + (added === 1 ? " new item needs" : " new items need") + " you", {
+      body: total + " waiting in all on Needs you",
+      tag: "executor-needs-you",
+    });
+  } catch (e) {
+    // A browser that notifies only from a service worker: the title still says it.
+  }
+}
+
+async function showNeedsCount() {
+  try {
+    const answer = await fetch("/needs-count", { credentials: "same-origin", headers: { Accept: "application/json" } });
+    if (!answer.ok) {
+      return;
+    }
+    const total = (await answer.json()).total;
+    if (typeof total !== "number") {
+      return;
+    }
+    const bare = document.title.replace(TITLE_COUNT, "");
+    document.title = total > 0 ? "(" + total + ") " + bare : bare;
+    notifyIfNew(total);
+  } catch (e) {
+    // The server is away for a moment: the next change asks again.
+  }
+}
+
+// The header's "Notify me" button: shown only where the browser can notify; turning it on asks the
+// browser's permission first.
+function notifyToggle(button) {
+  if (!canNotify()) {
+    return;
+  }
+  function show() {
+    const on = notifying();
+    button.setAttribute("aria-pressed", on ? "true" : "false");
+    button.textContent = on ? "Notifications on" : Notification.permission === "denied" ? "Notifications blocked" : "Notify me";
+  }
+  button.hidden = false;
+  show();
+  button.addEventListener("click", async function () {
+    if (notifying()) {
+      store(NOTIFY_KEY, "off");
+    } else {
+      const permission = await Notification.requestPermission();
+      store(NOTIFY_KEY, permission === "granted" ? "on" : "off");
+    }
+    show();
+  });
+}
+
 // A live page (<main data-live="MARK">): asks /changes every few seconds; when the mark moved, fetches
 // the same address again and puts the new <main> in place of the old one. The document stays, so the
 // scroll position stays; the rows that were selected are selected again. The new markup is the
@@ -149,6 +243,7 @@ function followChanges(main) {
       if (mark === main.dataset.live) {
         return;
       }
+      showNeedsCount();
       const page = await fetch(window.location.href, { credentials: "same-origin" });
       if (!page.ok) {
         return;
@@ -208,4 +303,12 @@ document.addEventListener("DOMContentLoaded", function () {
     selectAll(box);
   }
   labelCells(document);
+  // Logged in (the header has Log out): the title's count, and the notifications' button.
+  if (document.querySelector("form.logout")) {
+    showNeedsCount();
+    const toggle = document.getElementById("notify-toggle");
+    if (toggle) {
+      notifyToggle(toggle);
+    }
+  }
 });

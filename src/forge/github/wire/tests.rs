@@ -213,6 +213,7 @@ fn a_full_answer_maps_every_field() {
             thread_resolved: false,
             in_reply_to: Some("PRRC_1".into()),
             by_agent: false,
+            from_dashboard: false,
             author_association: Some("MEMBER".into()),
         }
     );
