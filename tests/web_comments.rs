@@ -100,11 +100,18 @@ async fn drive(env: Env) {
     let (_, shown) = dash.get(&posted).await;
     assert!(shown.contains("posted on the pull request of run"), "{shown}");
 
-    // The API, answering as `executor comment --json` does; an empty text is a 422.
+    // The API, answering as `executor comment --json` does, in the name of the person whose token it
+    // is; an empty text is a 422.
+    let alice = executor::web::person::new_token().unwrap();
+    let hash = executor::web::person::token_sha256(&alice);
+    store
+        .add_user("alice", executor::domain::Role::Approver, &hash, executor::domain::Actor::Cli.into())
+        .await
+        .unwrap();
     let api = |body: Value| {
         dash.client
             .post(format!("{}/api/v1/runs/{run}/comments", dash.base))
-            .header("authorization", format!("Bearer {TOKEN}"))
+            .header("authorization", format!("Bearer {alice}"))
             .json(&body)
             .send()
     };
@@ -125,7 +132,7 @@ async fn drive(env: Env) {
         .unwrap();
     assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
     assert_eq!(first_api["forge"], "local");
-    assert_eq!(first_api["author"], "web");
+    assert_eq!(first_api["author"], "alice");
     assert_eq!(first_api["run_id"], run);
     assert_eq!(first_api["reply_to"], Value::Null);
     let api_id = first_api["id"].as_str().unwrap().to_string();
@@ -148,7 +155,16 @@ async fn drive(env: Env) {
     let form_comment = comments.iter().find(|c| c.body == said).expect("the form's comment");
     assert_eq!((form_comment.author.as_str(), form_comment.by_agent), ("web", false));
     let api_comment = comments.iter().find(|c| c.id.to_string() == api_id).expect("the API's comment");
-    assert_eq!((api_comment.author.as_str(), api_comment.body.as_str()), ("web", "x"));
+    assert_eq!((api_comment.author.as_str(), api_comment.body.as_str()), ("alice", "x"));
+    let events = store
+        .events(&executor::store::EventFilter { run_id: Some(run), ..Default::default() })
+        .await
+        .unwrap();
+    let said = format!("commented on the pull request (comment {api_id})");
+    assert!(
+        events.iter().any(|e| e.who() == "alice (web)" && e.reason.as_deref() == Some(&said)),
+        "{events:#?}"
+    );
 
     // The next runner starts a fix_comments worker on the two, and only them.
     runner(&env).await;
