@@ -6,12 +6,13 @@
 //! into SQLite in a temporary directory (and with `--postgres`, into a schema of its own under
 //! `EXECUTOR_TEST_DATABASE_URL`), then serves the dashboard on 127.0.0.1:0 and times over real HTTP:
 //! "Needs you", the queue's first page, filters, deep pages, full-text searches, every kind of sort,
-//! the age and priority filters, the API's search, the runs board (all states and one), a run's page (each run
-//! with two ended worker sessions, one a review with findings; every tenth with a live one) and the
-//! status page.
-//! For the insights, 90 days of history (`web/insights_seed.rs`): every event spread back over the
-//! quarter, 600 runs through `pr` (500 complete), six worker sessions a run, triage for a fifth of
-//! the tasks, GitHub's points for every hour; then `/insights` over 7, 30 and 90 days and its JSON.
+//! the age and priority filters, the API's search, the runs board (all states and one), a run's page
+//! (each run with two ended worker sessions, one a review with findings; every tenth with a live one),
+//! the status page and its API (`/api/v1/status`: counts by status, the pending tasks' detail).
+//! For the insights, on both databases, 90 days of history (`web/insights_seed.rs`): every event
+//! spread back over the quarter, 600 runs through `pr` (500 complete), six worker sessions a run,
+//! triage for a fifth of the tasks, GitHub's points for every hour; then `/insights` over 7, 30 and
+//! 90 days and its JSON (`/api/v1/insights?days=90`).
 
 #[path = "web/insights_seed.rs"]
 mod insights_seed;
@@ -215,15 +216,15 @@ async fn bench(backend: &str, url: &str, n: usize) {
     let store = Store::open(url).await.expect("open");
     store.migrate().await.expect("migrate");
     seed(&store, n).await;
-    if backend == "sqlite" {
-        // The insights' history is written straight into SQLite's tables (timed on SQLite only).
-        insights_seed::seed(&store, url).await;
-    }
+    // The insights' history, written straight into the tables of either database.
+    insights_seed::seed(&store, url, backend == "postgres").await;
     if backend == "postgres" {
         // What autovacuum does after a bulk load: statistics for the planner, and the visibility map
-        // that lets a count read only an index.
+        // that lets a count read only an index (the tables the seed wrote in bulk).
         let pool = sqlx::PgPool::connect(url).await.expect("connect");
-        sqlx::raw_sql("VACUUM ANALYZE executor_queue").execute(&pool).await.expect("vacuum");
+        let bulk = "executor_queue, executor_events, executor_runs, executor_worker_sessions, \
+                    executor_analysis_sessions";
+        sqlx::raw_sql(&format!("VACUUM ANALYZE {bulk}")).execute(&pool).await.expect("vacuum");
         pool.close().await;
     }
 
@@ -267,6 +268,7 @@ async fn bench(backend: &str, url: &str, n: usize) {
         ("runs board, one state (50)", "/runs?state=abandoned"),
         ("a run's page (3 workers)", "/runs/991"),
         ("status", "/status"),
+        ("status API (counts, pending detail)", "/api/v1/status"),
         ("insights, 30 days (the default)", "/insights"),
         ("insights, 7 days", "/insights?days=7"),
         ("insights, 90 days", "/insights?days=90"),

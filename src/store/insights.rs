@@ -1,15 +1,14 @@
 //! The dashboard's insights: what came in and went out, what it cost, how long it took and how workers
 //! ended, over a window of days. Each figure is one aggregate statement, read-only, bounded by the window
-//! through an index (migration 14), whatever the size of the queue.
+//! through an index (migration 14), whatever the size of the queue. Tasks in and out per day are
+//! counted day by day instead (`day_flows.rs`), as grouping the intake by day was the slow part.
 //!
 //! Days are UTC calendar days. The one dialect difference is how a timestamp becomes its day: SQLite
 //! stores RFC 3339 text written by executor in UTC, whose first ten characters are the day; PostgreSQL
 //! formats a `timestamptz` at UTC.
 
 use chrono::{DateTime, NaiveDate, Utc};
-use sqlx::Row;
 
-use super::events::kind;
 use super::row::Cols;
 use super::{Pool, Result, Store, StoreError, on_pool};
 
@@ -117,48 +116,12 @@ fn day_of(pool: &Pool, col: &'static str) -> String {
     }
 }
 
-fn parse_day(raw: &str) -> Result<NaiveDate> {
+pub(super) fn parse_day(raw: &str) -> Result<NaiveDate> {
     NaiveDate::parse_from_str(raw, "%Y-%m-%d")
         .map_err(|e| StoreError::Corrupt(format!("a day '{raw}' from a timestamp: {e}")))
 }
 
 impl Store {
-    /// Tasks in and out per UTC day since `since`, oldest day first; days with no event are absent.
-    pub async fn day_flows(&self, since: DateTime<Utc>) -> Result<Vec<DayFlow>> {
-        let sql = format!(
-            "SELECT {day} AS day, \
-               sum(CASE WHEN kind = '{added}' THEN 1 ELSE 0 END) AS intake, \
-               sum(CASE WHEN kind = '{queue}' AND to_state = 'skip' THEN 1 ELSE 0 END) AS skipped, \
-               sum(CASE WHEN kind = '{queue}' AND to_state = 'approved' THEN 1 ELSE 0 END) AS approved, \
-               count(DISTINCT CASE WHEN kind = '{run}' AND to_state = 'complete' THEN run_id END) AS completed, \
-               count(DISTINCT CASE WHEN kind = '{run}' AND to_state = 'abandoned' THEN run_id END) AS abandoned \
-             FROM executor_events \
-             WHERE at >= $1 AND (kind = '{added}' \
-               OR (kind = '{queue}' AND to_state IN ('skip', 'approved')) \
-               OR (kind = '{run}' AND to_state IN ('complete', 'abandoned'))) \
-             GROUP BY {day} ORDER BY {day}",
-            day = day_of(&self.pool, "at"),
-            added = kind::TASK_ADDED,
-            queue = kind::QUEUE_STATUS,
-            run = kind::RUN_STATE,
-        );
-        on_pool!(self, |p| {
-            let rows = sqlx::query(&sql).bind(since).fetch_all(p).await?;
-            rows.iter()
-                .map(|r| {
-                    Ok(DayFlow {
-                        day: parse_day(&r.req_text("day")?)?,
-                        intake: r.try_get("intake")?,
-                        skipped: r.try_get("skipped")?,
-                        approved: r.try_get("approved")?,
-                        completed: r.try_get("completed")?,
-                        abandoned: r.try_get("abandoned")?,
-                    })
-                })
-                .collect()
-        })
-    }
-
     /// Dollars spent per UTC day since `since` by worker sessions and by triage (analysis sessions),
     /// oldest day first; live sessions count what they have spent so far.
     pub async fn day_costs(&self, since: DateTime<Utc>) -> Result<Vec<DayCost>> {
