@@ -183,7 +183,7 @@ async fn time(client: &reqwest::Client, base: &str, what: &str, path: &str) {
     times.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!(
-        "{what:<32} {:>8.1} ms median {:>8.1} ms max   ({} KiB)  GET {path}",
+        "{what:<40} {:>8.1} ms median {:>8.1} ms max   ({} KiB)  GET {path}",
         ms(times[REPEAT / 2]),
         ms(times[REPEAT - 1]),
         bytes / 1024
@@ -192,12 +192,18 @@ async fn time(client: &reqwest::Client, base: &str, what: &str, path: &str) {
 
 const TOKEN: &str = "bench-token-0123456789abcdef0123456789";
 
+/// Set to keep the seeded databases after the run, to look at a statement's plan in `sqlite3` or `psql`.
+const KEEP: &str = "EXECUTOR_BENCH_KEEP";
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let n = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(100_000);
     let dir = tempfile::tempdir().expect("tempdir");
     let url = format!("sqlite://{}", dir.path().join("executor.db").display());
     bench("sqlite", &url, n).await;
+    if std::env::var_os(KEEP).is_some() {
+        println!("kept the SQLite database {} ({KEEP} is set)", dir.keep().join("executor.db").display());
+    }
     // PostgreSQL too when asked (`-- N --postgres`), in a schema of its own under the test database.
     if std::env::args().any(|a| a == "--postgres") {
         let base =
@@ -208,7 +214,14 @@ async fn main() {
         let sep = if base.contains('?') { '&' } else { '?' };
         bench("postgres", &format!("{base}{sep}options[search_path]={schema}"), n).await;
         println!("(PostgreSQL after VACUUM ANALYZE, as autovacuum leaves a table after a bulk load)");
-        sqlx::raw_sql(&format!("DROP SCHEMA {schema} CASCADE")).execute(&admin).await.expect("drop schema");
+        if std::env::var_os(KEEP).is_some() {
+            println!("kept the PostgreSQL schema {schema} ({KEEP} is set)");
+        } else {
+            sqlx::raw_sql(&format!("DROP SCHEMA {schema} CASCADE"))
+                .execute(&admin)
+                .await
+                .expect("drop schema");
+        }
     }
 }
 
