@@ -23,6 +23,9 @@ fn gid(i: usize) -> TaskGid {
     TaskGid::parse(&format!("F-{i}")).unwrap()
 }
 
+/// An event as read back: id, kind, new state, run, time.
+type EventRow = (i64, String, Option<String>, Option<i64>, DateTime<Utc>);
+
 /// A database either way, for the statements a store has no operation for (rewriting history) and for
 /// reading every row back.
 enum Direct {
@@ -49,7 +52,7 @@ impl Direct {
     }
 
     /// Every event: id, kind, new state, run, time.
-    async fn events(&self) -> Vec<(i64, String, Option<String>, Option<i64>, DateTime<Utc>)> {
+    async fn events(&self) -> Vec<EventRow> {
         let sql = "SELECT id, kind, to_state, run_id, at FROM executor_events ORDER BY id";
         match self {
             Direct::Sqlite(p) => sqlx::query_as(sql).fetch_all(p).await.unwrap(),
@@ -117,10 +120,7 @@ async fn seed_history(store: &Store, direct: &Direct) {
 }
 
 /// Tasks in and out per day from `since`, counted here from every event.
-fn count_directly(
-    events: &[(i64, String, Option<String>, Option<i64>, DateTime<Utc>)],
-    since: DateTime<Utc>,
-) -> Vec<DayFlow> {
+fn count_directly(events: &[EventRow], since: DateTime<Utc>) -> Vec<DayFlow> {
     let mut days: BTreeMap<NaiveDate, (DayFlow, HashSet<i64>, HashSet<i64>)> = BTreeMap::new();
     for (_, kind, to, run, at) in
         events.iter().filter(|e| e.4 >= since && e.4 < start_of_day(now()) + Duration::days(1))
