@@ -6,12 +6,13 @@
 //! into SQLite in a temporary directory (and with `--postgres`, into a schema of its own under
 //! `EXECUTOR_TEST_DATABASE_URL`), then serves the dashboard on 127.0.0.1:0 and times over real HTTP:
 //! "Needs you", the queue's first page, filters, deep pages, full-text searches, every kind of sort,
-//! the age and priority filters, the API's search, the runs board (all states and one), a run's page (each run
-//! with two ended worker sessions, one a review with findings; every tenth with a live one) and the
-//! status page.
-//! For the insights, 90 days of history (`web/insights_seed.rs`): every event spread back over the
-//! quarter, 600 runs through `pr` (500 complete), six worker sessions a run, triage for a fifth of
-//! the tasks, GitHub's points for every hour; then `/insights` over 7, 30 and 90 days and its JSON.
+//! the age and priority filters, the API's search, the runs board (all states and one), a run's page
+//! (each run with two ended worker sessions, one a review with findings; every tenth with a live one),
+//! the status page and its API (`/api/v1/status`: counts by status, the pending tasks' detail).
+//! For the insights, on both databases, 90 days of history (`web/insights_seed.rs`): every event
+//! spread back over the quarter, 600 runs through `pr` (500 complete), six worker sessions a run,
+//! triage for a fifth of the tasks, GitHub's points for every hour; then `/insights` over 7, 30 and
+//! 90 days and its JSON (`/api/v1/insights?days=90`).
 
 #[path = "web/insights_seed.rs"]
 mod insights_seed;
@@ -182,7 +183,7 @@ async fn time(client: &reqwest::Client, base: &str, what: &str, path: &str) {
     times.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!(
-        "{what:<32} {:>8.1} ms median {:>8.1} ms max   ({} KiB)  GET {path}",
+        "{what:<40} {:>8.1} ms median {:>8.1} ms max   ({} KiB)  GET {path}",
         ms(times[REPEAT / 2]),
         ms(times[REPEAT - 1]),
         bytes / 1024
@@ -191,12 +192,18 @@ async fn time(client: &reqwest::Client, base: &str, what: &str, path: &str) {
 
 const TOKEN: &str = "bench-token-0123456789abcdef0123456789";
 
+/// Set to keep the seeded databases after the run, to look at a statement's plan in `sqlite3` or `psql`.
+const KEEP: &str = "EXECUTOR_BENCH_KEEP";
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let n = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(100_000);
     let dir = tempfile::tempdir().expect("tempdir");
     let url = format!("sqlite://{}", dir.path().join("executor.db").display());
     bench("sqlite", &url, n).await;
+    if std::env::var_os(KEEP).is_some() {
+        println!("kept the SQLite database {} ({KEEP} is set)", dir.keep().join("executor.db").display());
+    }
     // PostgreSQL too when asked (`-- N --postgres`), in a schema of its own under the test database.
     if std::env::args().any(|a| a == "--postgres") {
         let base =
@@ -207,7 +214,14 @@ async fn main() {
         let sep = if base.contains('?') { '&' } else { '?' };
         bench("postgres", &format!("{base}{sep}options[search_path]={schema}"), n).await;
         println!("(PostgreSQL after VACUUM ANALYZE, as autovacuum leaves a table after a bulk load)");
-        sqlx::raw_sql(&format!("DROP SCHEMA {schema} CASCADE")).execute(&admin).await.expect("drop schema");
+        if std::env::var_os(KEEP).is_some() {
+            println!("kept the PostgreSQL schema {schema} ({KEEP} is set)");
+        } else {
+            sqlx::raw_sql(&format!("DROP SCHEMA {schema} CASCADE"))
+                .execute(&admin)
+                .await
+                .expect("drop schema");
+        }
     }
 }
 
@@ -215,15 +229,15 @@ async fn bench(backend: &str, url: &str, n: usize) {
     let store = Store::open(url).await.expect("open");
     store.migrate().await.expect("migrate");
     seed(&store, n).await;
-    if backend == "sqlite" {
-        // The insights' history is written straight into SQLite's tables (timed on SQLite only).
-        insights_seed::seed(&store, url).await;
-    }
+    // The insights' history, written straight into the tables of either database.
+    insights_seed::seed(&store, url, backend == "postgres").await;
     if backend == "postgres" {
         // What autovacuum does after a bulk load: statistics for the planner, and the visibility map
-        // that lets a count read only an index.
+        // that lets a count read only an index (the tables the seed wrote in bulk).
         let pool = sqlx::PgPool::connect(url).await.expect("connect");
-        sqlx::raw_sql("VACUUM ANALYZE executor_queue").execute(&pool).await.expect("vacuum");
+        let bulk = "executor_queue, executor_events, executor_runs, executor_worker_sessions, \
+                    executor_analysis_sessions";
+        sqlx::raw_sql(&format!("VACUUM ANALYZE {bulk}")).execute(&pool).await.expect("vacuum");
         pool.close().await;
     }
 
@@ -267,6 +281,7 @@ async fn bench(backend: &str, url: &str, n: usize) {
         ("runs board, one state (50)", "/runs?state=abandoned"),
         ("a run's page (3 workers)", "/runs/991"),
         ("status", "/status"),
+        ("status API (counts, pending detail)", "/api/v1/status"),
         ("insights, 30 days (the default)", "/insights"),
         ("insights, 7 days", "/insights?days=7"),
         ("insights, 90 days", "/insights?days=90"),

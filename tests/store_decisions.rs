@@ -234,6 +234,7 @@ async fn schema_v8_fills_in_who_made_the_skips_before_it() {
          ALTER TABLE executor_runs DROP COLUMN reverted_at; ALTER TABLE executor_runs DROP COLUMN revert_sha; \
          DROP TABLE executor_users; \
          DROP TABLE executor_person_comments; DROP INDEX executor_queue_revisions; \
+         DROP INDEX executor_events_kind_at; DROP INDEX executor_queue_pending_not_claimable; \
          CREATE INDEX executor_runs_lease ON executor_runs (lease_owner) \
            WHERE state IN ('queued','in_progress','pr','complete'); \
          DELETE FROM executor_schema WHERE version >= 8;",

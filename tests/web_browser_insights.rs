@@ -1,5 +1,6 @@
 //! The insights page in a real headless Chromium, at desktop and phone widths: the five charts drawn with
-//! their bars, each table opened from its `<details>`, no sideways scroll at 400 px, and an
+//! their bars (tasks in and out in two panels, stacked segments parted by the background, the text 11 px
+//! on a phone), each table opened from its `<details>`, no sideways scroll at 400 px, and an
 //! accessibility check run in the page (every chart named, every figure captioned, every table with a
 //! caption and scoped headings, the charts' text in AA contrast). Screenshots go to
 //! `target/screenshots/insights*.png`.
@@ -121,6 +122,25 @@ for (const text of document.querySelectorAll('svg text')) {
 return problems;
 "#;
 
+/// The smallest chart text as drawn, in CSS pixels: its font size times the scale the SVG and any
+/// transform put on it.
+const SMALLEST_TEXT: &str = r#"
+let smallest = Infinity;
+for (const t of document.querySelectorAll('svg.chart text')) {
+  const m = t.getScreenCTM();
+  smallest = Math.min(smallest, parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b));
+}
+return smallest;
+"#;
+
+/// 1 when the workers chart's stacked segments are outlined in their figure's background colour.
+const PARTED: &str = r#"
+const rect = document.querySelector('#workers svg rect.stacked');
+const style = getComputedStyle(rect);
+const bg = getComputedStyle(rect.closest('figure')).backgroundColor;
+return style.stroke === bg && parseFloat(style.strokeWidth) >= 1 ? 1 : 0;
+"#;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(not(browser_tests), ignore = "needs Chromium: set EXECUTOR_BROWSER_TESTS=1 (see README)")]
 async fn the_charts_draw_open_their_tables_and_fit_a_phone() {
@@ -130,7 +150,11 @@ async fn the_charts_draw_open_their_tables_and_fit_a_phone() {
     b.client.find(Locator::LinkText("Insights")).await.unwrap().click().await.unwrap();
     assert!(b.client.current_url().await.unwrap().as_str().ends_with("/insights"));
 
-    assert_eq!(number(&b, "return document.querySelectorAll('figure svg[role=img]').length").await, 5.0);
+    // Five figures, the first in two panels (tasks in, work out), each on its own scale.
+    assert_eq!(number(&b, "return document.querySelectorAll('figure svg[role=img]').length").await, 6.0);
+    assert_eq!(number(&b, "return document.querySelectorAll('#flow svg[role=img]').length").await, 2.0);
+    // Stacked segments are outlined in the figure's background: a line parts each from the next.
+    assert_eq!(number(&b, PARTED).await, 1.0, "the workers' segments are outlined in the background");
     for id in ["flow", "cost", "lead", "workers", "github"] {
         let bars = number(&b, &format!("return document.querySelectorAll('#{id} svg rect').length")).await;
         assert!(bars > 0.0, "the {id} chart has no bars");
@@ -162,6 +186,9 @@ async fn the_charts_draw_open_their_tables_and_fit_a_phone() {
 
     b.client.set_window_size(400, 900).await.unwrap();
     fits(&b, "insights, 400 px").await;
+    // Issue 35, item 11: scaled by a viewBox, the axis text was ~5 px at this width.
+    let smallest = number(&b, SMALLEST_TEXT).await;
+    assert!(smallest >= 10.9, "the smallest chart text is {smallest} px on a phone");
     for id in ["flow", "github"] {
         let width =
             number(&b, &format!("return document.querySelector('#{id} svg').getBoundingClientRect().width"))

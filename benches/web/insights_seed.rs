@@ -2,6 +2,8 @@
 //! on through the store's own operations (so their events are the real ones); then every event, run and
 //! session is spread back over 90 days by its task's number, as if the queue had filled over a quarter.
 //! Worker and triage sessions are written in bulk, and GitHub's points for every hour of the 90 days.
+//! The bulk statements are written for each database (SQLite's text timestamps, PostgreSQL's
+//! `timestamptz`), so both are timed on the same history.
 
 use std::time::Instant;
 
@@ -15,7 +17,7 @@ const COMPLETED_UP_TO: i64 = 600;
 const SESSIONS_PER_RUN: i64 = 6;
 const TRIAGED_EVERY: i64 = 5;
 
-pub async fn seed(store: &Store, url: &str) {
+pub async fn seed(store: &Store, url: &str, postgres: bool) {
     let started = Instant::now();
     for id in TO_PR {
         let step = |from, to, why| store.set_run_state_if(id, from, to, None, Actor::Runner, why);
@@ -28,11 +30,19 @@ pub async fn seed(store: &Store, url: &str) {
                 .expect("complete");
         }
     }
-    let pool = sqlx::SqlitePool::connect(url).await.expect("open the bench database");
-    for sql in spread() {
-        sqlx::query(&sql).execute(&pool).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    if postgres {
+        let pool = sqlx::PgPool::connect(url).await.expect("open the bench database");
+        for sql in spread(Dialect::Postgres) {
+            sqlx::query(&sql).execute(&pool).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+        }
+        pool.close().await;
+    } else {
+        let pool = sqlx::SqlitePool::connect(url).await.expect("open the bench database");
+        for sql in spread(Dialect::Sqlite) {
+            sqlx::query(&sql).execute(&pool).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+        }
+        pool.close().await;
     }
-    pool.close().await;
     let now = executor::store::now();
     for hour in 0..(90 * 24) {
         let reset = now - chrono::Duration::hours(hour) + chrono::Duration::minutes(30);
@@ -42,11 +52,23 @@ pub async fn seed(store: &Store, url: &str) {
     println!("seeded 90 days of history for the insights in {:.1}s", started.elapsed().as_secs_f64());
 }
 
-/// SQLite text timestamps as executor writes them (RFC 3339, UTC): `days` back from now, `secs` later.
-fn back(days: &str, secs: &str) -> String {
-    format!(
-        "strftime('%Y-%m-%dT%H:%M:%S', 'now', '-' || ({days}) || ' days', '+' || ({secs}) || ' seconds') || '+00:00'"
-    )
+#[derive(Clone, Copy)]
+enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+/// A timestamp `days` back from now, `secs` later: on SQLite text as executor writes it (RFC 3339,
+/// UTC), on PostgreSQL a `timestamptz`; whole seconds on both.
+fn back(dialect: Dialect, days: &str, secs: &str) -> String {
+    match dialect {
+        Dialect::Sqlite => format!(
+            "strftime('%Y-%m-%dT%H:%M:%S', 'now', '-' || ({days}) || ' days', '+' || ({secs}) || ' seconds') || '+00:00'"
+        ),
+        Dialect::Postgres => format!(
+            "(date_trunc('second', now()) - ({days}) * interval '1 day' + ({secs}) * interval '1 second')"
+        ),
+    }
 }
 
 /// Days back for the task of gid column `col` (`T-{n}`: n mod 90).
@@ -55,7 +77,8 @@ fn day_of_task(col: &str) -> String {
 }
 
 /// The statements that spread the history over 90 days and add the sessions.
-fn spread() -> Vec<String> {
+fn spread(dialect: Dialect) -> Vec<String> {
+    let back = |days: &str, secs: &str| back(dialect, days, secs);
     let task = day_of_task("task_gid");
     let run_task = day_of_task("r.task_gid");
     vec![

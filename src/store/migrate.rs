@@ -119,6 +119,11 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0022_person_comments.sql"),
         postgres: include_str!("../../migrations/postgres/0022_person_comments.sql"),
     },
+    Migration {
+        version: 23,
+        sqlite: include_str!("../../migrations/sqlite/0023_fast_counts.sql"),
+        postgres: include_str!("../../migrations/postgres/0023_fast_counts.sql"),
+    },
 ];
 
 /// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and

@@ -15,6 +15,7 @@ mod board;
 mod change_mark;
 mod clock;
 mod columns;
+mod day_flows;
 mod events;
 mod filter_skips;
 mod forge_cache;

@@ -97,7 +97,7 @@ fn stacked_series_sum_to_one_bar_per_category() {
     assert_eq!(h.len(), 2);
     // 0..4 dollars: 3 is three quarters of the plot, 1 the last quarter, stacked on top.
     assert!((h[0] - 154.5).abs() < 0.01 && (h[1] - 51.5).abs() < 0.01, "{h:?}");
-    assert!(svg.contains(r#"class="s0""#) && svg.contains(r#"class="s1""#));
+    assert!(svg.contains(r#"class="s0 stacked""#) && svg.contains(r#"class="s1 stacked""#));
     assert!(svg.contains("<title>mon · triage: $1.00</title>"), "{svg}");
 }
 
@@ -162,4 +162,98 @@ fn every_text_is_escaped() {
     assert!(svg.contains("a&quot;b&amp;c"));
     assert!(!svg.contains("\" onload=\""), "{svg}");
     assert_eq!(escape("a\u{0}b"), "a\u{fffd}b", "control characters are not XML");
+}
+
+/// The value of attribute `name` in the first element that has it.
+fn attribute<'a>(svg: &'a str, name: &str) -> Option<&'a str> {
+    svg.split(&format!(" {name}=\"")).nth(1)?.split('"').next()
+}
+
+/// Issue 35, item 11: scaled into a 400 px phone by a `viewBox` 720 units wide, the axis text was ~5 px.
+/// With no `viewBox` the SVG's units are CSS pixels: it is as wide as its box (every x a percentage)
+/// and a fixed number of pixels tall, so its text keeps the 11 px `app.css` gives it at any width.
+#[test]
+fn the_drawing_is_not_scaled_so_its_text_keeps_its_size() {
+    let svg = render(&chart(&["a", "b", "c"], &[("n", &[2.0, 4.0, 8.0])]));
+    let open = &svg[..svg.find('>').unwrap()];
+    assert!(!open.contains("viewBox"), "{open}");
+    assert_eq!(attribute(open, "width"), Some("100%"));
+    assert_eq!(attribute(open, "height"), Some("260"));
+    for element in
+        svg.split('<').filter(|e| e.starts_with("rect ") || e.starts_with("text ") || e.starts_with("line "))
+    {
+        for x in ["x", "x1", "x2", "width"] {
+            if let Some(v) = attribute(element, x) {
+                assert!(v.ends_with('%'), "{x}={v} in <{element}>");
+            }
+        }
+    }
+    let css = include_str!("../static/app.css");
+    assert!(css.contains("svg.chart text { font: 11px"), "the text's size in CSS pixels");
+}
+
+/// Worker kinds under six bars would overlap on a phone: they are slanted, and the drawing grows below
+/// the plot to hold them. Short labels (days) stay flat.
+#[test]
+fn long_labels_are_slanted_with_room_below() {
+    let kinds = ["queued", "in_progress", "fix_ci", "fix_comments", "pr_review", "fix_conflicts"];
+    let svg = render(&chart(&kinds, &[("n", &[1.0; 6])]));
+    assert!(svg.starts_with(r#"<svg class="chart slanted""#), "{}", &svg[..80]);
+    let height: f64 = attribute(&svg, "height").unwrap().parse().unwrap();
+    assert!(height >= 14.0 + 206.0 + 13.0 * 6.5 * 0.5, "{height}");
+    assert_eq!(texts(&svg, "label").len(), 6);
+    let days: Vec<String> = (1..=30).map(|d| format!("11-{d:02}")).collect();
+    let names: Vec<&str> = days.iter().map(String::as_str).collect();
+    let flat = render(&chart(&names, &[("n", &[1.0; 30])]));
+    assert!(flat.starts_with(r#"<svg class="chart" "#));
+    let css = include_str!("../static/app.css");
+    assert!(css.contains("svg.chart.slanted .label {"), "the slant is styled");
+}
+
+/// The relative luminance of `#rrggbb` (WCAG 2).
+fn luminance(hex: &str) -> f64 {
+    let channel = |i: usize| {
+        let v = f64::from(u8::from_str_radix(&hex[1 + 2 * i..3 + 2 * i], 16).unwrap()) / 255.0;
+        if v <= 0.03928 { v / 12.92 } else { ((v + 0.055) / 1.055).powf(2.4) }
+    };
+    0.2126 * channel(0) + 0.7152 * channel(1) + 0.0722 * channel(2)
+}
+
+fn contrast(a: &str, b: &str) -> f64 {
+    let (a, b) = (luminance(a), luminance(b));
+    (a.max(b) + 0.05) / (a.min(b) + 0.05)
+}
+
+/// The colour (`#rrggbb`) of the first `name: #…` in `css`.
+fn css_colour(css: &str, name: &str) -> String {
+    let at = css.find(&format!("{name}: #")).unwrap_or_else(|| panic!("{name} in app.css"));
+    let hex: String = css[at + name.len() + 3..].chars().take_while(char::is_ascii_hexdigit).collect();
+    match hex.len() {
+        3 => format!("#{}", hex.chars().flat_map(|c| [c, c]).collect::<String>()),
+        _ => format!("#{hex}"),
+    }
+}
+
+/// Issue 35, item 11: stacked neighbours differed by hue only (contrast 1.04 to 1.21 between them). Every
+/// bar is outlined in the figure's background, so two neighbours are parted by a line of it, and that
+/// line stands out at 3:1 or more from every series colour, in the light theme and the dark.
+#[test]
+fn stacked_neighbours_are_parted_by_a_line_of_the_background() {
+    let mut c = chart(&["mon"], &[("a", &[3.0]), ("b", &[1.0])]);
+    c.layout = Layout::Stacked;
+    let svg = render(&c);
+    assert_eq!(svg.matches(r#" stacked" "#).count(), 2, "{svg}");
+    let css = include_str!("../static/app.css");
+    assert!(css.contains("svg.chart rect { stroke: var(--chart-bg); stroke-width: 1.5px; }"));
+    // Light: the figure's background is --chart-bg. Dark (the charts' own block, last): the surface.
+    let light_bg = css_colour(css, "--chart-bg");
+    let dark_surface = css_colour(&css[css.find("--surface: #").unwrap() + 1..], "--surface");
+    let dark_charts = &css[css.rfind("prefers-color-scheme: dark").unwrap()..];
+    for (theme, bg) in [(css, light_bg), (dark_charts, dark_surface)] {
+        for n in 1..=6 {
+            let fill = css_colour(theme, &format!("--chart-{n}"));
+            let ratio = contrast(&fill, &bg);
+            assert!(ratio >= 3.0, "--chart-{n} {fill} against {bg}: {ratio:.2}");
+        }
+    }
 }

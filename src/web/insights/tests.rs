@@ -192,7 +192,9 @@ fn each_view_has_a_drawing_a_caption_and_a_table_of_the_same_numbers() {
     let views = chart_views(&i);
     assert_eq!(views.iter().map(|v| v.id).collect::<Vec<_>>(), ["flow", "cost", "lead", "workers", "github"]);
     for v in &views {
-        assert!(v.svg.contains(&format!(r#"aria-labelledby="{0}-title {0}-desc""#, v.id)), "{}", v.id);
+        let first = &v.panels[0].svg;
+        let id = if v.id == "flow" { "flow-in" } else { v.id };
+        assert!(first.contains(&format!(r#"aria-labelledby="{id}-title {id}-desc""#)), "{}", v.id);
         assert!(!v.table.caption.is_empty() && !v.table.columns.is_empty());
     }
     assert_eq!(views[0].table.rows[1], ["2026-11-02", "7", "3", "0", "2", "0"]);
@@ -208,4 +210,72 @@ fn each_view_has_a_drawing_a_caption_and_a_table_of_the_same_numbers() {
     );
     assert_eq!(views[3].caption, "No worker ended in the last 2 days.");
     assert_eq!(views[4].caption, "This configuration does not use GitHub.");
+}
+
+/// The drawn heights of the bars of one series (`class`) in an SVG, in drawing order.
+fn bar_heights(svg: &str, class: &str) -> Vec<f64> {
+    svg.split(&format!(r#"<rect class="{class}"#))
+        .skip(1)
+        .filter_map(|r| r.split("height=\"").nth(1)?.split('"').next()?.parse().ok())
+        .collect()
+}
+
+fn insights_of(flow: Vec<DayFlow>, workers: Vec<KindOutcomes>) -> Insights {
+    let days = flow.iter().map(|f| f.day).collect::<Vec<_>>();
+    let (cost, cost_total) = cost_days(&days, &[], &flow);
+    Insights {
+        days: u32::try_from(days.len()).unwrap(),
+        since: at("2026-11-01T00:00:00Z"),
+        flow,
+        cost,
+        cost_total,
+        lead_times: lead_times(&[], at("2026-11-01T00:00:00Z")),
+        workers,
+        landed: vec![],
+        slices: vec![],
+        revert_window_days: 14,
+        expensive_failures: failures::Failures { threshold_usd: 5.0, runs: vec![] },
+        github: GitHubPoints { configured: false, hours: vec![], reserve: 1000 },
+    }
+}
+
+/// Issue 35, item 11: with a thousand tasks in a day and eight done, the work done drew as hairlines
+/// under the intake's scale. In and out are two panels, each on its own scale.
+#[test]
+fn tasks_in_and_out_are_drawn_on_scales_of_their_own() {
+    let flow = vec![
+        DayFlow { day: day(1), intake: 1000, skipped: 400, approved: 10, completed: 8, abandoned: 2 },
+        DayFlow { day: day(2), intake: 800, skipped: 300, approved: 5, completed: 4, abandoned: 1 },
+    ];
+    let views = chart_views(&insights_of(flow, vec![]));
+    let panels = &views[0].panels;
+    assert_eq!(panels.len(), 2, "in, then out");
+    let names = |p: &views::Panel| p.legend.iter().map(|l| l.name.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&panels[0]), ["intake", "skipped"]);
+    assert_eq!(names(&panels[1]), ["approved", "completed", "abandoned"]);
+    assert!(panels.iter().all(|p| p.title.is_some()), "each panel says what it shows");
+    // The plot is 206 px tall. Day 1's intake (1,000 of an axis to 1,000) and its 10 approvals (of an
+    // axis to 10) both fill it; on one scale the approvals were 2 px.
+    assert_eq!(bar_heights(&panels[0].svg, "s0")[0], 206.0);
+    let approved = bar_heights(&panels[1].svg, "s3");
+    assert_eq!(approved, [206.0, 103.0], "{}", panels[1].svg);
+    assert!(bar_heights(&panels[1].svg, "s1")[0] > 150.0, "8 completed of an axis to 10");
+}
+
+/// Issue 35, item 11: stacked segments differed by hue alone. Their legend lists them in the order they
+/// are stacked, top first, and says so; a chart side by side keeps its order and says nothing.
+#[test]
+fn a_stacked_legend_is_in_the_order_of_the_segments() {
+    let workers = vec![KindOutcomes { kind: "queued".into(), succeeded: 3, failed: 1, ..Default::default() }];
+    let views = chart_views(&insights_of(vec![DayFlow { day: day(1), ..Default::default() }], workers));
+    let w = &views.iter().find(|v| v.id == "workers").unwrap().panels[0];
+    let names: Vec<_> = w.legend.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["interrupted", "stuck", "failed", "review failed", "no progress", "succeeded"]);
+    assert_eq!(w.legend_order, Some(views::STACK_ORDER));
+    // Drawn bottom up: succeeded first, failed on top of it.
+    let svg = &w.svg;
+    assert!(svg.find("queued · succeeded").unwrap() < svg.find("queued · failed").unwrap());
+    let lead = &views.iter().find(|v| v.id == "lead").unwrap().panels[0];
+    assert_eq!(lead.legend_order, None);
+    assert_eq!(lead.legend[0].name, "to pull request");
 }

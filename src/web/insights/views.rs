@@ -16,10 +16,22 @@ pub struct ChartView {
     pub heading: String,
     /// The answer in one sentence, the figure's caption.
     pub caption: String,
+    /// One drawing, or several over the same categories, each on a scale of its own.
+    pub panels: Vec<Panel>,
+    pub table: Table,
+}
+
+/// One drawing of a figure, with its legend.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Panel {
+    /// Shown above the drawing when a figure has several.
+    pub title: Option<String>,
     /// The drawing, already escaped by `charts`.
     pub svg: String,
     pub legend: Vec<Legend>,
-    pub table: Table,
+    /// Said before a stacked chart's legend, whose entries are in the order of the segments, top first,
+    /// so that each is found by its place as well as by its colour.
+    pub legend_order: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -60,11 +72,24 @@ const PURPLE: usize = 3;
 const RED: usize = 4;
 const GREY: usize = 5;
 
+/// What a stacked chart's legend says first.
+pub const STACK_ORDER: &str = "Top of each bar first:";
+
 fn view(id: &'static str, chart: BarChart, heading: &str, caption: String, table: Table) -> ChartView {
-    let series = chart.series.iter().map(|s| Legend { class: s.class(), name: s.name.clone() });
-    let references = chart.references.iter().map(|r| Legend { class: "ref".into(), name: r.label.clone() });
-    let legend = series.chain(references).collect();
-    ChartView { id, heading: heading.into(), caption, svg: charts::render(&chart), legend, table }
+    ChartView { id, heading: heading.into(), caption, panels: vec![panel(None, chart)], table }
+}
+
+/// `chart` drawn, with its legend: a stacked chart's series top segment first, as drawn.
+fn panel(title: Option<String>, chart: BarChart) -> Panel {
+    let stacked = chart.layout == Layout::Stacked && chart.series.len() > 1;
+    let mut legend: Vec<Legend> =
+        chart.series.iter().map(|s| Legend { class: s.class(), name: s.name.clone() }).collect();
+    if stacked {
+        legend.reverse();
+    }
+    legend.extend(chart.references.iter().map(|r| Legend { class: "ref".into(), name: r.label.clone() }));
+    let legend_order = stacked.then_some(STACK_ORDER);
+    Panel { title, svg: charts::render(&chart), legend, legend_order }
 }
 
 fn chart(

@@ -26,11 +26,19 @@ pub(super) async fn page(
     let charts: Vec<_> = views::chart_views(&figures)
         .into_iter()
         .map(|c| {
+            let panels: Vec<_> = c
+                .panels
+                .into_iter()
+                .map(|p| {
+                    minijinja::context! {
+                        title => p.title, legend => p.legend, legend_order => p.legend_order,
+                        // Built by `web::charts`, which escapes every text it draws.
+                        svg => minijinja::Value::from_safe_string(p.svg),
+                    }
+                })
+                .collect();
             minijinja::context! {
-                id => c.id, heading => c.heading, caption => c.caption,
-                // Built by `web::charts`, which escapes every text it draws.
-                svg => minijinja::Value::from_safe_string(c.svg),
-                legend => c.legend, table => c.table,
+                id => c.id, heading => c.heading, caption => c.caption, panels, table => c.table,
             }
         })
         .collect();

@@ -1,19 +1,15 @@
 //! The figures of the work's throughput: tasks in and out per day, and time from approval.
 
 use super::super::Insights;
-use super::{BLUE, ChartView, GREEN, GREY, PURPLE, RED, Table, chart, count, duration, series, view};
+use super::{BLUE, ChartView, GREEN, GREY, PURPLE, RED, Table, chart, count, duration, panel, series, view};
 use crate::web::charts::{Layout, Unit};
 use crate::web::insights::figures::Spread;
 
+/// Tasks in and out per day, in two panels over the same days, each on its own scale: the intake can
+/// be a hundred times what is done in a day, and on one scale the work done was a row of hairlines.
 pub(super) fn flow(i: &Insights) -> ChartView {
-    const NAMES: [&str; 5] = ["intake", "approved", "skipped", "completed", "abandoned"];
-    let columns = vec![
-        i.flow.iter().map(|d| d.intake as f64).collect(),
-        i.flow.iter().map(|d| d.approved as f64).collect(),
-        i.flow.iter().map(|d| d.skipped as f64).collect(),
-        i.flow.iter().map(|d| d.completed as f64).collect(),
-        i.flow.iter().map(|d| d.abandoned as f64).collect(),
-    ];
+    let of =
+        |f: fn(&crate::store::DayFlow) -> i64| -> Vec<f64> { i.flow.iter().map(|d| f(d) as f64).collect() };
     let sum = |f: fn(&crate::store::DayFlow) -> i64| i.flow.iter().map(f).sum::<i64>();
     let caption = format!(
         "Over {} days: {} in, {} approved, {} skipped; {} completed, {} abandoned.",
@@ -24,12 +20,24 @@ pub(super) fn flow(i: &Insights) -> ChartView {
         count(sum(|d| d.completed), "pull request"),
         count(sum(|d| d.abandoned), "run")
     );
-    let days = i.flow.iter().map(|d| d.day.format("%m-%d").to_string()).collect();
-    let c = chart(
-        "flow",
-        "Tasks in and out per day",
+    let days: Vec<String> = i.flow.iter().map(|d| d.day.format("%m-%d").to_string()).collect();
+    let tasks_in = chart(
+        "flow-in",
+        "Tasks in per day: added and skipped",
+        days.clone(),
+        series(&["intake", "skipped"], &[BLUE, GREY], vec![of(|d| d.intake), of(|d| d.skipped)]),
+        Layout::Grouped,
+        Unit::Count,
+    );
+    let work_out = chart(
+        "flow-out",
+        "Work out per day: approved, completed and abandoned",
         days,
-        series(&NAMES, &[BLUE, PURPLE, GREY, GREEN, RED], columns),
+        series(
+            &["approved", "completed", "abandoned"],
+            &[PURPLE, GREEN, RED],
+            vec![of(|d| d.approved), of(|d| d.completed), of(|d| d.abandoned)],
+        ),
         Layout::Grouped,
         Unit::Count,
     );
@@ -47,7 +55,16 @@ pub(super) fn flow(i: &Insights) -> ChartView {
             })
             .collect(),
     };
-    view("flow", c, "Tasks in and out", caption, table)
+    ChartView {
+        id: "flow",
+        heading: "Tasks in and out".into(),
+        caption,
+        panels: vec![
+            panel(Some("In: tasks added and skipped".into()), tasks_in),
+            panel(Some("Out: approved, completed and abandoned (a scale of its own)".into()), work_out),
+        ],
+        table,
+    }
 }
 
 pub(super) fn lead(i: &Insights) -> ChartView {
