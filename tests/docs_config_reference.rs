@@ -64,6 +64,7 @@ fn minimal(table: &str) -> Option<&'static str> {
         "repos.NAME" => Some("path = \"/src/app\""),
         "filters" => Some("name = \"f\"\nwhen = { field = \"text\", contains = \"x\" }"),
         "intake" => Some(""),
+        "web.github_login" => Some("client_id = \"c\""),
         _ => None,
     }
 }

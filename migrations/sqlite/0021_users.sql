@@ -12,9 +12,12 @@ CREATE TABLE executor_users (
     created_at     TEXT NOT NULL,
     created_by     TEXT,
     revoked_at     TEXT,
+    -- The GitHub account "Sign in with GitHub" logs in as this person (lowercase), if any.
+    github_login   TEXT,
     -- When the person last marked Needs you as looked at: "what changed since" starts here.
     looked_at      TEXT
 );
 CREATE UNIQUE INDEX executor_users_token ON executor_users (token_sha256);
 -- One active person per name; a revoked name may be given again.
 CREATE UNIQUE INDEX executor_users_active_name ON executor_users (name) WHERE revoked_at IS NULL;
+CREATE UNIQUE INDEX executor_users_active_github ON executor_users (github_login) WHERE revoked_at IS NULL;

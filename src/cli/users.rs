@@ -18,6 +18,9 @@ pub enum UsersCommand {
         name: String,
         #[arg(long, default_value = "approver", value_name = "viewer|approver|admin")]
         role: String,
+        /// Their GitHub account: "Sign in with GitHub" (`[web.github_login]`) logs them in too.
+        #[arg(long, value_name = "LOGIN")]
+        github: Option<String>,
     },
     /// Everyone ever let in, with their role and whether they were revoked.
     List,
@@ -25,6 +28,15 @@ pub enum UsersCommand {
     Revoke {
         #[arg(value_name = "NAME")]
         name: String,
+    },
+    /// Link a person to a GitHub account for "Sign in with GitHub" (`--none` unlinks).
+    Github {
+        #[arg(value_name = "NAME")]
+        name: String,
+        #[arg(value_name = "LOGIN", required_unless_present = "none")]
+        login: Option<String>,
+        #[arg(long, conflicts_with = "login")]
+        none: bool,
     },
     /// Give a person another role, effective on their next request.
     Role {
@@ -41,13 +53,16 @@ fn role(raw: &str) -> anyhow::Result<Role> {
 
 pub async fn run(ctx: &Context, command: UsersCommand, as_json: bool) -> anyhow::Result<()> {
     match command {
-        UsersCommand::Add { name, role: raw } => {
+        UsersCommand::Add { name, role: raw, github } => {
             if !valid_person_name(&name) {
                 anyhow::bail!(UsageError(format!("{name:?} cannot be a name: a name is {PERSON_NAME_RULE}")));
             }
             let role = role(&raw)?;
             let token = new_token().ok_or_else(|| anyhow::anyhow!("no randomness for a personal token"))?;
-            let user = ctx.store.add_user(&name, role, &token_sha256(&token), ctx.by()).await?;
+            let mut user = ctx.store.add_user(&name, role, &token_sha256(&token), ctx.by()).await?;
+            if let Some(login) = github.as_deref() {
+                user = ctx.store.set_user_github(&name, Some(login), ctx.by()).await?;
+            }
             let url = login_url(&ctx.config.web, &token);
             if as_json {
                 return json(&serde_json::json!({ "user": user, "login_url": url, "token": token }));
@@ -81,6 +96,16 @@ pub async fn run(ctx: &Context, command: UsersCommand, as_json: bool) -> anyhow:
                 return json(&user);
             }
             say!("{name} can no longer use the dashboard (their sessions end with their next request)");
+        }
+        UsersCommand::Github { name, login, none: _ } => {
+            let user = ctx.store.set_user_github(&name, login.as_deref(), ctx.by()).await?;
+            if as_json {
+                return json(&user);
+            }
+            match user.github_login {
+                Some(l) => say!("{name} signs in with GitHub as {l}"),
+                None => say!("{name} no longer signs in with GitHub"),
+            }
         }
         UsersCommand::Role { name, role: raw } => {
             let user = ctx.store.set_user_role(&name, role(&raw)?, ctx.by()).await?;

@@ -3,6 +3,7 @@
 
 mod duration;
 mod find;
+mod github_login;
 mod insights;
 mod intake;
 mod prices;
@@ -11,6 +12,7 @@ mod trust;
 
 pub use duration::Duration;
 pub use find::{ConfigSource, locate, user_config_path};
+pub use github_login::GitHubLogin;
 pub use insights::Insights;
 pub use intake::SourceConfig;
 pub use trust::Trust;
@@ -501,6 +503,8 @@ pub struct Web {
     pub header_read_timeout: Duration,
     /// How long a connection may stay open with no request in progress.
     pub idle_timeout: Duration,
+    /// "Sign in with GitHub", when configured.
+    pub github_login: Option<GitHubLogin>,
 }
 
 impl Web {
@@ -561,6 +565,7 @@ impl Default for Web {
             max_connections: 256,
             header_read_timeout: Duration::secs(10),
             idle_timeout: Duration::secs(60),
+            github_login: None,
         }
     }
 }
@@ -842,6 +847,9 @@ impl Config {
             if !(value >= 0.0 && value.is_finite()) {
                 return fail(key, "must be a non-negative number of dollars");
             }
+        }
+        if let Some((key, why)) = self.web.github_login.as_ref().and_then(GitHubLogin::invalid) {
+            return fail(key, why);
         }
         if let Some((key, why)) = self.insights.invalid() {
             return fail(key, why);

@@ -20,6 +20,8 @@ pub struct User {
     pub revoked_at: Option<DateTime<Utc>>,
     /// When they last marked Needs you as looked at.
     pub looked_at: Option<DateTime<Utc>>,
+    /// The GitHub account "Sign in with GitHub" logs in as them (lowercase).
+    pub github_login: Option<String>,
 }
 
 impl User {
@@ -28,7 +30,7 @@ impl User {
     }
 }
 
-const USER_COLUMNS: &str = "id, name, role, created_at, created_by, revoked_at, looked_at";
+const USER_COLUMNS: &str = "id, name, role, created_at, created_by, revoked_at, looked_at, github_login";
 
 fn user_from_row(r: &impl Cols) -> Result<User> {
     Ok(User {
@@ -42,7 +44,16 @@ fn user_from_row(r: &impl Cols) -> Result<User> {
         created_by: r.text("created_by")?,
         revoked_at: r.time("revoked_at")?,
         looked_at: r.time("looked_at")?,
+        github_login: r.text("github_login")?,
     })
+}
+
+/// GitHub's rule for a login: 1 to 39 letters, digits or hyphens, not starting or ending with one.
+fn valid_github_login(login: &str) -> bool {
+    (1..=39).contains(&login.len())
+        && login.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        && !login.starts_with('-')
+        && !login.ends_with('-')
 }
 
 fn said<'a>(by: By<'a>, reason: &'a str) -> NewEvent<'a> {
@@ -171,6 +182,53 @@ impl Store {
             return Err(StoreError::Conflict(format!("person {name}")));
         }
         Ok(self.user(user.id).await?.unwrap_or(user))
+    }
+
+    /// Links `name` to a GitHub account (`None`: unlinks): "Sign in with GitHub" as that account logs in
+    /// as them. Refused while another active person has the account.
+    pub async fn set_user_github(&self, name: &str, login: Option<&str>, by: By<'_>) -> Result<User> {
+        let Some(user) = self.active_user(name).await? else {
+            return Err(StoreError::Refused(format!(
+                "no one named {name} uses the dashboard (see `executor users list`)"
+            )));
+        };
+        let login = login.map(str::to_lowercase);
+        if let Some(l) = login.as_deref().filter(|l| !valid_github_login(l)) {
+            return Err(StoreError::Refused(format!(
+                "{l:?} is not a GitHub login (up to 39 letters, digits and single hyphens)"
+            )));
+        }
+        if let Some(l) = &login
+            && let Some(other) = self.user_by_github(l).await?.filter(|o| o.id != user.id)
+        {
+            return Err(StoreError::Refused(format!("GitHub user {l} signs in as {} already", other.name)));
+        }
+        let reason = match &login {
+            Some(l) => format!("{name} signs in with GitHub as {l}"),
+            None => format!("{name} no longer signs in with GitHub"),
+        };
+        let changed = update_one_with_event!(
+            self,
+            said(by, &reason),
+            "UPDATE executor_users SET github_login = $1 WHERE id = $2 AND revoked_at IS NULL",
+            login.as_deref(),
+            user.id,
+        );
+        if !changed {
+            return Err(StoreError::Conflict(format!("person {name}")));
+        }
+        Ok(self.user(user.id).await?.unwrap_or(user))
+    }
+
+    /// The active person GitHub account `login` signs in as (compared ignoring case, as GitHub does).
+    pub async fn user_by_github(&self, login: &str) -> Result<Option<User>> {
+        let sql = format!(
+            "SELECT {USER_COLUMNS} FROM executor_users WHERE github_login = $1 AND revoked_at IS NULL"
+        );
+        let login = login.to_lowercase();
+        on_pool!(self, |p| {
+            sqlx::query(&sql).bind(&login).fetch_optional(p).await?.as_ref().map(user_from_row).transpose()
+        })
     }
 
     /// Person `id` looked at Needs you at `at`: what changed is counted from here on.

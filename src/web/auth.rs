@@ -98,7 +98,8 @@ async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Respo
                     refusal.why
                 )
             });
-            refusal.into_response(Kind::of(&path), &host, &path)
+            let github = state.github_login_secret.is_some() && state.config.web.github_login.is_some();
+            refusal.into_response(Kind::of(&path), &host, &path, github)
         }
     };
     secure_headers(response.headers_mut());
@@ -130,10 +131,11 @@ impl Refusal {
         Refusal { status: StatusCode::UNAUTHORIZED, why: why.into(), login: true }
     }
 
-    fn into_response(self, kind: Kind, host: &str, path: &str) -> Response {
+    /// The answer: JSON for the API, else the login page (offering GitHub when `github`) or an error page.
+    fn into_response(self, kind: Kind, host: &str, path: &str, github: bool) -> Response {
         match kind {
             Kind::Json => (self.status, axum::Json(serde_json::json!({ "error": self.why }))).into_response(),
-            Kind::Page if self.login => super::pages::login_page(self.status, &self.why, host, path),
+            Kind::Page if self.login => super::pages::login_page(self.status, &self.why, host, path, github),
             Kind::Page => super::pages::error_page(self.status, &self.why),
         }
     }
@@ -168,6 +170,10 @@ async fn admit(state: &AppState, mut req: Request) -> Result<Admitted, Refusal> 
     let reads = matches!(*req.method(), Method::GET | Method::HEAD);
     // The stylesheet and the script: the login page needs them, and they hold nothing of the queue.
     if reads && req.uri().path().starts_with("/static/") {
+        return Ok(Admitted::Pass(req));
+    }
+    // "Sign in with GitHub": how a session starts, so open; the callback checks its own state.
+    if reads && matches!(req.uri().path(), "/login/github" | "/login/github/callback") {
         return Ok(Admitted::Pass(req));
     }
     let now = chrono::Utc::now().timestamp();
@@ -320,24 +326,29 @@ pub fn authenticated(state: &AppState, headers: &HeaderMap, now: i64) -> Option<
 /// A new session for `person` (`None`: the token's holder): its cookie, and a redirect to `location` (a
 /// path of this server).
 fn log_in(state: &AppState, now: i64, location: &str, person: Option<i64>) -> Result<Response, Refusal> {
-    let value = state
-        .keys
-        .new_session(now, person)
+    let cookie = session_cookie(state, now, person)
         .ok_or_else(|| Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, "no randomness for a session"))?;
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    let headers = response.headers_mut();
+    // The path came from a valid URI: a valid header value; if not, the browser is simply not redirected.
+    if let Ok(location) = HeaderValue::from_str(location) {
+        headers.insert(header::LOCATION, location);
+        headers.insert(header::SET_COOKIE, cookie);
+    }
+    Ok(response)
+}
+
+/// The `Set-Cookie` of a new session for `person` (`None`: the token's holder); `None` without
+/// randomness.
+pub(super) fn session_cookie(state: &AppState, now: i64, person: Option<i64>) -> Option<HeaderValue> {
+    let value = state.keys.new_session(now, person)?;
     let cookie = format!(
         "{}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
         session::COOKIE,
         session::MAX_AGE_SECS
     );
-    let mut response = StatusCode::SEE_OTHER.into_response();
-    let headers = response.headers_mut();
-    // The session is digits, dots and hex, and the path came from a valid URI: both are valid header
-    // values; if not, the browser is simply not redirected.
-    if let (Ok(location), Ok(cookie)) = (HeaderValue::from_str(location), HeaderValue::from_str(&cookie)) {
-        headers.insert(header::LOCATION, location);
-        headers.insert(header::SET_COOKIE, cookie);
-    }
-    Ok(response)
+    // The session is digits, dots and hex: a valid header value.
+    HeaderValue::from_str(&cookie).ok()
 }
 
 /// Ends the session (kept ended across restarts), clears its cookie and sends the browser to the

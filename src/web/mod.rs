@@ -21,6 +21,7 @@ pub mod charts;
 pub mod comments;
 mod csv;
 mod errors;
+mod github_login;
 pub mod host;
 pub mod insights;
 pub mod live_log;
@@ -49,6 +50,8 @@ pub fn router(state: AppState) -> Router {
         .merge(pages::routes())
         .nest("/api/v1", api::routes())
         .route("/metrics", axum::routing::get(metrics::metrics))
+        .route("/login/github", axum::routing::get(github_login::start))
+        .route("/login/github/callback", axum::routing::get(github_login::callback))
         .fallback(errors::not_found)
         .layer(axum::middleware::from_fn(errors::shape))
         .layer(axum::middleware::from_fn_with_state(state.clone(), redaction::redact_answers))

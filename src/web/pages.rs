@@ -132,12 +132,12 @@ pub(crate) fn error_page(status: StatusCode, message: &str) -> Response {
 
 /// The login page: why, the URL to open (`executor serve` prints it), and a form for the token that
 /// comes back to `path`.
-pub(crate) fn login_page(status: StatusCode, why: &str, host: &str, path: &str) -> Response {
+pub(crate) fn login_page(status: StatusCode, why: &str, host: &str, path: &str, github: bool) -> Response {
     let body = templates()
         .get_template("login.html")
         .and_then(|t| {
             t.render(minijinja::context! {
-                nav => "", why, host, next => if path == "/login" { "/" } else { path },
+                nav => "", why, host, github, next => if path == "/login" { "/" } else { path },
             })
         })
         .unwrap_or_else(|_| "log in: open the URL `executor serve` printed".to_string());

@@ -25,6 +25,9 @@ pub struct AppState {
     /// The secret GitHub signs webhook deliveries with, read once from `github.webhook_secret_env`
     /// when serving starts; `None` (unset or empty): every delivery is refused.
     pub webhook_secret: Option<Arc<String>>,
+    /// The GitHub OAuth app's client secret for "Sign in with GitHub" (`[web.github_login]`), read once
+    /// from its `client_secret_env`; `None`: signing in with GitHub is off.
+    pub github_login_secret: Option<Arc<String>>,
 }
 
 impl AppState {
@@ -38,7 +41,23 @@ impl AppState {
         let redactor = super::redaction::answer_redactor(&config, &token);
         let webhook_secret =
             std::env::var(&config.github.webhook_secret_env).ok().filter(|s| !s.is_empty()).map(Arc::new);
-        AppState { store, config, token: Arc::new(token), keys, github, redactor, webhook_secret }
+        let github_login_secret = config
+            .web
+            .github_login
+            .as_ref()
+            .and_then(|g| std::env::var(&g.client_secret_env).ok())
+            .filter(|s| !s.is_empty())
+            .map(Arc::new);
+        AppState {
+            store,
+            config,
+            token: Arc::new(token),
+            keys,
+            github,
+            redactor,
+            webhook_secret,
+            github_login_secret,
+        }
     }
 
     /// A human's skip from the dashboard, as `executor skip` makes it: the message the task's tracker
