@@ -349,10 +349,12 @@ fn token_checks(config: &Config) -> Vec<Check> {
             ),
         });
     }
-    for s in config.sources.iter().filter(|s| matches!(s.kind.as_str(), "asana" | "linear")) {
+    for s in config.sources.iter().filter(|s| s.has_token_env()) {
         let label = format!("source {}", s.name);
         let (what, kind) = match s.kind.as_str() {
             "linear" => ("Linear API key", "a Linear personal API key"),
+            "jira" if s.auth == "bearer" => ("Jira token", "a Jira Data Center personal access token"),
+            "jira" => ("Jira API token", "an API token of the account in `email` (id.atlassian.com)"),
             _ => ("Asana token", "an Asana personal access token"),
         };
         out.push(if std::env::var(&s.token_env).is_ok_and(|v| !v.trim().is_empty()) {
@@ -436,7 +438,8 @@ fn disk_check(root: &Path) -> Check {
 
 /// For each source that writes back: whether its tracker would take executor's comments, asked
 /// without writing (Asana: the token's user and its membership of each project; GitHub: the
-/// repository's issues; Linear: the key's user, its teams and their workflow states). A tracker that would refuse is a warning: write-back never blocks a run.
+/// repository's issues; Linear: the key's user, its teams and their workflow states; Jira: the token's
+/// user, `GET /rest/api/3/myself`). A tracker that would refuse is a warning: write-back never blocks a run.
 async fn writeback_checks(config: &Config) -> Vec<Check> {
     let mut out = Vec::new();
     let mut github = None;

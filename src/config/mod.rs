@@ -5,6 +5,7 @@ mod duration;
 mod find;
 mod insights;
 mod intake;
+mod jira;
 mod prices;
 pub mod reference;
 mod trust;
