@@ -28,6 +28,7 @@ on_both_databases!(
     a_crash_after_jira_took_it_is_recognised,
     a_transition_the_issue_does_not_offer_is_refused_once,
     a_wrong_token_is_refused_once_and_never_shown,
+    a_token_that_may_not_comment_is_refused_once,
     a_deleted_issue_is_refused_and_later_messages_still_go,
     doctors_probe_asks_who_the_token_is_without_writing,
 );
@@ -238,6 +239,20 @@ async fn a_wrong_token_is_refused_once_and_never_shown(db: TestDb) {
     s.store.make_writebacks_due_for_tests().await.unwrap();
     assert!(s.outbox.deliver_due().await.unwrap().refused.is_empty(), "told once");
     assert_eq!(posts(&s.fake), 1);
+}
+
+async fn a_token_that_may_not_comment_is_refused_once(db: TestDb) {
+    let s = setup(db, TOKEN, "").await;
+    s.fake.fail_next_write(WriteFault::Refused(403));
+    record(&s, WritebackEvent::PrOpened, "run:1:pr_opened", "opened").await;
+    let report = s.outbox.deliver_due().await.unwrap();
+    assert_eq!(report.refused.len(), 1);
+    let text = &report.refused[0].text;
+    assert!(text.contains("permission to comment") && text.contains("Add Comments"), "{text}");
+    s.store.make_writebacks_due_for_tests().await.unwrap();
+    let again = s.outbox.deliver_due().await.unwrap();
+    assert!(again.refused.is_empty() && again.failed.is_empty(), "not retried");
+    assert!(s.fake.comments(&id()).is_empty());
 }
 
 async fn a_deleted_issue_is_refused_and_later_messages_still_go(db: TestDb) {

@@ -20,6 +20,7 @@
 //! Use it with `#[path = "fake_jira/mod.rs"] mod fake_jira;`.
 #![allow(dead_code)]
 
+mod search;
 pub mod workflow;
 
 use std::collections::VecDeque;
@@ -52,6 +53,8 @@ pub enum WriteFault {
     AppliedThenLate(Duration),
     /// The comment is added, and the connection drops before the answer.
     AppliedThenReset,
+    /// Nothing is added: this status with Jira's error body.
+    Refused(u16),
 }
 
 /// One request the fake received.
@@ -272,8 +275,8 @@ fn route(
     let param = |name: &str| query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
     let parts: Vec<&str> = rest.split('/').collect();
     let response = match (method.as_str(), parts.as_slice()) {
-        ("POST", ["search", "jql"]) if cloud => search(state, body, true),
-        ("POST", ["search"]) if !cloud => search(state, body, false),
+        ("POST", ["search", "jql"]) if cloud => search::search(&state.issues, body, true),
+        ("POST", ["search"]) if !cloud => search::search(&state.issues, body, false),
         ("GET", ["myself"]) => axum::Json(
             json!({"accountId": "5b10a", "displayName": "Executor Bot", "emailAddress": "bot@acme.com"}),
         )
@@ -355,6 +358,11 @@ fn add_comment(state: &mut State, id: &str, body: &Value, cloud: bool) -> (Optio
     if !valid {
         return (None, error(StatusCode::BAD_REQUEST, "Comment body is not valid."));
     }
+    if let Some(WriteFault::Refused(status)) = state.write_faults.front().copied() {
+        state.write_faults.pop_front();
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN);
+        return (None, error(status, "You do not have the permission to comment on this issue."));
+    }
     state.next_id += 1;
     let comment = json!({"id": state.next_id.to_string(), "issueId": id, "body": text,
         "created": jira_time(Utc::now()), "author": {"displayName": "Executor Bot"}});
@@ -367,61 +375,6 @@ fn add_comment(state: &mut State, id: &str, body: &Value, cloud: bool) -> (Optio
         }
         Some(WriteFault::AppliedThenLate(wait)) => (Some(wait), answer),
         Some(WriteFault::AppliedThenReset) => (None, reset()),
-        None => (None, answer),
+        Some(WriteFault::Refused(_)) | None => (None, answer),
     }
-}
-
-/// A search: the JQL's conditions over the issues, by `updated` then id, a page of them.
-fn search(state: &State, body: &Value, cloud: bool) -> Response {
-    let jql = body["jql"].as_str().unwrap_or("");
-    let query = match workflow::Jql::parse(jql) {
-        Ok(query) => query,
-        Err(message) => return error(StatusCode::BAD_REQUEST, &message),
-    };
-    let mut found: Vec<&Value> = state.issues.iter().filter(|i| query.selects(i)).collect();
-    found.sort_by_key(|i| {
-        (
-            i["fields"]["updated"].as_str().unwrap_or("").to_string(),
-            i["id"].as_str().unwrap_or("").to_string(),
-        )
-    });
-    let max = body["maxResults"].as_u64().unwrap_or(50).clamp(1, 100) as usize;
-    let start = match cloud {
-        true => match body.get("nextPageToken").and_then(Value::as_str) {
-            Some(token) => match token.strip_prefix("page-at-").and_then(|n| n.parse().ok()) {
-                Some(n) => n,
-                None => {
-                    return error(
-                        StatusCode::BAD_REQUEST,
-                        "The provided next page token is invalid or expired.",
-                    );
-                }
-            },
-            None => 0,
-        },
-        false => body["startAt"].as_u64().unwrap_or(0) as usize,
-    };
-    let fields: Vec<&str> =
-        body["fields"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-    let page: Vec<Value> = found.iter().skip(start).take(max).map(|i| only_fields(i, &fields)).collect();
-    let end = start + page.len();
-    let answer = match cloud {
-        true if end < found.len() => {
-            json!({"issues": page, "nextPageToken": format!("page-at-{end}"), "isLast": false})
-        }
-        true => json!({"issues": page, "isLast": true}),
-        false => json!({"startAt": start, "maxResults": max, "total": found.len(), "issues": page}),
-    };
-    axum::Json(answer).into_response()
-}
-
-/// The issue with only the asked `fields` (Jira returns none but the id and key when none are asked).
-fn only_fields(issue: &Value, fields: &[&str]) -> Value {
-    let mut out = json!({"id": issue["id"], "key": issue["key"], "self": issue["self"], "fields": {}});
-    for field in fields {
-        if let Some(value) = issue["fields"].get(*field) {
-            out["fields"][*field] = value.clone();
-        }
-    }
-    out
 }
