@@ -284,3 +284,46 @@ async fn doctors_probe_asks_who_the_token_is_without_writing(db: TestDb) {
     );
     assert!(s.fake.requests().iter().all(|r| r.method == "GET"), "nothing was written");
 }
+
+#[tokio::test]
+async fn a_data_center_comment_is_wiki_text_found_by_its_marker_before_a_retry() {
+    let fake = FakeJira::start("Bearer dc-pat-SECRET").await;
+    fake.put_issue(issue(1, "APP", "Fix the login", "To Do", Utc::now()));
+    let config = Config::parse(&format!(
+        "[[sources]]\nname = \"dc\"\nkind = \"jira\"\nbase_url = \"{}\"\nauth = \"bearer\"\n\
+         jql = \"project = APP\"\ntoken_env = \"JIRA_PAT\"\n\
+         writeback_transitions = {{ pr_opened = \"In Progress\" }}\n",
+        fake.url
+    ))
+    .unwrap();
+    let tracker =
+        executor::writeback::JiraTracker::new(&config.sources[0], Some("dc-pat-SECRET".into())).unwrap();
+    let now = Utc::now();
+    let mut w = executor::store::Writeback {
+        id: 1,
+        task_gid: task(),
+        run_id: None,
+        source: "dc".into(),
+        event: WritebackEvent::PrOpened,
+        event_key: "run:1:pr_opened".into(),
+        message: "opened".into(),
+        marker: "wb-00112233aabbccdd".into(),
+        status: WritebackStatus::Pending,
+        created_at: now,
+        next_attempt_at: now,
+        attempts: 1,
+        last_error: None,
+        remote_id: None,
+        settled_at: None,
+    };
+    let posted = tracker.post(&w, Some(PR)).await.unwrap();
+    assert!(matches!(posted, Posted::Now(_)));
+    let bodies = fake.comment_bodies(&id());
+    assert_eq!(bodies, [serde_json::json!("opened\n\n[executor wb-00112233aabbccdd]")], "a string on v2");
+    assert!(fake.requests().iter().all(|r| r.path.starts_with("/rest/api/2/")), "REST API v2");
+    w.attempts = 2;
+    let again = tracker.post(&w, Some(PR)).await.unwrap();
+    assert_eq!(again, Posted::Earlier(posted.remote_id().to_string()));
+    assert_eq!((posts(&fake), fake.links(&id()).len()), (1, 1), "found, not posted again; one link");
+    assert_eq!(fake.status_of(&id()).as_deref(), Some("In Progress"));
+}
