@@ -186,7 +186,7 @@ pub fn needed(config: &Config) -> Vec<(String, &'static str)> {
         }
     };
     config.worker.pass_env.iter().for_each(|n| add(n, "worker.pass_env"));
-    let trackers = config.sources.iter().filter(|s| matches!(s.kind.as_str(), "asana" | "linear"));
+    let trackers = config.sources.iter().filter(|s| s.has_token_env());
     trackers.for_each(|s| add(&s.token_env, "a source's token_env"));
     let uses_github = config.repos.values().any(|r| r.forge == "github")
         || config.sources.iter().any(|s| s.kind == "github_issues");

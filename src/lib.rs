@@ -13,6 +13,7 @@ pub mod github;
 pub mod import;
 pub mod instance_lock;
 pub mod intake;
+pub mod jira;
 pub mod linear;
 pub mod redact;
 pub mod runner;

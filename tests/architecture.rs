@@ -18,6 +18,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("config", &["domain", "filter"]),
     ("github", &["config"]),
     ("linear", &[]),
+    ("jira", &[]),
     ("env_file", &["config"]),
     ("redact", &["config", "env_file"]),
     ("store", &["domain"]),
@@ -27,13 +28,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("budget", &["config", "domain", "store"]),
     ("worker", &["config", "domain", "redact", "workspace"]),
     ("forge", &["config", "domain", "github", "store", "worker", "workspace"]),
-    ("intake", &["config", "domain", "filter", "github", "linear", "store", "workspace"]),
+    ("intake", &["config", "domain", "filter", "github", "jira", "linear", "store", "workspace"]),
     ("import", &["domain", "store"]),
     (
         "analyzer",
         &["budget", "config", "domain", "filter", "intake", "store", "worker", "workspace", "writeback"],
     ),
-    ("writeback", &["config", "domain", "github", "linear", "redact", "store"]),
+    ("writeback", &["config", "domain", "github", "jira", "linear", "redact", "store"]),
     (
         "runner",
         &[

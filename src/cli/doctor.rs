@@ -1,6 +1,7 @@
 //! `executor doctor`: checks a setup and says, for each problem, the one thing to do about it. Writes
 //! nothing: a missing database is reported, never created.
 
+mod jira;
 mod redaction;
 mod scheduled;
 mod webhooks;
@@ -97,6 +98,7 @@ pub async fn run(config_flag: Option<&Path>, as_json: bool) -> anyhow::Result<()
         checks.push(sandbox_check(config));
         checks.extend(token_checks(config));
         checks.push(redaction::redaction_check(config));
+        checks.extend(jira::jira_checks(config).await);
         checks.extend(writeback_checks(config).await);
         checks.extend(webhooks::webhook_checks(config).await);
         let crontab = read_crontab();
@@ -349,10 +351,12 @@ fn token_checks(config: &Config) -> Vec<Check> {
             ),
         });
     }
-    for s in config.sources.iter().filter(|s| matches!(s.kind.as_str(), "asana" | "linear")) {
+    for s in config.sources.iter().filter(|s| s.has_token_env()) {
         let label = format!("source {}", s.name);
         let (what, kind) = match s.kind.as_str() {
             "linear" => ("Linear API key", "a Linear personal API key"),
+            "jira" if s.auth == "bearer" => ("Jira token", "a Jira Data Center personal access token"),
+            "jira" => ("Jira API token", "an API token of the account in `email` (id.atlassian.com)"),
             _ => ("Asana token", "an Asana personal access token"),
         };
         out.push(if std::env::var(&s.token_env).is_ok_and(|v| !v.trim().is_empty()) {
@@ -436,7 +440,8 @@ fn disk_check(root: &Path) -> Check {
 
 /// For each source that writes back: whether its tracker would take executor's comments, asked
 /// without writing (Asana: the token's user and its membership of each project; GitHub: the
-/// repository's issues; Linear: the key's user, its teams and their workflow states). A tracker that would refuse is a warning: write-back never blocks a run.
+/// repository's issues; Linear: the key's user, its teams and their workflow states; Jira: the token's
+/// user, `GET /rest/api/3/myself`). A tracker that would refuse is a warning: write-back never blocks a run.
 async fn writeback_checks(config: &Config) -> Vec<Check> {
     let mut out = Vec::new();
     let mut github = None;

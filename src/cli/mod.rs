@@ -77,12 +77,13 @@ pub enum Command {
     /// See the whole pipeline work, offline: a scratch repository, SQLite, the local forge and a fake
     /// agent take one task from approval to a reviewed, green pull request.
     Demo(demo::DemoArgs),
-    /// Fetch tasks from the configured sources (Asana, GitHub issues, Linear, files) into the queue.
+    /// Fetch tasks from the configured sources (Asana, GitHub issues, Linear, Jira, files) into the queue.
     ///
     /// A source is a [[sources]] table in the config: the tasks of Asana projects, sections or a user
     /// task list (kind = "asana"; a personal access token in $ASANA_TOKEN, or the variable token_env
     /// names), the issues of a GitHub repository (kind = "github_issues"), the issues of Linear teams
-    /// and projects (kind = "linear"; an API key in $LINEAR_API_KEY), or a JSON Lines or CSV file
+    /// and projects (kind = "linear"; an API key in $LINEAR_API_KEY), the issues a JQL query selects
+    /// (kind = "jira"; an API token in $JIRA_API_TOKEN, see docs/jira.md), or a JSON Lines or CSV file
     /// (kind = "file"; a relative path is read beside the config). Each task is stored under its
     /// tracker id, with the source's name and repo; new tasks wait as pending for the analyzer.
     ///
@@ -194,8 +195,8 @@ pub enum Command {
     /// and where each value came from (`show`).
     #[command(subcommand)]
     Config(config::ConfigCommand),
-    /// What the trackers were told (write-back): each message owed to a task's Asana task, Linear issue
-    /// or GitHub issue — the pull request opened, the run complete or abandoned — and whether it got there.
+    /// What the trackers were told (write-back): each message owed to a task's Asana task, Linear issue,
+    /// Jira issue or GitHub issue — the pull request opened, the run complete or abandoned — and whether it got there.
     ///
     /// The runner records a message before the step it tells of and delivers it on its ticks: retried
     /// with a back-off when the tracker fails, looked for in the tracker before a retry (a write that

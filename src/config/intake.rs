@@ -9,13 +9,13 @@ use serde::Deserialize;
 pub struct SourceConfig {
     /// Recorded as each task's `source`; `intake.qualifying_sources` and the filters name it.
     pub name: String,
-    /// `asana`, `github_issues`, `linear` or `file`.
+    /// `asana`, `github_issues`, `linear`, `jira` or `file`.
     pub kind: String,
     /// The repository (a key of `[repos]`) its tasks are worked in; empty: the only repository.
     #[serde(default)]
     pub repo: String,
-    /// Asana, Linear: the variable holding the personal access token or API key; unset: `ASANA_TOKEN`,
-    /// `LINEAR_API_KEY` (filled in by [`fill_source_defaults`]).
+    /// Asana, Linear, Jira: the variable holding the personal access token, API key or API token;
+    /// unset: `ASANA_TOKEN`, `LINEAR_API_KEY`, `JIRA_API_TOKEN` (filled in by [`fill_source_defaults`]).
     #[serde(default)]
     pub token_env: String,
     /// Asana, Linear: the API base or endpoint (a test points it at a fake); unset: the tracker's own.
@@ -50,6 +50,24 @@ pub struct SourceConfig {
     /// told of, e.g. `{ pr_opened = "In Progress", complete = "In Review", merged = "Done" }`.
     #[serde(default)]
     pub writeback_states: std::collections::BTreeMap<crate::domain::WritebackEvent, String>,
+    /// Jira: the site, e.g. `https://yourco.atlassian.net` (Cloud) or a Data Center's address.
+    #[serde(default)]
+    pub base_url: String,
+    /// Jira: the query selecting the issues, e.g. `project = APP AND status = 'To Do'` (an `ORDER BY`
+    /// is replaced).
+    #[serde(default)]
+    pub jql: String,
+    /// Jira: `basic` (Cloud: `email` and an API token) or `bearer` (Data Center: a personal access
+    /// token; REST API v2).
+    #[serde(default = "default_jira_auth")]
+    pub auth: String,
+    /// Jira Cloud: the Atlassian account the API token belongs to.
+    #[serde(default)]
+    pub email: String,
+    /// Jira: the transition (by its name or the status it leads to) an issue takes at an event it is
+    /// told of, e.g. `{ pr_opened = "In Progress", complete = "In Review", merged = "Done" }`.
+    #[serde(default)]
+    pub writeback_transitions: std::collections::BTreeMap<crate::domain::WritebackEvent, String>,
     /// GitHub Issues: `open` (default) or `all`.
     #[serde(default = "default_issue_state")]
     pub state: String,
@@ -87,7 +105,12 @@ pub struct SourceConfig {
 impl SourceConfig {
     /// Whether this kind of source has a tracker to write to.
     pub fn writes_back(&self) -> bool {
-        matches!(self.kind.as_str(), "asana" | "github_issues" | "linear")
+        matches!(self.kind.as_str(), "asana" | "github_issues" | "linear" | "jira")
+    }
+
+    /// Whether this kind of source reads a token from `token_env` (GitHub Issues uses `[github]`'s).
+    pub fn has_token_env(&self) -> bool {
+        matches!(self.kind.as_str(), "asana" | "linear" | "jira")
     }
 
     /// The events this source's tracker is told of.
@@ -111,15 +134,20 @@ pub(super) fn fill_source_defaults(sources: &mut [SourceConfig]) {
         let (token_env, api_url) = match s.kind.as_str() {
             "asana" => ("ASANA_TOKEN", "https://app.asana.com/api/1.0"),
             "linear" => ("LINEAR_API_KEY", "https://api.linear.app/graphql"),
+            "jira" => ("JIRA_API_TOKEN", ""),
             _ => continue,
         };
         if s.token_env.is_empty() {
             s.token_env = token_env.into();
         }
-        if s.api_url.is_empty() {
+        if s.api_url.is_empty() && !api_url.is_empty() {
             s.api_url = api_url.into();
         }
     }
+}
+
+fn default_jira_auth() -> String {
+    "basic".into()
 }
 
 fn default_issue_state() -> String {
@@ -145,6 +173,18 @@ pub(super) fn validate_sources(config: &super::Config) -> Result<(), String> {
             && (!s.writeback_states.is_empty() || !s.teams.is_empty() || !s.states.is_empty())
         {
             return Err(format!("{}: teams, states and writeback_states are a Linear source's", key("kind")));
+        }
+        if s.kind != "jira"
+            && (!s.base_url.is_empty()
+                || !s.jql.is_empty()
+                || !s.email.is_empty()
+                || !s.writeback_transitions.is_empty()
+                || s.auth != "basic")
+        {
+            return Err(format!(
+                "{}: base_url, jql, email, auth and writeback_transitions are a Jira source's",
+                key("kind")
+            ));
         }
         if s.kind != "asana" && !s.answerers.is_empty() {
             return Err(format!("{}: answerers are an Asana source's (Asana user gids)", key("answerers")));
@@ -194,6 +234,7 @@ pub(super) fn validate_sources(config: &super::Config) -> Result<(), String> {
                 }
             }
             "linear" => validate_linear(s, &key)?,
+            "jira" => super::jira::validate_jira(s, &config.sources, &key)?,
             "github_issues" => {
                 if !s.writeback_sections.is_empty()
                     || !s.writeback_custom_fields.is_empty()
@@ -226,7 +267,12 @@ pub(super) fn validate_sources(config: &super::Config) -> Result<(), String> {
                     ));
                 }
             }
-            _ => return Err(format!("{}: must be one of: asana, github_issues, linear, file", key("kind"))),
+            _ => {
+                return Err(format!(
+                    "{}: must be one of: asana, github_issues, linear, jira, file",
+                    key("kind")
+                ));
+            }
         }
     }
     Ok(())

@@ -6,6 +6,7 @@ mod find;
 mod github_login;
 mod insights;
 mod intake;
+mod jira;
 mod prices;
 pub mod reference;
 mod trust;

@@ -131,7 +131,8 @@ fn the_seed_rules_appended_to_the_template_load_and_compile() {
 fn sources_are_checked_naming_the_key() {
     let base = "[repos.app]\npath = \"/src/app\"\n";
     let cases = [
-        ("[[sources]]\nname = \"a\"\nkind = \"jira\"\n", "sources[0].kind"),
+        ("[[sources]]\nname = \"a\"\nkind = \"trello\"\n", "sources[0].kind"),
+        ("[[sources]]\nname = \"a\"\nkind = \"jira\"\n", "sources[0].base_url"),
         ("[[sources]]\nname = \"a\"\nkind = \"asana\"\n", "sources[0].projects"),
         ("[[sources]]\nname = \"a\"\nkind = \"file\"\n", "sources[0].path"),
         ("[[sources]]\nname = \"a\"\nkind = \"github_issues\"\ngithub = \"nope\"\n", "sources[0].github"),

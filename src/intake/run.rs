@@ -21,6 +21,7 @@ use tokio::sync::mpsc::Receiver;
 use super::source::asana::{AsanaConfig, AsanaError, AsanaSource};
 use super::source::file::{FileError, read_file_pages};
 use super::source::github_issues::{GitHubIssuesConfig, GitHubIssuesSource, IssueState};
+use super::source::jira::{JiraConfig, JiraSource};
 use super::source::linear::{LinearConfig, LinearSource};
 use super::source::{EnvLookup, FILE_PAGE, Fetched, PAGES_IN_FLIGHT, Page, PageSender, SourceTask};
 use crate::config::{Config, SourceConfig, expand_home};
@@ -313,6 +314,10 @@ async fn fetch(
                 LinearSource::new(linear_config(source), env.clone()).map_err(|e| linear_error(&e))?;
             linear.fetch_pages(since, pages).await.map_err(|e| linear_error(&e))
         }
+        "jira" => {
+            let jira = JiraSource::new(jira_config(source), env.clone()).map_err(|e| jira_error(&e))?;
+            jira.fetch_pages(since, pages).await.map_err(|e| jira_error(&e))
+        }
         "file" => {
             let path = file_path(config, source);
             let name = source.name.clone();
@@ -339,9 +344,9 @@ async fn fetch(
             }
             Ok(fetched.cursor)
         }
-        other => {
-            Err(format!("kind {other:?} is not a source executor knows (asana, github_issues, linear, file)"))
-        }
+        other => Err(format!(
+            "kind {other:?} is not a source executor knows (asana, github_issues, linear, jira, file)"
+        )),
     }
 }
 
@@ -377,6 +382,32 @@ fn linear_config(source: &SourceConfig) -> LinearConfig {
         states: source.states.clone(),
         labels: source.labels.clone(),
         assignee: (!source.assignee.is_empty()).then(|| source.assignee.clone()),
+    }
+}
+
+fn jira_config(source: &SourceConfig) -> JiraConfig {
+    JiraConfig {
+        name: source.name.clone(),
+        site: crate::jira::JiraSite {
+            base_url: source.base_url.clone(),
+            auth: crate::jira::JiraAuth::parse(&source.auth).unwrap_or_default(),
+            email: source.email.clone(),
+            token_env: source.token_env.clone(),
+        },
+        jql: source.jql.clone(),
+    }
+}
+
+/// As [`asana_error`], for Jira (a 400 on the search names the JQL's fault in Jira's words).
+fn jira_error(e: &crate::jira::JiraError) -> String {
+    if e.is_passing() {
+        format!("{e}; nothing was lost: the next intake asks again for everything since the last good fetch")
+    } else if let crate::jira::JiraError::BadRequest { message, .. } = e {
+        format!(
+            "Jira refused the source's jql: {message}; correct `jql` in the config (try it in Jira's issue search first)"
+        )
+    } else {
+        e.to_string()
     }
 }
 

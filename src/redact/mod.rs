@@ -138,10 +138,9 @@ impl Redactor {
 /// as it is now.
 pub fn config_secrets(config: &Config) -> Vec<String> {
     let w = &config.worker;
-    // An Asana source's token and a Linear source's key too: write-back errors and messages pass
+    // An Asana, Linear or Jira source's token too: write-back errors and messages pass
     // through the redactor.
-    let trackers =
-        config.sources.iter().filter(|s| matches!(s.kind.as_str(), "asana" | "linear")).map(|s| &s.token_env);
+    let trackers = config.sources.iter().filter(|s| s.has_token_env()).map(|s| &s.token_env);
     let names = config.github.token_env.iter().chain(&w.pass_env).chain(&w.redact_env).chain(trackers);
     let names = names.chain(std::iter::once(&config.github.webhook_secret_env));
     // And every value the scheduled runs' environment file set (`--env-file`).
@@ -162,7 +161,7 @@ pub fn unknown_secrets(config: &Config) -> Vec<String> {
     let unset = |name: &String| std::env::var(name).map_or(true, |v| v.trim().is_empty());
     let mut out: Vec<String> =
         config.worker.redact_env.iter().filter(|n| unset(n)).map(|n| format!("${n}")).collect();
-    let trackers = config.sources.iter().filter(|s| matches!(s.kind.as_str(), "asana" | "linear"));
+    let trackers = config.sources.iter().filter(|s| s.has_token_env());
     out.extend(trackers.map(|s| &s.token_env).filter(|n| unset(n)).map(|n| format!("${n}")));
     let uses_github = config.repos.values().any(|r| r.forge == "github")
         || config.sources.iter().any(|s| s.kind == "github_issues");

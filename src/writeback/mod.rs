@@ -13,11 +13,12 @@
 //!
 //! A task's messages reach its tracker in the order they were recorded: a later one waits while an
 //! earlier one is pending. Nothing here reaches a prompt, and the intake reads no comments (Asana's
-//! stories, GitHub's issue comments, Linear's comments), so what executor posts never comes back as
+//! stories, GitHub's issue comments, Linear's and Jira's comments), so what executor posts never comes back as
 //! task text.
 
 mod asana;
 mod github_issues;
+mod jira;
 mod linear;
 pub mod message;
 
@@ -29,6 +30,7 @@ use chrono::{DateTime, Utc};
 
 pub use asana::{AsanaTracker, TrackerAnswer};
 pub use github_issues::GitHubIssuesTracker;
+pub use jira::JiraTracker;
 pub use linear::{LinearTracker, comment_id as linear_comment_id};
 pub use message::{marker_text, new_marker};
 
@@ -84,15 +86,27 @@ pub enum Tracker {
     Asana(AsanaTracker),
     GitHubIssues(GitHubIssuesTracker),
     Linear(LinearTracker),
+    Jira(JiraTracker),
 }
 
 impl Tracker {
     /// Posts `w` on its task unless an earlier attempt did (looked for only when `w` was tried before).
     pub async fn post(&self, w: &Writeback) -> Result<Posted, TrackerError> {
+        self.post_linking(w, None).await
+    }
+
+    /// As [`post`](Self::post), with the address of `w`'s run's pull request, which a tracker that
+    /// links pull requests (Jira) links on the task.
+    pub async fn post_linking(
+        &self,
+        w: &Writeback,
+        pull_request: Option<&str>,
+    ) -> Result<Posted, TrackerError> {
         match self {
             Tracker::Asana(t) => t.post(w).await,
             Tracker::GitHubIssues(t) => t.post(w).await,
             Tracker::Linear(t) => t.post(w).await,
+            Tracker::Jira(t) => t.post(w, pull_request).await,
         }
     }
 }
@@ -339,10 +353,18 @@ impl Outbox {
             };
             trackers.insert(w.source.clone(), self.tracker(source)?);
         }
-        match trackers.get(&w.source) {
-            Some(tracker) => tracker.post(w).await,
-            None => Err(TrackerError::Passing("no tracker".into())),
-        }
+        let tracker = trackers.get(&w.source).ok_or_else(|| TrackerError::Passing("no tracker".into()))?;
+        let pull_request = match (tracker, w.run_id) {
+            (Tracker::Jira(_), Some(run)) => {
+                self.store
+                    .run(run)
+                    .await
+                    .map_err(|e| TrackerError::Passing(format!("reading run {run}'s pull request: {e}")))?
+                    .pr_url
+            }
+            _ => None,
+        };
+        tracker.post_linking(w, pull_request.as_deref()).await
     }
 
     /// The answer to a run's open question asked at `since`, from a comment on `task` in its tracker by
@@ -369,6 +391,7 @@ impl Outbox {
         match source.kind.as_str() {
             "asana" => Ok(Tracker::Asana(AsanaTracker::new(source, (self.env)(&source.token_env))?)),
             "linear" => Ok(Tracker::Linear(LinearTracker::new(source, (self.env)(&source.token_env))?)),
+            "jira" => Ok(Tracker::Jira(JiraTracker::new(source, (self.env)(&source.token_env))?)),
             "github_issues" => match &self.github {
                 Some(client) => Ok(Tracker::GitHubIssues(GitHubIssuesTracker::new(client.clone(), source)?)),
                 None => Err(TrackerError::Passing("no GitHub client: the [github] settings failed".into())),
@@ -382,7 +405,7 @@ impl Outbox {
 }
 
 /// Whether `source`'s tracker would take executor's messages, found out without writing. `token`: the
-/// value of an Asana or Linear source's `token_env`; `github`: the client a GitHub Issues source writes through.
+/// value of an Asana, Linear or Jira source's `token_env`; `github`: the client a GitHub Issues source writes through.
 pub async fn probe(
     source: &SourceConfig,
     token: Option<String>,
@@ -391,6 +414,7 @@ pub async fn probe(
     match (source.kind.as_str(), github) {
         ("asana", _) => AsanaTracker::new(source, token)?.probe(&source.projects).await,
         ("linear", _) => LinearTracker::new(source, token)?.probe().await,
+        ("jira", _) => JiraTracker::new(source, token)?.probe().await,
         ("github_issues", Some(client)) => GitHubIssuesTracker::new(client, source)?.probe().await,
         ("github_issues", None) => {
             Err(TrackerError::Passing("no GitHub client: see the [github] check".into()))

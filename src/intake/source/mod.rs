@@ -5,6 +5,7 @@
 //! - [`asana`]: the tasks of Asana projects, sections or a user task list, over its REST API.
 //! - [`github_issues`]: the issues of one GitHub repository, through the GitHub forge's client.
 //! - [`linear`]: the issues of Linear teams and projects, over its GraphQL API (`crate::linear`).
+//! - [`jira`]: the issues a JQL query selects, over Jira's REST API (`crate::jira`).
 //! - [`file`]: a JSON Lines or CSV file, for anything else and for tests.
 //!
 //! Asana and files hand each page on as soon as it is read ([`Page`], over a bounded channel), so the
@@ -17,6 +18,7 @@
 pub mod asana;
 pub mod file;
 pub mod github_issues;
+pub mod jira;
 pub mod linear;
 
 use std::sync::Arc;
@@ -35,6 +37,9 @@ pub enum SourceError {
     /// A Linear request failed; its message says what to do.
     #[error("reading issues from Linear: {0}")]
     Linear(#[from] crate::linear::LinearError),
+    /// A Jira request failed; its message says what to do.
+    #[error("reading issues from Jira: {0}")]
+    Jira(#[from] crate::jira::JiraError),
     /// A GitHub call failed; its message says what to do (a 401 names where the token came from and
     /// `gh auth login`).
     #[error("reading the issues of {repo} on GitHub: {error}")]
