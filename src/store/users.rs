@@ -114,6 +114,13 @@ impl Store {
             .transpose())
     }
 
+    /// The active person named `name`, or a refusal that says there is none.
+    async fn someone_active(&self, name: &str) -> Result<User> {
+        self.active_user(name).await?.ok_or_else(|| {
+            StoreError::Refused(format!("no one named {name} uses the dashboard (see `executor users list`)"))
+        })
+    }
+
     /// The active person whose personal token hashes to `token_sha256`.
     pub async fn user_by_token(&self, token_sha256: &str) -> Result<Option<User>> {
         let sql = format!(
@@ -144,11 +151,7 @@ impl Store {
 
     /// Ends `name`'s access: their token and every session they hold stop working at once.
     pub async fn revoke_user(&self, name: &str, by: By<'_>) -> Result<User> {
-        let Some(user) = self.active_user(name).await? else {
-            return Err(StoreError::Refused(format!(
-                "no one named {name} uses the dashboard (see `executor users list`)"
-            )));
-        };
+        let user = self.someone_active(name).await?;
         let reason = format!("{name} may no longer use the dashboard");
         let revoked = update_one_with_event!(
             self,
@@ -165,11 +168,7 @@ impl Store {
 
     /// Gives `name` another role, effective on their next request.
     pub async fn set_user_role(&self, name: &str, role: Role, by: By<'_>) -> Result<User> {
-        let Some(user) = self.active_user(name).await? else {
-            return Err(StoreError::Refused(format!(
-                "no one named {name} uses the dashboard (see `executor users list`)"
-            )));
-        };
+        let user = self.someone_active(name).await?;
         let reason = format!("{name} is now {role} (was {})", user.role);
         let changed = update_one_with_event!(
             self,
@@ -187,11 +186,7 @@ impl Store {
     /// Links `name` to a GitHub account (`None`: unlinks): "Sign in with GitHub" as that account logs in
     /// as them. Refused while another active person has the account.
     pub async fn set_user_github(&self, name: &str, login: Option<&str>, by: By<'_>) -> Result<User> {
-        let Some(user) = self.active_user(name).await? else {
-            return Err(StoreError::Refused(format!(
-                "no one named {name} uses the dashboard (see `executor users list`)"
-            )));
-        };
+        let user = self.someone_active(name).await?;
         let login = login.map(str::to_lowercase);
         if let Some(l) = login.as_deref().filter(|l| !valid_github_login(l)) {
             return Err(StoreError::Refused(format!(

@@ -32,7 +32,6 @@ use super::AppState;
 use super::person::{self, Person};
 use super::refusal_log::{Burst, shown};
 use super::session::{self, Auth, same};
-use crate::domain::Role;
 
 /// The header a page's script sends the CSRF value in, with the cookie.
 pub const CSRF_HEADER: &str = "x-executor-csrf";
@@ -222,7 +221,7 @@ async fn admit(state: &AppState, mut req: Request) -> Result<Admitted, Refusal> 
     };
     let needed = person::needed_role(req.method(), req.uri().path());
     if !who.role.allows(needed) {
-        return Err(Refusal::new(StatusCode::FORBIDDEN, not_allowed(&who, needed)));
+        return Err(Refusal::new(StatusCode::FORBIDDEN, who.not_allowed(needed)));
     }
     if reads {
         req.extensions_mut().insert(auth);
@@ -270,16 +269,9 @@ async fn admit(state: &AppState, mut req: Request) -> Result<Admitted, Refusal> 
     Ok(Admitted::Pass(Request::from_parts(parts, Body::from(bytes))))
 }
 
-/// Who a token belongs to: the dashboard's own (its holder), or an active person's personal token.
+/// Who a token belongs to (see `person::whose_token`).
 async fn whose_token(state: &AppState, given: &str) -> Result<Option<Person>, Refusal> {
-    if same(given, &state.token) {
-        return Ok(Some(Person::token_holder()));
-    }
-    if !given.starts_with(person::TOKEN_PREFIX) {
-        return Ok(None);
-    }
-    let user = state.store.user_by_token(&person::token_sha256(given)).await.map_err(unavailable)?;
-    Ok(user.map(|u| Person { id: Some(u.id), name: Some(u.name), role: u.role }))
+    person::whose_token(&state.store, &state.token, given).await.map_err(unavailable)
 }
 
 /// Who an authenticated request is from: the person its session names (refused once they are revoked),
@@ -288,7 +280,7 @@ async fn person_of(state: &AppState, auth: &Auth) -> Result<Person, Refusal> {
     let Auth::Session(id) = auth else { return Ok(Person::token_holder()) };
     let Some(user_id) = session::person_of(id) else { return Ok(Person::token_holder()) };
     match state.store.user(user_id).await.map_err(unavailable)? {
-        Some(u) if u.active() => Ok(Person { id: Some(u.id), name: Some(u.name), role: u.role }),
+        Some(u) if u.active() => Ok(Person::from(u)),
         _ => Err(Refusal::login("your access to this dashboard was revoked; ask an admin for a new login")),
     }
 }
@@ -296,23 +288,6 @@ async fn person_of(state: &AppState, auth: &Auth) -> Result<Person, Refusal> {
 fn unavailable(e: crate::store::StoreError) -> Refusal {
     tracing::warn!("dashboard: looking up a person failed: {e}");
     Refusal::new(StatusCode::SERVICE_UNAVAILABLE, "the database did not answer; try again")
-}
-
-/// Why `who` may not do this, and who can change that.
-fn not_allowed(who: &Person, needed: Role) -> String {
-    let what = match needed {
-        Role::Admin => "managing people",
-        _ => "changing tasks and runs",
-    };
-    match &who.name {
-        Some(name) => format!(
-            "{name} is {} {}: {what} needs the {needed} role (an admin can give it: `executor users role \
-             {name} {needed}`)",
-            if who.role == Role::Viewer { "a" } else { "an" },
-            who.role
-        ),
-        None => format!("{what} needs the {needed} role"),
-    }
 }
 
 /// Who `headers` say the request is from: the token as a bearer, or a session this server signed.

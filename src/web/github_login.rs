@@ -37,7 +37,7 @@ fn random_hex() -> Option<String> {
     use ring::rand::SecureRandom;
     let mut bytes = [0u8; 16];
     ring::rand::SystemRandom::new().fill(&mut bytes).ok()?;
-    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    Some(super::session::hex(&bytes))
 }
 
 /// Where GitHub sends the browser back: this server as the browser named it (the `Host` the security

@@ -35,6 +35,44 @@ impl Person {
     pub fn shown(&self) -> &str {
         self.name.as_deref().unwrap_or("dashboard token")
     }
+
+    /// Why this person may not do what needs `needed`, and who can change that.
+    pub fn not_allowed(&self, needed: Role) -> String {
+        let what = match needed {
+            Role::Admin => "managing people",
+            _ => "changing tasks and runs",
+        };
+        match &self.name {
+            Some(name) => format!(
+                "{name} is {} {}: {what} needs the {needed} role (an admin can give it: `executor users \
+                 role {name} {needed}`)",
+                if self.role == Role::Viewer { "a" } else { "an" },
+                self.role
+            ),
+            None => format!("{what} needs the {needed} role"),
+        }
+    }
+}
+
+impl From<crate::store::User> for Person {
+    fn from(u: crate::store::User) -> Person {
+        Person { id: Some(u.id), name: Some(u.name), role: u.role }
+    }
+}
+
+/// Who a token belongs to: the dashboard's own (its holder), or an active person's personal token.
+pub async fn whose_token(
+    store: &crate::store::Store,
+    dashboard_token: &str,
+    given: &str,
+) -> Result<Option<Person>, crate::store::StoreError> {
+    if super::session::same(given, dashboard_token) {
+        return Ok(Some(Person::token_holder()));
+    }
+    if !given.starts_with(TOKEN_PREFIX) {
+        return Ok(None);
+    }
+    Ok(store.user_by_token(&token_sha256(given)).await?.map(Person::from))
 }
 
 tokio::task_local! {
@@ -83,17 +121,13 @@ pub fn new_token() -> Option<String> {
     use ring::rand::SecureRandom;
     let mut bytes = [0u8; 32];
     ring::rand::SystemRandom::new().fill(&mut bytes).ok()?;
-    Some(format!("{TOKEN_PREFIX}{}", hex(&bytes)))
+    Some(format!("{TOKEN_PREFIX}{}", super::session::hex(&bytes)))
 }
 
 /// What the database keeps of a personal token: its SHA-256, in hex. A token has 256 random bits, so
 /// a fast hash is enough: nothing can be guessed from it.
 pub fn token_sha256(token: &str) -> String {
-    hex(ring::digest::digest(&ring::digest::SHA256, token.as_bytes()).as_ref())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    super::session::hex(ring::digest::digest(&ring::digest::SHA256, token.as_bytes()).as_ref())
 }
 
 #[cfg(test)]
