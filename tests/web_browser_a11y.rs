@@ -141,6 +141,17 @@ async fn every_page_passes_axe_and_fits_a_phone_in_light_and_dark() {
     let site = Site::start(Config::default(), TOKEN).await;
     let (_logs, gid, run, session) = a_day_of_work(&site).await;
     let asks = a_run_that_asks(&site.store).await;
+    // A viewer who last looked an hour ago: the header names them, a note says what they may do, and
+    // Needs you lists what changed since.
+    let victor = executor::web::person::new_token().unwrap();
+    let hash = executor::web::person::token_sha256(&victor);
+    let viewer = site
+        .store
+        .add_user("victor", executor::domain::Role::Viewer, &hash, Actor::Cli.into())
+        .await
+        .unwrap();
+    site.store.mark_looked(viewer.id, chrono::Utc::now() - chrono::Duration::hours(1)).await.unwrap();
+    let viewer_pages = [("needs-you-viewer", "/".to_string()), ("task-viewer", format!("/tasks/{gid}"))];
     let pages = [
         ("needs-you", "/".to_string()),
         ("queue", "/queue".to_string()),
@@ -170,6 +181,8 @@ async fn every_page_passes_axe_and_fits_a_phone_in_light_and_dark() {
         let expect = if scheme == "dark" { "rgba(17, 20, 24, 1)" } else { "rgba(247, 248, 250, 1)" };
         assert_eq!(background, expect, "{scheme} page background");
         failures.extend(check_pages(&b, &site, scheme, &pages).await);
+        b.client.goto(&format!("{}/?token={victor}", site.base)).await.unwrap();
+        failures.extend(check_pages(&b, &site, scheme, &viewer_pages).await);
         b.close().await;
     }
     assert!(failures.is_empty(), "{} accessibility failures:\n{}", failures.len(), failures.join("\n"));
