@@ -31,6 +31,7 @@ on_both_databases!(
     a_token_that_may_not_comment_is_refused_once,
     a_deleted_issue_is_refused_and_later_messages_still_go,
     doctors_probe_asks_who_the_token_is_without_writing,
+    a_comment_by_an_answerer_answers_the_open_question,
 );
 
 const TOKEN: &str = "ATATT3x-wb-jira-SECRET";
@@ -326,4 +327,32 @@ async fn a_data_center_comment_is_wiki_text_found_by_its_marker_before_a_retry()
     assert_eq!(again, Posted::Earlier(posted.remote_id().to_string()));
     assert_eq!((posts(&fake), fake.links(&id()).len()), (1, 1), "found, not posted again; one link");
     assert_eq!(fake.status_of(&id()).as_deref(), Some("In Progress"));
+}
+
+/// Issue 34's answers from the tracker, on Jira: the first comment since the question was asked by one
+/// of the source's `answerers` (account ids) answers it; a stranger's, an earlier one and executor's own
+/// message do not, nor anything while no answerer is configured.
+async fn a_comment_by_an_answerer_answers_the_open_question(db: TestDb) {
+    let s = setup(db, TOKEN, "answerers = [\"acc-alice\"]").await;
+    let asked = Utc::now() - chrono::Duration::minutes(30);
+    let doc = |text: &str| {
+        serde_json::json!({"type": "doc", "version": 1, "content": [
+            {"type": "paragraph", "content": [{"type": "text", "text": text}]}]})
+    };
+    let alice = serde_json::json!({"accountId": "acc-alice", "displayName": "Alice Liddell"});
+    let mallory = serde_json::json!({"accountId": "acc-mallory", "displayName": "Alice Liddell"});
+    let task = s.store.task(&TaskGid::parse(&task()).unwrap()).await.unwrap();
+    s.fake.comment_by(&id(), alice.clone(), doc("use en-US"), asked - chrono::Duration::minutes(5));
+    s.fake.comment_by(&id(), mallory, doc("use fr-FR"), asked + chrono::Duration::minutes(1));
+    let ours = format!("a question for you\n\n{}", marker_text("wb-1"));
+    s.fake.comment_by(&id(), alice.clone(), doc(&ours), asked + chrono::Duration::minutes(2));
+    assert_eq!(s.outbox.tracker_answer(&task, asked).await.unwrap(), None, "no answerer's comment since");
+
+    s.fake.comment_by(&id(), alice, doc("use en-GB"), asked + chrono::Duration::minutes(3));
+    let answer = s.outbox.tracker_answer(&task, asked).await.unwrap().expect("an answer");
+    assert_eq!((answer.by.as_str(), answer.text.as_str()), ("Alice Liddell", "use en-GB"));
+
+    let none = Outbox::new(Arc::new(config(&s.fake, "")), s.store.clone(), None)
+        .with_env(Arc::new(|_| Some(TOKEN.to_string())));
+    assert_eq!(none.tracker_answer(&task, asked).await.unwrap(), None, "no answerers: no answers");
 }

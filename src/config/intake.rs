@@ -186,8 +186,19 @@ pub(super) fn validate_sources(config: &super::Config) -> Result<(), String> {
                 key("kind")
             ));
         }
-        if s.kind != "asana" && !s.answerers.is_empty() {
-            return Err(format!("{}: answerers are an Asana source's (Asana user gids)", key("answerers")));
+        if !matches!(s.kind.as_str(), "asana" | "jira") && !s.answerers.is_empty() {
+            return Err(format!(
+                "{}: answerers are an Asana source's (user gids) or a Jira source's (account ids)",
+                key("answerers")
+            ));
+        }
+        let plain = |a: &String| {
+            !a.is_empty() && a.len() <= 128 && !a.chars().any(|c| c.is_whitespace() || c.is_control())
+        };
+        if s.kind == "jira"
+            && let Some(who) = s.answerers.iter().find(|a| !plain(a))
+        {
+            return Err(format!("{}: {who:?} is not a Jira account id or user name", key("answerers")));
         }
         match s.kind.as_str() {
             "asana" => {

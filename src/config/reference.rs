@@ -94,7 +94,7 @@ const MORE: &[(&str, &str, &str, &str, &str)] = &[
     ("sources", "writeback_sections", "", "{}", "Asana: the section (gid) a task is moved to at an event it is told of."),
     ("sources", "writeback_custom_fields", "", "{}", "Asana: custom fields set on the task at an event, by field gid: a text value or an enum option's gid."),
     ("sources", "writeback_complete_on_merge", "", "false", "Asana: mark the task complete when its pull request merges (with `merged` in `writeback`)."),
-    ("sources", "answerers", "", "[]", "Asana: the people (user gids) whose comment on a task answers the open question of its run; none: a comment in Asana answers nothing."),
+    ("sources", "answerers", "", "[]", "Asana, Jira: the people (Asana user gids; Jira Cloud account ids, Data Center user names) whose comment on a task answers the open question of its run; none: a comment in the tracker answers nothing."),
     ("sources", "writeback_states", "", "{}", "Linear: the workflow state (by name, in the issue's team) an issue moves to at an event it is told of."),
     ("sources", "base_url", "string", "\"\"", "Jira: the site, e.g. `https://yourco.atlassian.net` (Cloud) or a Data Center's address; every Jira source on one site."),
     ("sources", "jql", "string", "\"\"", "Jira: the query selecting the issues, e.g. `project = APP AND status = 'To Do'` (an `ORDER BY` is replaced); see docs/jira.md."),

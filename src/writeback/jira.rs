@@ -13,9 +13,11 @@
 
 use std::collections::BTreeMap;
 
+use chrono::{DateTime, Utc};
 use reqwest::Method;
 use serde_json::{Value, json};
 
+use super::asana::TrackerAnswer;
 use super::message::marker_text;
 use super::{Posted, TrackerError};
 use crate::config::SourceConfig;
@@ -25,6 +27,27 @@ use crate::store::Writeback;
 
 /// Pages of 100 comments read, newest first, when looking for an earlier attempt's comment.
 const MAX_COMMENT_PAGES: usize = 10;
+
+/// `comment` as an answer: added at or after `since` by one of `answerers` (Cloud's `accountId`, Data
+/// Center's `name` or `key`), with text, and not one of executor's own messages.
+fn answer_in(comment: &Value, since: DateTime<Utc>, answerers: &[String]) -> Option<TrackerAnswer> {
+    let author = comment.get("author")?;
+    let ids = ["accountId", "name", "key"].map(|k| author.get(k).and_then(Value::as_str));
+    if !ids.iter().flatten().any(|id| answerers.iter().any(|a| a == id)) {
+        return None;
+    }
+    // Jira's times: `2026-11-01T10:00:00.000+0000`.
+    let created = comment.get("created").and_then(Value::as_str)?;
+    let at = DateTime::parse_from_str(created, "%Y-%m-%dT%H:%M:%S%.f%z").ok()?.with_timezone(&Utc);
+    let text = match comment.get("body")? {
+        Value::String(wiki) => wiki.clone(),
+        doc => adf::to_text(doc),
+    };
+    let by = author.get("displayName").and_then(Value::as_str).filter(|n| !n.is_empty());
+    let by = by.or(ids.into_iter().flatten().next())?.to_string();
+    (at >= since && !text.trim().is_empty() && !super::message::is_executors(&text))
+        .then_some(TrackerAnswer { by, text })
+}
 
 /// Writes comments, links and transitions on the issues of one Jira source.
 pub struct JiraTracker {
@@ -88,6 +111,38 @@ impl JiraTracker {
         body: Option<&Value>,
     ) -> Result<Value, TrackerError> {
         self.client.send(method, path, query, body, 0).await.map_err(|e| refused_or_passing(e, &self.source))
+    }
+
+    /// The first comment on the issue of task `gid` added at or after `since` by one of `answerers`
+    /// (Cloud account ids; Data Center user names or keys), not executor's own, oldest first: the
+    /// answer to a run's open question. `None` when there is none yet.
+    pub async fn answer_since(
+        &self,
+        gid: &str,
+        since: DateTime<Utc>,
+        answerers: &[String],
+    ) -> Result<Option<TrackerAnswer>, TrackerError> {
+        let Some(issue) = issue_id(gid).filter(|_| !answerers.is_empty()) else { return Ok(None) };
+        let path = self.client.api(&format!("issue/{issue}/comment"));
+        let mut start_at = 0usize;
+        for _ in 0..MAX_COMMENT_PAGES {
+            let query = [
+                ("orderBy", "created".to_string()),
+                ("maxResults", "100".to_string()),
+                ("startAt", start_at.to_string()),
+            ];
+            let page = self.send(Method::GET, &path, &query, None).await?;
+            let comments = page.get("comments").and_then(Value::as_array).cloned().unwrap_or_default();
+            if let Some(found) = comments.iter().find_map(|c| answer_in(c, since, answerers)) {
+                return Ok(Some(found));
+            }
+            start_at += comments.len();
+            let total = page.get("total").and_then(Value::as_u64).unwrap_or(0);
+            if comments.is_empty() || start_at as u64 >= total {
+                break;
+            }
+        }
+        Ok(None)
     }
 
     /// The id of the comment on `issue` that carries `marker`, newest first.

@@ -368,7 +368,7 @@ impl Outbox {
     }
 
     /// The answer to a run's open question asked at `since`, from a comment on `task` in its tracker by
-    /// one of its source's `answerers` (Asana). `None` when the source takes no answers or none came.
+    /// one of its source's `answerers` (Asana, Jira). `None` when the source takes no answers or none came.
     pub async fn tracker_answer(
         &self,
         task: &Task,
@@ -379,11 +379,15 @@ impl Outbox {
         else {
             return Ok(None);
         };
-        if source.kind != "asana" || source.answerers.is_empty() {
+        if source.answerers.is_empty() {
             return Ok(None);
         }
-        let tracker = AsanaTracker::new(source, (self.env)(&source.token_env))?;
-        tracker.answer_since(task.task_gid.as_str(), since, &source.answerers).await
+        let (gid, token) = (task.task_gid.as_str(), (self.env)(&source.token_env));
+        match source.kind.as_str() {
+            "asana" => AsanaTracker::new(source, token)?.answer_since(gid, since, &source.answerers).await,
+            "jira" => JiraTracker::new(source, token)?.answer_since(gid, since, &source.answerers).await,
+            _ => Ok(None),
+        }
     }
 
     /// The tracker a source writes to.

@@ -167,6 +167,16 @@ impl FakeJira {
     }
 
     /// The comments on issue `id` as plain text (Data Center's string bodies as they are), in order.
+    /// A comment on issue `id` by someone else than executor: `author` as Jira Cloud gives it
+    /// (`{"accountId", "displayName"}`), `body` in ADF or, for Data Center, a string.
+    pub fn comment_by(&self, id: &str, author: Value, body: Value, created: DateTime<Utc>) {
+        let mut state = self.state.lock().unwrap();
+        state.next_id += 1;
+        let comment = json!({"id": state.next_id.to_string(), "issueId": id, "body": body,
+            "created": jira_time(created), "author": author});
+        state.comments.push(comment);
+    }
+
     pub fn comments(&self, id: &str) -> Vec<String> {
         let state = self.lock();
         let on = state.comments.iter().filter(|c| c["issueId"] == id);
