@@ -1,13 +1,16 @@
-//! The pipeline, once per tracker at the same time (issue 24): an Asana task, a GitHub issue and a
-//! Linear issue are taken in by one `executor intake`, approved, and worked by the real runner on the
-//! GitHub forge to complete pull requests; each tracker then shows exactly its two messages, in order
-//! — the pull request opened, then ready for review — though each applied its first write and failed
-//! to answer it (Asana and GitHub a 502, Linear too late). The Linear issue moved as its source asks.
+//! The pipeline, once per tracker at the same time (issue 24): an Asana task, a GitHub issue, a Linear
+//! issue and a Jira issue are taken in by one `executor intake`, approved, and worked by the real runner
+//! on the GitHub forge to complete pull requests; each tracker then shows exactly its two messages, in
+//! order — the pull request opened, then ready for review — though each applied its first write and
+//! failed to answer it (Asana, GitHub and Jira a 502, Linear too late). The Linear and Jira issues moved
+//! as their sources ask.
 
 #[path = "fake_asana/mod.rs"]
 mod fake_asana;
 #[path = "fake_github/mod.rs"]
 mod fake_github;
+#[path = "fake_jira/mod.rs"]
+mod fake_jira;
 #[path = "fake_linear/mod.rs"]
 mod fake_linear;
 
@@ -20,11 +23,13 @@ use executor::domain::{RunState, WritebackStatus};
 use executor::store::Store;
 use fake_asana::FakeAsana;
 use fake_github::Fault;
+use fake_jira::FakeJira;
 use fake_linear::FakeLinear;
 use github_support::{CiPlayer, GhEnv, REPO, deliver_what_is_left, run_of, text};
 
 const ASANA_TOKEN: &str = "2/1234567890/all-trackers-asana";
 const LINEAR_KEY: &str = "lin_api_all_trackers_0123456789";
+const JIRA_TOKEN: &str = "ATATT3x-all-trackers-jira";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_from_each_source_reaches_a_complete_pull_request_and_its_tracker_hears_once() {
@@ -40,9 +45,12 @@ async fn a_task_from_each_source_reaches_a_complete_pull_request_and_its_tracker
         "Todo",
         "2026-11-01T10:00:00.000Z",
     ));
+    let jira = FakeJira::start(&fake_jira::basic("bot@acme.com", JIRA_TOKEN)).await;
+    jira.put_issue(fake_jira::issue(1, "APP", "Add the feature file", "To Do", chrono::Utc::now()));
     let number = env.fake.add_issue(REPO, "Add the feature file", Some("Please add it."), &[]);
     env.set_agent_env("WB_ASANA_TOKEN", ASANA_TOKEN);
     env.set_agent_env("WB_LINEAR_KEY", LINEAR_KEY);
+    env.set_agent_env("WB_JIRA_TOKEN", JIRA_TOKEN);
     let path = env.path().join("executor.toml");
     let mut config = std::fs::read_to_string(&path).unwrap();
     config.push_str(&format!(
@@ -51,8 +59,11 @@ async fn a_task_from_each_source_reaches_a_complete_pull_request_and_its_tracker
          \n[[sources]]\nname = \"issues\"\nkind = \"github_issues\"\ngithub = \"octo/app\"\nrepo = \"app\"\n\
          \n[[sources]]\nname = \"linear\"\nkind = \"linear\"\nteams = [\"ENG\"]\napi_url = \"{}\"\n\
          token_env = \"WB_LINEAR_KEY\"\nrepo = \"app\"\nwriteback_timeout = \"2s\"\n\
-         writeback_states = {{ pr_opened = \"In Progress\", complete = \"In Review\" }}\n",
-        asana.url, linear.url
+         writeback_states = {{ pr_opened = \"In Progress\", complete = \"In Review\" }}\n\
+         \n[[sources]]\nname = \"jira\"\nkind = \"jira\"\nbase_url = \"{}\"\nemail = \"bot@acme.com\"\n\
+         jql = \"project = APP\"\ntoken_env = \"WB_JIRA_TOKEN\"\nrepo = \"app\"\nwriteback_timeout = \"2s\"\n\
+         writeback_transitions = {{ pr_opened = \"In Progress\", complete = \"In Review\" }}\n",
+        asana.url, linear.url, jira.url
     ));
     std::fs::write(&path, config).unwrap();
 
@@ -60,10 +71,11 @@ async fn a_task_from_each_source_reaches_a_complete_pull_request_and_its_tracker
     asana.fail_next_write(fake_asana::WriteFault::AppliedThenStatus(502));
     env.fake.fail_route("issue_comment_create", Fault::AppliedThen(502), 1);
     linear.fail_next_write(fake_linear::WriteFault::AppliedThenLate(Duration::from_secs(5)));
+    jira.fail_next_write(fake_jira::WriteFault::AppliedThenStatus(502));
 
     env.ok(&["intake"]).await;
     let linear_gid = format!("lin_{}", fake_linear::uuid(7));
-    let gids = ["1207".to_string(), format!("gh_octo.app-{number}"), linear_gid.clone()];
+    let gids = ["1207".to_string(), format!("gh_octo.app-{number}"), linear_gid.clone(), "jira_10001".into()];
     for gid in &gids {
         env.ok(&["approve", "--skip-triage", gid]).await;
     }
@@ -79,6 +91,7 @@ async fn a_task_from_each_source_reaches_a_complete_pull_request_and_its_tracker
         ("Asana", asana.comments("1207")),
         ("GitHub", env.fake.issue_comments(REPO, number)),
         ("Linear", linear.comments(&fake_linear::uuid(7))),
+        ("Jira", jira.comments("10001")),
     ] {
         assert_eq!(comments.len(), 2, "{tracker}: {comments:#?}");
         assert!(opened(&comments[0]) && ready(&comments[1]), "{tracker}: {comments:#?}");
@@ -91,6 +104,7 @@ async fn a_task_from_each_source_reaches_a_complete_pull_request_and_its_tracker
         assert_eq!((run.state, run.pr_number.is_some()), (RunState::Complete, true), "{gid}");
     }
     assert_eq!(linear.state_of(&fake_linear::uuid(7)).as_deref(), Some("In Review"));
+    assert_eq!(jira.status_of("10001").as_deref(), Some("In Review"));
 }
 
 async fn drive_all_to_complete(env: &GhEnv, store: &Store, gids: &[String]) {
