@@ -40,6 +40,7 @@ mod run_fields;
 mod run_view;
 mod runners;
 mod runs;
+mod seen;
 mod source_cursors;
 mod statistics;
 mod tasks;

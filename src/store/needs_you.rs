@@ -1,11 +1,12 @@
 //! What waits on a human, for the dashboard's "Needs you": tasks awaiting go or for review, analyses
 //! given up on, runs stopped on budget, runs whose checks never reported, abandoned runs whose notice is
 //! unread, sources whose last fetch failed, plans that wait for approval, questions that wait for an
-//! answer, and tracker edits to approved or done tasks that wait to be accepted. A fixed number of statements whatever the queue's size, each list bounded and counted
-//! whole (a count, never the length of the part returned).
+//! answer, and tracker edits to approved or done tasks that wait to be accepted. A fixed number of
+//! statements whatever the queue's size, each list bounded and counted whole (a count, never the
+//! length of the part returned).
 //!
-//! "Unread" is a human's act, recorded: a notice stays unread until someone marks it read on the
-//! dashboard (`mark_notice_read`), whether or not it was delivered to the pull request or a webhook —
+//! "Unread" is a human's act, recorded (see `seen`): a notice stays unread until someone marks it read on
+//! the dashboard (`mark_notice_read`), whether or not it was delivered to the pull request or a webhook —
 //! delivery says where it went, not that anyone saw it. An abandoned run also leaves the list once its
 //! task is retried (the task no longer points at it). A source's failed fetch is unread until dismissed
 //! (`dismiss_source_error`); a later failure is unread again.
@@ -13,13 +14,12 @@
 use chrono::{DateTime, Utc};
 
 use super::columns::{run_columns, task_columns};
-use super::events::{NewEvent, insert_event, kind};
 use super::row::Cols;
 use super::runs::run_from_row;
 use super::tasks::task_from_row;
-use super::{BeginWrite, Pool, Result, Store, StoreError, now, on_pool};
+use super::{Pool, Result, Store, StoreError, on_pool};
 use crate::domain::{
-    ABANDONED_NOTICE_KIND, BudgetCap, By, CHECKS_TIMEOUT_KEY, PlanStatus, QueueStatus, Run, Task, WorkerKind,
+    ABANDONED_NOTICE_KIND, BudgetCap, CHECKS_TIMEOUT_KEY, PlanStatus, QueueStatus, Run, Task, WorkerKind,
 };
 
 /// How many of each list's items come back (the totals count them all).
@@ -190,9 +190,6 @@ macro_rules! unread_notices {
            WHERE read_at IS NULL) AS n"
     };
 }
-
-/// A notice's run, task, kind and when it was read (as text: only whether it was matters here).
-type NoticeReadRow = (Option<i64>, Option<String>, String, Option<String>);
 
 fn run_need(r: &impl Cols) -> Result<RunNeed> {
     let notice = match r.int("need_id")? {
@@ -491,98 +488,5 @@ impl Store {
             Pool::Postgres(_) => given_up!(""),
         };
         Ok(listed!(self, (count_sql, list_sql), [max], limits.per_list, offset, task_from_row))
-    }
-
-    /// A human read notice `id`: it leaves "Needs you". Recorded once (a second reading changes nothing
-    /// and says so), with an event on the notice's run.
-    pub async fn mark_notice_read(&self, id: i64, by: impl Into<By<'_>>) -> Result<()> {
-        let by = by.into();
-        let found: Option<NoticeReadRow> = on_pool!(self, |p| {
-            sqlx::query_as(
-                "SELECT run_id, task_gid, kind, CAST(read_at AS TEXT) FROM executor_notifications WHERE id = $1",
-            )
-            .bind(id)
-            .fetch_optional(p)
-            .await?
-        });
-        let Some((run_id, task_gid, notice_kind, read)) = found else {
-            return Err(StoreError::UnknownNotice(id));
-        };
-        if read.is_some() {
-            return Err(StoreError::Refused(format!("notice {id} was marked read already")));
-        }
-        let reason = format!("notice {id} ({notice_kind}) marked read");
-        let ev = NewEvent {
-            actor: by.actor,
-            actor_id: by.name,
-            task_gid: task_gid.as_deref(),
-            run_id,
-            kind: kind::NOTE,
-            from_state: None,
-            to_state: None,
-            reason: Some(&reason),
-        };
-        let marked = on_pool!(self, |p| {
-            let mut tx = p.begin_write().await?;
-            let n = sqlx::query(
-                "UPDATE executor_notifications SET read_at = $1, read_by = $2 WHERE id = $3 AND read_at IS NULL",
-            )
-            .bind(now())
-            .bind(by.shown())
-            .bind(id)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            if n == 1 {
-                insert_event!(self, &mut *tx, ev)?;
-                tx.commit().await?;
-            }
-            n == 1
-        });
-        if !marked {
-            return Err(StoreError::Refused(format!("notice {id} was marked read already")));
-        }
-        Ok(())
-    }
-
-    /// A human saw source `source`'s failed fetch: it leaves "Needs you" until the source fails again.
-    /// Recorded as an event. Refused when the source's last fetch did not fail.
-    pub async fn dismiss_source_error(&self, source: &str, by: impl Into<By<'_>>) -> Result<()> {
-        let by = by.into();
-        let reason = format!("source {source}: its failed fetch was dismissed");
-        let ev = NewEvent {
-            actor: by.actor,
-            actor_id: by.name,
-            task_gid: None,
-            run_id: None,
-            kind: kind::NOTE,
-            from_state: None,
-            to_state: None,
-            reason: Some(&reason),
-        };
-        let dismissed = on_pool!(self, |p| {
-            let mut tx = p.begin_write().await?;
-            let n = sqlx::query(
-                "UPDATE executor_source_cursors SET error_read_at = $1 \
-                 WHERE source = $2 AND last_error IS NOT NULL \
-                   AND (error_read_at IS NULL OR error_read_at < last_error_at)",
-            )
-            .bind(now())
-            .bind(source)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            if n == 1 {
-                insert_event!(self, &mut *tx, ev)?;
-                tx.commit().await?;
-            }
-            n == 1
-        });
-        if !dismissed {
-            return Err(StoreError::Refused(format!(
-                "source {source} has no failed fetch waiting to be read"
-            )));
-        }
-        Ok(())
     }
 }
