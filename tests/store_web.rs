@@ -5,7 +5,7 @@
 mod common;
 
 use common::TestDb;
-use executor::domain::{Actor, AnswerVia, EndReason, QueueStatus, RunState, TaskGid, WorkerKind};
+use executor::domain::{Actor, AnswerVia, By, EndReason, QueueStatus, RunState, TaskGid, WorkerKind};
 use executor::store::{NeedsYouLimits, NewTask, PlanVerdict, Store, StoreError, TaskFilter, WorkerEnd};
 
 on_both_databases!(
@@ -122,14 +122,14 @@ async fn plans_and_questions_that_wait_on_a_person_are_listed_until_answered(db:
         .await
         .unwrap();
     let back = PlanVerdict::RequestChanges("smaller steps".into());
-    store.decide_plan(rewritten, &back, Actor::Cli, Some("alice")).await.unwrap();
+    store.decide_plan(rewritten, &back, By::person(Actor::Cli, "alice")).await.unwrap();
     store
         .record_plan(rewritten, ended_worker(&store, rewritten, WorkerKind::Plan).await, "v2")
         .await
         .unwrap();
     let approved = queued_run(&store, "pl-3").await;
     store.record_plan(approved, ended_worker(&store, approved, WorkerKind::Plan).await, "ok").await.unwrap();
-    store.decide_plan(approved, &PlanVerdict::Approve, Actor::Cli, None).await.unwrap();
+    store.decide_plan(approved, &PlanVerdict::Approve, Actor::Cli).await.unwrap();
     let gone = queued_run(&store, "pl-4").await;
     store.record_plan(gone, ended_worker(&store, gone, WorkerKind::Plan).await, "moot").await.unwrap();
     store
@@ -151,7 +151,7 @@ async fn plans_and_questions_that_wait_on_a_person_are_listed_until_answered(db:
     let answered = queued_run(&store, "qu-2").await;
     let s = ended_worker(&store, answered, WorkerKind::Queued).await;
     store.ask_question(answered, s, WorkerKind::Queued, "Done?").await.unwrap();
-    store.answer_question(answered, "yes", AnswerVia::Cli, Actor::Cli, None).await.unwrap();
+    store.answer_question(answered, "yes", AnswerVia::Cli, Actor::Cli).await.unwrap();
 
     let needs = store.needs_you(limits).await.unwrap();
     let plans: Vec<(i64, i64)> = needs.plans_awaiting.items.iter().map(|p| (p.run.id, p.revision)).collect();
@@ -178,9 +178,9 @@ async fn plans_and_questions_that_wait_on_a_person_are_listed_until_answered(db:
     assert_ne!(rest.plans_awaiting.items[0].run.id, waits);
 
     // A person's word takes each off the list.
-    store.decide_plan(waits, &PlanVerdict::Approve, Actor::Web, None).await.unwrap();
-    store.decide_plan(rewritten, &PlanVerdict::Approve, Actor::Web, None).await.unwrap();
-    store.answer_question(asks, "en-GB", AnswerVia::Web, Actor::Web, None).await.unwrap();
+    store.decide_plan(waits, &PlanVerdict::Approve, Actor::Web).await.unwrap();
+    store.decide_plan(rewritten, &PlanVerdict::Approve, Actor::Web).await.unwrap();
+    store.answer_question(asks, "en-GB", AnswerVia::Web, Actor::Web).await.unwrap();
     let needs = store.needs_you(limits).await.unwrap();
     assert!(needs.plans_awaiting.items.is_empty() && needs.open_questions.items.is_empty(), "{needs:?}");
     assert_eq!(needs.total(), 0);

@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 use common::TestDb;
 use executor::config::Config;
-use executor::domain::{Actor, AnswerVia, EndReason, PlanMode, PlanStatus, RunState, TaskGid, WorkerKind};
+use executor::domain::{
+    Actor, AnswerVia, By, EndReason, PlanMode, PlanStatus, RunState, TaskGid, WorkerKind,
+};
 use executor::store::{EventFilter, NewTask, PlanVerdict, Store, WorkerEnd};
 use executor::web::AppState;
 use reqwest::{Method, StatusCode};
@@ -88,8 +90,7 @@ async fn the_run_page_shows_the_plan_as_text_and_its_forms_decide_it(db: TestDb)
         .decide_plan(
             run,
             &PlanVerdict::RequestChanges("smaller <b>steps</b>".into()),
-            Actor::Cli,
-            Some("alice"),
+            By::person(Actor::Cli, "alice"),
         )
         .await
         .unwrap();
@@ -179,7 +180,10 @@ async fn the_run_page_answers_the_open_question_once(db: TestDb) {
         .unwrap();
     let earlier = ended_worker(&store, run, WorkerKind::Queued).await;
     store.ask_question(run, earlier, WorkerKind::Queued, "Earlier question?").await.unwrap();
-    store.answer_question(run, "earlier answer", AnswerVia::Cli, Actor::Cli, Some("bob")).await.unwrap();
+    store
+        .answer_question(run, "earlier answer", AnswerVia::Cli, By::person(Actor::Cli, "bob"))
+        .await
+        .unwrap();
     let asker = ended_worker(&store, run, WorkerKind::InProgress).await;
     store
         .ask_question(run, asker, WorkerKind::InProgress, "Which <b>locale</b> is the default?")

@@ -11,7 +11,7 @@ mod web_support;
 
 use browser_support::{Browser, Site, chromedriver, eventually};
 use executor::config::Config;
-use executor::domain::{Actor, EndReason, QueueStatus, RunState, TaskGid, WorkerKind};
+use executor::domain::{Actor, By, EndReason, QueueStatus, RunState, TaskGid, WorkerKind};
 use executor::store::{NewTask, SessionStart, Store, WorkerEnd};
 use fantoccini::Locator;
 use fantoccini::actions::InputSource;
@@ -101,7 +101,7 @@ async fn a_run_that_asks(store: &Store) -> i64 {
     let plan = "# Plan\n\n1. Read `src/save.rs`\n2. Add a test for the crash\n3. Fix it";
     store.record_plan(run, ended(WorkerKind::Plan).await, plan).await.unwrap();
     let back = executor::store::PlanVerdict::RequestChanges("Name the test file too.".into());
-    store.decide_plan(run, &back, Actor::Cli, Some("alice")).await.unwrap();
+    store.decide_plan(run, &back, By::person(Actor::Cli, "alice")).await.unwrap();
     store
         .record_plan(run, ended(WorkerKind::Plan).await, &format!("{plan}\n4. tests/save.rs"))
         .await

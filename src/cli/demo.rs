@@ -9,7 +9,7 @@ use anyhow::{Context as _, bail};
 use clap::Args;
 
 use super::Context;
-use crate::domain::{Actor, QueueStatus, RunState, TaskGid};
+use crate::domain::{Actor, By, QueueStatus, RunState, TaskGid};
 use crate::runner::Runner;
 use crate::store::{NewComment, NewTask};
 
@@ -85,14 +85,16 @@ async fn answer_for_the_agent(store: &crate::store::Store, run_id: i64) -> anyho
         for line in plan.body.lines() {
             say!("    | {line}");
         }
-        store.decide_plan(run_id, &crate::store::PlanVerdict::Approve, Actor::Cli, Some(REVIEWER)).await?;
+        store
+            .decide_plan(run_id, &crate::store::PlanVerdict::Approve, By::person(Actor::Cli, REVIEWER))
+            .await?;
         return Ok(true);
     }
     let open = store.questions(run_id).await?.into_iter().find(|q| q.answered_at.is_none());
     if let Some(q) = open {
         let answer = "Say hello: GREETING=hello";
         say!("  (the agent asks: \"{}\"; you answer: `executor answer {run_id} \"{answer}\"`)", q.question);
-        store.answer_question(run_id, answer, AnswerVia::Cli, Actor::Cli, Some(REVIEWER)).await?;
+        store.answer_question(run_id, answer, AnswerVia::Cli, By::person(Actor::Cli, REVIEWER)).await?;
         return Ok(true);
     }
     Ok(false)

@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 
 use super::Context;
 use super::output::json;
-use crate::domain::{Actor, AnswerVia, PlanMode};
+use crate::domain::{AnswerVia, PlanMode};
 use crate::store::PlanVerdict;
 
 #[derive(Debug, Subcommand)]
@@ -55,7 +55,7 @@ pub struct AnswerArgs {
 
 pub async fn plan(ctx: &Context, command: PlanCommand, as_json: bool) -> anyhow::Result<()> {
     let decide = |run: i64, verdict: PlanVerdict| async move {
-        let plan = ctx.store.decide_plan(run, &verdict, Actor::Cli, ctx.actor.as_deref()).await?;
+        let plan = ctx.store.decide_plan(run, &verdict, ctx.by()).await?;
         if as_json {
             return json(&plan);
         }
@@ -118,10 +118,7 @@ pub async fn plan(ctx: &Context, command: PlanCommand, as_json: bool) -> anyhow:
 }
 
 pub async fn answer(ctx: &Context, args: AnswerArgs, as_json: bool) -> anyhow::Result<()> {
-    let q = ctx
-        .store
-        .answer_question(args.run, &args.text, AnswerVia::Cli, Actor::Cli, ctx.actor.as_deref())
-        .await?;
+    let q = ctx.store.answer_question(args.run, &args.text, AnswerVia::Cli, ctx.by()).await?;
     if as_json {
         return json(&q);
     }

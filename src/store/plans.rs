@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use super::events::{NewEvent, kind, update_one_with_event};
 use super::row::Cols;
 use super::{Result, Store, StoreError, now, on_pool};
-use crate::domain::{Actor, AnswerVia, PlanMode, PlanStatus, Run, TaskGid, WorkerKind};
+use crate::domain::{AnswerVia, By, PlanMode, PlanStatus, Run, TaskGid, WorkerKind};
 
 /// One revision of a run's plan.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -92,10 +92,10 @@ fn question_from_row(r: &impl Cols) -> Result<RunQuestion> {
 }
 
 /// The history's line for a person's word on a run: who (`by`, where known) said what.
-fn person_said<'a>(actor: Actor, by: Option<&'a str>, run: &'a Run, reason: &'a str) -> NewEvent<'a> {
+fn person_said<'a>(by: By<'a>, run: &'a Run, reason: &'a str) -> NewEvent<'a> {
     NewEvent {
-        actor,
-        actor_id: by,
+        actor: by.actor,
+        actor_id: by.name,
         task_gid: Some(run.task_gid.as_str()),
         run_id: Some(run.id),
         kind: kind::NOTE,
@@ -146,9 +146,9 @@ impl Store {
         &self,
         run_id: i64,
         verdict: &PlanVerdict,
-        actor: Actor,
-        by: Option<&str>,
+        by: impl Into<By<'_>>,
     ) -> Result<RunPlan> {
+        let by = by.into();
         let run = self.run(run_id).await?;
         let Some(plan) = self.latest_plan(run_id).await? else {
             return Err(StoreError::Refused(format!("run {run_id} has no plan yet; nothing to approve")));
@@ -166,15 +166,15 @@ impl Store {
             }
         };
         let reason = format!("plan revision {} {said}", plan.revision);
-        let ev = person_said(actor, by, &run, &reason);
+        let ev = person_said(by, &run, &reason);
         let changed = update_one_with_event!(
             self,
             ev,
             "UPDATE executor_run_plans SET status = $1, decided_actor = $2, decided_by = $3, decided_at = $4, \
                feedback = $5 WHERE id = $6 AND status = $7",
             status.as_str(),
-            actor.as_str(),
-            by,
+            by.actor.as_str(),
+            by.name,
             now(),
             feedback.as_deref(),
             plan.id,
@@ -255,9 +255,9 @@ impl Store {
         run_id: i64,
         answer: &str,
         via: AnswerVia,
-        actor: Actor,
-        by: Option<&str>,
+        by: impl Into<By<'_>>,
     ) -> Result<RunQuestion> {
+        let by = by.into();
         let run = self.run(run_id).await?;
         let answer = answer.trim();
         if answer.is_empty() {
@@ -269,9 +269,9 @@ impl Store {
         let Some(question) = open else {
             return Err(StoreError::Refused(format!("run {run_id} has no open question")));
         };
-        let who = by.map_or(String::new(), |b| format!(" by {b}"));
+        let who = by.name.map_or(String::new(), |b| format!(" by {b}"));
         let reason = format!("question {} answered{who} ({via})", question.id);
-        let ev = person_said(actor, by, &run, &reason);
+        let ev = person_said(by, &run, &reason);
         let changed = update_one_with_event!(
             self,
             ev,
@@ -279,7 +279,7 @@ impl Store {
              WHERE id = $5 AND answered_at IS NULL",
             self.scrub.apply(answer),
             via.as_str(),
-            by,
+            by.name,
             now(),
             question.id,
         );

@@ -8,7 +8,7 @@
 use chrono::SubsecRound;
 
 use crate::config::Repo;
-use crate::domain::{Actor, AnswerVia, PlanMode, PlanStatus, Run, RunState};
+use crate::domain::{Actor, AnswerVia, By, PlanMode, PlanStatus, Run, RunState};
 use crate::forge::PrSnapshot;
 use crate::runner::decision::{OpenQuestion, PlanStage};
 use crate::runner::state::{Runner, RunnerError};
@@ -53,12 +53,14 @@ impl Runner {
         });
         if let Some(c) = answer {
             let by = c.author.as_str();
-            self.store.answer_question(run.id, &c.body, AnswerVia::Forge, Actor::Runner, Some(by)).await?;
+            self.store
+                .answer_question(run.id, &c.body, AnswerVia::Forge, By::person(Actor::Runner, by))
+                .await?;
             return Ok((plan, None, handed));
         }
         if let Some(a) = self.tracker_answer(run, open.asked_at).await? {
             self.store
-                .answer_question(run.id, &a.text, AnswerVia::Tracker, Actor::Runner, Some(&a.by))
+                .answer_question(run.id, &a.text, AnswerVia::Tracker, By::person(Actor::Runner, &a.by))
                 .await?;
             return Ok((plan, None, handed));
         }

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::writes::body;
 use super::{ApiError, ApiResult, gid};
-use crate::domain::{Actor, AnswerVia, PlanMode};
+use crate::domain::{AnswerVia, PlanMode};
 use crate::store::PlanVerdict;
 use crate::web::pages::MAX_ANSWER;
 use crate::web::person::Person;
@@ -52,9 +52,7 @@ pub async fn approve_plan(
     Path(raw): Path<String>,
 ) -> ApiResult<Json<Value>> {
     let id = known_run(&state, &raw).await?;
-    Ok(Json(json!(
-        state.store.decide_plan(id, &PlanVerdict::Approve, Actor::Web, person.name.as_deref()).await?
-    )))
+    Ok(Json(json!(state.store.decide_plan(id, &PlanVerdict::Approve, person.by()).await?)))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -76,7 +74,7 @@ pub async fn revise_plan(
     let ReviseBody { comment } = body(&headers, &bytes)?;
     let comment = said(comment, "a comment", "{\"comment\": \"what should change\"}")?;
     let verdict = PlanVerdict::RequestChanges(comment);
-    Ok(Json(json!(state.store.decide_plan(id, &verdict, Actor::Web, person.name.as_deref()).await?)))
+    Ok(Json(json!(state.store.decide_plan(id, &verdict, person.by()).await?)))
 }
 
 /// `GET /runs/{id}/questions` → the questions the run's workers asked, oldest first, with their answers.
@@ -103,9 +101,7 @@ pub async fn answer(
     let id = known_run(&state, &raw).await?;
     let AnswerBody { text } = body(&headers, &bytes)?;
     let text = said(text, "an answer", "{\"text\": \"what the agent should do\"}")?;
-    Ok(Json(json!(
-        state.store.answer_question(id, &text, AnswerVia::Web, Actor::Web, person.name.as_deref()).await?
-    )))
+    Ok(Json(json!(state.store.answer_question(id, &text, AnswerVia::Web, person.by()).await?)))
 }
 
 #[derive(Debug, Default, Deserialize)]

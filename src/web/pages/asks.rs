@@ -12,7 +12,7 @@ use axum::response::Redirect;
 
 use super::forms::{Back, Fields, parse_gid, signed_form};
 use super::{MAX_ANSWER, PageError};
-use crate::domain::{Actor, AnswerVia};
+use crate::domain::AnswerVia;
 use crate::store::PlanVerdict;
 use crate::web::api::plan_mode;
 use crate::web::session::Auth;
@@ -44,7 +44,7 @@ pub(super) async fn approve_plan(
     let fields = signed_form(&state, &auth, &body)?;
     let back = Back { state: &state, auth: &auth, fields: &fields };
     let id = run_id(&id)?;
-    Ok(match state.store.decide_plan(id, &PlanVerdict::Approve, Actor::Web, person.name.as_deref()).await {
+    Ok(match state.store.decide_plan(id, &PlanVerdict::Approve, person.by()).await {
         Ok(plan) => back.to_page(
             None,
             Some(id),
@@ -73,7 +73,7 @@ pub(super) async fn revise_plan(
         Err(why) => return Ok(back.to_page(None, Some(id), "error", &format!("the plan of run {id} {why}"))),
     };
     let verdict = PlanVerdict::RequestChanges(comment.to_string());
-    Ok(match state.store.decide_plan(id, &verdict, Actor::Web, person.name.as_deref()).await {
+    Ok(match state.store.decide_plan(id, &verdict, person.by()).await {
         Ok(plan) => back.to_page(
             None,
             Some(id),
@@ -106,23 +106,17 @@ pub(super) async fn answer(
             return Ok(back.to_page(None, Some(id), "error", &format!("the question of run {id} {why}")));
         }
     };
-    Ok(
-        match state.store.answer_question(id, text, AnswerVia::Web, Actor::Web, person.name.as_deref()).await
-        {
-            Ok(q) => back.to_page(
-                None,
-                Some(id),
-                "flash",
-                &format!("question {} of run {id} answered; its next worker starts with the answer", q.id),
-            ),
-            Err(e) => back.to_page(
-                None,
-                Some(id),
-                "error",
-                &format!("the question of run {id} was not answered: {e}"),
-            ),
-        },
-    )
+    Ok(match state.store.answer_question(id, text, AnswerVia::Web, person.by()).await {
+        Ok(q) => back.to_page(
+            None,
+            Some(id),
+            "flash",
+            &format!("question {} of run {id} answered; its next worker starts with the answer", q.id),
+        ),
+        Err(e) => {
+            back.to_page(None, Some(id), "error", &format!("the question of run {id} was not answered: {e}"))
+        }
+    })
 }
 
 /// A person's comment on the run's pull request (see `web::comments`): trusted, so the runner starts a
