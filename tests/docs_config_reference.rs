@@ -65,6 +65,7 @@ fn minimal(table: &str) -> Option<&'static str> {
         "filters" => Some("name = \"f\"\nwhen = { field = \"text\", contains = \"x\" }"),
         "intake" => Some(""),
         "web.github_login" => Some("client_id = \"c\""),
+        "gitlab" => Some(""),
         _ => None,
     }
 }

@@ -4,6 +4,7 @@
 mod duration;
 mod find;
 mod github_login;
+mod gitlab;
 mod insights;
 mod intake;
 mod jira;
@@ -14,6 +15,7 @@ mod trust;
 pub use duration::Duration;
 pub use find::{ConfigSource, locate, user_config_path};
 pub use github_login::GitHubLogin;
+pub use gitlab::{GitLab, valid_project_path};
 pub use insights::Insights;
 pub use intake::SourceConfig;
 pub use trust::Trust;
@@ -49,6 +51,8 @@ pub struct Config {
     pub notify: Notify,
     /// The GitHub API, for repositories with `forge = "github"`.
     pub github: GitHub,
+    /// The GitLab API, for repositories with `forge = "gitlab"`.
+    pub gitlab: GitLab,
     /// The dashboard (`executor serve`).
     pub web: Web,
     /// What the insights count as a revert and as an expensive failure.
@@ -394,7 +398,7 @@ pub struct Notify {
 pub struct Repo {
     /// The local clone the worktrees are made from.
     pub path: String,
-    /// `local` (no accounts needed) or `github`.
+    /// `local` (no accounts needed), `github` or `gitlab`.
     #[serde(default = "default_forge")]
     pub forge: String,
     #[serde(default = "default_base")]
@@ -420,7 +424,10 @@ pub struct Repo {
     /// GitHub: the repository as `owner/name`.
     #[serde(default)]
     pub github: String,
-    /// GitHub: the git remote branches are pushed to.
+    /// GitLab: the project's full path, `group/project` or `group/subgroup/project`.
+    #[serde(default)]
+    pub gitlab: String,
+    /// GitHub, GitLab: the git remote branches are pushed to.
     #[serde(default = "default_remote")]
     pub remote: String,
     /// GitHub: how CI is started when a head has no checks after `github.check_grace`: `""` (it starts on
@@ -459,6 +466,7 @@ impl Repo {
             trusted_authors: Vec::new(),
             trust_associations: Vec::new(),
             github: String::new(),
+            gitlab: String::new(),
             remote: default_remote(),
             ci_trigger: String::new(),
             review_rules: Vec::new(),
@@ -929,8 +937,8 @@ impl Config {
             }
         }
         for (name, repo) in &self.repos {
-            if !matches!(repo.forge.as_str(), "local" | "github") {
-                return fail(&format!("repos.{name}.forge"), "must be \"local\" or \"github\"");
+            if !matches!(repo.forge.as_str(), "local" | "github" | "gitlab") {
+                return fail(&format!("repos.{name}.forge"), "must be \"local\", \"github\" or \"gitlab\"");
             }
             if repo.path.is_empty() {
                 return fail(&format!("repos.{name}.path"), "must name the local clone");
@@ -941,6 +949,12 @@ impl Config {
                     "must be the repository as \"owner/name\" when forge = \"github\"",
                 );
             }
+            if repo.forge == "gitlab" && !valid_project_path(&repo.gitlab) {
+                return fail(
+                    &format!("repos.{name}.gitlab"),
+                    "must be the project's full path, e.g. \"group/project\", when forge = \"gitlab\"",
+                );
+            }
             if repo.remote.is_empty()
                 || repo.remote.starts_with('-')
                 || repo.remote.contains(char::is_whitespace)
@@ -948,6 +962,16 @@ impl Config {
                 return fail(&format!("repos.{name}.remote"), "must name a git remote, e.g. \"origin\"");
             }
             let trigger = repo.ci_trigger.as_str();
+            if repo.forge == "gitlab" {
+                if !matches!(trigger, "" | "pipeline" | "retry") {
+                    return fail(
+                        &format!("repos.{name}.ci_trigger"),
+                        "must be \"\" (a pipeline starts on push), \"pipeline\" (create one for the branch) \
+                         or \"retry\" (retry the head pipeline's failed jobs) when forge = \"gitlab\"",
+                    );
+                }
+                continue;
+            }
             let file_ok = |f: &str| {
                 !f.is_empty() && f.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
             };

@@ -30,8 +30,15 @@ fn errors_name_the_line_and_the_key() {
     let err = Config::parse("[database]\nurl = \"mysql://x\"\n").unwrap_err();
     assert!(err.starts_with("key `database.url`"), "{err}");
 
+    let err = Config::parse("[repos.app]\npath = \"/src/app\"\nforge = \"gitea\"\n").unwrap_err();
+    assert_eq!(err, "key `repos.app.forge`: must be \"local\", \"github\" or \"gitlab\"");
+
     let err = Config::parse("[repos.app]\npath = \"/src/app\"\nforge = \"gitlab\"\n").unwrap_err();
-    assert_eq!(err, "key `repos.app.forge`: must be \"local\" or \"github\"");
+    assert!(err.starts_with("key `repos.app.gitlab`: must be the project's full path"), "{err}");
+    let gitlab = "[repos.app]\npath = \"/src/app\"\nforge = \"gitlab\"\ngitlab = \"group/sub/app\"\n";
+    let err = Config::parse(&format!("{gitlab}ci_trigger = \"workflow:ci.yml\"\n")).unwrap_err();
+    assert!(err.starts_with("key `repos.app.ci_trigger`: must be \"\" (a pipeline starts"), "{err}");
+    assert!(Config::parse(&format!("{gitlab}ci_trigger = \"retry\"\n")).is_ok());
 }
 
 #[test]

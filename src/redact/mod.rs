@@ -82,8 +82,9 @@ impl Redactor {
         Redactor { known: Arc::new(Known { secrets, forms }) }
     }
 
-    /// The secrets of `config`, read now: the values of the GitHub token variables
-    /// (`github.token_env`), of `worker.pass_env`, `worker.redact_env` and `github.webhook_secret_env`,
+    /// The secrets of `config`, read now: the values of the GitHub and GitLab token variables
+    /// (`github.token_env`, `gitlab.token_env`), of `worker.pass_env`, `worker.redact_env` and both
+    /// forges' `webhook_secret_env`,
     /// the notice webhook URL and the dashboard token.
     pub fn from_config(config: &Config) -> Self {
         Self::new(config_secrets(config))
@@ -142,7 +143,8 @@ pub fn config_secrets(config: &Config) -> Vec<String> {
     // through the redactor.
     let trackers = config.sources.iter().filter(|s| s.has_token_env()).map(|s| &s.token_env);
     let names = config.github.token_env.iter().chain(&w.pass_env).chain(&w.redact_env).chain(trackers);
-    let names = names.chain(std::iter::once(&config.github.webhook_secret_env));
+    let names = names.chain(&config.gitlab.token_env);
+    let names = names.chain([&config.github.webhook_secret_env, &config.gitlab.webhook_secret_env]);
     // And every value the scheduled runs' environment file set (`--env-file`).
     let from_file = crate::env_file::loaded_secret_names();
     let mut out: Vec<String> = names.chain(&from_file).filter_map(|name| std::env::var(name).ok()).collect();
