@@ -239,8 +239,8 @@ async fn forged_unsigned_and_replayed_deliveries_change_nothing_and_are_logged(d
         (&forged, "401 X-Hub-Signature-256: the signature does not match"),
         (&unsigned, "401 X-Hub-Signature-256: no signature header"),
         (&altered, "401 X-Hub-Signature-256: the signature does not match"),
-        (&oversized, "413 the body is larger than GitHub's 25 MB limit"),
-        (&streamed, "413 the body is larger than GitHub's 25 MB limit"),
+        (&oversized, "413 the body is larger than the forge's 25 MB limit"),
+        (&streamed, "413 the body is larger than the forge's 25 MB limit"),
     ] {
         let line = logs
             .lines()

@@ -6,11 +6,13 @@
 pub enum WebhookSender {
     GitHub,
     Asana,
+    GitLab,
 }
 
 super::named_enum!(WebhookSender, "webhook sender", {
     GitHub => "github",
     Asana => "asana",
+    GitLab => "gitlab",
 });
 
 /// What a verified delivery did. A delivery only ever marks and wakes: what happens next is decided

@@ -124,6 +124,11 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0023_fast_counts.sql"),
         postgres: include_str!("../../migrations/postgres/0023_fast_counts.sql"),
     },
+    Migration {
+        version: 24,
+        sqlite: include_str!("../../migrations/sqlite/0024_gitlab_deliveries.sql"),
+        postgres: include_str!("../../migrations/postgres/0024_gitlab_deliveries.sql"),
+    },
 ];
 
 /// Runs migration `$m` (its `$sql`) in `$tx` unless the version seen under the lock already has it, and

@@ -25,6 +25,9 @@ pub struct AppState {
     /// The secret GitHub signs webhook deliveries with, read once from `github.webhook_secret_env`
     /// when serving starts; `None` (unset or empty): every delivery is refused.
     pub webhook_secret: Option<Arc<String>>,
+    /// The secret token GitLab sends with webhook deliveries, read once from `gitlab.webhook_secret_env`;
+    /// `None`: every GitLab delivery is refused.
+    pub gitlab_webhook_secret: Option<Arc<String>>,
     /// The GitHub OAuth app's client secret for "Sign in with GitHub" (`[web.github_login]`), read once
     /// from its `client_secret_env`; `None`: signing in with GitHub is off.
     pub github_login_secret: Option<Arc<String>>,
@@ -39,8 +42,9 @@ impl AppState {
     ) -> AppState {
         let keys = Arc::new(Keys::new(&token));
         let redactor = super::redaction::answer_redactor(&config, &token);
-        let webhook_secret =
-            std::env::var(&config.github.webhook_secret_env).ok().filter(|s| !s.is_empty()).map(Arc::new);
+        let secret = |env: &str| std::env::var(env).ok().filter(|s| !s.is_empty()).map(Arc::new);
+        let webhook_secret = secret(&config.github.webhook_secret_env);
+        let gitlab_webhook_secret = secret(&config.gitlab.webhook_secret_env);
         let github_login_secret = config
             .web
             .github_login
@@ -56,6 +60,7 @@ impl AppState {
             github,
             redactor,
             webhook_secret,
+            gitlab_webhook_secret,
             github_login_secret,
         }
     }

@@ -86,11 +86,19 @@ pub fn concern(event: &str, payload: &Value) -> Option<Concern> {
         }
         _ => return Some(Concern::Nothing),
     }
-    t.numbers.sort_unstable();
-    t.numbers.dedup();
-    Some(Concern::PullRequests(t))
+    Some(t.concern())
 }
 
-fn text(v: &Value, key: &str) -> Option<String> {
+impl Targets {
+    /// What a delivery naming these targets is about: their pull requests, each number once.
+    pub(super) fn concern(mut self) -> Concern {
+        self.numbers.sort_unstable();
+        self.numbers.dedup();
+        Concern::PullRequests(self)
+    }
+}
+
+/// `key`'s text in `v`, when it is a non-empty string.
+pub(super) fn text(v: &Value, key: &str) -> Option<String> {
     v.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string)
 }
