@@ -102,7 +102,7 @@ impl Received {
         req: &Request,
         state: &AppState,
         sender: WebhookSender,
-    ) -> Result<(Received, Arc<String>), Response> {
+    ) -> Result<(Received, Arc<String>), Box<Response>> {
         let received = Received::of(req, sender);
         let (secret, config_key, env) = match sender {
             WebhookSender::GitLab => {
@@ -111,15 +111,15 @@ impl Received {
             _ => (&state.webhook_secret, "github", &state.config.github.webhook_secret_env),
         };
         let Some(secret) = secret.clone() else {
-            return Err(received.refuse_unread(
+            return Err(Box::new(received.refuse_unread(
                 StatusCode::SERVICE_UNAVAILABLE,
                 &format!(
                     "webhooks are not set up: the variable {env} ({config_key}.webhook_secret_env) is not set"
                 ),
-            ));
+            )));
         };
         if let Err((status, why)) = looks_like(req.headers(), &received) {
-            return Err(received.refuse_unread(status, why));
+            return Err(Box::new(received.refuse_unread(status, why)));
         }
         Ok((received, secret))
     }
@@ -163,7 +163,7 @@ async fn github_delivery(
 ) -> Response {
     let (received, secret) = match Received::set_up(&req, &state, WebhookSender::GitHub) {
         Ok(set_up) => set_up,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let signature = req.headers().get("x-hub-signature-256").and_then(|v| v.to_str().ok());
     let verifier = match signature::Verifier::github(secret.as_bytes(), signature) {
@@ -188,7 +188,7 @@ async fn gitlab_delivery(
 ) -> Response {
     let (received, secret) = match Received::set_up(&req, &state, WebhookSender::GitLab) {
         Ok(set_up) => set_up,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let token = req.headers().get("x-gitlab-token").and_then(|v| v.to_str().ok()).unwrap_or("");
     if !super::session::same(token, &secret) {
