@@ -10,6 +10,7 @@ pub mod env_file;
 pub mod filter;
 pub mod forge;
 pub mod github;
+pub mod gitlab;
 pub mod import;
 pub mod instance_lock;
 pub mod intake;

@@ -17,6 +17,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("filter", &[]),
     ("config", &["domain", "filter"]),
     ("github", &["config"]),
+    ("gitlab", &["config"]),
     ("linear", &[]),
     ("jira", &[]),
     ("env_file", &["config"]),
@@ -27,7 +28,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("schedule", &[]),
     ("budget", &["config", "domain", "store"]),
     ("worker", &["config", "domain", "redact", "workspace"]),
-    ("forge", &["config", "domain", "github", "store", "worker", "workspace"]),
+    ("forge", &["config", "domain", "github", "gitlab", "store", "worker", "workspace"]),
     ("intake", &["config", "domain", "filter", "github", "jira", "linear", "store", "workspace"]),
     ("import", &["domain", "store"]),
     (

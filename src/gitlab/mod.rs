@@ -1,0 +1,396 @@
+//! GitLab's API as a service of its own (gitlab.com or a self-managed instance): REST under `/api/v4`
+//! and GraphQL at `/api/graphql`, with one token sent as `PRIVATE-TOKEN` (marked sensitive, never in a
+//! URL, an error or a log). Used by the GitLab forge; it knows nothing of merge requests or runs.
+//!
+//! Rate limits: when an answer says `RateLimit-Remaining: 0`, no request goes out before its
+//! `RateLimit-Reset`; a 429 is waited out for its `Retry-After`. A wait longer than [`MAX_WAIT`] is not
+//! slept through: the call fails with [`GitLabError::RateLimited`] and the next tick tries again.
+//!
+//! Faults: a read (GET, a GraphQL query) is retried on a 5xx or a failed connection, with a doubling
+//! back-off. A write is retried only when it surely did not reach GitLab (the connection was refused,
+//! a 429); a 5xx or a connection lost after sending is [`GitLabError::AnswerLost`]: GitLab may have
+//! carried it out, and the caller looks for it before trying again.
+
+mod error;
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+pub use error::GitLabError;
+
+/// The longest wait slept through (a `Retry-After`, a rate-limit reset); a longer one fails the call.
+pub const MAX_WAIT: Duration = Duration::from_secs(60);
+/// Retries of a read after a 5xx or a failed connection.
+const READ_RETRIES: u32 = 3;
+
+/// A client for one GitLab instance and one token.
+pub struct GitLabClient {
+    /// `[gitlab] url`, without a trailing `/`.
+    base_url: String,
+    api_url: String,
+    graphql_url: String,
+    /// The variable the token came from (the first of `token_env`), for messages.
+    variable: String,
+    /// `PRIVATE-TOKEN`, marked sensitive; the error when there is no usable token.
+    header: Result<HeaderValue, GitLabError>,
+    /// The token's text, cut out of any message that echoes it.
+    secret: String,
+    http: reqwest::Client,
+    /// The first back-off after a 5xx or a failed connection; doubles per retry.
+    backoff: Duration,
+    /// No request before this: GitLab said `RateLimit-Remaining: 0` until its reset.
+    blocked_until: Mutex<Option<DateTime<Utc>>>,
+    /// Requests sent (retries included), for the benchmark and the tests.
+    requests: AtomicU64,
+}
+
+impl std::fmt::Debug for GitLabClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GitLabClient").field("api_url", &self.api_url).finish_non_exhaustive()
+    }
+}
+
+impl GitLabClient {
+    /// The client of `[gitlab]`, its token read from the first variable of `token_env` that is set. A
+    /// missing token is told at the first request (and by `doctor`).
+    pub fn from_env(config: &crate::config::GitLab) -> Result<GitLabClient, GitLabError> {
+        let found = config
+            .token_env
+            .iter()
+            .find_map(|v| std::env::var(v).ok().filter(|t| !t.trim().is_empty()).map(|t| (v.clone(), t)));
+        match found {
+            Some((variable, token)) => GitLabClient::new(config, &variable, Some(token)),
+            None => {
+                let mut client = GitLabClient::new(config, "GITLAB_TOKEN", None)?;
+                client.header = Err(GitLabError::MissingToken { variables: config.token_env.clone() });
+                Ok(client)
+            }
+        }
+    }
+
+    /// A client of `config.url` with `token` (read from `variable`).
+    pub fn new(
+        config: &crate::config::GitLab,
+        variable: &str,
+        token: Option<String>,
+    ) -> Result<GitLabClient, GitLabError> {
+        let url = reqwest::Url::parse(config.url.trim_end_matches('/')).ok();
+        if !url.is_some_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some()) {
+            return Err(GitLabError::BadUrl { url: config.url.clone() });
+        }
+        let secret = token.as_deref().map(str::trim).unwrap_or_default().to_string();
+        let header = match HeaderValue::from_str(&secret) {
+            _ if secret.is_empty() => {
+                Err(GitLabError::MissingToken { variables: vec![variable.to_string()] })
+            }
+            Ok(mut value) => {
+                value.set_sensitive(true);
+                Ok(value)
+            }
+            Err(_) => Err(GitLabError::BadToken { variable: variable.to_string() }),
+        };
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("executor/", env!("CARGO_PKG_VERSION")))
+            .timeout(config.request_timeout.std())
+            .build()
+            .map_err(|e| GitLabError::Transport { path: String::new(), reason: e.to_string() })?;
+        Ok(GitLabClient {
+            base_url: config.url.trim_end_matches('/').to_string(),
+            api_url: config.api_url(),
+            graphql_url: config.graphql_url(),
+            variable: variable.to_string(),
+            header,
+            secret,
+            http,
+            backoff: Duration::from_secs(1),
+            blocked_until: Mutex::new(None),
+            requests: AtomicU64::new(0),
+        })
+    }
+
+    /// The first back-off after a fault (a second unless a test shortens it).
+    pub fn with_backoff(mut self, backoff: Duration) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// Requests sent so far, retries included.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    /// The environment that lets `git push` over HTTPS to this instance with the token: an
+    /// `Authorization` header for URLs under `[gitlab] url` only (GitLab takes any user name with a
+    /// token as the password), set through `GIT_CONFIG_*` so that it is on no command line and in no
+    /// file. Empty without a token: git then uses whatever credentials the user configured.
+    pub fn git_env(&self) -> Vec<(String, String)> {
+        use base64::Engine;
+        if self.header.is_err() {
+            return Vec::new();
+        }
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!("oauth2:{}", self.secret));
+        vec![
+            ("GIT_CONFIG_COUNT".into(), "1".into()),
+            ("GIT_CONFIG_KEY_0".into(), format!("http.{}/.extraHeader", self.base_url)),
+            ("GIT_CONFIG_VALUE_0".into(), format!("Authorization: Basic {basic}")),
+        ]
+    }
+
+    /// The variable the token is read from.
+    pub fn token_variable(&self) -> &str {
+        &self.variable
+    }
+
+    /// A REST call on `path` under `/api/v4` (`/projects/…`, its query already in it, every value from
+    /// outside escaped by the caller with [`segment`]); the answer's JSON, `null` when empty.
+    pub async fn rest(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Value, GitLabError> {
+        let url = format!("{}{path}", self.api_url);
+        let bytes = self.send(method, &url, path, body).await?;
+        parse_json(path, &bytes)
+    }
+
+    /// A GraphQL query (a read: retried on faults); its `data`. An answer with `errors` is an error
+    /// as a whole: partial data is never used.
+    pub async fn graphql(&self, document: &str, variables: Value) -> Result<Value, GitLabError> {
+        let body = json!({ "query": document, "variables": variables });
+        let path = "/api/graphql";
+        // A query: as safe to repeat as a GET.
+        let bytes = self.send_as(Method::POST, &self.graphql_url, path, Some(&body), true).await?;
+        let mut answer = parse_json(path, &bytes)?;
+        if let Some(errors) = answer.get("errors").and_then(Value::as_array).filter(|e| !e.is_empty()) {
+            let messages: Vec<&str> =
+                errors.iter().filter_map(|e| e.get("message").and_then(Value::as_str)).collect();
+            return Err(GitLabError::GraphQl(messages.join("; ")).without(&self.secret));
+        }
+        match answer.get_mut("data").map(Value::take) {
+            Some(data) if data.is_object() => Ok(data),
+            _ => Err(GitLabError::Malformed { path: path.into(), reason: "no `data` in the answer".into() }),
+        }
+    }
+
+    /// A GET under `/api/v4` answered with text (a job's log): its last `max_bytes` bytes.
+    pub async fn text(&self, path: &str, max_bytes: usize) -> Result<String, GitLabError> {
+        let url = format!("{}{path}", self.api_url);
+        let bytes = self.send(Method::GET, &url, path, None).await?;
+        let tail = &bytes[bytes.len().saturating_sub(max_bytes)..];
+        Ok(String::from_utf8_lossy(tail).into_owned())
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        url: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Vec<u8>, GitLabError> {
+        let read = method == Method::GET || method == Method::HEAD;
+        self.send_as(method, url, path, body, read).await
+    }
+
+    /// One call, with its waits and retries; `read`: safe to repeat after any fault.
+    async fn send_as(
+        &self,
+        method: Method,
+        url: &str,
+        path: &str,
+        body: Option<&Value>,
+        read: bool,
+    ) -> Result<Vec<u8>, GitLabError> {
+        let header = self.header.clone()?;
+        let mut tried = 0;
+        loop {
+            self.wait_for_reset().await?;
+            self.requests.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(%method, path, "GitLab request");
+            let mut request = self.http.request(method.clone(), url).header("PRIVATE-TOKEN", header.clone());
+            if let Some(body) = body {
+                request = request.json(body);
+            }
+            let lost = |reason: String| GitLabError::AnswerLost {
+                method: method.to_string(),
+                path: path.into(),
+                reason,
+            };
+            let fault = match request.send().await {
+                Err(e) if read || e.is_connect() => {
+                    Fault::Retry { status: None, reason: transport(e), wait: None }
+                }
+                Err(e) => return Err(lost(transport(e)).without(&self.secret)),
+                Ok(response) => {
+                    let status = response.status();
+                    self.note_rate_limit(response.headers());
+                    let retry_after = retry_after(response.headers().get(RETRY_AFTER));
+                    match response.bytes().await {
+                        Err(e) if read => Fault::Retry { status: None, reason: transport(e), wait: None },
+                        Err(e) => return Err(lost(transport(e)).without(&self.secret)),
+                        Ok(bytes) if status.is_success() => return Ok(bytes.to_vec()),
+                        Ok(_) if status == StatusCode::TOO_MANY_REQUESTS => {
+                            // Refused, so not carried out: a write may be sent again too.
+                            let wait = retry_after.unwrap_or_else(|| self.backoff_for(tried));
+                            if wait > MAX_WAIT {
+                                return Err(self.block_for(wait));
+                            }
+                            Fault::Retry { status: Some(429), reason: "429".into(), wait: Some(wait) }
+                        }
+                        Ok(_) if status.is_server_error() && !read => {
+                            return Err(lost(format!("HTTP {}", status.as_u16())));
+                        }
+                        Ok(_) if status.is_server_error() => Fault::Retry {
+                            status: Some(status.as_u16()),
+                            reason: status.to_string(),
+                            wait: retry_after,
+                        },
+                        Ok(bytes) => {
+                            let message = error::gitlab_message(&String::from_utf8_lossy(&bytes));
+                            return Err(self.refusal(status, path, message).without(&self.secret));
+                        }
+                    }
+                }
+            };
+            let Fault::Retry { status, reason, wait } = fault;
+            if tried >= READ_RETRIES {
+                return Err(match status {
+                    Some(status) => GitLabError::GaveUp { path: path.into(), status, retries: tried },
+                    None => GitLabError::Transport { path: path.into(), reason }.without(&self.secret),
+                });
+            }
+            let wait = wait.unwrap_or_else(|| self.backoff_for(tried)).min(MAX_WAIT);
+            tried += 1;
+            tracing::info!(path, ?wait, "GitLab failed or asked to wait ({reason}); trying again");
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    fn refusal(&self, status: StatusCode, path: &str, message: String) -> GitLabError {
+        let (variable, path) = (self.variable.clone(), path.to_string());
+        match status.as_u16() {
+            401 => GitLabError::Unauthorized { variable, path },
+            403 => GitLabError::Forbidden { variable, path, message },
+            404 => GitLabError::NotFound { path, message },
+            status => GitLabError::Status { status, path, message },
+        }
+    }
+
+    /// Remembers `RateLimit-Reset` when `RateLimit-Remaining` reached 0.
+    fn note_rate_limit(&self, headers: &HeaderMap) {
+        let number = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<i64>().ok();
+        if number("ratelimit-remaining") != Some(0) {
+            return;
+        }
+        let reset = number("ratelimit-reset").and_then(|at| DateTime::<Utc>::from_timestamp(at, 0));
+        let until = reset.unwrap_or_else(|| Utc::now() + chrono::TimeDelta::seconds(1));
+        if let Ok(mut blocked) = self.blocked_until.lock() {
+            *blocked = Some(until);
+        }
+    }
+
+    /// Sleeps until the rate limit's reset when GitLab said none is left, unless that is further than
+    /// [`MAX_WAIT`] (then the call fails, and no request goes out).
+    async fn wait_for_reset(&self) -> Result<(), GitLabError> {
+        let until = self.blocked_until.lock().ok().and_then(|b| *b);
+        let Some(until) = until else { return Ok(()) };
+        let left = (until - Utc::now()).to_std().unwrap_or(Duration::ZERO);
+        if left > MAX_WAIT {
+            return Err(GitLabError::RateLimited { until });
+        }
+        if !left.is_zero() {
+            tracing::info!(?left, "GitLab's rate limit is used up: waiting for its reset");
+            tokio::time::sleep(left).await;
+        }
+        if let Ok(mut blocked) = self.blocked_until.lock() {
+            *blocked = blocked.filter(|b| *b > until);
+        }
+        Ok(())
+    }
+
+    fn block_for(&self, wait: Duration) -> GitLabError {
+        let until = Utc::now() + chrono::TimeDelta::from_std(wait).unwrap_or(chrono::TimeDelta::MAX);
+        if let Ok(mut blocked) = self.blocked_until.lock() {
+            *blocked = Some(until);
+        }
+        GitLabError::RateLimited { until }
+    }
+
+    fn backoff_for(&self, tried: u32) -> Duration {
+        (self.backoff * (1u32 << tried.min(6))).min(MAX_WAIT)
+    }
+}
+
+/// A failed attempt worth another.
+enum Fault {
+    Retry { status: Option<u16>, reason: String, wait: Option<Duration> },
+}
+
+/// A value from outside (a project path, a branch, an id GitLab gave) as one URL path segment or query
+/// value: everything but unreserved characters percent-encoded (`group/project` → `group%2Fproject`).
+pub fn segment(text: &str) -> String {
+    percent_encoding::utf8_percent_encode(text, UNRESERVED).to_string()
+}
+
+const UNRESERVED: &percent_encoding::AsciiSet =
+    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
+
+fn parse_json(path: &str, bytes: &[u8]) -> Result<Value, GitLabError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Null);
+    }
+    serde_json::from_slice(bytes)
+        .map_err(|e| GitLabError::Malformed { path: path.into(), reason: e.to_string() })
+}
+
+/// `Retry-After` in seconds; `None` when absent or unreadable.
+fn retry_after(header: Option<&HeaderValue>) -> Option<Duration> {
+    let seconds = header?.to_str().ok()?.trim().parse::<f64>().ok()?;
+    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+}
+
+fn transport(error: reqwest::Error) -> String {
+    let kind = if error.is_timeout() { "no answer in time" } else { "failed" };
+    // Without the URL: the path is named by the error, and the message stays short.
+    let error = error.without_url();
+    let mut message = format!("{kind}: {error}");
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        message.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_escape_everything_but_unreserved() {
+        assert_eq!(segment("group/sub/project"), "group%2Fsub%2Fproject");
+        assert_eq!(segment("feature/x y"), "feature%2Fx%20y");
+        assert_eq!(segment("a-b_c.d~"), "a-b_c.d~");
+    }
+
+    #[test]
+    fn the_token_header_is_sensitive_and_never_shown() {
+        let config = crate::config::GitLab::default();
+        let client = GitLabClient::new(&config, "GITLAB_TOKEN", Some("glpat-secret".into())).unwrap();
+        assert!(client.header.as_ref().unwrap().is_sensitive());
+        assert!(!format!("{client:?}").contains("glpat-secret"));
+        let none = GitLabClient::new(&config, "GITLAB_TOKEN", None).unwrap();
+        assert!(matches!(none.header, Err(GitLabError::MissingToken { .. })));
+        let bad = GitLabClient::new(&config, "GITLAB_TOKEN", Some("a\nb".into())).unwrap();
+        assert!(matches!(bad.header, Err(GitLabError::BadToken { .. })));
+        let url = crate::config::GitLab { url: "gitlab.com".into(), ..config };
+        assert!(matches!(GitLabClient::new(&url, "T", None), Err(GitLabError::BadUrl { .. })));
+    }
+
+    #[test]
+    fn an_echoed_token_is_cut_out() {
+        let e = GitLabError::Status { status: 400, path: "/x".into(), message: "bad token glpat-s3".into() };
+        assert_eq!(e.without("glpat-s3").to_string(), "GitLab answered 400 on /x: bad token <redacted>");
+    }
+}
