@@ -379,7 +379,8 @@ fn validate_gitlab_issues(s: &SourceConfig, key: &dyn Fn(&str) -> String) -> Res
     if !super::valid_project_path(&s.gitlab) {
         return Err(format!("{}: must be the project's full path, as \"group/sub/project\"", key("gitlab")));
     }
-    if crate::intake::source::gitlab_issues::IssueState::parse(&s.state).is_none() {
+    // As `intake::source::gitlab_issues::IssueState::parse` reads it.
+    if !matches!(s.state.as_str(), "opened" | "open" | "all") {
         return Err(format!("{}: must be \"opened\" or \"all\"", key("state")));
     }
     if let Some(label) = s.labels.iter().find(|l| {

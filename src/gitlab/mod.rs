@@ -12,6 +12,7 @@
 //! carried it out, and the caller looks for it before trying again.
 
 mod error;
+mod issue_gid;
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,6 +24,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 pub use error::GitLabError;
+pub use issue_gid::{issue_gid, parse_issue_gid};
 
 /// The longest wait slept through (a `Retry-After`, a rate-limit reset); a longer one fails the call.
 pub const MAX_WAIT: Duration = Duration::from_secs(60);

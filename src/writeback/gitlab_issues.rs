@@ -23,8 +23,7 @@ use super::asana::TrackerAnswer;
 use super::message::{hidden_marker, is_executors};
 use super::{Posted, TrackerError};
 use crate::config::SourceConfig;
-use crate::gitlab::{GitLabClient, GitLabError, segment};
-use crate::intake::source::gitlab_issues::parse_gid;
+use crate::gitlab::{GitLabClient, GitLabError, parse_issue_gid as parse_gid, segment};
 use crate::store::Writeback;
 
 /// Pages of 100 notes read at most when looking for an earlier attempt's note or an answer.

@@ -187,7 +187,7 @@ impl Outbox {
             "gitlab_issues" => {
                 let repo = (!s.repo.is_empty()).then_some(s.repo.as_str());
                 let (_, repo) = self.config.repo_for(repo, "the source").ok()?;
-                let (_, iid) = crate::intake::source::gitlab_issues::parse_gid(task_gid)?;
+                let (_, iid) = crate::gitlab::parse_issue_gid(task_gid)?;
                 (repo.forge == "gitlab").then(|| format!("{}#{iid}", s.gitlab))
             }
             _ => None,

@@ -17,7 +17,8 @@
 //! The gid of an issue is `gl_{project_id}-{iid}` ([`issue_gid`]): the issue's own `project_id` (a
 //! number, unique within the one instance `[gitlab] url` names) and its `iid`, the number shown as
 //! `#iid`. The project's path cannot be the gid: '/' is not allowed in a [`TaskGid`], and with '.' for
-//! it `a.b/c` and `a/b.c` would be one. Write-back reads both numbers back ([`parse_gid`]) to post on
+//! it `a.b/c` and `a/b.c` would be one. Write-back reads both numbers back ([`parse_gid`], in
+//! `crate::gitlab` so that write-back need not import the intake) to post on
 //! `/projects/{project_id}/issues/{iid}/notes`.
 //!
 //! Descriptions are kept whole (Markdown), like Asana's notes: the filters read all of them. Notes
@@ -33,6 +34,7 @@ use serde_json::Value;
 use super::{Fetched, SourceTask, after_full_page, deliver_newest, kind};
 use crate::domain::TaskGid;
 use crate::gitlab::{GitLabClient, GitLabError, segment};
+pub use crate::gitlab::{issue_gid, parse_issue_gid as parse_gid};
 
 /// Issues per page (GitLab's most).
 pub const PER_PAGE: usize = 100;
@@ -104,20 +106,6 @@ pub struct GitLabIssuesConfig {
 pub struct GitLabIssuesSource {
     client: Arc<GitLabClient>,
     cfg: GitLabIssuesConfig,
-}
-
-/// The gid of issue `iid` of project `project_id` (see the module doc).
-pub fn issue_gid(project_id: u64, iid: u64) -> String {
-    format!("gl_{project_id}-{iid}")
-}
-
-/// The project id and iid of a gid made by [`issue_gid`], if it is one.
-pub fn parse_gid(gid: &str) -> Option<(u64, u64)> {
-    let (project, iid) = gid.strip_prefix("gl_")?.split_once('-')?;
-    let number = |text: &str| {
-        (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())).then(|| text.parse().ok()).flatten()
-    };
-    Some((number(project)?, number(iid)?))
 }
 
 impl GitLabIssuesSource {
