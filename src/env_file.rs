@@ -193,6 +193,11 @@ pub fn needed(config: &Config) -> Vec<(String, &'static str)> {
     if uses_github {
         config.github.token_env.iter().for_each(|n| add(n, GITHUB_TOKEN));
     }
+    let uses_gitlab = config.repos.values().any(|r| r.forge == "gitlab")
+        || config.sources.iter().any(|s| s.kind == "gitlab_issues");
+    if uses_gitlab {
+        config.gitlab.token_env.iter().for_each(|n| add(n, GITLAB_TOKEN));
+    }
     config.worker.redact_env.iter().for_each(|n| add(n, "worker.redact_env"));
     out
 }
@@ -207,10 +212,15 @@ pub fn missing_from(
     let in_file = |name: &str| file.iter().any(|(n, v)| n == name && !v.is_empty());
     // Any one of GitHub's token variables will do: the file holding one lacks none of them.
     let github_token_in_file = config.github.token_env.iter().any(|n| in_file(n));
+    let gitlab_token_in_file = config.gitlab.token_env.iter().any(|n| in_file(n));
     needed(config)
         .into_iter()
         .filter(|(name, why)| {
-            let covered = if *why == GITHUB_TOKEN { github_token_in_file } else { in_file(name) };
+            let covered = match *why {
+                GITHUB_TOKEN => github_token_in_file,
+                GITLAB_TOKEN => gitlab_token_in_file,
+                _ => in_file(name),
+            };
             !covered
         })
         .filter_map(|(name, _)| shell(&name).filter(|v| !v.is_empty()).map(|v| (name, v)))
@@ -219,6 +229,8 @@ pub fn missing_from(
 
 /// Why [`needed`] lists GitHub's token variables.
 const GITHUB_TOKEN: &str = "github.token_env";
+/// Why [`needed`] lists GitLab's token variables (any one of them will do too).
+const GITLAB_TOKEN: &str = "gitlab.token_env";
 
 /// This process's value of `name`, for [`missing_from`].
 pub fn from_process(name: &str) -> Option<String> {

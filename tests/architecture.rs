@@ -29,13 +29,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("budget", &["config", "domain", "store"]),
     ("worker", &["config", "domain", "redact", "workspace"]),
     ("forge", &["config", "domain", "github", "gitlab", "store", "worker", "workspace"]),
-    ("intake", &["config", "domain", "filter", "github", "jira", "linear", "store", "workspace"]),
+    ("intake", &["config", "domain", "filter", "github", "gitlab", "jira", "linear", "store", "workspace"]),
     ("import", &["domain", "store"]),
     (
         "analyzer",
         &["budget", "config", "domain", "filter", "intake", "store", "worker", "workspace", "writeback"],
     ),
-    ("writeback", &["config", "domain", "github", "jira", "linear", "redact", "store"]),
+    ("writeback", &["config", "domain", "github", "gitlab", "jira", "linear", "redact", "store"]),
     (
         "runner",
         &[

@@ -1,6 +1,7 @@
 //! `executor doctor`: checks a setup and says, for each problem, the one thing to do about it. Writes
 //! nothing: a missing database is reported, never created.
 
+mod gitlab_issues;
 mod jira;
 mod redaction;
 mod scheduled;
@@ -99,6 +100,7 @@ pub async fn run(config_flag: Option<&Path>, as_json: bool) -> anyhow::Result<()
         checks.extend(token_checks(config));
         checks.push(redaction::redaction_check(config));
         checks.extend(jira::jira_checks(config).await);
+        checks.extend(gitlab_issues::gitlab_issues_checks(config).await);
         checks.extend(writeback_checks(config).await);
         checks.extend(webhooks::webhook_checks(config).await);
         let crontab = read_crontab();
@@ -351,6 +353,25 @@ fn token_checks(config: &Config) -> Vec<Check> {
             ),
         });
     }
+    let uses_gitlab = config.repos.values().any(|r| r.forge == "gitlab")
+        || config.sources.iter().any(|s| s.kind == "gitlab_issues");
+    if uses_gitlab {
+        let set =
+            config.gitlab.token_env.iter().find(|n| std::env::var(n).is_ok_and(|v| !v.trim().is_empty()));
+        out.push(match set {
+            Some(name) => pass("gitlab token", format!("from ${name}")),
+            None => problem(
+                Outcome::Fail,
+                "gitlab token",
+                format!("none of {} is set", config.gitlab.token_env.join(", ")),
+                format!(
+                    "export {} with a GitLab access token of scope `api` (`read_api` reads issues but cannot \
+                     write notes back)",
+                    config.gitlab.token_env.first().map_or("GITLAB_TOKEN", String::as_str)
+                ),
+            ),
+        });
+    }
     for s in config.sources.iter().filter(|s| s.has_token_env()) {
         let label = format!("source {}", s.name);
         let (what, kind) = match s.kind.as_str() {
@@ -445,7 +466,10 @@ fn disk_check(root: &Path) -> Check {
 async fn writeback_checks(config: &Config) -> Vec<Check> {
     let mut out = Vec::new();
     let mut github = None;
-    for s in config.sources.iter().filter(|s| !s.writeback_events().is_empty()) {
+    // A GitLab issues source's one read-only question is its own check (`gitlab_issues NAME`).
+    let writing =
+        |s: &&crate::config::SourceConfig| !s.writeback_events().is_empty() && s.kind != "gitlab_issues";
+    for s in config.sources.iter().filter(writing) {
         let label = format!("writeback {}", s.name);
         if s.kind == "github_issues" && github.is_none() {
             github = crate::github::GitHubClient::new(&config.github).ok().map(std::sync::Arc::new);

@@ -33,7 +33,7 @@ pub async fn run(ctx: &Context, args: IntakeArgs, as_json: bool) -> anyhow::Resu
         let file = config.source.as_ref().map_or("executor.toml".into(), |p| p.display().to_string());
         say!(
             "no task sources are configured: add a [[sources]] table to {file} (kind = \"asana\", \
-             \"github_issues\", \"linear\", \"jira\" or \"file\"; the config's comments show each), then run `executor intake` \
+             \"github_issues\", \"gitlab_issues\", \"linear\", \"jira\" or \"file\"; the config's comments show each), then run `executor intake` \
              again. Until then, `executor queue add` takes tasks in by hand."
         );
         return Ok(());

@@ -77,11 +77,12 @@ pub enum Command {
     /// See the whole pipeline work, offline: a scratch repository, SQLite, the local forge and a fake
     /// agent take one task from approval to a reviewed, green pull request.
     Demo(demo::DemoArgs),
-    /// Fetch tasks from the configured sources (Asana, GitHub issues, Linear, Jira, files) into the queue.
+    /// Fetch tasks from the configured sources (Asana, GitHub issues, GitLab issues, Linear, Jira, files) into the queue.
     ///
     /// A source is a [[sources]] table in the config: the tasks of Asana projects, sections or a user
     /// task list (kind = "asana"; a personal access token in $ASANA_TOKEN, or the variable token_env
-    /// names), the issues of a GitHub repository (kind = "github_issues"), the issues of Linear teams
+    /// names), the issues of a GitHub repository (kind = "github_issues") or of a GitLab project (kind =
+    /// "gitlab_issues"; [gitlab]'s token), the issues of Linear teams
     /// and projects (kind = "linear"; an API key in $LINEAR_API_KEY), the issues a JQL query selects
     /// (kind = "jira"; an API token in $JIRA_API_TOKEN, see docs/jira.md), or a JSON Lines or CSV file
     /// (kind = "file"; a relative path is read beside the config). Each task is stored under its

@@ -9,7 +9,7 @@ use serde::Deserialize;
 pub struct SourceConfig {
     /// Recorded as each task's `source`; `intake.qualifying_sources` and the filters name it.
     pub name: String,
-    /// `asana`, `github_issues`, `linear`, `jira` or `file`.
+    /// `asana`, `github_issues`, `gitlab_issues`, `linear`, `jira` or `file`.
     pub kind: String,
     /// The repository (a key of `[repos]`) its tasks are worked in; empty: the only repository.
     #[serde(default)]
@@ -33,7 +33,11 @@ pub struct SourceConfig {
     /// GitHub Issues: `owner/name` (the API and token are `[github]`'s).
     #[serde(default)]
     pub github: String,
-    /// GitHub Issues, Linear: only issues with all these labels.
+    /// GitLab issues: the project's full path, `group/sub/project` (the instance and token are
+    /// `[gitlab]`'s).
+    #[serde(default)]
+    pub gitlab: String,
+    /// GitHub Issues, GitLab issues, Linear: only issues with all these labels.
     #[serde(default)]
     pub labels: Vec<String>,
     /// Linear: team keys (`ENG`) whose issues to fetch; none: every team the key can read.
@@ -43,9 +47,13 @@ pub struct SourceConfig {
     /// that is not of type completed or canceled.
     #[serde(default)]
     pub states: Vec<String>,
-    /// Linear: only issues assigned to this email, or to the key's own user with `"me"`.
+    /// Linear: only issues assigned to this email, or to the key's own user with `"me"`. GitLab issues:
+    /// to this username, or to the token's own user with `"me"`.
     #[serde(default)]
     pub assignee: String,
+    /// GitLab issues: only issues in the milestone of this title.
+    #[serde(default)]
+    pub milestone: String,
     /// Linear: the workflow state (by name, in the issue's team) an issue moves to at an event it is
     /// told of, e.g. `{ pr_opened = "In Progress", complete = "In Review", merged = "Done" }`.
     #[serde(default)]
@@ -68,14 +76,15 @@ pub struct SourceConfig {
     /// told of, e.g. `{ pr_opened = "In Progress", complete = "In Review", merged = "Done" }`.
     #[serde(default)]
     pub writeback_transitions: std::collections::BTreeMap<crate::domain::WritebackEvent, String>,
-    /// GitHub Issues: `open` (default) or `all`.
+    /// GitHub Issues: `open` (default) or `all`. GitLab issues: `opened` (default; `open` says the same)
+    /// or `all`.
     #[serde(default = "default_issue_state")]
     pub state: String,
     /// File: a JSON Lines or CSV file, read whole at every intake; `~/` is the home directory and a
     /// relative path is read beside the config file.
     #[serde(default)]
     pub path: String,
-    /// Asana, GitHub Issues, Linear: the events the tracker is told of (`pr_opened`, `complete`, `abandoned`,
+    /// Asana, GitHub Issues, GitLab issues, Linear, Jira: the events the tracker is told of (`pr_opened`, `complete`, `abandoned`,
     /// `plan`, `question`, `skipped`, `approved`, `merged`); unset: the first five; `[]`: none. A file
     /// source has no tracker.
     #[serde(default)]
@@ -96,8 +105,9 @@ pub struct SourceConfig {
     /// Asana: mark the task complete when its pull request merges (with `merged` in `writeback`).
     #[serde(default)]
     pub writeback_complete_on_merge: bool,
-    /// Asana: the people (user gids) whose comment on a task answers the open question of its run, as
-    /// an answer on the dashboard would; none: a comment in Asana answers nothing.
+    /// Asana, Jira, GitLab issues: the people (Asana user gids, Jira account ids, GitLab usernames) whose
+    /// comment on a task answers the open question of its run, as an answer on the dashboard would;
+    /// none: a comment in the tracker answers nothing.
     #[serde(default)]
     pub answerers: Vec<String>,
 }
@@ -105,10 +115,11 @@ pub struct SourceConfig {
 impl SourceConfig {
     /// Whether this kind of source has a tracker to write to.
     pub fn writes_back(&self) -> bool {
-        matches!(self.kind.as_str(), "asana" | "github_issues" | "linear" | "jira")
+        matches!(self.kind.as_str(), "asana" | "github_issues" | "gitlab_issues" | "linear" | "jira")
     }
 
-    /// Whether this kind of source reads a token from `token_env` (GitHub Issues uses `[github]`'s).
+    /// Whether this kind of source reads a token from `token_env` (GitHub Issues uses `[github]`'s,
+    /// GitLab issues `[gitlab]`'s).
     pub fn has_token_env(&self) -> bool {
         matches!(self.kind.as_str(), "asana" | "linear" | "jira")
     }
@@ -186,11 +197,15 @@ pub(super) fn validate_sources(config: &super::Config) -> Result<(), String> {
                 key("kind")
             ));
         }
-        if !matches!(s.kind.as_str(), "asana" | "jira") && !s.answerers.is_empty() {
+        if !matches!(s.kind.as_str(), "asana" | "jira" | "gitlab_issues") && !s.answerers.is_empty() {
             return Err(format!(
-                "{}: answerers are an Asana source's (user gids) or a Jira source's (account ids)",
+                "{}: answerers are an Asana source's (user gids), a Jira source's (account ids) or a GitLab \
+                 issues source's (usernames)",
                 key("answerers")
             ));
+        }
+        if s.kind != "gitlab_issues" && (!s.gitlab.is_empty() || !s.milestone.is_empty()) {
+            return Err(format!("{}: gitlab and milestone are a GitLab issues source's", key("kind")));
         }
         let plain = |a: &String| {
             !a.is_empty() && a.len() <= 128 && !a.chars().any(|c| c.is_whitespace() || c.is_control())
@@ -245,6 +260,7 @@ pub(super) fn validate_sources(config: &super::Config) -> Result<(), String> {
                 }
             }
             "linear" => validate_linear(s, &key)?,
+            "gitlab_issues" => validate_gitlab_issues(s, &key)?,
             "jira" => super::jira::validate_jira(s, &config.sources, &key)?,
             "github_issues" => {
                 if !s.writeback_sections.is_empty()
@@ -280,7 +296,7 @@ pub(super) fn validate_sources(config: &super::Config) -> Result<(), String> {
             }
             _ => {
                 return Err(format!(
-                    "{}: must be one of: asana, github_issues, linear, jira, file",
+                    "{}: must be one of: asana, github_issues, gitlab_issues, linear, jira, file",
                     key("kind")
                 ));
             }
@@ -333,6 +349,62 @@ fn validate_linear(s: &SourceConfig, key: &dyn Fn(&str) -> String) -> Result<(),
     }
     if s.token_env.is_empty() {
         return Err(format!("{}: name the variable holding the Linear API key", key("token_env")));
+    }
+    Ok(())
+}
+
+/// A GitLab issues source: a project path, filters GitLab can be asked for, usernames as answerers,
+/// and no other tracker's keys.
+fn validate_gitlab_issues(s: &SourceConfig, key: &dyn Fn(&str) -> String) -> Result<(), String> {
+    if !s.writeback_sections.is_empty()
+        || !s.writeback_custom_fields.is_empty()
+        || s.writeback_complete_on_merge
+    {
+        return Err(format!(
+            "{}: sections, custom fields and completion are Asana's; an issue closes through the merge \
+             request's `Closes group/project#IID`",
+            key("writeback_sections")
+        ));
+    }
+    if !s.projects.is_empty()
+        || !s.sections.is_empty()
+        || !s.user_task_list.is_empty()
+        || !s.github.is_empty()
+    {
+        return Err(format!(
+            "{}: a GitLab issues source reads gitlab, labels, assignee, milestone and state only",
+            key("projects")
+        ));
+    }
+    if !super::valid_project_path(&s.gitlab) {
+        return Err(format!("{}: must be the project's full path, as \"group/sub/project\"", key("gitlab")));
+    }
+    // As `intake::source::gitlab_issues::IssueState::parse` reads it.
+    if !matches!(s.state.as_str(), "opened" | "open" | "all") {
+        return Err(format!("{}: must be \"opened\" or \"all\"", key("state")));
+    }
+    if let Some(label) = s.labels.iter().find(|l| {
+        l.trim().is_empty() || l.contains(',') || ["none", "any"].contains(&l.to_ascii_lowercase().as_str())
+    }) {
+        return Err(format!(
+            "{}: {label:?} cannot be asked for (empty, holding a ',', or GitLab's None/Any)",
+            key("labels")
+        ));
+    }
+    let username = |u: &str| {
+        !u.is_empty()
+            && u.len() <= 255
+            && u.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+    };
+    if !s.assignee.is_empty() && !username(&s.assignee) {
+        return Err(format!("{}: must be a GitLab username or \"me\"", key("assignee")));
+    }
+    if s.milestone.chars().any(char::is_control) || (!s.milestone.is_empty() && s.milestone.trim().is_empty())
+    {
+        return Err(format!("{}: must be a milestone's title", key("milestone")));
+    }
+    if let Some(who) = s.answerers.iter().find(|a| !username(a)) {
+        return Err(format!("{}: {who:?} is not a GitLab username", key("answerers")));
     }
     Ok(())
 }

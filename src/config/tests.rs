@@ -192,6 +192,44 @@ fn write_back_keys_are_checked_naming_the_key() {
 }
 
 #[test]
+fn a_gitlab_issues_source_is_checked_naming_the_key() {
+    let gl = "[[sources]]\nname = \"g\"\nkind = \"gitlab_issues\"\n";
+    let cases = [
+        (gl.to_string(), "sources[0].gitlab"),
+        (format!("{gl}gitlab = \"app\"\n"), "sources[0].gitlab"),
+        (format!("{gl}gitlab = \"acme/app.git\"\n"), "sources[0].gitlab"),
+        (format!("{gl}gitlab = \"acme/app\"\nstate = \"closed\"\n"), "sources[0].state"),
+        (format!("{gl}gitlab = \"acme/app\"\nlabels = [\"a,b\"]\n"), "sources[0].labels"),
+        (format!("{gl}gitlab = \"acme/app\"\nlabels = [\"Any\"]\n"), "sources[0].labels"),
+        (format!("{gl}gitlab = \"acme/app\"\nassignee = \"a@b.c d\"\n"), "sources[0].assignee"),
+        (format!("{gl}gitlab = \"acme/app\"\nanswerers = [\"al ex\"]\n"), "sources[0].answerers"),
+        (format!("{gl}gitlab = \"acme/app\"\nprojects = [\"1\"]\n"), "sources[0].projects"),
+        (
+            format!("{gl}gitlab = \"acme/app\"\nwriteback_sections = {{ complete = \"1\" }}\n"),
+            "sources[0].writeback_sections",
+        ),
+        (
+            "[[sources]]\nname = \"a\"\nkind = \"github_issues\"\ngithub = \"o/n\"\nmilestone = \"v1\"\n"
+                .into(),
+            "sources[0].kind",
+        ),
+    ];
+    for (text, key) in cases {
+        let err = Config::parse(&text).unwrap_err();
+        assert!(err.contains(key), "{key} not named in: {err}");
+    }
+    let ok = format!(
+        "{gl}gitlab = \"acme/platform/app\"\nlabels = [\"executor\"]\nassignee = \"me\"\nmilestone = \"v1.0\"\n\
+         answerers = [\"alex.doe\"]\n"
+    );
+    let config = Config::parse(&ok).unwrap();
+    let source = &config.sources[0];
+    assert!(source.writes_back() && !source.has_token_env());
+    assert_eq!(source.writeback_events(), crate::domain::WritebackEvent::DEFAULT);
+    assert_eq!((source.gitlab.as_str(), source.milestone.as_str()), ("acme/platform/app", "v1.0"));
+}
+
+#[test]
 fn a_web_token_set_by_hand_must_be_long_and_plain() {
     for bad in [
         "short",

@@ -12,6 +12,7 @@
 //! carried it out, and the caller looks for it before trying again.
 
 mod error;
+mod issue_gid;
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,6 +24,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 pub use error::GitLabError;
+pub use issue_gid::{issue_gid, parse_issue_gid};
 
 /// The longest wait slept through (a `Retry-After`, a rate-limit reset); a longer one fails the call.
 pub const MAX_WAIT: Duration = Duration::from_secs(60);
@@ -60,10 +62,19 @@ impl GitLabClient {
     /// The client of `[gitlab]`, its token read from the first variable of `token_env` that is set. A
     /// missing token is told at the first request (and by `doctor`).
     pub fn from_env(config: &crate::config::GitLab) -> Result<GitLabClient, GitLabError> {
+        GitLabClient::from_lookup(config, &|v| std::env::var(v).ok())
+    }
+
+    /// As [`from_env`](Self::from_env), reading the variables through `lookup` (a test's own map, the
+    /// intake's and the outbox's environment).
+    pub fn from_lookup(
+        config: &crate::config::GitLab,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<GitLabClient, GitLabError> {
         let found = config
             .token_env
             .iter()
-            .find_map(|v| std::env::var(v).ok().filter(|t| !t.trim().is_empty()).map(|t| (v.clone(), t)));
+            .find_map(|v| lookup(v).filter(|t| !t.trim().is_empty()).map(|t| (v.clone(), t)));
         match found {
             Some((variable, token)) => GitLabClient::new(config, &variable, Some(token)),
             None => {

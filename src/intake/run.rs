@@ -21,6 +21,7 @@ use tokio::sync::mpsc::Receiver;
 use super::source::asana::{AsanaConfig, AsanaError, AsanaSource};
 use super::source::file::{FileError, read_file_pages};
 use super::source::github_issues::{GitHubIssuesConfig, GitHubIssuesSource, IssueState};
+use super::source::gitlab_issues::{GitLabIssuesConfig, GitLabIssuesSource};
 use super::source::jira::{JiraConfig, JiraSource};
 use super::source::linear::{LinearConfig, LinearSource};
 use super::source::{EnvLookup, FILE_PAGE, Fetched, PAGES_IN_FLIGHT, Page, PageSender, SourceTask};
@@ -51,7 +52,7 @@ impl IntakeReport {
 pub struct SourceReport {
     /// The source's `name` in the config (each of its tasks' `source`).
     pub name: String,
-    /// `asana`, `github_issues`, `linear` or `file`.
+    /// `asana`, `github_issues`, `gitlab_issues`, `linear`, `jira` or `file`.
     pub kind: String,
     /// Tasks the source delivered (refused ones not counted).
     pub fetched: usize,
@@ -329,10 +330,13 @@ async fn fetch(
                 .map_err(|e| format!("reading the task file stopped: {e}"))?
                 .map_err(|e| file_error(config, source, &e))
         }
-        "github_issues" => {
-            // A GitHub fetch is bounded (`github_issues::MAX_REQUESTS` pages) and merges an issue
-            // listed twice into one task, so it is read whole and then handed on in pages.
-            let fetched = fetch_github_issues(source, github, since).await?;
+        "github_issues" | "gitlab_issues" => {
+            // A GitHub or GitLab fetch is bounded (`MAX_REQUESTS` pages) and merges an issue listed
+            // twice into one task, so it is read whole and then handed on in pages.
+            let fetched = match source.kind.as_str() {
+                "github_issues" => fetch_github_issues(source, github, since).await?,
+                _ => fetch_gitlab_issues(config, source, env, since).await?,
+            };
             let mut refused = fetched.refused;
             let mut tasks = fetched.tasks.into_iter().peekable();
             while tasks.peek().is_some() || !refused.is_empty() {
@@ -345,7 +349,7 @@ async fn fetch(
             Ok(fetched.cursor)
         }
         other => Err(format!(
-            "kind {other:?} is not a source executor knows (asana, github_issues, linear, jira, file)"
+            "kind {other:?} is not a source executor knows (asana, github_issues, gitlab_issues, linear, jira, file)"
         )),
     }
 }
@@ -360,6 +364,26 @@ async fn fetch_github_issues(
     let state = if source.state == "all" { IssueState::All } else { IssueState::Open };
     let cfg = GitHubIssuesConfig { repo: source.github.clone(), labels: source.labels.clone(), state };
     GitHubIssuesSource::new(client.clone(), cfg).fetch(since).await.map_err(|e| e.to_string())
+}
+
+/// The issues of `gitlab = "group/sub/project"`, through a `[gitlab]` client whose token is read
+/// through `env` (the first of `token_env` set).
+async fn fetch_gitlab_issues(
+    config: &Config,
+    source: &SourceConfig,
+    env: &EnvLookup,
+    since: Option<DateTime<Utc>>,
+) -> Result<Fetched, String> {
+    let client = crate::gitlab::GitLabClient::from_lookup(&config.gitlab, env.as_ref())
+        .map_err(|e| format!("[gitlab]: {e}"))?;
+    let cfg = GitLabIssuesConfig {
+        project: source.gitlab.clone(),
+        labels: source.labels.clone(),
+        assignee: (!source.assignee.is_empty()).then(|| source.assignee.clone()),
+        milestone: (!source.milestone.is_empty()).then(|| source.milestone.clone()),
+        state: super::source::gitlab_issues::IssueState::parse(&source.state).unwrap_or_default(),
+    };
+    GitLabIssuesSource::new(Arc::new(client), cfg).fetch(since).await.map_err(|e| e.to_string())
 }
 
 fn asana_config(source: &SourceConfig) -> AsanaConfig {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use reqwest::Method;
 use serde_json::{Value, json};
 
+use super::message::hidden_marker;
 use super::{Posted, TrackerError};
 use crate::config::SourceConfig;
 use crate::github::{GitHubClient, GitHubError};
@@ -21,11 +22,6 @@ pub struct GitHubIssuesTracker {
     client: Arc<GitHubClient>,
     /// `owner/name`, as configured.
     repo: String,
-}
-
-/// The hidden line a GitHub comment ends with.
-pub fn hidden_marker(marker: &str) -> String {
-    format!("<!-- executor {marker} -->")
 }
 
 /// The issue number of a task gid `gh_{owner}.{name}-{number}` of `repo` (the intake's gids), if it is one.

@@ -18,10 +18,16 @@ pub fn marker_text(marker: &str) -> String {
     format!("[executor {marker}]")
 }
 
+/// The hidden line a Markdown comment (GitHub's, GitLab's) ends with: not shown, still found by a retry.
+pub fn hidden_marker(marker: &str) -> String {
+    format!("<!-- executor {marker} -->")
+}
+
 /// Whether a tracker's comment is one of executor's own messages: it carries a marker
-/// (`[executor wb-…]`, see [`marker_text`] and [`new_marker`]).
+/// (`[executor wb-…]` or `<!-- executor wb-… -->`, see [`marker_text`], [`hidden_marker`] and
+/// [`new_marker`]).
 pub fn is_executors(text: &str) -> bool {
-    text.contains("[executor wb-")
+    text.contains("[executor wb-") || text.contains("<!-- executor wb-")
 }
 
 /// The message for a pull request opened.
@@ -78,6 +84,7 @@ mod tests {
     #[test]
     fn executors_own_messages_are_known_by_their_marker() {
         assert!(is_executors(&format!("done\n\n{}", marker_text(&new_marker()))));
+        assert!(is_executors(&format!("done\n\n{}", hidden_marker(&new_marker()))));
         assert!(!is_executors("Use the v2 API, please."));
     }
 

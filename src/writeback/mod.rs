@@ -13,11 +13,12 @@
 //!
 //! A task's messages reach its tracker in the order they were recorded: a later one waits while an
 //! earlier one is pending. Nothing here reaches a prompt, and the intake reads no comments (Asana's
-//! stories, GitHub's issue comments, Linear's and Jira's comments), so what executor posts never comes back as
-//! task text.
+//! stories, GitHub's issue comments, GitLab's notes, Linear's and Jira's comments), so what executor posts
+//! never comes back as task text.
 
 mod asana;
 mod github_issues;
+mod gitlab_issues;
 mod jira;
 mod linear;
 pub mod message;
@@ -30,6 +31,7 @@ use chrono::{DateTime, Utc};
 
 pub use asana::{AsanaTracker, TrackerAnswer};
 pub use github_issues::GitHubIssuesTracker;
+pub use gitlab_issues::GitLabIssuesTracker;
 pub use jira::JiraTracker;
 pub use linear::{LinearTracker, comment_id as linear_comment_id};
 pub use message::{marker_text, new_marker};
@@ -37,6 +39,7 @@ pub use message::{marker_text, new_marker};
 use crate::config::{Config, SourceConfig};
 use crate::domain::{QueueStatus, Run, RunState, Task, WritebackEvent, WritebackStatus};
 use crate::github::GitHubClient;
+use crate::gitlab::GitLabClient;
 use crate::redact::Redactor;
 use crate::store::{NewWriteback, Store, StoreError, Writeback};
 
@@ -85,6 +88,7 @@ pub enum TrackerError {
 pub enum Tracker {
     Asana(AsanaTracker),
     GitHubIssues(GitHubIssuesTracker),
+    GitLabIssues(GitLabIssuesTracker),
     Linear(LinearTracker),
     Jira(JiraTracker),
 }
@@ -105,6 +109,7 @@ impl Tracker {
         match self {
             Tracker::Asana(t) => t.post(w).await,
             Tracker::GitHubIssues(t) => t.post(w).await,
+            Tracker::GitLabIssues(t) => t.post(w).await,
             Tracker::Linear(t) => t.post(w).await,
             Tracker::Jira(t) => t.post(w, pull_request).await,
         }
@@ -165,15 +170,28 @@ impl Outbox {
         (s.writes_back() && s.writeback_events().contains(&event)).then_some(s)
     }
 
-    /// The GitHub issue (`owner/name#N`) a task of a GitHub Issues source is, when that source writes
-    /// back: its pull request says it closes the issue.
+    /// The GitHub issue (`owner/name#N`) a task of a GitHub Issues source is, or the GitLab issue
+    /// (`group/sub/project#IID`) a task of a GitLab issues source is, when that source writes back: its
+    /// pull or merge request says it closes the issue. A GitLab issue only on a repository whose forge
+    /// is GitLab: on GitHub the same words would name a GitHub issue.
     pub fn closing_reference(&self, task_source: Option<&str>, task_gid: &str) -> Option<String> {
         let s = self.config.sources.iter().find(|s| Some(s.name.as_str()) == task_source)?;
-        if s.kind != "github_issues" || s.writeback_events().is_empty() {
+        if s.writeback_events().is_empty() {
             return None;
         }
-        let number = github_issues::issue_number(&s.github, task_gid)?;
-        Some(format!("{}#{number}", s.github))
+        match s.kind.as_str() {
+            "github_issues" => {
+                let number = github_issues::issue_number(&s.github, task_gid)?;
+                Some(format!("{}#{number}", s.github))
+            }
+            "gitlab_issues" => {
+                let repo = (!s.repo.is_empty()).then_some(s.repo.as_str());
+                let (_, repo) = self.config.repo_for(repo, "the source").ok()?;
+                let (_, iid) = crate::gitlab::parse_issue_gid(task_gid)?;
+                (repo.forge == "gitlab").then(|| format!("{}#{iid}", s.gitlab))
+            }
+            _ => None,
+        }
     }
 
     /// Records `message` for the task's tracker under `key` (once per task and key), when its source
@@ -368,7 +386,8 @@ impl Outbox {
     }
 
     /// The answer to a run's open question asked at `since`, from a comment on `task` in its tracker by
-    /// one of its source's `answerers` (Asana, Jira). `None` when the source takes no answers or none came.
+    /// one of its source's `answerers` (Asana, Jira, GitLab issues). `None` when the source takes no
+    /// answers or none came.
     pub async fn tracker_answer(
         &self,
         task: &Task,
@@ -386,6 +405,10 @@ impl Outbox {
         match source.kind.as_str() {
             "asana" => AsanaTracker::new(source, token)?.answer_since(gid, since, &source.answerers).await,
             "jira" => JiraTracker::new(source, token)?.answer_since(gid, since, &source.answerers).await,
+            "gitlab_issues" => {
+                let tracker = GitLabIssuesTracker::new(self.gitlab_client(source)?, source)?;
+                tracker.answer_since(gid, since, &source.answerers).await
+            }
             _ => Ok(None),
         }
     }
@@ -400,11 +423,25 @@ impl Outbox {
                 Some(client) => Ok(Tracker::GitHubIssues(GitHubIssuesTracker::new(client.clone(), source)?)),
                 None => Err(TrackerError::Passing("no GitHub client: the [github] settings failed".into())),
             },
+            "gitlab_issues" => {
+                Ok(Tracker::GitLabIssues(GitLabIssuesTracker::new(self.gitlab_client(source)?, source)?))
+            }
             other => Err(TrackerError::Refused {
                 why: format!("a {other} source has no tracker to write to"),
                 fix: format!("set writeback = [] on source {:?}", source.name),
             }),
         }
+    }
+
+    /// A `[gitlab]` client for `source`'s messages: its token read through the outbox's environment,
+    /// each request given the source's `writeback_timeout`.
+    fn gitlab_client(&self, source: &SourceConfig) -> Result<Arc<GitLabClient>, TrackerError> {
+        let config =
+            crate::config::GitLab { request_timeout: source.writeback_timeout, ..self.config.gitlab.clone() };
+        let client = GitLabClient::from_lookup(&config, self.env.as_ref()).map_err(|e| {
+            TrackerError::Refused { why: e.to_string(), fix: "correct [gitlab] in the config".into() }
+        })?;
+        Ok(Arc::new(client))
     }
 }
 
@@ -423,6 +460,8 @@ pub async fn probe(
         ("github_issues", None) => {
             Err(TrackerError::Passing("no GitHub client: see the [github] check".into()))
         }
+        // Its client is `[gitlab]`'s: `doctor` asks through `GitLabIssuesTracker::probe`.
+        ("gitlab_issues", _) => Err(TrackerError::Passing("asked by the source's own check".into())),
         (other, _) => Err(TrackerError::Refused {
             why: format!("a {other} source has no tracker to write to"),
             fix: format!("set writeback = [] on source {:?}", source.name),

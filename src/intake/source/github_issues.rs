@@ -29,12 +29,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
+use chrono::{DateTime, SecondsFormat, Utc};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::Method;
 use serde_json::Value;
 
-use super::{Fetched, SourceError, SourceTask, kind};
+use super::{Fetched, SourceError, SourceTask, after_full_page, deliver_newest as deliver, kind};
 use crate::domain::TaskGid;
 use crate::github::GitHubClient;
 
@@ -144,15 +144,7 @@ impl GitHubIssuesSource {
             if count < PER_PAGE {
                 return Ok(fetched);
             }
-            // A full page: on from its last change (less the second of margin), or, when that does not
-            // move `since` forward, to the next page of the same listing.
-            match last.map(|at| at - TimeDelta::seconds(1)) {
-                Some(next) if since.is_none_or(|since| next > since) => {
-                    since = Some(next);
-                    page = 1;
-                }
-                _ => page += 1,
-            }
+            (since, page) = after_full_page(last, since, page);
         }
         fetched.refused.push((
             format!("{} issues", self.cfg.repo),
@@ -183,22 +175,6 @@ impl GitHubIssuesSource {
 /// The gid of issue `number` of `owner/name` (see the module doc).
 pub fn issue_gid(owner: &str, name: &str, number: u64) -> String {
     format!("gh_{owner}.{name}-{number}").to_ascii_lowercase()
-}
-
-/// Adds `task`, or replaces the earlier delivery of the same issue when this one is newer.
-fn deliver(fetched: &mut Fetched, delivered: &mut HashMap<u64, usize>, number: u64, task: SourceTask) {
-    fetched.advance_cursor(task.modified_at);
-    match delivered.get(&number) {
-        Some(&index) => {
-            if task.modified_at > fetched.tasks[index].modified_at {
-                fetched.tasks[index] = task;
-            }
-        }
-        None => {
-            delivered.insert(number, fetched.tasks.len());
-            fetched.tasks.push(task);
-        }
-    }
 }
 
 /// `owner/name` with GitHub's characters: an owner of letters, digits, '-' and '_' (no '.'), a name

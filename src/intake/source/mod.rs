@@ -4,6 +4,7 @@
 //!
 //! - [`asana`]: the tasks of Asana projects, sections or a user task list, over its REST API.
 //! - [`github_issues`]: the issues of one GitHub repository, through the GitHub forge's client.
+//! - [`gitlab_issues`]: the issues of one GitLab project, through `crate::gitlab`'s client.
 //! - [`linear`]: the issues of Linear teams and projects, over its GraphQL API (`crate::linear`).
 //! - [`jira`]: the issues a JQL query selects, over Jira's REST API (`crate::jira`).
 //! - [`file`]: a JSON Lines or CSV file, for anything else and for tests.
@@ -18,6 +19,7 @@
 pub mod asana;
 pub mod file;
 pub mod github_issues;
+pub mod gitlab_issues;
 pub mod jira;
 pub mod linear;
 
@@ -50,6 +52,8 @@ pub enum SourceError {
     BadRepo { repo: String, why: String },
     #[error("the GitHub Issues source's label {label:?} cannot be asked for: {why}")]
     BadLabel { label: String, why: String },
+    #[error(transparent)]
+    GitLabIssues(#[from] gitlab_issues::GitLabIssuesError),
 }
 
 /// One task as a source delivers it, before filters and storage.
@@ -130,6 +134,43 @@ impl Fetched {
     /// Moves the cursor forward to `modified_at` if that is later.
     fn advance_cursor(&mut self, modified_at: Option<DateTime<Utc>>) {
         advance(&mut self.cursor, modified_at);
+    }
+}
+
+/// Adds `task` under `key` (its issue), or replaces the earlier delivery of the same issue when this
+/// one is newer: a listing re-read from a later `since` lists some issues twice.
+fn deliver_newest<K: std::hash::Hash + Eq>(
+    fetched: &mut Fetched,
+    delivered: &mut std::collections::HashMap<K, usize>,
+    key: K,
+    task: SourceTask,
+) {
+    fetched.advance_cursor(task.modified_at);
+    match delivered.get(&key) {
+        Some(&index) => {
+            if task.modified_at > fetched.tasks[index].modified_at {
+                fetched.tasks[index] = task;
+            }
+        }
+        None => {
+            delivered.insert(key, fetched.tasks.len());
+            fetched.tasks.push(task);
+        }
+    }
+}
+
+/// Where a listing sorted by update time goes on after a full page whose last change was at `last`
+/// (GitHub's and GitLab's issues, see `github_issues`): from page 1 again since that change less a
+/// second of margin, or, when that does not move `since` forward (a bulk edit of more than a page
+/// within the second), to the next page of the same listing.
+fn after_full_page(
+    last: Option<DateTime<Utc>>,
+    since: Option<DateTime<Utc>>,
+    page: usize,
+) -> (Option<DateTime<Utc>>, usize) {
+    match last.map(|at| at - chrono::TimeDelta::seconds(1)) {
+        Some(next) if since.is_none_or(|since| next > since) => (Some(next), 1),
+        _ => (since, page + 1),
     }
 }
 
