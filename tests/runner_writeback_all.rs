@@ -1,14 +1,16 @@
 //! The pipeline, once per tracker at the same time (issue 24): an Asana task, a GitHub issue, a Linear
-//! issue and a Jira issue are taken in by one `executor intake`, approved, and worked by the real runner
-//! on the GitHub forge to complete pull requests; each tracker then shows exactly its two messages, in
-//! order — the pull request opened, then ready for review — though each applied its first write and
-//! failed to answer it (Asana, GitHub and Jira a 502, Linear too late). The Linear and Jira issues moved
-//! as their sources ask.
+//! issue, a Jira issue and a GitLab issue are taken in by one `executor intake`, approved, and worked by
+//! the real runner on the GitHub forge to complete pull requests; each tracker then shows exactly its two
+//! messages, in order — the pull request opened, then ready for review — though each applied its first
+//! write and failed to answer it (Asana, GitHub, Jira and GitLab a 502, Linear too late). The Linear and
+//! Jira issues moved as their sources ask.
 
 #[path = "fake_asana/mod.rs"]
 mod fake_asana;
 #[path = "fake_github/mod.rs"]
 mod fake_github;
+#[path = "fake_gitlab_issues/mod.rs"]
+mod fake_gitlab_issues;
 #[path = "fake_jira/mod.rs"]
 mod fake_jira;
 #[path = "fake_linear/mod.rs"]
@@ -30,6 +32,7 @@ use github_support::{CiPlayer, GhEnv, REPO, deliver_what_is_left, run_of, text};
 const ASANA_TOKEN: &str = "2/1234567890/all-trackers-asana";
 const LINEAR_KEY: &str = "lin_api_all_trackers_0123456789";
 const JIRA_TOKEN: &str = "ATATT3x-all-trackers-jira";
+const GITLAB_TOKEN: &str = "glpat-all-trackers-gitlab-0123";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_from_each_source_reaches_a_complete_pull_request_and_its_tracker_hears_once() {
@@ -47,10 +50,13 @@ async fn a_task_from_each_source_reaches_a_complete_pull_request_and_its_tracker
     ));
     let jira = FakeJira::start(&fake_jira::basic("bot@acme.com", JIRA_TOKEN)).await;
     jira.put_issue(fake_jira::issue(1, "APP", "Add the feature file", "To Do", chrono::Utc::now()));
+    let gitlab = fake_gitlab_issues::FakeGitLab::start(GITLAB_TOKEN).await;
+    gitlab.put_issue(fake_gitlab_issues::issue(1, "Add the feature file", chrono::Utc::now()));
     let number = env.fake.add_issue(REPO, "Add the feature file", Some("Please add it."), &[]);
     env.set_agent_env("WB_ASANA_TOKEN", ASANA_TOKEN);
     env.set_agent_env("WB_LINEAR_KEY", LINEAR_KEY);
     env.set_agent_env("WB_JIRA_TOKEN", JIRA_TOKEN);
+    env.set_agent_env("WB_GITLAB_TOKEN", GITLAB_TOKEN);
     let path = env.path().join("executor.toml");
     let mut config = std::fs::read_to_string(&path).unwrap();
     config.push_str(&format!(
@@ -62,8 +68,15 @@ async fn a_task_from_each_source_reaches_a_complete_pull_request_and_its_tracker
          writeback_states = {{ pr_opened = \"In Progress\", complete = \"In Review\" }}\n\
          \n[[sources]]\nname = \"jira\"\nkind = \"jira\"\nbase_url = \"{}\"\nemail = \"bot@acme.com\"\n\
          jql = \"project = APP\"\ntoken_env = \"WB_JIRA_TOKEN\"\nrepo = \"app\"\nwriteback_timeout = \"2s\"\n\
-         writeback_transitions = {{ pr_opened = \"In Progress\", complete = \"In Review\" }}\n",
-        asana.url, linear.url, jira.url
+         writeback_transitions = {{ pr_opened = \"In Progress\", complete = \"In Review\" }}\n\
+         \n[[sources]]\nname = \"gitlab\"\nkind = \"gitlab_issues\"\ngitlab = \"{}\"\nrepo = \"app\"\n\
+         writeback_timeout = \"2s\"\n\
+         \n[gitlab]\nurl = \"{}\"\ntoken_env = [\"WB_GITLAB_TOKEN\"]\n",
+        asana.url,
+        linear.url,
+        jira.url,
+        fake_gitlab_issues::PROJECT_PATH,
+        gitlab.url
     ));
     std::fs::write(&path, config).unwrap();
 
@@ -72,10 +85,18 @@ async fn a_task_from_each_source_reaches_a_complete_pull_request_and_its_tracker
     env.fake.fail_route("issue_comment_create", Fault::AppliedThen(502), 1);
     linear.fail_next_write(fake_linear::WriteFault::AppliedThenLate(Duration::from_secs(5)));
     jira.fail_next_write(fake_jira::WriteFault::AppliedThenStatus(502));
+    gitlab.fail_next_write(fake_gitlab_issues::WriteFault::AppliedThenStatus(502));
 
     env.ok(&["intake"]).await;
     let linear_gid = format!("lin_{}", fake_linear::uuid(7));
-    let gids = ["1207".to_string(), format!("gh_octo.app-{number}"), linear_gid.clone(), "jira_10001".into()];
+    let gitlab_gid = format!("gl_{}-1", fake_gitlab_issues::PROJECT_ID);
+    let gids = [
+        "1207".to_string(),
+        format!("gh_octo.app-{number}"),
+        linear_gid.clone(),
+        "jira_10001".into(),
+        gitlab_gid,
+    ];
     for gid in &gids {
         env.ok(&["approve", "--skip-triage", gid]).await;
     }
@@ -92,6 +113,7 @@ async fn a_task_from_each_source_reaches_a_complete_pull_request_and_its_tracker
         ("GitHub", env.fake.issue_comments(REPO, number)),
         ("Linear", linear.comments(&fake_linear::uuid(7))),
         ("Jira", jira.comments("10001")),
+        ("GitLab", gitlab.notes(1)),
     ] {
         assert_eq!(comments.len(), 2, "{tracker}: {comments:#?}");
         assert!(opened(&comments[0]) && ready(&comments[1]), "{tracker}: {comments:#?}");
