@@ -43,6 +43,8 @@ pub enum ForgeError {
     UnknownComment(String),
     #[error("GitHub: {0}")]
     GitHub(#[from] crate::github::GitHubError),
+    #[error("GitLab: {0}")]
+    GitLab(#[from] crate::gitlab::GitLabError),
     #[error("{0}")]
     Config(String),
     #[error(transparent)]
@@ -55,7 +57,11 @@ impl ForgeError {
     /// GitHub's rate limit (primary, secondary or `retry-after`): the forge waits on the world, which is
     /// not a failure of the runner's.
     pub fn is_rate_limit(&self) -> bool {
-        matches!(self, ForgeError::GitHub(e) if e.is_rate_limit())
+        match self {
+            ForgeError::GitHub(e) => e.is_rate_limit(),
+            ForgeError::GitLab(e) => e.is_rate_limit(),
+            _ => false,
+        }
     }
 }
 

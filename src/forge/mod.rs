@@ -2,6 +2,7 @@
 //! forge-neutral type, [`PrSnapshot`], so the runner's decision logic never knows which forge it drives.
 
 pub mod github;
+pub mod gitlab;
 pub mod local;
 mod open;
 mod replies;
@@ -70,14 +71,16 @@ impl Snapshots {
 pub enum Forge {
     Local(LocalForge),
     GitHub(github::GitHubForge),
+    GitLab(gitlab::GitLabForge),
 }
 
 impl Forge {
-    /// `local` or `github`: who opens pull requests and where agents reply.
+    /// `local`, `github` or `gitlab`: who opens pull requests and where agents reply.
     pub fn name(&self) -> &'static str {
         match self {
             Forge::Local(_) => "local",
             Forge::GitHub(_) => "github",
+            Forge::GitLab(_) => "gitlab",
         }
     }
 
@@ -87,6 +90,7 @@ impl Forge {
         match self {
             Forge::Local(_) => std::time::Duration::ZERO,
             Forge::GitHub(f) => f.check_grace(),
+            Forge::GitLab(f) => f.check_grace(),
         }
     }
 
@@ -100,6 +104,7 @@ impl Forge {
         let mut pr = match self {
             Forge::Local(f) => f.snapshot(run).await?,
             Forge::GitHub(f) => f.snapshot_asked_again(run).await?,
+            Forge::GitLab(f) => f.snapshot_asked_again(run).await?,
         };
         self.mark_dashboard_comments(pr.iter_mut().map(|p| (run.id, p))).await?;
         Ok(pr)
@@ -112,6 +117,7 @@ impl Forge {
         let mut pr = match self {
             Forge::Local(f) => f.snapshot(run).await?,
             Forge::GitHub(f) => f.snapshots_unlogged(std::slice::from_ref(run)).await?.take(run.id)?,
+            Forge::GitLab(f) => f.snapshots(std::slice::from_ref(run)).await?.take(run.id)?,
         };
         self.mark_dashboard_comments(pr.iter_mut().map(|p| (run.id, p))).await?;
         Ok(pr)
@@ -132,6 +138,7 @@ impl Forge {
             }
             // Marks the dashboard's comments itself, before it logs the strangers' it ignores.
             Forge::GitHub(f) => return f.snapshots(runs).await,
+            Forge::GitLab(f) => f.snapshots(runs).await?,
         };
         let observed = all.prs.iter_mut().filter_map(|(id, pr)| pr.as_mut().map(|pr| (*id, pr)));
         self.mark_dashboard_comments(observed).await?;
@@ -161,6 +168,7 @@ impl Forge {
         match self {
             Forge::Local(f) => &f.store,
             Forge::GitHub(f) => f.store(),
+            Forge::GitLab(f) => f.store(),
         }
     }
 
@@ -175,6 +183,7 @@ impl Forge {
                 f.open_pr(run).await
             }
             Forge::GitHub(f) => f.open_pr(run, task, closes).await,
+            Forge::GitLab(f) => f.open_pr(run, task, closes).await,
         }
     }
 
@@ -183,7 +192,7 @@ impl Forge {
     pub fn pushes_branches(&self) -> bool {
         match self {
             Forge::Local(_) => false,
-            Forge::GitHub(_) => true,
+            Forge::GitHub(_) | Forge::GitLab(_) => true,
         }
     }
 
@@ -195,6 +204,7 @@ impl Forge {
                 Ok(())
             }
             Forge::GitHub(f) => f.push(run).await,
+            Forge::GitLab(f) => f.push(run).await,
         }
     }
 
@@ -211,6 +221,7 @@ impl Forge {
         match self {
             Forge::Local(f) => f.post_review(run, pr, review, marker).await,
             Forge::GitHub(f) => f.post_review(run, pr, review, marker).await,
+            Forge::GitLab(f) => f.post_review(run, pr, review, marker).await,
         }
     }
 
@@ -220,6 +231,10 @@ impl Forge {
         match self {
             Forge::Local(_) => Ok(()), // keeps nothing: observed from the database every time
             Forge::GitHub(f) => f.keep_only(&runs.iter().filter_map(|r| r.pr_number).collect()).await,
+            Forge::GitLab(f) => {
+                f.keep_only(&runs.iter().filter_map(|r| r.pr_number).collect());
+                Ok(())
+            }
         }
     }
 
@@ -229,6 +244,7 @@ impl Forge {
         match self {
             Forge::Local(_) => std::time::Duration::ZERO,
             Forge::GitHub(f) => f.landing_time(),
+            Forge::GitLab(f) => f.landing_time(),
         }
     }
 
@@ -238,6 +254,7 @@ impl Forge {
         match self {
             Forge::Local(_) => {} // observed from the database every time
             Forge::GitHub(f) => f.forget_observation(number),
+            Forge::GitLab(f) => f.forget_observation(number),
         }
     }
 
@@ -250,6 +267,7 @@ impl Forge {
                 Ok(HashMap::new())
             }
             Forge::GitHub(f) => f.failed_check_logs(pr).await,
+            Forge::GitLab(f) => f.failed_check_logs(pr).await,
         }
     }
 
@@ -258,6 +276,7 @@ impl Forge {
         match self {
             Forge::Local(f) => f.mark_ready(run, pr).await,
             Forge::GitHub(f) => f.mark_ready(run, pr).await,
+            Forge::GitLab(f) => f.mark_ready(run, pr).await,
         }
     }
 
@@ -265,6 +284,7 @@ impl Forge {
         match self {
             Forge::Local(f) => f.add_labels(run, labels).await,
             Forge::GitHub(f) => f.add_labels(run, labels).await,
+            Forge::GitLab(f) => f.add_labels(run, labels).await,
         }
     }
 
@@ -272,6 +292,7 @@ impl Forge {
         match self {
             Forge::Local(f) => f.trigger_ci(run, sha).await.map(|_| CiTrigger::LocalCi),
             Forge::GitHub(f) => f.trigger_ci(run, sha).await,
+            Forge::GitLab(f) => f.trigger_ci(run, sha).await,
         }
     }
 
@@ -281,6 +302,7 @@ impl Forge {
         match self {
             Forge::Local(f) => f.comment(run, c).await.map(|id| id.to_string()),
             Forge::GitHub(f) => f.comment(run, c).await,
+            Forge::GitLab(f) => f.comment(run, c).await,
         }
     }
 
@@ -288,7 +310,7 @@ impl Forge {
     pub async fn poll_ci(&self) -> Result<usize, ForgeError> {
         match self {
             Forge::Local(f) => f.poll_ci().await,
-            Forge::GitHub(_) => Ok(0),
+            Forge::GitHub(_) | Forge::GitLab(_) => Ok(0),
         }
     }
 }

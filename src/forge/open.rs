@@ -33,8 +33,23 @@ impl Forge {
                     .map_err(|e| e.to_string())?;
                 Ok(Forge::GitHub(forge.with_worktrees_root(config.worktrees_root())))
             }
+            "gitlab" => {
+                // One client per repository: GitLab's rate limits are per user and answered on every
+                // request, so each client learns them from its own answers.
+                let client = crate::gitlab::GitLabClient::from_env(&config.gitlab)
+                    .map_err(|e| format!("[gitlab]: {e}"))?;
+                let forge = super::gitlab::GitLabForge::new(
+                    Arc::new(client),
+                    store.clone(),
+                    name,
+                    repo,
+                    &config.gitlab,
+                )
+                .map_err(|e| e.to_string())?;
+                Ok(Forge::GitLab(forge))
+            }
             other => Err(format!(
-                "repos.{name}.forge = {other:?} is not a forge executor knows; use \"local\" or \"github\""
+                "repos.{name}.forge = {other:?} is not a forge executor knows; use \"local\", \"github\" or \"gitlab\""
             )),
         }
     }

@@ -53,7 +53,7 @@ impl From<crate::store::StoreError> for NotPosted {
 fn signed(forge: &Forge, person: &str, text: &str) -> String {
     match forge {
         Forge::Local(_) => text.to_string(),
-        Forge::GitHub(_) => format!("{person} (via executor): {text}"),
+        Forge::GitHub(_) | Forge::GitLab(_) => format!("{person} (via executor): {text}"),
     }
 }
 

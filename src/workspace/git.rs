@@ -156,8 +156,20 @@ pub fn git_write_dirs(repo: &Path, worktree: &Path) -> Result<Vec<PathBuf>, Work
 /// the config and `branch` was checked by `check_branch_name`; `--` keeps either from being read as an
 /// option.
 pub fn push_branch(repo: &Path, remote: &str, branch: &str) -> Result<(), WorkspaceError> {
+    push_branch_with(repo, remote, branch, &[])
+}
+
+/// [`push_branch`] with `env` set for git: credentials a forge hands git through its environment
+/// (`GIT_CONFIG_*`), never on its command line, which other users' `ps` shows and errors quote.
+pub fn push_branch_with(
+    repo: &Path,
+    remote: &str,
+    branch: &str,
+    env: &[(String, String)],
+) -> Result<(), WorkspaceError> {
     let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
-    let (command, output) = run(At::Repo(repo), ["push", "--porcelain", "--", remote, refspec.as_str()])?;
+    let args = ["push", "--porcelain", "--", remote, refspec.as_str()];
+    let (command, output) = run_with_env(At::Repo(repo), args, Stdio::null(), env)?;
     if output.status.success() {
         return Ok(());
     }
@@ -230,6 +242,19 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
+    run_with_env(at, args, stdin, &[])
+}
+
+fn run_with_env<I, S>(
+    at: At<'_>,
+    args: I,
+    stdin: Stdio,
+    env: &[(String, String)],
+) -> Result<(String, Output), WorkspaceError>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
     let args: Vec<_> = args.into_iter().collect();
     let worktree_command = args.first().is_some_and(|first| first.as_ref() == OsStr::new("worktree"));
     let _one_at_a_time = match at {
@@ -267,6 +292,7 @@ where
         // Parseable messages, and never wait for a password on a terminal nobody watches.
         .env("LC_ALL", "C")
         .env("GIT_TERMINAL_PROMPT", "0")
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(stdin)
         .output()
         .map_err(|source| WorkspaceError::Spawn { command: command.clone(), source })?;

@@ -12,10 +12,10 @@
 
 mod batch;
 mod memory;
-mod recorded;
+pub(crate) mod recorded;
 mod usage;
 pub mod wire;
-mod writes;
+pub(crate) mod writes;
 
 pub use batch::{batch_document, batch_document_for};
 pub use memory::stored_blocks;

@@ -85,7 +85,7 @@ impl GitHubForge {
             "title": title(task),
             "head": branch,
             "base": self.repo.base,
-            "body": pr_body(run, task, self.closing_keyword(closes).as_deref()),
+            "body": pr_body(run, task, self.closing_keyword(closes).as_deref(), "pull request"),
             "draft": true,
         });
         let created = self
@@ -414,7 +414,7 @@ fn pr_ref(pr: &Value) -> Result<PrRef, ForgeError> {
     }
 }
 
-fn title(task: &Task) -> String {
+pub(crate) fn title(task: &Task) -> String {
     let first =
         task.description.as_deref().unwrap_or("").lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     let title: String = first.trim().chars().take(TITLE_CHARS).collect();
@@ -423,7 +423,8 @@ fn title(task: &Task) -> String {
 
 /// The pull request's description: where the work comes from, and the task's text quoted (so that its
 /// markdown, @mentions included, reads as a quotation of the tracker, not as executor's own words).
-fn pr_body(run: &Run, task: &Task, closes: Option<&str>) -> String {
+/// `what`: the forge's word for it ("pull request", GitLab's "merge request").
+pub(crate) fn pr_body(run: &Run, task: &Task, closes: Option<&str>, what: &str) -> String {
     let source = task.source.as_deref().map(|s| format!(" from {s}")).unwrap_or_default();
     let quoted: String = task
         .description
@@ -433,7 +434,7 @@ fn pr_body(run: &Run, task: &Task, closes: Option<&str>) -> String {
         .map(|l| format!("> {}\n", l.replace('@', "@\u{200b}")))
         .collect();
     format!(
-        "Task {gid}{source}, worked on by executor (run {run}).\n\n{quoted}\nThis pull request is a draft opened by executor: \
+        "Task {gid}{source}, worked on by executor (run {run}).\n\n{quoted}\nThis {what} is a draft opened by executor: \
          agents commit to its branch, executor pushes, runs the checks and reviews; a human decides whether it merges.",
         gid = task.task_gid,
         run = run.id,
@@ -453,7 +454,7 @@ fn findings_on_lines(review: &ReviewResult) -> String {
 }
 
 /// The last `n` lines of `text`.
-fn last_lines(text: &str, n: usize) -> String {
+pub(crate) fn last_lines(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
 }

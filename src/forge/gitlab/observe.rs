@@ -1,0 +1,191 @@
+//! Observing a project's merge requests: one GraphQL request per `gitlab.batch_size` of them, guarded
+//! by `GET /projects/:id/merge_requests?updated_after=…&order_by=updated_at`. The listing reaches back a
+//! second before the newest change the last one saw (GitLab's times are the server's, so every change
+//! since is newer); a merge request listed with an `updated_at` other than the one last seen changed and
+//! is asked again, one not listed did not change. A merge request whose pipeline is still running, has
+//! none yet, or lacks a required job is asked every tick anyway (a job finishing leaves `updated_at` as
+//! it was), as is one whose mergeability GitLab is still computing.
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use super::wire::{WireMr, WireProject};
+use super::{GitLabForge, Observed};
+use crate::domain::Run;
+use crate::forge::{ChecksAwaited, ForgeError, Mergeable, PrSnapshot, Snapshots, Unobserved};
+use crate::gitlab::{GitLabError, segment};
+
+/// The batch query (validated against GitLab's schema by `tests/gitlab_schema.rs`).
+pub const MERGE_REQUESTS: &str = include_str!("graphql/merge_requests.graphql");
+/// Merge requests per listing page (GitLab's maximum): a full page may not hold every change.
+const LISTED: usize = 100;
+
+impl GitLabForge {
+    /// The merge requests of these runs, by run id, each marked with executor's comments by what the
+    /// database says now. See [`crate::forge::Forge::snapshots`].
+    pub async fn snapshots(&self, runs: &[Run]) -> Result<Snapshots, ForgeError> {
+        let wanted: Vec<(i64, i64)> = runs.iter().filter_map(|r| Some((r.id, r.pr_number?))).collect();
+        let all_kept = self.cache.lock().is_ok_and(|c| wanted.iter().all(|(_, iid)| c.contains_key(iid)));
+        // Taken even when everything is asked anyway, so that the next tick has a listing to compare.
+        let changed = self.listed_changes().await?.filter(|_| all_kept);
+        let required = &self.repo.required_checks;
+        let to_ask: Vec<i64> = wanted
+            .iter()
+            .map(|(_, iid)| *iid)
+            .filter(|iid| match (self.cached(*iid), &changed) {
+                (None, _) | (_, None) => true,
+                (Some(o), Some(changed)) => changed.contains(iid) || still_moving(&o.snapshot, required),
+            })
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        let mut answered: HashMap<i64, Result<Observed, String>> = HashMap::new();
+        for batch in to_ask.chunks(self.batch_size) {
+            for (iid, observed) in self.ask(batch).await? {
+                answered.insert(iid, observed);
+            }
+        }
+        let agent =
+            self.store.agent_comments(&wanted.iter().map(|(run, _)| *run).collect::<Vec<_>>()).await?;
+        let mut all = Snapshots::default();
+        for run in runs {
+            let Some(iid) = run.pr_number else {
+                all.prs.insert(run.id, None);
+                continue;
+            };
+            let observed = match answered.remove(&iid) {
+                Some(Ok(o)) => {
+                    self.remember(iid, o.clone());
+                    o
+                }
+                Some(Err(why)) => {
+                    all.unobserved.insert(run.id, Unobserved { number: iid, since: Utc::now(), why });
+                    continue;
+                }
+                None => match self.cached(iid) {
+                    Some(o) => o,
+                    None => return Err(ForgeError::Unobserved { number: iid, why: "not observed".into() }),
+                },
+            };
+            let mut snapshot = observed.snapshot;
+            crate::forge::github::recorded::mark_executors(&mut snapshot, &agent);
+            all.prs.insert(run.id, Some(snapshot));
+        }
+        Ok(all)
+    }
+
+    /// The run's merge request asked of GitLab now, whatever was kept of it.
+    pub async fn snapshot_asked_again(&self, run: &Run) -> Result<Option<PrSnapshot>, ForgeError> {
+        if let Some(iid) = run.pr_number {
+            self.forget_observation(iid);
+        }
+        self.snapshots(std::slice::from_ref(run)).await?.take(run.id)
+    }
+
+    fn remember(&self, iid: i64, observed: Observed) {
+        let updated_at = observed.updated_at.clone();
+        if let Ok(mut cache) = self.cache.lock() {
+            cache.insert(iid, observed);
+        }
+        // What the listing will be compared with: the time as GitLab just said it.
+        if let Ok(mut listed) = self.listed.lock() {
+            listed.updated.entry(iid).or_insert(updated_at);
+        }
+    }
+
+    /// The merge requests changed since the last listing (by iid), or `None` when that cannot be told
+    /// (the first listing, or a full page).
+    async fn listed_changes(&self) -> Result<Option<HashSet<i64>>, ForgeError> {
+        let newest = self.listed.lock().ok().and_then(|l| l.newest);
+        let mut path = format!(
+            "{}/merge_requests?state=all&order_by=updated_at&sort=desc&per_page={LISTED}",
+            self.project_path()
+        );
+        if let Some(newest) = newest {
+            let since =
+                (newest - chrono::TimeDelta::seconds(1)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            path.push_str(&format!("&updated_after={}", segment(&since)));
+        }
+        let page = self.client.rest(Method::GET, &path, None).await?;
+        let items = page.as_array().ok_or_else(|| malformed(&path, "the listing is not a list"))?;
+        let mut changed = HashSet::new();
+        let Ok(mut listed) = self.listed.lock() else { return Ok(None) };
+        for item in items {
+            let (Some(iid), Some(at)) =
+                (item.get("iid").and_then(Value::as_i64), item.get("updated_at").and_then(Value::as_str))
+            else {
+                continue;
+            };
+            if let Ok(time) = at.parse::<DateTime<Utc>>() {
+                listed.newest = listed.newest.max(Some(time));
+            }
+            if listed.updated.insert(iid, at.to_string()).as_deref() != Some(at) {
+                changed.insert(iid);
+            }
+        }
+        Ok((newest.is_some() && items.len() < LISTED).then_some(changed))
+    }
+
+    /// One GraphQL request for these merge requests: each one's observation, or why it has none.
+    async fn ask(&self, iids: &[i64]) -> Result<Vec<(i64, Result<Observed, String>)>, ForgeError> {
+        let asked_at = Utc::now();
+        let vars = json!({
+            "path": self.project,
+            "iids": iids.iter().map(i64::to_string).collect::<Vec<_>>(),
+            "count": iids.len(),
+        });
+        let data = self.client.graphql(MERGE_REQUESTS, vars).await?;
+        let answer: WireProject =
+            serde_json::from_value(data).map_err(|e| malformed("/api/graphql", &e.to_string()))?;
+        let project = answer.project.ok_or_else(|| {
+            ForgeError::Config(format!(
+                "GitLab has no project {} visible to the token (repos.{}.gitlab)",
+                self.project, self.repo_name
+            ))
+        })?;
+        let mut found: HashMap<i64, Observed> = HashMap::new();
+        let nodes = project.merge_requests.map(|m| m.nodes).unwrap_or_default();
+        for mr in nodes.into_iter().flatten() {
+            let Some(iid) = mr.iid() else { continue };
+            if let Some(observed) = observed(mr, &self.base_url, asked_at) {
+                found.insert(iid, observed);
+            }
+        }
+        Ok(iids
+            .iter()
+            .map(|iid| {
+                let o = found
+                    .remove(iid)
+                    .ok_or_else(|| format!("GitLab has no merge request !{iid} in {}", self.project));
+                (*iid, o)
+            })
+            .collect())
+    }
+}
+
+fn observed(mr: WireMr, base_url: &str, asked_at: DateTime<Utc>) -> Option<Observed> {
+    let read = mr.read(base_url, asked_at)?;
+    Some(Observed {
+        snapshot: read.snapshot,
+        updated_at: read.updated_at,
+        title: read.title,
+        discussion_of: read.discussion_of,
+        resolvable: read.resolvable,
+        diff_refs: read.diff_refs,
+        head_pipeline: read.head_pipeline,
+    })
+}
+
+/// Whether a merge request may change without its `updated_at` moving: its pipeline runs, has not
+/// started, lacks a required job, or GitLab still computes whether it merges.
+fn still_moving(pr: &PrSnapshot, required: &[String]) -> bool {
+    pr.state == crate::forge::PrState::Open
+        && (pr.checks_awaited(required) != ChecksAwaited::Nothing || pr.mergeable == Mergeable::Unknown)
+}
+
+fn malformed(path: &str, reason: &str) -> ForgeError {
+    ForgeError::GitLab(GitLabError::Malformed { path: path.into(), reason: reason.into() })
+}

@@ -1,0 +1,116 @@
+//! The fake GitLab's GraphQL: the query is parsed (graphql_parser) and answered by walking what it
+//! selects: `project(fullPath:)`, its `mergeRequests(iids:)`, and below them any field of the merge
+//! request GitLab's schema has that the fake models, under the alias asked. A field the fake does not
+//! model answers null, as an unknown merge request is left out.
+
+use graphql_parser::query::{Definition, Field, OperationDefinition, Selection, SelectionSet, Value as Gql};
+use serde_json::{Map, Value, json};
+
+use super::server::Answer;
+use super::state::State;
+
+type Set<'a> = SelectionSet<'a, String>;
+
+pub fn handle(state: &State, base: &str, body: &[u8]) -> Answer {
+    let Ok(request) = serde_json::from_slice::<Value>(body) else {
+        return Answer::json(400, json!({ "errors": [{ "message": "Invalid JSON" }] }));
+    };
+    let query = request["query"].as_str().unwrap_or_default();
+    let variables = request.get("variables").cloned().unwrap_or(Value::Null);
+    let doc = match graphql_parser::parse_query::<String>(query) {
+        Ok(doc) => doc,
+        Err(e) => return Answer::json(200, json!({ "errors": [{ "message": e.to_string() }] })),
+    };
+    let Some(set) = doc.definitions.iter().find_map(|d| match d {
+        Definition::Operation(OperationDefinition::Query(q)) => Some(&q.selection_set),
+        Definition::Operation(OperationDefinition::SelectionSet(s)) => Some(s),
+        _ => None,
+    }) else {
+        return Answer::json(200, json!({ "errors": [{ "message": "only queries are served" }] }));
+    };
+    let mut data = Map::new();
+    for field in fields(set) {
+        let value = match field.name.as_str() {
+            "project" => project(state, base, field, &variables),
+            _ => Value::Null,
+        };
+        data.insert(key(field), value);
+    }
+    Answer::json(200, json!({ "data": data }))
+}
+
+fn project(state: &State, base: &str, field: &Field<'_, String>, vars: &Value) -> Value {
+    let path =
+        argument(field, "fullPath", vars).and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    let Some(project) = state.projects.get(&path) else { return Value::Null };
+    let mut out = Map::new();
+    for f in fields(&field.selection_set) {
+        let value = match f.name.as_str() {
+            "mergeRequests" => {
+                let iids: Option<Vec<String>> = argument(f, "iids", vars).and_then(|v| {
+                    v.as_array().map(|a| a.iter().filter_map(|i| i.as_str().map(str::to_string)).collect())
+                });
+                let nodes: Vec<Value> = project
+                    .mrs
+                    .iter()
+                    .filter(|m| iids.as_ref().is_none_or(|iids| iids.contains(&m.iid.to_string())))
+                    .map(|m| state.mr_json(base, project, m))
+                    .collect();
+                select(&json!({ "nodes": nodes }), &f.selection_set)
+            }
+            "fullPath" => json!(project.path),
+            _ => Value::Null,
+        };
+        out.insert(key(f), value);
+    }
+    Value::Object(out)
+}
+
+/// `value` cut to what `set` selects, under the names it asks.
+fn select(value: &Value, set: &Set<'_>) -> Value {
+    match value {
+        Value::Array(items) => Value::Array(items.iter().map(|v| select(v, set)).collect()),
+        Value::Object(object) => {
+            let mut out = Map::new();
+            for f in fields(set) {
+                let v = object.get(&f.name).cloned().unwrap_or(Value::Null);
+                let v = if f.selection_set.items.is_empty() { v } else { select(&v, &f.selection_set) };
+                out.insert(key(f), v);
+            }
+            Value::Object(out)
+        }
+        other => other.clone(),
+    }
+}
+
+fn fields<'s, 'a>(set: &'s Set<'a>) -> Vec<&'s Field<'a, String>> {
+    set.items
+        .iter()
+        .flat_map(|s| match s {
+            Selection::Field(f) => vec![f],
+            Selection::InlineFragment(i) => fields(&i.selection_set),
+            Selection::FragmentSpread(_) => Vec::new(),
+        })
+        .collect()
+}
+
+fn key(f: &Field<'_, String>) -> String {
+    f.alias.clone().unwrap_or_else(|| f.name.clone())
+}
+
+fn argument(f: &Field<'_, String>, name: &str, vars: &Value) -> Option<Value> {
+    let (_, value) = f.arguments.iter().find(|(n, _)| n == name)?;
+    Some(to_json(value, vars))
+}
+
+fn to_json(value: &Gql<'_, String>, vars: &Value) -> Value {
+    match value {
+        Gql::Variable(v) => vars.get(v).cloned().unwrap_or(Value::Null),
+        Gql::String(s) => json!(s),
+        Gql::Int(i) => json!(i.as_i64()),
+        Gql::Boolean(b) => json!(b),
+        Gql::List(items) => Value::Array(items.iter().map(|i| to_json(i, vars)).collect()),
+        Gql::Enum(e) => json!(e),
+        _ => Value::Null,
+    }
+}
