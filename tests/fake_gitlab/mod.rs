@@ -87,7 +87,9 @@ impl FakeGitLab {
     /// A project `group/project`. With `bare_repo`, branch heads are read from that git directory before
     /// every answer, as GitLab follows pushes.
     pub fn add_project(&self, path: &str, bare_repo: Option<PathBuf>) {
-        let project = Project { path: path.into(), bare: bare_repo, ..Default::default() };
+        // The branches already there start no pipeline: only pushes from now on do.
+        let branches = bare_repo.as_deref().map(server::branch_heads_now).unwrap_or_default();
+        let project = Project { path: path.into(), bare: bare_repo, branches, ..Default::default() };
         self.state().projects.insert(path.into(), project);
     }
 

@@ -169,15 +169,27 @@ async fn branch_heads(bare: &std::path::Path) -> Option<BTreeMap<String, String>
         .output()
         .await
         .ok()?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    Some(
-        text.lines()
-            .filter_map(|line| {
-                let (sha, reference) = line.split_once(' ')?;
-                Some((reference.strip_prefix("refs/heads/")?.to_string(), sha.to_string()))
-            })
-            .collect(),
-    )
+    Some(heads_of(&output.stdout))
+}
+
+/// [`branch_heads`] for a caller outside the runtime (setting a project up).
+pub(super) fn branch_heads_now(bare: &std::path::Path) -> BTreeMap<String, String> {
+    let output = std::process::Command::new("git")
+        .arg("--git-dir")
+        .arg(bare)
+        .args(["for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/"])
+        .output();
+    output.map(|o| heads_of(&o.stdout)).unwrap_or_default()
+}
+
+fn heads_of(stdout: &[u8]) -> BTreeMap<String, String> {
+    let text = String::from_utf8_lossy(stdout);
+    text.lines()
+        .filter_map(|line| {
+            let (sha, reference) = line.split_once(' ')?;
+            Some((reference.strip_prefix("refs/heads/")?.to_string(), sha.to_string()))
+        })
+        .collect()
 }
 
 /// A 200 whose body breaks off: the connection is reset mid-answer.
