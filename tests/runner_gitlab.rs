@@ -270,3 +270,37 @@ async fn a_task_becomes_a_reviewed_green_draft_merge_request_on_gitlab() {
     assert_eq!(env.fake.mr(PROJECT, iid).notes().len(), notes_before);
     assert_eq!(env.fake.mr(PROJECT, iid).state, "merged");
 }
+
+/// `doctor` asks GitLab whether the token has the `api` scope, and names the fix when it has not or is
+/// not set; the token itself is never printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_checks_the_gitlab_token_and_its_scope() {
+    let env = GlEnv::new().await;
+    let named = |out: &Output, name: &str| -> Option<serde_json::Value> {
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        report["checks"].as_array().unwrap().iter().find(|c| c["name"] == name).cloned()
+    };
+    let check = |out: Output| named(&out, "gitlab api scope").expect("a gitlab api scope check");
+    let good = check(env.exec(&["doctor", "--json"]).await);
+    assert_eq!(good["outcome"], "pass", "{good:#}");
+    assert!(good["detail"].as_str().unwrap().contains(TOKEN_ENV), "{good:#}");
+
+    env.fake.set_scopes(&["read_api"]);
+    let out = env.exec(&["doctor", "--json"]).await;
+    assert!(!text(&out).contains(TOKEN));
+    let narrow = check(out);
+    assert_eq!(narrow["outcome"], "fail", "{narrow:#}");
+    assert!(narrow["detail"].as_str().unwrap().contains("read_api"), "{narrow:#}");
+    assert!(narrow["fix"].as_str().unwrap().contains("`api` scope"), "{narrow:#}");
+    assert_eq!(env.fake.route("token_self"), 2);
+
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_executor"));
+    cmd.arg("--config").arg(env.dir.path().join("executor.toml")).args(["doctor", "--json"]);
+    cmd.env_remove(TOKEN_ENV).env_remove("GITLAB_TOKEN").stdin(Stdio::null());
+    let out = cmd.output().await.unwrap();
+    assert!(named(&out, "gitlab api scope").is_none(), "nothing to ask without a token");
+    let missing = named(&out, "gitlab token").expect("the token check");
+    assert_eq!(missing["outcome"], "fail", "{missing:#}");
+    assert!(missing["fix"].as_str().unwrap().contains(TOKEN_ENV), "{missing:#}");
+    assert_eq!(env.fake.route("token_self"), 2, "nothing asked without a token");
+}

@@ -1,6 +1,7 @@
 //! `executor doctor`: checks a setup and says, for each problem, the one thing to do about it. Writes
 //! nothing: a missing database is reported, never created.
 
+mod gitlab;
 mod gitlab_issues;
 mod jira;
 mod redaction;
@@ -99,6 +100,7 @@ pub async fn run(config_flag: Option<&Path>, as_json: bool) -> anyhow::Result<()
         checks.push(sandbox_check(config));
         checks.extend(token_checks(config));
         checks.push(redaction::redaction_check(config));
+        checks.extend(gitlab::gitlab_check(config).await);
         checks.extend(jira::jira_checks(config).await);
         checks.extend(gitlab_issues::gitlab_issues_checks(config).await);
         checks.extend(writeback_checks(config).await);
