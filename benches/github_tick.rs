@@ -22,17 +22,18 @@
 mod fake_github;
 #[path = "github_tick/late_required.rs"]
 mod late_required;
+#[path = "bench_support/runs.rs"]
+mod runs;
 
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use executor::config::{Config, Repo};
-use executor::domain::{Actor, QueueStatus, RunState, TaskGid};
 use executor::forge::github::GitHubForge;
 use executor::github::GitHubClient;
 use executor::runner::Runner;
-use executor::store::{NewTask, Store};
+use executor::store::Store;
 use fake_github::{Counts, FakeGitHub};
 
 /// The environment variable the bench's `[github] token_env` names (the fake accepts any token).
@@ -176,7 +177,8 @@ async fn ticks(fake: FakeGitHub, n: usize, pending: bool, rss_start: u64) {
     let store = Store::open(&config.database_url()).await.expect("reopen");
     let setup = Instant::now();
     for (i, number) in numbers.iter().enumerate() {
-        complete_run(&store, i, *number, &dir.path().join(format!("wt{i}"))).await;
+        let url = format!("https://github.com/{REPO}/pull/{number}");
+        runs::complete_run(&store, i, *number, &url, &dir.path().join(format!("wt{i}"))).await;
     }
     let setup = setup.elapsed();
     fake.set_latency(LATENCY);
@@ -271,28 +273,6 @@ async fn observe_only(config: &Config, store: &Store) -> (Duration, Duration) {
         assert!(snapshots.prs.values().all(Option::is_some), "every pull request observed");
     }
     (times[0], times[1])
-}
-
-/// A run in `complete` for task `B{i}` with pull request `number`, through the store's public
-/// operations and the state machine's legal transitions.
-async fn complete_run(store: &Store, i: usize, number: i64, worktree: &std::path::Path) {
-    let gid = TaskGid::parse(&format!("B{i}")).expect("gid");
-    let task = NewTask { description: Some(format!("task {i}")), ..Default::default() };
-    store.upsert_task(&gid, &task, Actor::Cli).await.expect("add");
-    store.set_task_status(&gid, QueueStatus::AwaitingGo, Actor::Cli, None).await.expect("triage");
-    store.set_task_status(&gid, QueueStatus::Approved, Actor::Cli, None).await.expect("approve");
-    let run = store.create_run_for_task(&gid, Actor::Runner).await.expect("run").expect("new run");
-    let branch = format!("executor/b{i}");
-    store.set_run_workspace(run.id, None, &worktree.display().to_string(), &branch).await.expect("ws");
-    for (from, to) in [
-        (RunState::Queued, RunState::InProgress),
-        (RunState::InProgress, RunState::Pr),
-        (RunState::Pr, RunState::Complete),
-    ] {
-        store.set_run_state_if(run.id, from, to, None, Actor::Runner, "bench").await.expect("state");
-    }
-    let url = format!("https://github.com/{REPO}/pull/{number}");
-    store.set_run_pr(run.id, None, &url, number).await.expect("pr");
 }
 
 /// What one tick asked of the fake.

@@ -2,7 +2,8 @@
 //! by `GET /projects/:id/merge_requests?updated_after=…&order_by=updated_at`. The listing reaches back a
 //! second before the newest change the last one saw (GitLab's times are the server's, so every change
 //! since is newer); a merge request listed with an `updated_at` other than the one last seen changed and
-//! is asked again, one not listed did not change. A merge request whose pipeline is still running, has
+//! is asked again, one not listed did not change. A full page that does not reach back before that
+//! newest change may miss some: then every merge request is asked. A merge request whose pipeline is still running, has
 //! none yet, or lacks a required job is asked every tick anyway (a job finishing leaves `updated_at` as
 //! it was), as is one whose mergeability GitLab is still computing.
 
@@ -112,6 +113,10 @@ impl GitLabForge {
         let page = self.client.rest(Method::GET, &path, None).await?;
         let items = page.as_array().ok_or_else(|| malformed(&path, "the listing is not a list"))?;
         let mut changed = HashSet::new();
+        // A full page holds every change since the last listing when it reaches back before that
+        // listing's newest change (the page is newest first; what changed since is newer).
+        let oldest = items.last().and_then(|i| i.get("updated_at")?.as_str()?.parse::<DateTime<Utc>>().ok());
+        let whole = items.len() < LISTED || matches!((oldest, newest), (Some(o), Some(n)) if o < n);
         let Ok(mut listed) = self.listed.lock() else { return Ok(None) };
         for item in items {
             let (Some(iid), Some(at)) =
@@ -126,7 +131,7 @@ impl GitLabForge {
                 changed.insert(iid);
             }
         }
-        Ok((newest.is_some() && items.len() < LISTED).then_some(changed))
+        Ok((newest.is_some() && whole).then_some(changed))
     }
 
     /// One GraphQL request for these merge requests: each one's observation, or why it has none.
