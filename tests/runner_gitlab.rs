@@ -3,7 +3,7 @@
 //! `fix_ci` worker is shown the job's log; green, a trusted reviewer's discussion is answered
 //! `[ACKNOWLEDGED: …]` in the discussion and resolved, a stranger's comment is ignored; the self-review
 //! and the completion notice are posted as notes; the human merges. Every write happens once, though
-//! GitLab answers the first note with a 502 after carrying it out.
+//! GitLab answers the merge request's creation and the first note with a 502 after carrying them out.
 //!
 //! Branches are pushed to a local bare repository the fake reads heads from; each push starts the
 //! pipeline planned for it, as `.gitlab-ci.yml` would.
@@ -155,8 +155,13 @@ async fn a_task_becomes_a_reviewed_green_draft_merge_request_on_gitlab() {
     // The first push's pipeline fails; every later one passes.
     let green: &[(&str, &str)] = &[("test", "SUCCESS")];
     env.fake.plan_pipelines(PROJECT, &[&[("test", "FAILED")], green, green, green, green]);
-    // GitLab carries out the first note and loses its answer.
+    // GitLab carries out the first note and the merge request's creation and loses their answers; a
+    // read meets a 502 and a 429 (retried); a connection is cut mid-answer.
     env.fake.fail_route("note_create", Fault::AppliedThen(502), 1);
+    env.fake.fail_route("mr_create", Fault::AppliedThen(502), 1);
+    env.fake.fail_route("graphql", Fault::Status(502), 1);
+    env.fake.fail_route("mr_list", Fault::TooMany, 1);
+    env.fake.fail_route("graphql", Fault::Reset, 1);
     env.ok(&[
         "queue",
         "add",
@@ -252,13 +257,20 @@ async fn a_task_becomes_a_reviewed_green_draft_merge_request_on_gitlab() {
     assert_eq!(reviews, 2, "one review note per reviewed head: {ours:#?}");
     assert!(ours.iter().any(|n| n.body.contains("@alex")), "the completion notice: {ours:#?}");
     assert!(ours.iter().all(|n| recorded.contains_key(&n.id.to_string())), "{ours:#?} {recorded:?}");
-    assert_eq!(env.fake.counts().faults.get("AppliedThen(502)"), Some(&1));
+    let faults = env.fake.counts().faults;
+    assert_eq!(faults.get("AppliedThen(502)"), Some(&2), "{faults:?}");
+    assert_eq!(env.fake.mrs(PROJECT).len(), 1, "the merge request whose answer was lost is not opened twice");
 
     // Nothing of the stranger's reached an agent or a log; the token is nowhere.
     let logs = env.all_logs();
     assert!(!logs.contains(HOSTILE) && !outputs.contains(HOSTILE), "a stranger's text leaked");
     assert!(!logs.contains(TOKEN) && !outputs.contains(TOKEN), "the token leaked");
     assert!(!mr.discussions.iter().any(|d| d.notes.iter().any(|n| n.body.contains("mallory"))));
+    assert!(outputs.contains("by mallory on merge request !1: not a trusted author"), "{outputs}");
+    for s in &sessions {
+        let work_log = std::fs::read_to_string(s.log_path.as_deref().unwrap()).unwrap();
+        assert!(!work_log.contains("mallory"), "a stranger's username reached the {} worker", s.kind);
+    }
 
     // The human merges: the run stays complete, nothing more is written or worked.
     let notes_before = mr.notes().len();

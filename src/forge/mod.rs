@@ -117,7 +117,7 @@ impl Forge {
         let mut pr = match self {
             Forge::Local(f) => f.snapshot(run).await?,
             Forge::GitHub(f) => f.snapshots_unlogged(std::slice::from_ref(run)).await?.take(run.id)?,
-            Forge::GitLab(f) => f.snapshots(std::slice::from_ref(run)).await?.take(run.id)?,
+            Forge::GitLab(f) => f.snapshots_unlogged(std::slice::from_ref(run)).await?.take(run.id)?,
         };
         self.mark_dashboard_comments(pr.iter_mut().map(|p| (run.id, p))).await?;
         Ok(pr)

@@ -45,6 +45,8 @@ pub struct GitLabForge {
     /// What the last listing said of each merge request's `updated_at` (and the newest of them): a
     /// merge request listed with another value changed since.
     listed: Mutex<Listing>,
+    /// Notes by untrusted authors already logged as ignored (once per note id).
+    ignored: Mutex<std::collections::HashSet<String>>,
 }
 
 /// A merge request as last observed, with what it takes to write to it.
@@ -97,6 +99,7 @@ impl GitLabForge {
             landing_time: config.request_timeout.std(),
             cache: Mutex::new(HashMap::new()),
             listed: Mutex::new(Listing::default()),
+            ignored: Mutex::new(std::collections::HashSet::new()),
         })
     }
 
@@ -129,6 +132,21 @@ impl GitLabForge {
     pub fn forget_observation(&self, iid: i64) {
         if let Ok(mut cache) = self.cache.lock() {
             cache.remove(&iid);
+        }
+    }
+
+    /// Logs once per note that an untrusted author's note is ignored: it never reaches a prompt.
+    fn note_ignored(&self, pr: &PrSnapshot) {
+        let trust = self.repo.trust();
+        let Ok(mut ignored) = self.ignored.lock() else { return };
+        for c in pr.comments.iter().filter(|c| !c.by_agent && !c.is_by_trusted_human(&trust)) {
+            if ignored.insert(c.id.clone()) {
+                tracing::info!(
+                    repo = %self.repo_name,
+                    "ignoring note {} by {} on merge request !{}: not a trusted author (repos.{}.trusted_authors)",
+                    c.id, c.author, pr.number, self.repo_name
+                );
+            }
         }
     }
 

@@ -28,6 +28,16 @@ impl GitLabForge {
     /// The merge requests of these runs, by run id, each marked with executor's comments by what the
     /// database says now. See [`crate::forge::Forge::snapshots`].
     pub async fn snapshots(&self, runs: &[Run]) -> Result<Snapshots, ForgeError> {
+        self.observe(runs, true).await
+    }
+
+    /// [`GitLabForge::snapshots`] without logging the strangers' notes it ignores: for a command an
+    /// agent runs, whose output the agent reads (a stranger's username never reaches an agent).
+    pub async fn snapshots_unlogged(&self, runs: &[Run]) -> Result<Snapshots, ForgeError> {
+        self.observe(runs, false).await
+    }
+
+    async fn observe(&self, runs: &[Run], log_ignored: bool) -> Result<Snapshots, ForgeError> {
         let wanted: Vec<(i64, i64)> = runs.iter().filter_map(|r| Some((r.id, r.pr_number?))).collect();
         let all_kept = self.cache.lock().is_ok_and(|c| wanted.iter().all(|(_, iid)| c.contains_key(iid)));
         // Taken even when everything is asked anyway, so that the next tick has a listing to compare.
@@ -73,6 +83,9 @@ impl GitLabForge {
             };
             let mut snapshot = observed.snapshot;
             crate::forge::github::recorded::mark_executors(&mut snapshot, &agent);
+            if log_ignored {
+                self.note_ignored(&snapshot);
+            }
             all.prs.insert(run.id, Some(snapshot));
         }
         Ok(all)
@@ -83,7 +96,7 @@ impl GitLabForge {
         if let Some(iid) = run.pr_number {
             self.forget_observation(iid);
         }
-        self.snapshots(std::slice::from_ref(run)).await?.take(run.id)
+        self.snapshots_unlogged(std::slice::from_ref(run)).await?.take(run.id)
     }
 
     fn remember(&self, iid: i64, observed: Observed) {

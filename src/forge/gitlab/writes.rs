@@ -315,7 +315,7 @@ impl GitLabForge {
         if let Some(o) = self.cached(iid) {
             return Ok(o);
         }
-        self.snapshots(std::slice::from_ref(run)).await?.take(run.id)?;
+        self.snapshots_unlogged(std::slice::from_ref(run)).await?.take(run.id)?;
         self.cached(iid).ok_or(ForgeError::NoPr(run.id))
     }
 }
