@@ -230,3 +230,74 @@ async fn a_refused_resolve_is_not_fatal_and_labels_ready_and_ci_triggers_work() 
     let mr = s.fake.mr(PROJECT, iid);
     assert_eq!((mr.title.as_str(), mr.draft()), ("Task", false));
 }
+
+#[tokio::test]
+async fn ci_is_triggered_as_ci_trigger_says() {
+    use executor::domain::CiTrigger;
+    let s = setup(|r| r.ci_trigger = "pipeline".into()).await;
+    let iid = s.fake.create_mr(PROJECT, "executor/g0", "Draft: T", "sha1");
+    s.fake.set_branch(PROJECT, "executor/g0", "sha1");
+    let run = run_with_mr(&s.store, 0, iid).await;
+    assert_eq!(s.forge.trigger_ci(&run, "sha1").await.unwrap(), CiTrigger::Dispatched);
+    let pipelines = s.fake.pipelines(PROJECT);
+    assert_eq!((pipelines.len(), pipelines[0].sha.as_str()), (1, "sha1"), "a pipeline on the branch");
+    assert_eq!(s.forge.snapshot(&run).await.unwrap().unwrap().ci(), CiRollup::Pending);
+
+    let s = setup(|r| r.ci_trigger = "retry".into()).await;
+    let iid = s.fake.create_mr(PROJECT, "executor/g0", "Draft: T", "sha1");
+    let run = run_with_mr(&s.store, 0, iid).await;
+    assert_eq!(s.forge.trigger_ci(&run, "sha1").await.unwrap(), CiTrigger::NothingToRerun, "no pipeline yet");
+    assert_eq!(s.fake.route("pipeline_retry"), 0);
+
+    let s = setup(|r| r.ci_trigger = String::new()).await;
+    let iid = s.fake.create_mr(PROJECT, "executor/g0", "Draft: T", "sha1");
+    let run = run_with_mr(&s.store, 0, iid).await;
+    assert_eq!(s.forge.trigger_ci(&run, "sha1").await.unwrap(), CiTrigger::NotConfigured);
+    assert_eq!(s.fake.counts().rest + s.fake.counts().graphql, 0, "a push starts GitLab's pipeline");
+}
+
+#[tokio::test]
+async fn a_review_goes_on_its_lines_where_gitlab_takes_them_and_is_found_after_a_lost_answer() {
+    use executor::forge::{Finding, ReviewResult, Verdict, deliver_review};
+    let s = setup(|_| {}).await;
+    let iid = s.fake.create_mr(PROJECT, "executor/g0", "Draft: T", "sha1");
+    let run = run_with_mr(&s.store, 0, iid).await;
+    let finding = |line: i64, body: &str| Finding {
+        path: Some("src/a.rs".into()),
+        line: Some(line),
+        body: body.into(),
+    };
+    let review = ReviewResult {
+        verdict: Verdict::Fail,
+        summary: "Not there yet.".into(),
+        // The fake refuses a line past 1000 as GitLab refuses one outside the diff.
+        findings: vec![
+            finding(3, "Off by one."),
+            finding(5000, "Outside the diff."),
+            Finding { path: None, line: None, body: "No test.".into() },
+        ],
+    };
+    // The summary note is carried out and its answer lost.
+    s.fake.fail_route("note_create", Fault::AppliedThen(502), 1);
+    let pr = s.forge.snapshot(&run).await.unwrap().unwrap();
+    let e = deliver_review(&s.forge, &s.store, &run, &pr, 41, &review).await.unwrap_err();
+    assert!(e.to_string().contains("lost"), "{e}");
+    let mr = s.fake.mr(PROJECT, iid);
+    let on_line = mr.discussions.iter().find(|d| d.notes[0].position.is_some()).unwrap();
+    assert_eq!(on_line.notes[0].position, Some(("src/a.rs".into(), 3)));
+    assert!(on_line.resolvable && on_line.notes[0].body.contains("<!-- executor review 41 -->"));
+    let notes = mr.notes();
+    assert_eq!(notes.len(), 2, "the line finding and the note: {notes:#?}");
+    let note = &notes[1];
+    assert!(note.body.contains("Outside the diff.") && note.body.contains("No test."), "{}", note.body);
+
+    // Asked again, the review is found on the merge request, recorded, and not posted a second time.
+    let pr = s.forge.snapshot_asked_again(&run).await.unwrap().unwrap();
+    let done = deliver_review(&s.forge, &s.store, &run, &pr, 41, &review).await.unwrap();
+    assert_eq!(done, executor::forge::ReviewDelivery::FoundEarlier);
+    assert_eq!(s.fake.mr(PROJECT, iid).notes().len(), 2);
+    let recorded = s.store.agent_comments(&[run.id]).await.unwrap();
+    assert!(notes.iter().all(|n| recorded.contains_key(&n.id.to_string())), "{recorded:?}");
+    let pr = s.forge.snapshot(&run).await.unwrap().unwrap();
+    assert!(pr.comments.iter().all(|c| c.by_agent), "executor's review asks nothing of anyone");
+}

@@ -117,6 +117,11 @@ impl FakeGitLab {
         iid
     }
 
+    /// A branch at `sha`, as if pushed (for a project without a bare repository).
+    pub fn set_branch(&self, project: &str, branch: &str, sha: &str) {
+        self.state().project(project).expect("project").branches.insert(branch.into(), sha.into());
+    }
+
     pub fn mr(&self, project: &str, iid: i64) -> FakeMr {
         self.state().mr(project, iid).expect("merge request").clone()
     }
