@@ -316,3 +316,43 @@ async fn doctor_checks_the_gitlab_token_and_its_scope() {
     assert!(missing["fix"].as_str().unwrap().contains(TOKEN_ENV), "{missing:#}");
     assert_eq!(env.fake.route("token_self"), 2, "nothing asked without a token");
 }
+
+/// A human pushes a fix to the merge request's branch while executor works: executor's next push is
+/// refused, their commit is merged into the run's worktree (fetched with the token through git's
+/// environment), and the push goes through, never forced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_human_pushed_to_the_branch_is_merged_before_executor_pushes() {
+    let env = GlEnv::new().await;
+    let failed: &[(&str, &str)] = &[("test", "FAILED")];
+    env.fake.plan_pipelines(PROJECT, &[failed, failed, &[("test", "SUCCESS")]]);
+    env.ok(&["queue", "add", "--gid", "3602", "--description", "Add the feature file"]).await;
+    env.ok(&["approve", "--skip-triage", "3602"]).await;
+    let store = env.store().await;
+    // Only the first worker: the merge request is opened, its pipeline fails.
+    let run = loop {
+        env.ok(&["runner", "--once"]).await;
+        let run = run_of(&store, "3602").await;
+        if run.pr_number.is_some() {
+            break run;
+        }
+    };
+    let branch = run.branch_name.clone().unwrap();
+    let human = env.dir.path().join("human");
+    let remote = env.dir.path().join("remote.git");
+    git(env.dir.path(), &["clone", "-q", "-b", &branch, remote.to_str().unwrap(), human.to_str().unwrap()]);
+    std::fs::write(human.join("human.txt"), "a human's fix\n").unwrap();
+    git(&human, &["add", "human.txt"]);
+    git(&human, &["-c", "user.name=h", "-c", "user.email=h@h", "commit", "-qm", "A human's fix"]);
+    git(&human, &["push", "-q", "origin", &branch]);
+
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while run_of(&store, "3602").await.state != RunState::Complete {
+        env.exec(&["runner"]).await;
+        assert!(Instant::now() < deadline, "{:?}", store.run_memory(run.id).await.unwrap());
+    }
+    git(&human, &["pull", "-q", "--no-rebase", "origin", &branch]);
+    assert!(human.join("human.txt").exists() && human.join("ci-fixed").exists(), "both kept");
+    let kinds: Vec<WorkerKind> =
+        store.worker_sessions(run.id).await.unwrap().iter().map(|s| s.kind).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == WorkerKind::FixCi).count(), 1, "{kinds:?}");
+}

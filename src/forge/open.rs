@@ -46,7 +46,7 @@ impl Forge {
                     &config.gitlab,
                 )
                 .map_err(|e| e.to_string())?;
-                Ok(Forge::GitLab(forge))
+                Ok(Forge::GitLab(forge.with_worktrees_root(config.worktrees_root())))
             }
             other => Err(format!(
                 "repos.{name}.forge = {other:?} is not a forge executor knows; use \"local\", \"github\" or \"gitlab\""

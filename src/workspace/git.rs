@@ -192,9 +192,25 @@ pub fn merge_remote_branch(
     remote: &str,
     branch: &str,
 ) -> Result<(), WorkspaceError> {
+    merge_remote_branch_with(repo, worktree, remote, branch, &[])
+}
+
+/// [`merge_remote_branch`] with `env` set for the fetch (a forge's credentials, as for
+/// [`push_branch_with`]).
+pub fn merge_remote_branch_with(
+    repo: &Path,
+    worktree: &Path,
+    remote: &str,
+    branch: &str,
+    env: &[(String, String)],
+) -> Result<(), WorkspaceError> {
     let wt = linked(repo, worktree)?;
     let refspec = format!("refs/heads/{branch}");
-    git(&wt, ["fetch", "--quiet", "--", remote, refspec.as_str()])?;
+    let fetch = ["fetch", "--quiet", "--", remote, refspec.as_str()];
+    let (command, output) = run_with_env(At::Worktree(&wt), fetch, Stdio::null(), env)?;
+    if !output.status.success() {
+        return Err(failure(command, &output));
+    }
     let merged = git(
         &wt,
         [

@@ -20,7 +20,9 @@ mod worktree;
 
 pub use branch::{SLUG_MAX, branch_name, check_branch_name, check_gid_branch, slug};
 pub use error::WorkspaceError;
-pub use git::{git_dirs, git_write_dirs, merge_remote_branch, push_branch, push_branch_with};
+pub use git::{
+    git_dirs, git_write_dirs, merge_remote_branch, merge_remote_branch_with, push_branch, push_branch_with,
+};
 pub use link::path_under;
 pub use reverts::{MergedPr, Revert, fetch_base, find_revert};
 pub use review_rules::{ReviewRule, review_rules};

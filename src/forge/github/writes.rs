@@ -29,39 +29,11 @@ impl GitHubForge {
         self
     }
 
-    /// The run's worktree as recorded in the database, only when it lies under the worktree root (the
-    /// database is writable by more than executor); anything else is refused and reported.
-    fn recorded_worktree(&self, run: &Run) -> Option<std::path::PathBuf> {
-        let recorded = std::path::Path::new(run.worktree_path.as_deref()?);
-        let root = self.worktrees_root.as_deref()?;
-        match crate::workspace::path_under(root, recorded) {
-            Ok(path) => Some(path).filter(|p| p.is_dir()),
-            Err(e) => {
-                tracing::warn!(run = run.id, "not merging into the run's recorded worktree: {e}");
-                None
-            }
-        }
-    }
-
     /// Pushes the run's branch to `repos.NAME.remote` (never forced). When someone else pushed to it
     /// meanwhile (a human's fix on the pull request), their commits are merged into the run's worktree
     /// first and the push is tried once more; a merge that conflicts stays the push's error.
     pub async fn push(&self, run: &Run) -> Result<(), ForgeError> {
-        use crate::workspace::{WorkspaceError, merge_remote_branch, push_branch};
-        let branch = run.branch_name.clone().ok_or(ForgeError::NoBranch(run.id))?;
-        let (path, remote) = (crate::config::expand_home(&self.repo.path), self.repo.remote.clone());
-        let worktree = self.recorded_worktree(run);
-        tokio::task::spawn_blocking(move || match push_branch(&path, &remote, &branch) {
-            Err(rejected @ WorkspaceError::PushRejected { .. }) => {
-                let Some(worktree) = worktree else { return Err(rejected) };
-                merge_remote_branch(&path, &worktree, &remote, &branch)?;
-                tracing::info!("merged what others pushed to {branch} into its worktree before pushing it");
-                push_branch(&path, &remote, &branch)
-            }
-            other => other,
-        })
-        .await??;
-        Ok(())
+        push_merging(&self.repo, self.worktrees_root.as_deref(), run, Vec::new()).await
     }
 
     /// Pushes the branch and opens a draft pull request for it, or finds the one already open (a runner
@@ -391,6 +363,46 @@ impl GitHubForge {
             return Err(malformed("GitHub left the pull request a draft"));
         }
         Ok(())
+    }
+}
+
+/// Pushes the run's branch to `repo.remote` (never forced), with `env` set for git (a forge's
+/// credentials). When someone else pushed to it meanwhile, their commits are merged into the run's
+/// worktree (recorded under `worktrees_root`) first and the push is tried once more; a merge that
+/// conflicts stays the push's error.
+pub(crate) async fn push_merging(
+    repo: &crate::config::Repo,
+    worktrees_root: Option<&std::path::Path>,
+    run: &Run,
+    env: Vec<(String, String)>,
+) -> Result<(), ForgeError> {
+    use crate::workspace::{WorkspaceError, merge_remote_branch_with, push_branch_with};
+    let branch = run.branch_name.clone().ok_or(ForgeError::NoBranch(run.id))?;
+    let (path, remote) = (crate::config::expand_home(&repo.path), repo.remote.clone());
+    let worktree = recorded_worktree(worktrees_root, run);
+    tokio::task::spawn_blocking(move || match push_branch_with(&path, &remote, &branch, &env) {
+        Err(rejected @ WorkspaceError::PushRejected { .. }) => {
+            let Some(worktree) = worktree else { return Err(rejected) };
+            merge_remote_branch_with(&path, &worktree, &remote, &branch, &env)?;
+            tracing::info!("merged what others pushed to {branch} into its worktree before pushing it");
+            push_branch_with(&path, &remote, &branch, &env)
+        }
+        other => other,
+    })
+    .await??;
+    Ok(())
+}
+
+/// The run's worktree as recorded in the database, only when it lies under the worktree root `root`
+/// (the database is writable by more than executor); anything else is refused and reported.
+fn recorded_worktree(root: Option<&std::path::Path>, run: &Run) -> Option<std::path::PathBuf> {
+    let recorded = std::path::Path::new(run.worktree_path.as_deref()?);
+    match crate::workspace::path_under(root?, recorded) {
+        Ok(path) => Some(path).filter(|p| p.is_dir()),
+        Err(e) => {
+            tracing::warn!(run = run.id, "not merging into the run's recorded worktree: {e}");
+            None
+        }
     }
 }
 

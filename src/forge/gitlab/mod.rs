@@ -45,6 +45,8 @@ pub struct GitLabForge {
     /// What the last listing said of each merge request's `updated_at` (and the newest of them): a
     /// merge request listed with another value changed since.
     listed: Mutex<Listing>,
+    /// `workspace.root`: a run's worktree path read from the database is merged into only under it.
+    worktrees_root: Option<std::path::PathBuf>,
     /// Notes by untrusted authors already logged as ignored (once per note id).
     ignored: Mutex<std::collections::HashSet<String>>,
 }
@@ -100,6 +102,7 @@ impl GitLabForge {
             cache: Mutex::new(HashMap::new()),
             listed: Mutex::new(Listing::default()),
             ignored: Mutex::new(std::collections::HashSet::new()),
+            worktrees_root: None,
         })
     }
 

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::{GitLabForge, Observed};
 use crate::domain::{CiTrigger, Run, Task};
-use crate::forge::github::writes::{last_lines, pr_body, title};
+use crate::forge::github::writes::{last_lines, pr_body, push_merging, title};
 use crate::forge::{CommentPost, ForgeError, PrRef, PrSnapshot, review_summary};
 use crate::gitlab::{GitLabError, segment};
 use crate::worker::result::ReviewResult;
@@ -23,16 +23,17 @@ const DRAFT: &str = "Draft: ";
 
 impl GitLabForge {
     /// Pushes the run's branch to `repos.NAME.remote` (never forced), the token handed to git through
-    /// its environment ([`crate::gitlab::GitLabClient::git_env`]).
+    /// its environment ([`crate::gitlab::GitLabClient::git_env`]). When someone else pushed to it
+    /// meanwhile (a human's fix on the merge request), their commits are merged into the run's worktree
+    /// first and the push is tried once more; a merge that conflicts stays the push's error.
     pub async fn push(&self, run: &Run) -> Result<(), ForgeError> {
-        let branch = run.branch_name.clone().ok_or(ForgeError::NoBranch(run.id))?;
-        let (path, remote) = (crate::config::expand_home(&self.repo.path), self.repo.remote.clone());
-        let env = self.client.git_env();
-        tokio::task::spawn_blocking(move || {
-            crate::workspace::push_branch_with(&path, &remote, &branch, &env)
-        })
-        .await??;
-        Ok(())
+        push_merging(&self.repo, self.worktrees_root.as_deref(), run, self.client.git_env()).await
+    }
+
+    /// The worktree root (`workspace.root`) under which a run's recorded worktree may be merged into.
+    pub fn with_worktrees_root(mut self, root: std::path::PathBuf) -> Self {
+        self.worktrees_root = Some(root);
+        self
     }
 
     /// Pushes the branch and opens a draft merge request for it, or finds the one already open (a
