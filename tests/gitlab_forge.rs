@@ -301,3 +301,29 @@ async fn a_review_goes_on_its_lines_where_gitlab_takes_them_and_is_found_after_a
     let pr = s.forge.snapshot(&run).await.unwrap().unwrap();
     assert!(pr.comments.iter().all(|c| c.by_agent), "executor's review asks nothing of anyone");
 }
+
+/// A listing taken while observing one merge request announces another's change: what was kept of
+/// that other one is not answered again as current (it is asked the next time it is wanted).
+#[tokio::test]
+async fn a_change_listed_while_observing_another_merge_request_is_not_lost() {
+    let s = setup(|_| {}).await;
+    let (a, b) = (
+        s.fake.create_mr(PROJECT, "executor/g0", "Draft: A", "sha1"),
+        s.fake.create_mr(PROJECT, "executor/g1", "Draft: B", "sha2"),
+    );
+    s.fake.add_pipeline(PROJECT, "sha1", &[("test", "SUCCESS")]);
+    s.fake.add_pipeline(PROJECT, "sha2", &[("test", "SUCCESS")]);
+    let (ra, rb) = (run_with_mr(&s.store, 0, a).await, run_with_mr(&s.store, 1, b).await);
+    s.forge.snapshots(&[ra.clone(), rb.clone()]).await.unwrap();
+    s.fake.add_discussion(PROJECT, b, "alex", "A question.", true, None);
+    // Only A is observed (as `executor comment` would), but the listing shows B's change.
+    s.forge.snapshot_asked_again(&ra).await.unwrap();
+    let mut all = s.forge.snapshots(&[ra.clone(), rb.clone()]).await.unwrap();
+    assert_eq!(all.take(rb.id).unwrap().unwrap().comments.len(), 1, "B's note is seen");
+    // And a GraphQL failure after a listing loses nothing either: the next tick lists the change again.
+    s.fake.add_discussion(PROJECT, a, "alex", "Another.", true, None);
+    s.fake.fail_route("graphql", Fault::Status(400), 1);
+    assert!(s.forge.snapshots(&[ra.clone(), rb.clone()]).await.is_err());
+    let mut all = s.forge.snapshots(&[ra.clone(), rb.clone()]).await.unwrap();
+    assert_eq!(all.take(ra.id).unwrap().unwrap().comments.len(), 1, "A's note is seen");
+}

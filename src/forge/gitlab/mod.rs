@@ -42,8 +42,8 @@ pub struct GitLabForge {
     landing_time: std::time::Duration,
     /// The last observation of each merge request, by iid.
     cache: Mutex<HashMap<i64, Observed>>,
-    /// What the last listing said of each merge request's `updated_at` (and the newest of them): a
-    /// merge request listed with another value changed since.
+    /// The newest change of the last listing whose announcements were all observed: the next listing
+    /// starts a second before it.
     listed: Mutex<Listing>,
     /// `workspace.root`: a run's worktree path read from the database is merged into only under it.
     worktrees_root: Option<std::path::PathBuf>,
@@ -55,7 +55,8 @@ pub struct GitLabForge {
 #[derive(Debug, Clone)]
 struct Observed {
     snapshot: PrSnapshot,
-    /// `updated_at` as GitLab last said it (the listing's, else the observation's).
+    /// `updated_at` as GitLab last said it (the listing's, taken before the observation, else the
+    /// observation's own): a listing that shows another changed since.
     updated_at: String,
     /// The merge request's title (marking it ready removes its `Draft:` prefix).
     title: String,
@@ -69,9 +70,9 @@ struct Observed {
     head_pipeline: Option<i64>,
 }
 
+/// What the last listing that was followed through said: its newest change.
 #[derive(Debug, Default)]
 struct Listing {
-    updated: HashMap<i64, String>,
     newest: Option<chrono::DateTime<chrono::Utc>>,
 }
 
@@ -157,9 +158,6 @@ impl GitLabForge {
     pub fn keep_only(&self, watched: &std::collections::HashSet<i64>) {
         if let Ok(mut cache) = self.cache.lock() {
             cache.retain(|iid, _| watched.contains(iid));
-        }
-        if let Ok(mut listed) = self.listed.lock() {
-            listed.updated.retain(|iid, _| watched.contains(iid));
         }
     }
 }

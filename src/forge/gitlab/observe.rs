@@ -39,25 +39,44 @@ impl GitLabForge {
 
     async fn observe(&self, runs: &[Run], log_ignored: bool) -> Result<Snapshots, ForgeError> {
         let wanted: Vec<(i64, i64)> = runs.iter().filter_map(|r| Some((r.id, r.pr_number?))).collect();
-        let all_kept = self.cache.lock().is_ok_and(|c| wanted.iter().all(|(_, iid)| c.contains_key(iid)));
         // Taken even when everything is asked anyway, so that the next tick has a listing to compare.
-        let changed = self.listed_changes().await?.filter(|_| all_kept);
+        let page = self.list().await?;
         let required = &self.repo.required_checks;
-        let to_ask: Vec<i64> = wanted
+        let to_ask: HashSet<i64> = wanted
             .iter()
             .map(|(_, iid)| *iid)
-            .filter(|iid| match (self.cached(*iid), &changed) {
-                (None, _) | (_, None) => true,
-                (Some(o), Some(changed)) => changed.contains(iid) || still_moving(&o.snapshot, required),
+            .filter(|iid| match self.cached(*iid) {
+                None => true,
+                Some(o) => !page.complete || page.changed(*iid, &o) || still_moving(&o.snapshot, required),
             })
-            .collect::<HashSet<_>>()
-            .into_iter()
             .collect();
+        // What is kept of a merge request that changed (or may have) and is not asked now is out of date:
+        // dropped before anything can fail, so that no later observation answers from it.
+        let stale: Vec<i64> = match self.cache.lock() {
+            Ok(cache) => cache
+                .iter()
+                .filter(|(iid, o)| !to_ask.contains(iid) && (!page.complete || page.changed(**iid, o)))
+                .map(|(iid, _)| *iid)
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        for iid in stale {
+            self.forget_observation(iid);
+        }
+        let to_ask: Vec<i64> = to_ask.into_iter().collect();
         let mut answered: HashMap<i64, Result<Observed, String>> = HashMap::new();
         for batch in to_ask.chunks(self.batch_size) {
-            for (iid, observed) in self.ask(batch).await? {
+            for (iid, mut observed) in self.ask(batch).await? {
+                // Asked after the listing: as new as what it listed, at least.
+                if let (Ok(o), Some(at)) = (&mut observed, page.updated.get(&iid)) {
+                    o.updated_at.clone_from(at);
+                }
                 answered.insert(iid, observed);
             }
+        }
+        // Everything the listing announced is observed (or dropped): the next listing may start later.
+        if let Ok(mut listed) = self.listed.lock() {
+            listed.newest = listed.newest.max(page.newest);
         }
         let agent =
             self.store.agent_comments(&wanted.iter().map(|(run, _)| *run).collect::<Vec<_>>()).await?;
@@ -73,6 +92,7 @@ impl GitLabForge {
                     o
                 }
                 Some(Err(why)) => {
+                    self.forget_observation(iid);
                     all.unobserved.insert(run.id, Unobserved { number: iid, since: Utc::now(), why });
                     continue;
                 }
@@ -100,51 +120,41 @@ impl GitLabForge {
     }
 
     fn remember(&self, iid: i64, observed: Observed) {
-        let updated_at = observed.updated_at.clone();
         if let Ok(mut cache) = self.cache.lock() {
             cache.insert(iid, observed);
         }
-        // What the listing will be compared with: the time as GitLab just said it.
-        if let Ok(mut listed) = self.listed.lock() {
-            listed.updated.entry(iid).or_insert(updated_at);
-        }
     }
 
-    /// The merge requests changed since the last listing (by iid), or `None` when that cannot be told
-    /// (the first listing, or a full page).
-    async fn listed_changes(&self) -> Result<Option<HashSet<i64>>, ForgeError> {
-        let newest = self.listed.lock().ok().and_then(|l| l.newest);
+    /// The merge requests updated since a second before the last listing's newest change, newest first.
+    async fn list(&self) -> Result<Page, ForgeError> {
+        let since = self.listed.lock().ok().and_then(|l| l.newest);
         let mut path = format!(
             "{}/merge_requests?state=all&order_by=updated_at&sort=desc&per_page={LISTED}",
             self.project_path()
         );
-        if let Some(newest) = newest {
-            let since =
-                (newest - chrono::TimeDelta::seconds(1)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-            path.push_str(&format!("&updated_after={}", segment(&since)));
+        if let Some(since) = since {
+            let after =
+                (since - chrono::TimeDelta::seconds(1)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            path.push_str(&format!("&updated_after={}", segment(&after)));
         }
-        let page = self.client.rest(Method::GET, &path, None).await?;
-        let items = page.as_array().ok_or_else(|| malformed(&path, "the listing is not a list"))?;
-        let mut changed = HashSet::new();
-        // A full page holds every change since the last listing when it reaches back before that
-        // listing's newest change (the page is newest first; what changed since is newer).
-        let oldest = items.last().and_then(|i| i.get("updated_at")?.as_str()?.parse::<DateTime<Utc>>().ok());
-        let whole = items.len() < LISTED || matches!((oldest, newest), (Some(o), Some(n)) if o < n);
-        let Ok(mut listed) = self.listed.lock() else { return Ok(None) };
+        let answer = self.client.rest(Method::GET, &path, None).await?;
+        let items = answer.as_array().ok_or_else(|| malformed(&path, "the listing is not a list"))?;
+        let mut page = Page { updated: HashMap::new(), complete: false, newest: None };
         for item in items {
             let (Some(iid), Some(at)) =
                 (item.get("iid").and_then(Value::as_i64), item.get("updated_at").and_then(Value::as_str))
             else {
                 continue;
             };
-            if let Ok(time) = at.parse::<DateTime<Utc>>() {
-                listed.newest = listed.newest.max(Some(time));
-            }
-            if listed.updated.insert(iid, at.to_string()).as_deref() != Some(at) {
-                changed.insert(iid);
-            }
+            page.newest = page.newest.max(at.parse::<DateTime<Utc>>().ok());
+            page.updated.insert(iid, at.to_string());
         }
-        Ok((newest.is_some() && whole).then_some(changed))
+        // A full page holds every change since the last listing when it reaches back before that
+        // listing's newest change (the page is newest first; what changed since is newer).
+        let oldest = items.last().and_then(|i| i.get("updated_at")?.as_str()?.parse::<DateTime<Utc>>().ok());
+        let whole = items.len() < LISTED || matches!((oldest, since), (Some(o), Some(s)) if o < s);
+        page.complete = since.is_some() && whole;
+        Ok(page)
     }
 
     /// One GraphQL request for these merge requests: each one's observation, or why it has none.
@@ -181,6 +191,21 @@ impl GitLabForge {
                 (*iid, o)
             })
             .collect())
+    }
+}
+
+/// One listing: each listed merge request's `updated_at`, whether the listing holds every change since
+/// the last one, and its newest change.
+struct Page {
+    updated: HashMap<i64, String>,
+    complete: bool,
+    newest: Option<DateTime<Utc>>,
+}
+
+impl Page {
+    /// Whether the listing shows merge request `iid` changed since `kept` was observed.
+    fn changed(&self, iid: i64, kept: &Observed) -> bool {
+        self.updated.get(&iid).is_some_and(|at| *at != kept.updated_at)
     }
 }
 
