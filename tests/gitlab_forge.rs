@@ -22,7 +22,19 @@ struct Setup {
     fake: FakeGitLab,
     forge: Forge,
     store: Store,
+    repo: Repo,
+    config: executor::config::GitLab,
     _dir: tempfile::TempDir,
+}
+
+impl Setup {
+    /// Another forge on the same database, as a process cron starts later makes.
+    fn another_forge(&self) -> Forge {
+        let client = GitLabClient::new(&self.config, "GITLAB_TOKEN", Some(self.fake.token())).unwrap();
+        Forge::GitLab(
+            GitLabForge::new(Arc::new(client), self.store.clone(), "app", &self.repo, &self.config).unwrap(),
+        )
+    }
 }
 
 async fn setup(repo: impl FnOnce(&mut Repo)) -> Setup {
@@ -46,7 +58,7 @@ async fn setup(repo: impl FnOnce(&mut Repo)) -> Setup {
     };
     repo(&mut r);
     let forge = GitLabForge::new(Arc::new(client), store.clone(), "app", &r, &config).unwrap();
-    Setup { fake, forge: Forge::GitLab(forge), store, _dir: dir }
+    Setup { fake, forge: Forge::GitLab(forge), store, repo: r, config, _dir: dir }
 }
 
 /// A run in `pr` with merge request `iid`.
@@ -302,18 +314,25 @@ async fn a_review_goes_on_its_lines_where_gitlab_takes_them_and_is_found_after_a
     assert!(pr.comments.iter().all(|c| c.by_agent), "executor's review asks nothing of anyone");
 }
 
+/// Two merge requests with a green pipeline, and their runs.
+async fn two_green_mrs(s: &Setup) -> ((i64, Run), (i64, Run)) {
+    let mut out = Vec::new();
+    for i in 0..2 {
+        let sha = format!("sha{i}");
+        let iid = s.fake.create_mr(PROJECT, &format!("executor/g{i}"), "Draft: T", &sha);
+        s.fake.add_pipeline(PROJECT, &sha, &[("test", "SUCCESS")]);
+        out.push((iid, run_with_mr(&s.store, i, iid).await));
+    }
+    let b = out.pop().unwrap();
+    (out.pop().unwrap(), b)
+}
+
 /// A listing taken while observing one merge request announces another's change: what was kept of
 /// that other one is not answered again as current (it is asked the next time it is wanted).
 #[tokio::test]
 async fn a_change_listed_while_observing_another_merge_request_is_not_lost() {
     let s = setup(|_| {}).await;
-    let (a, b) = (
-        s.fake.create_mr(PROJECT, "executor/g0", "Draft: A", "sha1"),
-        s.fake.create_mr(PROJECT, "executor/g1", "Draft: B", "sha2"),
-    );
-    s.fake.add_pipeline(PROJECT, "sha1", &[("test", "SUCCESS")]);
-    s.fake.add_pipeline(PROJECT, "sha2", &[("test", "SUCCESS")]);
-    let (ra, rb) = (run_with_mr(&s.store, 0, a).await, run_with_mr(&s.store, 1, b).await);
+    let ((a, ra), (b, rb)) = two_green_mrs(&s).await;
     s.forge.snapshots(&[ra.clone(), rb.clone()]).await.unwrap();
     s.fake.add_discussion(PROJECT, b, "alex", "A question.", true, None);
     // Only A is observed (as `executor comment` would), but the listing shows B's change.
@@ -326,4 +345,29 @@ async fn a_change_listed_while_observing_another_merge_request_is_not_lost() {
     assert!(s.forge.snapshots(&[ra.clone(), rb.clone()]).await.is_err());
     let mut all = s.forge.snapshots(&[ra.clone(), rb.clone()]).await.unwrap();
     assert_eq!(all.take(ra.id).unwrap().unwrap().comments.len(), 1, "A's note is seen");
+}
+
+/// A runner cron starts later begins warm: what the last process observed is read back from the
+/// database, and an observation another process found out of date is not.
+#[tokio::test]
+async fn a_new_process_starts_from_what_the_last_one_kept() {
+    let s = setup(|_| {}).await;
+    let ((a, ra), (b, rb)) = two_green_mrs(&s).await;
+    let both = [ra.clone(), rb.clone()];
+    s.forge.snapshots(&both).await.unwrap();
+    s.fake.reset_counts();
+    let warm = s.another_forge();
+    warm.snapshots(&both).await.unwrap();
+    assert_eq!((s.fake.counts().rest, s.fake.counts().graphql), (1, 0), "nothing asked again");
+
+    // B changes; a process that observes only A (an agent's `executor comment`) sees it listed and
+    // drops what is kept of B; the next process asks B again.
+    s.fake.add_discussion(PROJECT, b, "alex", "A question.", true, None);
+    // A changes over a second later: the listing's newest change is then past B's, and the next
+    // listing does not reach back to B.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    s.fake.edit_mr(PROJECT, a, |m| m.labels.push("later".into()));
+    s.another_forge().snapshot(&ra).await.unwrap();
+    let mut all = s.another_forge().snapshots(&both).await.unwrap();
+    assert_eq!(all.take(rb.id).unwrap().unwrap().comments.len(), 1, "B's note is seen");
 }

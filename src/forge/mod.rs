@@ -231,10 +231,7 @@ impl Forge {
         match self {
             Forge::Local(_) => Ok(()), // keeps nothing: observed from the database every time
             Forge::GitHub(f) => f.keep_only(&runs.iter().filter_map(|r| r.pr_number).collect()).await,
-            Forge::GitLab(f) => {
-                f.keep_only(&runs.iter().filter_map(|r| r.pr_number).collect());
-                Ok(())
-            }
+            Forge::GitLab(f) => f.keep_only(&runs.iter().filter_map(|r| r.pr_number).collect()).await,
         }
     }
 

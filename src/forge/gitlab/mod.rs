@@ -11,6 +11,7 @@
 //!
 //! Architecture invariant: nothing here decides. A snapshot is whole or an error.
 
+mod memory;
 mod observe;
 mod wire;
 mod writes;
@@ -47,12 +48,14 @@ pub struct GitLabForge {
     listed: Mutex<Listing>,
     /// `workspace.root`: a run's worktree path read from the database is merged into only under it.
     worktrees_root: Option<std::path::PathBuf>,
+    /// Whether what an earlier process kept (see `memory.rs`) was read.
+    memory_loaded: tokio::sync::OnceCell<()>,
     /// Notes by untrusted authors already logged as ignored (once per note id).
     ignored: Mutex<std::collections::HashSet<String>>,
 }
 
 /// A merge request as last observed, with what it takes to write to it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct Observed {
     snapshot: PrSnapshot,
     /// `updated_at` as GitLab last said it (the listing's, taken before the observation, else the
@@ -104,6 +107,7 @@ impl GitLabForge {
             listed: Mutex::new(Listing::default()),
             ignored: Mutex::new(std::collections::HashSet::new()),
             worktrees_root: None,
+            memory_loaded: tokio::sync::OnceCell::new(),
         })
     }
 
@@ -154,10 +158,22 @@ impl GitLabForge {
         }
     }
 
-    /// Keeps in memory only the merge requests in `watched` (the runner's, this tick).
-    pub fn keep_only(&self, watched: &std::collections::HashSet<i64>) {
-        if let Ok(mut cache) = self.cache.lock() {
-            cache.retain(|iid, _| watched.contains(iid));
-        }
+    /// Keeps in memory only the merge requests in `watched` (the runner's, this tick); of those let go,
+    /// the ones last seen merged or closed are forgotten in the database too.
+    pub async fn keep_only(&self, watched: &std::collections::HashSet<i64>) -> Result<(), ForgeError> {
+        self.load_memory().await?;
+        let finished: Vec<i64> = match self.cache.lock() {
+            Ok(mut cache) => {
+                let finished = cache
+                    .iter()
+                    .filter(|(iid, o)| !watched.contains(iid) && o.snapshot.state != super::PrState::Open)
+                    .map(|(iid, _)| *iid)
+                    .collect();
+                cache.retain(|iid, _| watched.contains(iid));
+                finished
+            }
+            Err(_) => Vec::new(),
+        };
+        self.forget_finished(&finished).await
     }
 }

@@ -39,6 +39,7 @@ impl GitLabForge {
 
     async fn observe(&self, runs: &[Run], log_ignored: bool) -> Result<Snapshots, ForgeError> {
         let wanted: Vec<(i64, i64)> = runs.iter().filter_map(|r| Some((r.id, r.pr_number?))).collect();
+        self.load_memory().await?;
         // Taken even when everything is asked anyway, so that the next tick has a listing to compare.
         let page = self.list().await?;
         let required = &self.repo.required_checks;
@@ -60,8 +61,8 @@ impl GitLabForge {
                 .collect(),
             Err(_) => Vec::new(),
         };
-        for iid in stale {
-            self.forget_observation(iid);
+        for iid in &stale {
+            self.forget_observation(*iid);
         }
         let to_ask: Vec<i64> = to_ask.into_iter().collect();
         let mut answered: HashMap<i64, Result<Observed, String>> = HashMap::new();
@@ -75,9 +76,18 @@ impl GitLabForge {
             }
         }
         // Everything the listing announced is observed (or dropped): the next listing may start later.
-        if let Ok(mut listed) = self.listed.lock() {
-            listed.newest = listed.newest.max(page.newest);
-        }
+        let newest = match self.listed.lock() {
+            Ok(mut listed) => {
+                listed.newest = listed.newest.max(page.newest);
+                listed.newest
+            }
+            Err(_) => None,
+        };
+        let fresh: Vec<(i64, Observed)> =
+            answered.iter().filter_map(|(iid, o)| Some((*iid, o.as_ref().ok()?.clone()))).collect();
+        let failed = answered.iter().filter(|(_, o)| o.is_err()).map(|(iid, _)| *iid);
+        let forgotten: Vec<i64> = stale.iter().copied().chain(failed).collect();
+        self.keep(&fresh, &forgotten, newest).await?;
         let agent =
             self.store.agent_comments(&wanted.iter().map(|(run, _)| *run).collect::<Vec<_>>()).await?;
         let mut all = Snapshots::default();
@@ -113,6 +123,8 @@ impl GitLabForge {
 
     /// The run's merge request asked of GitLab now, whatever was kept of it.
     pub async fn snapshot_asked_again(&self, run: &Run) -> Result<Option<PrSnapshot>, ForgeError> {
+        // What the database keeps is read first, or this observation would load it back after.
+        self.load_memory().await?;
         if let Some(iid) = run.pr_number {
             self.forget_observation(iid);
         }

@@ -53,7 +53,7 @@ pub struct WireMr {
 }
 
 /// The commits a note on a line of the diff names (REST `position[base_sha]` …).
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct DiffRefs {
     pub base_sha: Option<String>,
