@@ -5,9 +5,9 @@
 //! Setup per N: the fake GitLab (`tests/fake_gitlab`) in this process; one project with N open draft
 //! merge requests, each with a green `test` job at its head; a fresh SQLite store with N runs `complete`
 //! with their merge request recorded, so a tick is pure observation. Ticks: "all changed" (nothing kept
-//! yet), "nothing changed" (the `updated_after` listing is empty), "fresh process" (a new runner: the
-//! GitLab forge keeps nothing across processes, so everything is asked again), "few changed" (~1% got a
-//! note). Then the same with every pipeline still running (`-- --pending N`, default 200), which is asked
+//! yet), "nothing changed" (the `updated_after` listing is empty), "fresh process" (a new runner on the
+//! same database, as cron starts one: it begins from what the last one kept), "few changed" (~1% got a
+//! label). Then the same with every pipeline still running (`-- --pending N`, default 200), which is asked
 //! every tick. GitLab charges no points per request: its limits count requests (and a GraphQL query's
 //! complexity, which one batch of `batch_size` merge requests keeps under GitLab's limit).
 

@@ -125,3 +125,15 @@ async fn graphql_answers_its_data_and_errors_are_errors() {
     assert!(matches!(e, GitLabError::GraphQl(_)), "{e}");
     assert_eq!(fake.counts().graphql, 2);
 }
+
+#[tokio::test]
+async fn a_long_log_is_read_to_its_tail_only() {
+    let (fake, client) = setup().await;
+    fake.add_pipeline("group/app", "abc", &[("test", "FAILED")]);
+    let job = fake.pipelines("group/app")[0].jobs[0].id;
+    let log: String = (0..100_000).map(|i| format!("line {i}\n")).collect();
+    fake.set_job_trace(job, &log);
+    let tail = client.text(&format!("/projects/group%2Fapp/jobs/{job}/trace"), 1000).await.unwrap();
+    assert_eq!(tail.len(), 1000);
+    assert!(log.ends_with(&tail));
+}

@@ -172,7 +172,8 @@ impl GitLabClient {
         let body = json!({ "query": document, "variables": variables });
         let path = "/api/graphql";
         // A query: as safe to repeat as a GET.
-        let bytes = self.send_as(Method::POST, &self.graphql_url, path, Some(&body), true).await?;
+        let bytes =
+            self.send_as(Method::POST, &self.graphql_url, path, Some(&body), true, usize::MAX).await?;
         let mut answer = parse_json(path, &bytes)?;
         if let Some(errors) = answer.get("errors").and_then(Value::as_array).filter(|e| !e.is_empty()) {
             let messages: Vec<&str> =
@@ -185,12 +186,12 @@ impl GitLabClient {
         }
     }
 
-    /// A GET under `/api/v4` answered with text (a job's log): its last `max_bytes` bytes.
+    /// A GET under `/api/v4` answered with text (a job's log): its last `max_bytes` bytes, read as it
+    /// streams (a log of any length holds no more than that in memory).
     pub async fn text(&self, path: &str, max_bytes: usize) -> Result<String, GitLabError> {
         let url = format!("{}{path}", self.api_url);
-        let bytes = self.send(Method::GET, &url, path, None).await?;
-        let tail = &bytes[bytes.len().saturating_sub(max_bytes)..];
-        Ok(String::from_utf8_lossy(tail).into_owned())
+        let bytes = self.send_as(Method::GET, &url, path, None, true, max_bytes).await?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
     async fn send(
@@ -201,10 +202,11 @@ impl GitLabClient {
         body: Option<&Value>,
     ) -> Result<Vec<u8>, GitLabError> {
         let read = method == Method::GET || method == Method::HEAD;
-        self.send_as(method, url, path, body, read).await
+        self.send_as(method, url, path, body, read, usize::MAX).await
     }
 
-    /// One call, with its waits and retries; `read`: safe to repeat after any fault.
+    /// One call, with its waits and retries; `read`: safe to repeat after any fault. Of the answer's
+    /// body, the last `tail` bytes are kept.
     async fn send_as(
         &self,
         method: Method,
@@ -212,6 +214,7 @@ impl GitLabClient {
         path: &str,
         body: Option<&Value>,
         read: bool,
+        tail: usize,
     ) -> Result<Vec<u8>, GitLabError> {
         let header = self.header.clone()?;
         let mut tried = 0;
@@ -237,7 +240,7 @@ impl GitLabClient {
                     let status = response.status();
                     self.note_rate_limit(response.headers());
                     let retry_after = retry_after(response.headers().get(RETRY_AFTER));
-                    match response.bytes().await {
+                    match last_bytes(response, tail).await {
                         Err(e) if read => Fault::Retry { status: None, reason: transport(e), wait: None },
                         Err(e) => return Err(lost(transport(e)).without(&self.secret)),
                         Ok(bytes) if status.is_success() => return Ok(bytes.to_vec()),
@@ -331,6 +334,21 @@ impl GitLabClient {
     fn backoff_for(&self, tried: u32) -> Duration {
         (self.backoff * (1u32 << tried.min(6))).min(MAX_WAIT)
     }
+}
+
+/// The body's last `tail` bytes, read chunk by chunk.
+async fn last_bytes(mut response: reqwest::Response, tail: usize) -> Result<Vec<u8>, reqwest::Error> {
+    let mut kept = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        kept.extend_from_slice(&chunk);
+        if kept.len() > tail.saturating_mul(2) {
+            kept.drain(..kept.len() - tail);
+        }
+    }
+    if kept.len() > tail {
+        kept.drain(..kept.len() - tail);
+    }
+    Ok(kept)
 }
 
 /// A failed attempt worth another.
