@@ -371,3 +371,33 @@ async fn a_new_process_starts_from_what_the_last_one_kept() {
     let mut all = s.another_forge().snapshots(&both).await.unwrap();
     assert_eq!(all.take(rb.id).unwrap().unwrap().comments.len(), 1, "B's note is seen");
 }
+
+/// A webhook delivery's mark makes its merge request asked again though the listing shows no change
+/// (GitLab's API may lag its hooks), and the mark is then cleared.
+#[tokio::test]
+async fn a_merge_request_a_webhook_marked_is_asked_again() {
+    use executor::domain::{DeliveryOutcome, WebhookSender};
+    use executor::store::Delivery;
+    let s = setup(|_| {}).await;
+    let ((a, ra), (_, rb)) = two_green_mrs(&s).await;
+    let both = [ra.clone(), rb.clone()];
+    s.forge.snapshots(&both).await.unwrap();
+    s.fake.edit_mr_quietly(PROJECT, a, |m| m.labels.push("hooked".into()));
+    let marks = [("app".to_string(), a)];
+    let delivery = Delivery {
+        sender: WebhookSender::GitLab,
+        id: "uuid-1",
+        event: "Merge Request Hook",
+        outcome: DeliveryOutcome::Marked,
+        marks: &marks,
+        wake: None,
+    };
+    assert!(s.store.record_delivery(&delivery).await.unwrap());
+    s.fake.reset_counts();
+    let mut all = s.forge.snapshots(&both).await.unwrap();
+    assert_eq!(s.fake.counts().graphql, 1);
+    assert_eq!(all.take(ra.id).unwrap().unwrap().labels, ["hooked"]);
+    assert!(s.store.pr_marks("app").await.unwrap().is_empty(), "the mark is honoured");
+    s.forge.snapshots(&both).await.unwrap();
+    assert_eq!(s.fake.counts().graphql, 1, "and not asked again");
+}

@@ -40,6 +40,10 @@ impl GitLabForge {
     async fn observe(&self, runs: &[Run], log_ignored: bool) -> Result<Snapshots, ForgeError> {
         let wanted: Vec<(i64, i64)> = runs.iter().filter_map(|r| Some((r.id, r.pr_number?))).collect();
         self.load_memory().await?;
+        // Merge requests a webhook delivery said changed (`POST /webhooks/gitlab`): asked whatever the
+        // listing says (it may not show the change yet; then later ticks catch up, as polling would).
+        let marks = self.store.pr_marks(&self.repo_name).await?;
+        let marked: HashSet<i64> = marks.iter().map(|(_, iid)| *iid).collect();
         // Taken even when everything is asked anyway, so that the next tick has a listing to compare.
         let page = self.list().await?;
         let required = &self.repo.required_checks;
@@ -48,7 +52,12 @@ impl GitLabForge {
             .map(|(_, iid)| *iid)
             .filter(|iid| match self.cached(*iid) {
                 None => true,
-                Some(o) => !page.complete || page.changed(*iid, &o) || still_moving(&o.snapshot, required),
+                Some(o) => {
+                    !page.complete
+                        || page.changed(*iid, &o)
+                        || marked.contains(iid)
+                        || still_moving(&o.snapshot, required)
+                }
             })
             .collect();
         // What is kept of a merge request that changed (or may have) and is not asked now is out of date:
@@ -88,6 +97,11 @@ impl GitLabForge {
         let failed = answered.iter().filter(|(_, o)| o.is_err()).map(|(iid, _)| *iid);
         let forgotten: Vec<i64> = stale.iter().copied().chain(failed).collect();
         self.keep(&fresh, &forgotten, newest).await?;
+        // The marks honoured, up to the newest read (never one made since); a failed one stays.
+        let done: Vec<i64> = fresh.iter().map(|(iid, _)| *iid).filter(|iid| marked.contains(iid)).collect();
+        if let Some(up_to) = marks.iter().map(|(id, _)| *id).max().filter(|_| !done.is_empty()) {
+            self.store.clear_pr_marks(&self.repo_name, &done, up_to).await?;
+        }
         let agent =
             self.store.agent_comments(&wanted.iter().map(|(run, _)| *run).collect::<Vec<_>>()).await?;
         let mut all = Snapshots::default();
