@@ -1,5 +1,5 @@
-//! The GitLab forge's check of `executor doctor`, when a repository has `forge = "gitlab"`: whether
-//! GitLab takes the token with the `api` scope the forge writes with (`GET /api/v4/personal_access_tokens/
+//! The GitLab write check of `executor doctor`, when a repository has `forge = "gitlab"` or a GitLab
+//! issues source writes back: whether GitLab takes the token with the `api` scope both write with (`GET /api/v4/personal_access_tokens/
 //! self`, which a personal, group or project access token may ask of itself), read only. Whether a token
 //! is set at all is the `gitlab token` check's.
 
@@ -13,7 +13,9 @@ use crate::gitlab::{GitLabClient, GitLabError};
 const NAME: &str = "gitlab api scope";
 
 pub(super) async fn gitlab_check(config: &Config) -> Option<Check> {
-    if !config.repos.values().any(|r| r.forge == "gitlab") {
+    let writes_notes =
+        config.sources.iter().any(|s| s.kind == "gitlab_issues" && !s.writeback_events().is_empty());
+    if !config.repos.values().any(|r| r.forge == "gitlab") && !writes_notes {
         return None;
     }
     let make = "create an access token with the `api` scope (GitLab → Preferences → Access tokens, or the \
@@ -46,7 +48,7 @@ pub(super) async fn gitlab_check(config: &Config) -> Option<Check> {
                     Outcome::Fail,
                     NAME,
                     format!(
-                        "the token in {variable} has the scopes {scopes:?}, not `api`: executor cannot write merge requests"
+                        "the token in {variable} has the scopes {scopes:?}, not `api`: executor cannot write merge requests or notes"
                     ),
                     format!("{make} and export it as {variable}"),
                 )
