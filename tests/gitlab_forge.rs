@@ -2,12 +2,14 @@
 //! then failed, trusted and untrusted discussions, conflicts, merged and closed), what observing costs
 //! when nothing changed, and its writes done exactly once through lost answers.
 
+mod common;
 #[path = "fake_gitlab/mod.rs"]
 mod fake_gitlab;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::TestDb;
 use executor::config::Repo;
 use executor::domain::{Actor, QueueStatus, Run, RunState, TaskGid};
 use executor::forge::gitlab::GitLabForge;
@@ -15,6 +17,14 @@ use executor::forge::{CheckStatus, CiRollup, CommentPost, Forge, Mergeable, PrSt
 use executor::gitlab::GitLabClient;
 use executor::store::{NewTask, Store};
 use fake_gitlab::{FakeGitLab, Fault};
+
+// What the forge keeps and reads in the database (executor's recorded notes, observations kept across
+// processes, webhook marks), on both databases; the rest on SQLite.
+on_both_databases!(
+    a_reply_lost_in_a_502_is_posted_once_recorded_and_its_thread_resolved,
+    a_new_process_starts_from_what_the_last_one_kept,
+    a_merge_request_a_webhook_marked_is_asked_again,
+);
 
 const PROJECT: &str = "group/app";
 
@@ -24,6 +34,7 @@ struct Setup {
     store: Store,
     repo: Repo,
     config: executor::config::GitLab,
+    _db: TestDb,
     _dir: tempfile::TempDir,
 }
 
@@ -37,13 +48,16 @@ impl Setup {
     }
 }
 
+/// The forge of a project on the fake, over a fresh SQLite database.
 async fn setup(repo: impl FnOnce(&mut Repo)) -> Setup {
+    setup_on(common::sqlite(), repo).await
+}
+
+async fn setup_on(db: TestDb, repo: impl FnOnce(&mut Repo)) -> Setup {
     let fake = FakeGitLab::start().await;
     fake.add_project(PROJECT, None);
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("executor.db").display());
-    Store::open(&url).await.unwrap().migrate().await.unwrap();
-    let store = Store::open(&url).await.unwrap();
+    let store = db.open().await;
     let mut config = fake.config();
     config.request_timeout = executor::config::Duration::secs(1);
     let client = GitLabClient::new(&config, "GITLAB_TOKEN", Some(fake.token()))
@@ -58,7 +72,7 @@ async fn setup(repo: impl FnOnce(&mut Repo)) -> Setup {
     };
     repo(&mut r);
     let forge = GitLabForge::new(Arc::new(client), store.clone(), "app", &r, &config).unwrap();
-    Setup { fake, forge: Forge::GitLab(forge), store, repo: r, config, _dir: dir }
+    Setup { fake, forge: Forge::GitLab(forge), store, repo: r, config, _db: db, _dir: dir }
 }
 
 /// A run in `pr` with merge request `iid`.
@@ -177,9 +191,8 @@ async fn nothing_changed_costs_one_listing_and_no_graphql() {
     assert_eq!((s.fake.counts().rest, s.fake.counts().graphql), (1, 1));
 }
 
-#[tokio::test]
-async fn a_reply_lost_in_a_502_is_posted_once_recorded_and_its_thread_resolved() {
-    let s = setup(|_| {}).await;
+async fn a_reply_lost_in_a_502_is_posted_once_recorded_and_its_thread_resolved(db: TestDb) {
+    let s = setup_on(db, |_| {}).await;
     let iid = s.fake.create_mr(PROJECT, "executor/g0", "Draft: T", "sha1");
     let run = run_with_mr(&s.store, 0, iid).await;
     let (discussion, note) = s.fake.add_discussion(PROJECT, iid, "alex", "Add a test.", true, None);
@@ -349,9 +362,8 @@ async fn a_change_listed_while_observing_another_merge_request_is_not_lost() {
 
 /// A runner cron starts later begins warm: what the last process observed is read back from the
 /// database, and an observation another process found out of date is not.
-#[tokio::test]
-async fn a_new_process_starts_from_what_the_last_one_kept() {
-    let s = setup(|_| {}).await;
+async fn a_new_process_starts_from_what_the_last_one_kept(db: TestDb) {
+    let s = setup_on(db, |_| {}).await;
     let ((a, ra), (b, rb)) = two_green_mrs(&s).await;
     let both = [ra.clone(), rb.clone()];
     s.forge.snapshots(&both).await.unwrap();
@@ -374,11 +386,10 @@ async fn a_new_process_starts_from_what_the_last_one_kept() {
 
 /// A webhook delivery's mark makes its merge request asked again though the listing shows no change
 /// (GitLab's API may lag its hooks), and the mark is then cleared.
-#[tokio::test]
-async fn a_merge_request_a_webhook_marked_is_asked_again() {
+async fn a_merge_request_a_webhook_marked_is_asked_again(db: TestDb) {
     use executor::domain::{DeliveryOutcome, WebhookSender};
     use executor::store::Delivery;
-    let s = setup(|_| {}).await;
+    let s = setup_on(db, |_| {}).await;
     let ((a, ra), (_, rb)) = two_green_mrs(&s).await;
     let both = [ra.clone(), rb.clone()];
     s.forge.snapshots(&both).await.unwrap();
