@@ -310,7 +310,7 @@ async fn a_review_goes_on_its_lines_where_gitlab_takes_them_and_is_found_after_a
     let mr = s.fake.mr(PROJECT, iid);
     let on_line = mr.discussions.iter().find(|d| d.notes[0].position.is_some()).unwrap();
     assert_eq!(on_line.notes[0].position, Some(("src/a.rs".into(), 3)));
-    assert!(on_line.resolvable && on_line.notes[0].body.contains("<!-- executor review 41 -->"));
+    assert!(on_line.resolvable && on_line.notes[0].body.ends_with("<!-- executor review 41 finding -->"));
     let notes = mr.notes();
     assert_eq!(notes.len(), 2, "the line finding and the note: {notes:#?}");
     let note = &notes[1];
@@ -328,6 +328,48 @@ async fn a_review_goes_on_its_lines_where_gitlab_takes_them_and_is_found_after_a
 }
 
 /// Two merge requests with a green pipeline, and their runs.
+/// A finding's discussion is carried out and its answer lost: the review is not taken for posted (its
+/// note, which alone carries the review's marker, is not there), and the next attempt records the
+/// finding it finds and posts only the rest — each part once.
+#[tokio::test]
+async fn a_review_cut_off_after_a_finding_is_finished_without_posting_the_finding_again() {
+    use executor::forge::{Finding, ReviewDelivery, ReviewResult, Verdict, deliver_review};
+    let s = setup(|_| {}).await;
+    let iid = s.fake.create_mr(PROJECT, "executor/g0", "Draft: T", "sha1");
+    let run = run_with_mr(&s.store, 0, iid).await;
+    let finding = |line: i64, body: &str| Finding {
+        path: Some("src/a.rs".into()),
+        line: Some(line),
+        body: body.into(),
+    };
+    let review = ReviewResult {
+        verdict: Verdict::Fail,
+        summary: "Two things.".into(),
+        findings: vec![finding(3, "Off by one."), finding(7, "Unchecked error.")],
+    };
+    s.fake.fail_route("discussion_create", Fault::AppliedThen(502), 1);
+    let pr = s.forge.snapshot(&run).await.unwrap().unwrap();
+    deliver_review(&s.forge, &s.store, &run, &pr, 42, &review).await.unwrap_err();
+    assert_eq!(s.fake.mr(PROJECT, iid).notes().len(), 1, "the first finding landed, nothing after it");
+
+    let pr = s.forge.snapshot_asked_again(&run).await.unwrap().unwrap();
+    let done = deliver_review(&s.forge, &s.store, &run, &pr, 42, &review).await.unwrap();
+    assert_eq!(done, ReviewDelivery::Posted, "the review was not all there: it is finished");
+    let notes = s.fake.mr(PROJECT, iid).notes();
+    let bodies: Vec<&str> = notes.iter().map(|n| n.body.as_str()).collect();
+    assert_eq!(bodies.iter().filter(|b| b.starts_with("Off by one.")).count(), 1, "{bodies:#?}");
+    assert_eq!(bodies.iter().filter(|b| b.starts_with("Unchecked error.")).count(), 1, "{bodies:#?}");
+    assert_eq!(bodies.iter().filter(|b| b.contains("<!-- executor review 42 -->")).count(), 1, "{bodies:#?}");
+    let recorded = s.store.agent_comments(&[run.id]).await.unwrap();
+    assert!(notes.iter().all(|n| recorded.contains_key(&n.id.to_string())), "{recorded:?}");
+
+    // Looked at again, the whole review is there: nothing more is posted.
+    let pr = s.forge.snapshot_asked_again(&run).await.unwrap().unwrap();
+    let again = deliver_review(&s.forge, &s.store, &run, &pr, 42, &review).await.unwrap();
+    assert_eq!(again, ReviewDelivery::FoundEarlier);
+    assert_eq!(s.fake.mr(PROJECT, iid).notes().len(), 3);
+}
+
 async fn two_green_mrs(s: &Setup) -> ((i64, Run), (i64, Run)) {
     let mut out = Vec::new();
     for i in 0..2 {

@@ -217,8 +217,10 @@ impl GitLabForge {
 
     /// A review as one note on the merge request, each finding with a line first as a discussion on
     /// that line of the diff (GitLab refuses a line outside the diff: that finding goes into the note).
-    /// Every part ends with `marker`, and every id is recorded as executor's. A part whose answer was
-    /// lost is looked for by its marker and text before anything else is posted.
+    /// The note comes last and alone ends with `marker`, so the review counts as posted only once all
+    /// of it is; each finding ends with its part marker ([`part_marker`]), and one already on the merge
+    /// request (an attempt whose later part's answer was lost) is recorded, not posted again. Every id
+    /// is recorded as executor's.
     pub async fn post_review(
         &self,
         run: &Run,
@@ -236,7 +238,11 @@ impl GitLabForge {
                 }
                 continue;
             };
-            let body = format!("{}\n\n{marker}", f.body);
+            let body = format!("{}\n\n{}", f.body, part_marker(marker));
+            if let Some(earlier) = observed.snapshot.comments.iter().find(|c| c.body.trim_end() == body) {
+                self.store.record_agent_comment(run.id, &earlier.id, None).await?;
+                continue;
+            }
             let Some(refs) = &observed.diff_refs else {
                 in_note.push_str(&format!("\n\n- `{path}` line {line}: {}", f.body));
                 continue;
@@ -288,7 +294,12 @@ impl GitLabForge {
     async fn record_marked(&self, run: &Run, marker: &str, lost: GitLabError) -> Result<(), ForgeError> {
         tokio::time::sleep(self.landing_time).await;
         let seen = self.snapshot_asked_again(run).await?;
-        for c in seen.iter().flat_map(|pr| crate::forge::marked(pr, marker)) {
+        let part = part_marker(marker);
+        for c in seen
+            .iter()
+            .flat_map(|pr| &pr.comments)
+            .filter(|c| c.body.contains(marker) || c.body.contains(&part))
+        {
             self.store.record_agent_comment(run.id, &c.id, None).await?;
         }
         Err(ForgeError::GitLab(lost))
@@ -355,6 +366,12 @@ fn note_id(note: &Value) -> Result<String, ForgeError> {
 
 fn malformed(what: &str) -> ForgeError {
     ForgeError::GitLab(GitLabError::Malformed { path: String::new(), reason: what.to_string() })
+}
+
+/// What ends each finding of the review `marker` ends: `<!-- executor review N finding -->`. It does not
+/// hold `marker`, so a review whose note was not posted yet is not taken for posted.
+fn part_marker(marker: &str) -> String {
+    format!("{} finding -->", marker.trim_end_matches("-->").trim_end())
 }
 
 #[cfg(test)]
