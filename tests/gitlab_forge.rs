@@ -267,6 +267,14 @@ async fn ci_is_triggered_as_ci_trigger_says() {
     let pipelines = s.fake.pipelines(PROJECT);
     assert_eq!((pipelines.len(), pipelines[0].sha.as_str()), (1, "sha1"), "a pipeline on the branch");
     assert_eq!(s.forge.snapshot(&run).await.unwrap().unwrap().ci(), CiRollup::Pending);
+    // A trigger GitLab carried out but whose answer was lost counts as done: not sent again.
+    s.fake.fail_route("pipeline_create", Fault::AppliedThen(502), 1);
+    assert_eq!(s.forge.trigger_ci(&run, "sha1").await.unwrap(), CiTrigger::Dispatched);
+    assert_eq!(
+        (s.fake.route("pipeline_create"), s.fake.pipelines(PROJECT).len()),
+        (2, 2),
+        "one request, one pipeline"
+    );
 
     let s = setup(|r| r.ci_trigger = "retry".into()).await;
     let iid = s.fake.create_mr(PROJECT, "executor/g0", "Draft: T", "sha1");

@@ -103,13 +103,26 @@ impl GitLabForge {
 
     /// Starts CI at the head as `repos.NAME.ci_trigger` says: nothing (a push starts a pipeline), a new
     /// pipeline on the branch (`pipeline`), or a retry of the head pipeline's failed jobs (`retry`).
+    /// Starts CI as `ci_trigger` says. A trigger whose answer was lost counts as done: the pipeline it
+    /// may have started shows at the head in the next observation, which a second trigger would only
+    /// double; if none ever shows, the wait for checks ends in the human's notice as for any trigger.
     pub async fn trigger_ci(&self, run: &Run, sha: &str) -> Result<CiTrigger, ForgeError> {
+        let sent = |answer: Result<serde_json::Value, GitLabError>, done: CiTrigger| match answer {
+            Ok(_) => Ok(done),
+            Err(e) if e.is_answer_lost() => {
+                tracing::info!(
+                    run = run.id,
+                    "GitLab's answer to the CI trigger was lost ({e}); taken as done"
+                );
+                Ok(done)
+            }
+            Err(e) => Err(ForgeError::from(e)),
+        };
         match self.repo.ci_trigger.as_str() {
             "pipeline" => {
                 let branch = run.branch_name.clone().ok_or(ForgeError::NoBranch(run.id))?;
                 let path = format!("{}/pipeline?ref={}", self.project_path(), segment(&branch));
-                self.client.rest(Method::POST, &path, None).await?;
-                Ok(CiTrigger::Dispatched)
+                sent(self.client.rest(Method::POST, &path, None).await, CiTrigger::Dispatched)
             }
             "retry" => {
                 let iid = run.pr_number.ok_or(ForgeError::NoPr(run.id))?;
@@ -122,8 +135,7 @@ impl GitLabForge {
                     return Ok(CiTrigger::NothingToRerun);
                 };
                 let path = format!("{}/pipelines/{pipeline}/retry", self.project_path());
-                self.client.rest(Method::POST, &path, None).await?;
-                Ok(CiTrigger::Rerun)
+                sent(self.client.rest(Method::POST, &path, None).await, CiTrigger::Rerun)
             }
             _ => {
                 tracing::info!(
