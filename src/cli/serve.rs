@@ -115,8 +115,8 @@ pub async fn run(flag: Option<&Path>, args: ServeArgs, as_json: bool) -> anyhow:
     }
     let store = state.store.clone();
     let shutdown = shutdown_on_signals();
-    // A serve without the secret accepts no delivery, so it has none to start a runner for.
-    if !args.no_runner && state.webhook_secret.is_some() {
+    // A serve without a forge's secret accepts no delivery, so it has none to start a runner for.
+    if !args.no_runner && (state.webhook_secret.is_some() || state.gitlab_webhook_secret.is_some()) {
         let command = runner_start::RunnerCommand {
             exe: std::env::current_exe().context("finding the executor executable")?,
             config: flag.map(Path::to_path_buf),

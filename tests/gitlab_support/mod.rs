@@ -88,7 +88,8 @@ trusted_authors = ["alex"]
         GlEnv { dir, fake, env: Default::default() }
     }
 
-    pub async fn exec(&self, args: &[&str]) -> Output {
+    /// `executor ARGS` on this home's config, with the GitLab token and the variables set here.
+    pub fn command(&self, args: &[&str]) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_executor"));
         cmd.arg("--config")
             .arg(self.dir.path().join("executor.toml"))
@@ -99,6 +100,11 @@ trusted_authors = ["alex"]
             .envs(self.env.lock().unwrap().clone())
             .stdin(Stdio::null())
             .kill_on_drop(true);
+        cmd
+    }
+
+    pub async fn exec(&self, args: &[&str]) -> Output {
+        let mut cmd = self.command(args);
         tokio::time::timeout(Duration::from_secs(90), cmd.output())
             .await
             .unwrap_or_else(|_| panic!("executor {args:?} did not end within 90 s"))

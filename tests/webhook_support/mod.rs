@@ -71,8 +71,14 @@ impl Serve {
         let mut args = vec!["serve", "--port", "0", "--json"];
         args.extend_from_slice(extra);
         let mut cmd = env.command(&args);
-        cmd.env(SECRET_ENV, SECRET)
-            .env("EXECUTOR_LOG", "executor=info")
+        cmd.env(SECRET_ENV, SECRET);
+        Serve::spawn(cmd, stderr).await
+    }
+
+    /// Runs `cmd` (`executor serve --port 0 --json …`, its secrets set by the caller) with its log in
+    /// `stderr`, once it printed where it listens.
+    pub async fn spawn(mut cmd: tokio::process::Command, stderr: std::path::PathBuf) -> Serve {
+        cmd.env("EXECUTOR_LOG", "executor=info")
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr).unwrap());
         let mut child = cmd.spawn().unwrap();
