@@ -16,11 +16,18 @@
 //! recorded. Use it with `#[path = "fake_gitlab_issues/mod.rs"] mod fake_gitlab_issues;`.
 #![allow(dead_code)]
 
+// A test with both this fake and another that serves the same faults holds two copies: harmless.
+#[allow(clippy::duplicate_mod)]
+#[path = "../fake_faults.rs"]
+mod faults;
+pub use faults::Fault;
+use faults::reset;
+
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{Query, State as AxumState};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -32,15 +39,6 @@ pub const BOT: &str = "executor-bot";
 /// The project every issue is in.
 pub const PROJECT_ID: u64 = 278_964;
 pub const PROJECT_PATH: &str = "acme/platform/app";
-
-/// A failure served instead of the next answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
-    /// That status with a proxy's HTML body, and `Retry-After` when given (429, 503).
-    Status { status: u16, retry_after: Option<u32> },
-    /// The answer begins and the connection drops (a reset).
-    Reset,
-}
 
 /// A failure served on the next note posted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,18 +190,6 @@ fn error(status: StatusCode, message: &str) -> Response {
     (status, axum::Json(json!({"message": message}))).into_response()
 }
 
-/// An answer whose connection drops after its head: the client reads a broken body.
-fn reset() -> Response {
-    let broken = futures_util::stream::once(async {
-        Err::<Bytes, std::io::Error>(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset"))
-    });
-    Response::builder()
-        .status(StatusCode::OK)
-        .header("content-type", "application/json")
-        .body(Body::from_stream(broken))
-        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
-}
-
 async fn handle(
     AxumState(state): AxumState<Arc<Mutex<State>>>,
     method: Method,
@@ -227,17 +213,8 @@ async fn handle(
         if token.as_deref() != Some(state.token.as_str()) {
             return error(StatusCode::UNAUTHORIZED, "401 Unauthorized");
         }
-        match state.faults.pop_front() {
-            Some(Fault::Status { status, retry_after }) => {
-                let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
-                let mut response = (status, "<html>upstream error</html>").into_response();
-                if let Some(seconds) = retry_after {
-                    response.headers_mut().insert("retry-after", seconds.into());
-                }
-                return response;
-            }
-            Some(Fault::Reset) => return reset(),
-            None => {}
+        if let Some(fault) = state.faults.pop_front() {
+            return fault.response();
         }
         route(&mut state, &method, &path, &query, &body)
     };

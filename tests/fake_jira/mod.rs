@@ -23,26 +23,24 @@
 mod search;
 pub mod workflow;
 
+// A test with both this fake and another that serves the same faults holds two copies: harmless.
+#[allow(clippy::duplicate_mod)]
+#[path = "../fake_faults.rs"]
+mod faults;
+pub use faults::Fault;
+use faults::reset;
+
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{Query, State as AxumState};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
-
-/// A failure served instead of the next answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
-    /// That status with a proxy's HTML body, and `Retry-After` when given (429, 503).
-    Status { status: u16, retry_after: Option<u32> },
-    /// The answer begins and the connection drops (a reset).
-    Reset,
-}
 
 /// A failure served on the next comment posted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -215,18 +213,6 @@ fn error(status: StatusCode, message: &str) -> Response {
     (status, axum::Json(json!({"errorMessages": [message], "errors": {}}))).into_response()
 }
 
-/// An answer whose connection drops after its head: the client reads a broken body.
-fn reset() -> Response {
-    let broken = futures_util::stream::once(async {
-        Err::<Bytes, std::io::Error>(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset"))
-    });
-    Response::builder()
-        .status(StatusCode::OK)
-        .header("content-type", "application/json")
-        .body(Body::from_stream(broken))
-        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
-}
-
 async fn handle(
     AxumState(state): AxumState<Arc<Mutex<State>>>,
     method: Method,
@@ -250,17 +236,8 @@ async fn handle(
         if authorization.as_deref() != Some(state.authorization.as_str()) {
             return error(StatusCode::UNAUTHORIZED, "Client must be authenticated to access this resource.");
         }
-        match state.faults.pop_front() {
-            Some(Fault::Status { status, retry_after }) => {
-                let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
-                let mut response = (status, "<html>upstream error</html>").into_response();
-                if let Some(seconds) = retry_after {
-                    response.headers_mut().insert("retry-after", seconds.into());
-                }
-                return response;
-            }
-            Some(Fault::Reset) => return reset(),
-            None => {}
+        if let Some(fault) = state.faults.pop_front() {
+            return fault.response();
         }
         route(&mut state, &method, &path, &query, &body)
     };
