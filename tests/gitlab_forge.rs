@@ -295,18 +295,13 @@ async fn a_review_goes_on_its_lines_where_gitlab_takes_them_and_is_found_after_a
     let s = setup(|_| {}).await;
     let iid = s.fake.create_mr(PROJECT, "executor/g0", "Draft: T", "sha1");
     let run = run_with_mr(&s.store, 0, iid).await;
-    let finding = |line: i64, body: &str| Finding {
-        path: Some("src/a.rs".into()),
-        line: Some(line),
-        body: body.into(),
-    };
     let review = ReviewResult {
         verdict: Verdict::Fail,
         summary: "Not there yet.".into(),
         // The fake refuses a line past 1000 as GitLab refuses one outside the diff.
         findings: vec![
-            finding(3, "Off by one."),
-            finding(5000, "Outside the diff."),
+            on_line(3, "Off by one."),
+            on_line(5000, "Outside the diff."),
             Finding { path: None, line: None, body: "No test.".into() },
         ],
     };
@@ -341,19 +336,14 @@ async fn a_review_goes_on_its_lines_where_gitlab_takes_them_and_is_found_after_a
 /// finding it finds and posts only the rest — each part once.
 #[tokio::test]
 async fn a_review_cut_off_after_a_finding_is_finished_without_posting_the_finding_again() {
-    use executor::forge::{Finding, ReviewDelivery, ReviewResult, Verdict, deliver_review};
+    use executor::forge::{ReviewDelivery, ReviewResult, Verdict, deliver_review};
     let s = setup(|_| {}).await;
     let iid = s.fake.create_mr(PROJECT, "executor/g0", "Draft: T", "sha1");
     let run = run_with_mr(&s.store, 0, iid).await;
-    let finding = |line: i64, body: &str| Finding {
-        path: Some("src/a.rs".into()),
-        line: Some(line),
-        body: body.into(),
-    };
     let review = ReviewResult {
         verdict: Verdict::Fail,
         summary: "Two things.".into(),
-        findings: vec![finding(3, "Off by one."), finding(7, "Unchecked error.")],
+        findings: vec![on_line(3, "Off by one."), on_line(7, "Unchecked error.")],
     };
     s.fake.fail_route("discussion_create", Fault::AppliedThen(502), 1);
     let pr = s.forge.snapshot(&run).await.unwrap().unwrap();
@@ -376,6 +366,11 @@ async fn a_review_cut_off_after_a_finding_is_finished_without_posting_the_findin
     let again = deliver_review(&s.forge, &s.store, &run, &pr, 42, &review).await.unwrap();
     assert_eq!(again, ReviewDelivery::FoundEarlier);
     assert_eq!(s.fake.mr(PROJECT, iid).notes().len(), 3);
+}
+
+/// A review finding on line `line` of `src/a.rs`.
+fn on_line(line: i64, body: &str) -> executor::forge::Finding {
+    executor::forge::Finding { path: Some("src/a.rs".into()), line: Some(line), body: body.into() }
 }
 
 async fn two_green_mrs(s: &Setup) -> ((i64, Run), (i64, Run)) {
