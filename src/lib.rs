@@ -19,6 +19,7 @@ pub mod linear;
 pub mod redact;
 pub mod runner;
 pub mod schedule;
+pub mod shared_blocks;
 pub mod store;
 pub mod web;
 pub mod worker;

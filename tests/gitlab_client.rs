@@ -1,12 +1,16 @@
-//! The GitLab client against the fake GitLab: rate limits waited out, reads retried, a write whose
-//! answer was lost told as such and never sent twice, and the token in no error.
+//! The GitLab client against the fake GitLab: rate limits waited out (and shared by the processes on
+//! one database), reads retried, a write whose answer was lost told as such and never sent twice, and
+//! the token in no error.
 
+mod common;
 #[path = "fake_gitlab/mod.rs"]
 mod fake_gitlab;
 
 use std::time::{Duration, Instant};
 
+use common::TestDb;
 use executor::gitlab::{GitLabClient, GitLabError};
+use executor::shared_blocks::gitlab_scope;
 use fake_gitlab::{FakeGitLab, Fault};
 use reqwest::Method;
 use serde_json::json;
@@ -69,6 +73,50 @@ async fn no_request_goes_out_before_the_reset_once_the_rate_limit_is_used_up() {
     let e = client.rest(Method::GET, LIST, None).await.unwrap_err();
     assert!(e.is_rate_limit(), "{e}");
     assert_eq!(fake.route("mr_list"), 3, "nothing sent while blocked");
+}
+
+on_both_databases!(a_block_one_process_was_given_holds_every_process_on_the_database);
+
+/// A runner told `RateLimit-Remaining: 0` until a reset an hour away, and `executor comment` (or the
+/// intake, or another host) starting after it: the second sends nothing until the reset either, though
+/// GitLab never told it so; a block of another instance does not hold it.
+async fn a_block_one_process_was_given_holds_every_process_on_the_database(db: TestDb) {
+    let (fake, runner) = setup().await;
+    let store = db.open().await;
+    let config = fake.config();
+    runner.share_blocks(store.shared_blocks(gitlab_scope(&config.url)));
+    let reset = chrono::Utc::now() + chrono::TimeDelta::hours(1);
+    fake.set_rate_limit(1, reset);
+    runner.rest(Method::GET, LIST, None).await.unwrap(); // answered with RateLimit-Remaining: 0
+
+    let later = GitLabClient::new(&config, "GITLAB_TOKEN", Some(fake.token())).unwrap();
+    later.share_blocks(store.shared_blocks(gitlab_scope(&format!("{}/", config.url))));
+    let e = later.rest(Method::GET, LIST, None).await.unwrap_err();
+    assert!(matches!(e, GitLabError::RateLimited { until } if until.timestamp() == reset.timestamp()), "{e}");
+    assert_eq!(fake.route("mr_list"), 1, "the later process sent nothing");
+
+    let other = GitLabClient::new(&config, "GITLAB_TOKEN", Some(fake.token())).unwrap();
+    other.share_blocks(store.shared_blocks(gitlab_scope("https://gitlab.example.com")));
+    fake.set_rate_limit(100, chrono::Utc::now());
+    other.rest(Method::GET, LIST, None).await.unwrap();
+    assert_eq!(fake.route("mr_list"), 2, "another instance's block holds nothing here");
+}
+
+/// A 429 whose `Retry-After` is longer than executor sleeps through blocks the other processes too.
+#[tokio::test]
+async fn a_long_retry_after_is_shared() {
+    let (fake, runner) = setup().await;
+    let db = common::sqlite();
+    let store = db.open().await;
+    let config = fake.config();
+    runner.share_blocks(store.shared_blocks(gitlab_scope(&config.url)));
+    fake.set_retry_after(3600);
+    fake.fail_next(Fault::TooMany, 1);
+    assert!(runner.rest(Method::GET, LIST, None).await.unwrap_err().is_rate_limit());
+    let later = GitLabClient::new(&config, "GITLAB_TOKEN", Some(fake.token())).unwrap();
+    later.share_blocks(store.shared_blocks(gitlab_scope(&config.url)));
+    assert!(later.rest(Method::GET, LIST, None).await.unwrap_err().is_rate_limit());
+    assert_eq!(fake.route("mr_list"), 1, "only the refused request went out");
 }
 
 #[tokio::test]

@@ -66,7 +66,9 @@ pub(super) async fn fetch(ctx: &Context, only: Option<&str>, full: bool) -> anyh
         config.sources.iter().any(|s| s.kind == "github_issues" && only.is_none_or(|name| name == s.name));
     let github = if needs_github {
         let client = GitHubClient::new(&config.github).map_err(|e| anyhow::anyhow!("[github]: {e}"))?;
-        client.share_blocks(crate::forge::github::stored_blocks(&ctx.store, &config.github));
+        client.share_blocks(
+            ctx.store.shared_blocks(crate::shared_blocks::github_scope(&config.github.api_url)),
+        );
         Some(Arc::new(client))
     } else {
         None

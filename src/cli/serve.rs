@@ -72,7 +72,9 @@ pub async fn run(flag: Option<&Path>, args: ServeArgs, as_json: bool) -> anyhow:
     let github = if uses_github {
         let client = crate::github::GitHubClient::new(&ctx.config.github)
             .map_err(|e| anyhow::anyhow!("[github]: {e}"))?;
-        client.share_blocks(crate::forge::github::stored_blocks(&ctx.store, &ctx.config.github));
+        client.share_blocks(
+            ctx.store.shared_blocks(crate::shared_blocks::github_scope(&ctx.config.github.api_url)),
+        );
         Some(Arc::new(client))
     } else {
         None

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use super::{Forge, LocalForge, github::GitHubForge};
 use crate::config::{Config, Repo};
 use crate::github::GitHubClient;
+use crate::shared_blocks::{github_scope, gitlab_scope};
 use crate::store::Store;
 
 impl Forge {
@@ -34,10 +35,11 @@ impl Forge {
                 Ok(Forge::GitHub(forge.with_worktrees_root(config.worktrees_root())))
             }
             "gitlab" => {
-                // One client per repository: GitLab's rate limits are per user and answered on every
-                // request, so each client learns them from its own answers.
+                // One client per repository, learning GitLab's limits from its own answers; the blocks
+                // are shared by every client and process on the instance (the limits are per user).
                 let client = crate::gitlab::GitLabClient::from_env(&config.gitlab)
                     .map_err(|e| format!("[gitlab]: {e}"))?;
+                client.share_blocks(store.shared_blocks(gitlab_scope(&config.gitlab.url)));
                 let forge = super::gitlab::GitLabForge::new(
                     Arc::new(client),
                     store.clone(),
@@ -66,7 +68,7 @@ pub fn shared_client(
         return Ok(c.clone());
     }
     let c = Arc::new(GitHubClient::new(&config.github).map_err(|e| format!("[github]: {e}"))?);
-    c.share_blocks(super::github::stored_blocks(store, &config.github));
+    c.share_blocks(store.shared_blocks(github_scope(&config.github.api_url)));
     *client = Some(c.clone());
     Ok(c)
 }

@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::auth::{AppCall, Auth, Credential, TokenSources};
 use super::error::{GitHubError, github_message};
 use super::rate::{Api, RateState, RateStatus};
-use super::shared::{SharedBlock, SharedBlocks};
+use crate::shared_blocks::{SharedBlock, SharedBlocks};
 
 /// Requests sent so far (for the benchmark and `status`). `rest` counts every REST request, those
 /// answered 304 included; `not_modified` counts the 304s among them.

@@ -11,10 +11,9 @@ pub mod auth;
 pub mod client;
 mod error;
 pub mod rate;
-pub mod shared;
 
+pub use crate::shared_blocks::{SharedBlock, SharedBlocks};
 pub use auth::{AppSettings, Secret, TokenSources};
 pub use client::{GitHubClient, RequestCounts};
 pub use error::{GitHubError, with_causes};
 pub use rate::RateStatus;
-pub use shared::{SharedBlock, SharedBlocks};

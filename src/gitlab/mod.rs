@@ -14,8 +14,8 @@
 mod error;
 mod issue_gid;
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -24,6 +24,8 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 pub use error::GitLabError;
+
+use crate::shared_blocks::{SharedBlock, SharedBlocks};
 pub use issue_gid::{issue_gid, parse_issue_gid};
 
 /// The longest wait slept through (a `Retry-After`, a rate-limit reset); a longer one fails the call.
@@ -46,8 +48,11 @@ pub struct GitLabClient {
     http: reqwest::Client,
     /// The first back-off after a 5xx or a failed connection; doubles per retry.
     backoff: Duration,
-    /// No request before this: GitLab said `RateLimit-Remaining: 0` until its reset.
+    /// No request before this: GitLab said `RateLimit-Remaining: 0` until its reset, or to retry after.
     blocked_until: Mutex<Option<DateTime<Utc>>>,
+    /// Blocks shared with other processes on this instance: read before each request, written when
+    /// GitLab blocks.
+    shared: OnceLock<Arc<dyn SharedBlocks>>,
     /// Requests sent (retries included), for the benchmark and the tests.
     requests: AtomicU64,
 }
@@ -121,6 +126,7 @@ impl GitLabClient {
             http,
             backoff: Duration::from_secs(1),
             blocked_until: Mutex::new(None),
+            shared: OnceLock::new(),
             requests: AtomicU64::new(0),
         })
     }
@@ -129,6 +135,11 @@ impl GitLabClient {
     pub fn with_backoff(mut self, backoff: Duration) -> Self {
         self.backoff = backoff;
         self
+    }
+
+    /// Honours the blocks `blocks` keeps and tells it of those GitLab gives this client (set once).
+    pub fn share_blocks(&self, blocks: Arc<dyn SharedBlocks>) {
+        let _ = self.shared.set(blocks);
     }
 
     /// Requests sent so far, retries included.
@@ -238,7 +249,9 @@ impl GitLabClient {
                 Err(e) => return Err(lost(transport(e)).without(&self.secret)),
                 Ok(response) => {
                     let status = response.status();
-                    self.note_rate_limit(response.headers());
+                    if let Some(until) = exhausted_until(response.headers()) {
+                        self.block(until, "RateLimit-Remaining: 0").await;
+                    }
                     let retry_after = retry_after(response.headers().get(RETRY_AFTER));
                     match last_bytes(response, tail).await {
                         Err(e) if read => Fault::Retry { status: None, reason: transport(e), wait: None },
@@ -247,8 +260,11 @@ impl GitLabClient {
                         Ok(_) if status == StatusCode::TOO_MANY_REQUESTS => {
                             // Refused, so not carried out: a write may be sent again too.
                             let wait = retry_after.unwrap_or_else(|| self.backoff_for(tried));
+                            let until = Utc::now()
+                                + chrono::TimeDelta::from_std(wait).unwrap_or(chrono::TimeDelta::MAX);
+                            self.block(until, "429 Too Many Requests").await;
                             if wait > MAX_WAIT {
-                                return Err(self.block_for(wait));
+                                return Err(GitLabError::RateLimited { until });
                             }
                             Fault::Retry { status: Some(429), reason: "429".into(), wait: Some(wait) }
                         }
@@ -291,22 +307,31 @@ impl GitLabClient {
         }
     }
 
-    /// Remembers `RateLimit-Reset` when `RateLimit-Remaining` reached 0.
-    fn note_rate_limit(&self, headers: &HeaderMap) {
-        let number = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<i64>().ok();
-        if number("ratelimit-remaining") != Some(0) {
-            return;
+    /// No request before `until`, in this process and — when shared — in every other on this instance.
+    async fn block(&self, until: DateTime<Utc>, why: &str) {
+        self.hold_until(until);
+        if let Some(shared) = self.shared.get() {
+            shared.write(SharedBlock { until, why: why.to_string() }).await;
         }
-        let reset = number("ratelimit-reset").and_then(|at| DateTime::<Utc>::from_timestamp(at, 0));
-        let until = reset.unwrap_or_else(|| Utc::now() + chrono::TimeDelta::seconds(1));
+    }
+
+    /// No request before `until` in this process (a later block wins).
+    fn hold_until(&self, until: DateTime<Utc>) {
         if let Ok(mut blocked) = self.blocked_until.lock() {
-            *blocked = Some(until);
+            *blocked = (*blocked).max(Some(until));
         }
     }
 
     /// Sleeps until the rate limit's reset when GitLab said none is left, unless that is further than
     /// [`MAX_WAIT`] (then the call fails, and no request goes out).
     async fn wait_for_reset(&self) -> Result<(), GitLabError> {
+        // A block another process was given counts as this one's own.
+        if let Some(shared) = self.shared.get()
+            && let Some(block) = shared.read().await
+            && block.until > Utc::now()
+        {
+            self.hold_until(block.until);
+        }
         let until = self.blocked_until.lock().ok().and_then(|b| *b);
         let Some(until) = until else { return Ok(()) };
         let left = (until - Utc::now()).to_std().unwrap_or(Duration::ZERO);
@@ -321,14 +346,6 @@ impl GitLabClient {
             *blocked = blocked.filter(|b| *b > until);
         }
         Ok(())
-    }
-
-    fn block_for(&self, wait: Duration) -> GitLabError {
-        let until = Utc::now() + chrono::TimeDelta::from_std(wait).unwrap_or(chrono::TimeDelta::MAX);
-        if let Ok(mut blocked) = self.blocked_until.lock() {
-            *blocked = Some(until);
-        }
-        GitLabError::RateLimited { until }
     }
 
     fn backoff_for(&self, tried: u32) -> Duration {
@@ -371,6 +388,16 @@ fn parse_json(path: &str, bytes: &[u8]) -> Result<Value, GitLabError> {
     }
     serde_json::from_slice(bytes)
         .map_err(|e| GitLabError::Malformed { path: path.into(), reason: e.to_string() })
+}
+
+/// `RateLimit-Reset` (a second from now when it is missing) when `RateLimit-Remaining` reached 0.
+fn exhausted_until(headers: &HeaderMap) -> Option<DateTime<Utc>> {
+    let number = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<i64>().ok();
+    if number("ratelimit-remaining") != Some(0) {
+        return None;
+    }
+    let reset = number("ratelimit-reset").and_then(|at| DateTime::<Utc>::from_timestamp(at, 0));
+    Some(reset.unwrap_or_else(|| Utc::now() + chrono::TimeDelta::seconds(1)))
 }
 
 /// `Retry-After` in seconds; `None` when absent or unreadable.

@@ -185,7 +185,7 @@ async fn take_in(
     // `fetch` owns the sender and `store_pages` the receiver: when storing fails, the receiver is
     // dropped and the source stops at its next page; when the source ends, the channel closes.
     let (fetched, stored) = tokio::join!(
-        fetch(config, source, since, env, github, sender),
+        fetch(config, store, source, since, env, github, sender),
         store_pages(config, store, source, pages, &mut report),
     );
     let outcome = match (fetched, stored) {
@@ -299,6 +299,7 @@ fn storable(config: &Config, source: &SourceConfig, t: SourceTask) -> Result<(Ta
 /// sent, or why the fetch failed (with what to do about it).
 async fn fetch(
     config: &Config,
+    store: &Store,
     source: &SourceConfig,
     since: Option<DateTime<Utc>>,
     env: &EnvLookup,
@@ -335,7 +336,7 @@ async fn fetch(
             // twice into one task, so it is read whole and then handed on in pages.
             let fetched = match source.kind.as_str() {
                 "github_issues" => fetch_github_issues(source, github, since).await?,
-                _ => fetch_gitlab_issues(config, source, env, since).await?,
+                _ => fetch_gitlab_issues(config, store, source, env, since).await?,
             };
             let mut refused = fetched.refused;
             let mut tasks = fetched.tasks.into_iter().peekable();
@@ -370,12 +371,14 @@ async fn fetch_github_issues(
 /// through `env` (the first of `token_env` set).
 async fn fetch_gitlab_issues(
     config: &Config,
+    store: &Store,
     source: &SourceConfig,
     env: &EnvLookup,
     since: Option<DateTime<Utc>>,
 ) -> Result<Fetched, String> {
     let client = crate::gitlab::GitLabClient::from_lookup(&config.gitlab, env.as_ref())
         .map_err(|e| format!("[gitlab]: {e}"))?;
+    client.share_blocks(store.shared_blocks(crate::shared_blocks::gitlab_scope(&config.gitlab.url)));
     let cfg = GitLabIssuesConfig {
         project: source.gitlab.clone(),
         labels: source.labels.clone(),

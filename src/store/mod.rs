@@ -41,6 +41,7 @@ mod run_view;
 mod runners;
 mod runs;
 mod seen;
+mod shared_blocks;
 mod source_cursors;
 mod statistics;
 mod tasks;

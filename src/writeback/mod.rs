@@ -441,6 +441,7 @@ impl Outbox {
         let client = GitLabClient::from_lookup(&config, self.env.as_ref()).map_err(|e| {
             TrackerError::Refused { why: e.to_string(), fix: "correct [gitlab] in the config".into() }
         })?;
+        client.share_blocks(self.store.shared_blocks(crate::shared_blocks::gitlab_scope(&config.url)));
         Ok(Arc::new(client))
     }
 }

@@ -1,25 +1,21 @@
 //! What the GitHub forge keeps in the database (`Store::forge_memory`) so that a runner cron starts
 //! begins warm: the pull-request listing's ETag, page and newest change, the last observation of each
 //! pull request, the pull requests GitHub keeps answering with an error (since when, for
-//! `runner.check_timeout`), and — shared by every process on the token — rate-limit blocks.
+//! `runner.check_timeout`). Rate-limit blocks, shared by every process on the token, are kept by
+//! `forge::stored_blocks`.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use futures_util::future::BoxFuture;
 
 use super::{GitHubForge, Observed};
 use crate::forge::{ForgeError, Unobserved};
-use crate::github::{SharedBlock, SharedBlocks};
-use crate::store::Store;
 
 const ETAG: &str = "etag:pulls";
 const LISTED_UP_TO: &str = "listed_up_to";
 const LISTED_PAGE: &str = "listed_page";
 const PR: &str = "pr:";
 const UNOBSERVED: &str = "unobserved:";
-const BLOCK: &str = "rate_block";
 
 impl GitHubForge {
     /// Reads what an earlier process kept, once per forge.
@@ -121,46 +117,4 @@ impl GitHubForge {
 
 fn json_error(e: serde_json::Error) -> ForgeError {
     ForgeError::Config(format!("cannot keep the forge's memory: {e}"))
-}
-
-/// Rate-limit blocks in the database, shared by every process calling one GitHub (`api_url`).
-pub struct StoredBlocks {
-    store: Store,
-    scope: String,
-}
-
-/// The blocks of the GitHub at `config.api_url`, kept in `store`.
-pub fn stored_blocks(store: &Store, config: &crate::config::GitHub) -> Arc<dyn SharedBlocks> {
-    Arc::new(StoredBlocks { store: store.clone(), scope: format!("github:{}", config.api_url) })
-}
-
-impl StoredBlocks {
-    async fn current(&self) -> Option<SharedBlock> {
-        match self.store.forge_memory_entry(&self.scope, BLOCK).await {
-            Ok(value) => value.and_then(|v| serde_json::from_str(&v).ok()),
-            Err(e) => {
-                tracing::warn!("reading the shared GitHub rate-limit block: {e}");
-                None
-            }
-        }
-    }
-}
-
-impl SharedBlocks for StoredBlocks {
-    fn read(&self) -> BoxFuture<'_, Option<SharedBlock>> {
-        Box::pin(self.current())
-    }
-
-    fn write(&self, block: SharedBlock) -> BoxFuture<'_, ()> {
-        Box::pin(async move {
-            if self.current().await.is_some_and(|kept| kept.until >= block.until) {
-                return;
-            }
-            let Ok(value) = serde_json::to_string(&block) else { return };
-            let entry = [(BLOCK.to_string(), value)];
-            if let Err(e) = self.store.remember_in_forge_memory(&self.scope, &entry).await {
-                tracing::warn!("sharing the GitHub rate-limit block: {e}");
-            }
-        })
-    }
 }

@@ -18,7 +18,6 @@ pub mod wire;
 pub(crate) mod writes;
 
 pub use batch::{batch_document, batch_document_for};
-pub use memory::stored_blocks;
 pub use wire::AgentComments;
 
 use crate::github::{GitHubClient, GitHubError};
