@@ -191,6 +191,73 @@ async fn nothing_changed_costs_one_listing_and_no_graphql() {
     assert_eq!((s.fake.counts().rest, s.fake.counts().graphql), (1, 1));
 }
 
+/// Lists longer than GitLab's pages of 100 are read to their end: a required job, a trusted thread and a
+/// trusted reply past the hundredth are seen, as is the label executor looks for.
+#[tokio::test]
+async fn lists_past_a_page_are_read_to_their_end() {
+    let s = setup(|r| r.required_checks = vec!["test".into()]).await;
+    let iid = s.fake.create_mr(PROJECT, "executor/g0", "Draft: T", "sha1");
+    let mut jobs: Vec<(String, &str)> = (0..149).map(|i| (format!("unit {i}"), "SUCCESS")).collect();
+    jobs.push(("test".into(), "FAILED"));
+    let jobs: Vec<(&str, &str)> = jobs.iter().map(|(n, st)| (n.as_str(), *st)).collect();
+    s.fake.add_pipeline(PROJECT, "sha1", &jobs);
+    s.fake.edit_mr_quietly(PROJECT, iid, |mr| {
+        mr.labels = (0..150).map(|i| format!("area {i}")).chain(["executor".to_string()]).collect();
+    });
+    for i in 0..120 {
+        s.fake.add_discussion(PROJECT, iid, "bot", &format!("coverage report {i}"), false, None);
+    }
+    let (long, _) = s.fake.add_discussion(PROJECT, iid, "alex", "Rename this.", true, None);
+    for i in 0..104 {
+        s.fake.add_reply(PROJECT, iid, &long, "bot", &format!("ping {i}"));
+    }
+    let last = s.fake.add_reply(PROJECT, iid, &long, "alex", "And the other one.");
+    let run = run_with_mr(&s.store, 0, iid).await;
+    s.fake.reset_counts();
+
+    let pr = s.forge.snapshot(&run).await.unwrap().unwrap();
+    assert_eq!(pr.checks_at_head().len(), 150, "every job");
+    assert_eq!(pr.required_checks_not_green(&["test".into()]), ["test"], "the required job, 150th");
+    assert_eq!(pr.ci(), CiRollup::Failure);
+    assert!(pr.labels.iter().any(|l| l == "executor") && pr.labels.len() == 151);
+    assert_eq!(pr.comments.len(), 120 + 1 + 105, "every note of every discussion");
+    let thread: Vec<&executor::forge::Comment> =
+        pr.comments.iter().filter(|c| c.thread_id.as_deref() == Some(long.as_str())).collect();
+    assert_eq!(thread.len(), 106);
+    assert_eq!(thread[0].body, "Rename this.", "the thread opens with its first note");
+    assert_eq!(thread[105].id, last.to_string());
+    assert!(thread[1..].iter().all(|c| c.in_reply_to.as_deref() == Some(thread[0].id.as_str())));
+    let trust = executor::config::Trust { authors: vec!["alex".into()], associations: Vec::new() };
+    assert_eq!(pr.unresolved_trusted_comments(&trust).len(), 2, "the thread and its trusted reply");
+    // The batch, one more page of labels and of jobs, and three of the 226 notes.
+    assert_eq!(s.fake.counts().graphql, 1 + 1 + 1 + 3, "{:?}", s.fake.counts());
+}
+
+/// The head pipeline changing between two pages of its jobs fails this merge request's observation (it
+/// is asked again next tick), not the tick.
+#[tokio::test]
+async fn a_pipeline_replaced_between_pages_fails_only_its_merge_request() {
+    let s = setup(|_| {}).await;
+    let names: Vec<String> = (0..120).map(|i| format!("job {i}")).collect();
+    let jobs: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "RUNNING")).collect();
+    let paged = s.fake.create_mr(PROJECT, "executor/g0", "Draft: T", "sha1");
+    s.fake.add_pipeline(PROJECT, "sha1", &jobs);
+    let plain = s.fake.create_mr(PROJECT, "executor/g1", "Draft: T", "sha2");
+    let runs = [run_with_mr(&s.store, 0, paged).await, run_with_mr(&s.store, 1, plain).await];
+    // A new pipeline at the same head starts as the batch is answered, before the jobs' next page.
+    s.fake.after_graphql_answers(1, |state| {
+        state.add_pipeline(PROJECT, "sha1", "executor/g0", &[("job 0".into(), "RUNNING".into())]);
+    });
+    let mut all = s.forge.snapshots(&runs).await.unwrap();
+    let why = &all.unobserved[&runs[0].id].why;
+    assert!(why.contains("head pipeline changed"), "{why}");
+    assert!(all.take(runs[1].id).unwrap().is_some(), "the other merge request is observed");
+
+    // The next tick reads the new pipeline.
+    let pr = s.forge.snapshots(&runs).await.unwrap().take(runs[0].id).unwrap().unwrap();
+    assert_eq!(pr.checks_at_head().len(), 1);
+}
+
 async fn a_reply_lost_in_a_502_is_posted_once_recorded_and_its_thread_resolved(db: TestDb) {
     let s = setup_on(db, |_| {}).await;
     let iid = s.fake.create_mr(PROJECT, "executor/g0", "Draft: T", "sha1");

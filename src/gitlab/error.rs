@@ -49,6 +49,17 @@ impl GitLabError {
         matches!(self, GitLabError::RateLimited { .. })
     }
 
+    /// The token is missing, refused or lacks the right: nothing else will go through either.
+    pub fn is_auth(&self) -> bool {
+        matches!(
+            self,
+            GitLabError::MissingToken { .. }
+                | GitLabError::BadToken { .. }
+                | GitLabError::Unauthorized { .. }
+                | GitLabError::Forbidden { .. }
+        )
+    }
+
     /// A write whose answer was lost: it may have landed.
     pub fn is_answer_lost(&self) -> bool {
         matches!(self, GitLabError::AnswerLost { .. })

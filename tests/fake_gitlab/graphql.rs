@@ -1,7 +1,8 @@
 //! The fake GitLab's GraphQL: the query is parsed (graphql_parser) and answered by walking what it
-//! selects: `project(fullPath:)`, its `mergeRequests(iids:)`, and below them any field of the merge
-//! request GitLab's schema has that the fake models, under the alias asked. A field the fake does not
-//! model answers null, as an unknown merge request is left out.
+//! selects: `project(fullPath:)`, its `mergeRequests(iids:)` or `mergeRequest(iid:)`, and below them any
+//! field of the merge request GitLab's schema has that the fake models, under the alias asked. A field
+//! the fake does not model answers null, as an unknown merge request is left out. Every connection is
+//! paged as GitLab pages it: `first` (at most 100) nodes after the `after` cursor, with `pageInfo`.
 
 use graphql_parser::query::{Definition, Field, OperationDefinition, Selection, SelectionSet, Value as Gql};
 use serde_json::{Map, Value, json};
@@ -56,7 +57,14 @@ fn project(state: &State, base: &str, field: &Field<'_, String>, vars: &Value) -
                     .filter(|m| iids.as_ref().is_none_or(|iids| iids.contains(&m.iid.to_string())))
                     .map(|m| state.mr_json(base, project, m))
                     .collect();
-                select(&json!({ "nodes": nodes }), &f.selection_set)
+                select(&page(json!({ "nodes": nodes }), f, vars), &f.selection_set, vars)
+            }
+            "mergeRequest" => {
+                let iid = argument(f, "iid", vars).and_then(|v| v.as_str().map(str::to_string));
+                match project.mrs.iter().find(|m| Some(m.iid.to_string()) == iid) {
+                    Some(m) => select(&state.mr_json(base, project, m), &f.selection_set, vars),
+                    None => Value::Null,
+                }
             }
             "fullPath" => json!(project.path),
             _ => Value::Null,
@@ -66,21 +74,47 @@ fn project(state: &State, base: &str, field: &Field<'_, String>, vars: &Value) -
     Value::Object(out)
 }
 
-/// `value` cut to what `set` selects, under the names it asks.
-fn select(value: &Value, set: &Set<'_>) -> Value {
+/// `value` cut to what `set` selects, under the names it asks, each connection paged by its arguments.
+fn select(value: &Value, set: &Set<'_>, vars: &Value) -> Value {
     match value {
-        Value::Array(items) => Value::Array(items.iter().map(|v| select(v, set)).collect()),
+        Value::Array(items) => Value::Array(items.iter().map(|v| select(v, set, vars)).collect()),
         Value::Object(object) => {
             let mut out = Map::new();
             for f in fields(set) {
                 let v = object.get(&f.name).cloned().unwrap_or(Value::Null);
-                let v = if f.selection_set.items.is_empty() { v } else { select(&v, &f.selection_set) };
+                let v = if f.selection_set.items.is_empty() {
+                    v
+                } else {
+                    select(&page(v, f, vars), &f.selection_set, vars)
+                };
                 out.insert(key(f), v);
             }
             Value::Object(out)
         }
         other => other.clone(),
     }
+}
+
+/// GitLab's most nodes per page of a connection.
+const MAX_PAGE: usize = 100;
+
+/// A connection (`{ "nodes": [...] }`) cut to the page `field` asks (`first`, `after`), with its
+/// `pageInfo`; anything else as it is. A cursor is opaque to the client, as GitLab's are.
+fn page(value: Value, field: &Field<'_, String>, vars: &Value) -> Value {
+    let Some(nodes) = value.get("nodes").and_then(Value::as_array) else { return value };
+    let first = argument(field, "first", vars).and_then(|v| v.as_u64()).map_or(MAX_PAGE, |n| n as usize);
+    let start = argument(field, "after", vars)
+        .and_then(|v| v.as_str()?.strip_prefix("fake-cursor-")?.parse::<usize>().ok())
+        .map_or(0, |after| after + 1);
+    let taken: Vec<Value> = nodes.iter().skip(start).take(first.min(MAX_PAGE)).cloned().collect();
+    let end = start + taken.len();
+    json!({
+        "nodes": taken,
+        "pageInfo": {
+            "hasNextPage": end < nodes.len(),
+            "endCursor": (end > start).then(|| format!("fake-cursor-{}", end - 1)),
+        },
+    })
 }
 
 fn fields<'s, 'a>(set: &'s Set<'a>) -> Vec<&'s Field<'a, String>> {

@@ -21,9 +21,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use server::{Shared, dispatch, lock};
+use state::Project;
+pub use state::State;
 #[allow(unused_imports)]
 pub use state::{Counts, FakeDiscussion, FakeJob, FakeMr, FakeNote, FakePipeline};
-use state::{Project, State};
 
 /// A failure served instead of the normal answer (see [`FakeGitLab::fail_next`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -261,6 +262,11 @@ impl FakeGitLab {
     /// A fault for the next `times` requests of `route` (see [`Counts`] for the names).
     pub fn fail_route(&self, route: &str, fault: Fault, times: usize) {
         self.state().route_faults.push((route.into(), fault, times));
+    }
+
+    /// `change` made to the state right after the `n`-th GraphQL request from now is answered.
+    pub fn after_graphql_answers(&self, n: usize, change: impl FnOnce(&mut State) + Send + 'static) {
+        self.state().after_graphql.push((n, Box::new(change)));
     }
 
     pub fn set_retry_after(&self, seconds: u64) {

@@ -88,7 +88,9 @@ pub(super) async fn dispatch(
     refresh_heads(&shared).await;
     let mut state = lock(&shared);
     let answer = if is_graphql {
-        graphql::handle(&state, &shared.base, &body)
+        let answer = graphql::handle(&state, &shared.base, &body);
+        move_on_after_graphql(&mut state);
+        answer
     } else {
         rest::handle(&mut state, &shared.base, &rest::route(&method, &path), &query, &body)
     };
@@ -98,6 +100,18 @@ pub(super) async fn dispatch(
         return respond(Answer::message(status, "502 Bad Gateway"), rate);
     }
     respond(answer, rate)
+}
+
+/// Counts a GraphQL answer down for each change waiting on it, and makes those due.
+fn move_on_after_graphql(state: &mut State) {
+    let waiting = std::mem::take(&mut state.after_graphql);
+    for (left, change) in waiting {
+        if left <= 1 {
+            change(state);
+        } else {
+            state.after_graphql.push((left - 1, change));
+        }
+    }
 }
 
 /// The route's own fault first, then the next general one.

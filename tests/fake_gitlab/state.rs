@@ -122,6 +122,8 @@ pub struct Counts {
     pub faults: BTreeMap<String, usize>,
 }
 
+pub type AfterGraphql = Box<dyn FnOnce(&mut State) + Send>;
+
 pub struct State {
     pub token: String,
     pub scopes: Vec<String>,
@@ -131,6 +133,9 @@ pub struct State {
     pub next_id: i64,
     pub faults: VecDeque<(Fault, usize)>,
     pub route_faults: Vec<(String, Fault, usize)>,
+    /// Changes made to the state once that many more GraphQL requests were answered: the world moving
+    /// on between two requests of one observation.
+    pub after_graphql: Vec<(usize, AfterGraphql)>,
     pub counts: Counts,
     pub retry_after_secs: u64,
     /// `RateLimit-Remaining` to send (and count down), and `RateLimit-Reset` (Unix seconds); `None`:
@@ -150,6 +155,7 @@ impl State {
             next_id: 100,
             faults: VecDeque::new(),
             route_faults: Vec::new(),
+            after_graphql: Vec::new(),
             counts: Counts::default(),
             retry_after_secs: 1,
             rate: None,
@@ -230,25 +236,45 @@ impl State {
                 })).collect::<Vec<_>>() },
             })
         });
+        let note = |n: &FakeNote| {
+            json!({
+                "id": format!("gid://gitlab/{}/{}", if n.position.is_some() { "DiffNote" } else { "Note" }, n.id),
+                "body": n.body,
+                "system": n.system,
+                "author": { "username": n.author },
+                "position": n.position.as_ref().map(|(path, line)| json!({ "newPath": path, "newLine": line })),
+                "createdAt": n.created_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            })
+        };
+        let discussion = |d: &FakeDiscussion| {
+            json!({
+                "id": format!("gid://gitlab/Discussion/{}", d.id),
+                "resolvable": d.resolvable,
+                "resolved": d.resolved,
+            })
+        };
         let discussions: Vec<Value> = mr
             .discussions
             .iter()
             .map(|d| {
-                json!({
-                    "id": format!("gid://gitlab/Discussion/{}", d.id),
-                    "resolvable": d.resolvable,
-                    "resolved": d.resolved,
-                    "notes": { "nodes": d.notes.iter().map(|n| json!({
-                        "id": format!("gid://gitlab/{}/{}", if n.position.is_some() { "DiffNote" } else { "Note" }, n.id),
-                        "body": n.body,
-                        "system": n.system,
-                        "author": { "username": n.author },
-                        "position": n.position.as_ref().map(|(path, line)| json!({ "newPath": path, "newLine": line })),
-                        "createdAt": n.created_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-                    })).collect::<Vec<_>>() },
+                let mut value = discussion(d);
+                value["notes"] = json!({ "nodes": d.notes.iter().map(note).collect::<Vec<_>>() });
+                value
+            })
+            .collect();
+        // `notes`: every note of every discussion, oldest first, each naming its discussion.
+        let mut notes: Vec<(i64, Value)> = mr
+            .discussions
+            .iter()
+            .flat_map(|d| {
+                d.notes.iter().map(move |n| {
+                    let mut value = note(n);
+                    value["discussion"] = discussion(d);
+                    (n.id, value)
                 })
             })
             .collect();
+        notes.sort_by_key(|(id, _)| *id);
         json!({
             "iid": mr.iid.to_string(),
             "id": format!("gid://gitlab/MergeRequest/{}", mr.id),
@@ -268,6 +294,7 @@ impl State {
             "labels": { "nodes": mr.labels.iter().map(|l| json!({ "title": l })).collect::<Vec<_>>() },
             "headPipeline": head_pipeline,
             "discussions": { "nodes": discussions },
+            "notes": { "nodes": notes.into_iter().map(|(_, n)| n).collect::<Vec<_>>() },
         })
     }
 

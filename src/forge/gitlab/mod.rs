@@ -13,6 +13,7 @@
 
 mod memory;
 mod observe;
+mod pages;
 mod wire;
 mod writes;
 

@@ -200,20 +200,29 @@ impl GitLabForge {
                 self.project, self.repo_name
             ))
         })?;
-        let mut found: HashMap<i64, Observed> = HashMap::new();
+        let mut found: HashMap<i64, Result<Observed, String>> = HashMap::new();
         let nodes = project.merge_requests.map(|m| m.nodes).unwrap_or_default();
-        for mr in nodes.into_iter().flatten() {
+        for mut mr in nodes.into_iter().flatten() {
             let Some(iid) = mr.iid() else { continue };
+            match self.read_on(&mut mr).await {
+                Ok(()) => {}
+                // This merge request's pages failed: it is asked again next tick, the others stand.
+                Err(ForgeError::GitLab(e)) if !e.is_rate_limit() && !e.is_auth() => {
+                    found.insert(iid, Err(e.to_string()));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            }
             if let Some(observed) = observed(mr, &self.base_url, asked_at) {
-                found.insert(iid, observed);
+                found.insert(iid, Ok(observed));
             }
         }
         Ok(iids
             .iter()
             .map(|iid| {
-                let o = found
-                    .remove(iid)
-                    .ok_or_else(|| format!("GitLab has no merge request !{iid} in {}", self.project));
+                let o = found.remove(iid).unwrap_or_else(|| {
+                    Err(format!("GitLab has no merge request !{iid} in {}", self.project))
+                });
                 (*iid, o)
             })
             .collect())

@@ -9,17 +9,41 @@ use serde::Deserialize;
 
 use crate::forge::{Check, CheckStatus, Comment, DiffStat, Mergeable, PrSnapshot, PrState};
 
-/// A connection's nodes (GitLab's lists may hold nulls).
+/// A connection's nodes (GitLab's lists may hold nulls), and whether more follow.
 #[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Nodes<T> {
     #[serde(default = "Vec::new")]
     pub nodes: Vec<Option<T>>,
+    pub page_info: Option<PageInfo>,
 }
 
 impl<T> Nodes<T> {
-    fn into_iter(self) -> impl Iterator<Item = T> {
+    pub fn of(nodes: Vec<T>) -> Nodes<T> {
+        Nodes { nodes: nodes.into_iter().map(Some).collect(), page_info: None }
+    }
+
+    pub fn into_iter(self) -> impl Iterator<Item = T> {
         self.nodes.into_iter().flatten()
     }
+
+    /// The cursor of the next page, when GitLab says there is one.
+    pub fn next_page(&self) -> Option<&str> {
+        let info = self.page_info.as_ref().filter(|i| i.has_next_page)?;
+        info.end_cursor.as_deref()
+    }
+
+    /// Whether GitLab says this page is not the last.
+    pub fn has_more(&self) -> bool {
+        self.page_info.as_ref().is_some_and(|i| i.has_next_page)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PageInfo {
+    pub has_next_page: bool,
+    pub end_cursor: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -97,7 +121,12 @@ pub struct WireDiscussion {
     pub id: String,
     pub resolvable: bool,
     pub resolved: bool,
+    #[serde(default = "no_notes")]
     pub notes: Nodes<WireNote>,
+}
+
+fn no_notes() -> Nodes<WireNote> {
+    Nodes::of(Vec::new())
 }
 
 #[derive(Debug, Deserialize)]
@@ -109,6 +138,9 @@ pub struct WireNote {
     pub author: Option<WireAuthor>,
     pub position: Option<WirePosition>,
     pub created_at: DateTime<Utc>,
+    /// Asked only when notes are read on their own (`notes_page.graphql`): the discussion they are in.
+    #[serde(default)]
+    pub discussion: Option<WireDiscussion>,
 }
 
 #[derive(Debug, Deserialize)]
