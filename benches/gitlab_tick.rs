@@ -8,8 +8,9 @@
 //! yet), "nothing changed" (the `updated_after` listing is empty), "fresh process" (a new runner on the
 //! same database, as cron starts one: it begins from what the last one kept), "few changed" (~1% got a
 //! label). Then the same with every pipeline still running (`-- --pending N`, default 200), which is asked
-//! every tick. GitLab charges no points per request: its limits count requests (and a GraphQL query's
-//! complexity, which one batch of `batch_size` merge requests keeps under GitLab's limit).
+//! every tick. GitLab charges no points per request: its limits count requests, and weigh each GraphQL
+//! query's complexity against a limit before running it (`executor doctor` reads the real weight of a
+//! batch from the instance; a refused batch is asked again in halves).
 
 #[path = "../tests/fake_gitlab/mod.rs"]
 mod fake_gitlab;

@@ -233,6 +233,38 @@ async fn lists_past_a_page_are_read_to_their_end() {
     assert_eq!(s.fake.counts().graphql, 1 + 1 + 1 + 3, "{:?}", s.fake.counts());
 }
 
+/// A batch GitLab refuses as too complex is asked again in halves, and the smaller size is kept: the
+/// next tick sends no refused query.
+#[tokio::test]
+async fn a_batch_refused_as_too_complex_is_asked_in_halves() {
+    let s = setup(|_| {}).await;
+    let mut runs = Vec::new();
+    for i in 0..5 {
+        let iid = s.fake.create_mr(PROJECT, &format!("executor/g{i}"), "Draft: T", &format!("sha{i}"));
+        runs.push(run_with_mr(&s.store, i, iid).await);
+    }
+    // The fake weighs what is asked of each merge request once per iid: two fit, three do not.
+    s.fake.set_max_complexity(150);
+    let mut all = s.forge.snapshots(&runs).await.unwrap();
+    assert!(runs.iter().all(|r| all.take(r.id).unwrap().is_some()), "every merge request observed");
+    // 5 refused, 3 refused, then 2, 1 and 2.
+    assert_eq!(s.fake.counts().graphql, 5, "{:?}", s.fake.counts());
+
+    s.fake.reset_counts();
+    for r in &runs {
+        s.fake.edit_mr(PROJECT, r.pr_number.unwrap(), |_| {});
+    }
+    let mut all = s.forge.snapshots(&runs).await.unwrap();
+    assert!(runs.iter().all(|r| all.take(r.id).unwrap().is_some()));
+    assert_eq!(s.fake.counts().graphql, 3, "two at a time from now on, none refused");
+
+    // A query too complex even for one merge request is an error that says so.
+    s.fake.set_max_complexity(10);
+    s.fake.edit_mr(PROJECT, 1, |_| {});
+    let e = s.forge.snapshots(&runs[..1]).await.unwrap_err();
+    assert!(e.to_string().contains("too complex"), "{e}");
+}
+
 /// The head pipeline changing between two pages of its jobs fails this merge request's observation (it
 /// is asked again next tick), not the tick.
 #[tokio::test]

@@ -163,7 +163,8 @@ async fn a_task_becomes_a_reviewed_green_draft_merge_request_on_gitlab() {
 async fn doctor_checks_the_gitlab_token_and_its_scope() {
     let env = GlEnv::new().await;
     let named = |out: &Output, name: &str| -> Option<serde_json::Value> {
-        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let report: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(out)));
         report["checks"].as_array().unwrap().iter().find(|c| c["name"] == name).cloned()
     };
     let check = |out: Output| named(&out, "gitlab api scope").expect("a gitlab api scope check");
@@ -189,6 +190,32 @@ async fn doctor_checks_the_gitlab_token_and_its_scope() {
     assert_eq!(missing["outcome"], "fail", "{missing:#}");
     assert!(missing["fix"].as_str().unwrap().contains(TOKEN_ENV), "{missing:#}");
     assert_eq!(env.fake.route("token_self"), 2, "nothing asked without a token");
+}
+
+/// `doctor` weighs the merge-request batch query as GitLab does, before it runs: within the limit it
+/// passes with the figures; refused at `batch_size` it warns (executor asks fewer at a time); refused
+/// even for one merge request it fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_weighs_the_batch_query_against_gitlabs_complexity_limit() {
+    let env = GlEnv::new().await;
+    let weighed = |out: Output| -> serde_json::Value {
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let checks = report["checks"].as_array().unwrap();
+        checks.iter().find(|c| c["name"] == "gitlab query complexity").cloned().expect("the check")
+    };
+    env.fake.set_max_complexity(10_000);
+    let fits = weighed(env.exec(&["doctor", "--json"]).await);
+    assert_eq!(fits["outcome"], "pass", "{fits:#}");
+    assert!(fits["detail"].as_str().unwrap().contains("of GitLab's limit of 10000"), "{fits:#}");
+
+    env.fake.set_max_complexity(150);
+    let refused = weighed(env.exec(&["doctor", "--json"]).await);
+    assert_eq!(refused["outcome"], "warn", "{refused:#}");
+    assert!(refused["fix"].as_str().unwrap().contains("batch_size"), "{refused:#}");
+
+    env.fake.set_max_complexity(10);
+    let never = weighed(env.exec(&["doctor", "--json"]).await);
+    assert_eq!(never["outcome"], "fail", "{never:#}");
 }
 
 /// A human pushes a fix to the merge request's branch while executor works: executor's next push is

@@ -101,6 +101,7 @@ pub async fn run(config_flag: Option<&Path>, as_json: bool) -> anyhow::Result<()
         checks.extend(token_checks(config));
         checks.push(redaction::redaction_check(config));
         checks.extend(gitlab::gitlab_check(config).await);
+        checks.extend(gitlab::complexity_check(config).await);
         checks.extend(jira::jira_checks(config).await);
         checks.extend(gitlab_issues::gitlab_issues_checks(config).await);
         checks.extend(writeback_checks(config).await);

@@ -14,7 +14,8 @@ pub struct GitLab {
     /// Environment variables that may hold a token (personal, group or project access token with the
     /// `api` scope); the first one set wins.
     pub token_env: Vec<String>,
-    /// Merge requests per GraphQL request.
+    /// Merge requests per GraphQL request (at most 100); a batch GitLab refuses as too complex is asked
+    /// again in halves, and `doctor` weighs this size against the instance's limit.
     pub batch_size: u32,
     /// GitLab creates a pipeline a few seconds after a push: a head with no pipeline is given this long
     /// before CI is triggered.

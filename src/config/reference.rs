@@ -75,7 +75,7 @@ const MORE: &[(&str, &str, &str, &str, &str)] = &[
     ("web.github_login", "url", "string", "\"https://github.com\"", "GitHub's web address, where people authorize the app (GitHub Enterprise Server: its own; a test points it at a fake). The user is read from `github.api_url`."),
     ("gitlab", "url", "string", "\"https://gitlab.com\"", "The instance's address (gitlab.com or self-managed): REST under `/api/v4`, GraphQL at `/api/graphql`."),
     ("gitlab", "token_env", "list of strings", "[\"GITLAB_TOKEN\"]", "Variables that may hold an access token with the `api` scope; the first one set wins."),
-    ("gitlab", "batch_size", "integer", "25", "Merge requests observed per GraphQL request."),
+    ("gitlab", "batch_size", "integer", "25", "Merge requests observed per GraphQL request (at most 100); a batch GitLab refuses as too complex is asked again in halves."),
     ("gitlab", "check_grace", "duration", "\"60s\"", "A head with no pipeline gets this long before CI is triggered."),
     ("gitlab", "request_timeout", "duration", "\"30s\"", "How long one request to GitLab may take."),
     ("gitlab", "webhook_secret_env", "string", "\"EXECUTOR_GITLAB_WEBHOOK_SECRET\"", "The variable holding the secret token GitLab sends as `X-Gitlab-Token` to `/webhooks/gitlab`. Unset: deliveries are refused."),

@@ -40,6 +40,9 @@ pub enum GitLabError {
     Malformed { path: String, reason: String },
     #[error("GitLab's GraphQL answered with errors (the partial data is not used): {0}")]
     GraphQl(String),
+    /// GitLab weighed the query before running it and refused it as too complex for the token's user.
+    #[error("GitLab refused a GraphQL query as too complex: {0}")]
+    TooComplex(String),
     #[error("GitLab rate limit: no request to GitLab until {until}")]
     RateLimited { until: DateTime<Utc> },
 }
@@ -85,6 +88,7 @@ impl GitLabError {
             }
             GitLabError::Malformed { path, reason } => GitLabError::Malformed { path, reason: cut(reason) },
             GitLabError::GraphQl(message) => GitLabError::GraphQl(cut(message)),
+            GitLabError::TooComplex(message) => GitLabError::TooComplex(cut(message)),
             other => other,
         }
     }

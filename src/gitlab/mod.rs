@@ -189,7 +189,14 @@ impl GitLabClient {
         if let Some(errors) = answer.get("errors").and_then(Value::as_array).filter(|e| !e.is_empty()) {
             let messages: Vec<&str> =
                 errors.iter().filter_map(|e| e.get("message").and_then(Value::as_str)).collect();
-            return Err(GitLabError::GraphQl(messages.join("; ")).without(&self.secret));
+            // GitLab's words for its complexity limit ("Query has complexity of 300, which exceeds max
+            // complexity of 250"): the one refusal a caller answers by asking less at once.
+            let error = if messages.iter().any(|m| m.contains("exceeds max complexity")) {
+                GitLabError::TooComplex(messages.join("; "))
+            } else {
+                GitLabError::GraphQl(messages.join("; "))
+            };
+            return Err(error.without(&self.secret));
         }
         match answer.get_mut("data").map(Value::take) {
             Some(data) if data.is_object() => Ok(data),

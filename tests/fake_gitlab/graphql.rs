@@ -29,10 +29,20 @@ pub fn handle(state: &State, base: &str, body: &[u8]) -> Answer {
     }) else {
         return Answer::json(200, json!({ "errors": [{ "message": "only queries are served" }] }));
     };
+    // As GitLab does, the complexity is weighed before anything is read; too much refuses the query.
+    let score = complexity(set, &variables, 1);
+    if score > state.max_complexity {
+        let message = format!(
+            "Query has complexity of {score}, which exceeds max complexity of {}",
+            state.max_complexity
+        );
+        return Answer::json(200, json!({ "errors": [{ "message": message }] }));
+    }
     let mut data = Map::new();
     for field in fields(set) {
         let value = match field.name.as_str() {
             "project" => project(state, base, field, &variables),
+            "queryComplexity" => json!({ "score": score, "limit": state.max_complexity }),
             _ => Value::Null,
         };
         data.insert(key(field), value);
@@ -72,6 +82,23 @@ fn project(state: &State, base: &str, field: &Field<'_, String>, vars: &Value) -
         out.insert(key(f), value);
     }
     Value::Object(out)
+}
+
+/// The fake's complexity: each field selected counts 1, and what is selected under
+/// `mergeRequests(iids:)` counts once per iid asked. GitLab's own rules differ by version (`executor
+/// doctor` reads the real score from `queryComplexity`); this one is for testing that executor adapts
+/// when a batch is refused as too complex.
+fn complexity(set: &Set<'_>, vars: &Value, times: u64) -> u64 {
+    fields(set)
+        .into_iter()
+        .map(|f| {
+            let inner = match (f.name.as_str(), argument(f, "iids", vars)) {
+                ("mergeRequests", Some(Value::Array(iids))) => times * (iids.len() as u64).max(1),
+                _ => times,
+            };
+            times + complexity(&f.selection_set, vars, inner)
+        })
+        .sum()
 }
 
 /// `value` cut to what `set` selects, under the names it asks, each connection paged by its arguments.

@@ -286,6 +286,11 @@ impl FakeGitLab {
         self.state().scopes = scopes.iter().map(|s| s.to_string()).collect();
     }
 
+    /// The most query complexity the fake takes (see `graphql::complexity` for how it counts).
+    pub fn set_max_complexity(&self, max: u64) {
+        self.state().max_complexity = max;
+    }
+
     /// Resolving discussions is refused (403), as for a token of a user who may not.
     pub fn forbid_resolve(&self) {
         self.state().resolve_forbidden = true;

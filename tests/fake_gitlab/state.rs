@@ -142,6 +142,8 @@ pub struct State {
     /// no rate-limit headers.
     pub rate: Option<(i64, i64)>,
     pub resolve_forbidden: bool,
+    /// The most query complexity the fake takes: no limit unless a test sets one.
+    pub max_complexity: u64,
     pub last_time: DateTime<Utc>,
 }
 
@@ -160,6 +162,7 @@ impl State {
             retry_after_secs: 1,
             rate: None,
             resolve_forbidden: false,
+            max_complexity: u64::MAX,
             last_time: Utc::now(),
         }
     }

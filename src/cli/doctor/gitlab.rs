@@ -1,16 +1,20 @@
-//! The GitLab write check of `executor doctor`, when a repository has `forge = "gitlab"` or a GitLab
-//! issues source writes back: whether GitLab takes the token with the `api` scope both write with (`GET /api/v4/personal_access_tokens/
-//! self`, which a personal, group or project access token may ask of itself), read only. Whether a token
-//! is set at all is the `gitlab token` check's.
+//! The GitLab checks of `executor doctor`. When a repository has `forge = "gitlab"` or a GitLab issues
+//! source writes back: whether GitLab takes the token with the `api` scope both write with (`GET
+//! /api/v4/personal_access_tokens/self`, which a personal, group or project access token may ask of
+//! itself), read only. When a repository has `forge = "gitlab"`: how GitLab weighs the merge-request
+//! batch query at `[gitlab] batch_size` against its complexity limit (GitLab weighs a query before it
+//! runs it, so iids that name nothing weigh as real ones). Whether a token is set at all is the `gitlab
+//! token` check's.
 
 use reqwest::Method;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::{Check, Outcome, pass, problem};
 use crate::config::Config;
 use crate::gitlab::{GitLabClient, GitLabError};
 
 const NAME: &str = "gitlab api scope";
+const COMPLEXITY: &str = "gitlab query complexity";
 
 pub(super) async fn gitlab_check(config: &Config) -> Option<Check> {
     let writes_notes =
@@ -67,5 +71,54 @@ pub(super) async fn gitlab_check(config: &Config) -> Option<Check> {
             format!("could not ask GitLab: {e}"),
             "check [gitlab] url; run `executor doctor` again if it persists",
         ),
+    })
+}
+
+pub(super) async fn complexity_check(config: &Config) -> Option<Check> {
+    let project = config.repos.values().find(|r| r.forge == "gitlab")?.gitlab.clone();
+    // A client that cannot be made, or a token not set or refused: the other checks say so.
+    let client = GitLabClient::from_env(&config.gitlab).ok()?;
+    let size = config.gitlab.batch_size.clamp(1, 100);
+    let weigh = |count: u32| {
+        let vars = json!({ "path": project, "iids": vec!["0"; count as usize], "count": count });
+        client.graphql(crate::forge::gitlab::MERGE_REQUESTS, vars)
+    };
+    let lower = format!(
+        "executor asks fewer at a time when GitLab refuses a batch; set [gitlab] batch_size below {size} to start there"
+    );
+    Some(match weigh(size).await {
+        Ok(data) => {
+            let read = |key: &str| data.pointer(&format!("/queryComplexity/{key}")).and_then(Value::as_u64);
+            match (read("score"), read("limit")) {
+                (Some(score), Some(limit)) if u128::from(score) * 5 > u128::from(limit) * 4 => problem(
+                    Outcome::Warn,
+                    COMPLEXITY,
+                    format!("{size} merge requests in one query weigh {score} of GitLab's limit of {limit}"),
+                    lower,
+                ),
+                (Some(score), Some(limit)) => pass(
+                    COMPLEXITY,
+                    format!("{size} merge requests in one query weigh {score} of GitLab's limit of {limit}"),
+                ),
+                _ => pass(COMPLEXITY, format!("GitLab takes {size} merge requests in one query")),
+            }
+        }
+        Err(GitLabError::TooComplex(why)) => match weigh(1).await {
+            Err(GitLabError::TooComplex(_)) => problem(
+                Outcome::Fail,
+                COMPLEXITY,
+                format!(
+                    "GitLab refuses executor's merge-request query as too complex even for one merge request: {why}"
+                ),
+                "report it to executor's maintainers with this instance's version (GitLab → Help)",
+            ),
+            _ => problem(
+                Outcome::Warn,
+                COMPLEXITY,
+                format!("GitLab refuses {size} merge requests in one query as too complex: {why}"),
+                lower,
+            ),
+        },
+        Err(_) => return None,
     })
 }

@@ -37,7 +37,9 @@ pub struct GitLabForge {
     project: String,
     /// `[gitlab] url`, for links to jobs and for the push's credentials (sent to that host only).
     base_url: String,
-    batch_size: usize,
+    /// Merge requests per batch query: `[gitlab] batch_size`, lowered for the forge's life when GitLab
+    /// refuses a batch as too complex.
+    batch_size: std::sync::atomic::AtomicUsize,
     check_grace: std::time::Duration,
     /// How long a write whose answer was lost may still be carried out by GitLab (`request_timeout`):
     /// it is looked for after that, before it is tried again.
@@ -101,7 +103,7 @@ impl GitLabForge {
             repo: repo.clone(),
             project: repo.gitlab.clone(),
             base_url: config.url.trim_end_matches('/').to_string(),
-            batch_size: usize::try_from(config.batch_size).unwrap_or(25).clamp(1, 100),
+            batch_size: usize::try_from(config.batch_size).unwrap_or(25).clamp(1, 100).into(),
             check_grace: config.check_grace.std(),
             landing_time: config.request_timeout.std(),
             cache: Mutex::new(HashMap::new()),

@@ -8,6 +8,7 @@
 //! it was), as is one whose mergeability GitLab is still computing.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::Ordering;
 
 use chrono::{DateTime, Utc};
 use reqwest::Method;
@@ -75,14 +76,12 @@ impl GitLabForge {
         }
         let to_ask: Vec<i64> = to_ask.into_iter().collect();
         let mut answered: HashMap<i64, Result<Observed, String>> = HashMap::new();
-        for batch in to_ask.chunks(self.batch_size) {
-            for (iid, mut observed) in self.ask(batch).await? {
-                // Asked after the listing: as new as what it listed, at least.
-                if let (Ok(o), Some(at)) = (&mut observed, page.updated.get(&iid)) {
-                    o.updated_at.clone_from(at);
-                }
-                answered.insert(iid, observed);
+        for (iid, mut observed) in self.ask_in_batches(&to_ask).await? {
+            // Asked after the listing: as new as what it listed, at least.
+            if let (Ok(o), Some(at)) = (&mut observed, page.updated.get(&iid)) {
+                o.updated_at.clone_from(at);
             }
+            answered.insert(iid, observed);
         }
         // Everything the listing announced is observed (or dropped): the next listing may start later.
         let newest = match self.listed.lock() {
@@ -181,6 +180,32 @@ impl GitLabForge {
         let whole = items.len() < LISTED || matches!((oldest, since), (Some(o), Some(s)) if o < s);
         page.complete = since.is_some() && whole;
         Ok(page)
+    }
+
+    /// `iids` asked `batch_size` at a time. A batch GitLab refuses as too complex is asked again in two
+    /// halves, and the smaller size kept for the rest of the forge's life (the log says so once).
+    async fn ask_in_batches(&self, iids: &[i64]) -> Result<Vec<(i64, Result<Observed, String>)>, ForgeError> {
+        let size = self.batch_size.load(Ordering::Relaxed);
+        let mut waiting: Vec<Vec<i64>> = iids.chunks(size).map(<[i64]>::to_vec).collect();
+        let mut answers = Vec::new();
+        while let Some(batch) = waiting.pop() {
+            match self.ask(&batch).await {
+                Ok(answered) => answers.extend(answered),
+                Err(ForgeError::GitLab(GitLabError::TooComplex(why))) if batch.len() > 1 => {
+                    let half = batch.len().div_ceil(2);
+                    if self.batch_size.fetch_min(half, Ordering::Relaxed) > half {
+                        tracing::warn!(
+                            project = %self.project,
+                            "GitLab refused {} merge requests in one query as too complex ({why}); asking {half} at a time from now on (lower [gitlab] batch_size to start there)",
+                            batch.len()
+                        );
+                    }
+                    waiting.extend(batch.chunks(half).map(<[i64]>::to_vec));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(answers)
     }
 
     /// One GraphQL request for these merge requests: each one's observation, or why it has none.
