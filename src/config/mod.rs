@@ -771,6 +771,17 @@ impl Config {
         self.repo_for(repo, "").map(|(_, r)| r.words()).unwrap_or_default()
     }
 
+    /// The words for text about every repository's changes at once (a page's heading, a search hint):
+    /// GitLab's when every configured repository is on GitLab, else "pull request".
+    pub fn words_everywhere(&self) -> crate::domain::ChangeWords {
+        let all_gitlab = !self.repos.is_empty() && self.repos.values().all(|r| r.forge == "gitlab");
+        if all_gitlab {
+            crate::domain::ChangeWords::MERGE_REQUEST
+        } else {
+            crate::domain::ChangeWords::PULL_REQUEST
+        }
+    }
+
     /// The repository named `repo` (a task's or run's), or the only one configured when it names none.
     /// `who` says whose repo it is, for the error ("run 3", "task 1207").
     pub fn repo_for(&self, repo: Option<&str>, who: &str) -> Result<(&str, &Repo), RepoNotFound> {

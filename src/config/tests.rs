@@ -372,4 +372,8 @@ fn a_repositorys_forge_chooses_the_words_for_its_changes() {
     let only_gitlab =
         Config::parse("[repos.lab]\npath = \"/l\"\nforge = \"gitlab\"\ngitlab = \"g/l\"\n").unwrap();
     assert_eq!(only_gitlab.words_for(None).short_ref(3), "MR !3");
+    // Text about every repository at once says "merge request" only when every one is on GitLab.
+    assert_eq!(only_gitlab.words_everywhere().noun, "merge request");
+    assert_eq!(config.words_everywhere().noun, "pull request");
+    assert_eq!(Config::default().words_everywhere().noun, "pull request");
 }

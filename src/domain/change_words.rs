@@ -11,6 +11,8 @@ use serde::Serialize;
 pub struct ChangeWords {
     /// "pull request" / "merge request", lower case, as in the middle of a sentence.
     pub noun: &'static str,
+    /// "Pull request" / "Merge request", starting a sentence or a heading.
+    pub title: &'static str,
     /// "PR" / "MR".
     pub short: &'static str,
     /// What a number is written after: `#` on GitHub (`#12`), `!` on GitLab (`!12`).
@@ -19,9 +21,11 @@ pub struct ChangeWords {
 
 impl ChangeWords {
     /// GitHub's words, and the local forge's: today's words, unchanged.
-    pub const PULL_REQUEST: ChangeWords = ChangeWords { noun: "pull request", short: "PR", sigil: "#" };
+    pub const PULL_REQUEST: ChangeWords =
+        ChangeWords { noun: "pull request", title: "Pull request", short: "PR", sigil: "#" };
     /// GitLab's words.
-    pub const MERGE_REQUEST: ChangeWords = ChangeWords { noun: "merge request", short: "MR", sigil: "!" };
+    pub const MERGE_REQUEST: ChangeWords =
+        ChangeWords { noun: "merge request", title: "Merge request", short: "MR", sigil: "!" };
 
     /// The words of the forge named as in `repos.NAME.forge` (`local`, `github`, `gitlab`); a name
     /// not known keeps "pull request".
@@ -46,12 +50,6 @@ impl ChangeWords {
     pub fn noun_ref(&self, number: i64) -> String {
         format!("{} {}", self.noun, self.reference(number))
     }
-
-    /// The noun starting a sentence: "Pull request" / "Merge request".
-    pub fn noun_capitalized(&self) -> String {
-        let mut chars = self.noun.chars();
-        chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
-    }
 }
 
 impl Default for ChangeWords {
@@ -71,7 +69,7 @@ mod tests {
             assert_eq!((w.noun, w.short, w.reference(12)), ("pull request", "PR", "#12".to_string()));
             assert_eq!(w.short_ref(12), "PR #12");
             assert_eq!(w.noun_ref(3), "pull request #3");
-            assert_eq!(w.noun_capitalized(), "Pull request");
+            assert_eq!(w.title, "Pull request");
         }
     }
 
@@ -81,12 +79,15 @@ mod tests {
         assert_eq!((w.noun, w.short, w.reference(12)), ("merge request", "MR", "!12".to_string()));
         assert_eq!(w.short_ref(12), "MR !12");
         assert_eq!(w.noun_ref(7), "merge request !7");
-        assert_eq!(w.noun_capitalized(), "Merge request");
+        assert_eq!(w.title, "Merge request");
     }
 
     #[test]
     fn the_words_serialize_for_templates() {
         let v = serde_json::to_value(ChangeWords::MERGE_REQUEST).expect("plain fields serialize");
-        assert_eq!(v, serde_json::json!({ "noun": "merge request", "short": "MR", "sigil": "!" }));
+        assert_eq!(
+            v,
+            serde_json::json!({ "noun": "merge request", "title": "Merge request", "short": "MR", "sigil": "!" })
+        );
     }
 }
