@@ -2,9 +2,10 @@
 //! `executor analyzer` takes it in and triages it; a human approves; the runner opens a draft merge
 //! request, its first pipeline fails and `fix_ci` fixes it from the job's log, a trusted reviewer's
 //! discussion is answered `[ACKNOWLEDGED …]` and resolved, the self-review is posted, and the human
-//! merges. The Jira issue hears of each event exactly once — approved, opened, ready for review (once
-//! per reviewed head), merged — and moves In Progress → In Review → Done, though Jira carried out the first comment and answered 502,
-//! and the merge request links back to the issue.
+//! merges. The Jira issue hears of each event exactly once, in GitLab's words (a merge request, `!N`)
+//! — approved, opened, ready for review (once per reviewed head), merged — and moves In Progress → In
+//! Review → Done, though Jira carried out the first comment and answered 502, and the merge request
+//! links back to the issue.
 
 #[path = "fake_gitlab/mod.rs"]
 mod fake_gitlab;
@@ -132,13 +133,20 @@ async fn a_jira_issue_becomes_a_merged_gitlab_merge_request_and_jira_hears_each_
     assert_eq!(comments.len(), 5, "{comments:#?}");
     for (comment, starts) in comments.iter().zip([
         "This task was approved in executor",
-        "executor opened a pull request for this task: ",
-        "The pull request is ready for your review: ",
-        "The pull request is ready for your review: ",
-        "The pull request was merged: ",
+        "executor opened a merge request for this task: ",
+        "The merge request is ready for your review: ",
+        "The merge request is ready for your review: ",
+        "The merge request was merged: ",
     ]) {
         assert!(comment.starts_with(starts), "{comment:?} does not start with {starts:?}");
+        // GitLab's words only: a merge request, `MR !N`, never a pull request.
+        assert!(!comment.contains("pull request") && !comment.contains("PR #"), "{comment:?}");
     }
+    assert!(
+        comments[2].contains(&format!("MR !{iid} is ready")),
+        "the completion names MR !{iid}: {}",
+        comments[2]
+    );
     let mr_url = run.pr_url.clone().unwrap();
     assert!(mr_url.ends_with(&format!("/{PROJECT}/-/merge_requests/{iid}")), "{mr_url}");
     assert!(comments[1].contains(&mr_url), "the comment links the merge request: {}", comments[1]);

@@ -263,3 +263,51 @@ async fn the_board_searches_runs() {
     let (status, _) = site.get(&format!("/runs?q={}", "x".repeat(201))).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "a search too long is refused, visibly");
 }
+
+/// The run page, the board and the task page name the run's change in its repository's forge's words:
+/// "merge request", `MR !7` on GitLab; "pull request", `PR #7` on GitHub and the local forge, as before.
+#[tokio::test]
+async fn a_gitlab_runs_pages_say_merge_request_and_a_github_runs_pull_request() {
+    let on_gitlab = |mut config: executor::config::Config| {
+        for repo in config.repos.values_mut() {
+            repo.forge = "gitlab".into();
+            repo.gitlab = "octo/app".into();
+        }
+        config
+    };
+    let configs = [(on_gitlab(runs_support::config()), true), (runs_support::config(), false)];
+    for (config, gitlab) in configs {
+        let db = common::sqlite();
+        let store: Store = db.open().await;
+        let s = runs_support::scene(&store).await;
+        let site = Dashboard::start(store, config, TOKEN).await.holding(db);
+        let (noun, title, reference, short) = if gitlab {
+            ("merge request", "Merge request", "!7", "MR")
+        } else {
+            ("pull request", "Pull request", "#7", "PR")
+        };
+
+        let (status, run_page) = site.get(&format!("/runs/{}", s.pr_run)).await;
+        assert_eq!(status, StatusCode::OK);
+        for expected in [
+            format!("<dt>{noun}</dt><dd>{short} {reference}: <a href="),
+            format!("<h2>{title}</h2>"),
+            format!("Comment on the {noun} (a trusted comment"),
+        ] {
+            assert!(run_page.contains(&expected), "{expected:?} not on the run page:\n{run_page}");
+        }
+        let (_, board) = site.get("/runs").await;
+        let card = card(&board, s.pr_run);
+        let expected =
+            format!("<dt>{short}</dt><dd><a href=\"{}\" rel=\"noreferrer\">{reference}</a>", escaped(PR_URL));
+        assert!(card.contains(&expected), "{expected:?} not on the card:\n{card}");
+        let (_, task_page) = site.get("/tasks/RUN-1").await;
+        assert!(task_page.contains(&format!("<th scope=\"col\">{short}</th>")), "{task_page}");
+        assert!(task_page.contains(&format!("rel=\"noreferrer\">{reference}</a>")), "{task_page}");
+        if gitlab {
+            for page in [&run_page, &board, &task_page] {
+                assert!(!page.contains("pull request") && !page.contains("PR #"), "GitHub's words:\n{page}");
+            }
+        }
+    }
+}

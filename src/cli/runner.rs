@@ -102,7 +102,7 @@ pub async fn comment(ctx: &Context, args: CommentArgs, as_json: bool) -> anyhow:
     let (name, repo) = config.repo_for(run.repo.as_deref(), &format!("run {}", run.id))?;
     let forge = forge_for(&config, &ctx.store, name, repo)?;
     if run.pr_number.is_none() && !matches!(forge, Forge::Local(_)) {
-        bail!("run {} has no pull request yet; nothing to comment on", run.id);
+        bail!("run {} has no {} yet; nothing to comment on", run.id, repo.words().noun);
     }
     let author = match (&args.author, args.as_agent) {
         (Some(a), _) => a.clone(),
@@ -135,9 +135,10 @@ pub async fn comment(ctx: &Context, args: CommentArgs, as_json: bool) -> anyhow:
         }));
     }
     let ack = if args.text.starts_with(ACK_PREFIX) { " (acknowledges it)" } else { "" };
+    let noun = repo.words().noun;
     match &args.reply_to {
-        Some(p) => say!("comment {id} on run {}'s pull request, replying to {p}{ack}", run.id),
-        None => say!("comment {id} on run {}'s pull request", run.id),
+        Some(p) => say!("comment {id} on run {}'s {noun}, replying to {p}{ack}", run.id),
+        None => say!("comment {id} on run {}'s {noun}", run.id),
     }
     Ok(())
 }
@@ -182,7 +183,8 @@ async fn reply_through_outbox(
     };
     match posted {
         Ok(Delivery::Posted(id)) => {
-            say(Some(&id), format!("comment {id} on run {}'s pull request, replying to {parent}", run.id))
+            let noun = ctx.config.words_for(run.repo.as_deref()).noun;
+            say(Some(&id), format!("comment {id} on run {}'s {noun}, replying to {parent}", run.id))
         }
         Ok(Delivery::MayStillLand) => say(
             None,

@@ -2,7 +2,7 @@ use clap::Subcommand;
 
 use super::Context;
 use super::output::{ago, json, money, money_long, opt, short, table};
-use crate::domain::RunState;
+use crate::domain::{ChangeWords, RunState};
 use crate::forge::{PrSnapshot, PrState};
 use crate::store::{EventFilter, RunFilter, now};
 
@@ -75,7 +75,7 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
                     r.id.to_string(),
                     r.task_gid.to_string(),
                     r.state.to_string(),
-                    opt(&r.pr_number.map(|n| format!("#{n}"))),
+                    opt(&r.pr_number.map(|n| ctx.config.words_for(r.repo.as_deref()).reference(n))),
                     r.ci_attempts.to_string(),
                     opt(&r.worker_pid),
                     money(r.cost_usd, r.cost_estimated),
@@ -83,8 +83,9 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
                     short(&why, 60),
                 ]);
             }
+            let change = ctx.config.words_everywhere().short;
             table(
-                &["RUN", "GID", "STATE", "PR", "CI TRIES", "PID", "COST", "UPDATED", "LAST DECISION"],
+                &["RUN", "GID", "STATE", change, "CI TRIES", "PID", "COST", "UPDATED", "LAST DECISION"],
                 &rows,
             );
             Ok(())
@@ -123,6 +124,8 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
             let workers = ctx.store.worker_sessions(id).await?;
             let notices = ctx.store.notices(Some(id)).await?;
             let now = now();
+            // The run's change in its repository's forge's words ("pull request #12", "merge request !12").
+            let words = ctx.config.words_for(run.repo.as_deref());
             let field = |name: &str, value: String| say!("{:<20}{value}", format!("{name}:"));
             field("run", run.id.to_string());
             field("task", run.task_gid.to_string());
@@ -130,7 +133,7 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
             field("repo", opt(&run.repo));
             field("branch", opt(&run.branch_name));
             field("worktree", opt(&run.worktree_path));
-            field("pull request", opt(&run.pr_url));
+            field(words.noun, opt(&run.pr_url));
             field("head", opt(&run.head_sha));
             field("review", format!("{} at {}", opt(&run.review_verdict), opt(&run.review_sha)));
             field("ci attempts", run.ci_attempts.to_string());
@@ -171,7 +174,7 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
                 None => {}
             }
             if let Some(pr) = &pr {
-                print_pr(pr, now);
+                print_pr(pr, words, now);
             }
             say!("\nworkers:");
             if workers.is_empty() {
@@ -209,7 +212,7 @@ pub async fn run(ctx: &Context, command: RunsCommand, as_json: bool) -> anyhow::
 }
 
 /// The pull request as the runner last saw it: state, CI at the head, and the conversation.
-fn print_pr(pr: &PrSnapshot, now: chrono::DateTime<chrono::Utc>) {
+fn print_pr(pr: &PrSnapshot, words: ChangeWords, now: chrono::DateTime<chrono::Utc>) {
     let state = match pr.state {
         PrState::Open if pr.draft => "open (draft)",
         PrState::Open => "open",
@@ -217,8 +220,8 @@ fn print_pr(pr: &PrSnapshot, now: chrono::DateTime<chrono::Utc>) {
         PrState::Closed => "closed",
     };
     say!(
-        "\npull request #{} {} — {state}, head {}, seen {}",
-        pr.number,
+        "\n{} {} — {state}, head {}, seen {}",
+        words.noun_ref(pr.number),
         pr.url,
         short_sha(&pr.head_sha),
         ago(pr.observed_at, now)

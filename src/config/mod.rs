@@ -476,6 +476,11 @@ impl Repo {
         }
     }
 
+    /// How this repository's forge names a run's change ("pull request #12", "merge request !12").
+    pub fn words(&self) -> crate::domain::ChangeWords {
+        crate::domain::ChangeWords::of_forge(&self.forge)
+    }
+
     /// Whose comments on this repository's pull requests make a worker act.
     pub fn trust(&self) -> Trust {
         Trust { authors: self.trusted_authors.clone(), associations: self.trust_associations.clone() }
@@ -759,6 +764,24 @@ impl Default for Workspace {
 pub struct RepoNotFound(String);
 
 impl Config {
+    /// The words for a change of `repo` (a run's or a task's repository, as `repo_for` reads it):
+    /// "pull request" unless that repository is on GitLab. A repository no longer configured keeps
+    /// "pull request", as every page did before it could tell.
+    pub fn words_for(&self, repo: Option<&str>) -> crate::domain::ChangeWords {
+        self.repo_for(repo, "").map(|(_, r)| r.words()).unwrap_or_default()
+    }
+
+    /// The words for text about every repository's changes at once (a page's heading, a search hint):
+    /// GitLab's when every configured repository is on GitLab, else "pull request".
+    pub fn words_everywhere(&self) -> crate::domain::ChangeWords {
+        let all_gitlab = !self.repos.is_empty() && self.repos.values().all(|r| r.forge == "gitlab");
+        if all_gitlab {
+            crate::domain::ChangeWords::MERGE_REQUEST
+        } else {
+            crate::domain::ChangeWords::PULL_REQUEST
+        }
+    }
+
     /// The repository named `repo` (a task's or run's), or the only one configured when it names none.
     /// `who` says whose repo it is, for the error ("run 3", "task 1207").
     pub fn repo_for(&self, repo: Option<&str>, who: &str) -> Result<(&str, &Repo), RepoNotFound> {

@@ -354,3 +354,26 @@ fn published_prices_come_before_a_tables_default_and_after_its_own_keys() {
     let own = Config::parse("[pricing.\"claude-opus\"]\ninput = 1.0\noutput = 2.0\n").unwrap();
     assert_eq!(own.pricing.price_for("claude-opus-5").input, 1.0, "the user's own key wins");
 }
+
+#[test]
+fn a_repositorys_forge_chooses_the_words_for_its_changes() {
+    let config = Config::parse(
+        "[repos.lab]\npath = \"/src/lab\"\nforge = \"gitlab\"\ngitlab = \"group/lab\"\n\
+         [repos.hub]\npath = \"/src/hub\"\nforge = \"github\"\ngithub = \"octo/hub\"\n\
+         [repos.here]\npath = \"/src/here\"\n",
+    )
+    .unwrap();
+    assert_eq!(config.words_for(Some("lab")).noun_ref(12), "merge request !12");
+    assert_eq!(config.words_for(Some("hub")).noun_ref(12), "pull request #12");
+    assert_eq!(config.words_for(Some("here")).short_ref(12), "PR #12");
+    // A repository no longer configured, or none named among several: today's words.
+    assert_eq!(config.words_for(Some("gone")).short, "PR");
+    assert_eq!(config.words_for(None).short, "PR");
+    let only_gitlab =
+        Config::parse("[repos.lab]\npath = \"/l\"\nforge = \"gitlab\"\ngitlab = \"g/l\"\n").unwrap();
+    assert_eq!(only_gitlab.words_for(None).short_ref(3), "MR !3");
+    // Text about every repository at once says "merge request" only when every one is on GitLab.
+    assert_eq!(only_gitlab.words_everywhere().noun, "merge request");
+    assert_eq!(config.words_everywhere().noun, "pull request");
+    assert_eq!(Config::default().words_everywhere().noun, "pull request");
+}

@@ -4,6 +4,7 @@
 //! depends on no other module of the crate.
 
 mod budget_cap;
+mod change_words;
 mod ci_trigger;
 mod gid;
 mod notice;
@@ -18,6 +19,7 @@ mod worker_kind;
 mod writeback;
 
 pub use budget_cap::{BudgetCap, next_budget_day};
+pub use change_words::ChangeWords;
 pub use ci_trigger::CiTrigger;
 pub use gid::{GidError, TaskGid};
 pub use notice::{ABANDONED_NOTICE_KIND, CHECKS_TIMEOUT_KEY, checks_timeout_key};

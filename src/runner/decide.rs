@@ -47,7 +47,7 @@ use super::decision::{
     Action, Decision, LastWorker, Notice, NoticeKind, Observation, OpenQuestion, PlanStage, Policy,
     WorkerOutcome,
 };
-use crate::domain::{ReviewVerdict, Run, RunState, WorkerKind};
+use crate::domain::{ChangeWords, ReviewVerdict, Run, RunState, WorkerKind};
 use crate::forge::{Check, CheckStatus, CiRollup, Comment, Mergeable, PrSnapshot, PrState};
 
 /// The back-off doubles per attempt up to this many times (64 × the base delay).
@@ -61,7 +61,7 @@ pub fn decide(run: &Run, obs: &Observation, policy: &Policy, now: DateTime<Utc>)
     }
     if matches!(run.state, RunState::Pr | RunState::Complete)
         && let Some(pr) = &obs.pr
-        && let Some(decision) = merged_or_closed(run.state, pr, obs.worker_alive)
+        && let Some(decision) = merged_or_closed(run.state, pr, obs.worker_alive, policy.words)
     {
         return decision;
     }
@@ -86,7 +86,8 @@ pub fn decide(run: &Run, obs: &Observation, policy: &Policy, now: DateTime<Utc>)
         RunState::Pr => match &obs.pr {
             Some(pr) => pr_open(run, pr, obs, policy, now),
             None => Decision::wait(format!(
-                "The run is in pr but the forge shows no pull request for branch {}; waiting for a human.",
+                "The run is in pr but the forge shows no {} for branch {}; waiting for a human.",
+                policy.words.noun,
                 branch(run)
             )),
         },
@@ -105,8 +106,8 @@ fn waiting_for_answer(
     now: DateTime<Utc>,
 ) -> Decision {
     let how = format!(
-        "answer on the run page, with `executor answer {} \"…\"`, or in a comment on the pull request",
-        run.id
+        "answer on the run page, with `executor answer {} \"…\"`, or in a comment on the {}",
+        run.id, policy.words.noun
     );
     let key = format!("question:{}", question.id);
     if !obs.notices_sent.contains(&key) {
@@ -180,14 +181,19 @@ fn plan_gate(run: &Run, obs: &Observation, policy: &Policy, now: DateTime<Utc>) 
 
 /// A merged PR completes a run in `pr` (a completed one stays so); a PR closed unmerged abandons a run in
 /// `pr` or `complete`: nobody will merge that work, and an abandoned run no longer holds its task.
-fn merged_or_closed(state: RunState, pr: &PrSnapshot, worker_alive: bool) -> Option<Decision> {
+fn merged_or_closed(
+    state: RunState,
+    pr: &PrSnapshot,
+    worker_alive: bool,
+    w: ChangeWords,
+) -> Option<Decision> {
     let (to, notify, why) = match pr.state {
         PrState::Open => return None,
         PrState::Merged if state == RunState::Complete => return None,
-        PrState::Merged => (RunState::Complete, None, format!("PR #{} was merged.", pr.number)),
+        PrState::Merged => (RunState::Complete, None, format!("{} was merged.", w.short_ref(pr.number))),
         PrState::Closed => {
             let after = if state == RunState::Complete { " after the run completed" } else { "" };
-            let why = format!("PR #{} was closed without merging{after}.", pr.number);
+            let why = format!("{} was closed without merging{after}.", w.short_ref(pr.number));
             let notice = notice(NoticeKind::Abandoned, "abandoned", &why);
             (RunState::Abandoned, Some(notice), why)
         }
@@ -196,6 +202,7 @@ fn merged_or_closed(state: RunState, pr: &PrSnapshot, worker_alive: bool) -> Opt
 }
 
 fn in_progress(run: &Run, obs: &Observation, policy: &Policy, now: DateTime<Utc>) -> Decision {
+    let w = policy.words;
     if let Some(pr) = &obs.pr {
         return Decision {
             action: Action::Transition {
@@ -204,27 +211,28 @@ fn in_progress(run: &Run, obs: &Observation, policy: &Policy, now: DateTime<Utc>
                 notify: None,
                 stop_worker: false,
             },
-            why: format!("PR #{} exists for branch {}; recording it.", pr.number, branch(run)),
+            why: format!("{} exists for branch {}; recording it.", w.short_ref(pr.number), branch(run)),
         };
     }
     if obs.branch_has_commits {
         return Decision {
             action: Action::OpenPr,
-            why: format!("Branch {} has commits and no pull request; opening one.", branch(run)),
+            why: format!("Branch {} has commits and no {}; opening one.", branch(run), w.noun),
         };
     }
-    let reason = format!("No live worker and no pull request for branch {} yet.", branch(run));
+    let reason = format!("No live worker and no {} for branch {} yet.", w.noun, branch(run));
     start_worker(Start::new(WorkerKind::InProgress, reason), run, obs, policy, now)
 }
 
 /// The pr sub-logic for an open pull request (merged and closed were handled before).
 fn pr_open(run: &Run, pr: &PrSnapshot, obs: &Observation, policy: &Policy, now: DateTime<Utc>) -> Decision {
     let head = short(&pr.head_sha);
+    let number = policy.words.short_ref(pr.number);
     if pr.draft {
         let missing = pr.missing_labels(&policy.required_labels);
         if !missing.is_empty() {
             return Decision {
-                why: format!("Draft PR #{} lacks required labels: {}.", pr.number, missing.join(", ")),
+                why: format!("Draft {number} lacks required labels: {}.", missing.join(", ")),
                 action: Action::AddLabels { labels: missing },
             };
         }
@@ -256,7 +264,7 @@ fn pr_open(run: &Run, pr: &PrSnapshot, obs: &Observation, policy: &Policy, now: 
             );
             return wait_for_checks(run, pr, obs, policy, now, waiting);
         }
-        CiRollup::Error => return ci_error(pr, obs),
+        CiRollup::Error => return ci_error(pr, obs, policy.words),
         CiRollup::Failure => return fix_ci(run, pr, obs, policy, now),
         CiRollup::Success => {}
     }
@@ -267,7 +275,7 @@ fn pr_open(run: &Run, pr: &PrSnapshot, obs: &Observation, policy: &Policy, now: 
         authors.dedup();
         let authors = authors.join(", ");
         let mut reason =
-            format!("{} unresolved comment(s) by {authors} on PR #{} at {head}", unresolved.len(), pr.number);
+            format!("{} unresolved comment(s) by {authors} on {number} at {head}", unresolved.len());
         if obs.comment_rounds > 0 {
             // A reviewer's stream of comments, each round answered: why the run goes on, in its words.
             reason.push_str(&format!(
@@ -287,16 +295,14 @@ fn pr_open(run: &Run, pr: &PrSnapshot, obs: &Observation, policy: &Policy, now: 
     }
     if pr.mergeable == Mergeable::Unknown {
         return Decision::wait(format!(
-            "CI is green at {head}, but the forge is still computing whether PR #{} can merge; observing again next tick.",
-            pr.number
+            "CI is green at {head}, but the forge is still computing whether {number} can merge; observing again next tick."
         ));
     }
     let reviewed_here = run.review_sha.as_deref() == Some(pr.head_sha.as_str());
     match run.review_verdict {
         Some(ReviewVerdict::Pass) if reviewed_here => {
             let why = format!(
-                "PR #{} is ready: CI and required checks green, nothing unresolved, review passed at {head}.",
-                pr.number
+                "{number} is ready: CI and required checks green, nothing unresolved, review passed at {head}."
             );
             let key = format!("completed:{}", pr.head_sha);
             Decision {
@@ -339,9 +345,11 @@ fn after_failed_review(pr: &PrSnapshot, obs: &Observation, policy: &Policy) -> D
         ));
     }
     let why = format!(
-        "The review of PR #{} failed at {head} after {} round(s) of fixes (runner.max_review_rounds = {}); a \
+        "The review of {} failed at {head} after {} round(s) of fixes (runner.max_review_rounds = {}); a \
          human must say what to fix.",
-        pr.number, obs.failed_reviews, policy.max_review_rounds
+        policy.words.short_ref(pr.number),
+        obs.failed_reviews,
+        policy.max_review_rounds
     );
     Decision { action: Action::Notify { notice: notice(NoticeKind::NeedsHuman, &key, &why) }, why }
 }
@@ -377,9 +385,9 @@ fn wait_for_checks(
         _ => None,
     };
     let text = format!(
-        "PR #{} has waited {} at {} for checks that have not finished: {}.{} No agent is started for this \
+        "{} has waited {} at {} for checks that have not finished: {}.{} No agent is started for this \
          and executor keeps waiting; look at the CI (or raise runner.check_timeout, now {}).",
-        pr.number,
+        policy.words.short_ref(pr.number),
         humantime::format_duration(waited),
         short(&pr.head_sha),
         overdue_checks(pr, &policy.required_checks),
@@ -424,7 +432,7 @@ fn overdue_checks(pr: &PrSnapshot, required: &[String]) -> String {
 
 /// A check at the head could not run: CI itself is broken, so an agent could not tell whether its fix
 /// works. The human is told once per head; a new commit (which triggers CI again) moves the run on.
-fn ci_error(pr: &PrSnapshot, obs: &Observation) -> Decision {
+fn ci_error(pr: &PrSnapshot, obs: &Observation, w: ChangeWords) -> Decision {
     let head = short(&pr.head_sha);
     let errored: Vec<&Check> = pr.checks_at_head().into_iter().filter(|c| c.status.is_error()).collect();
     let names = errored.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ");
@@ -441,9 +449,9 @@ fn ci_error(pr: &PrSnapshot, obs: &Observation) -> Decision {
         .find(|s| !s.trim().is_empty())
         .unwrap_or_else(|| "no reason given".into());
     let text = format!(
-        "CI could not run at {head} on PR #{} (checks: {names}): {reason}. This is not a code failure, so no \
+        "CI could not run at {head} on {} (checks: {names}): {reason}. This is not a code failure, so no \
          agent is started; fix the CI setup, then a new commit on the branch runs CI again.",
-        pr.number
+        w.short_ref(pr.number)
     );
     Decision { action: Action::Notify { notice: notice(NoticeKind::NeedsHuman, &key, &text) }, why: text }
 }
@@ -487,13 +495,15 @@ fn fix_conflicts(
     let head = short(&pr.head_sha);
     if obs.conflict_attempts >= policy.max_conflict_attempts {
         return abandon(format!(
-            "PR #{} still conflicts with its base at {head} after {} fix_conflicts attempt(s) of {}.",
-            pr.number, obs.conflict_attempts, policy.max_conflict_attempts
+            "{} still conflicts with its base at {head} after {} fix_conflicts attempt(s) of {}.",
+            policy.words.short_ref(pr.number),
+            obs.conflict_attempts,
+            policy.max_conflict_attempts
         ));
     }
     let reason = format!(
-        "PR #{} conflicts with its base branch at {head}; fix_conflicts attempt {} of {}.",
-        pr.number,
+        "{} conflicts with its base branch at {head}; fix_conflicts attempt {} of {}.",
+        policy.words.short_ref(pr.number),
         obs.conflict_attempts + 1,
         policy.max_conflict_attempts
     );
@@ -502,7 +512,10 @@ fn fix_conflicts(
 
 fn complete(run: &Run, obs: &Observation, policy: &Policy) -> Decision {
     let Some(pr) = obs.pr.as_ref().filter(|pr| pr.state == PrState::Open && pr.draft) else {
-        return Decision::wait("The run is complete; no open draft PR to watch for new comments.");
+        return Decision::wait(format!(
+            "The run is complete; no open draft {} to watch for new comments.",
+            policy.words.short
+        ));
     };
     let new: Vec<_> = pr
         .unresolved_trusted_comments(&policy.trust)
@@ -515,9 +528,9 @@ fn complete(run: &Run, obs: &Observation, policy: &Policy) -> Decision {
     Decision {
         action: Action::Transition { to: RunState::Pr, pr: None, notify: None, stop_worker: false },
         why: format!(
-            "{} commented on draft PR #{} after completion ({} new comment(s)); back to pr.",
+            "{} commented on draft {} after completion ({} new comment(s)); back to pr.",
             first.author,
-            pr.number,
+            policy.words.short_ref(pr.number),
             new.len()
         ),
     }

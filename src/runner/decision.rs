@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Trust;
-use crate::domain::{CiTrigger, RunState, WorkerKind};
+use crate::domain::{ChangeWords, CiTrigger, RunState, WorkerKind};
 use crate::forge::{PrRef, PrSnapshot};
 
 /// What the runner observed about one run this tick. The runner gathers it from the pool, the forge, the
@@ -155,6 +155,9 @@ pub struct Policy {
     /// How long a question waits unanswered before the human is reminded, once.
     #[serde(default)]
     pub question_reminder: Duration,
+    /// How the repository's forge names a run's change in the reasons and notices `decide` writes.
+    #[serde(skip)]
+    pub words: ChangeWords,
 }
 
 /// What `decide` concluded, and why in one sentence naming the facts. The runner records both.

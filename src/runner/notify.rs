@@ -134,6 +134,8 @@ impl Runner {
     /// once per notice as far as the forge can tell), then the webhook. Marks the notice delivered when
     /// both went through, or records the attempt and its error.
     async fn deliver(&self, id: i64, run: &Run, text: &str, kind: &str) -> Result<(), RunnerError> {
+        // What the human reads of the delivery names the change in its forge's words.
+        let noun = self.config.words_for(run.repo.as_deref()).noun;
         let posted = match self.forge_of(run) {
             Ok(f) => self.post_on_forge(id, run, &f, text).await,
             Err(e) => Err(Undelivered::failed(format!("no forge for the run: {e}"))),
@@ -141,8 +143,10 @@ impl Runner {
         if matches!(posted, Ok(OnForge::MayStillLand)) {
             // An earlier attempt's post (its runner killed mid-request) may still land: posting now
             // would post it twice. No attempt is counted; a later tick looks again once it could have.
-            let why = "an earlier attempt's post may still land on the pull request; looked for again once it could have";
-            self.store.mark_notice_waiting(id, &format!("not delivered yet: {why}"), why).await?;
+            let why = format!(
+                "an earlier attempt's post may still land on the {noun}; looked for again once it could have"
+            );
+            self.store.mark_notice_waiting(id, &format!("not delivered yet: {why}"), &why).await?;
             return Ok(());
         }
         let posted = posted.map(|p| match p {
@@ -153,15 +157,16 @@ impl Runner {
             if shown_until_answered(kind) {
                 // A plan or a question stays on Needs you until answered, and its tracker hears it: posted
                 // on a pull request opened later it would ask for what was given long before.
-                let delivery = "on Needs you until answered (the run has no pull request)";
-                self.store.mark_notice_delivered(id, delivery).await?;
+                let delivery = format!("on Needs you until answered (the run has no {noun})");
+                self.store.mark_notice_delivered(id, &delivery).await?;
                 return Ok(());
             }
             // No pull request and no webhook: nobody has been told. The notice stays undelivered, so
             // `executor status` lists it, and later ticks post it once the run has a pull request —
             // however many ticks that takes: waiting for a place to send it is no failed attempt.
-            let why = "nowhere to send it yet: the run has no pull request and notify.webhook_url is not set";
-            self.store.mark_notice_waiting(id, &format!("not delivered yet: {why}"), why).await?;
+            let why =
+                format!("nowhere to send it yet: the run has no {noun} and notify.webhook_url is not set");
+            self.store.mark_notice_waiting(id, &format!("not delivered yet: {why}"), &why).await?;
             return Ok(());
         }
         let outcome = match &posted {
@@ -211,6 +216,7 @@ impl Runner {
         forge: &Forge,
         text: &str,
     ) -> Result<OnForge, Undelivered> {
+        let noun = self.config.words_for(run.repo.as_deref()).noun;
         // Asked again, not taken from what was kept: an earlier attempt may have posted in the same
         // second as the observation kept, or another process may have kept one older than that post
         // (soak finding: a completion notice posted twice).
@@ -220,7 +226,7 @@ impl Runner {
             // The notice may be about this very pull request, which GitHub will not show: it is posted
             // without looking for a copy an earlier attempt left.
             Err(crate::forge::ForgeError::Unobserved { .. }) if run.pr_number.is_some() => None,
-            Err(e) => return Err(Undelivered::forge("reading the pull request", &e)),
+            Err(e) => return Err(Undelivered::forge(&format!("reading the {noun}"), &e)),
         };
         let current = self.store.run(run.id).await.map_err(Undelivered::store)?;
         let reply_to = current.thread_id.as_deref();
@@ -251,7 +257,7 @@ impl Runner {
                 forge
                     .comment(run, &comment)
                     .await
-                    .map_err(|e| Undelivered::forge("pull request comment", &e))?
+                    .map_err(|e| Undelivered::forge(&format!("{noun} comment"), &e))?
             }
         };
         if reply_to.is_none() {
@@ -261,7 +267,7 @@ impl Runner {
                 .await
                 .map_err(Undelivered::store)?;
         }
-        Ok(OnForge::Posted(format!("{} pull request comment {comment_id}", forge.name())))
+        Ok(OnForge::Posted(format!("{} {noun} comment {comment_id}", forge.name())))
     }
 
     /// Sends the notice to the configured webhook, if any.

@@ -87,7 +87,11 @@ impl Runner {
                 }
             };
             if self.store.set_reverted(run.run_id, &revert.sha).await? {
-                let note = format!("its merged pull request was reverted on {base} by commit {}", revert.sha);
+                let note = format!(
+                    "its merged {} was reverted on {base} by commit {}",
+                    repo.words().noun,
+                    revert.sha
+                );
                 tracing::info!(run = run.run_id, "{note}");
                 self.store.record_note(Actor::Runner, Some(&run.task_gid), Some(run.run_id), &note).await?;
             }

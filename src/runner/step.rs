@@ -153,6 +153,7 @@ impl Runner {
             max_review_rounds: self.config.runner.max_review_rounds,
             max_conflict_attempts: self.config.runner.max_conflict_attempts,
             question_reminder: self.config.runner.question_reminder.std(),
+            words: repo.words(),
         };
         let now = Utc::now();
         // Would a worker start, given a slot? Then, and only then, the caps are read, before the slot is
@@ -231,7 +232,7 @@ impl Runner {
                     self.notify(run, n).await?;
                 }
                 let why = match (&pr_ref, &notify) {
-                    (Some(r), _) => format!("pull request {}", r.url),
+                    (Some(r), _) => format!("{} {}", self.config.words_for(run.repo.as_deref()).noun, r.url),
                     (None, Some(n)) => n.text.clone(),
                     (None, None) => format!("runner decided {to}"),
                 };

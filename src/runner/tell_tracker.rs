@@ -21,18 +21,23 @@ impl Runner {
         notice: Option<&Notice>,
     ) -> Result<(), RunnerError> {
         let mut events = Vec::new();
+        let words = self.config.words_for(run.repo.as_deref());
         if let Some(pr) = pr {
             let branch = run.branch_name.as_deref().unwrap_or("?");
             events.push((
                 WritebackEvent::PrOpened,
                 "pr_opened".to_string(),
-                message::pr_opened(&pr.url, branch),
+                message::pr_opened(words, &pr.url, branch),
             ));
         }
         match notice {
             Some(n) if n.kind == NoticeKind::Completed => {
                 let url = pr.map(|p| p.url.as_str()).or(run.pr_url.as_deref());
-                events.push((WritebackEvent::Complete, n.key.clone(), message::complete(url, &n.text)));
+                events.push((
+                    WritebackEvent::Complete,
+                    n.key.clone(),
+                    message::complete(words, url, &n.text),
+                ));
             }
             Some(n) if n.kind == NoticeKind::Abandoned => {
                 let text = message::abandoned(run.task_gid.as_str(), &n.text, run.branch_name.as_deref());
@@ -72,7 +77,7 @@ impl Runner {
             return Ok(());
         }
         let key = format!("run:{}:merged", run.id);
-        let text = message::merged(url);
+        let text = message::merged(self.config.words_for(run.repo.as_deref()), url);
         self.outbox
             .record(
                 run.task_gid.as_str(),

@@ -6,7 +6,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use super::decision::{Notice, NoticeKind};
 use super::state::{Runner, RunnerError, TickReport};
-use crate::domain::Run;
+use crate::domain::{ChangeWords, Run};
 use crate::forge::Unobserved;
 use crate::store::RunMemory;
 
@@ -18,10 +18,13 @@ impl Runner {
         memory: &RunMemory,
         u: &Unobserved,
     ) -> Result<(), RunnerError> {
+        let (_, repo) = self.repo_of(run)?;
+        let words = repo.words();
         let why = format!(
-            "pull request #{} could not be observed, so nothing was done for this run this tick (the \
-             repository's other runs go on): {}",
-            u.number, u.why
+            "{} could not be observed, so nothing was done for this run this tick (the repository's other \
+             runs go on): {}",
+            words.noun_ref(u.number),
+            u.why
         );
         tracing::warn!(run = run.id, "{why}");
         report.failed(format!("run {}: {why}", run.id));
@@ -29,16 +32,28 @@ impl Runner {
             self.store.record_decision(run.id, Some(&self.owner), &why).await?;
         }
         let sent = self.store.notice_keys(run.id).await?;
-        if let Some(notice) = overdue(u, self.config.runner.check_timeout.std(), &sent, Utc::now()) {
+        let timeout = self.config.runner.check_timeout.std();
+        if let Some(notice) = overdue(u, (words, forge_title(&repo.forge)), timeout, &sent, Utc::now()) {
             self.notify(run, &notice).await?;
         }
         Ok(())
     }
 }
 
-/// The notice for a pull request unobservable for `timeout` or longer, once per stretch of failures.
+/// The forge as its name is written in a sentence.
+fn forge_title(forge: &str) -> &'static str {
+    match forge {
+        "github" => "GitHub",
+        "gitlab" => "GitLab",
+        _ => "the forge",
+    }
+}
+
+/// The notice for a pull request unobservable for `timeout` or longer, once per stretch of failures,
+/// named in the forge's words (`forge`: its words and its name).
 fn overdue(
     u: &Unobserved,
+    (words, forge): (ChangeWords, &str),
     timeout: std::time::Duration,
     sent: &[String],
     now: DateTime<Utc>,
@@ -51,12 +66,13 @@ fn overdue(
     }
     let waited = std::time::Duration::from_secs(u64::try_from(waited.num_seconds()).unwrap_or(0));
     let text = format!(
-        "PR #{} could not be observed for {}: GitHub keeps answering it with an error ({}). Nothing is done \
-         for this run until GitHub answers it whole; the repository's other runs go on. Look at the pull \
-         request on GitHub (runner.check_timeout is {}).",
-        u.number,
+        "{} could not be observed for {}: {forge} keeps answering it with an error ({}). Nothing is done \
+         for this run until {forge} answers it whole; the repository's other runs go on. Look at the {} \
+         on {forge} (runner.check_timeout is {}).",
+        words.short_ref(u.number),
         humantime::format_duration(waited),
         u.why,
+        words.noun,
         humantime::format_duration(timeout.to_std().unwrap_or_default()),
     );
     Some(Notice { kind: NoticeKind::NeedsHuman, key, text })
@@ -71,14 +87,32 @@ mod tests {
         let since: DateTime<Utc> = "2026-12-01T10:00:00Z".parse().unwrap();
         let u = Unobserved { number: 7, since, why: "HTTP 502".into() };
         let timeout = std::time::Duration::from_secs(600);
-        assert!(overdue(&u, timeout, &[], since + TimeDelta::seconds(599)).is_none());
-        let notice = overdue(&u, timeout, &[], since + TimeDelta::seconds(600)).unwrap();
+        let github = (ChangeWords::PULL_REQUEST, "GitHub");
+        assert!(overdue(&u, github, timeout, &[], since + TimeDelta::seconds(599)).is_none());
+        let notice = overdue(&u, github, timeout, &[], since + TimeDelta::seconds(600)).unwrap();
         assert!(notice.text.contains("PR #7") && notice.text.contains("HTTP 502"), "{}", notice.text);
         assert!(
-            overdue(&u, timeout, std::slice::from_ref(&notice.key), since + TimeDelta::hours(2)).is_none()
+            overdue(&u, github, timeout, std::slice::from_ref(&notice.key), since + TimeDelta::hours(2))
+                .is_none()
         );
         // A new stretch of failures is told again.
         let again = Unobserved { since: since + TimeDelta::hours(1), ..u };
-        assert!(overdue(&again, timeout, &[notice.key], since + TimeDelta::hours(2)).is_some());
+        assert!(overdue(&again, github, timeout, &[notice.key], since + TimeDelta::hours(2)).is_some());
+    }
+
+    #[test]
+    fn on_gitlab_the_notice_names_the_merge_request_and_gitlab() {
+        let since: DateTime<Utc> = "2026-12-01T10:00:00Z".parse().unwrap();
+        let u = Unobserved { number: 7, since, why: "HTTP 502".into() };
+        let gitlab = (ChangeWords::MERGE_REQUEST, forge_title("gitlab"));
+        let timeout = std::time::Duration::from_secs(600);
+        let notice = overdue(&u, gitlab, timeout, &[], since + TimeDelta::hours(1)).unwrap();
+        assert!(
+            notice.text.starts_with("MR !7 could not be observed for 1h: GitLab keeps"),
+            "{}",
+            notice.text
+        );
+        assert!(notice.text.contains("Look at the merge request on GitLab"), "{}", notice.text);
+        assert!(!notice.text.contains("GitHub") && !notice.text.contains("PR"), "{}", notice.text);
     }
 }

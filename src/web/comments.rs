@@ -80,7 +80,10 @@ pub async fn post(state: &AppState, run_id: i64, who: &Person, text: &str) -> Re
     if run.pr_number.is_none() {
         return Err(NotPosted::new(
             StatusCode::CONFLICT,
-            format!("run {run_id} has no pull request yet; nothing to comment on"),
+            format!(
+                "run {run_id} has no {} yet; nothing to comment on",
+                state.config.words_for(run.repo.as_deref()).noun
+            ),
         ));
     }
     let conflict = |e: String| NotPosted::new(StatusCode::CONFLICT, e);

@@ -1,5 +1,6 @@
 //! What a tracker is told, and the marker that lets a retry recognise its own earlier comment.
 
+use crate::domain::ChangeWords;
 use ring::rand::{SecureRandom, SystemRandom};
 
 /// A new marker: `wb-` and 16 random hex digits, unique whatever database or host recorded it.
@@ -30,18 +31,19 @@ pub fn is_executors(text: &str) -> bool {
     text.contains("[executor wb-") || text.contains("<!-- executor wb-")
 }
 
-/// The message for a pull request opened.
-pub fn pr_opened(url: &str, branch: &str) -> String {
+/// The message for a pull request (a merge request on GitLab: `words`) opened.
+pub fn pr_opened(words: ChangeWords, url: &str, branch: &str) -> String {
     format!(
-        "executor opened a pull request for this task: {url} (branch {branch}). It is a draft until \
-             its checks and review pass; you will hear here when it is ready or given up."
+        "executor opened a {} for this task: {url} (branch {branch}). It is a draft until \
+             its checks and review pass; you will hear here when it is ready or given up.",
+        words.noun
     )
 }
 
 /// The message for a run completed: ready for a human's review, with the summary the human is sent.
-pub fn complete(url: Option<&str>, summary: &str) -> String {
+pub fn complete(words: ChangeWords, url: Option<&str>, summary: &str) -> String {
     match url {
-        Some(url) => format!("The pull request is ready for your review: {url}\n\n{summary}"),
+        Some(url) => format!("The {} is ready for your review: {url}\n\n{summary}", words.noun),
         None => format!("The work is ready for your review.\n\n{summary}"),
     }
 }
@@ -60,9 +62,9 @@ pub fn skipped(reason: &str) -> String {
     format!("executor will not work on this task: {reason}")
 }
 
-/// The message for a pull request merged.
-pub fn merged(url: &str) -> String {
-    format!("The pull request was merged: {url}")
+/// The message for a pull request (merge request) merged.
+pub fn merged(words: ChangeWords, url: &str) -> String {
+    format!("The {} was merged: {url}", words.noun)
 }
 
 /// The message for a plan that waits for approval: the plan, then how to approve it.
@@ -86,6 +88,22 @@ mod tests {
         assert!(is_executors(&format!("done\n\n{}", marker_text(&new_marker()))));
         assert!(is_executors(&format!("done\n\n{}", hidden_marker(&new_marker()))));
         assert!(!is_executors("Use the v2 API, please."));
+    }
+
+    #[test]
+    fn a_trackers_messages_name_the_change_in_its_forges_words() {
+        let (gh, gl) = (ChangeWords::PULL_REQUEST, ChangeWords::MERGE_REQUEST);
+        let url = "https://gitlab.example/g/p/-/merge_requests/12";
+        assert!(
+            pr_opened(gl, url, "executor/x").starts_with("executor opened a merge request for this task: ")
+        );
+        assert!(
+            pr_opened(gh, url, "executor/x").starts_with("executor opened a pull request for this task: ")
+        );
+        assert!(complete(gl, Some(url), "done").starts_with("The merge request is ready for your review: "));
+        assert!(complete(gh, Some(url), "done").starts_with("The pull request is ready for your review: "));
+        assert_eq!(merged(gl, url), format!("The merge request was merged: {url}"));
+        assert_eq!(merged(gh, url), format!("The pull request was merged: {url}"));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::wire::{WireAddReview, WireMarkReady, WireReplyToThread};
 use super::{GitHubError, GitHubForge, segment};
-use crate::domain::{CiTrigger, Run, Task};
+use crate::domain::{ChangeWords, CiTrigger, Run, Task};
 use crate::forge::{CommentPost, ForgeError, PrRef, PrSnapshot, review_summary};
 use crate::worker::result::ReviewResult;
 
@@ -57,7 +57,7 @@ impl GitHubForge {
             "title": title(task),
             "head": branch,
             "base": self.repo.base,
-            "body": pr_body(run, task, self.closing_keyword(closes).as_deref(), "pull request"),
+            "body": pr_body(run, task, self.closing_keyword(closes).as_deref(), ChangeWords::PULL_REQUEST.noun),
             "draft": true,
         });
         let created = self
@@ -435,7 +435,7 @@ pub(crate) fn title(task: &Task) -> String {
 
 /// The pull request's description: where the work comes from, and the task's text quoted (so that its
 /// markdown, @mentions included, reads as a quotation of the tracker, not as executor's own words).
-/// `what`: the forge's word for it ("pull request", GitLab's "merge request").
+/// `what`: the forge's word for it ([`ChangeWords::noun`]).
 pub(crate) fn pr_body(run: &Run, task: &Task, closes: Option<&str>, what: &str) -> String {
     let source = task.source.as_deref().map(|s| format!(" from {s}")).unwrap_or_default();
     let quoted: String = task

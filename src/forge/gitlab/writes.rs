@@ -9,7 +9,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use super::{GitLabForge, Observed};
-use crate::domain::{CiTrigger, Run, Task};
+use crate::domain::{ChangeWords, CiTrigger, Run, Task};
 use crate::forge::github::writes::{last_lines, pr_body, push_merging, title};
 use crate::forge::{CommentPost, ForgeError, PrRef, PrSnapshot, review_summary};
 use crate::gitlab::{GitLabError, segment};
@@ -49,7 +49,7 @@ impl GitLabForge {
             "source_branch": branch,
             "target_branch": self.repo.base,
             "title": format!("{DRAFT}{}", title(task)),
-            "description": pr_body(run, task, self.closing_keyword(closes).as_deref(), "merge request"),
+            "description": pr_body(run, task, self.closing_keyword(closes).as_deref(), ChangeWords::MERGE_REQUEST.noun),
         });
         let path = format!("{}/merge_requests", self.project_path());
         match self.client.rest(Method::POST, &path, Some(&body)).await {

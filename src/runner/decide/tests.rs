@@ -7,7 +7,7 @@ use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use super::decide;
 use crate::budget::BudgetStop;
 use crate::config::Trust;
-use crate::domain::{BudgetCap, CiTrigger, Run, RunState, TaskGid, WorkerKind};
+use crate::domain::{BudgetCap, ChangeWords, CiTrigger, Run, RunState, TaskGid, WorkerKind};
 use crate::forge::{Check, CheckStatus, Comment, Mergeable, PrRef, PrSnapshot, PrState};
 use crate::runner::decision::{OpenQuestion, PlanStage};
 use crate::runner::{Action, Decision, LastWorker, Notice, NoticeKind, Observation, Policy, WorkerOutcome};
@@ -68,6 +68,7 @@ fn policy() -> Policy {
         max_conflict_attempts: 3,
         check_grace: Duration::ZERO,
         question_reminder: Duration::from_secs(24 * 3600),
+        words: ChangeWords::PULL_REQUEST,
     }
 }
 
@@ -956,6 +957,28 @@ fn decision_table() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// On GitLab every reason and notice of the table names the merge request as GitLab does, and says
+/// the same as on GitHub otherwise.
+#[test]
+fn on_gitlab_every_reason_says_merge_request_and_bang() {
+    let as_gitlab = |text: &str| {
+        text.replace("PR #7", "MR !7")
+            .replace("pull request", "merge request")
+            .replace("draft PR ", "draft MR ")
+    };
+    let json = |action: &Action| serde_json::to_string(action).expect("actions serialise");
+    for row in rows() {
+        let hub = decide(&row.run, &row.obs, &row.policy, now());
+        let gitlab = Policy { words: ChangeWords::MERGE_REQUEST, ..row.policy.clone() };
+        let lab = decide(&row.run, &row.obs, &gitlab, now());
+        assert_eq!(lab.why, as_gitlab(&hub.why), "{}", row.name);
+        assert_eq!(json(&lab.action), as_gitlab(&json(&hub.action)), "{}", row.name);
+        for text in [lab.why.as_str(), json(&lab.action).as_str()] {
+            assert!(!text.contains("PR") && !text.contains("pull request"), "{}: {text}", row.name);
+        }
+    }
 }
 
 #[test]

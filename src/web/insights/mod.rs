@@ -61,6 +61,10 @@ pub struct Insights {
     /// Runs given up after spending more than `insights.expensive_failure_usd`.
     pub expensive_failures: failures::Failures,
     pub github: GitHubPoints,
+    /// How the captions name a change: "merge request" when every repository is on GitLab. Words for
+    /// people, not a figure: the JSON leaves them out.
+    #[serde(skip)]
+    pub words: crate::domain::ChangeWords,
 }
 
 /// GitHub points used per hour window over the last [`GITHUB_HOURS`] hours.
@@ -115,5 +119,6 @@ pub async fn gather(store: &Store, config: &Config, days: u32, github_configured
         revert_window_days,
         expensive_failures,
         github,
+        words: config.words_everywhere(),
     })
 }

@@ -188,6 +188,7 @@ fn each_view_has_a_drawing_a_caption_and_a_table_of_the_same_numbers() {
         revert_window_days: 14,
         expensive_failures: failures::Failures { threshold_usd: 5.0, runs: vec![] },
         github: GitHubPoints { configured: false, hours: vec![], reserve: 1000 },
+        words: crate::domain::ChangeWords::PULL_REQUEST,
     };
     let views = chart_views(&i);
     assert_eq!(views.iter().map(|v| v.id).collect::<Vec<_>>(), ["flow", "cost", "lead", "workers", "github"]);
@@ -236,6 +237,7 @@ fn insights_of(flow: Vec<DayFlow>, workers: Vec<KindOutcomes>) -> Insights {
         revert_window_days: 14,
         expensive_failures: failures::Failures { threshold_usd: 5.0, runs: vec![] },
         github: GitHubPoints { configured: false, hours: vec![], reserve: 1000 },
+        words: crate::domain::ChangeWords::PULL_REQUEST,
     }
 }
 

@@ -105,6 +105,7 @@ pub(super) async fn task(
             minijinja::context! {
                 id => r.id, state => r.state.as_str(), branch => r.branch_name,
                 pr_url => web_link(r.pr_url.as_deref()), pr_number => r.pr_number,
+                words => state.config.words_for(r.repo.as_deref()),
                 cost => money(r.cost_usd, r.cost_estimated), started => ago(r.started_at, now),
             }
         })
@@ -152,6 +153,8 @@ pub(super) async fn task(
             can_retry,
             plan_mode => plan_mode.map(|m| m.as_str()),
             repo_plan,
+            // The runs table's heading: the task's repository's word for a change ("PR", "MR").
+            words => state.config.words_for(task.repo.as_deref()),
             task,
             runs,
             sessions,

@@ -59,6 +59,8 @@ pub(super) async fn page(
         columns => insights::failures::COLUMNS,
         rows => insights::failures::rows(&figures.expensive_failures),
     };
-    let page = minijinja::context! { nav => "insights", days, windows, charts, landed, slices, failures };
+    let words = figures.words;
+    let page =
+        minijinja::context! { nav => "insights", days, windows, charts, landed, slices, failures, words };
     render("insights.html", page)
 }

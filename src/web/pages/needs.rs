@@ -8,7 +8,8 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use serde::Serialize;
 
 use super::{FlashQuery, PageError, ago, first_line, money, render, short, web_link};
-use crate::domain::{BudgetCap, Task, next_budget_day};
+use crate::config::Config;
+use crate::domain::{BudgetCap, ChangeWords, Task, next_budget_day};
 use crate::store::{Listed, NeedsYouLimits, PlanNeed, QuestionNeed, RunNeed, now, start_of_day};
 use crate::web::AppState;
 use crate::web::session::Auth;
@@ -81,6 +82,8 @@ struct RunItem {
     state: &'static str,
     pr_url: Option<String>,
     pr_number: Option<i64>,
+    /// How the run's forge names its change ("PR #12", "MR !12").
+    words: ChangeWords,
     cost: String,
     notice_id: Option<i64>,
     message: Option<String>,
@@ -89,7 +92,7 @@ struct RunItem {
     budget_cap: Option<BudgetCap>,
 }
 
-fn run_item(need: &RunNeed) -> RunItem {
+fn run_item(need: &RunNeed, config: &Config) -> RunItem {
     let run = &need.run;
     let now = now();
     RunItem {
@@ -99,6 +102,7 @@ fn run_item(need: &RunNeed) -> RunItem {
         state: run.state.as_str(),
         pr_url: web_link(run.pr_url.as_deref()),
         pr_number: run.pr_number,
+        words: config.words_for(run.repo.as_deref()),
         cost: money(run.cost_usd, run.cost_estimated),
         notice_id: need.notice.as_ref().map(|n| n.id),
         // A budget stop has no notice of its own to read: the runner's last decision says which cap.
@@ -239,15 +243,17 @@ pub(super) async fn page(
             given_up => section(&needs.analysis_given_up, task_item),
             max_attempts => state.config.analyzer.max_attempts,
             revisions => section(&needs.revisions_pending, task_item),
-            budget_stopped => section(&needs.budget_stopped, run_item),
+            budget_stopped => section(&needs.budget_stopped, |n| run_item(n, &state.config)),
             day_cap,
             per_run_budget => money(state.config.budget.per_run_usd, false),
-            checks_overdue => section(&needs.checks_overdue, run_item),
-            abandoned => section(&needs.abandoned_unread, run_item),
+            checks_overdue => section(&needs.checks_overdue, |n| run_item(n, &state.config)),
+            abandoned => section(&needs.abandoned_unread, |n| run_item(n, &state.config)),
             sources,
             plans => section(&needs.plans_awaiting, plan_item),
             questions => section(&needs.open_questions, question_item),
             per_list,
+            // Text about every run at once ("a comment on the pull request").
+            words => state.config.words_everywhere(),
             flash,
             error,
         },

@@ -207,6 +207,8 @@ pub(super) async fn page(
             can_comment => run.pr_number.is_some() && matches!(run.state, RunState::Pr | RunState::Complete),
             max_comment => crate::web::comments::MAX_COMMENT,
             pr_url => web_link(run.pr_url.as_deref()),
+            // "pull request" / "merge request": the run's repository's forge names its change.
+            words => state.config.words_for(run.repo.as_deref()),
             cost => money(spent.max(run.cost_usd), estimated),
             tokens => format!(
                 "{} in / {} out",

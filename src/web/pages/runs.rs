@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::pr_summary::{PrSummary, pr_summary, trust_for};
 use super::{PageError, ago, first_line, money, render, short, span, web_link};
-use crate::domain::{EndReason, RunState};
+use crate::domain::{ChangeWords, EndReason, RunState};
 use crate::forge::PrSnapshot;
 use crate::store::{BoardQuery, BoardRow, ENDED_STATES, now};
 use crate::web::AppState;
@@ -45,6 +45,8 @@ struct Card {
     title: String,
     pr_url: Option<String>,
     pr_number: Option<i64>,
+    /// How the run's forge names its change ("PR #12", "MR !12").
+    words: ChangeWords,
     pr: Option<PrSummary>,
     ci_attempts: i32,
     stuck: i32,
@@ -122,6 +124,7 @@ fn card(state: &AppState, row: &BoardRow) -> Card {
         title: first_line(row.task_text.as_deref().unwrap_or(""), TITLE_CHARS),
         pr_url: web_link(run.pr_url.as_deref()),
         pr_number: run.pr_number,
+        words: state.config.words_for(run.repo.as_deref()),
         pr: snapshot.as_ref().map(|pr| pr_summary(pr, &trust_for(state, run.repo.as_deref()), run.state)),
         ci_attempts: run.ci_attempts,
         stuck: run.worker_stuck_count,
@@ -252,6 +255,7 @@ pub(super) async fn board(
             unfold => board_link(&[("q", q), ("ended", Some("show"))]),
             refold => board_link(&[("q", q)]),
             only => only.map(RunState::as_str),
+            words => state.config.words_everywhere(),
         },
     )
 }

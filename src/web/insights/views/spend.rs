@@ -10,13 +10,16 @@ pub(super) fn cost(i: &Insights) -> ChartView {
     let t = &i.cost_total;
     let caption = match t.per_completed_usd {
         Some(per) => format!(
-            "{} per completed pull request: {} spent over {} days, {} completed.",
+            "{} per completed {}: {} spent over {} days, {} completed.",
             money(per),
+            i.words.noun,
             money(t.total_usd),
             i.days,
-            count(t.completed, "pull request")
+            count(t.completed, i.words.noun)
         ),
-        None => format!("{} spent over {} days; no pull request completed yet.", money(t.total_usd), i.days),
+        None => {
+            format!("{} spent over {} days; no {} completed yet.", money(t.total_usd), i.days, i.words.noun)
+        }
     };
     let columns =
         vec![i.cost.iter().map(|d| d.workers_usd).collect(), i.cost.iter().map(|d| d.triage_usd).collect()];
@@ -46,10 +49,12 @@ pub(super) fn cost(i: &Insights) -> ChartView {
         t.per_completed_usd.map_or_else(|| "–".into(), money),
     ]);
     let table = Table {
-        caption: "Dollars spent per day (UTC) and per completed pull request".into(),
-        columns: ["Day", "Workers", "Triage", "Total", "Completed PRs", "Per completed PR"]
+        caption: format!("Dollars spent per day (UTC) and per completed {}", i.words.noun),
+        columns: ["Day", "Workers", "Triage", "Total"]
             .map(String::from)
-            .to_vec(),
+            .into_iter()
+            .chain([format!("Completed {}s", i.words.short), format!("Per completed {}", i.words.short)])
+            .collect(),
         rows,
     };
     view("cost", c, "Cost", caption, table)

@@ -17,7 +17,7 @@ pub(super) fn flow(i: &Insights) -> ChartView {
         count(sum(|d| d.intake), "task"),
         sum(|d| d.approved),
         sum(|d| d.skipped),
-        count(sum(|d| d.completed), "pull request"),
+        count(sum(|d| d.completed), i.words.noun),
         count(sum(|d| d.abandoned), "run")
     );
     let days: Vec<String> = i.flow.iter().map(|d| d.day.format("%m-%d").to_string()).collect();
@@ -80,14 +80,18 @@ pub(super) fn lead(i: &Insights) -> ChartView {
         }
         _ => format!("no run reached {what}"),
     };
-    let caption =
-        format!("From approval: {}; {}.", say("a pull request", &l.to_pr), say("complete", &l.to_complete));
+    let caption = format!(
+        "From approval: {}; {}.",
+        say(&format!("a {}", i.words.noun), &l.to_pr),
+        say("complete", &l.to_complete)
+    );
     let labels = l.buckets.iter().map(|b| b.label.clone()).collect();
     let columns = vec![
         l.buckets.iter().map(|b| b.to_pr as f64).collect(),
         l.buckets.iter().map(|b| b.to_complete as f64).collect(),
     ];
-    let s = series(&["to pull request", "to complete"], &[BLUE, GREEN], columns);
+    let to_change = format!("to {}", i.words.noun);
+    let s = series(&[to_change.as_str(), "to complete"], &[BLUE, GREEN], columns);
     let c =
         chart("lead", "Time from approval, in runs per duration", labels, s, Layout::Grouped, Unit::Count);
     let mut rows: Vec<Vec<String>> = l
@@ -99,8 +103,8 @@ pub(super) fn lead(i: &Insights) -> ChartView {
     rows.push(vec!["Median (p50)".into(), p(l.to_pr.p50_hours), p(l.to_complete.p50_hours)]);
     rows.push(vec!["90th percentile (p90)".into(), p(l.to_pr.p90_hours), p(l.to_complete.p90_hours)]);
     let table = Table {
-        caption: "Runs by time from approval to their first pull request and to complete".into(),
-        columns: ["Time from approval", "To pull request", "To complete"].map(String::from).to_vec(),
+        caption: format!("Runs by time from approval to their first {} and to complete", i.words.noun),
+        columns: vec!["Time from approval".into(), format!("To {}", i.words.noun), "To complete".into()],
         rows,
     };
     view("lead", c, "Time from approval", caption, table)
