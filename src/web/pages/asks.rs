@@ -137,8 +137,9 @@ pub(super) async fn comment(
             Some(id),
             "flash",
             &format!(
-                "comment {} posted on the pull request of run {id}: a trusted comment, which its next fix_comments worker answers",
-                posted.id
+                "comment {} posted on the {} of run {id}: a trusted comment, which its next fix_comments worker answers",
+                posted.id,
+                crate::domain::ChangeWords::of_forge(posted.forge).noun
             ),
         ),
         Err(e) => back.to_page(None, Some(id), "error", &format!("run {id}: {}", e.why)),
