@@ -282,8 +282,8 @@ impl Cron {
         self.lock().down_until = None;
     }
 
-    /// Stops as an operator would: SIGTERM to the process, which winds down; SIGKILL after `grace`.
-    pub fn stop(&self, grace: Duration) {
+    /// Stops as an operator would (with [`Cron::join`] after): starts nothing more, and sends SIGTERM to the process running now (which winds down).
+    pub fn halt(&self) {
         let pid = {
             let mut s = self.lock();
             s.stop = true;
@@ -293,6 +293,10 @@ impl Cron {
             let _ = kill(Pid::from_raw(pid), Signal::SIGCONT);
             let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
         }
+    }
+
+    /// Waits for the halted cron's process to end; SIGKILL after `grace`.
+    pub fn join(&self, grace: Duration) {
         let Some(thread) = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take() else { return };
         let deadline = Instant::now() + grace;
         while !thread.is_finished() && Instant::now() < deadline {

@@ -151,7 +151,10 @@ impl Snapshot {
                 if self.sessions.iter().any(|s| s.run_id == run.id && !s.ended) {
                     return Outcome::InFlight;
                 }
-                if notices.iter().any(|n| n.kind == "needs_human") {
+                // A stuck worker's notice asks nothing of the human: the run tries again after its
+                // back-off (and is abandoned, told, past `max_stuck`). Taking it for a wait ended the
+                // drain while such runs went on (soak finding, GitLab + Jira on 3 hosts).
+                if notices.iter().any(|n| n.kind == "needs_human" && !n.key.starts_with("stuck:")) {
                     return Outcome::WaitingTold;
                 }
                 let quiet = self

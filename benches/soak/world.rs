@@ -146,11 +146,15 @@ impl World {
         }
     }
 
+    /// Every host at once: stopped one by one, the last hosts would take over the first ones' runs
+    /// (their leases given back) and leave worktrees behind that no later runner of theirs sweeps.
     pub fn stop_crons(&self) {
-        for host in &self.hosts {
-            for cron in host.crons() {
-                cron.stop(std::time::Duration::from_secs(20));
-            }
+        let crons: Vec<&host::Cron> = self.hosts.iter().flat_map(Host::crons).collect();
+        for cron in &crons {
+            cron.halt();
+        }
+        for cron in &crons {
+            cron.join(std::time::Duration::from_secs(20));
         }
     }
 
