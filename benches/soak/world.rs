@@ -19,6 +19,7 @@ use crate::side_gitlab::GitLabSide;
 use crate::side_jira::JiraSide;
 use crate::sides::{Forge, Tracker};
 use crate::{Args, Variant, pg};
+
 /// Agents on one host (`runner.max_workers`) and on all hosts together (`cluster.max_workers`).
 pub const HOST_MAX: usize = 2;
 pub const CLUSTER_MAX: usize = 4;
