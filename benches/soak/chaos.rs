@@ -1,10 +1,12 @@
 //! What goes wrong, on a schedule drawn from the seed, until the drain begins:
-//! - GitHub: ~5% of requests get a fault, every kind the fake has (502, a secondary limit and a 429 with
-//!   `retry-after`, GraphQL partial errors, a reset connection, an answer slower than the client's
-//!   `request_timeout`, a 502 after the write went through, a write carried out after the client's
-//!   timeout or never answered), and now and then the GraphQL window
-//!   empties until a reset;
-//! - Asana: ~5% of requests get a 429 with `Retry-After`, a 500 or 503, or a body that is not JSON;
+//! - the forge: ~5% of requests get a fault, every kind its fake has (`side_github.rs`,
+//!   `side_gitlab.rs`: a 5xx, a 429 with `retry-after`, a reset connection, an answer slower than the
+//!   client's `request_timeout`, a 502 after the write went through, a write carried out after the
+//!   client's timeout or never answered, …), and now and then its rate-limit window empties until a
+//!   reset;
+//! - the tracker: ~5% of requests get a read fault (a 429 with `Retry-After`, a 500 or 503, a body that
+//!   is not JSON or a dropped connection), and every 15–40 s executor's next comment there is carried
+//!   out and answered 502;
 //! - hosts: a runner killed (SIGKILL; its agents live on), the analyzer killed, a whole host killed
 //!   (runner, analyzer and agents) and kept down past its lease, a host frozen (SIGSTOP, as a laptop
 //!   sleeps) past its lease and thawed;
@@ -18,8 +20,6 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-use crate::fake_asana::Fault as AsanaFault;
-use crate::fake_github::Fault;
 use crate::host::LEASE_TTL;
 use crate::rng::Rng;
 use crate::world::World;
@@ -27,26 +27,12 @@ use crate::{Phase, watch};
 
 /// The share of requests to each fake that get a fault.
 const FAULT_RATE: f64 = 0.05;
-/// GitHub's hourly GraphQL window is given back this often: the soak compresses days into an hour,
-/// and a real hour's points would last a compressed few minutes.
+/// The forge's rate-limit window is given back this often: the soak compresses days into an hour, and
+/// a real hour's budget would last a compressed few minutes.
 const WINDOW_REFILL: Duration = Duration::from_secs(600);
 
-const GITHUB_FAULTS: [Fault; 9] = [
-    Fault::Status(502),
-    Fault::SecondaryLimit,
-    Fault::TooMany,
-    Fault::PartialErrors,
-    Fault::Reset,
-    Fault::Hang,
-    Fault::AppliedThen(502),
-    // Carried out 2 s after the client's `request_timeout` (3 s) gave up, then answered; and carried out
-    // but never answered (soak finding: a notice posted twice, its late copy taken for alex's comment).
-    Fault::AppliedLate(5_000),
-    Fault::AppliedUnanswered,
-];
-
-/// What the chaos did, by kind: `asana …` faults (GitHub's are counted by the fake as it serves them)
-/// and the blows to hosts and CI.
+/// What the chaos did, by kind: the tracker's faults (the forge's are counted by its fake as it serves
+/// them) and the blows to hosts and CI.
 pub type ChaosReport = BTreeMap<String, u64>;
 
 pub struct Chaos {
@@ -56,8 +42,9 @@ pub struct Chaos {
 impl Chaos {
     pub fn start(world: Arc<World>, phase: Phase, seed: u64) -> Chaos {
         let tasks = vec![
-            tokio::spawn(github_faults(world.clone(), phase.clone(), Rng::new(seed, "github faults"))),
-            tokio::spawn(asana_faults(world.clone(), phase.clone(), Rng::new(seed, "asana faults"))),
+            // The names of the generators are those they had when GitHub and Asana were the only sides.
+            tokio::spawn(forge_faults(world.clone(), phase.clone(), Rng::new(seed, "github faults"))),
+            tokio::spawn(tracker_faults(world.clone(), phase.clone(), Rng::new(seed, "asana faults"))),
             tokio::spawn(blows(world.clone(), phase.clone(), Rng::new(seed, "blows"))),
             tokio::spawn(ci_storms(world, phase, Rng::new(seed, "ci storms"))),
         ];
@@ -89,56 +76,52 @@ async fn pause(phase: &Phase, d: Duration) -> bool {
     !phase.calm()
 }
 
-async fn github_faults(world: Arc<World>, phase: Phase, mut rng: Rng) -> ChaosReport {
+async fn forge_faults(world: Arc<World>, phase: Phase, mut rng: Rng) -> ChaosReport {
     let mut report = ChaosReport::new();
     let mut seen = 0;
     let mut refilled = Instant::now();
     let mut next_window = Instant::now() + rng.secs(180.0, 420.0);
     while pause(&phase, Duration::from_millis(100)).await {
-        let counts = world.github.counts();
-        let total = counts.rest + counts.graphql;
+        let total = world.forge.request_count();
         for _ in seen..total {
-            if rng.chance(FAULT_RATE)
-                && let Some(fault) = rng.pick(&GITHUB_FAULTS)
-            {
-                world.github.fail_next(*fault, 1);
+            if rng.chance(FAULT_RATE) {
+                world.forge.inject_fault(&mut rng);
             }
         }
         seen = total;
         if Instant::now() >= next_window {
-            // The window empties and comes back a little later, as at the top of GitHub's hour.
-            world.github.set_rate_remaining(0);
-            world.github.set_rate_reset(chrono::Utc::now() + rng.secs(10.0, 25.0));
-            *report.entry("github rate window emptied".into()).or_default() += 1;
+            // The window empties and comes back a little later, as at the top of the hour.
+            world.forge.empty_window(chrono::Utc::now() + rng.secs(10.0, 25.0));
+            let what = format!("{} rate window emptied", world.forge.name().to_lowercase());
+            *report.entry(what).or_default() += 1;
             next_window = Instant::now() + rng.secs(180.0, 420.0);
             refilled = Instant::now();
         } else if refilled.elapsed() >= WINDOW_REFILL {
-            world.github.set_rate_reset(chrono::Utc::now());
+            world.forge.refill_window();
             refilled = Instant::now();
         }
     }
     report
 }
 
-async fn asana_faults(world: Arc<World>, phase: Phase, mut rng: Rng) -> ChaosReport {
+async fn tracker_faults(world: Arc<World>, phase: Phase, mut rng: Rng) -> ChaosReport {
     let mut report = ChaosReport::new();
     let mut seen = 0;
+    let mut next_write_fault = Instant::now() + rng.secs(15.0, 40.0);
     while pause(&phase, Duration::from_millis(500)).await {
-        let total = world.asana.request_count();
+        let total = world.tracker.request_count();
         for _ in seen..total {
-            if !rng.chance(FAULT_RATE) {
-                continue;
+            if rng.chance(FAULT_RATE) {
+                let name = world.tracker.read_fault(&mut rng);
+                *report.entry(name.into()).or_default() += 1;
             }
-            let (fault, name) = match rng.below(4) {
-                0 => (AsanaFault::TooMany { retry_after: 1 }, "asana 429"),
-                1 => (AsanaFault::Status(500), "asana 500"),
-                2 => (AsanaFault::Status(503), "asana 503"),
-                _ => (AsanaFault::Body(b"<html>upstream error</html>"), "asana not json"),
-            };
-            world.asana.fail_next(fault);
-            *report.entry(name.into()).or_default() += 1;
         }
         seen = total;
+        if Instant::now() >= next_write_fault {
+            let name = world.tracker.write_fault();
+            *report.entry(name.into()).or_default() += 1;
+            next_write_fault = Instant::now() + rng.secs(15.0, 40.0);
+        }
     }
     report
 }

@@ -57,6 +57,8 @@ pub struct SessionRow {
 pub struct NoticeRow {
     pub run_id: Option<i64>,
     pub kind: String,
+    /// What the notice is about (`stuck:SESSION`, …): one notice per run and key.
+    pub key: String,
     pub delivered: bool,
 }
 
@@ -182,12 +184,17 @@ impl Db {
     pub async fn notices(&self) -> Result<Vec<NoticeRow>> {
         let rows = rows!(
             self,
-            (Option<i64>, String, Option<DateTime<Utc>>),
-            "SELECT run_id, kind, delivered_at FROM executor_notifications ORDER BY id"
+            (Option<i64>, String, String, Option<DateTime<Utc>>),
+            "SELECT run_id, kind, notice_key, delivered_at FROM executor_notifications ORDER BY id"
         )?;
         Ok(rows
             .into_iter()
-            .map(|(run_id, kind, delivered_at)| NoticeRow { run_id, kind, delivered: delivered_at.is_some() })
+            .map(|(run_id, kind, key, delivered_at)| NoticeRow {
+                run_id,
+                kind,
+                key,
+                delivered: delivered_at.is_some(),
+            })
             .collect())
     }
 

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
+use crate::sides::SideConfig;
+
 /// How long a cron waits after its process exits before starting the next (a real cron: minutes).
 const CRON_PAUSE: Duration = Duration::from_millis(1500);
 
@@ -18,20 +20,16 @@ const CRON_PAUSE: Duration = Duration::from_millis(1500);
 pub struct Shared<'a> {
     pub database_url: &'a str,
     pub remote: &'a Path,
-    pub github_api: String,
-    pub github_graphql: String,
-    pub asana_api: &'a str,
+    /// The forge's part of the config (its section, the keys of `[repos.app]`, its token).
+    pub forge: SideConfig,
+    /// The tracker's (its `[[sources]]`, its token).
+    pub tracker: SideConfig,
     /// Where agents keep their ledgers: the one directory outside its worktree a sandbox lets them write.
     pub ledger: &'a Path,
     pub host_max: usize,
     pub cluster_max: Option<usize>,
 }
 
-pub const TOKEN_ENV: &str = "SOAK_GH_TOKEN";
-pub const TOKEN: &str = "soak-token-0123456789abcdef";
-pub const ASANA_TOKEN_ENV: &str = "SOAK_ASANA_TOKEN";
-pub const ASANA_TOKEN: &str = "soak-asana-token-0123456789";
-pub const PROJECT: &str = "1200000000000001";
 /// `runner.lease_ttl` of every host.
 pub const LEASE_TTL: Duration = Duration::from_secs(5);
 /// `runner.check_timeout`.
@@ -44,6 +42,8 @@ pub struct Host {
     pub runs_analyzer: bool,
     pub runner: Cron,
     pub analyzer: Cron,
+    /// The forge's and the tracker's tokens, in every executor process's environment.
+    secrets: Vec<(String, String)>,
 }
 
 impl Host {
@@ -101,29 +101,12 @@ cache_read = 0.0
 cache_write = 0.0
 [notify]
 mention = "@alex"
-[github]
-api_url = {api}
-graphql_url = {graphql}
-token_env = ["{TOKEN_ENV}"]
-check_grace = "2s"
-request_timeout = "3s"
-reserve_points = 200
-[[sources]]
-name = "asana_inbox"
-kind = "asana"
-api_url = {asana}
-token_env = "{ASANA_TOKEN_ENV}"
-projects = ["{PROJECT}"]
-repo = "app"
+{forge}
+{tracker}
 [repos.app]
 path = {clone}
-forge = "github"
-github = "octo/app"
 remote = "origin"
-ci_trigger = "workflow:ci.yml"
-required_checks = ["ci"]
-trusted_authors = ["alex"]
-"#,
+{repo_keys}"#,
             url = toml_string(shared.database_url),
             data = toml_path(&dir.join("data")),
             worktrees = toml_path(&dir.join("worktrees")),
@@ -132,9 +115,9 @@ trusted_authors = ["alex"]
             lease = LEASE_TTL.as_secs(),
             check = CHECK_TIMEOUT.as_secs(),
             agent = toml_path(&agent),
-            api = toml_string(&shared.github_api),
-            graphql = toml_string(&shared.github_graphql),
-            asana = toml_string(shared.asana_api),
+            forge = shared.forge.toml,
+            tracker = shared.tracker.toml,
+            repo_keys = shared.forge.repo_keys,
             clone = toml_path(&clone),
             ledger = toml_path(shared.ledger),
         );
@@ -147,12 +130,14 @@ trusted_authors = ["alex"]
             runs_analyzer,
             runner: Cron::new("runner"),
             analyzer: Cron::new("analyzer"),
+            secrets: shared.forge.env.iter().chain(&shared.tracker.env).cloned().collect(),
         })
     }
 
     /// `executor ARGS` on this host, with the tokens and the agents' variables in its environment.
     pub fn command(&self, args: &[&str], env: &[(String, String)]) -> Command {
-        executor(&self.config, &self.dir, args, env)
+        let env: Vec<(String, String)> = self.secrets.iter().chain(env).cloned().collect();
+        executor(&self.config, &self.dir, args, &env)
     }
 
     /// Runs `executor ARGS` to the end (a human at the terminal); returns whether it succeeded and what
@@ -169,7 +154,8 @@ trusted_authors = ["alex"]
 
     /// Starts the crons; `env` is given to every process they start (and so to the agents).
     pub fn start(&self, env: &[(String, String)]) {
-        let (config, dir, env) = (self.config.clone(), self.dir.clone(), env.to_vec());
+        let env: Vec<(String, String)> = self.secrets.iter().chain(env).cloned().collect();
+        let (config, dir) = (self.config.clone(), self.dir.clone());
         let make = move |what: &str| executor(&config, &dir, &[what], &env);
         let runner = make.clone();
         self.runner.start(self.dir.join("logs"), move || runner("runner"));
@@ -296,8 +282,8 @@ impl Cron {
         self.lock().down_until = None;
     }
 
-    /// Stops as an operator would: SIGTERM to the process, which winds down; SIGKILL after `grace`.
-    pub fn stop(&self, grace: Duration) {
+    /// Stops as an operator would (with [`Cron::join`] after): starts nothing more, and sends SIGTERM to the process running now (which winds down).
+    pub fn halt(&self) {
         let pid = {
             let mut s = self.lock();
             s.stop = true;
@@ -307,6 +293,10 @@ impl Cron {
             let _ = kill(Pid::from_raw(pid), Signal::SIGCONT);
             let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
         }
+    }
+
+    /// Waits for the halted cron's process to end; SIGKILL after `grace`.
+    pub fn join(&self, grace: Duration) {
         let Some(thread) = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take() else { return };
         let deadline = Instant::now() + grace;
         while !thread.is_finished() && Instant::now() < deadline {
@@ -321,17 +311,17 @@ impl Cron {
     }
 }
 
-/// `executor ARGS` with `config`, with the tokens and `env` in its environment.
+/// `executor ARGS` with `config`, with `env` (the tokens among it) in its environment.
 fn executor(config: &Path, dir: &Path, args: &[&str], env: &[(String, String)]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_executor"));
     cmd.arg("--config")
         .arg(config)
         .args(args)
         .current_dir(dir)
-        .env(TOKEN_ENV, TOKEN)
-        .env(ASANA_TOKEN_ENV, ASANA_TOKEN)
         .env_remove("GH_TOKEN")
         .env_remove("GITHUB_TOKEN")
+        .env_remove("GITLAB_TOKEN")
+        .env_remove("JIRA_API_TOKEN")
         .envs(env.iter().cloned())
         .stdin(Stdio::null());
     cmd
@@ -343,7 +333,7 @@ pub fn git(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-fn toml_string(s: &str) -> String {
+pub fn toml_string(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 

@@ -1,28 +1,35 @@
 //! The soak: executor left running as its users leave it — on cron, for a long time — while tasks
-//! arrive, agents misbehave, GitHub and Asana fail, a human acts at odd moments and hosts die; and the
-//! invariants checked the whole time. Run with
+//! arrive, agents misbehave, the forge and the tracker fail, a human acts at odd moments and hosts die;
+//! and the invariants checked the whole time. Run with
 //!
 //! ```text
-//! cargo bench --bench soak -- [--minutes N] [--db sqlite|postgres] [--hosts K] [--seed S]
+//! cargo bench --bench soak -- [--forge github|gitlab] [--minutes N] [--db sqlite|postgres] [--hosts K] [--seed S]
 //! ```
 //!
 //! (`cargo bench --profile dev --bench soak` reuses the tests' build, as CI does). It prints a report
 //! and exits 1 when anything was lost, duplicated or silently stuck, or an invariant broke.
 //!
+//! `--forge` picks the variant: `github` (the default) is GitHub with tasks from Asana; `gitlab` is
+//! GitLab with tasks from Jira. Both run the same soak through two seams (`sides`): the `Forge` (pull or
+//! merge requests, CI, executor's comments: `side_github`, `side_gitlab`) and the `Tracker` (tasks and
+//! executor's write-back: `side_asana`, `side_jira`).
+//!
 //! What runs (each part in a file of its own):
-//! - `world`: a temporary directory with a bare repository (GitHub's side of git), the tests' fake
-//!   GitHub serving it and a fake Asana, both with a fault schedule (`chaos`);
+//! - `world`: a temporary directory with a bare repository (the forge's side of git), the tests' fake
+//!   forge serving it and the tracker's fake, both with a fault schedule (`chaos`);
 //! - `host`: K hosts, each with its own clone, config and cron that restarts `executor runner` (and on
 //!   the first host `executor analyzer`) whenever it exits, as cron would, with every duration
 //!   compressed to seconds; SQLite with one host, or PostgreSQL (a schema of its own) with K;
-//! - `traffic`: tasks arriving in Asana (new, edited, completed, reassigned), a human who approves,
+//! - `traffic`: tasks arriving in the tracker (new, edited, completed, reassigned), a human who approves,
 //!   skips, comments (trusted and not, some in the same second as a completion), closes a pull request
-//!   now and then, pushes to a branch by hand and merges what is complete; and GitHub's CI, which
-//!   answers each dispatch with a check (failing during storms, now and then never);
+//!   now and then, pushes to a branch by hand and merges what is complete; and CI, which answers each
+//!   dispatch (GitHub) or pipeline (GitLab) with a `ci` result (failing during storms, now and then
+//!   never);
 //! - `agent.sh`: the agent, playing Claude Code's output, with a behaviour drawn per worker: finish,
 //!   fail, crash, hang, flood, overspend, answer garbage, write outside its worktree, overrun;
-//! - `chaos`: faults (~5% of requests to each fake, every kind), kills (runner, whole host, analyzer),
-//!   a host paused past its lease, CI storms, a GraphQL window that empties;
+//! - `chaos`: faults (~5% of requests to each fake, every kind; a tracker's comment carried out and
+//!   answered 502 now and then), kills (runner, whole host, analyzer), a host paused past its lease, CI
+//!   storms, a rate-limit window that empties;
 //! - `watch`: every ~200 ms, the process table and the database against the limits; every 2 s each
 //!   runner's memory, open files and database connections;
 //! - `verdict`: at the end, after a drain without faults, what became of every task, duplicates,
@@ -34,11 +41,20 @@ mod db;
 mod fake_asana;
 #[path = "../../tests/fake_github/mod.rs"]
 mod fake_github;
+#[path = "../../tests/fake_gitlab/mod.rs"]
+mod fake_gitlab;
+#[path = "../../tests/fake_jira/mod.rs"]
+mod fake_jira;
 mod host;
 mod leftovers;
 #[path = "../support/pg.rs"]
 mod pg;
 mod rng;
+mod side_asana;
+mod side_github;
+mod side_gitlab;
+mod side_jira;
+mod sides;
 mod traffic;
 mod verdict;
 mod watch;
@@ -55,6 +71,9 @@ use world::World;
 #[derive(Debug, Clone, Parser)]
 #[command(about = "executor's soak: a compressed week of traffic, faults and crashes, checked throughout")]
 pub struct Args {
+    /// The forge, and with it the tracker: `github` (tasks from Asana) or `gitlab` (tasks from Jira).
+    #[arg(long, default_value = "github")]
+    forge: String,
     /// Minutes of traffic (tasks, faults, kills); a drain without faults follows.
     #[arg(long, default_value_t = 3.0)]
     minutes: f64,
@@ -68,7 +87,7 @@ pub struct Args {
     /// Drives every random choice of the soak (the agents draw their own behaviour with these weights).
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// New tasks per minute arriving in Asana.
+    /// New tasks per minute arriving in the tracker.
     #[arg(long, default_value_t = 8.0)]
     tasks_per_minute: f64,
     /// The longest drain after the traffic, in minutes.
@@ -86,7 +105,18 @@ pub struct Args {
     bench: bool,
 }
 
+/// Which fakes the soak runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    GitHubAsana,
+    GitLabJira,
+}
+
 impl Args {
+    pub fn variant(&self) -> Variant {
+        if self.forge == "gitlab" { Variant::GitLabJira } else { Variant::GitHubAsana }
+    }
+
     pub fn postgres(&self) -> bool {
         self.db == "postgres"
     }
@@ -118,6 +148,10 @@ fn main() -> std::process::ExitCode {
         eprintln!("soak: --db must be sqlite or postgres, not {:?}", args.db);
         return std::process::ExitCode::from(2);
     }
+    if args.forge != "github" && args.forge != "gitlab" {
+        eprintln!("soak: --forge must be github or gitlab, not {:?}", args.forge);
+        return std::process::ExitCode::from(2);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -138,7 +172,9 @@ async fn soak(args: Args) -> bool {
         }
     };
     eprintln!(
-        "soak: {} minutes on {} with {} host(s), seed {}, in {}",
+        "soak: {} + {}, {} minutes on {} with {} host(s), seed {}, in {}",
+        world.forge.name(),
+        world.tracker.name(),
         args.minutes,
         args.db,
         world.hosts.len(),

@@ -1,5 +1,5 @@
 //! The end of the soak: what became of every task that was approved, what was doubled, whether every
-//! dollar an agent reported is on its run, how long things took, what GitHub was asked, how the
+//! dollar an agent reported is on its run, how long things took, what the forge was asked, how the
 //! runners' memory, open files and connections went, and what was thrown at it. The report says
 //! `PASSED` only with nothing lost, duplicated or silently stuck and no invariant broken.
 
@@ -14,11 +14,11 @@ use serde_json::{Value, json};
 use crate::Args;
 use crate::chaos::ChaosReport;
 use crate::db::{EventRow, NoticeRow, RunRow, SessionRow};
-use crate::fake_github::PostedKind;
 use crate::host::CHECK_TIMEOUT;
+use crate::sides::PrState;
 use crate::traffic::TrafficReport;
 use crate::watch::WatchReport;
-use crate::world::{REPO, World};
+use crate::world::World;
 
 /// Broken invariants by kind, with the first few of each as examples.
 #[derive(Debug, Default)]
@@ -103,7 +103,7 @@ struct Snapshot {
 impl Snapshot {
     async fn read(world: &World, slots_full: bool) -> Result<Snapshot, sqlx::Error> {
         let merged_branches =
-            world.github.prs(REPO).into_iter().filter(|p| p.state == "MERGED").map(|p| p.branch).collect();
+            world.forge.prs().into_iter().filter(|p| p.state == PrState::Merged).map(|p| p.branch).collect();
         Ok(Snapshot {
             now: world.db.now().await?,
             events: world.db.events_after(0).await?,
@@ -151,7 +151,10 @@ impl Snapshot {
                 if self.sessions.iter().any(|s| s.run_id == run.id && !s.ended) {
                     return Outcome::InFlight;
                 }
-                if notices.iter().any(|n| n.kind == "needs_human") {
+                // A stuck worker's notice asks nothing of the human: the run tries again after its
+                // back-off (and is abandoned, told, past `max_stuck`). Taking it for a wait ended the
+                // drain while such runs went on (soak finding, GitLab + Jira on 3 hosts).
+                if notices.iter().any(|n| n.kind == "needs_human" && !n.key.starts_with("stuck:")) {
                     return Outcome::WaitingTold;
                 }
                 let quiet = self
@@ -250,7 +253,7 @@ pub async fn judge(
     for stray in &leftovers.stray {
         watch.violations.add("stray worktree", stray.clone());
     }
-    let tracker_comments: usize = snapshot.statuses.keys().map(|gid| world.asana.comments(gid).len()).sum();
+    let tracker_comments: usize = snapshot.statuses.keys().map(|gid| world.tracker.comments(gid).len()).sum();
     for d in &duplicates {
         watch.violations.add("duplicate", d.clone());
     }
@@ -266,7 +269,6 @@ pub async fn judge(
     }
     let undelivered = snapshot.notices.iter().filter(|n| !n.delivered).count();
     let latency = latencies(&snapshot);
-    let counts = world.github.counts();
     let hours = elapsed.as_secs_f64() / 3600.0;
     let exits = Exits::of(world);
     let resources = resources(&watch, elapsed);
@@ -276,7 +278,9 @@ pub async fn judge(
     let _ = writeln!(t, "\n=== executor soak: {} ===", if passed { "PASSED" } else { "FAILED" });
     let _ = writeln!(
         t,
-        "{:.1} min on {} with {} host(s) (host max {}, cluster max {}), seed {}",
+        "{} + {}, {:.1} min on {} with {} host(s) (host max {}, cluster max {}), seed {}",
+        world.forge.name(),
+        world.tracker.name(),
         elapsed.as_secs_f64() / 60.0,
         args.db,
         world.hosts.len(),
@@ -304,9 +308,10 @@ pub async fn judge(
     );
     let _ = writeln!(
         t,
-        "  notices {} ({} not delivered); comments written back to Asana {tracker_comments}",
+        "  notices {} ({} not delivered); comments written back to {} {tracker_comments}",
         snapshot.notices.len(),
-        undelivered
+        undelivered,
+        world.tracker.name()
     );
     let _ = writeln!(t, "\n-- time from approval (p50 / p95 / n)");
     for (what, (p50, p95, n)) in &latency {
@@ -330,20 +335,10 @@ pub async fn judge(
         money.killed_mid_line
     );
     let _ = writeln!(t, "  files written outside a worktree: {}", escaped.len());
-    let _ = writeln!(t, "\n-- GitHub");
-    let _ = writeln!(
-        t,
-        "  {} REST requests ({} not modified), {} GraphQL requests, {} points: {:.0} requests and {:.0} points an hour",
-        counts.rest,
-        counts.not_modified,
-        counts.graphql,
-        counts.graphql_points,
-        (counts.rest + counts.graphql) as f64 / hours,
-        counts.graphql_points as f64 / hours
-    );
+    let (forge_requests, forge_json) = world.forge.report(hours);
+    let _ = writeln!(t, "\n-- {}\n{forge_requests}", world.forge.name());
     let _ = writeln!(t, "\n-- faults injected and survived");
-    let mut faults: BTreeMap<String, u64> =
-        counts.faults.iter().map(|(k, n)| (format!("github {k}"), *n as u64)).collect();
+    let mut faults = world.forge.faults_served();
     faults.extend(chaos.iter().map(|(k, n)| (k.clone(), *n)));
     faults.insert("runner died without exiting (SIGKILL)".into(), exits.killed);
     for (what, n) in &faults {
@@ -404,7 +399,9 @@ pub async fn judge(
         "outcomes": by_outcome,
         "duplicates": duplicates,
         "latency_seconds": latency.iter().map(|(k, (p50, p95, n))| (k.clone(), json!({"p50": p50, "p95": p95, "n": n}))).collect::<BTreeMap<_, _>>(),
-        "github": {"rest": counts.rest, "graphql": counts.graphql, "points": counts.graphql_points, "not_modified": counts.not_modified},
+        "forge": world.forge.name(),
+        "tracker": world.tracker.name(),
+        "requests": forge_json,
         "faults": faults,
         "violations": watch.violations.counts,
         "thaw_overlap": {"looks": watch.thaw_overlap_looks, "longest_ms": watch.thaw_overlap_longest.as_millis() as u64},
@@ -459,50 +456,44 @@ fn tally(items: impl Iterator<Item = String>) -> String {
     counts.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
 }
 
-/// Pull requests opened twice for one branch, anything executor wrote to GitHub twice, and any
-/// comment it wrote back to an Asana task twice.
+/// Pull requests opened twice for one branch, anything executor wrote on the forge twice, and any
+/// comment it wrote back to a task in the tracker twice.
 fn duplicates<'a>(world: &World, tasks: impl Iterator<Item = &'a String>) -> Vec<String> {
     let mut found = Vec::new();
+    let tracker = world.tracker.name();
     for gid in tasks {
         let mut seen = BTreeSet::new();
-        for text in world.asana.comments(gid) {
+        for text in world.tracker.comments(gid) {
             if !seen.insert(text.clone()) {
                 let text: String = text.chars().take(80).collect();
-                found.push(format!("Asana task {gid} has this comment twice: {text:?}"));
+                found.push(format!("{tracker} task {gid} has this comment twice: {text:?}"));
             }
         }
     }
-    let mut by_branch: BTreeMap<String, Vec<(i64, String)>> = BTreeMap::new();
-    for pr in world.github.prs(REPO) {
-        by_branch.entry(pr.branch.clone()).or_default().push((pr.number, pr.state.clone()));
+    let mut by_branch: BTreeMap<String, Vec<(i64, PrState)>> = BTreeMap::new();
+    for pr in world.forge.prs() {
+        by_branch.entry(pr.branch.clone()).or_default().push((pr.number, pr.state));
     }
     for (branch, mut prs) in by_branch {
-        prs.sort();
+        prs.sort_by_key(|(number, _)| *number);
         // Only the newest may be open: an older one still open beside it is a double.
         for (number, state) in prs.iter().rev().skip(1) {
-            if state == "OPEN" {
+            if *state == PrState::Open {
                 found.push(format!("pull request #{number} on {branch} is open beside a newer one"));
             }
         }
     }
-    let mut seen: BTreeMap<(String, i64, Option<String>, String), u64> = BTreeMap::new();
-    for c in world.github.posted_comments() {
-        if matches!(
-            c.kind,
-            PostedKind::IssueComment
-                | PostedKind::ThreadReply
-                | PostedKind::Review
-                | PostedKind::ReviewComment
-        ) {
-            *seen
-                .entry((format!("{:?}", c.kind), c.number, c.reply_to.clone(), c.body.clone()))
-                .or_default() += 1;
-        }
+    let mut seen: BTreeMap<crate::sides::Posted, u64> = BTreeMap::new();
+    for posted in world.forge.posted() {
+        *seen.entry(posted).or_default() += 1;
     }
-    for ((kind, number, reply_to, body), n) in seen {
+    for (p, n) in seen {
         if n > 1 {
-            let body: String = body.chars().take(80).collect();
-            found.push(format!("{kind} posted {n} times on #{number} (reply to {reply_to:?}): {body:?}"));
+            let body: String = p.body.chars().take(80).collect();
+            found.push(format!(
+                "{} posted {n} times on #{} (reply to {:?}): {body:?}",
+                p.kind, p.number, p.reply_to
+            ));
         }
     }
     found

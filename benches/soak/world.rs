@@ -1,6 +1,6 @@
-//! The world the hosts live in: a temporary directory holding the bare repository GitHub serves, the
-//! fake GitHub and fake Asana, the database (an SQLite file, or a PostgreSQL schema of the soak's own),
-//! a directory no agent may write ("outside"), and the hosts.
+//! The world the hosts live in: a temporary directory holding the bare repository the forge serves, the
+//! forge's fake (GitHub or GitLab) and the tracker's (Asana or Jira), the database (an SQLite file, or a
+//! PostgreSQL schema of the soak's own), a directory no agent may write ("outside"), and the hosts.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,12 +12,14 @@ use anyhow::Context;
 use nix::sys::signal::Signal;
 
 use crate::db::Db;
-use crate::fake_asana::FakeAsana;
-use crate::fake_github::FakeGitHub;
 use crate::host::{self, Host, Shared};
-use crate::{Args, pg};
+use crate::side_asana::AsanaSide;
+use crate::side_github::GitHubSide;
+use crate::side_gitlab::GitLabSide;
+use crate::side_jira::JiraSide;
+use crate::sides::{Forge, Tracker};
+use crate::{Args, Variant, pg};
 
-pub const REPO: &str = "octo/app";
 /// Agents on one host (`runner.max_workers`) and on all hosts together (`cluster.max_workers`).
 pub const HOST_MAX: usize = 2;
 pub const CLUSTER_MAX: usize = 4;
@@ -29,8 +31,8 @@ pub struct World {
     pub outside: PathBuf,
     /// Each agent session's own account of what it spent (see `agent.sh`).
     pub ledger: PathBuf,
-    pub github: FakeGitHub,
-    pub asana: FakeAsana,
+    pub forge: Box<dyn Forge>,
+    pub tracker: Box<dyn Tracker>,
     pub db: Db,
     pub hosts: Vec<Host>,
     pub cluster_max: usize,
@@ -59,13 +61,14 @@ impl World {
         let ledger = dir.path().join("ledger");
         std::fs::create_dir(&ledger)?;
 
-        let github = FakeGitHub::start().await;
-        github.add_repo("octo", "app", Some(remote.clone()));
-        // executor's own comments come from the human's account, as often on GitHub.
-        github.set_login("alex");
-        github.set_token(host::TOKEN);
-        github.set_retry_after(2);
-        let asana = FakeAsana::start(host::ASANA_TOKEN).await;
+        let (forge, tracker): (Box<dyn Forge>, Box<dyn Tracker>) = match args.variant() {
+            Variant::GitHubAsana => {
+                (Box::new(GitHubSide::start(remote.clone()).await), Box::new(AsanaSide::start().await))
+            }
+            Variant::GitLabJira => {
+                (Box::new(GitLabSide::start(remote.clone()).await), Box::new(JiraSide::start().await))
+            }
+        };
 
         let (database_url, schema) = if args.postgres() {
             let base = std::env::var("EXECUTOR_BENCH_DATABASE_URL")
@@ -81,9 +84,8 @@ impl World {
         let shared = Shared {
             database_url: &database_url,
             remote: &remote,
-            github_api: github.api_url(),
-            github_graphql: github.graphql_url(),
-            asana_api: &asana.url,
+            forge: forge.config(),
+            tracker: tracker.config(),
             ledger: &ledger,
             host_max: HOST_MAX,
             cluster_max: (count > 1).then_some(CLUSTER_MAX),
@@ -102,8 +104,8 @@ impl World {
             remote,
             outside,
             ledger,
-            github,
-            asana,
+            forge,
+            tracker,
             db,
             hosts,
             cluster_max,
@@ -145,11 +147,15 @@ impl World {
         }
     }
 
+    /// Every host at once: stopped one by one, the last hosts would take over the first ones' runs
+    /// (their leases given back) and leave worktrees behind that no later runner of theirs sweeps.
     pub fn stop_crons(&self) {
-        for host in &self.hosts {
-            for cron in host.crons() {
-                cron.stop(std::time::Duration::from_secs(20));
-            }
+        let crons: Vec<&host::Cron> = self.hosts.iter().flat_map(Host::crons).collect();
+        for cron in &crons {
+            cron.halt();
+        }
+        for cron in &crons {
+            cron.join(std::time::Duration::from_secs(20));
         }
     }
 
@@ -159,13 +165,11 @@ impl World {
             Ok(rows) => rows.iter().map(|(s, n)| format!("{s} {n}")).collect::<Vec<_>>().join(", "),
             Err(e) => format!("(cannot read runs: {e})"),
         };
-        let counts = self.github.counts();
         format!(
-            "runs: {states}; github: {} REST, {} GraphQL ({} points); asana: {} requests",
-            counts.rest,
-            counts.graphql,
-            counts.graphql_points,
-            self.asana.requests().len()
+            "runs: {states}; {}; {}: {} requests",
+            self.forge.progress(),
+            self.tracker.name().to_lowercase(),
+            self.tracker.request_count()
         )
     }
 

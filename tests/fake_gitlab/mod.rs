@@ -24,7 +24,7 @@ use server::{Shared, dispatch, lock};
 use state::Project;
 pub use state::State;
 #[allow(unused_imports)]
-pub use state::{Counts, FakeDiscussion, FakeJob, FakeMr, FakeNote, FakePipeline};
+pub use state::{Counts, FakeDiscussion, FakeJob, FakeMr, FakeNote, FakePipeline, PostedNote};
 
 /// A failure served instead of the normal answer (see [`FakeGitLab::fail_next`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +37,13 @@ pub enum Fault {
     AppliedThen(u16),
     /// The connection is cut in the middle of the answer (not carried out).
     Reset,
+    /// Never answered, not carried out: the client must time out.
+    Hang,
+    /// Carried out this many milliseconds after it arrived, then answered: with more than the client's
+    /// `request_timeout`, a write the client gave up on lands later, whether or not it still waits.
+    AppliedLate(u64),
+    /// Carried out at once and never answered: the client times out on a write that went through.
+    AppliedUnanswered,
 }
 
 pub struct FakeGitLab {
@@ -166,6 +173,19 @@ impl FakeGitLab {
         }
     }
 
+    /// The jobs of every pipeline a push (or a pipeline creation) starts when none is planned; without
+    /// it, an unplanned push starts none and a creation one `test` job.
+    pub fn set_default_pipeline(&self, project: &str, jobs: &[(&str, &str)]) {
+        let jobs = jobs.iter().map(|(n, s)| (n.to_string(), s.to_string())).collect();
+        self.state().project(project).expect("project").default_pipeline = Some(jobs);
+    }
+
+    /// The next `pushes` new heads start no pipeline (as when a project's pipelines run only on merge
+    /// request events, or GitLab dropped one).
+    pub fn skip_push_pipelines(&self, project: &str, pushes: usize) {
+        self.state().project(project).expect("project").skip_pushes += pushes;
+    }
+
     pub fn pipelines(&self, project: &str) -> Vec<FakePipeline> {
         self.state().projects[project].pipelines.clone()
     }
@@ -276,6 +296,16 @@ impl FakeGitLab {
     /// Sends `RateLimit-Remaining` (counting down from `remaining`) and `RateLimit-Reset: reset`.
     pub fn set_rate_limit(&self, remaining: i64, reset: chrono::DateTime<chrono::Utc>) {
         self.state().rate = Some((remaining, reset.timestamp()));
+    }
+
+    /// The token's user, the author of every note the client posts (`executor-bot` unless set).
+    pub fn set_username(&self, username: &str) {
+        self.state().username = username.into();
+    }
+
+    /// Every note the client posted, in order (a person's, added by the test, are not among them).
+    pub fn posted_notes(&self) -> Vec<PostedNote> {
+        self.state().posted.clone()
     }
 
     pub fn set_token(&self, token: &str) {

@@ -4,7 +4,7 @@ use axum::http::Method;
 use serde_json::{Value, json};
 
 use super::server::Answer;
-use super::state::{FakeDiscussion, FakeMr, FakeNote, State};
+use super::state::{FakeDiscussion, FakeMr, FakeNote, PostedNote, State};
 
 /// A request's route: its name (for counting and route faults) and what it names.
 pub struct Route {
@@ -175,6 +175,10 @@ pub fn handle(state: &mut State, base: &str, route: &Route, query: &str, body: &
                     note_json(&note)
                 }
             };
+            let discussion = (route.name == "discussion_note_create").then(|| s[5].clone());
+            let posted =
+                PostedNote { project: path.clone(), iid, route: route.name, discussion, body: note.body };
+            state.posted.push(posted);
             state.touch(&path, iid);
             Answer::json(201, answer)
         }
@@ -207,8 +211,7 @@ pub fn handle(state: &mut State, base: &str, route: &Route, query: &str, body: &
             let jobs = state
                 .project(&path)
                 .unwrap()
-                .plan
-                .pop_front()
+                .created_pipeline()
                 .unwrap_or_else(|| vec![("test".into(), "PENDING".into())]);
             let id = state.add_pipeline(&path, &sha, &reference, &jobs);
             Answer::json(201, json!({ "id": id, "sha": sha, "ref": reference, "status": "pending" }))

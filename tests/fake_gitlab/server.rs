@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use super::state::State;
+use super::state::{Project, State};
 use super::{Fault, graphql, rest};
 
 pub(super) struct Shared {
@@ -83,16 +83,46 @@ pub(super) async fn dispatch(
             answer.headers.push(("retry-after".into(), after));
             return respond(answer, Vec::new());
         }
+        Some(Fault::Hang) => return std::future::pending().await,
+        Some(Fault::AppliedLate(millis)) => {
+            // Carried out later, whether or not the client still waits: a task of its own, which the
+            // client's hanging up (dropping this handler) does not cancel.
+            let request = Request { method, path, query, body, is_graphql };
+            let late = tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(millis)).await;
+                apply(&shared, &request, None).await
+            });
+            return late.await.unwrap_or_else(|_| cut_off());
+        }
+        Some(Fault::AppliedUnanswered) => {
+            let _ = apply(&shared, &Request { method, path, query, body, is_graphql }, None).await;
+            return std::future::pending().await;
+        }
         Some(Fault::AppliedThen(_)) | None => {}
     }
-    refresh_heads(&shared).await;
-    let mut state = lock(&shared);
-    let answer = if is_graphql {
-        let answer = graphql::handle(&state, &shared.base, &body);
+    apply(&shared, &Request { method, path, query, body, is_graphql }, fault).await
+}
+
+/// What a request asks, kept to carry it out later than it came.
+struct Request {
+    method: Method,
+    path: String,
+    query: String,
+    body: Bytes,
+    is_graphql: bool,
+}
+
+/// Carries `request` out and answers it (with `AppliedThen`'s status instead, when that is the fault).
+async fn apply(shared: &Shared, request: &Request, fault: Option<Fault>) -> Response {
+    refresh_heads(shared).await;
+    let mut state = lock(shared);
+    let answer = if request.is_graphql {
+        let answer = graphql::handle(&state, &shared.base, &request.body);
         move_on_after_graphql(&mut state);
         answer
     } else {
-        rest::handle(&mut state, &shared.base, &rest::route(&method, &path), &query, &body)
+        let route = rest::route(&request.method, &request.path);
+        rest::handle(&mut state, &shared.base, &route, &request.query, &request.body)
     };
     let rate = rate_headers(&mut state);
     if let Some(Fault::AppliedThen(status)) = fault {
@@ -158,7 +188,7 @@ async fn refresh_heads(shared: &Shared) {
             if before.get(branch) == Some(sha) {
                 continue;
             }
-            if let Some(jobs) = state.project(&key).and_then(|p| p.plan.pop_front()) {
+            if let Some(jobs) = state.project(&key).and_then(Project::push_pipeline) {
                 state.add_pipeline(&key, sha, branch, &jobs);
             }
             let moved: Vec<i64> = state.projects[&key]

@@ -109,6 +109,38 @@ pub struct Project {
     /// The jobs of the pipelines the next pushes start (one entry per new head), as GitLab runs
     /// `.gitlab-ci.yml` on a push.
     pub plan: VecDeque<Vec<(String, String)>>,
+    /// The jobs of a pipeline nothing was planned for ([`super::FakeGitLab::set_default_pipeline`]).
+    pub default_pipeline: Option<Vec<(String, String)>>,
+    /// New heads still to start no pipeline.
+    pub skip_pushes: usize,
+}
+
+impl Project {
+    /// The jobs of the pipeline a new head starts, if it starts one.
+    pub fn push_pipeline(&mut self) -> Option<Vec<(String, String)>> {
+        if self.skip_pushes > 0 {
+            self.skip_pushes -= 1;
+            return None;
+        }
+        self.created_pipeline()
+    }
+
+    /// The jobs of a pipeline started by a push or created through the API: the plan's next, else the
+    /// default.
+    pub fn created_pipeline(&mut self) -> Option<Vec<(String, String)>> {
+        self.plan.pop_front().or_else(|| self.default_pipeline.clone())
+    }
+}
+
+/// A note the client posted: on merge request `iid`, through `route` (`note_create`,
+/// `discussion_create`, `discussion_note_create`), in `discussion` when it replied to one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostedNote {
+    pub project: String,
+    pub iid: i64,
+    pub route: &'static str,
+    pub discussion: Option<String>,
+    pub body: String,
 }
 
 /// What the client asked for: REST and GraphQL requests, by route (`mr_list`, `mr_create`, `mr_update`,
@@ -145,6 +177,7 @@ pub struct State {
     /// The most query complexity the fake takes: no limit unless a test sets one.
     pub max_complexity: u64,
     pub last_time: DateTime<Utc>,
+    pub posted: Vec<PostedNote>,
 }
 
 impl State {
@@ -164,6 +197,7 @@ impl State {
             resolve_forbidden: false,
             max_complexity: u64::MAX,
             last_time: Utc::now(),
+            posted: Vec::new(),
         }
     }
 

@@ -198,6 +198,11 @@ impl FakeJira {
         issue.pointer("/fields/status/name").and_then(Value::as_str).map(str::to_string)
     }
 
+    /// How many requests so far (without copying them).
+    pub fn request_count(&self) -> usize {
+        self.lock().requests.len()
+    }
+
     pub fn requests(&self) -> Vec<Request> {
         self.lock().requests.clone()
     }
