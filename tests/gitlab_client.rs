@@ -119,6 +119,18 @@ async fn a_long_retry_after_is_shared() {
     assert_eq!(fake.route("mr_list"), 1, "only the refused request went out");
 }
 
+/// A PUT sets a value (labels, a title, resolved): one whose answer was lost is sent again, as a read is,
+/// and leaves what one would.
+#[tokio::test]
+async fn a_put_whose_answer_was_lost_is_sent_again() {
+    let (fake, client) = setup().await;
+    fake.fail_next(Fault::AppliedThen(502), 1);
+    let path = "/projects/group%2Fapp/merge_requests/1";
+    client.rest(Method::PUT, path, Some(&json!({ "add_labels": "executor" }))).await.unwrap();
+    assert_eq!(fake.mr("group/app", 1).labels, ["executor"], "added once");
+    assert_eq!(fake.counts().rest, 2, "carried out, answered 502, sent again");
+}
+
 #[tokio::test]
 async fn a_write_whose_answer_was_lost_is_not_sent_again() {
     let (fake, client) = setup().await;

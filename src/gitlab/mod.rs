@@ -6,10 +6,11 @@
 //! `RateLimit-Reset`; a 429 is waited out for its `Retry-After`. A wait longer than [`MAX_WAIT`] is not
 //! slept through: the call fails with [`GitLabError::RateLimited`] and the next tick tries again.
 //!
-//! Faults: a read (GET, a GraphQL query) is retried on a 5xx or a failed connection, with a doubling
-//! back-off. A write is retried only when it surely did not reach GitLab (the connection was refused,
-//! a 429); a 5xx or a connection lost after sending is [`GitLabError::AnswerLost`]: GitLab may have
-//! carried it out, and the caller looks for it before trying again.
+//! Faults: a read (GET, a GraphQL query) or a PUT (which sets a value: repeating it changes nothing) is
+//! retried on a 5xx or a failed connection, with a doubling back-off. A POST is retried only when it
+//! surely did not reach GitLab (the connection was refused, a 429); a 5xx or a connection lost after
+//! sending is [`GitLabError::AnswerLost`]: GitLab may have carried it out, and the caller looks for it
+//! before trying again.
 
 mod error;
 mod issue_gid;
@@ -219,8 +220,10 @@ impl GitLabClient {
         path: &str,
         body: Option<&Value>,
     ) -> Result<Vec<u8>, GitLabError> {
-        let read = method == Method::GET || method == Method::HEAD;
-        self.send_as(method, url, path, body, read, usize::MAX).await
+        // A PUT sets a value (labels added, a title, a thread resolved): sent twice it leaves what once
+        // does, so it is repeated after a fault as a read is. A POST creates: never sent blindly again.
+        let repeatable = matches!(method, Method::GET | Method::HEAD | Method::PUT);
+        self.send_as(method, url, path, body, repeatable, usize::MAX).await
     }
 
     /// One call, with its waits and retries; `read`: safe to repeat after any fault. Of the answer's

@@ -193,7 +193,6 @@ impl GitLabForge {
                 tracing::info!(run = run.id, "the acknowledged discussion stays unresolved on GitLab: {e}");
                 Ok(())
             }
-            Err(e) if e.is_answer_lost() => Ok(()), // resolving twice is harmless; it is not repeated
             Err(e) => Err(e.into()),
         }
     }
