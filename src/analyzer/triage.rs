@@ -397,6 +397,7 @@ fn prompt_context(place: &Place<'_>, scratch: &Path, previous_error: Option<&str
             ..Default::default()
         },
         forge: place.repo.forge.clone(),
+        change: place.repo.words(),
         analyzer_notes: place.notes.to_vec(),
         previous_error: previous_error.map(str::to_string),
         ..Default::default()

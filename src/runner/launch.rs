@@ -522,6 +522,7 @@ pub(crate) fn prompt_context(w: &WorkerInputs<'_>) -> PromptContext {
             resumed_session: w.resume_session.clone().filter(|_| w.kind == WorkerKind::InProgress),
         },
         forge: w.forge.map_or("local", Forge::name).to_string(),
+        change: repo.map(Repo::words).unwrap_or_default(),
         pr: w.pr.map(|p| PrContext {
             url: p.url.clone(),
             number: p.number,

@@ -40,8 +40,11 @@ pub const DEFAULT_TEMPLATES: [(&str, &str); 8] = [
 pub struct PromptContext {
     pub task: TaskContext,
     pub run: RunContext,
-    /// `github` or `local`: who opens the PR and where replies go.
+    /// `github`, `gitlab` or `local`: who opens the PR and where replies go.
     pub forge: String,
+    /// How the forge names the run's change: `change.noun` is "pull request" (GitHub, local) or "merge
+    /// request" (GitLab), `change.short` "PR" or "MR".
+    pub change: crate::domain::ChangeWords,
     pub pr: Option<PrContext>,
     pub failed_checks: Vec<FailedCheck>,
     pub comments: Vec<ReviewComment>,
@@ -407,6 +410,7 @@ pub fn sample_context() -> PromptContext {
             resumed_session: Some("session-1".into()),
         },
         forge: "github".into(),
+        change: crate::domain::ChangeWords::PULL_REQUEST,
         pr: Some(PrContext {
             url: "https://github.com/owner/repo/pull/1".into(),
             number: 1,
@@ -454,6 +458,23 @@ pub fn sample_context() -> PromptContext {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_prompt_names_the_change_as_its_forge_does() {
+        let prompts = Prompts::embedded();
+        for kind in PromptKind::ALL {
+            let gitlab =
+                PromptContext { change: crate::domain::ChangeWords::MERGE_REQUEST, ..sample_context() };
+            let text = prompts.render(kind, &gitlab).unwrap();
+            assert!(!text.contains("pull request"), "{kind:?} says pull request on GitLab");
+            let text = prompts.render(kind, &sample_context()).unwrap();
+            assert!(!text.contains("merge request"), "{kind:?} says merge request on GitHub");
+        }
+        let queued = PromptKind::Worker(crate::domain::WorkerKind::Queued);
+        let gitlab = PromptContext { change: crate::domain::ChangeWords::MERGE_REQUEST, ..sample_context() };
+        assert!(prompts.render(queued, &gitlab).unwrap().contains("open a merge request yourself"));
+        assert!(prompts.render(queued, &sample_context()).unwrap().contains("open a pull request yourself"));
+    }
 
     #[test]
     fn a_fence_never_occurs_in_the_text_it_fences() {
