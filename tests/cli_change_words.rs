@@ -1,5 +1,6 @@
-//! The CLI names a run's change in its repository's forge's words: `runs show` and `runs list` say
-//! "merge request", `!N` for a GitLab run and "pull request", `#N` for a GitHub run, as before.
+//! The CLI names a run's change in its repository's forge's words: `runs show`, `runs list` and `queue
+//! show` say "merge request", `!N`, `mr` for a GitLab run and "pull request", `#N`, `pr` for a GitHub
+//! run, as before.
 
 mod cli_support;
 
@@ -60,4 +61,9 @@ async fn runs_show_and_list_say_merge_request_for_gitlab_and_pull_request_for_gi
         |gid: &str| listed.lines().find(|l| l.contains(gid)).unwrap_or_else(|| panic!("{gid}: {listed}"));
     assert!(row("L-1").contains(" !12 "), "{listed}");
     assert!(row("H-1").contains(" #34 "), "{listed}");
+
+    let task = sb.ok(&["queue", "show", "L-1"]);
+    assert!(task.contains(&format!(" mr {mr_url} ")), "{task}");
+    let task = sb.ok(&["queue", "show", "H-1"]);
+    assert!(task.contains(&format!(" pr {pr_url} ")), "{task}");
 }

@@ -55,10 +55,11 @@ pub(super) async fn show(ctx: &Context, gid: &TaskGid, as_json: bool) -> anyhow:
     }
     for r in &runs {
         say!(
-            "  #{} {} branch {} pr {} cost {} started {}",
+            "  #{} {} branch {} {} {} cost {} started {}",
             r.id,
             r.state,
             opt(&r.branch_name),
+            ctx.config.words_for(r.repo.as_deref()).short.to_lowercase(),
             opt(&r.pr_url),
             money(r.cost_usd, r.cost_estimated),
             ago(r.started_at, now)
