@@ -3,6 +3,7 @@
 
 pub mod github;
 pub mod gitlab;
+mod job_logs;
 pub mod local;
 mod open;
 mod replies;

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::wire::{WireAddReview, WireMarkReady, WireReplyToThread};
 use super::{GitHubError, GitHubForge, segment};
 use crate::domain::{ChangeWords, CiTrigger, Run, Task};
+use crate::forge::job_logs::{LOG_BYTES, failed_job_logs};
 use crate::forge::{CommentPost, ForgeError, PrRef, PrSnapshot, review_summary};
 use crate::worker::result::ReviewResult;
 
@@ -17,8 +18,6 @@ const ADD_REVIEW: &str = include_str!("graphql/add_review.graphql");
 const MARK_READY: &str = include_str!("graphql/mark_ready.graphql");
 
 /// How much of a failed job's log a `fix_ci` worker is shown: its last lines, within a byte bound.
-const LOG_LINES: usize = 200;
-const LOG_BYTES: usize = 256 * 1024;
 /// A pull request's title: the task's first line, cut.
 const TITLE_CHARS: usize = 120;
 
@@ -339,21 +338,11 @@ impl GitHubForge {
 
     /// The last lines of each failed GitHub Actions job at the head, by check name.
     pub async fn failed_check_logs(&self, pr: &PrSnapshot) -> Result<HashMap<String, String>, ForgeError> {
-        let mut logs = HashMap::new();
-        for check in pr.checks_at_head().into_iter().filter(|c| c.status.is_failing()) {
-            let Some(job) = check.job_id else { continue };
+        failed_job_logs(pr, |job| async move {
             let path = format!("/repos/{}/{}/actions/jobs/{job}/logs", self.owner, self.name);
-            match self.client.download_text(&path, LOG_BYTES).await {
-                Ok(text) => {
-                    logs.insert(check.name.clone(), last_lines(&text, LOG_LINES));
-                }
-                // A rate limit stops every call anyway; say so rather than try the next job.
-                Err(e) if e.is_rate_limit() => return Err(e.into()),
-                // An expired or missing log: that check's summary and link stand in for it.
-                Err(e) => tracing::info!("the log of job {job} ({}) is not available: {e}", check.name),
-            }
-        }
-        Ok(logs)
+            Ok(self.client.download_text(&path, LOG_BYTES).await?)
+        })
+        .await
     }
 
     pub async fn mark_ready(&self, run: &Run, pr: &PrSnapshot) -> Result<(), ForgeError> {
@@ -465,23 +454,6 @@ fn findings_on_lines(review: &ReviewResult) -> String {
         .collect()
 }
 
-/// The last `n` lines of `text`.
-pub(crate) fn last_lines(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
 fn malformed(what: &str) -> ForgeError {
     ForgeError::GitHub(crate::github::GitHubError::Malformed(what.to_string()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_last_lines_of_a_log() {
-        assert_eq!(last_lines("a\nb\nc\n", 2), "b\nc");
-        assert_eq!(last_lines("a", 5), "a");
-    }
 }

@@ -10,14 +10,13 @@ use serde_json::{Value, json};
 
 use super::{GitLabForge, Observed};
 use crate::domain::{ChangeWords, CiTrigger, Run, Task};
-use crate::forge::github::writes::{last_lines, pr_body, push_merging, title};
+use crate::forge::github::writes::{pr_body, push_merging, title};
+use crate::forge::job_logs::{LOG_BYTES, failed_job_logs};
 use crate::forge::{CommentPost, ForgeError, PrRef, PrSnapshot, review_summary};
 use crate::gitlab::{GitLabError, segment};
 use crate::worker::result::ReviewResult;
 
 /// How much of a failed job's log a `fix_ci` worker is shown: its last lines, within a byte bound.
-const LOG_LINES: usize = 200;
-const LOG_BYTES: usize = 256 * 1024;
 /// GitLab's mark of a draft, at the start of the title.
 const DRAFT: &str = "Draft: ";
 
@@ -318,19 +317,10 @@ impl GitLabForge {
 
     /// The last lines of each failed job's log at the head, by job name.
     pub async fn failed_check_logs(&self, pr: &PrSnapshot) -> Result<HashMap<String, String>, ForgeError> {
-        let mut logs = HashMap::new();
-        for check in pr.checks_at_head().into_iter().filter(|c| c.status.is_failing()) {
-            let Some(job) = check.job_id else { continue };
-            let path = format!("{}/jobs/{job}/trace", self.project_path());
-            match self.client.text(&path, LOG_BYTES).await {
-                Ok(text) => {
-                    logs.insert(check.name.clone(), last_lines(&text, LOG_LINES));
-                }
-                Err(e) if e.is_rate_limit() => return Err(e.into()),
-                Err(e) => tracing::info!("the log of job {job} ({}) is not available: {e}", check.name),
-            }
-        }
-        Ok(logs)
+        failed_job_logs(pr, |job| async move {
+            Ok(self.client.text(&format!("{}/jobs/{job}/trace", self.project_path()), LOG_BYTES).await?)
+        })
+        .await
     }
 
     /// The merge request's last observation, asked for when none is kept.
