@@ -3,5 +3,6 @@
 //! `run` fetches the configured sources into the queue (`executor intake`, and the analyzer's first
 //! step).
 
+mod fetch;
 pub mod run;
 pub mod source;
