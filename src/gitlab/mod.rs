@@ -271,7 +271,7 @@ impl GitLabClient {
                             // Refused, so not carried out: a write may be sent again too.
                             let wait = retry_after.unwrap_or_else(|| self.backoff_for(tried));
                             let until = Utc::now()
-                                + chrono::TimeDelta::from_std(wait).unwrap_or(chrono::TimeDelta::MAX);
+                                + chrono::TimeDelta::from_std(wait).unwrap_or(chrono::TimeDelta::hours(1));
                             self.block(until, "429 Too Many Requests").await;
                             if wait > MAX_WAIT {
                                 return Err(GitLabError::RateLimited { until });
@@ -410,10 +410,16 @@ fn exhausted_until(headers: &HeaderMap) -> Option<DateTime<Utc>> {
     Some(reset.unwrap_or_else(|| Utc::now() + chrono::TimeDelta::seconds(1)))
 }
 
-/// `Retry-After` in seconds; `None` when absent or unreadable.
+/// The longest `Retry-After` believed: GitLab's limits are per minute or per hour, and a larger value
+/// (a proxy's, a broken server's) must not hold every process for longer.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
+
+/// `Retry-After` in seconds, at most [`MAX_RETRY_AFTER`]; `None` when absent or unreadable.
 fn retry_after(header: Option<&HeaderValue>) -> Option<Duration> {
     let seconds = header?.to_str().ok()?.trim().parse::<f64>().ok()?;
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+    // `try_`: a value past what a Duration holds (`1e30`) is the longest wait, not a panic.
+    let wait = Duration::try_from_secs_f64(seconds).ok().or((seconds > 0.0).then_some(MAX_RETRY_AFTER))?;
+    Some(wait.min(MAX_RETRY_AFTER))
 }
 
 fn transport(error: reqwest::Error) -> String {
@@ -432,6 +438,19 @@ fn transport(error: reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_retry_after_is_read_within_bounds_whatever_it_says() {
+        let read = |v: &str| retry_after(Some(&HeaderValue::from_str(v).unwrap()));
+        assert_eq!(read("2"), Some(Duration::from_secs(2)));
+        assert_eq!(read("0.5"), Some(Duration::from_millis(500)));
+        assert_eq!(read("1e30"), Some(MAX_RETRY_AFTER), "past what a Duration holds: no panic");
+        assert_eq!(read("99999999"), Some(MAX_RETRY_AFTER));
+        assert_eq!(read("inf"), Some(MAX_RETRY_AFTER));
+        for bad in ["-1", "NaN", "soon", ""] {
+            assert_eq!(read(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn segments_escape_everything_but_unreserved() {

@@ -275,7 +275,9 @@ fn authorization(site: &JiraSite, secret: &str) -> Result<HeaderValue, JiraError
 /// `Retry-After` in seconds, at most [`MAX_RETRY_WAIT`]; `None` when absent or unreadable.
 fn retry_after(header: Option<&HeaderValue>) -> Option<Duration> {
     let seconds = header?.to_str().ok()?.trim().parse::<f64>().ok()?;
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds).min(MAX_RETRY_WAIT))
+    // `try_`: a value past what a Duration holds (`1e30`) is the longest wait, not a panic.
+    let wait = Duration::try_from_secs_f64(seconds).ok().or((seconds > 0.0).then_some(MAX_RETRY_WAIT))?;
+    Some(wait.min(MAX_RETRY_WAIT))
 }
 
 /// The wait before retry `tried + 1` when Jira named none: a second, doubling, at most
@@ -293,6 +295,17 @@ fn transport(error: reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_retry_after_is_read_within_bounds_whatever_it_says() {
+        let read = |v: &str| retry_after(Some(&HeaderValue::from_str(v).unwrap()));
+        assert_eq!(read("2"), Some(Duration::from_secs(2)));
+        assert_eq!(read("1e30"), Some(MAX_RETRY_WAIT), "past what a Duration holds: no panic");
+        assert_eq!(read("inf"), Some(MAX_RETRY_WAIT));
+        for bad in ["-1", "NaN", "soon"] {
+            assert_eq!(read(bad), None, "{bad}");
+        }
+    }
 
     fn site(auth: JiraAuth, email: &str) -> JiraSite {
         JiraSite {

@@ -348,9 +348,10 @@ fn retry_after(header: Option<&reqwest::header::HeaderValue>) -> Duration {
     let seconds = header
         .and_then(|value| value.to_str().ok())
         .and_then(|text| text.trim().parse::<f64>().ok())
-        .filter(|seconds| seconds.is_finite() && *seconds >= 0.0)
+        .filter(|seconds| !seconds.is_nan() && *seconds >= 0.0)
         .unwrap_or(1.0);
-    Duration::from_secs_f64(seconds).min(MAX_RETRY_WAIT)
+    // `try_`: a value past what a Duration holds (`1e30`, `inf`) is the longest wait, not a panic.
+    Duration::try_from_secs_f64(seconds).unwrap_or(MAX_RETRY_WAIT).min(MAX_RETRY_WAIT)
 }
 
 /// Asana's error text: `{"errors": [{"message": "…"}]}`, the messages joined.
@@ -393,6 +394,10 @@ mod tests {
         assert_eq!(retry_after(Some(&HeaderValue::from_static("2"))), Duration::from_secs(2));
         assert_eq!(retry_after(Some(&HeaderValue::from_static("3600"))), MAX_RETRY_WAIT);
         assert_eq!(retry_after(Some(&HeaderValue::from_static("soon"))), Duration::from_secs(1));
+        // Past what a Duration holds: the longest wait, not a panic.
+        assert_eq!(retry_after(Some(&HeaderValue::from_static("1e30"))), MAX_RETRY_WAIT);
+        assert_eq!(retry_after(Some(&HeaderValue::from_static("inf"))), MAX_RETRY_WAIT);
+        assert_eq!(retry_after(Some(&HeaderValue::from_static("NaN"))), Duration::from_secs(1));
         assert_eq!(retry_after(None), Duration::from_secs(1));
     }
 
