@@ -40,6 +40,9 @@ pub struct Refusal {
 /// minute, then exponentially longer).
 const FIRST_BACKOFF: TimeDelta = TimeDelta::seconds(60);
 const MAX_BACKOFF: TimeDelta = TimeDelta::seconds(16 * 60);
+/// The longest `retry-after` believed: GitHub's limits reset within the hour, and a larger value (a
+/// proxy's, a broken server's) must neither hold every process for longer nor overflow a date.
+const MAX_RETRY_AFTER_SECS: u64 = 3600;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Bucket {
@@ -141,7 +144,7 @@ impl RateState {
             return None;
         }
         if let Some(secs) = header_num(headers, "retry-after") {
-            let until = now + TimeDelta::seconds(i64::try_from(secs).unwrap_or(i64::MAX / 2_000));
+            let until = now + TimeDelta::seconds(secs.min(MAX_RETRY_AFTER_SECS) as i64);
             return Some(self.block(until, format!("GitHub asked to retry after {secs} s (HTTP {status})")));
         }
         if header_num(headers, "x-ratelimit-remaining") == Some(0) {

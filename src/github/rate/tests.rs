@@ -77,6 +77,15 @@ fn retry_after_blocks_everything_for_that_long() {
 }
 
 #[test]
+fn a_retry_after_past_an_hour_is_an_hour() {
+    let mut s = RateState::new(0);
+    for huge in ["9000000000000", "18446744073709551615"] {
+        let r = s.record_limit_answer(429, &headers(&[("retry-after", huge.into())]), "", t(0)).unwrap();
+        assert_eq!(r.until, t(3600), "{huge}: no overflow, no panic");
+    }
+}
+
+#[test]
 fn an_exhausted_primary_limit_blocks_until_its_reset() {
     let mut s = RateState::new(0);
     let h = headers(&[
