@@ -236,13 +236,21 @@ async fn beat(heart: Heart, every: Duration, lost: watch::Sender<bool>) {
     loop {
         interval.tick().await;
         let sent_at = boot_clock();
-        match store.heartbeat(&id, ttl).await {
-            Ok(Heartbeat::Alive { .. }) => fence.renewed(sent_at),
-            Ok(Heartbeat::Lost) => {
+        // Each beat runs to its end in a task of its own, even when this loop is aborted (the runner
+        // stopping): a transaction cut off between BEGIN and COMMIT would keep SQLite's write lock on a
+        // pooled connection, and every other write would wait out the busy timeout.
+        let one = tokio::spawn({
+            let (store, id) = (store.clone(), id.clone());
+            async move { store.heartbeat(&id, ttl).await }
+        });
+        match one.await {
+            Ok(Ok(Heartbeat::Alive { .. })) => fence.renewed(sent_at),
+            Ok(Ok(Heartbeat::Lost)) => {
                 tracing::error!(runner = id, "this runner was declared lost; stopping");
                 let _ = lost.send(true);
                 return;
             }
+            Ok(Err(e)) => tracing::warn!(runner = id, "heartbeat failed: {e}"),
             Err(e) => tracing::warn!(runner = id, "heartbeat failed: {e}"),
         }
     }
