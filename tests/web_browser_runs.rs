@@ -28,8 +28,21 @@ async fn open(b: &Browser, site: &Site, path: &str) {
     assert!(b.client.get_alert_text().await.is_err(), "a payload ran on {path}");
 }
 
+/// The text of the element `css` finds, found again when it went stale before its text was read (the
+/// board replaces its cards as runs change).
 async fn text(b: &Browser, css: &str) -> String {
-    b.client.find(Locator::Css(css)).await.unwrap().text().await.unwrap()
+    use fantoccini::error::{CmdError, ErrorStatus};
+    for _ in 0..20 {
+        let element = b.client.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}"));
+        match element.text().await {
+            Ok(text) => return text,
+            Err(CmdError::Standard(e)) if e.error == ErrorStatus::StaleElementReference => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("{css}: {e}"),
+        }
+    }
+    panic!("{css} went stale every time it was read")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
